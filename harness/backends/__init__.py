@@ -1,0 +1,1 @@
+"""Backends: one package per path, each a runner whose infer returns name -> array."""

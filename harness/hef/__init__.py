@@ -1,0 +1,1 @@
+"""Pure-Python HEF reader."""

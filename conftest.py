@@ -25,5 +25,8 @@ def shared_fixtures() -> Path:
     """The real fixture folder; tests that need it skip with the reason when it is absent."""
     root = fixtures_root()
     if not (root / "SOURCES.md").is_file():
-        pytest.skip(f"real fixtures not found at {root} (set HARNESS_FIXTURES or place shared/ beside the project)")
+        reason = f"real fixtures not found at {root} (set HARNESS_FIXTURES or place shared/ beside the project)"
+        if os.environ.get("HARNESS_REQUIRE_FIXTURES"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     return root

@@ -1,8 +1,15 @@
 """HailoRT's quantization rule (hailort: hailort/libhailort/include/hailo/quantization.hpp).
 
-dequantize: ``(q - zp) * scale``; quantize: clip to ``[limvals_min, limvals_max]``, then
-``bankers_round(x / scale + zp)``. Per-tensor (one QuantInfo) or per-feature (one per channel,
-broadcast along the last, channel axis of a host-side array).
+dequantize: ``(q - zp) * scale`` in float32. quantize: clip to ``[limvals_min, limvals_max]``, then
+``bankers_round(x / scale + zp)`` (``rintf`` under ``FE_TONEAREST``: halves go to the even neighbour),
+all in float32; an identity quant info (``scale == 1``, ``zp == 0``) only rounds, with no clipping.
+
+Per-tensor (one QuantInfo) or per-feature (one per channel). HailoRT's output transform gives
+element ``i`` of a channel-last host buffer (NHWC, FCR, F8CR, NC) quant info ``i % C``, i.e. the
+last axis (hailort: hailort/libhailort/src/transform/transform.cpp, ``FrameOutputTransformContext``
+with ``m_quant_infos_rep_count = 1``, and ``transform_internal.hpp``, ``dequantize_output_by_feature``).
+HailoRT quantizes inputs with the first quant info only; :func:`quantize` broadcasts per feature
+the same way as :func:`dequantize`, so that it is its inverse.
 """
 
 from __future__ import annotations
@@ -14,12 +21,18 @@ import numpy as np
 from harness.errors import SpecError
 from harness.specs import QuantInfo
 
+QUANTIZED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16))
+
 
 def _params(quant: Sequence[QuantInfo], channels: int) -> tuple[np.ndarray, ...]:
     if not quant:
         raise SpecError("quantized output has no quant info")
     if len(quant) not in (1, channels):
         raise SpecError(f"{len(quant)} per-feature quant infos for {channels} channels")
+    if len(quant) == 1 and quant[0].is_zero:
+        # hailort: hailort/libhailort/src/transform/transform.cpp, OutputTransformContext::create
+        # (an all-zero INVALID_QUANT_INFO means the HEF quantizes per feature)
+        raise SpecError("quant info is all zero (the per-feature placeholder): expected the per-feature quant infos")
     fields = ("zero_point", "scale", "limvals_min", "limvals_max")
     return tuple(np.array([getattr(q, f) for q in quant], dtype=np.float32) for f in fields)
 
@@ -31,10 +44,20 @@ def dequantize(q: np.ndarray, quant: Sequence[QuantInfo]) -> np.ndarray:
     return ((q.astype(np.float32) - zp) * scale).astype(np.float32)
 
 
-def quantize(x: np.ndarray, quant: Sequence[QuantInfo], dtype: np.dtype | str = np.uint8) -> np.ndarray:
-    """float array (channel-last) -> quantized, clipped to limvals, rounded half to even."""
+def quantize(x: np.ndarray, quant: Sequence[QuantInfo], dtype: np.dtype | str | type = np.uint8) -> np.ndarray:
+    """float array (channel-last) -> uint8/uint16: clipped to limvals, rounded half to even.
+
+    Values outside the integer type's range (possible only with limvals beyond it) saturate, where
+    HailoRT's C cast is undefined.
+    """
+    out_dtype = np.dtype(dtype)
+    if out_dtype not in QUANTIZED_DTYPES:
+        raise SpecError(f"quantize: dtype {out_dtype} is not a device type: expected uint8 or uint16")
     x = np.asarray(x, dtype=np.float32)
     zp, scale, lo, hi = _params(quant, x.shape[-1] if x.ndim else 1)
-    info = np.iinfo(np.dtype(dtype))
+    identity = (scale == 1) & (zp == 0)  # hailort: quantization.hpp, Quantization::is_identity_qp
+    lo = np.where(identity, np.float32(-np.inf), lo)
+    hi = np.where(identity, np.float32(np.inf), hi)
     q = np.rint(np.clip(x, lo, hi) / scale + zp)
-    return np.clip(q, info.min, info.max).astype(dtype)
+    info = np.iinfo(out_dtype)
+    return np.clip(q, info.min, info.max).astype(out_dtype)

@@ -15,6 +15,7 @@ from harness import __version__
 from harness.errors import HarnessError
 
 COMMANDS = {
+    "inspect": "harness.commands.inspect",
 }
 
 

@@ -1,0 +1,119 @@
+"""Static HEF checks on the real YOLOv8s NMS HEF (tolerant read of the truncated fixture), with
+each failure injected by editing the description it was read into."""
+
+from dataclasses import replace
+
+import pytest
+
+from harness.hef.checks import CheckContext, ModelFacts, run_checks
+from harness.hef.reader import HefInfo, read_hef
+from harness.specs import FormatType, QuantInfo
+
+GRIDS = ((80, 80), (40, 40), (20, 20))
+MODEL = ModelFacts("yolov8s.onnx", (640, 640), 3, 3, 64, GRIDS)
+
+
+@pytest.fixture(scope="module")
+def hef(shared_fixtures) -> HefInfo:
+    return read_hef(shared_fixtures / "hef_bad" / "hailo8l_yolov8s_nms_truncated.hef", tolerant=True)
+
+
+def _results(ctx: CheckContext) -> dict:
+    return {r.name: r for r in run_checks(ctx)}
+
+
+def _with_group(hef: HefInfo, **changes) -> HefInfo:
+    return replace(hef, network_groups=(replace(hef.network_groups[0], **changes),))
+
+
+def _with_nms(hef: HefInfo, **changes) -> HefInfo:
+    return _with_group(hef, nms=replace(hef.network_groups[0].nms, **changes))
+
+
+def _with_class_limvals(hef: HefInfo, lo: float, hi: float, scale: float) -> HefInfo:
+    group = hef.network_groups[0]
+    classes = {d.class_stream for d in group.nms.bbox_decoders}
+    q = QuantInfo(0, scale, lo, hi) if lo >= 0 else QuantInfo(round(-lo / scale), scale, lo, hi)
+    outputs = tuple(replace(s, quant=q, quant_infos=(q,)) if s.name in classes else s for s in group.outputs)
+    return _with_group(hef, outputs=outputs)
+
+
+def test_a_consistent_setup_passes_all_but_the_capped_scores_of_the_real_hef(hef):
+    results = _results(CheckContext(hef, MODEL, ("a", "b", "c"), 0.2))
+    failed = {name for name, r in results.items() if r.passed is False}
+    assert failed == {"class_score_range"}
+    assert "0.8355" in results["class_score_range"].message
+    assert "calibrat" in results["class_score_range"].message
+
+
+def test_checks_without_onnx_dataset_or_threshold_skip_with_a_reason(hef):
+    results = _results(CheckContext(hef))
+    for name in ("input_shape", "nms_classes_vs_onnx", "nms_classes_vs_dataset", "score_threshold"):
+        assert results[name].passed is None
+        assert "needs" in results[name].message or "no --onnx" in results[name].message
+
+
+def test_input_size_mismatch_names_both_sizes(hef):
+    r = _results(CheckContext(hef, replace(MODEL, input_hw=(320, 320))))["input_shape"]
+    assert r.passed is False and "640x640x3" in r.message and "320x320x3" in r.message
+
+
+def test_nms_classes_are_checked_against_onnx_and_dataset(hef):
+    results = _results(CheckContext(hef, replace(MODEL, classes=2), ("fire", "smoke")))
+    assert results["nms_classes_vs_onnx"].passed is False
+    assert '"classes": 2' in results["nms_classes_vs_onnx"].message
+    assert results["nms_classes_vs_dataset"].passed is False
+    assert "['fire', 'smoke']" in results["nms_classes_vs_dataset"].message
+
+
+def test_regression_length_must_match_the_box_channels(hef):
+    r = _results(CheckContext(_with_nms(hef, regression_length=8)))["regression_length"]
+    assert r.passed is False and '"regression_length": 16' in r.message
+
+
+def test_a_stride_that_does_not_give_the_grid_fails(hef):
+    decoders = hef.network_groups[0].nms.bbox_decoders
+    swapped = (replace(decoders[0], stride=16), replace(decoders[1], stride=8), decoders[2])
+    r = _results(CheckContext(_with_nms(hef, bbox_decoders=swapped)))["strides_vs_grids"]
+    assert r.passed is False and "stride 16" in r.message and "40x40" in r.message
+
+
+def test_box_and_class_streams_of_different_grids_fail_pairing(hef):
+    d = hef.network_groups[0].nms.bbox_decoders
+    crossed = (replace(d[0], class_stream=d[1].class_stream), d[1], d[2])
+    r = _results(CheckContext(_with_nms(hef, bbox_decoders=crossed)))["decoder_pairing"]
+    assert r.passed is False and "80x80" in r.message and "40x40" in r.message
+
+
+def test_nms_hef_without_sigmoid_fails_and_names_the_alls_line(hef):
+    logits = _with_class_limvals(hef, -12.0, 4.0, 16 / 255)
+    r = _results(CheckContext(logits))["sigmoid_present"]
+    assert r.passed is False and "change_output_activation(conv42, sigmoid)" in r.message
+
+
+def test_a_well_calibrated_class_output_passes_the_score_range(hef):
+    r = _results(CheckContext(_with_class_limvals(hef, 0.0, 0.99, 0.99 / 255)))["class_score_range"]
+    assert r.passed is True
+
+
+def test_saturating_logit_range_fails(hef):
+    r = _results(CheckContext(_with_class_limvals(hef, -237.0, 43.9, 281 / 255)))["class_score_range"]
+    assert r.passed is False and "score >= 0.99" in r.message
+
+
+def test_lowest_score_above_the_threshold_fails(hef):
+    r = _results(CheckContext(_with_class_limvals(hef, 0.3, 0.99, 0.69 / 255), eval_score_threshold=0.2))
+    assert r["class_score_range"].passed is False and "every cell" in r["class_score_range"].message
+
+
+def test_threshold_compiled_into_the_hef_must_equal_the_evaluations(hef):
+    r = _results(CheckContext(hef, eval_score_threshold=0.001))["score_threshold"]
+    assert r.passed is False and "0.2" in r.message and "0.001" in r.message
+    assert _results(CheckContext(hef, eval_score_threshold=0.2))["score_threshold"].passed is True
+
+
+def test_raw_hef_without_nms_skips_nms_checks(shared_fixtures):
+    info = read_hef(shared_fixtures / "hef" / "hailo8_mnist_cnn.hef")
+    results = _results(CheckContext(info))
+    assert all(results[n].passed is None for n in ("regression_length", "decoder_pairing", "sigmoid_present"))
+    assert info.network_groups[0].outputs[0].data_type is FormatType.UINT8

@@ -37,7 +37,9 @@ SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
 HALF_CELL = "anchor centres off by half a cell"
 FCR_CHANNEL_FIRST = "FCR head read as channel-first (FCR is channel-last on the host)"
-PAIRED_ACROSS_GRIDS = "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
+PAIRED_ACROSS_GRIDS = (
+    "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
+)
 
 
 def load_decoder(target: str) -> Decoder:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.errors import HarnessError
 from harness.conformance import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
+from harness.errors import HarnessError
 
 OPTIONS = {
     "decoder": "run the decoder conformance suite against a six-output decoder 'package.module:function'",

@@ -1,0 +1,61 @@
+"""The pytest plugin, driven through pytester exactly as a user's pytest run would."""
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+EMPTY_DECODER = """
+from harness.detections import Detections
+
+def decode(outputs, specs, config):
+    return Detections.empty()
+"""
+
+BUILTIN_DECODER_TEST = """
+from harness.decode.yolo import decode
+
+def test_builtin(decoder_conformance):
+    decoder_conformance(decode)
+"""
+
+
+def test_decoder_option_adds_one_named_item_per_conformance_property(pytester):
+    pytester.makepyfile(userdec=EMPTY_DECODER)
+    result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        ["*test_decoder_conformance[[]finds_every_planted_object_with_its_box_score_and_class[]]*"]
+    )
+    assert result.stdout.str().count("test_decoder_conformance[") == 7
+
+
+def test_broken_decoder_fails_naming_the_property_and_what_it_got(pytester):
+    pytester.makepyfile(userdec=EMPTY_DECODER)
+    result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "-q")
+    result.assert_outcomes(failed=7)
+    result.stdout.fnmatch_lines(
+        ["*breaks 'applies the sigmoid to logit class outputs'*expected * planted detections, got 0*"]
+    )
+
+
+def test_decoder_can_be_set_as_an_ini_key(pytester):
+    pytester.makepyfile(userdec=EMPTY_DECODER)
+    pytester.makeini("[pytest]\nharness_decoder = userdec:decode\n")
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    assert result.stdout.str().count("test_decoder_conformance[") == 7
+
+
+def test_unimportable_decoder_is_a_usage_error_not_a_traceback(pytester):
+    result = pytester.runpytest_subprocess("--decoder", "no_such_module:decode")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*cannot import module 'no_such_module'*"])
+
+
+def test_malformed_decoder_target_names_the_expected_form(pytester):
+    result = pytester.runpytest_subprocess("--decoder", "just_a_module")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*expected 'package.module:function'*"])
+
+
+def test_conformance_fixture_passes_the_builtin_decoder(pytester):
+    pytester.makepyfile(test_user=BUILTIN_DECODER_TEST)
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)

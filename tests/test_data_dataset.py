@@ -1,0 +1,310 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from harness.data.dataset import DatasetError, GroundTruth, class_map, load_coco, load_yolo
+from harness.errors import HarnessError
+from harness.preprocess import load_image
+
+# --- the real fixtures ---------------------------------------------------------------------------
+
+
+@pytest.mark.fixtures
+def test_fire_smoke_folder_has_200_images_287_boxes_and_two_images_without_labels(shared_fixtures):
+    dataset = load_yolo(shared_fixtures / "datasets" / "fire_smoke_val")
+    assert dataset.names == ("fire", "smoke")
+    assert len(dataset.samples) == 200
+    assert dataset.n_boxes == 287
+    assert dataset.missing_labels == ("images/val/fire-image_46.jpg", "images/val/smoke-image_53.jpg")
+    assert dataset.unreadable == ()
+    assert len({s.original_hw for s in dataset.samples}) == 70
+    first = next(s for s in dataset.samples if s.image_id == "images/val/fire-image_0.jpg")
+    # labels/val/fire-image_0.txt: "0 0.466077 0.394648 0.306785 0.774336" on a 300x168 image
+    assert first.original_hw == (168, 300)
+    np.testing.assert_allclose(
+        first.ground_truth.boxes,
+        [
+            [
+                (0.466077 - 0.306785 / 2) * 300,
+                (0.394648 - 0.774336 / 2) * 168,
+                (0.466077 + 0.306785 / 2) * 300,
+                (0.394648 + 0.774336 / 2) * 168,
+            ]
+        ],
+        atol=1e-3,
+    )
+    assert first.ground_truth.class_ids.tolist() == [0]
+
+
+@pytest.mark.fixtures
+def test_fire_smoke_yaml_whose_val_points_outside_the_folder_is_an_error_naming_the_value(shared_fixtures):
+    with pytest.raises(DatasetError, match=r"fire-smoke\.yaml: val '\.\./fire-smoke/images/val/' resolves to"):
+        load_yolo(shared_fixtures / "datasets" / "fire_smoke_val" / "fire-smoke.yaml")
+
+
+@pytest.mark.fixtures
+def test_coco128_yaml_has_16_images_53_boxes_and_80_names(shared_fixtures):
+    dataset = load_yolo(shared_fixtures / "datasets" / "coco128_val16" / "config.yaml")
+    assert len(dataset.samples) == 16
+    assert dataset.n_boxes == 53
+    assert len(dataset.names) == 80 and dataset.names[:3] == ("person", "bicycle", "car")
+    assert dataset.missing_labels == () and dataset.unreadable == ()
+    assert len(dataset.manifest) == 64
+
+
+@pytest.mark.fixtures
+def test_sizes_read_from_headers_equal_the_decoded_image_sizes(shared_fixtures):
+    dataset = load_yolo(shared_fixtures / "datasets" / "coco128_val16" / "config.yaml")
+    for sample in dataset.samples[:6]:
+        assert load_image(sample.path).shape[:2] == sample.original_hw
+
+
+# --- messy datasets built here -------------------------------------------------------------------
+
+
+def _image(path: Path, size=(40, 30), mode="RGB", fmt=None, **save) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    colour = {"L": 128, "RGBA": (10, 20, 30, 128), "P": 3}.get(mode, (10, 20, 30))
+    Image.new(mode, size, colour).save(path, format=fmt, **save)
+    return path
+
+
+def _label(root: Path, stem: str, text: str, split="val") -> Path:
+    path = root / "labels" / split / f"{stem}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _folder(tmp_path: Path) -> Path:
+    root = tmp_path / "ds"
+    images = root / "images" / "val"
+    _image(images / "plain.jpg", (40, 30))
+    _label(root, "plain", "0 0.5 0.5 0.5 0.5\n1 0.25 0.25 0.5 0.5\n")
+    (root / "data.yaml").write_text(yaml.safe_dump({"names": ["fire", "smoke"]}))
+    return root
+
+
+def test_images_are_read_by_content_whatever_their_name_says(tmp_path):
+    root = _folder(tmp_path)
+    images = root / "images" / "val"
+    _image(images / "png_named.jpg", (21, 13), fmt="PNG")
+    _image(images / "anim.gif", (17, 11), mode="P", fmt="GIF")
+    _image(images / "grey.jpg", (15, 9), mode="L")
+    _image(images / "alpha.png", (12, 8), mode="RGBA")
+    dataset = load_yolo(root)
+    sizes = {s.image_id.rsplit("/", 1)[1]: s.original_hw for s in dataset.samples}
+    assert sizes == {
+        "plain.jpg": (30, 40),
+        "png_named.jpg": (13, 21),
+        "anim.gif": (11, 17),
+        "grey.jpg": (9, 15),
+        "alpha.png": (8, 12),
+    }
+    for sample in dataset.samples:
+        assert load_image(sample.path).shape[:2] == sample.original_hw
+    assert len(dataset.missing_labels) == 4
+
+
+def test_exif_rotated_jpeg_has_its_displayed_size_and_boxes_in_that_frame(tmp_path):
+    root = _folder(tmp_path)
+    exif = Image.Exif()
+    exif[274] = 6  # rotate 90 degrees clockwise to display
+    path = _image(root / "images" / "val" / "rotated.jpg", (40, 20), exif=exif.tobytes())
+    _label(root, "rotated", "0 0.5 0.25 1.0 0.5\n")
+    sample = next(s for s in load_yolo(root).samples if s.image_id.endswith("rotated.jpg"))
+    assert sample.original_hw == (40, 20) == load_image(path).shape[:2]
+    np.testing.assert_allclose(sample.ground_truth.boxes, [[0, 0, 20, 20]])
+
+
+def test_an_unreadable_image_is_named_and_counted_not_dropped(tmp_path):
+    root = _folder(tmp_path)
+    (root / "images" / "val" / "broken.jpg").write_bytes(b"not an image at all")
+    _label(root, "broken", "0 0.5 0.5 0.1 0.1\n")
+    dataset = load_yolo(root)
+    assert [s.image_id for s in dataset.samples] == ["images/val/plain.jpg"]
+    assert [u.image_id for u in dataset.unreadable] == ["images/val/broken.jpg"]
+    assert "PIL" in dataset.unreadable[0].reason
+    before = dataset.manifest
+    (root / "images" / "val" / "broken.jpg").write_bytes(b"other bytes")
+    assert load_yolo(root).manifest != before
+
+
+def test_a_missing_label_file_means_no_objects_and_is_counted_an_empty_one_is_not(tmp_path):
+    root = _folder(tmp_path)
+    _image(root / "images" / "val" / "nolabel.jpg")
+    _image(root / "images" / "val" / "empty.jpg")
+    _label(root, "empty", "\n")
+    dataset = load_yolo(root)
+    assert dataset.missing_labels == ("images/val/nolabel.jpg",)
+    by_id = {s.image_id: s for s in dataset.samples}
+    assert len(by_id["images/val/nolabel.jpg"].ground_truth) == 0
+    assert len(by_id["images/val/empty.jpg"].ground_truth) == 0
+    assert dataset.n_boxes == 2
+
+
+def test_labels_become_pixel_xyxy_boxes_clipped_to_the_image(tmp_path):
+    root = _folder(tmp_path)
+    _label(root, "plain", "1 0.5 0.5 0.5 0.5\n0 1.005 0.5 0.2 0.2\n")
+    truth = load_yolo(root).samples[0].ground_truth
+    np.testing.assert_allclose(truth.boxes, [[10, 7.5, 30, 22.5], [36.2, 12, 40, 18]], atol=1e-4)
+    assert truth.class_ids.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0 0.5 0.5 0.2\n", r"plain\.txt:2: 4 fields '0 0\.5 0\.5 0\.2', expected 5: class x_center"),
+        ("0 a 0.5 0.2 0.2\n", r"plain\.txt:2: '0 a 0\.5 0\.2 0\.2' is not five numbers"),
+        ("2 0.5 0.5 0.2 0.2\n", r"plain\.txt:2: class id '2', expected an integer in 0\.\.1"),
+        ("0.5 0.5 0.5 0.2 0.2\n", r"plain\.txt:2: class id '0\.5', expected an integer"),
+        ("0 1.5 0.5 0.2 0.2\n", r"plain\.txt:2: box '1\.5 0\.5 0\.2 0\.2', expected normalised"),
+        ("0 0.5 0.5 nan 0.2\n", r"plain\.txt:2: box"),
+    ],
+)
+def test_a_bad_label_line_is_an_error_naming_file_and_line(tmp_path, text, message):
+    root = _folder(tmp_path)
+    _label(root, "plain", "0 0.5 0.5 0.5 0.5\n" + text)
+    with pytest.raises(DatasetError, match=message):
+        load_yolo(root)
+
+
+def test_dataset_error_is_a_harness_error():
+    assert issubclass(DatasetError, HarnessError)
+
+
+def test_a_yaml_with_path_names_mapping_and_a_txt_image_list_is_read(tmp_path):
+    root = _folder(tmp_path)
+    _image(root / "images" / "val" / "other.jpg")
+    (root / "val.txt").write_text("./images/val/plain.jpg\n\n")
+    config = tmp_path / "cfg" / "ds.yaml"
+    config.parent.mkdir()
+    config.write_text(yaml.safe_dump({"path": "../ds", "val": "val.txt", "names": {0: "fire", 1: "smoke"}, "nc": 2}))
+    dataset = load_yolo(config)
+    assert dataset.names == ("fire", "smoke")
+    assert [s.image_id for s in dataset.samples] == ["images/val/plain.jpg"]
+    config.write_text(yaml.safe_dump({"path": "../ds", "val": "images/val", "names": ["fire", "smoke"]}))
+    assert len(load_yolo(config).samples) == 2
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"val": "images/val", "names": ["a", "b"], "nc": 3}, "nc 3 but 2 names"),
+        ({"val": "images/val", "names": {0: "a", 2: "b"}}, r"names keys \[0, 2\], expected 0\.\.1"),
+        ({"val": "images/val"}, "names None, expected a list"),
+        ({"train": "images/train", "names": ["a"]}, "no 'val' entry"),
+    ],
+)
+def test_a_bad_dataset_yaml_is_an_error_naming_the_field(tmp_path, config, message):
+    root = _folder(tmp_path)
+    (root / "data.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(DatasetError, match=message):
+        load_yolo(root / "data.yaml")
+
+
+def test_a_folder_takes_names_given_or_from_its_one_yaml(tmp_path):
+    root = _folder(tmp_path)
+    assert load_yolo(root).names == ("fire", "smoke")
+    assert load_yolo(root, names=["a", "b"]).names == ("a", "b")
+    (root / "data.yaml").unlink()
+    with pytest.raises(DatasetError, match="class names not given and 0 yaml files found"):
+        load_yolo(root)
+
+
+def test_manifest_is_stable_and_changes_with_labels_names_and_file_names(tmp_path):
+    root = _folder(tmp_path)
+    first = load_yolo(root).manifest
+    assert load_yolo(root).manifest == first
+    assert load_yolo(root, names=["smoke", "fire"]).manifest != first
+    _label(root, "plain", "0 0.5 0.5 0.5 0.5\n1 0.25 0.25 0.5 0.51\n")
+    changed_label = load_yolo(root).manifest
+    assert changed_label != first
+    (root / "images" / "val" / "plain.jpg").rename(root / "images" / "val" / "renamed.jpg")
+    assert load_yolo(root).manifest not in (first, changed_label)
+
+
+# --- class names between dataset and model -------------------------------------------------------
+
+
+def test_identical_class_names_map_to_themselves():
+    assert class_map(["fire", "smoke"], ("fire", "smoke")).tolist() == [0, 1]
+
+
+def test_names_in_another_order_are_an_error_naming_both_lists():
+    # D-Fire labels 0 = smoke, 1 = fire; fire_smoke_val and its models 0 = fire, 1 = smoke
+    with pytest.raises(DatasetError, match=r"\['smoke', 'fire'\].*\['fire', 'smoke'\].*another order"):
+        class_map(["smoke", "fire"], ["fire", "smoke"])
+    with pytest.raises(DatasetError, match=r"\['flame'\].*\['fire'\].*different names"):
+        class_map(["flame"], ["fire"])
+
+
+def test_an_explicit_map_translates_by_name():
+    assert class_map(["smoke", "fire"], ["fire", "smoke"], {}).tolist() == [1, 0]
+    assert class_map(["flame", "smoke"], ["smoke", "fire"], {"flame": "fire"}).tolist() == [1, 0]
+    with pytest.raises(DatasetError, match=r"'smoke' -> 'smoke' name no model class"):
+        class_map(["flame", "smoke"], ["fire"], {"flame": "fire"})
+    with pytest.raises(DatasetError, match=r"\['flames'\] are not dataset classes"):
+        class_map(["flame"], ["fire"], {"flames": "fire"})
+
+
+def test_mapped_ground_truth_carries_model_class_ids():
+    truth = GroundTruth(np.zeros((3, 4)), np.array([0, 1, 1]))
+    assert truth.mapped(class_map(["smoke", "fire"], ["fire", "smoke"], {})).class_ids.tolist() == [1, 0, 0]
+
+
+# --- COCO JSON -----------------------------------------------------------------------------------
+
+
+def _coco(tmp_path: Path, **override) -> Path:
+    images = tmp_path / "imgs"
+    _image(images / "a.jpg", (40, 30))
+    _image(images / "b.png", (20, 10), fmt="PNG")
+    data = {
+        "images": [
+            {"id": 5, "file_name": "a.jpg", "width": 40, "height": 30},
+            {"id": 9, "file_name": "b.png", "width": 20, "height": 10},
+        ],
+        "categories": [{"id": 7, "name": "smoke"}, {"id": 3, "name": "fire"}],
+        "annotations": [
+            {"id": 1, "image_id": 5, "category_id": 7, "bbox": [1, 2, 10, 20], "iscrowd": 0},
+            {"id": 2, "image_id": 5, "category_id": 3, "bbox": [5, 5, 4, 4], "iscrowd": 1},
+        ],
+    }
+    data.update(override)
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_coco_json_gives_classes_by_category_id_xyxy_boxes_and_crowd_flags(tmp_path):
+    dataset = load_coco(_coco(tmp_path), tmp_path / "imgs")
+    assert dataset.names == ("fire", "smoke")
+    assert [s.image_id for s in dataset.samples] == ["a.jpg", "b.png"]
+    a, b = dataset.samples
+    np.testing.assert_allclose(a.ground_truth.boxes, [[1, 2, 11, 22], [5, 5, 9, 9]])
+    assert a.ground_truth.class_ids.tolist() == [1, 0]
+    assert a.ground_truth.crowd.tolist() == [False, True]
+    assert len(b.ground_truth) == 0 and b.original_hw == (10, 20)
+    assert dataset.missing_labels == ()
+
+
+def test_coco_image_missing_on_disk_is_unreadable_and_a_wrong_size_is_an_error(tmp_path):
+    path = _coco(tmp_path)
+    (tmp_path / "imgs" / "b.png").unlink()
+    dataset = load_coco(path, tmp_path / "imgs")
+    assert [u.image_id for u in dataset.unreadable] == ["b.png"]
+    assert len(dataset.samples) == 1
+    bad_size = [{"id": 5, "file_name": "a.jpg", "width": 41, "height": 30}]
+    with pytest.raises(DatasetError, match=r"'a\.jpg' height, width \(30, 41\), but the image is \(30, 40\)"):
+        load_coco(_coco(tmp_path, images=bad_size, annotations=[]), tmp_path / "imgs")
+
+
+def test_coco_annotation_with_an_unknown_category_is_an_error(tmp_path):
+    anns = [{"id": 4, "image_id": 5, "category_id": 8, "bbox": [1, 2, 3, 4]}]
+    with pytest.raises(DatasetError, match=r"annotation id 4: category_id 8, expected one of \[3, 7\]"):
+        load_coco(_coco(tmp_path, annotations=anns), tmp_path / "imgs")

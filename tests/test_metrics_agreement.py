@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.detections import Detections
+from harness.metrics.agreement import AgreementError, agreement
+
+
+@st.composite
+def _detections(draw, max_boxes=8, n_classes=3):
+    n = draw(st.integers(0, max_boxes))
+    corner = draw(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), min_size=n, max_size=n))
+    size = draw(st.lists(st.tuples(st.integers(1, 30), st.integers(1, 30)), min_size=n, max_size=n))
+    boxes = np.array([[x, y, x + w, y + h] for (x, y), (w, h) in zip(corner, size, strict=True)], np.float32)
+    scores = draw(st.lists(st.floats(0, 1, width=32), min_size=n, max_size=n))
+    classes = draw(st.lists(st.integers(0, n_classes - 1), min_size=n, max_size=n))
+    return Detections(boxes.reshape(-1, 4), np.array(scores, np.float32), np.array(classes))
+
+
+@st.composite
+def _separated_detections(draw, n_classes=3):
+    """Boxes on a coarse grid, so no two of them overlap."""
+    cells = draw(st.lists(st.integers(0, 24), unique=True, max_size=8))
+    boxes = np.array([[(c % 5) * 100, (c // 5) * 100, (c % 5) * 100 + 50, (c // 5) * 100 + 60] for c in cells])
+    scores = draw(st.lists(st.floats(0, 1, width=32), min_size=len(cells), max_size=len(cells)))
+    classes = draw(st.lists(st.integers(0, n_classes - 1), min_size=len(cells), max_size=len(cells)))
+    return Detections(boxes.reshape(-1, 4), np.array(scores, np.float32), np.array(classes))
+
+
+_paths = st.integers(1, 4).flatmap(
+    lambda n: st.tuples(
+        st.lists(_detections(), min_size=n, max_size=n), st.lists(_detections(), min_size=n, max_size=n)
+    )
+)
+
+
+@given(st.lists(_detections(), min_size=1, max_size=4))
+def test_agreement_of_a_path_with_itself_is_total(path):
+    result = agreement(path, path)
+    n = sum(len(d) for d in path)
+    assert (result.matched, result.class_flipped, result.missed, result.extra) == (n, 0, 0, 0)
+    assert result.mean_score_drift == result.mean_abs_score_drift == 0.0
+
+
+@given(_paths)
+def test_every_box_is_matched_flipped_missed_or_extra_exactly_once(paths):
+    reference, candidate = paths
+    result = agreement(reference, candidate)
+    assert result.n_reference == sum(len(d) for d in reference)
+    assert result.n_candidate == sum(len(d) for d in candidate)
+    assert result.matched + result.class_flipped + result.missed == result.n_reference
+    assert result.matched + result.class_flipped + result.extra == result.n_candidate
+    assert min(result.matched, result.class_flipped, result.missed, result.extra) >= 0
+    assert abs(result.mean_score_drift) <= result.mean_abs_score_drift + 1e-12
+
+
+@given(st.lists(_separated_detections(), min_size=1, max_size=3))
+def test_relabelling_every_box_turns_every_match_into_a_class_flip(path):
+    relabelled = [Detections(d.boxes, d.scores, (d.class_ids + 1) % 3) for d in path]
+    result = agreement(path, relabelled)
+    n = sum(len(d) for d in path)
+    assert (result.matched, result.class_flipped, result.missed, result.extra) == (0, n, 0, 0)
+
+
+@given(st.lists(_detections(), min_size=1, max_size=3))
+def test_moving_every_box_away_leaves_only_misses_and_extras(path):
+    moved = [Detections(d.boxes + 1000, d.scores, d.class_ids) for d in path]
+    result = agreement(path, moved)
+    n = sum(len(d) for d in path)
+    assert (result.matched, result.class_flipped, result.missed, result.extra) == (0, 0, n, n)
+
+
+@given(st.lists(_separated_detections(), min_size=1, max_size=3), st.floats(-0.5, 0.5))
+def test_score_drift_is_the_mean_score_change_of_matched_boxes(path, delta):
+    shifted = [Detections(d.boxes + 3, d.scores + np.float32(delta), d.class_ids) for d in path]
+    result = agreement(path, shifted)
+    if result.matched:
+        assert result.mean_score_drift == pytest.approx(delta, abs=1e-6)
+        assert result.mean_abs_score_drift == pytest.approx(abs(delta), abs=1e-6)
+
+
+def test_the_higher_scoring_candidate_takes_the_reference_box_and_iou_05_is_enough():
+    reference = [Detections(np.array([[0, 0, 10, 10]]), np.array([0.8]), np.array([0]))]
+    # both candidates overlap the reference with IoU 0.5 exactly (half-area shifted copies)
+    boxes = np.array([[0, 0, 10, 5], [0, 5, 10, 10]])
+    candidate = [Detections(boxes, np.array([0.3, 0.6]), np.array([0, 0]))]
+    result = agreement(reference, candidate)
+    assert (result.matched, result.extra, result.missed) == (1, 1, 0)
+    assert result.mean_score_drift == pytest.approx(0.6 - 0.8)
+
+
+def test_a_box_just_below_iou_05_is_missed():
+    reference = [Detections(np.array([[0, 0, 10, 10]]), np.array([0.8]), np.array([0]))]
+    candidate = [Detections(np.array([[0, 0, 10, 4.99]]), np.array([0.8]), np.array([0]))]
+    result = agreement(reference, candidate)
+    assert (result.matched, result.missed, result.extra) == (0, 1, 1)
+
+
+def test_paths_over_different_image_counts_are_an_error():
+    with pytest.raises(AgreementError, match="2 reference images but 1 candidate images"):
+        agreement([Detections.empty()] * 2, [Detections.empty()])

@@ -1,0 +1,270 @@
+import contextlib
+import io
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+
+from harness.data.dataset import GroundTruth, load_yolo
+from harness.detections import Detections
+from harness.metrics.coco import (
+    MetricsError,
+    evaluate,
+    mean_average_precision,
+    paired_bootstrap,
+    per_image_matches,
+)
+
+NAMES = ("fire", "smoke")
+BOX = [10.0, 10.0, 50.0, 60.0]
+OTHER_BOX = [100.0, 100.0, 140.0, 160.0]
+
+
+def _gt(boxes, classes, crowd=()):
+    return GroundTruth(np.array(boxes, dtype=np.float32).reshape(-1, 4), np.array(classes), np.array(crowd, bool))
+
+
+def _det(boxes, scores, classes):
+    return Detections(np.array(boxes, dtype=np.float32).reshape(-1, 4), np.array(scores), np.array(classes))
+
+
+def _as_predictions(truths, score=0.9):
+    return [_det(t.boxes, np.full(len(t), score), t.class_ids) for t in truths]
+
+
+def test_perfect_predictions_score_one_everywhere():
+    truths = [_gt([BOX, OTHER_BOX], [0, 1]), _gt([BOX], [1])]
+    metrics = evaluate(truths, _as_predictions(truths), NAMES)
+    assert (metrics.map50, metrics.map50_95) == (pytest.approx(1.0), pytest.approx(1.0))
+    # pycocotools divides by tp + fp + machine epsilon: "1.0" is 1 - 2e-16
+    expected = [(pytest.approx(1.0),) * 2 + (1.0, 1.0)] * 2
+    assert [(c.ap50, c.ap50_95, c.precision, c.recall) for c in metrics.per_class] == expected
+    assert [(c.n_ground_truth, c.n_predictions) for c in metrics.per_class] == [(1, 1), (2, 2)]
+
+
+def test_a_false_positive_ranked_above_the_only_true_positive_halves_the_ap():
+    # PR points (recall 0, precision 0), (recall 1, precision 0.5): the interpolated precision is 0.5 everywhere
+    truths = [_gt([BOX], [0])]
+    preds = [_det([OTHER_BOX, BOX], [0.9, 0.8], [0, 0])]
+    metrics = evaluate(truths, preds, NAMES)
+    fire, smoke = metrics.per_class
+    assert fire.ap50 == pytest.approx(0.5) and fire.ap50_95 == pytest.approx(0.5)
+    assert (fire.precision, fire.recall) == (0.5, 1.0)
+    assert math.isnan(smoke.ap50) and smoke.n_ground_truth == 0
+    assert metrics.map50 == pytest.approx(0.5)  # smoke has no ground truth and does not count
+
+
+def test_a_false_positive_ranked_below_every_true_positive_costs_no_ap_but_precision():
+    truths = [_gt([BOX], [0])]
+    metrics = evaluate(truths, [_det([BOX, OTHER_BOX], [0.9, 0.8], [0, 0])], NAMES)
+    assert metrics.map50 == pytest.approx(1.0)
+    assert metrics.per_class[0].precision == 0.5
+
+
+def test_operating_threshold_keeps_only_predictions_scoring_at_least_it():
+    truths = [_gt([BOX, OTHER_BOX], [0, 0])]
+    preds = [_det([BOX, OTHER_BOX, [300, 300, 320, 320]], [0.9, 0.3, 0.5], [0, 0, 0])]
+    fire = evaluate(truths, preds, NAMES, score_threshold=0.4).per_class[0]
+    assert (fire.precision, fire.recall) == (0.5, 0.5)
+    fire = evaluate(truths, preds, NAMES, score_threshold=0.3).per_class[0]
+    assert (fire.precision, fire.recall) == (2 / 3, 1.0)
+
+
+def test_swapped_classes_score_zero():
+    truths = [_gt([BOX, OTHER_BOX], [0, 1])]
+    preds = [_det([BOX, OTHER_BOX], [0.9, 0.9], [1, 0])]
+    metrics = evaluate(truths, preds, NAMES)
+    assert metrics.map50 == metrics.map50_95 == 0.0
+    assert all(c.recall == 0.0 and c.precision == 0.0 for c in metrics.per_class)
+
+
+def test_empty_images_without_predictions_change_nothing_and_with_predictions_add_false_positives():
+    truths = [_gt([BOX], [0])]
+    base = evaluate(truths, [_det([BOX], [0.5], [0])], NAMES)
+    empty = [_gt([], [])] * 3
+    padded = evaluate(truths + empty, [_det([BOX], [0.5], [0])] + [Detections.empty()] * 3, NAMES)
+    assert (padded.map50, padded.map50_95, padded.n_images) == (base.map50, base.map50_95, 4)
+    noisy = evaluate(truths + empty[:1], [_det([BOX], [0.5], [0]), _det([BOX], [0.9], [0])], NAMES)
+    assert noisy.map50 == pytest.approx(0.5)
+
+
+def test_no_predictions_score_zero_and_no_ground_truth_scores_nan():
+    assert evaluate([_gt([BOX], [1])], [Detections.empty()], NAMES).map50 == 0.0
+    metrics = evaluate([_gt([], [])], [_det([BOX], [0.9], [0])], NAMES)
+    assert math.isnan(metrics.map50) and math.isnan(metrics.map50_95)
+
+
+def test_a_detection_on_a_crowd_region_is_neither_hit_nor_false_positive():
+    truths = [_gt([BOX, OTHER_BOX], [0, 0], [False, True])]
+    preds = [_det([OTHER_BOX, BOX], [0.9, 0.8], [0, 0])]
+    fire = evaluate(truths, preds, NAMES).per_class[0]
+    assert (fire.ap50, fire.precision, fire.recall, fire.n_ground_truth) == (pytest.approx(1.0), 1.0, 1.0, 1)
+
+
+def test_boxes_shifted_by_half_their_size_pass_iou_05_at_one_third_and_fail_above():
+    # 40x50 box shifted right by 20: IoU = 20*50 / (2*40*50 - 20*50) = 1/3
+    truths = [_gt([BOX], [0])]
+    shifted = [_det([[30, 10, 70, 60]], [0.9], [0])]
+    assert evaluate(truths, shifted, NAMES).map50 == 0.0
+    # shifted by 8: IoU = 32/48 = 2/3, a hit at 0.50, 0.55, 0.60, 0.65 only
+    metrics = evaluate(truths, [_det([[18, 10, 58, 60]], [0.9], [0])], NAMES)
+    assert (metrics.map50, metrics.map50_95) == (pytest.approx(1.0), pytest.approx(0.4))
+
+
+def test_evaluation_prints_nothing(capsys):
+    evaluate([_gt([BOX], [0])], [_det([BOX], [0.9], [0])], NAMES)
+    paired_bootstrap([_gt([BOX], [0])], [Detections.empty()], [_det([BOX], [0.9], [0])], NAMES, resamples=3)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_inputs_that_cannot_be_scored_together_are_errors():
+    with pytest.raises(MetricsError, match="1 ground-truth images but 2 prediction sets"):
+        evaluate([_gt([BOX], [0])], [Detections.empty()] * 2, NAMES)
+    with pytest.raises(MetricsError, match=r"predictions of image 0: class ids \[2\], expected 0\.\.1"):
+        evaluate([_gt([BOX], [0])], [_det([BOX], [0.9], [2])], NAMES)
+    with pytest.raises(MetricsError, match="predictions of image 0: non-finite scores"):
+        evaluate([_gt([BOX], [0])], [_det([BOX], [np.nan], [0])], NAMES)
+    with pytest.raises(MetricsError, match="no images"):
+        evaluate([], [], NAMES)
+
+
+@pytest.mark.fixtures
+def test_the_real_labels_scored_against_themselves_give_map_one(shared_fixtures):
+    dataset = load_yolo(shared_fixtures / "datasets" / "fire_smoke_val")
+    metrics = evaluate(dataset.ground_truths, _as_predictions(dataset.ground_truths), dataset.names)
+    assert (metrics.map50, metrics.map50_95) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert sum(c.n_ground_truth for c in metrics.per_class) == 287
+
+
+# --- own accumulation over resampled image sets against pycocotools -----------------------------
+
+
+def _random_images(rng, n_images, n_classes=2, tie_scores=False):
+    """Fixture-like data: ~3 boxes per image, predictions near them, misses, class flips, extras."""
+    truths, preds = [], []
+    for _ in range(n_images):
+        m = int(rng.integers(0, 7))
+        xy = rng.uniform(0, 250, (m, 2))
+        boxes = np.concatenate([xy, xy + rng.uniform(8, 120, (m, 2))], axis=1)
+        classes = rng.integers(0, n_classes, m)
+        truths.append(_gt(boxes, classes, rng.random(m) < 0.05))
+        keep = rng.random(m) < 0.8
+        p_boxes = boxes[keep] + rng.normal(0, 6, (int(keep.sum()), 4))
+        p_classes = np.where(
+            rng.random(int(keep.sum())) < 0.1, rng.integers(0, n_classes, int(keep.sum())), classes[keep]
+        )
+        e = int(rng.integers(0, 3))
+        exy = rng.uniform(0, 250, (e, 2))
+        p_boxes = np.concatenate([p_boxes, np.concatenate([exy, exy + rng.uniform(8, 80, (e, 2))], axis=1)])
+        p_classes = np.concatenate([p_classes, rng.integers(0, n_classes, e)])
+        scores = rng.random(len(p_boxes))
+        preds.append(_det(p_boxes, np.round(scores, 1) if tie_scores else scores, p_classes))
+    return truths, preds
+
+
+def _pycocotools_map(truths, preds, n_classes):
+    """mAP@0.5, mAP@0.5:0.95 from a plain pycocotools run with default parameters."""
+    gt_anns, dt_anns = [], []
+    for i, (t, p) in enumerate(zip(truths, preds, strict=True)):
+        for b, c, crowd in zip(t.boxes.astype(float), t.class_ids, t.crowd, strict=True):
+            xywh = [b[0], b[1], b[2] - b[0], b[3] - b[1]]
+            gt_anns.append({"id": len(gt_anns) + 1, "image_id": i, "category_id": int(c), "bbox": xywh,
+                            "area": xywh[2] * xywh[3], "iscrowd": int(crowd)})  # fmt: skip
+        for b, c, s in zip(p.boxes.astype(float), p.class_ids, p.scores.astype(float), strict=True):
+            xywh = [b[0], b[1], b[2] - b[0], b[3] - b[1]]
+            dt_anns.append({"id": len(dt_anns) + 1, "image_id": i, "category_id": int(c), "bbox": xywh,
+                            "area": xywh[2] * xywh[3], "score": s})  # fmt: skip
+    images = [{"id": i} for i in range(len(truths))]
+    categories = [{"id": k} for k in range(n_classes)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt, coco_dt = COCO(), COCO()
+        coco_gt.dataset = {"images": images, "categories": categories, "annotations": gt_anns}
+        coco_dt.dataset = {"images": images, "categories": categories, "annotations": dt_anns}
+        coco_gt.createIndex()
+        coco_dt.createIndex()
+        e = COCOeval(coco_gt, coco_dt, "bbox")
+        e.evaluate()
+        e.accumulate()
+        e.summarize()
+    return e.stats[1], e.stats[0]
+
+
+def _assert_own_accumulation_equals_pycocotools(truths, preds, sets, n_classes=2):
+    matches = per_image_matches(truths, preds, n_classes)
+    own50, own = mean_average_precision(matches, sets)
+    for b, image_set in enumerate(sets):
+        ref50, ref = _pycocotools_map([truths[i] for i in image_set], [preds[i] for i in image_set], n_classes)
+        if ref50 == -1:
+            assert math.isnan(own50[b]) and math.isnan(own[b])
+            continue
+        assert own50[b] == pytest.approx(ref50, abs=1e-6)
+        assert own[b] == pytest.approx(ref, abs=1e-6)
+
+
+def test_evaluate_equals_a_default_pycocotools_run():
+    truths, preds = _random_images(np.random.default_rng(8), 60, n_classes=3)
+    metrics = evaluate(truths, preds, ("a", "b", "c"))
+    assert (metrics.map50, metrics.map50_95) == pytest.approx(_pycocotools_map(truths, preds, 3), abs=1e-12)
+
+
+def test_own_accumulation_equals_pycocotools_on_200_fixture_like_images_resampled():
+    rng = np.random.default_rng(7)
+    truths, preds = _random_images(rng, 200)
+    sets = np.concatenate([np.arange(200)[None], rng.integers(0, 200, (2, 200))])
+    _assert_own_accumulation_equals_pycocotools(truths, preds, sets)
+
+
+@given(seed=st.integers(0, 2**32 - 1), n_images=st.integers(1, 12), ties=st.booleans(), n_classes=st.integers(1, 3))
+def test_own_accumulation_equals_pycocotools_on_random_resampled_image_sets(seed, n_images, ties, n_classes):
+    rng = np.random.default_rng(seed)
+    truths, preds = _random_images(rng, n_images, n_classes, tie_scores=ties)
+    sets = rng.integers(0, n_images, (3, int(rng.integers(1, 2 * n_images + 1))))
+    _assert_own_accumulation_equals_pycocotools(truths, preds, sets, n_classes)
+
+
+def test_over_100_detections_of_a_class_in_an_image_only_the_best_100_count():
+    rng = np.random.default_rng(3)
+    truths, preds = _random_images(rng, 3)
+    crowded = _det(np.tile(BOX, (150, 1)) + rng.normal(0, 1, (150, 4)), rng.random(150), np.zeros(150))
+    truths, preds = [*truths, _gt([BOX], [0])], [*preds, crowded]
+    _assert_own_accumulation_equals_pycocotools(truths, preds, np.array([[0, 1, 2, 3], [3, 3, 0, 1]]))
+
+
+# --- paired bootstrap ----------------------------------------------------------------------------
+
+
+@given(seed=st.integers(0, 2**32 - 1), boot_seed=st.integers(0, 1000))
+def test_bootstrap_interval_of_identical_paths_is_zero(seed, boot_seed):
+    truths, preds = _random_images(np.random.default_rng(seed), 15)
+    result = paired_bootstrap(truths, preds, preds, NAMES, resamples=20, seed=boot_seed)
+    for interval in (result.map50, result.map50_95):
+        assert (interval.point, interval.low, interval.high) == (0.0, 0.0, 0.0)
+
+
+def test_bootstrap_point_is_the_evaluated_difference_and_a_clearly_better_path_excludes_zero():
+    rng = np.random.default_rng(11)
+    truths, noisy = _random_images(rng, 200)
+    perfect = _as_predictions(truths)
+    result = paired_bootstrap(truths, noisy, perfect, NAMES, resamples=200, seed=1)
+    a, b = evaluate(truths, noisy, NAMES), evaluate(truths, perfect, NAMES)
+    assert result.map50.point == pytest.approx(b.map50 - a.map50, abs=1e-12)
+    assert result.map50_95.point == pytest.approx(b.map50_95 - a.map50_95, abs=1e-12)
+    assert 0 < result.map50_95.low < result.map50_95.point < result.map50_95.high
+    assert result.resamples == 200 and result.seed == 1
+    again = paired_bootstrap(truths, noisy, perfect, NAMES, resamples=200, seed=1)
+    assert again == result
+
+
+def test_bootstrap_of_a_path_that_loses_its_hits_on_some_images_lies_below_zero():
+    # moving every box of 20 images far away turns their hits into false positives: no resample can gain
+    rng = np.random.default_rng(5)
+    truths, preds = _random_images(rng, 100)
+    away = [_det(p.boxes + 10_000, p.scores, p.class_ids) if i < 20 else p for i, p in enumerate(preds)]
+    result = paired_bootstrap(truths, preds, away, NAMES, resamples=100, seed=2)
+    for interval in (result.map50, result.map50_95):
+        assert interval.low <= interval.point <= interval.high <= 0.0
+        assert interval.point < 0

@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 
 COMMANDS = {
     "inspect": "harness.commands.inspect",
+    "verify-decode": "harness.commands.verify_decode",
 }
 
 

@@ -59,3 +59,33 @@ def test_malformed_decoder_target_names_the_expected_form(pytester):
 def test_conformance_fixture_passes_the_builtin_decoder(pytester):
     pytester.makepyfile(test_user=BUILTIN_DECODER_TEST)
     pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)
+
+
+def test_hef_option_runs_each_static_check_as_its_own_item(pytester, shared_fixtures):
+    hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
+    onnx = shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx"
+    result = pytester.runpytest_subprocess("--hef", str(hef), "--onnx", str(onnx), "-rs")
+    result.assert_outcomes(failed=1, skipped=8)
+    result.stdout.fnmatch_lines(
+        [
+            "*HEF static check input_shape failed: input MNIST_CNN/input_layer1 shape: found 32x32x1, "
+            "expected 640x640x3*Fix: *",
+            "*no NMS op in the HEF*",
+        ]
+    )
+
+
+def test_unreadable_hef_is_one_failing_item_that_says_why(pytester, shared_fixtures):
+    hef = shared_fixtures / "hef_bad" / "hailo8l_yolov8s_nms_truncated.hef"
+    result = pytester.runpytest_subprocess("--hef", str(hef))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*truncated: header declares 31240818 bytes, file has 2883584*"])
+
+
+def test_static_check_results_are_junit_properties(pytester, shared_fixtures):
+    hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
+    onnx = shared_fixtures / "onnx" / "yolo11n_coco80_320_int8.onnx"
+    pytester.runpytest_subprocess("--hef", str(hef), "--onnx", str(onnx), "--junitxml=out.xml")
+    xml = (pytester.path / "out.xml").read_text()
+    assert '<property name="check" value="input_shape"' in xml
+    assert "320x320x3" in xml

@@ -329,3 +329,23 @@ STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
 
 def run_checks(ctx: CheckContext) -> tuple[CheckResult, ...]:
     return tuple(check(ctx) for check in STATIC_CHECKS)
+
+
+def facts_from_onnx(path: str) -> ModelFacts:
+    """The input size, class count, box channels and grids of an Ultralytics export, by graph structure."""
+    from harness.onnx_graph import find_heads, load_model, model_input
+
+    model = load_model(path)
+    _, input_hw = model_input(model)
+    heads = find_heads(model)
+    boxes = [h for h in heads if h.role == "box"]
+    classes = [h for h in heads if h.role == "class"]
+    channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    return ModelFacts(
+        source=path,
+        input_hw=input_hw,
+        input_channels=channels or 3,
+        classes=classes[0].channels,
+        box_channels=boxes[0].channels,
+        grids=tuple(h.grid for h in boxes),
+    )

@@ -1,0 +1,49 @@
+"""What every backend runner offers: its inputs, its outputs as the host receives them, one frame at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+import numpy as np
+
+from harness.specs import FormatOrder, FormatType, OutputSpec
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input: ``shape`` of one frame as the runner takes it, ``(C, H, W)`` for NCHW or
+    ``(H, W, C)`` for NHWC; :meth:`Runner.infer` takes a batch of one, ``(1, *shape)``."""
+
+    name: str
+    shape: tuple[int, ...]
+    format_order: FormatOrder
+    format_type: FormatType
+
+    @property
+    def hw(self) -> tuple[int, int]:
+        """``(H, W)`` of the image input."""
+        if self.format_order is FormatOrder.NCHW:
+            return self.shape[1], self.shape[2]
+        return self.shape[0], self.shape[1]
+
+
+class Runner(Protocol):
+    """A model run one frame at a time: feed ``{input name: (1, *shape)}``, get ``{output name: array}``
+    with one array per :attr:`output_specs` entry, shaped as its spec says."""
+
+    @property
+    def input_specs(self) -> Mapping[str, InputSpec]: ...
+
+    @property
+    def output_specs(self) -> Mapping[str, OutputSpec]: ...
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def __enter__(self) -> Runner: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...

@@ -1,0 +1,148 @@
+"""onnxruntime runners: a model cut at its heads, handing back what a Hailo host would receive; the
+decode tail alone, run on those heads; and the full model. The tail's and the full model's decoded
+head output ``(4 + nc, anchors)`` is the reference for any decoder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TypeVar
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from harness.backends.base import InputSpec
+from harness.errors import GraphError, SpecError
+from harness.onnx_graph import full_head_output, load_model
+from harness.specs import FormatOrder, FormatType, OutputSpec
+
+ModelSource = onnx.ModelProto | str | os.PathLike[str]
+_Runner = TypeVar("_Runner", bound="_Closing")
+
+
+class _Session:
+    """One CPU onnxruntime session; every input a float ``[1, ...]`` tensor of fixed shape."""
+
+    def __init__(self, model: ModelSource, threads: int | None) -> None:
+        self.model = model if isinstance(model, onnx.ModelProto) else load_model(model)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        self._session: ort.InferenceSession | None = ort.InferenceSession(
+            self.model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs: dict[str, tuple[int, ...]] = {}
+        for inp in self._session.get_inputs():
+            shape = tuple(inp.shape)
+            if not shape or shape[0] != 1 or not all(isinstance(d, int) for d in shape) or inp.type != "tensor(float)":
+                raise GraphError(f"model input {inp.name!r}: {inp.type} {list(shape)}, expected float [1, ...] fixed")
+            self.inputs[inp.name] = tuple(int(d) for d in shape)
+        self.outputs: dict[str, tuple[int | str | None, ...]] = {
+            out.name: tuple(out.shape) for out in self._session.get_outputs()
+        }
+
+    def run(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._session is None:
+            raise RuntimeError("onnxruntime session used after close")
+        if set(feed) != set(self.inputs):
+            raise SpecError(f"feed: inputs {sorted(feed)}, expected {sorted(self.inputs)}")
+        arrays = {}
+        for name, expected in self.inputs.items():
+            array = np.asarray(feed[name])
+            if array.shape != expected or array.dtype != np.float32:
+                raise SpecError(f"input {name!r}: {array.dtype} {array.shape}, expected float32 {expected}")
+            arrays[name] = array
+        names = list(self.outputs)
+        return dict(zip(names, self._session.run(names, arrays), strict=True))
+
+    def image_input(self) -> InputSpec:
+        if len(self.inputs) != 1 or len(next(iter(self.inputs.values()))) != 4:
+            raise GraphError(f"model inputs {self.inputs}: expected one image input [1, C, H, W]")
+        name, shape = next(iter(self.inputs.items()))
+        return InputSpec(name, shape[1:], FormatOrder.NCHW, FormatType.FLOAT32)
+
+    def close(self) -> None:
+        self._session = None
+
+
+class _Closing:
+    """Closing the session on ``close`` or at the end of a ``with`` block."""
+
+    _session: _Session
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self: _Runner) -> _Runner:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class OnnxRunner(_Closing):
+    """Runs a model whose outputs are raw maps ``[1, C, H, W]`` (one cut by
+    :func:`harness.onnx_graph.cut_at_heads`) and hands each back channel-last, ``(H, W, C)`` float32,
+    described as an NHWC FLOAT32 :class:`OutputSpec` like a Hailo host output."""
+
+    def __init__(self, model: ModelSource, threads: int | None = None) -> None:
+        self._session = _Session(model, threads)
+        self._input = self._session.image_input()
+        specs = {}
+        for name, shape in self._session.outputs.items():
+            if len(shape) != 4 or shape[0] != 1 or not all(isinstance(d, int) for d in shape[1:]):
+                raise GraphError(f"model output {name!r}: shape {list(shape)}, expected a raw map [1, C, H, W]")
+            _, c, h, w = (int(d) for d in shape)  # type: ignore[arg-type]
+            # Channel-last, as HailoRT hands NHWC/NHCW device outputs to the host
+            # hailort: hailort/libhailort/src/hailort_defaults.cpp (DEFAULT_FORMAT_ORDER_MAP)
+            specs[name] = OutputSpec(name, (h, w, c), FormatOrder.NHWC, FormatType.FLOAT32)
+        self._output_specs = specs
+
+    @property
+    def input_specs(self) -> dict[str, InputSpec]:
+        return {self._input.name: self._input}
+
+    @property
+    def output_specs(self) -> dict[str, OutputSpec]:
+        return dict(self._output_specs)
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One frame: ``{input: (1, C, H, W) float32}`` -> ``{output: (H, W, C) float32}``."""
+        raw = self._session.run(feed)
+        return {name: np.ascontiguousarray(raw[name][0].transpose(1, 2, 0)) for name in self._output_specs}
+
+
+class DecodeTailRunner(_Closing):
+    """Runs a decode tail (:func:`harness.onnx_graph.decode_tail`) on head maps given channel-last,
+    as :class:`OnnxRunner` hands them back, and returns the frame's decoded head output
+    ``(4 + nc, anchors)``: xywh in input pixels, then class probabilities, anchors stride-ascending."""
+
+    def __init__(self, tail: ModelSource, threads: int | None = None) -> None:
+        self._session = _Session(tail, threads)
+        self.output_name = full_head_output(self._session.model)
+
+    def infer(self, heads: Mapping[str, np.ndarray]) -> np.ndarray:
+        nchw = {name: np.asarray(array).transpose(2, 0, 1)[None] for name, array in heads.items()}
+        return self._session.run(nchw)[self.output_name][0]
+
+
+class FullHeadRunner(_Closing):
+    """Runs a full Ultralytics export: ``{input: (1, C, H, W) float32}`` -> its decoded head output of
+    the frame, ``(4 + nc, anchors)``, the same as :class:`DecodeTailRunner` on the cut heads."""
+
+    def __init__(self, model: ModelSource, threads: int | None = None) -> None:
+        self._session = _Session(model, threads)
+        self._input = self._session.image_input()
+        self.output_name = full_head_output(self._session.model)
+
+    @property
+    def input_specs(self) -> dict[str, InputSpec]:
+        return {self._input.name: self._input}
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
+        return self._session.run(feed)[self.output_name][0]

@@ -1,0 +1,73 @@
+"""The conformance suite passes the harness' decoder and names each wrong decoder's mistake."""
+
+import numpy as np
+import pytest
+import wrong_decoders
+
+from harness import conformance
+from harness.conformance import PROPERTIES, SceneRecipe, check_property, make_scene, run_conformance
+from harness.decode.yolo import decode
+from harness.errors import HarnessError
+from harness.specs import FormatType
+
+
+def test_the_harness_decoder_satisfies_every_property():
+    assert run_conformance(decode) == {p.sentence: None for p in PROPERTIES}
+
+
+@pytest.mark.parametrize(
+    ("decoder", "sentence", "words"),
+    [
+        (wrong_decoders.xy_swapped, "finds every planted object", conformance.XY_SWAPPED),
+        (wrong_decoders.no_sigmoid, "applies the sigmoid to logit class outputs", conformance.SIGMOID_MISSING),
+        (wrong_decoders.sigmoid_twice, "finds every planted object", conformance.SIGMOID_TWICE),
+        (wrong_decoders.no_half_cell, "finds every planted object", conformance.HALF_CELL),
+        (wrong_decoders.fcr_channel_first, "reads FCR heads channel-last", conformance.FCR_CHANNEL_FIRST),
+        (wrong_decoders.paired_by_order, "pairs heads by grid", conformance.PAIRED_ACROSS_GRIDS),
+    ],
+)
+def test_each_wrong_decoder_fails_with_its_mistake_named(decoder, sentence, words):
+    prop = next(p for p in PROPERTIES if p.sentence.startswith(sentence))
+    failure = check_property(decoder, prop)
+    assert failure is not None and words in failure
+
+
+def test_wrong_decoders_pass_the_properties_their_mistake_does_not_touch():
+    # FCR misreading only shows on FCR-labelled heads; list-order pairing only on shuffled outputs.
+    results = run_conformance(wrong_decoders.fcr_channel_first)
+    assert [k for k, v in results.items() if v] == ["reads FCR heads channel-last, like NHWC"]
+    results = run_conformance(wrong_decoders.paired_by_order)
+    assert [k for k, v in results.items() if v] == [
+        "pairs heads by grid and channels, whatever the outputs' order or names"
+    ]
+
+
+def test_a_decoder_that_raises_is_reported_not_propagated():
+    def broken(outputs, specs, config):
+        raise KeyError("cv2.0")
+
+    assert "raised KeyError" in check_property(broken, PROPERTIES[0])
+
+
+def test_a_decoder_returning_another_type_is_named():
+    failure = check_property(lambda o, s, c: [], PROPERTIES[0])
+    assert "returned list, expected harness.detections.Detections" in failure
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_planted_objects_are_the_only_cells_above_threshold(seed):
+    scene = make_scene(SceneRecipe(logits=True), seed)
+    above = sum(int((v > 0).sum()) for k, v in scene.outputs.items() if k.startswith("cls"))
+    assert above <= len(scene.expected) == 4
+
+
+def test_uint8_scene_carries_quant_info_and_uint8_arrays():
+    scene = make_scene(SceneRecipe(format_type=FormatType.UINT8), 0)
+    assert all(a.dtype == np.uint8 for a in scene.outputs.values())
+    assert all(len(s.quant) == 1 for s in scene.specs.values())
+
+
+def test_load_decoder_explains_what_is_wrong_with_the_target():
+    with pytest.raises(HarnessError, match="has no function 'nope'"):
+        conformance.load_decoder("harness.decode.yolo:nope")
+    assert conformance.load_decoder("harness.decode.yolo:decode") is decode

@@ -1,0 +1,274 @@
+"""Finding the raw YOLO heads of ONNX exports by structure, cutting there, and the float DFL tail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.backends.onnx.runner import OnnxRunner
+from harness.errors import GraphError
+from harness.onnx_graph import (
+    cut_at_heads,
+    decode_tail,
+    dequantize_decode_tail,
+    find_heads,
+    full_head_output,
+    load_model,
+    model_input,
+)
+from harness.specs import FormatOrder, FormatType
+
+EXPORTS = {
+    # file: (head prefix, input size, grids stride-ascending)
+    "yolov8n_coco80_640_int8.onnx": ("/model.22/", (640, 640), [(80, 80), (40, 40), (20, 20)]),
+    "yolo11n_coco80_320_int8.onnx": ("/model.23/", (320, 320), [(40, 40), (20, 20), (10, 10)]),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPORTS))
+def export(request, shared_fixtures: Path) -> tuple[str, onnx.ModelProto]:
+    return request.param, load_model(shared_fixtures / "onnx" / request.param)
+
+
+def test_find_heads_gives_box_and_class_map_per_stride_of_real_exports(export) -> None:
+    name, model = export
+    prefix, _, grids = EXPORTS[name]
+    heads = find_heads(model)
+    assert [(h.grid, h.role, h.channels) for h in heads] == [
+        (grid, role, channels) for grid in grids for role, channels in (("box", 64), ("class", 80))
+    ]
+    # the tensors the Hailo parser's end nodes cv2.i.2 / cv3.i.2 produce
+    assert [h.tensor for h in heads] == [
+        f"{prefix}{branch}.{i}/{branch}.{i}.2/Conv_output_0" for i in range(3) for branch in ("cv2", "cv3")
+    ]
+    assert all(h.node.startswith(prefix) for h in heads)
+
+
+def test_model_input_and_full_head_output_of_real_exports(export) -> None:
+    name, model = export
+    _, input_hw, _ = EXPORTS[name]
+    assert model_input(model) == ("images", input_hw)
+    assert full_head_output(model) == "output0"
+
+
+def _renamed(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
+    """Every node and tensor renamed to a meaningless name; returns the model and new -> old tensor names."""
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(model)
+    graph = renamed.graph
+    tensors: dict[str, str] = {}
+
+    def new(name: str) -> str:
+        if not name:
+            return name
+        return tensors.setdefault(name, f"t{len(tensors)}")
+
+    for node_index, node in enumerate(graph.node):
+        node.name = f"n{node_index}"
+        node.input[:] = [new(i) for i in node.input]
+        node.output[:] = [new(o) for o in node.output]
+    for value in (*graph.input, *graph.output, *graph.value_info, *graph.initializer):
+        value.name = new(value.name)
+    return renamed, {v: k for k, v in tensors.items()}
+
+
+def test_find_heads_does_not_depend_on_node_or_tensor_names(export) -> None:
+    _, model = export
+    renamed, old_names = _renamed(model)
+    heads = find_heads(renamed)
+    assert [(old_names[h.tensor], h.role, h.grid) for h in heads] == [
+        (h.tensor, h.role, h.grid) for h in find_heads(model)
+    ]
+    assert all(h.node.startswith("n") for h in heads)
+
+
+def test_end_nodes_by_node_or_tensor_name_give_the_structural_heads(export) -> None:
+    _, model = export
+    heads = find_heads(model)
+    shuffled = [h.node for h in heads][::-1]
+    assert find_heads(model, shuffled) == heads
+    assert find_heads(model, [h.tensor for h in heads]) == heads
+
+
+def test_unknown_end_node_raises_naming_it_and_listing_candidates(export) -> None:
+    name, model = export
+    prefix = EXPORTS[name][0]
+    float_style = f"{prefix}cv2.0/cv2.0.2/Conv"  # no such node in the quantized graph
+    with pytest.raises(GraphError) as caught:
+        find_heads(model, [float_style])
+    message = str(caught.value)
+    assert repr(float_style) in message
+    assert f"{prefix}cv2.0/cv2.0.2/Conv_output_0_bias_add" in message  # the structural head node
+    assert f"{prefix}cv2.0/cv2.0.2/Conv_quant" in message  # a similar name
+
+
+def test_end_node_with_integer_output_is_rejected_pointing_to_the_float_map(export) -> None:
+    name, model = export
+    conv_integer = f"{EXPORTS[name][0]}cv2.0/cv2.0.2/Conv_quant"
+    with pytest.raises(GraphError, match="element type INT32, expected FLOAT"):
+        find_heads(model, [conv_integer])
+
+
+def test_decode_tail_of_an_incomplete_cut_is_rejected(export) -> None:
+    _, model = export
+    with pytest.raises(GraphError, match=r"also depend on \['images'\]"):
+        decode_tail(model, find_heads(model)[:5])
+
+
+def test_backbone_end_node_feeding_both_branches_is_rejected(export) -> None:
+    _, model = export
+    with pytest.raises(GraphError, match=r"feeds both the DFL Softmax and the class Sigmoid.*cannot tell its role"):
+        find_heads(model, ["/model.0/conv/Conv_output_0_bias_add"])  # the stem conv
+
+
+def test_cut_model_outputs_exactly_the_head_tensors(export) -> None:
+    _, model = export
+    heads = find_heads(model)
+    cut = cut_at_heads(model, heads)
+    onnx.checker.check_model(cut)
+    assert [o.name for o in cut.graph.output] == [h.tensor for h in heads]
+    assert len(cut.graph.node) < len(model.graph.node)
+    assert {p.key for p in cut.metadata_props} == {p.key for p in model.metadata_props}
+
+
+def test_dequantized_tail_replaces_the_dfl_chain_with_one_float_conv(export) -> None:
+    _, model = export
+    before = [n.op_type for n in model.graph.node]
+    after_model = dequantize_decode_tail(model)
+    onnx.checker.check_model(after_model)
+    after = [n.op_type for n in after_model.graph.node]
+    assert after.count("Conv") == before.count("Conv") + 1
+    for op in ("DynamicQuantizeLinear", "ConvInteger", "Cast"):
+        assert after.count(op) == before.count(op) - 1
+    assert after.count("Mul") == before.count("Mul") - 2
+    assert find_heads(after_model) == find_heads(model)
+    assert dequantize_decode_tail(after_model) is after_model
+
+
+# --- a small synthetic export in the older Ultralytics layout: per-scale Concat(box, class, axis=1),
+# one Split into box and class channels, float Conv everywhere.
+NC, REG_MAX, SIZE = 3, 16, 32
+
+
+def _old_style_export(nc: int = NC, with_softmax: bool = True) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    joined = []
+    anchors = 0
+    for i, stride in enumerate((8, 16, 32)):
+        grid = SIZE // stride
+        anchors += grid * grid
+        w = const(f"stem{i}.w", rng.normal(size=(4, 3, stride, stride)).astype(np.float32))
+        nodes.append(helper.make_node("Conv", ["images", w], [f"f{i}"], strides=[stride, stride], name=f"stem{i}"))
+        for branch, channels in (("box", 4 * REG_MAX), ("cls", nc)):
+            w = const(f"{branch}{i}.w", rng.normal(size=(channels, 4, 1, 1)).astype(np.float32))
+            nodes.append(helper.make_node("Conv", [f"f{i}", w], [f"{branch}{i}"], name=f"{branch}{i}"))
+        nodes.append(helper.make_node("Concat", [f"box{i}", f"cls{i}"], [f"x{i}"], axis=1, name=f"cat{i}"))
+        shape = const(f"view{i}", np.array([1, 4 * REG_MAX + nc, -1], np.int64))
+        nodes.append(helper.make_node("Reshape", [f"x{i}", shape], [f"v{i}"], name=f"view{i}"))
+        joined.append(f"v{i}")
+    nodes.append(helper.make_node("Concat", joined, ["x_cat"], axis=2, name="x_cat"))
+    split = const("split", np.array([4 * REG_MAX, nc], np.int64))
+    nodes.append(helper.make_node("Split", ["x_cat", split], ["box", "cls"], axis=1, name="split"))
+    bins = const("bins", np.array([1, 4, REG_MAX, anchors], np.int64))
+    nodes.append(helper.make_node("Reshape", ["box", bins], ["b4"], name="dfl_view"))
+    nodes.append(helper.make_node("Transpose", ["b4"], ["bt"], perm=[0, 2, 1, 3], name="dfl_t"))
+    nodes.append(helper.make_node("Softmax" if with_softmax else "Relu", ["bt"], ["bs"], axis=1, name="dfl_softmax"))
+    dfl = const("dfl.w", np.arange(REG_MAX, dtype=np.float32).reshape(1, REG_MAX, 1, 1))
+    nodes.append(helper.make_node("Conv", ["bs", dfl], ["dist4"], name="dfl_conv"))
+    sides = const("sides", np.array([1, 4, anchors], np.int64))
+    nodes.append(helper.make_node("Reshape", ["dist4", sides], ["dist"], name="dfl_out"))
+    scale = const("scale", np.full((1, 1, anchors), 8.0, np.float32))
+    nodes.append(helper.make_node("Mul", ["dist", scale], ["dbox"], name="dist2bbox"))
+    nodes.append(helper.make_node("Sigmoid", ["cls"], ["probs"], name="sigmoid"))
+    nodes.append(helper.make_node("Concat", ["dbox", "probs"], ["output0"], axis=1, name="out"))
+    graph = helper.make_graph(
+        nodes,
+        "old_style",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 4 + nc, anchors])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_find_heads_tells_box_from_class_through_a_per_scale_channel_concat() -> None:
+    heads = find_heads(_old_style_export())
+    assert [(h.tensor, h.role, h.channels, h.grid) for h in heads] == [
+        (f"{branch}{i}", role, channels, (SIZE // stride, SIZE // stride))
+        for i, stride in enumerate((8, 16, 32))
+        for branch, role, channels in (("box", "box", 64), ("cls", "class", NC))
+    ]
+    assert [h.node for h in heads] == [h.tensor for h in heads]  # Conv nodes named like their outputs
+
+
+def test_find_heads_refuses_when_box_and_class_maps_have_equal_channel_counts_behind_one_concat() -> None:
+    with pytest.raises(GraphError, match="cannot tell its role"):
+        find_heads(_old_style_export(nc=4 * REG_MAX))
+
+
+def test_graph_without_dfl_softmax_raises() -> None:
+    with pytest.raises(GraphError, match="Softmax"):
+        find_heads(_old_style_export(with_softmax=False))
+
+
+def test_graph_without_one_decoded_output_raises() -> None:
+    model = _old_style_export()
+    model.graph.output.append(helper.make_tensor_value_info("x_cat", TensorProto.FLOAT, [1, 4 * REG_MAX + NC, 21]))
+    with pytest.raises(GraphError, match="exactly one decoded head output"):
+        find_heads(model)
+
+
+def test_float_model_has_no_tail_to_dequantize() -> None:
+    model = _old_style_export()
+    assert dequantize_decode_tail(model) is model
+
+
+def test_onnx_runner_hands_back_cut_heads_channel_last_with_nhwc_float_specs() -> None:
+    model = _old_style_export()
+    heads = find_heads(model)
+    cut = cut_at_heads(model, heads)
+    image = np.random.default_rng(1).random((1, 3, SIZE, SIZE), dtype=np.float32)
+    raw = ort.InferenceSession(cut.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"images": image})
+    with OnnxRunner(cut, threads=1) as runner:
+        assert list(runner.input_specs) == ["images"]
+        assert runner.input_specs["images"].hw == (SIZE, SIZE)
+        specs = runner.output_specs
+        outputs = runner.infer({"images": image})
+    assert list(specs) == [h.tensor for h in heads] == list(outputs)
+    for head, nchw in zip(heads, raw, strict=True):
+        spec = specs[head.tensor]
+        assert (spec.format_order, spec.format_type) == (FormatOrder.NHWC, FormatType.FLOAT32)
+        assert spec.shape == (*head.grid, head.channels) == outputs[head.tensor].shape
+        np.testing.assert_array_equal(outputs[head.tensor], nchw[0].transpose(1, 2, 0))
+
+
+def test_onnx_runner_rejects_a_model_with_non_map_outputs() -> None:
+    with pytest.raises(GraphError, match=r"output 'output0'.*expected a raw map"):
+        OnnxRunner(_old_style_export())
+
+
+def test_onnx_runner_rejects_a_feed_of_the_wrong_shape() -> None:
+    from harness.errors import SpecError
+
+    model = _old_style_export()
+    with OnnxRunner(cut_at_heads(model, find_heads(model))) as runner:
+        with pytest.raises(SpecError, match=r"input 'images'.*expected float32 \(1, 3, 32, 32\)"):
+            runner.infer({"images": np.zeros((1, 3, 16, 16), np.float32)})
+
+
+def test_unreadable_onnx_file_raises_naming_it(tmp_path) -> None:
+    path = tmp_path / "broken.onnx"
+    path.write_bytes(b"\x00garbage")
+    with pytest.raises(GraphError, match=r"broken\.onnx"):
+        load_model(path)

@@ -1,0 +1,136 @@
+"""``verify_decode`` and the ``verify-decode`` command on a real export (YOLO11n, 320x320)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import cli
+from harness import verify_decode as vd
+from harness.decode.yolo import decode_candidates
+from harness.errors import HarnessError
+from harness.verify_decode import BOX_TOLERANCE_PX, SCORE_TOLERANCE, format_report, report_as_dict, verify_decode
+
+MODEL = "yolo11n_coco80_320_int8.onnx"
+
+
+@pytest.fixture(scope="module")
+def model_path(shared_fixtures: Path) -> Path:
+    return shared_fixtures / "onnx" / MODEL
+
+
+@pytest.fixture(scope="module")
+def images(shared_fixtures: Path) -> list[Path]:
+    return sorted((shared_fixtures / "datasets/coco128_val16/images/val2017").glob("*.jpg"))
+
+
+@pytest.fixture(scope="module")
+def report(model_path: Path, images: list[Path]) -> vd.VerifyReport:
+    return verify_decode(model_path, images, threads=1)
+
+
+@pytest.fixture
+def image_folder(tmp_path: Path, images: list[Path]) -> Path:
+    """Three fixture images, linked (not copied) into a folder of their own."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for image in images[:3]:
+        (folder / image.name).symlink_to(image)
+    return folder
+
+
+@pytest.fixture
+def command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(cli.COMMANDS, "verify-decode", "harness.commands.verify_decode")
+
+
+def test_real_export_agrees_with_the_decoder_on_all_images(report: vd.VerifyReport) -> None:
+    assert report.ok
+    assert len(report.images) == 16
+    assert report.max_box_diff_px <= BOX_TOLERANCE_PX
+    assert report.max_score_diff <= SCORE_TOLERANCE
+    assert report.detections_identical
+    assert sum(i.detections for i in report.images) > 16
+    assert report.tail_dequantized
+    assert report.reference_output == "output0"
+    assert [p.stride for p in report.pairs] == [8, 16, 32]
+    heads = {h.tensor: h for h in report.heads}
+    assert all(heads[p.box_name].role == "box" and heads[p.class_name].role == "class" for p in report.pairs)
+
+
+def test_report_text_names_heads_tolerances_and_every_image(report: vd.VerifyReport) -> None:
+    text = format_report(report)
+    assert text.splitlines()[0].endswith(": OK")
+    assert "/model.23/cv2.0/cv2.0.2/Conv_output_0" in text and "stride 32" in text
+    assert f"tolerance {BOX_TOLERANCE_PX:g}" in text
+    assert all(i.image in text for i in report.images)
+    assert "identical on 16/16 images" in text
+
+
+def test_report_as_dict_is_json_with_the_verdict(report: vd.VerifyReport) -> None:
+    data = json.loads(json.dumps(report_as_dict(report)))
+    assert data["ok"] is True
+    assert data["config"]["mode"] == "hailort"
+    assert len(data["images"]) == 16 and len(data["heads"]) == 6
+
+
+def test_a_decoder_off_by_half_a_cell_is_caught(
+    model_path: Path, images: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def shifted(outputs, specs, config):
+        boxes, scores = decode_candidates(outputs, specs, config)
+        return boxes + np.float32(4), scores  # half a stride-8 cell
+
+    monkeypatch.setattr(vd, "decode_candidates", shifted)
+    report = verify_decode(model_path, images[:2], threads=1)
+    assert not report.ok
+    assert report.max_box_diff_px == pytest.approx(4, abs=1e-3)
+    assert "DISAGREES" in format_report(report)
+
+
+def test_given_end_nodes_give_the_same_heads(report: vd.VerifyReport, model_path: Path, images: list[Path]) -> None:
+    nodes = [h.node for h in report.heads]
+    given = verify_decode(model_path, images[:1], end_nodes=nodes, threads=1)
+    assert given.heads == report.heads
+    assert given.ok
+
+
+def test_no_images_is_an_error(model_path: Path) -> None:
+    with pytest.raises(HarnessError, match="no images"):
+        verify_decode(model_path, [])
+
+
+def test_cli_verify_decode_prints_the_report_and_exits_0(command, model_path, image_folder, capsys) -> None:
+    assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(": OK")
+    assert "identical on 3/3 images" in out
+
+
+def test_cli_verify_decode_json(command, model_path, image_folder, capsys) -> None:
+    assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is True and len(data["images"]) == 3
+
+
+def test_cli_verify_decode_exits_1_when_the_decoder_disagrees(
+    command, model_path, image_folder, monkeypatch, capsys
+) -> None:
+    monkeypatch.setattr(vd, "decode_candidates", lambda o, s, c: tuple(a * 0 for a in decode_candidates(o, s, c)))
+    assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 1
+    assert "DISAGREES" in capsys.readouterr().out
+
+
+def test_cli_verify_decode_unknown_end_node_exits_2_naming_it(command, model_path, image_folder, capsys) -> None:
+    argv = ["verify-decode", "--onnx", str(model_path), "--images", str(image_folder), "--end-nodes", "/nope/Conv"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'/nope/Conv'" in err and "/model.23/cv2.0/cv2.0.2/Conv_output_0_bias_add" in err
+
+
+def test_cli_verify_decode_folder_without_images_exits_2(command, model_path, tmp_path, capsys) -> None:
+    assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(tmp_path)]) == 2
+    assert "no image files" in capsys.readouterr().err

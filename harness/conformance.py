@@ -57,8 +57,8 @@ def load_decoder(target: str) -> Decoder:
     return decoder
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
+def _sigmoid(x: np.ndarray | float) -> np.ndarray:
+    return np.asarray(1.0 / (1.0 + np.exp(-np.asarray(x))))
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
 
     outputs: dict[str, np.ndarray] = {}
     specs: dict[str, OutputSpec] = {}
-    seen_boxes, seen_classes = [], []
+    seen_boxes: list[np.ndarray] = []
+    seen_classes: list[np.ndarray] = []
     for g in range(3):
         for role, value, order, quant in (
             ("box", boxes[g], recipe.box_order, _box_quant()),
@@ -163,8 +164,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
         dist = (prob / prob.sum(axis=1, keepdims=True)) @ bins
         cx, cy = (col + 0.5) * s, (row + 0.5) * s
         expected_boxes.append([cx - dist[0] * s, cy - dist[1] * s, cx + dist[2] * s, cy + dist[3] * s])
-        value = float(seen_classes[g][row, col, cls])
-        scores.append(_sigmoid(value) if recipe.logits else value)
+        class_value = float(seen_classes[g][row, col, cls])
+        scores.append(float(_sigmoid(class_value)) if recipe.logits else class_value)
         class_ids.append(cls)
         planted_strides.append(s)
     config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7)

@@ -43,7 +43,16 @@ class GateFailure(Exception):
     """A gate that did not hold; its message is the whole failure report."""
 
 
-class ConformanceItem(pytest.Item):
+class GateItem(pytest.Item):
+    """A harness gate: its failure report is the gate's own message, not a traceback."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None) -> str:
+        if isinstance(excinfo.value, GateFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+
+class ConformanceItem(GateItem):
     def __init__(self, *, decoder_target: str, prop: Property, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.decoder_target = decoder_target
@@ -54,16 +63,11 @@ class ConformanceItem(pytest.Item):
         if failure:
             raise GateFailure(f"decoder {self.decoder_target} breaks '{self.prop.sentence}': {failure}")
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None) -> str:
-        if isinstance(excinfo.value, GateFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
     def reportinfo(self) -> tuple[str, int, str]:
         return "hailo-harness", 0, f"decoder conformance: {self.prop.sentence}"
 
 
-class StaticCheckItem(pytest.Item):
+class StaticCheckItem(GateItem):
     def __init__(self, *, result: CheckResult | None, error: str | None = None, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.result = result
@@ -79,11 +83,6 @@ class StaticCheckItem(pytest.Item):
             raise pytest.skip.Exception(self.result.message, _use_item_location=True)
         if not self.result.passed:
             raise GateFailure(f"HEF static check {self.result.name} failed: {self.result.message}")
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None) -> str:
-        if isinstance(excinfo.value, GateFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int, str]:
         return "hailo-harness", 0, f"HEF static check {self.name}"

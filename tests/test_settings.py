@@ -1,0 +1,34 @@
+import pytest
+
+from harness.decode.config import NmsMode
+from harness.errors import HarnessError
+from harness.settings import EvalSettings, Preprocess, SettingsMismatch
+
+
+def test_settings_round_trip_through_a_dict():
+    s = EvalSettings((640, 480), 0.001, 0.6, 50, 100, NmsMode.ULTRALYTICS, Preprocess.RESIZE, (1, 0))
+    assert EvalSettings.from_dict(s.to_dict()) == s
+
+
+def test_comparing_results_under_different_thresholds_is_an_error_naming_the_field():
+    hef, hailomz = EvalSettings((640, 640), score_threshold=0.2), EvalSettings((640, 640), score_threshold=0.001)
+    with pytest.raises(SettingsMismatch, match=r"score_threshold: 0\.2 vs 0\.001"):
+        hef.require_same(hailomz, "golden vs run")
+    hef.require_same(EvalSettings((640, 640)), "same")
+
+
+def test_unknown_or_missing_fields_are_named():
+    with pytest.raises(HarnessError, match=r"unknown \['conf'\] / missing \['input_hw'\]"):
+        EvalSettings.from_dict({"conf": 0.2}, "golden/x.json")
+
+
+def test_decode_config_carries_the_settings():
+    c = EvalSettings((256, 320), 0.3, 0.5, 7, 9, NmsMode.ULTRALYTICS).decode_config()
+    assert (c.input_hw, c.score_threshold, c.iou_threshold, c.max_per_class, c.max_total, c.mode) == (
+        (256, 320),
+        0.3,
+        0.5,
+        7,
+        9,
+        NmsMode.ULTRALYTICS,
+    )

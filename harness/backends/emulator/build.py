@@ -1,0 +1,175 @@
+"""Build an emulated HEF from a float ONNX and calibration images; quantized models are cached by content.
+
+The cache key is the sha256 of the ONNX bytes, the calibration images' bytes (in use order), the
+settings that change quantization and the onnxruntime version; the quantized model is stored as
+``<cache dir>/<key>.onnx`` and reused while all of those stay the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import google.protobuf.message
+import onnx
+import onnxruntime
+
+from harness.backends.base import InputSpec
+from harness.backends.emulator.calibration import (
+    CalibrationFrames,
+    CalibrationSource,
+    calibration_paths,
+    images_digest,
+)
+from harness.backends.emulator.graph import hef_graph
+from harness.backends.emulator.options import EmulatorOptions
+from harness.backends.emulator.outputs import head_roles, head_specs, host_spec, input_spec, nms_spec
+from harness.backends.emulator.quantize import quantize
+from harness.errors import GraphError
+from harness.onnx_graph import load_model
+from harness.specs import OutputSpec, QuantInfo
+
+DEFAULT_CACHE_DIR = Path(".harness-cache") / "emulator"
+_CACHE_FORMAT = "hailo-harness emulated HEF 1"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmulatedHef:
+    """A quantized model standing in for a compiled HEF (emulation, not a Hailo device).
+
+    ``heads``: the raw head outputs as UINT8 device values with their quant infos, in head order
+    (stride ascending, box before class); ``output_specs`` what a runner hands back under ``options``.
+    ``content_hash`` identifies the emulated HEF: model, calibration images and every option.
+    """
+
+    source: Path
+    quantized_model: Path
+    input: InputSpec
+    heads: tuple[OutputSpec, ...]
+    classes: int
+    options: EmulatorOptions
+    calibration_images: tuple[Path, ...]
+    content_hash: str
+
+    @property
+    def input_hw(self) -> tuple[int, int]:
+        return self.input.hw
+
+    @property
+    def quant(self) -> dict[str, QuantInfo]:
+        """Per raw head output its (per-tensor) quant info."""
+        return {h.name: h.quant[0] for h in self.heads}
+
+    @property
+    def output_specs(self) -> dict[str, OutputSpec]:
+        if self.options.nms:
+            spec = nms_spec(self.classes, self.options.max_proposals_per_class)
+            return {spec.name: spec}
+        return {h.name: host_spec(h, self.options.output_format) for h in self.heads}
+
+    @property
+    def label(self) -> str:
+        o = self.options
+        inside = "sigmoid inside" if o.sigmoid_inside else "class logits"
+        nms = ", HailoRT NMS" if o.nms else ""
+        return (
+            f"emulated HEF of {self.source.name} [{self.content_hash[:12]}] (onnxruntime uint8/int8, "
+            f"{o.calibration_method.value} calibration on {len(self.calibration_images)} images, {inside}{nms})"
+        )
+
+
+def _cache_key(onnx_bytes: bytes, images: str, options: EmulatorOptions) -> str:
+    digest = hashlib.sha256()
+    for part in (
+        _CACHE_FORMAT,
+        onnxruntime.__version__,
+        hashlib.sha256(onnx_bytes).hexdigest(),
+        images,
+        json.dumps(options.quantization_settings(), sort_keys=True),
+    ):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _content_hash(key: str, options: EmulatorOptions) -> str:
+    everything = {k: v.value if hasattr(v, "value") else v for k, v in asdict(options).items()}
+    return hashlib.sha256(f"{key}\0{json.dumps(everything, sort_keys=True)}".encode()).hexdigest()
+
+
+def _load_cached(path: Path) -> onnx.ModelProto | None:
+    if not path.is_file():
+        return None
+    try:
+        model = onnx.load(os.fspath(path))
+        head_roles(model)
+        return model
+    except (OSError, google.protobuf.message.DecodeError, ValueError) as error:
+        log.warning("emulated HEF cache entry %s unreadable (%s): quantizing again", path, error)
+        return None
+
+
+def _store(model: onnx.ModelProto, path: Path) -> None:
+    """Write ``path`` whole or not at all (a concurrent reader never sees half a model)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+    try:
+        onnx.save(model, os.fspath(tmp))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def build_emulated_hef(
+    onnx_path: str | os.PathLike[str],
+    calibration_images: CalibrationSource,
+    options: EmulatorOptions | None = None,
+    cache_dir: str | os.PathLike[str] = DEFAULT_CACHE_DIR,
+) -> EmulatedHef:
+    """Cut a float Ultralytics ONNX at its heads, give it a HEF's uint8 NHWC input, quantize it on the
+    first ``options.calibration_count`` calibration images (a folder or a list of paths), or reuse
+    the cached result."""
+    options = options or EmulatorOptions()
+    source = Path(onnx_path)
+    try:
+        onnx_bytes = source.read_bytes()
+    except OSError as error:
+        raise GraphError(f"ONNX model {os.fspath(source)!r}: cannot be read ({error})") from error
+    paths = calibration_paths(calibration_images, options.calibration_count)
+    key = _cache_key(onnx_bytes, images_digest(paths), options)
+    cached = Path(cache_dir) / f"{key}.onnx"
+    model = _load_cached(cached)
+    if model is None:
+        graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
+        start = time.perf_counter()
+        model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)
+        _store(model, cached)
+        log.info(
+            "emulated HEF of %s: quantized in %.1f s (%s calibration on %d images), cached as %s",
+            source.name,
+            time.perf_counter() - start,
+            options.calibration_method.value,
+            len(paths),
+            cached,
+        )
+    else:
+        log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
+    heads = head_specs(model)
+    roles = head_roles(model)
+    return EmulatedHef(
+        source=source,
+        quantized_model=cached,
+        input=input_spec(model),
+        heads=heads,
+        classes=next(h.channels for h in heads if roles[h.name] == "class"),
+        options=options,
+        calibration_images=paths,
+        content_hash=_content_hash(key, options),
+    )

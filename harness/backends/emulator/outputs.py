@@ -1,0 +1,99 @@
+"""The emulated HEF's streams as HailoRT reports them, read from the quantized model.
+
+- Input: uint8 NHWC ``(H, W, 3)``, raw RGB 0-255 (the normalization is inside).
+- Raw heads: uint8 on the device; the host gets them channel-last ``(H, W, C)`` whatever the order
+  label (hailort: hailort/libhailort/include/hailo/hailort.h, ``HAILO_FORMAT_ORDER_FCR``: host side
+  ``[N, H, W, C]``; src/hailort_defaults.cpp, ``DEFAULT_FORMAT_ORDER_MAP`` keeps FCR as the host order).
+  The order labels follow a Dataflow Compiler 3.33 build of YOLO11n (the field report's
+  ``parse-hef``): FCR for the box heads, NHWC for the class heads except FCR on the smallest grid.
+- Quant info per head: scale and zero point of its ``QuantizeLinear``; limvals the representable
+  range ``[(0 - zp) * scale, (255 - zp) * scale]``, as in compiled HEFs (fixture
+  hailo8l_yolov8s_nms_truncated.hef: zp 164, scale 0.13575 -> limvals [-22.26, 12.35]).
+- With NMS: one HAILO_NMS_BY_CLASS float32 output, host shape ``(classes, 5, max_bboxes_per_class)``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from harness.backends.base import InputSpec
+from harness.backends.emulator.quantize import HEAD_ROLES_KEY
+from harness.errors import GraphError
+from harness.formats.nms_buffer import BBOX_PARAMS
+from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+
+# The name HailoRT gives the YOLOv8 NMS op's output (network name prefix left out).
+NMS_OUTPUT = "yolov8_nms_postprocess"
+
+_UINT8_MAX = 255
+
+
+def _dims(value: onnx.ValueInfoProto) -> tuple[int, ...]:
+    return tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
+
+
+def input_spec(model: onnx.ModelProto) -> InputSpec:
+    """The one uint8 NHWC input ``(H, W, 3)``."""
+    (value,) = model.graph.input
+    _, h, w, c = _dims(value)
+    return InputSpec(value.name, (h, w, c), FormatOrder.NHWC, FormatType.UINT8)
+
+
+def _quant_info(model: onnx.ModelProto, tensor: str) -> QuantInfo:
+    """Quant info of the head ``tensor``, from the ``QuantizeLinear`` writing it (per tensor)."""
+    node = next((n for n in model.graph.node if tensor in n.output), None)
+    if node is None or node.op_type != "QuantizeLinear" or len(node.input) < 3:
+        raise GraphError(
+            f"emulated HEF model: head output {tensor!r} is not written by a QuantizeLinear with a zero point"
+        )
+    initializers = {i.name: i for i in model.graph.initializer}
+    scale, zero_point = (numpy_helper.to_array(initializers[name]) for name in node.input[1:3])
+    if scale.size != 1 or zero_point.dtype != np.uint8:
+        raise GraphError(
+            f"emulated HEF model: head output {tensor!r}: quantizer scale of shape {scale.shape}, zero point "
+            f"{zero_point.dtype}, expected one per-tensor scale and a uint8 zero point"
+        )
+    s, zp = np.float32(scale.item()), np.float32(zero_point.item())
+    return QuantInfo(float(zp), float(s), float((0 - zp) * s), float((_UINT8_MAX - zp) * s))
+
+
+def head_roles(model: onnx.ModelProto) -> dict[str, str]:
+    """``{head tensor: "box" | "class"}`` in head order (stride ascending, box first), as the emulator recorded it."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    if HEAD_ROLES_KEY not in meta:
+        raise GraphError(f"emulated HEF model: metadata {HEAD_ROLES_KEY!r} missing: not a model the emulator built")
+    roles: dict[str, str] = json.loads(meta[HEAD_ROLES_KEY])
+    return roles
+
+
+def head_specs(model: onnx.ModelProto) -> tuple[OutputSpec, ...]:
+    """The raw head outputs as UINT8 device values, in head order."""
+    shapes = {o.name: _dims(o) for o in model.graph.output}
+    smallest = min(h * w for _, _, h, w in shapes.values())
+    specs = []
+    for tensor, role in head_roles(model).items():
+        _, c, h, w = shapes[tensor]
+        order = FormatOrder.FCR if role == "box" or h * w == smallest else FormatOrder.NHWC
+        specs.append(OutputSpec(tensor, (h, w, c), order, FormatType.UINT8, (_quant_info(model, tensor),)))
+    return tuple(specs)
+
+
+def host_spec(head: OutputSpec, format_type: FormatType) -> OutputSpec:
+    """A raw head as the host reads it: UINT8 as on the device, or FLOAT32 dequantized by HailoRT
+    (the vstream info keeps the quant info either way)."""
+    return OutputSpec(head.name, head.shape, head.format_order, format_type, head.quant)
+
+
+def nms_spec(classes: int, max_proposals_per_class: int) -> OutputSpec:
+    """The NMS_BY_CLASS output of the YOLOv8 NMS op."""
+    return OutputSpec(
+        NMS_OUTPUT,
+        (classes, BBOX_PARAMS, max_proposals_per_class),
+        FormatOrder.NMS_BY_CLASS,
+        FormatType.FLOAT32,
+        nms=NmsShape(classes, max_proposals_per_class),
+    )

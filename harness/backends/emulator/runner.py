@@ -1,0 +1,117 @@
+"""Runs an emulated HEF with onnxruntime, one frame at a time, handing back what a HailoRT host receives.
+
+Emulation, not a device: the quantization is onnxruntime's (uint8 activations, int8 weights), not the
+Dataflow Compiler's, and every label says so. The interface is the one a hardware runner offers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from types import TracebackType
+
+import numpy as np
+import onnxruntime as ort
+
+from harness.backends.base import InputSpec
+from harness.backends.emulator.build import EmulatedHef
+from harness.decode.config import DecodeConfig, NmsMode
+from harness.decode.yolo import decode
+from harness.errors import SpecError
+from harness.formats.nms_buffer import encode_nms_by_class
+from harness.formats.quant import dequantize
+from harness.specs import FormatType, OutputSpec
+
+log = logging.getLogger(__name__)
+
+
+class EmulatorRunner:
+    """An emulated HEF as a :class:`~harness.backends.base.Runner`.
+
+    ``infer({input: uint8 (1, H, W, 3)})`` gives per raw head ``(H, W, C)`` uint8 device values or
+    float32 dequantized with the head's quant info (HailoRT's rule), or, with NMS, the one
+    HAILO_NMS_BY_CLASS float32 buffer of the HailoRT YOLOv8 NMS op run on the dequantized heads.
+    """
+
+    emulated = True
+
+    def __init__(self, hef: EmulatedHef, threads: int | None = None) -> None:
+        self.hef = hef
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        self._session: ort.InferenceSession | None = ort.InferenceSession(
+            os.fspath(hef.quantized_model), options, providers=["CPUExecutionProvider"]
+        )
+        self._heads = {h.name: h for h in hef.heads}
+        self._output_specs = hef.output_specs
+        self._nms = (
+            DecodeConfig(
+                input_hw=hef.input_hw,
+                score_threshold=hef.options.score_threshold,
+                iou_threshold=hef.options.iou_threshold,
+                max_per_class=hef.options.max_proposals_per_class,
+                mode=NmsMode.HAILORT,
+                classes_are_probabilities=True,  # the op takes class values as scores: it has no sigmoid
+            )
+            if hef.options.nms
+            else None
+        )
+        log.info("%s: runner ready", self.label)
+
+    @property
+    def label(self) -> str:
+        return self.hef.label
+
+    @property
+    def input_specs(self) -> dict[str, InputSpec]:
+        return {self.hef.input.name: self.hef.input}
+
+    @property
+    def output_specs(self) -> dict[str, OutputSpec]:
+        return dict(self._output_specs)
+
+    def _frame(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
+        spec = self.hef.input
+        if set(feed) != {spec.name}:
+            raise SpecError(f"{self.label}: feed has inputs {sorted(feed)}, expected {[spec.name]}")
+        array = np.asarray(feed[spec.name])
+        expected = (1, *spec.shape)
+        if array.dtype != np.uint8 or array.shape != expected:
+            raise SpecError(
+                f"{self.label}: input {spec.name!r}: {array.dtype} {array.shape}, expected uint8 {expected} "
+                "NHWC RGB 0-255 (the /255 normalization is inside the HEF)"
+            )
+        return array
+
+    def raw_heads(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One frame's raw head outputs as the device writes them: uint8 ``(H, W, C)``."""
+        if self._session is None:
+            raise RuntimeError(f"{self.label}: runner used after close")
+        frame = self._frame(feed)
+        names = list(self._heads)
+        maps = self._session.run(names, {self.hef.input.name: frame})
+        return {name: np.ascontiguousarray(m[0].transpose(1, 2, 0)) for name, m in zip(names, maps, strict=True)}
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        raw = self.raw_heads(feed)
+        if self._nms is not None:
+            ((name, spec),) = self._output_specs.items()
+            dets = decode(raw, self._heads, self._nms)
+            return {name: encode_nms_by_class(dets, spec, self.hef.input_hw)}
+        if self.hef.options.output_format is FormatType.UINT8:
+            return raw
+        return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}
+
+    def close(self) -> None:
+        self._session = None
+
+    def __enter__(self) -> EmulatorRunner:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,386 @@
+"""The emulator backend: a float ONNX quantized by onnxruntime into an emulated HEF, run as HailoRT hands back outputs.
+
+Built on the demo model (a float YOLO11n export, 2 classes, 256x256) with synthetic fire/smoke frames as
+in-domain calibration and scenes without fire or smoke as off-domain calibration. Quantized models are
+built once per module; runtime-only settings (output format, NMS) reuse them from the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from PIL import Image
+
+from harness.backends.base import InputSpec, Runner
+from harness.backends.emulator import (
+    CalibrationMethod,
+    EmulatedHef,
+    EmulatorOptions,
+    EmulatorRunner,
+    build,
+    build_emulated_hef,
+)
+from harness.backends.emulator.graph import hef_graph
+from harness.data.synthetic import OFFDOMAIN_SPLIT, Recipe, split_frame
+from harness.decode.config import DecodeConfig
+from harness.decode.nms import nms_hailort
+from harness.decode.yolo import decode_candidates
+from harness.errors import GraphError, HarnessError, SpecError
+from harness.formats.nms_buffer import by_class_size, decode_nms
+from harness.formats.quant import dequantize, quantize
+from harness.onnx_graph import load_model
+from harness.preprocess import letterbox, load_image
+from harness.specs import FormatOrder, FormatType, OutputSpec
+
+DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
+INPUT_HW = (256, 256)
+CALIBRATION_COUNT = 8
+RECIPE = Recipe(seed=0, train=0, val=8, calib=CALIBRATION_COUNT, offdomain_calib=CALIBRATION_COUNT, imgsz=256)
+
+
+def _write_split(folder: Path, split: str, count: int) -> Path:
+    folder.mkdir(parents=True)
+    for index in range(count):
+        Image.fromarray(split_frame(RECIPE, split, index).image).save(folder / f"{split}_{index:03d}.png")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def demo_onnx() -> Path:
+    if not DEMO.is_file():
+        pytest.skip(f"demo model not found at {DEMO}")
+    return DEMO
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("emulator-images")
+    return {
+        "in_domain": _write_split(root / "calib", "calib", CALIBRATION_COUNT),
+        "off_domain": _write_split(root / "offdomain", OFFDOMAIN_SPLIT, CALIBRATION_COUNT),
+        "val": _write_split(root / "val", "val", RECIPE.val),
+    }
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("emulator-cache")
+
+
+def _options(**changes: object) -> EmulatorOptions:
+    settings: dict[str, object] = {"calibration_count": CALIBRATION_COUNT, "output_format": FormatType.UINT8}
+    settings.update(changes)
+    return EmulatorOptions(**settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def sigmoid_hef(demo_onnx: Path, images: dict[str, Path], cache_dir: Path) -> EmulatedHef:
+    return build_emulated_hef(demo_onnx, images["in_domain"], _options(sigmoid_inside=True), cache_dir)
+
+
+@pytest.fixture(scope="module")
+def logits_hef(demo_onnx: Path, images: dict[str, Path], cache_dir: Path) -> EmulatedHef:
+    return build_emulated_hef(demo_onnx, images["in_domain"], _options(sigmoid_inside=False), cache_dir)
+
+
+def _frames(folder: Path) -> list[np.ndarray]:
+    """uint8 (1, H, W, 3) letterboxed frames of a folder's images, as calibration and evaluation prepare them."""
+    return [letterbox(load_image(p), INPUT_HW)[0][None] for p in sorted(folder.iterdir())]
+
+
+def _first_calibration_frame(hef: EmulatedHef) -> np.ndarray:
+    return letterbox(load_image(hef.calibration_images[0]), INPUT_HW)[0][None]
+
+
+def _class_heads(hef: EmulatedHef) -> list[OutputSpec]:
+    return [h for h in hef.heads if h.channels == hef.classes]
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+
+def test_input_is_uint8_nhwc_rgb_with_the_normalization_inside_the_graph(sigmoid_hef: EmulatedHef) -> None:
+    with EmulatorRunner(sigmoid_hef) as runner:
+        assert runner.input_specs == {"images": InputSpec("images", (256, 256, 3), FormatOrder.NHWC, FormatType.UINT8)}
+    graph = hef_graph(load_model(sigmoid_hef.source), str(sigmoid_hef.source), None, sigmoid_inside=False)
+    front = graph.model.graph.node[:3]
+    assert [n.op_type for n in front] == ["Cast", "Div", "Transpose"]
+    divisor = next(i for i in graph.model.graph.initializer if i.name == front[1].input[1])
+    assert onnx.numpy_helper.to_array(divisor) == np.float32(255)
+
+
+def test_float_or_nchw_input_is_rejected_naming_the_input_and_the_contract(sigmoid_hef: EmulatedHef) -> None:
+    frame = _first_calibration_frame(sigmoid_hef)
+    with EmulatorRunner(sigmoid_hef) as runner:
+        with pytest.raises(
+            SpecError, match=r"input 'images': float32 \(1, 3, 256, 256\), expected uint8 \(1, 256, 256, 3\)"
+        ):
+            runner.infer({"images": frame.transpose(0, 3, 1, 2).astype(np.float32) / 255})
+        with pytest.raises(SpecError, match=r"input 'images': uint8 \(1, 3, 256, 256\), expected uint8"):
+            runner.infer({"images": np.ascontiguousarray(frame.transpose(0, 3, 1, 2))})
+        with pytest.raises(SpecError, match=r"feed has inputs \['input'\], expected \['images'\]"):
+            runner.infer({"input": frame})
+
+
+def test_outputs_carry_the_orders_of_a_compiled_hef_in_host_layout(sigmoid_hef: EmulatedHef) -> None:
+    specs = sigmoid_hef.output_specs
+    layout = [(s.shape, s.format_order, s.format_type) for s in specs.values()]
+    assert layout == [
+        ((32, 32, 64), FormatOrder.FCR, FormatType.UINT8),
+        ((32, 32, 2), FormatOrder.NHWC, FormatType.UINT8),
+        ((16, 16, 64), FormatOrder.FCR, FormatType.UINT8),
+        ((16, 16, 2), FormatOrder.NHWC, FormatType.UINT8),
+        ((8, 8, 64), FormatOrder.FCR, FormatType.UINT8),
+        ((8, 8, 2), FormatOrder.FCR, FormatType.UINT8),
+    ]
+    assert list(specs) == [f"/model.23/{b}.{i}/{b}.{i}.2/Conv_output_0" for i in range(3) for b in ("cv2", "cv3")]
+    with EmulatorRunner(sigmoid_hef) as runner:
+        outputs = runner.infer({"images": _first_calibration_frame(sigmoid_hef)})
+    assert {n: (a.dtype, a.shape) for n, a in outputs.items()} == {n: (np.uint8, s.shape) for n, s in specs.items()}
+
+
+def test_limvals_are_the_range_the_uint8_zero_point_and_scale_can_represent(sigmoid_hef: EmulatedHef) -> None:
+    for name, q in sigmoid_hef.quant.items():
+        assert q.zero_point == int(q.zero_point) and 0 <= q.zero_point <= 255 and q.scale > 0, name
+        assert q.limvals_min == np.float32((0 - q.zero_point) * np.float32(q.scale)), name
+        assert q.limvals_max == np.float32((255 - q.zero_point) * np.float32(q.scale)), name
+        assert q.limvals_min <= 0 <= q.limvals_max, name
+
+
+# ---------------------------------------------------------------------------------------------- values
+
+
+def test_uint8_heads_are_the_head_quantizers_outputs_under_the_hailort_rule_within_one_step(
+    sigmoid_hef: EmulatedHef, images: dict[str, Path]
+) -> None:
+    # the quantized graph with each head's QuantizeLinear input as an extra output
+    model = onnx.load(sigmoid_hef.quantized_model)
+    quantizer_input = {n.output[0]: n.input[0] for n in model.graph.node if n.output[0] in sigmoid_hef.quant}
+    model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(t) for t in quantizer_input.values())
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = list(quantizer_input.values())
+    with EmulatorRunner(sigmoid_hef) as runner:
+        for frame in _frames(images["val"])[:3]:
+            before = dict(zip(names, session.run(names, {"images": frame}), strict=True))
+            heads = runner.infer({"images": frame})
+            for head, spec in zip(heads, sigmoid_hef.heads, strict=True):
+                expected = quantize(before[quantizer_input[head]][0].transpose(1, 2, 0), spec.quant)
+                steps = np.abs(heads[head].astype(np.int16) - expected)
+                # fused integer kernels may round a value lying on a half step the other way
+                assert steps.max() <= 1 and (steps == 0).mean() >= 0.999, head
+
+
+def test_dequantized_heads_track_the_float_heads_on_calibration_images(logits_hef: EmulatedHef) -> None:
+    graph = hef_graph(load_model(logits_hef.source), str(logits_hef.source), None, sigmoid_inside=False)
+    session = ort.InferenceSession(graph.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [h.tensor for h in graph.heads]
+    errors: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    with EmulatorRunner(logits_hef) as runner:
+        for path in logits_hef.calibration_images:
+            frame = letterbox(load_image(path), INPUT_HW)[0][None]
+            quantized = runner.infer({"images": frame})
+            for name, head in zip(names, session.run(names, {"images": frame}), strict=True):
+                spec, reference = logits_hef.output_specs[name], head[0].transpose(1, 2, 0)
+                q = spec.quant[0]
+                # MinMax calibration covers the float values of its own images
+                assert q.limvals_min - q.scale <= reference.min() and reference.max() <= q.limvals_max + q.scale, name
+                errors[name].append(np.abs(dequantize(quantized[name], spec.quant) - reference) / q.scale)
+    for name, steps in errors.items():
+        # every layer before a head is quantized too: typical errors are a step or so, a few frames see more
+        assert np.median(np.concatenate(steps)) <= 2, name
+
+
+def test_float32_mode_equals_dequantized_uint8_mode(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path, sigmoid_hef: EmulatedHef
+) -> None:
+    float_hef = build_emulated_hef(
+        demo_onnx, images["in_domain"], _options(sigmoid_inside=True, output_format=FormatType.FLOAT32), cache_dir
+    )
+    assert float_hef.quantized_model == sigmoid_hef.quantized_model
+    assert float_hef.content_hash != sigmoid_hef.content_hash
+    assert all(s.format_type is FormatType.FLOAT32 for s in float_hef.output_specs.values())
+    frame = _frames(images["val"])[0]
+    with EmulatorRunner(sigmoid_hef) as uint8_runner, EmulatorRunner(float_hef) as float_runner:
+        raw = uint8_runner.infer({"images": frame})
+        floats = float_runner.infer({"images": frame})
+    for spec in sigmoid_hef.heads:
+        assert floats[spec.name].dtype == np.float32
+        np.testing.assert_array_equal(floats[spec.name], dequantize(raw[spec.name], spec.quant))
+
+
+# ---------------------------------------------------------------------------------------------- calibration
+
+
+def test_sigmoid_inside_puts_class_limvals_inside_the_unit_interval(
+    sigmoid_hef: EmulatedHef, logits_hef: EmulatedHef
+) -> None:
+    assert all(0 <= h.quant[0].limvals_min and h.quant[0].limvals_max <= 1 for h in _class_heads(sigmoid_hef))
+    assert any(h.quant[0].limvals_min < -1 for h in _class_heads(logits_hef))
+
+
+def test_off_domain_calibration_lowers_the_class_limvals_max(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path, sigmoid_hef: EmulatedHef
+) -> None:
+    off_domain = build_emulated_hef(demo_onnx, images["off_domain"], _options(sigmoid_inside=True), cache_dir)
+    in_max = max(h.quant[0].limvals_max for h in _class_heads(sigmoid_hef))
+    off_max = max(h.quant[0].limvals_max for h in _class_heads(off_domain))
+    assert off_max < 0.5 * in_max
+    # and no score above that cap can come out of the off-domain HEF, on a frame full of fire
+    with EmulatorRunner(off_domain) as runner:
+        best = max(
+            float(dequantize(a, off_domain.output_specs[n].quant).max())
+            for frame in _frames(images["val"])
+            for n, a in runner.infer({"images": frame}).items()
+            if off_domain.output_specs[n].channels == off_domain.classes
+        )
+    assert best <= off_max
+
+
+def test_too_few_calibration_images_raise_naming_the_folder_and_the_count(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path
+) -> None:
+    with pytest.raises(HarnessError, match=rf"{CALIBRATION_COUNT} images, expected at least calibration_count = 64"):
+        build_emulated_hef(demo_onnx, images["in_domain"], _options(calibration_count=64), cache_dir)
+
+
+# ---------------------------------------------------------------------------------------------- NMS
+
+
+def _nms_hef(demo_onnx: Path, images: dict[str, Path], cache_dir: Path, sigmoid_inside: bool) -> EmulatedHef:
+    options = _options(
+        sigmoid_inside=sigmoid_inside,
+        nms=True,
+        output_format=FormatType.FLOAT32,
+        score_threshold=0.25,
+        iou_threshold=0.6,
+        max_proposals_per_class=20,
+    )
+    return build_emulated_hef(demo_onnx, images["in_domain"], options, cache_dir)
+
+
+def test_nms_mode_yields_a_by_class_buffer_equal_to_nms_hailort_on_the_same_heads(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path, sigmoid_hef: EmulatedHef
+) -> None:
+    nms_hef = _nms_hef(demo_onnx, images, cache_dir, sigmoid_inside=True)
+    assert nms_hef.quantized_model == sigmoid_hef.quantized_model
+    ((name, spec),) = nms_hef.output_specs.items()
+    assert (spec.format_order, spec.format_type, spec.shape) == (
+        FormatOrder.NMS_BY_CLASS,
+        FormatType.FLOAT32,
+        (2, 5, 20),
+    )
+    config = DecodeConfig(INPUT_HW, 0.25, 0.6, max_per_class=20, classes_are_probabilities=True)
+    found = 0
+    with EmulatorRunner(nms_hef) as runner, EmulatorRunner(sigmoid_hef) as raw_runner:
+        for frame in _frames(images["val"]):
+            buffer = runner.infer({"images": frame})[name]
+            assert buffer.dtype == np.float32 and buffer.shape == (by_class_size(spec.nms),)
+            dets = decode_nms(buffer, spec, INPUT_HW)
+            raw = raw_runner.infer({"images": frame})
+            expected = nms_hailort(*decode_candidates(raw, {h.name: h for h in sigmoid_hef.heads}, config), config)
+            np.testing.assert_array_equal(dets.class_ids, expected.class_ids)
+            np.testing.assert_array_equal(dets.scores, expected.scores)
+            np.testing.assert_allclose(dets.boxes, expected.boxes, atol=1e-3)
+            found += len(dets)
+    assert found > 0
+
+
+def test_nms_without_sigmoid_inside_emits_logits_as_scores(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path
+) -> None:
+    nms_hef = _nms_hef(demo_onnx, images, cache_dir, sigmoid_inside=False)
+    ((name, spec),) = nms_hef.output_specs.items()
+    with EmulatorRunner(nms_hef) as runner:
+        scores = np.concatenate(
+            [decode_nms(runner.infer({"images": f})[name], spec, INPUT_HW).scores for f in _frames(images["val"])]
+        )
+    assert scores.max() > 1  # the op applies no sigmoid: logits pass as scores
+
+
+# ---------------------------------------------------------------------------------------------- cache
+
+
+def test_cache_is_hit_on_a_second_build_and_missed_when_a_calibration_image_changes(
+    demo_onnx: Path,
+    images: dict[str, Path],
+    cache_dir: Path,
+    logits_hef: EmulatedHef,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[int] = []
+    real = build.quantize
+    monkeypatch.setattr(build, "quantize", lambda *args: calls.append(1) or real(*args))
+    again = build_emulated_hef(demo_onnx, images["in_domain"], _options(sigmoid_inside=False), cache_dir)
+    assert calls == []
+    assert again == logits_hef
+
+    changed = shutil.copytree(images["in_domain"], tmp_path / "calib")
+    first = sorted(changed.iterdir())[0]
+    pixels = np.asarray(Image.open(first)).copy()
+    pixels[0, 0] ^= 1
+    Image.fromarray(pixels).save(first)
+    with caplog.at_level(logging.DEBUG):
+        rebuilt = build_emulated_hef(demo_onnx, changed, _options(sigmoid_inside=False), cache_dir)
+    assert calls == [1]
+    # onnxruntime's messages (root logger warnings, calibrator prints) come through as the emulator's
+    ours = [r for r in caplog.records if r.name == "root" or r.name.startswith("harness")]
+    assert any("onnxruntime" in r.getMessage() for r in ours)
+    assert all(r.name.startswith("harness") and "emulated HEF" in r.getMessage() for r in ours)
+    assert rebuilt.quantized_model != logits_hef.quantized_model
+    assert rebuilt.quantized_model.is_file()
+
+
+def test_cache_key_covers_the_calibration_method(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path, logits_hef: EmulatedHef
+) -> None:
+    percentile = build_emulated_hef(
+        demo_onnx, images["in_domain"], _options(calibration_method=CalibrationMethod.PERCENTILE), cache_dir
+    )
+    assert percentile.quantized_model != logits_hef.quantized_model
+    # the 99.999th percentile never widens a head's range beyond the extremes MinMax takes
+    for spec in percentile.heads:
+        p, m = spec.quant[0], logits_hef.quant[spec.name]
+        assert p.limvals_max - p.limvals_min <= m.limvals_max - m.limvals_min + 2 * m.scale, spec.name
+
+
+# ---------------------------------------------------------------------------------------------- labels and errors
+
+
+def test_runner_and_its_log_say_emulated(sigmoid_hef: EmulatedHef, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="harness.backends.emulator"):
+        runner: Runner = EmulatorRunner(sigmoid_hef)
+    with runner:
+        assert isinstance(runner, EmulatorRunner) and runner.emulated is True
+        assert runner.label.startswith("emulated HEF of fire_smoke_yolo11n_256.onnx")
+    assert caplog.records and all("emulated" in r.getMessage() for r in caplog.records)
+
+
+def test_an_already_quantized_onnx_is_rejected_asking_for_the_float_export(
+    shared_fixtures: Path, images: dict[str, Path], tmp_path: Path
+) -> None:
+    source = shared_fixtures / "onnx" / "yolo11n_coco80_320_int8.onnx"
+    with pytest.raises(GraphError, match=r"quantized ops \['ConvInteger', 'DynamicQuantizeLinear'\], expected a float"):
+        build_emulated_hef(source, images["in_domain"], _options(), tmp_path)
+
+
+def test_nms_with_uint8_output_format_is_rejected() -> None:
+    with pytest.raises(HarnessError, match="output_format is UINT8 with nms, expected FLOAT32"):
+        EmulatorOptions(nms=True, output_format=FormatType.UINT8)
+
+
+def test_end_nodes_given_by_name_cut_where_the_structural_heads_are(demo_onnx: Path) -> None:
+    model = load_model(demo_onnx)
+    found = hef_graph(model, str(demo_onnx), None, sigmoid_inside=False)
+    given = hef_graph(model, str(demo_onnx), tuple(h.node for h in found.heads)[::-1], sigmoid_inside=False)
+    assert given.heads == found.heads
+    assert [o.name for o in given.model.graph.output] == [h.tensor for h in found.heads]
+    with pytest.raises(GraphError, match=r"end nodes not found .*'/model.23/cv2.0/cv2.0.2/Conv'"):
+        hef_graph(model, str(demo_onnx), ("/model.23/cv2.0/cv2.0.2/Conv_typo",), sigmoid_inside=False)

@@ -1,0 +1,234 @@
+"""Gates: a run held against its golden baseline, and a Hailo path held against the ONNX reference on
+the same images. Pure functions; each returns a :class:`GateResult` whose message is the whole
+failure report (baseline, observed, tolerance, the bootstrap interval, the likely causes).
+
+Settings are compared before any number: results measured under different settings fail their gate
+with the differing fields named, never with a number. So does a baseline measured on a different
+dataset manifest (other images or labels).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.diagnosis import Finding, collect_evidence, diagnose, matched_share
+from harness.golden import Golden, dataset_name
+from harness.metrics.agreement import agreement
+from harness.metrics.coco import DifferenceInterval, PairedBootstrap
+from harness.result import PathResult
+from harness.settings import SettingsMismatch
+
+AGREEMENT_FLOOR = 0.8
+MapMetric = Literal["map50", "map50_95"]
+_MAP_LABEL = {"map50": "mAP@0.5", "map50_95": "mAP@0.5:0.95"}
+_MAP_KIND = {"map50": "map", "map50_95": "map50_95"}  # gate names test_map[...] and test_map50_95[...]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """``baseline``/``observed``/``tolerance`` are ``None`` where no number was compared (settings
+    differ, no baseline); the agreement gate has no baseline and its ``tolerance`` is the floor.
+    ``interval`` is the paired bootstrap interval of this path minus the reference path, where one
+    was measured; ``causes`` are the diagnosis of a failing gate."""
+
+    name: str
+    passed: bool
+    baseline: float | None
+    observed: float | None
+    tolerance: float | None
+    interval: DifferenceInterval | None
+    causes: tuple[Finding, ...]
+    message: str
+
+
+def gate_name(kind: str, result: PathResult) -> str:
+    return f"test_{kind}[{dataset_name(result)}-{result.path}]"
+
+
+def gate_map(
+    result: PathResult,
+    golden: Golden,
+    metric: MapMetric = "map50",
+    reference: PathResult | None = None,
+    bootstrap: PairedBootstrap | None = None,
+    causes: Sequence[Finding] = (),
+) -> GateResult:
+    """One-sided: passes when ``observed >= baseline - allowed drop``. ``bootstrap`` (of ``result``
+    minus ``reference`` on the same images) is shown, not gated on."""
+    name = gate_name(_MAP_KIND[metric], result)
+    refused = _incomparable(name, result, golden)
+    if refused:
+        return refused
+    label = _MAP_LABEL[metric]
+    baseline, observed = getattr(golden.metrics, metric), getattr(result.metrics, metric)
+    drop = getattr(golden.tolerances, f"{metric}_drop")
+    interval = getattr(bootstrap, metric) if bootstrap else None
+    passed = math.isnan(baseline) or observed >= baseline - drop - 1e-12  # NaN: no ground truth to hold
+    verdict = "holds" if passed else "fell"
+    head = (
+        f"{label} of {result.label} {verdict}: {observed:.4f} against baseline {baseline:.4f} "
+        f"(change {observed - baseline:+.4f}, allowed drop {drop:.4f})"
+    )
+    lines = [head]
+    if interval is not None:
+        other = reference.label if reference else "the reference path"
+        lines.append(
+            f"{result.label} minus {other} on the same {result.metrics.n_images} images: {interval.point:+.4f}, "
+            f"95 % paired bootstrap interval [{interval.low:+.4f}, {interval.high:+.4f}] "
+            f"({bootstrap.resamples if bootstrap else 0} resamples)"
+        )
+    return _result(name, passed, baseline, observed, drop, interval, causes, lines)
+
+
+def gate_score_saturation(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
+    """Two-sided, absolute: the share of scores >= 0.99 within ``saturation_abs`` of the baseline."""
+    name = gate_name("score_saturation", result)
+    refused = _incomparable(name, result, golden)
+    if refused:
+        return refused
+    baseline, observed = golden.scores.saturation, result.scores.saturation
+    allowed = golden.tolerances.saturation_abs
+    passed = abs(observed - baseline) <= allowed + 1e-12
+    lines = [
+        f"share of scores >= 0.99 of {result.label}: {observed:.4f} against baseline {baseline:.4f} "
+        f"(change {observed - baseline:+.4f}, allowed +-{allowed:.4f}; {result.scores.n_boxes} boxes)"
+    ]
+    return _result(name, passed, baseline, observed, allowed, None, causes, lines)
+
+
+def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
+    """Two-sided, relative: mean boxes per image within ``box_count_rel`` of the baseline mean
+    (relative to one box per image where the baseline mean is below one)."""
+    name = gate_name("box_count", result)
+    refused = _incomparable(name, result, golden)
+    if refused:
+        return refused
+    base, seen = golden.box_counts, result.box_counts
+    rel = golden.tolerances.box_count_rel
+    scale = max(base.mean, 1.0)
+    passed = abs(seen.mean - base.mean) <= rel * scale + 1e-12
+    lines = [
+        f"boxes per image of {result.label}: mean {seen.mean:.2f} against baseline {base.mean:.2f} "
+        f"(change {(seen.mean - base.mean) / scale:+.1%}, allowed +-{rel:.0%}); "
+        f"p95 {seen.p95:.1f} vs {base.p95:.1f}, max {seen.max} vs {base.max}, total {seen.total} vs {base.total}"
+    ]
+    return _result(name, passed, base.mean, seen.mean, rel, None, causes, lines)
+
+
+def gate_path_agreement(
+    reference: PathResult, candidate: PathResult, floor: float = AGREEMENT_FLOOR, causes: Sequence[Finding] = ()
+) -> GateResult:
+    """The candidate's boxes agree with the reference's on the same images: the matched share
+    (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least ``floor``."""
+    name = gate_name("path_agreement", candidate)
+    try:
+        reference.settings.require_same(candidate.settings, f"{name}: {reference.label} vs {candidate.label}")
+    except SettingsMismatch as error:
+        return _result(name, False, None, None, None, None, causes, [str(error)])
+    if reference.image_ids != candidate.image_ids:
+        only_ref = sorted(set(reference.image_ids) - set(candidate.image_ids))[:5]
+        only_cand = sorted(set(candidate.image_ids) - set(reference.image_ids))[:5]
+        text = (
+            f"{name}: {reference.label} and {candidate.label} did not run on the same images in the same order "
+            f"({len(reference.image_ids)} vs {len(candidate.image_ids)} images; only in {reference.label}: "
+            f"{only_ref}, only in {candidate.label}: {only_cand})"
+        )
+        return _result(name, False, None, None, None, None, causes, [text])
+    counts = agreement(reference.predictions, candidate.predictions)
+    share = matched_share(counts)
+    passed = share >= floor
+    lines = [
+        f"{candidate.label} agrees with {reference.label} on {share:.1%} of the boxes (floor {floor:.0%}): "
+        f"{counts.matched} matched at IoU >= 0.5 with the same class, {counts.missed} missed, {counts.extra} extra, "
+        f"{counts.class_flipped} class-flipped, of {counts.n_reference} reference and {counts.n_candidate} "
+        f"{candidate.label} boxes; score drift {counts.mean_score_drift:+.4f} mean, "
+        f"{counts.mean_abs_score_drift:.4f} mean absolute"
+    ]
+    return _result(name, passed, None, share, floor, None, causes, lines)
+
+
+def missing_golden_gates(result: PathResult, message: str) -> tuple[GateResult, ...]:
+    """The baseline gates of a run without a baseline, each failing with ``message`` (see
+    :func:`harness.golden.missing_golden_message`), so a missing baseline is never a silent pass."""
+    kinds = ("map", "map50_95", "score_saturation", "box_count")
+    return tuple(GateResult(gate_name(k, result), False, None, None, None, None, (), message) for k in kinds)
+
+
+def run_gates(
+    result: PathResult,
+    golden: Golden,
+    reference: PathResult | None = None,
+    bootstrap: PairedBootstrap | None = None,
+    original_hw: Mapping[str, tuple[int, int]] | None = None,
+    floor: float = AGREEMENT_FLOOR,
+) -> tuple[GateResult, ...]:
+    """Every gate of ``result``: against ``golden``, and against ``reference`` when given. The
+    evidence is gathered and diagnosed once; failing gates carry the findings."""
+    usable = (
+        reference
+        if reference is not None
+        and not reference.settings.differences(result.settings)
+        and reference.image_ids == result.image_ids
+        else None
+    )  # an incomparable reference fails the agreement gate; the diagnosis goes without it
+    causes = tuple(diagnose(collect_evidence(result, usable, original_hw)))
+    gates = [
+        gate_map(result, golden, "map50", reference, bootstrap, causes),
+        gate_map(result, golden, "map50_95", reference, bootstrap, causes),
+        gate_score_saturation(result, golden, causes),
+        gate_box_count(result, golden, causes),
+    ]
+    if reference is not None:
+        gates.append(gate_path_agreement(reference, result, floor, causes))
+    return tuple(gates)
+
+
+def _incomparable(name: str, result: PathResult, golden: Golden) -> GateResult | None:
+    """A failed gate when ``result`` cannot be held against ``golden`` at all."""
+    if (golden.path, golden.dataset) != (result.path, dataset_name(result)):
+        text = (
+            f"{name}: the baseline is of path {golden.path} on {golden.dataset}, this run is path {result.path} "
+            f"on {dataset_name(result)}"
+        )
+        return _result(name, False, None, None, None, None, (), [text])
+    try:
+        golden.settings.require_same(result.settings, f"{name}: baseline vs {result.label}")
+    except SettingsMismatch as error:
+        return _result(name, False, None, None, None, None, (), [str(error)])
+    old, new = golden.provenance.dataset_manifest, result.provenance.dataset_manifest
+    if old != new:
+        text = (
+            f"{name}: the baseline was measured on dataset manifest {old[:16]}, this run on {new[:16]}: the images "
+            "or labels changed; review the run and update the baseline"
+        )
+        return _result(name, False, None, None, None, None, (), [text])
+    return None
+
+
+def _result(
+    name: str,
+    passed: bool,
+    baseline: float | None,
+    observed: float | None,
+    tolerance: float | None,
+    interval: DifferenceInterval | None,
+    causes: Sequence[Finding],
+    lines: list[str],
+) -> GateResult:
+    kept = tuple(causes) if not passed else ()
+    body = [f"{name} {'passed' if passed else 'FAILED'}", *(f"  {line}" for line in lines)]
+    if not passed:
+        if kept:
+            body.append("  likely causes, most specific first:")
+            for i, finding in enumerate(kept, start=1):
+                body += [
+                    f"    {i}. {finding.cause}",
+                    f"       evidence: {finding.evidence}",
+                    f"       fix: {finding.fix}",
+                ]
+        elif observed is not None:
+            body.append("  likely causes: none of the known failure modes matches the evidence")
+    return GateResult(name, passed, baseline, observed, tolerance, interval, kept, "\n".join(body))

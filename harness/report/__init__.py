@@ -1,0 +1,33 @@
+"""Release sign-off reports of a run: Markdown, JSON and one self-contained HTML file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.data.dataset import Dataset
+from harness.gates import GateResult
+from harness.report.html import render_html
+from harness.report.json_report import report_document, write_json
+from harness.report.markdown import render_markdown
+from harness.report.plots import ReportError, pictures
+from harness.result import PathResult
+
+__all__ = ["ReportError", "write_reports"]
+
+
+def write_reports(
+    out_dir: str | os.PathLike[str], results: Sequence[PathResult], gates: Sequence[GateResult], dataset: Dataset
+) -> dict[str, Path]:
+    """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
+    reference path (the ONNX) the others were compared with, all on the same images of ``dataset``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    document = report_document(results, gates, dataset)
+    charts, images = pictures(results, dataset)
+    files = {"markdown": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
+    files["markdown"].write_text(render_markdown(document), encoding="utf-8")
+    write_json(files["json"], document)
+    files["html"].write_text(render_html(document, charts, images), encoding="utf-8")
+    return files

@@ -1,0 +1,93 @@
+"""The report as one JSON document: the data the Markdown and HTML reports are rendered from.
+
+Strict JSON (NaN, e.g. the AP of a class without ground truth, is ``null``), 2-space indent,
+keys sorted. ``paths[0]`` is the reference path the others were compared with.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harness.data.dataset import Dataset
+from harness.gates import GateResult
+from harness.result import PathResult
+
+SCHEMA_VERSION = 1
+
+
+def report_document(results: Sequence[PathResult], gates: Sequence[GateResult], dataset: Dataset) -> dict[str, Any]:
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "passed": all(g.passed for g in gates),
+        "dataset": {
+            "root": str(dataset.root),
+            "names": list(dataset.names),
+            "n_images": len(dataset.samples),
+            "n_boxes": dataset.n_boxes,
+            "manifest": dataset.manifest,
+            "missing_labels": len(dataset.missing_labels),
+            "unreadable": [asdict(u) for u in dataset.unreadable],
+        },
+        "gates": [_gate(g) for g in gates],
+        "paths": [_path(r) for r in results],
+    }
+    return _strict(document)
+
+
+def write_json(file: str | os.PathLike[str], document: dict[str, Any]) -> Path:
+    file = Path(file)
+    file.write_text(json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+    return file
+
+
+def _gate(gate: GateResult) -> dict[str, Any]:
+    return {
+        "name": gate.name,
+        "passed": gate.passed,
+        "baseline": gate.baseline,
+        "observed": gate.observed,
+        "tolerance": gate.tolerance,
+        "interval": asdict(gate.interval) if gate.interval else None,
+        "causes": [asdict(c) for c in gate.causes],
+        "message": gate.message,
+    }
+
+
+def _path(result: PathResult) -> dict[str, Any]:
+    p = result.provenance
+    return {
+        "path": result.path,
+        "label": result.label,
+        "emulated": result.emulated,
+        "metrics": asdict(result.metrics),
+        "box_counts": asdict(result.box_counts),
+        "scores": asdict(result.scores),
+        "cells": {**asdict(result.cells), "share": result.cells.share} if result.cells else None,
+        "settings": result.settings.to_dict(),
+        "provenance": {
+            "model_path": p.model_path,
+            "model_sha256": p.model_sha256,
+            "dataset": p.dataset,
+            "dataset_manifest": p.dataset_manifest,
+            "harness_version": p.harness_version,
+            "created": p.created,
+            "environment": dict(p.environment),
+        },
+    }
+
+
+def _strict(node: Any) -> Any:
+    """Tuples become lists and NaN or infinity ``None``, so that the document is strict JSON."""
+    if isinstance(node, dict):
+        return {k: _strict(v) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [_strict(v) for v in node]
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    return node

@@ -1,0 +1,124 @@
+"""The report as Markdown, rendered from the JSON report document (the HTML report has the plots)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render_markdown(document: dict[str, Any]) -> str:
+    dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
+    failed = [g for g in gates if not g["passed"]]
+    verdict = "PASSED" if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)"
+    lines = [
+        f"# Accuracy report: {verdict}",
+        "",
+        f"Dataset `{dataset['root']}`: {dataset['n_images']} images, {dataset['n_boxes']} labelled boxes, "
+        f"classes {', '.join(dataset['names'])}; manifest `{dataset['manifest']}`.",
+        "",
+        "## Gates",
+        "",
+        table(
+            ["gate", "result", "baseline", "observed", "tolerance", "bootstrap interval (vs reference)"],
+            [
+                [
+                    f"`{g['name']}`",
+                    "pass" if g["passed"] else "**FAIL**",
+                    num(g["baseline"]),
+                    num(g["observed"]),
+                    num(g["tolerance"]),
+                    interval(g["interval"]),
+                ]
+                for g in gates
+            ],
+        ),
+        "",
+    ]
+    if failed:
+        lines += ["## Failures", ""]
+        for g in failed:
+            lines += [f"### `{g['name']}`", "", "```", g["message"], "```", ""]
+    lines += [
+        "## Paths",
+        "",
+        table(
+            ["path", "runs on", "mAP@0.5", "mAP@0.5:0.95", "boxes", "boxes/image mean", "p95", "max", ">= 0.99"],
+            [
+                [
+                    p["label"],
+                    path_kind(p),
+                    num(p["metrics"]["map50"]),
+                    num(p["metrics"]["map50_95"]),
+                    str(p["box_counts"]["total"]),
+                    num(p["box_counts"]["mean"], 2),
+                    num(p["box_counts"]["p95"], 1),
+                    str(p["box_counts"]["max"]),
+                    f"{p['scores']['saturation']:.1%}",
+                ]
+                for p in paths
+            ],
+        ),
+        "",
+        "## Per class",
+        "",
+        table(
+            ["path", "class", "ground truth", "predictions", "AP50", "AP50:95", "precision", "recall"],
+            [
+                [
+                    p["label"],
+                    c["name"],
+                    str(c["n_ground_truth"]),
+                    str(c["n_predictions"]),
+                    num(c["ap50"]),
+                    num(c["ap50_95"]),
+                    num(c["precision"]),
+                    num(c["recall"]),
+                ]
+                for p in paths
+                for c in p["metrics"]["per_class"]
+            ],
+        ),
+        "",
+        "## Provenance and environment",
+        "",
+    ]
+    for p in paths:
+        prov = p["provenance"]
+        environment = ", ".join(f"{k} {v}" for k, v in sorted(prov["environment"].items())) or "not recorded"
+        lines += [
+            f"- **{p['label']}**: model `{prov['model_path']}` (sha256 `{prov['model_sha256']}`), "
+            f"dataset {prov['dataset']} (manifest `{prov['dataset_manifest']}`), harness {prov['harness_version']}, "
+            f"measured {prov['created']}; environment: {environment}; settings: {settings(p['settings'])}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def path_kind(path: dict[str, Any]) -> str:
+    """``host`` for the ONNX reference, ``emulated`` for a Hailo path without Hailo hardware, else ``hardware``."""
+    if path["path"] == "onnx":
+        return "host"
+    return "emulated" if path["emulated"] else "hardware"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def num(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def interval(value: dict[str, float | None] | None) -> str:
+    """``point [low, high]`` of a bootstrap interval (NaN bounds: too few images to resample)."""
+    if not value:
+        return ""
+    point, low, high = (value[k] for k in ("point", "low", "high"))
+    if point is None:
+        return ""
+    bounds = "n/a" if low is None or high is None else f"{low:+.4f}, {high:+.4f}"
+    return f"{point:+.4f} [{bounds}]"
+
+
+def settings(value: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in value.items())

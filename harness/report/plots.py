@@ -1,0 +1,240 @@
+"""The report's pictures as PNG bytes: per-class precision-recall curves of every path, score and
+boxes-per-image histograms, and the images on which the paths disagree most with both paths' boxes
+drawn. Charts are drawn with matplotlib's object API (``Figure.savefig``, Agg; no pyplot state),
+imported only when a chart is drawn; images are drawn with PIL.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont, ImageOps
+
+from harness.data.dataset import Dataset, GroundTruth, Sample
+from harness.detections import Detections
+from harness.errors import HarnessError
+from harness.metrics.agreement import agreement
+from harness.metrics.coco import ClassMatches, per_image_matches
+from harness.metrics.distribution import SCORE_BIN_EDGES
+from harness.result import PathResult
+
+PATH_COLOURS = ("#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#8c564b")
+TRUTH_COLOUR = "#2ca02c"
+WORST_IMAGES = 6
+PR_CLASSES = 12
+_PANEL_SIDE = 360  # pixels of a worst-image panel's longer side
+
+
+class ReportError(HarnessError):
+    """Results that cannot be reported together, or against this dataset."""
+
+
+@dataclass(frozen=True)
+class Picture:
+    title: str
+    caption: str
+    png: bytes
+
+
+def ground_truths(result: PathResult, dataset: Dataset) -> list[GroundTruth]:
+    """The ground truth of ``result``'s images, in model class ids (``settings.class_map``)."""
+    by_id = {s.image_id: s for s in dataset.samples}
+    missing = [i for i in result.image_ids if i not in by_id]
+    if missing:
+        raise ReportError(f"{result.label}: images {missing[:5]} are not samples of the dataset at {dataset.root}")
+    class_map = np.asarray(result.settings.class_map, dtype=np.int64)
+    truths = [by_id[i].ground_truth for i in result.image_ids]
+    return [t.mapped(class_map) for t in truths] if len(class_map) else truths
+
+
+def precision_recall(matches: ClassMatches) -> tuple[np.ndarray, np.ndarray]:
+    """(recall, precision) at IoU 0.5 after each detection of one class, in descending score order."""
+    order = np.argsort(-matches.score, kind="stable")
+    tp = np.cumsum(matches.true_positive[0, order])
+    fp = np.cumsum(matches.false_positive[0, order])
+    n_positive = int(matches.n_positive.sum())
+    recall = tp / n_positive if n_positive else np.zeros(len(tp))
+    precision = tp / np.maximum(tp + fp, 1)
+    return recall, precision
+
+
+def pictures(results: Sequence[PathResult], dataset: Dataset) -> tuple[list[Picture], list[Picture]]:
+    """(charts, worst images); ``results[0]`` is the reference the others are held to."""
+    if not results:
+        raise ReportError("report: no path results")
+    for r in results[1:]:
+        if r.image_ids != results[0].image_ids:
+            raise ReportError(f"report: {r.label} ran on other images than {results[0].label}")
+    truths = ground_truths(results[0], dataset)
+    charts = [precision_recall_chart(results, truths), score_histogram_chart(results), box_count_chart(results)]
+    return charts, worst_images(results, dataset, truths)
+
+
+def precision_recall_chart(results: Sequence[PathResult], truths: Sequence[GroundTruth]) -> Picture:
+    """One panel per class with ground truth, at most :data:`PR_CLASSES` (those with most ground truth)."""
+    per_class = results[0].metrics.per_class
+    names = [c.name for c in per_class]
+    most = sorted((k for k, c in enumerate(per_class) if c.n_ground_truth), key=lambda k: -per_class[k].n_ground_truth)
+    shown = sorted(most[:PR_CLASSES])
+    if not shown:
+        raise ReportError("report: no class has ground truth, so there is no precision-recall curve to draw")
+    columns, rows = min(len(shown), 3), -(-len(shown) // 3)
+    figure = _figure(width=4.2 * columns, height=3.6 * rows)
+    curves = [per_image_matches(truths, r.predictions, len(names)) for r in results]
+    for panel, k in enumerate(shown):
+        name = names[k]
+        ax = figure.add_subplot(rows, columns, panel + 1)
+        for i, (result, matches) in enumerate(zip(results, curves, strict=True)):
+            recall, precision = precision_recall(matches.classes[k])
+            ap = result.metrics.per_class[k].ap50
+            ax.step(recall, precision, where="post", color=_colour(i), label=f"{result.label} AP50 {_fmt(ap)}")
+        ax.set(title=name, xlabel="recall", ylabel="precision", xlim=(0, 1.02), ylim=(0, 1.02))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+    left_out = len(most) - len(shown)
+    caption = "IoU 0.5, every detection kept by the path" + (
+        f"; the {len(shown)} classes with most ground truth ({left_out} more in the tables)" if left_out else ""
+    )
+    return Picture("Precision-recall per class", caption, _png(figure))
+
+
+def score_histogram_chart(results: Sequence[PathResult]) -> Picture:
+    figure = _figure(width=10, height=3.6)
+    ax = figure.add_subplot(1, 1, 1)
+    for i, result in enumerate(results):
+        s = result.scores
+        outside = s.below_zero + s.above_one
+        extra = f", {outside} outside [0, 1]" if outside else ""
+        label = f"{result.label} ({s.n_boxes} boxes, {s.saturation:.1%} >= 0.99{extra})"
+        ax.stairs(s.histogram, SCORE_BIN_EDGES, color=_colour(i), linewidth=2, label=label)
+    ax.set(xlabel="score", ylabel="boxes", xlim=(0, 1))
+    _finish(ax)
+    return Picture("Score histogram", "boxes per score bin of 0.05", _png(figure))
+
+
+def box_count_chart(results: Sequence[PathResult]) -> Picture:
+    figure = _figure(width=10, height=3.6)
+    ax = figure.add_subplot(1, 1, 1)
+    counts = [np.array([len(p) for p in r.predictions]) for r in results]
+    top = max(int(c.max(initial=0)) for c in counts)
+    edges = np.arange(top + 2) - 0.5
+    for i, (result, c) in enumerate(zip(results, counts, strict=True)):
+        histogram, _ = np.histogram(c, bins=edges)
+        b = result.box_counts
+        label = f"{result.label} (mean {b.mean:.2f}, p95 {b.p95:.1f}, max {b.max})"
+        ax.stairs(histogram, edges, color=_colour(i), linewidth=2, label=label)
+    ax.set(xlabel="boxes in an image", ylabel="images")
+    _finish(ax, integer_x=True)
+    return Picture("Boxes per image", "how many images have each number of boxes", _png(figure))
+
+
+def worst_images(
+    results: Sequence[PathResult], dataset: Dataset, truths: Sequence[GroundTruth], count: int = WORST_IMAGES
+) -> list[Picture]:
+    """The images where the paths disagree most with the first path (missed + extra + class-flipped
+    boxes), then with the ground truth; each drawn once per path with its boxes and the truth.
+    Images on which every path agrees with the ground truth are not shown."""
+    samples = {s.image_id: s for s in dataset.samples}
+    reference = results[0].predictions
+    n = len(reference)
+    between = np.zeros(n, dtype=np.int64)
+    against_truth = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        truth = Detections(truths[i].boxes, np.ones(len(truths[i])), truths[i].class_ids)
+        for result in results:
+            a = agreement([truth], [result.predictions[i]])
+            against_truth[i] += a.missed + a.extra + a.class_flipped
+        for result in results[1:]:
+            a = agreement([reference[i]], [result.predictions[i]])
+            between[i] += a.missed + a.extra + a.class_flipped
+    order = np.lexsort((np.arange(n), -against_truth, -between))  # ties: dataset order
+    order = order[(between[order] + against_truth[order]) > 0][:count]
+    names = [c.name for c in results[0].metrics.per_class]
+    pictures = []
+    for i in order:
+        image_id = results[0].image_ids[i]
+        png = _draw(samples[image_id], truths[i], [r.predictions[i] for r in results], results, names)
+        caption = (
+            f"{between[i]} boxes differ between paths, {against_truth[i]} differ from the ground truth "
+            f"(green: ground truth)"
+        )
+        pictures.append(Picture(image_id, caption, png))
+    return pictures
+
+
+def _draw(
+    sample: Sample,
+    truth: GroundTruth,
+    predictions: Sequence[Detections],
+    results: Sequence[PathResult],
+    names: Sequence[str],
+) -> bytes:
+    with Image.open(sample.path) as opened:
+        image = ImageOps.exif_transpose(opened).convert("RGB")
+    scale = _PANEL_SIDE / max(image.size)
+    image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
+    font, heading = ImageFont.load_default(size=12), ImageFont.load_default(size=14)
+    header = 20
+    canvas = Image.new("RGB", (len(predictions) * (image.width + 6), image.height + header), "white")
+    for i, (det, result) in enumerate(zip(predictions, results, strict=True)):
+        panel = image.copy()
+        draw = ImageDraw.Draw(panel)
+        for box in truth.boxes * scale:
+            draw.rectangle(box.tolist(), outline=TRUTH_COLOUR, width=2)
+        for box, score, class_id in zip(det.boxes * scale, det.scores, det.class_ids, strict=True):
+            draw.rectangle(box.tolist(), outline=_colour(i), width=2)
+            name = names[class_id] if 0 <= class_id < len(names) else str(class_id)
+            _label(draw, (float(box[0]), float(box[1])), f"{name} {score:.2f}", _colour(i), font)
+        x = i * (image.width + 6)
+        canvas.paste(panel, (x, header))
+        ImageDraw.Draw(canvas).text((x, 2), f"{result.label}: {len(det)} boxes", fill=_colour(i), font=heading)
+    out = io.BytesIO()
+    canvas.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def _label(draw: ImageDraw.ImageDraw, at: tuple[float, float], text: str, colour: str, font: Any) -> None:
+    """White text on a chip of the path's colour, just above the box's top-left corner."""
+    left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
+    x, y = at[0], max(0.0, at[1] - (bottom - top) - 4)
+    draw.rectangle((x, y, x + right - left + 4, y + bottom - top + 4), fill=colour)
+    draw.text((x + 2 - left, y + 2 - top), text, fill="white", font=font)
+
+
+def _finish(ax: Any, integer_x: bool = False) -> None:
+    """Grid, whole-number counts on the y axis (and x), and the legend beside the plot."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.grid(alpha=0.3)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def _figure(width: float, height: float) -> Any:
+    # lazily: only drawing a chart needs matplotlib; the Agg canvas, no pyplot (no global state)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _png(figure: Any) -> bytes:
+    out = io.BytesIO()
+    figure.savefig(out, format="png")
+    return out.getvalue()
+
+
+def _colour(i: int) -> str:
+    return PATH_COLOURS[i % len(PATH_COLOURS)]
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if value != value else f"{value:.3f}"

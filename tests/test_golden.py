@@ -1,0 +1,195 @@
+import json
+import math
+import os
+
+import pytest
+import synthetic_results as sr
+
+import harness.golden as golden_module
+from harness.golden import (
+    SCHEMA_VERSION,
+    GoldenError,
+    Tolerances,
+    golden_from_result,
+    golden_path,
+    load_golden,
+    missing_golden_message,
+    write_golden,
+)
+
+
+@pytest.fixture(scope="module")
+def run():
+    truths = sr.truths()
+    return sr.result(sr.predictions(truths), truths, path="hailo")
+
+
+def _later(run, drop_images=4, created="2025-04-01T00:00:00Z", sha="fedcba9876543210" * 4):
+    """A second, worse run: the first images lose their detections."""
+    truths = sr.truths()
+    preds = sr.predictions(truths)
+    preds[:drop_images] = [p.select(slice(0, 0)) for p in preds[:drop_images]]
+    return sr.result(preds, truths, path="hailo", created=created, model_sha256=sha)
+
+
+def test_baseline_path_is_model_stem_then_dataset_and_path(tmp_path):
+    file = golden_path(tmp_path / "golden", "models/fire_smoke_yolo11n.hef", "hailo", "fire_smoke_val")
+    assert file == tmp_path / "golden" / "fire_smoke_yolo11n" / "fire_smoke_val--hailo.json"
+    assert golden_path(tmp_path, "m.hef", "hailo", "/data/sets/fire_smoke_val").name == "fire_smoke_val--hailo.json"
+    with pytest.raises(GoldenError, match=r"dataset 'fire smoke'"):
+        golden_path(tmp_path, "m.hef", "hailo", "fire smoke")
+    with pytest.raises(GoldenError, match=r"path 'hailo/x'"):
+        golden_path(tmp_path, "m.hef", "hailo/x", "ds")
+
+
+def test_baseline_round_trips_through_its_file(tmp_path, run):
+    golden = golden_from_result(run, Tolerances(map50_drop=0.03))
+    file = golden_path(tmp_path, run.provenance.model_path, run.path, run.provenance.dataset)
+    write_golden(file, golden)
+    loaded = load_golden(file)
+    assert (loaded.settings, loaded.provenance, loaded.tolerances) == (run.settings, run.provenance, golden.tolerances)
+    assert (loaded.model, loaded.path, loaded.dataset, loaded.emulated) == (
+        "fire_smoke_yolo11n",
+        "hailo",
+        "fire_smoke_val",
+        False,
+    )
+    assert loaded.metrics.map50 == pytest.approx(run.metrics.map50, abs=1e-6)
+    assert loaded.metrics.map50_95 == pytest.approx(run.metrics.map50_95, abs=1e-6)
+    for old, new in zip(run.metrics.per_class, loaded.metrics.per_class, strict=True):
+        assert new.name == old.name and new.n_ground_truth == old.n_ground_truth
+        assert (new.ap50, new.ap50_95, new.precision, new.recall) == pytest.approx(
+            (old.ap50, old.ap50_95, old.precision, old.recall), abs=1e-6
+        )
+    assert loaded.box_counts == pytest.approx(run.box_counts)
+    assert loaded.scores.histogram == run.scores.histogram
+    assert loaded.scores.saturation == pytest.approx(run.scores.saturation, abs=1e-6)
+
+
+def test_baseline_file_is_sorted_two_space_json_with_one_value_per_line_and_null_for_nan(tmp_path, run):
+    no_smoke = sr.replaced(
+        run.metrics, per_class=(run.metrics.per_class[0], sr.replaced(run.metrics.per_class[1], ap50=math.nan))
+    )
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(sr.replaced(run, metrics=no_smoke)))
+    text = file.read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["metrics"]["per_class"][1]["ap50"] is None
+    assert math.isnan(load_golden(file).metrics.per_class[1].ap50)
+    assert data["metrics"]["score_histogram"]["0.95-1.00"] == run.scores.histogram[-1]
+    assert data["provenance"]["environment"] == {"hailort": "4.23.0", "onnxruntime": "1.20.1"}
+    assert data["tolerances"] == {
+        "box_count_rel": 0.25,
+        "map50_95_drop": 0.02,
+        "map50_drop": 0.02,
+        "saturation_abs": 0.05,
+    }
+    assert all(line.count(": ") <= 1 for line in text.splitlines())
+
+
+def test_a_write_failing_midway_leaves_the_old_baseline_and_no_partial_file(tmp_path, run, monkeypatch):
+    file = tmp_path / "m" / "ds--hailo.json"
+    write_golden(file, golden_from_result(run))
+    before = file.read_bytes()
+    real_document = golden_module._document
+
+    def half_serialisable(golden):
+        # sorted last, so json.dump has written most of the file when it meets the object
+        return {**real_document(golden), "zz_unserialisable": object()}
+
+    monkeypatch.setattr(golden_module, "_document", half_serialisable)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        write_golden(file, golden_from_result(_later(run)))
+    assert file.read_bytes() == before
+    assert sorted(os.listdir(file.parent)) == ["ds--hailo.json"]  # no temporary file, no history entry
+
+
+def test_replacing_a_baseline_keeps_the_old_one_in_history_and_says_what_changed(tmp_path, run):
+    file = tmp_path / "fire_smoke_yolo11n" / "fire_smoke_val--hailo.json"
+    first = write_golden(file, golden_from_result(run))
+    assert first.startswith(f"created baseline {file}")
+    assert f"metrics.map50: {run.metrics.map50:.6g}" in first
+    old_bytes = file.read_bytes()
+    worse = _later(run)
+    summary = write_golden(file, golden_from_result(worse))
+
+    kept = file.parent / "history" / "fire_smoke_val--hailo" / "20250304T050607Z-0123456789ab.json"
+    assert kept.read_bytes() == old_bytes
+    assert f"kept as {kept}" in summary
+    old, new = round(run.metrics.map50, 6), round(worse.metrics.map50, 6)
+    assert f"metrics.map50: {old:.6g} -> {new:.6g} ({new - old:+.6g})" in summary
+    assert "provenance.model_sha256: 0123456789abcdef" in summary
+    assert "settings." not in summary  # unchanged values are not listed
+    assert load_golden(file).metrics.map50 == pytest.approx(worse.metrics.map50, abs=1e-6)
+
+    write_golden(file, golden_from_result(_later(run, drop_images=2, created="2025-05-01T00:00:00Z")))
+    history = sorted(p.name for p in kept.parent.iterdir())
+    assert history == ["20250304T050607Z-0123456789ab.json", "20250401T000000Z-fedcba987654.json"]
+
+
+def test_an_unreadable_baseline_can_be_replaced_and_is_kept(tmp_path, run):
+    file = tmp_path / "g.json"
+    file.write_text("<<<<<<< merge conflict\n")
+    summary = write_golden(file, golden_from_result(run))
+    assert "previous baseline was unreadable" in summary
+    kept = list((tmp_path / "history" / "g").iterdir())
+    assert len(kept) == 1 and kept[0].read_text() == "<<<<<<< merge conflict\n"
+
+
+def test_corrupt_json_names_the_file_and_the_position(tmp_path):
+    file = tmp_path / "g.json"
+    file.write_text('{"schema_version": 1,\n "metrics": }')
+    with pytest.raises(GoldenError, match=rf"{file}: not valid JSON at line 2 column 13"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["metrics"].pop("map50"), r"field metrics\.map50 is missing, expected a number or null"),
+        (
+            lambda d: d["metrics"]["per_class"][1].update(ap50="high"),
+            r"field metrics\.per_class\[1\]\.ap50 is 'high', expected a number or null",
+        ),
+        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected 1"),
+        (
+            lambda d: d["tolerances"].update(map50_drop=-0.1),
+            r"field tolerances\.map50_drop is -0\.1, expected a number >= 0",
+        ),
+        (
+            lambda d: d["metrics"]["box_counts"].update(max=2.5),
+            r"field metrics\.box_counts\.max is 2\.5, expected an integer",
+        ),
+        (lambda d: d["settings"].update(conf=0.2), r"field settings: settings fields unknown \['conf'\]"),
+        (
+            lambda d: d["provenance"].update(created="yesterday"),
+            r"field provenance\.created is 'yesterday', expected an ISO",
+        ),
+        (lambda d: d["metrics"]["score_histogram"].pop("0.50-0.55"), r"field metrics\.score_histogram is \["),
+        (lambda d: d.update(metrics=[]), r"field metrics is \[\], expected an object"),
+        (
+            lambda d: d["tolerances"].update(map_drop=0.05),
+            r"field tolerances has unknown keys \['map_drop'\], expected only \['box_count_rel'",
+        ),
+    ],
+)
+def test_schema_errors_name_the_file_the_field_and_what_was_expected(tmp_path, run, change, message):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    change(data)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: .*{message}"):
+        load_golden(file)
+
+
+def test_a_missing_baseline_is_an_error_and_its_message_gives_the_command_that_creates_it(tmp_path):
+    file = tmp_path / "m" / "ds--hailo.json"
+    with pytest.raises(GoldenError, match="no such baseline file"):
+        load_golden(file)
+    text = missing_golden_message(file, ["hailo-harness", "run", "--hef", "my model.hef", "--dataset", "ds"])
+    assert text.endswith("hailo-harness run --hef 'my model.hef' --dataset ds --update-golden")
+    assert str(file) in text
+    assert missing_golden_message(file, ["pytest", "--hef", "m.hef"]).endswith("pytest --hef m.hef --update-golden")

@@ -1,0 +1,44 @@
+import pytest
+import synthetic_results as sr
+
+from harness.report import write_reports
+
+
+@pytest.fixture(scope="module")
+def case_and_files(tmp_path_factory):
+    case = sr.report_case(tmp_path_factory.mktemp("dataset"))
+    files = write_reports(tmp_path_factory.mktemp("report"), [case.onnx, case.hailo], case.gates, case.dataset)
+    return case, files
+
+
+def test_reports_are_written_in_every_format(case_and_files):
+    _, files = case_and_files
+    assert sorted(files) == ["html", "json", "markdown"]
+    assert [files[k].name for k in ("markdown", "json", "html")] == ["report.md", "report.json", "report.html"]
+    assert all(f.stat().st_size > 0 for f in files.values())
+
+
+def test_markdown_summary_has_pass_or_fail_per_gate_with_numbers_and_interval(case_and_files):
+    case, files = case_and_files
+    text = files["markdown"].read_text()
+    failed = [g for g in case.gates if not g.passed]
+    assert text.startswith(f"# Accuracy report: FAILED ({len(failed)} of {len(case.gates)} gates)")
+    for gate in case.gates:
+        verdict = "pass" if gate.passed else "**FAIL**"
+        assert f"| `{gate.name}` | {verdict} |" in text
+    map_gate = next(g for g in case.gates if g.name.startswith("test_map["))
+    iv = map_gate.interval
+    numbers = f"| {map_gate.baseline:.4f} | {map_gate.observed:.4f} | 0.0200 |"
+    assert f"{numbers} {iv.point:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}] |" in text
+    for gate in failed:  # every failure's whole message, causes included
+        assert gate.message in text
+
+
+def test_markdown_labels_emulated_paths_and_records_provenance_and_environment(case_and_files):
+    case, files = case_and_files
+    text = files["markdown"].read_text()
+    assert "| hailo (emulated) | emulated |" in text and "| onnx | host |" in text
+    assert f"sha256 `{case.hailo.provenance.model_sha256}`" in text
+    assert "environment: hailort 4.23.0, onnxruntime 1.20.1" in text
+    assert f"manifest `{case.dataset.manifest}`" in text
+    assert "| hailo (emulated) | smoke |" in text  # per-class rows of every path

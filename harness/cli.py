@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 
 COMMANDS = {
     "inspect": "harness.commands.inspect",
+    "run": "harness.commands.run",
     "verify-decode": "harness.commands.verify_decode",
 }
 

@@ -1,0 +1,53 @@
+"""``hailo-harness run``: the main job (ONNX path + emulated Hailo path, gates, reports)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from harness.job import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, JobConfig, run_job, summary_lines
+
+HELP = "run the full gate: ONNX and emulated Hailo paths vs golden baselines, reports written"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--onnx", type=Path, default=DEMO_ONNX, help="float Ultralytics export (default: the demo)")
+    parser.add_argument("--dataset", type=Path, help="YOLO dataset folder or yaml (default: the demo validation set)")
+    parser.add_argument(
+        "--calibration",
+        default=IN_DOMAIN,
+        help=f"calibration images folder, or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (the demo set's; default {IN_DOMAIN})",
+    )
+    parser.add_argument("--calibration-count", type=int, default=64)
+    parser.add_argument("--score-threshold", type=float, default=0.2)
+    parser.add_argument("--iou-threshold", type=float, default=0.7)
+    parser.add_argument("--golden", type=Path, default=JobConfig.golden_root, help="golden baselines folder")
+    parser.add_argument("--report", type=Path, default=JobConfig.report_dir, help="where the reports go")
+    parser.add_argument("--cache", type=Path, default=JobConfig.cache_dir, help="cache folder")
+    parser.add_argument("--update-golden", action="store_true", help="bless this run as the new baseline")
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.monotonic()
+    config = JobConfig(
+        onnx=args.onnx,
+        dataset=args.dataset,
+        calibration=args.calibration,
+        calibration_count=args.calibration_count,
+        golden_root=args.golden,
+        report_dir=args.report,
+        cache_dir=args.cache,
+        score_threshold=args.score_threshold,
+        iou_threshold=args.iou_threshold,
+        update_golden=args.update_golden,
+        invocation=("hailo-harness", "run", *sys.argv[2:]),
+    )
+    job = run_job(config, log=lambda line: print(line, file=sys.stderr))
+    for line in job.golden_changes:
+        print(line)
+    for line in summary_lines(job):
+        print(line)
+    print(f"wall time {time.monotonic() - start:.1f} s")
+    return 0 if job.passed else 1

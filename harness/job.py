@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from harness.backends.emulator import EmulatorOptions, EmulatorRunner, build_emulated_hef
 from harness.cache import PredictionCache
 from harness.data.dataset import Dataset, load_yolo
@@ -31,6 +33,7 @@ DEMO_ONNX = ROOT / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 # The demo model's own validation and calibration frames (datasets/demo/MODEL_CARD.md: seed 0).
 DEMO_RECIPE = Recipe(seed=0, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)
 IN_DOMAIN, OFF_DOMAIN = "in-domain", "off-domain"
+DEMO_DATASET_NAME = f"synthetic_fire_smoke_seed{DEMO_RECIPE.seed}"
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class JobResult:
 
 def demo_data(cache_dir: Path) -> Path:
     """The demo set (val + calibration splits), generated once into the cache; deterministic."""
-    out = cache_dir / "demo-data" / f"synthetic_fire_smoke_seed{DEMO_RECIPE.seed}"
+    out = cache_dir / "demo-data" / DEMO_DATASET_NAME
     done = out / ".complete"
     if not done.exists():
         write_dataset(out, DEMO_RECIPE)
@@ -109,8 +112,9 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         )
         hailo = evaluate_path(hailo_path, dataset, cache, config.progress)
     results = (reference, hailo)
-    ground_truth = [s.ground_truth.mapped(reference.settings.class_map) for s in dataset.samples]
-    bootstrap = paired_bootstrap(ground_truth, reference.predictions, hailo.predictions, onnx_path.model_names)
+    ground_truth = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in dataset.samples]
+    names = [c.name for c in reference.metrics.per_class]
+    bootstrap = paired_bootstrap(ground_truth, reference.predictions, hailo.predictions, names)
     original_hw = {s.image_id: s.original_hw for s in dataset.samples}
 
     gates: list[GateResult] = []

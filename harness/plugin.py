@@ -9,22 +9,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from harness.conformance import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
 from harness.data.dataset import load_yolo
+from harness.detect import EMULATED_HAILO, ONNX
 from harness.errors import HarnessError
 from harness.hef.checks import CheckContext, CheckResult, facts_from_onnx, run_checks
 from harness.hef.reader import read_hef
+from harness.job import DEMO_DATASET_NAME, IN_DOMAIN, OFF_DOMAIN, JobConfig, JobResult, run_job
+
+GATE_KINDS = ("map", "map50_95", "score_saturation", "box_count")
 
 OPTIONS = {
     "hef": "HEF to gate: its static checks run as test items (with or without Hailo hardware)",
-    "onnx": "ONNX export the HEF was compiled from (input size, classes, box channels, grids)",
-    "dataset": "labelled dataset (YOLO folder or yaml) the model is evaluated on",
-    "score_threshold": "score threshold of the evaluation (checked against the one compiled into the HEF)",
+    "onnx": "ONNX export of the model: with it, the ONNX and Hailo paths are evaluated and gated",
+    "har": "Dataflow Compiler HAR of the model (needs the DFC backend)",
+    "dataset": "labelled dataset (YOLO folder or yaml) to evaluate on (default: the demo validation set)",
+    "calibration": f"calibration images for the emulated HEF, or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (demo)",
+    "score_threshold": "score threshold of the evaluation (also checked against the one compiled into the HEF)",
+    "golden": "golden baselines folder (default: golden/ of the project)",
+    "backend": "the Hailo path's backend: emulator (default) or hailort",
+    "report": "folder for the Markdown / JSON / HTML reports (default: reports/latest)",
     "decoder": "run the decoder conformance suite against a six-output decoder 'package.module:function'",
 }
+BACKENDS = ("emulator", "hailort")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +43,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for name, help_text in OPTIONS.items():
         group.addoption(f"--{name.replace('_', '-')}", dest=f"harness_{name}", default=None, help=help_text)
         parser.addini(f"harness_{name}", help_text)
+    group.addoption(
+        "--update-golden", action="store_true", dest="harness_update_golden", help="bless this run as the baseline"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hailo_hw: needs a Hailo device and hailo_platform (HailoRT)")
+    config.addinivalue_line("markers", "dfc: needs the Hailo Dataflow Compiler (hailo_sdk_client)")
 
 
 def _option(config: pytest.Config, name: str) -> str | None:
@@ -105,6 +124,81 @@ def _static_check_items(parent: pytest.Collector, hef_path: str) -> list[pytest.
     return [StaticCheckItem.from_parent(parent, name=f"test_hef_static[{r.name}]", result=r) for r in run_checks(ctx)]
 
 
+_JOB = pytest.StashKey[object]()
+
+
+def _job_config(config: pytest.Config) -> JobConfig:
+    onnx = _option(config, "onnx")
+    assert onnx is not None
+    dataset, golden, report = _option(config, "dataset"), _option(config, "golden"), _option(config, "report")
+    threshold = _option(config, "score_threshold")
+    defaults = JobConfig()
+    return JobConfig(
+        onnx=Path(onnx),
+        dataset=Path(dataset) if dataset else None,
+        calibration=_option(config, "calibration") or IN_DOMAIN,
+        golden_root=Path(golden) if golden else defaults.golden_root,
+        report_dir=Path(report) if report else defaults.report_dir,
+        score_threshold=float(threshold) if threshold else defaults.score_threshold,
+        update_golden=bool(config.getoption("harness_update_golden")),
+        invocation=("pytest", *config.invocation_params.args),
+        progress=False,
+    )
+
+
+def _run_job_once(config: pytest.Config) -> JobResult:
+    """The job behind every gate item, run once per session (per worker under xdist; the prediction
+    and calibration caches are shared on disk)."""
+    if _JOB not in config.stash:
+        try:
+            config.stash[_JOB] = run_job(_job_config(config), log=lambda line: None)
+        except HarnessError as error:
+            config.stash[_JOB] = error
+    job = config.stash[_JOB]
+    if isinstance(job, HarnessError):
+        raise GateFailure(f"the evaluation could not run: {job}")
+    assert isinstance(job, JobResult)
+    return job
+
+
+class JobGateItem(GateItem):
+    def runtest(self) -> None:
+        job = _run_job_once(self.config)
+        gate = next((g for g in job.gates if g.name == self.name), None)
+        if gate is None:
+            raise GateFailure(f"{self.name}: the run produced no such gate (gates: {[g.name for g in job.gates]})")
+        for key in ("baseline", "observed", "tolerance"):
+            self.user_properties.append((key, getattr(gate, key)))
+        if gate.interval is not None:
+            self.user_properties.append(("interval", f"[{gate.interval.low:.4f}, {gate.interval.high:.4f}]"))
+        self.user_properties.extend(("cause", c.name) for c in gate.causes)
+        self.user_properties.append(("report", str(job.reports["html"])))
+        if not gate.passed:
+            raise GateFailure(gate.message)
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return "hailo-harness", 0, f"gate {self.name}"
+
+
+def _job_gate_items(parent: pytest.Collector) -> list[pytest.Item]:
+    config = parent.config
+    backend = _option(config, "backend") or "emulator"
+    if backend not in BACKENDS:
+        raise pytest.UsageError(f"--backend {backend!r}: expected one of {list(BACKENDS)}")
+    if backend == "hailort":
+        raise pytest.UsageError(
+            "--backend hailort: the HailoRT backend is not part of this harness version yet; "
+            "use --backend emulator (the HEF path emulated from the ONNX, labelled emulated)"
+        )
+    if _option(config, "har"):
+        raise pytest.UsageError("--har: the Dataflow Compiler backend is not part of this harness version yet")
+    job_config = _job_config(config)
+    dataset = job_config.dataset.name if job_config.dataset else DEMO_DATASET_NAME
+    names = [f"test_{kind}[{dataset}-{path}]" for path in (ONNX, EMULATED_HAILO) for kind in GATE_KINDS]
+    names.append(f"test_path_agreement[{dataset}-{EMULATED_HAILO}]")
+    return [JobGateItem.from_parent(parent, name=name) for name in names]
+
+
 class HarnessSuite(pytest.Collector):
     """The gate items the options ask for."""
 
@@ -113,6 +207,8 @@ class HarnessSuite(pytest.Collector):
         hef_path = _option(self.config, "hef")
         if hef_path:
             items.extend(_static_check_items(self, hef_path))
+        if _option(self.config, "onnx"):
+            items.extend(_job_gate_items(self))
         target = _option(self.config, "decoder")
         if target:
             try:

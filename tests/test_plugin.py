@@ -1,5 +1,7 @@
 """The pytest plugin, driven through pytester exactly as a user's pytest run would."""
 
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -89,3 +91,44 @@ def test_static_check_results_are_junit_properties(pytester, shared_fixtures):
     xml = (pytester.path / "out.xml").read_text()
     assert '<property name="check" value="input_shape"' in xml
     assert "320x320x3" in xml
+
+
+DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+
+
+def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--collect-only", "-q")
+    out = result.stdout.str()
+    for name in (
+        "test_map[synthetic_fire_smoke_seed0-onnx]",
+        "test_map[synthetic_fire_smoke_seed0-emulated-hailo]",
+        "test_score_saturation[synthetic_fire_smoke_seed0-emulated-hailo]",
+        "test_box_count[synthetic_fire_smoke_seed0-emulated-hailo]",
+        "test_path_agreement[synthetic_fire_smoke_seed0-emulated-hailo]",
+    ):
+        assert name in out
+
+
+def test_hailort_backend_and_har_are_clear_usage_errors_here(pytester):
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--backend", "hailort")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--backend hailort*use --backend emulator*"])
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--har", "m.har")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_gates_run_under_xdist_and_attach_their_numbers_to_junit_xml(pytester):
+    result = pytester.runpytest_subprocess(
+        "--onnx", str(DEMO), "--golden", str(GOLDEN), "-n", "2", "-p", "xdist", "--junitxml=gates.xml"
+    )
+    result.assert_outcomes(passed=9)
+    xml = (pytester.path / "gates.xml").read_text()
+    assert '<property name="observed"' in xml and '<property name="baseline"' in xml
+    assert 'name="test_map[synthetic_fire_smoke_seed0-emulated-hailo]"' in xml
+
+
+def test_missing_baseline_fails_with_the_command_that_creates_it(pytester):
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--golden", "empty", "-k", "test_box_count and onnx")
+    result.assert_outcomes(failed=1, deselected=8)
+    result.stdout.fnmatch_lines(["*no baseline at empty/*create the baseline with: pytest *--update-golden*"])

@@ -7,6 +7,7 @@ like any test, also in JUnit XML and under pytest-xdist.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -225,7 +226,31 @@ class HarnessSuite(pytest.Collector):
         return items
 
 
+def _hardware_skip_reason() -> str | None:
+    if importlib.util.find_spec("hailo_platform") is None:
+        return "hailo_platform (HailoRT's Python wheel from Hailo) is not installed"
+    from hailo_platform import Device  # HailoRT's device scan (hailort: bindings/python/platform/hailo_platform)
+
+    if not Device.scan():
+        return "no Hailo device found (hailo_platform Device.scan() is empty)"
+    return None
+
+
+def _skip_unavailable(items: list[pytest.Item]) -> None:
+    """``hailo_hw`` items skip without HailoRT or a device, ``dfc`` items without the Dataflow Compiler."""
+    reasons: dict[str, str | None] = {}
+    for item in items:
+        if item.get_closest_marker("hailo_hw"):
+            if "hailo_hw" not in reasons:
+                reasons["hailo_hw"] = _hardware_skip_reason()
+            if reasons["hailo_hw"]:
+                item.add_marker(pytest.mark.skip(reason=str(reasons["hailo_hw"])))
+        if item.get_closest_marker("dfc") and importlib.util.find_spec("hailo_sdk_client") is None:
+            item.add_marker(pytest.mark.skip(reason="the Hailo Dataflow Compiler (hailo_sdk_client) is not installed"))
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    _skip_unavailable(items)
     suite = HarnessSuite.from_parent(session, name="hailo-harness", nodeid="hailo-harness")
     items.extend(suite.collect())
 

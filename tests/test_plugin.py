@@ -132,3 +132,22 @@ def test_missing_baseline_fails_with_the_command_that_creates_it(pytester):
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--golden", "empty", "-k", "test_box_count and onnx")
     result.assert_outcomes(failed=1, deselected=8)
     result.stdout.fnmatch_lines(["*no baseline at empty/*create the baseline with: pytest *--update-golden*"])
+
+
+def test_hardware_and_compiler_markers_skip_with_a_reason_here(pytester):
+    pytester.makepyfile(
+        test_hw="""
+import pytest
+
+@pytest.mark.hailo_hw
+def test_on_device():
+    raise AssertionError("must not run without a device")
+
+@pytest.mark.dfc
+def test_compile():
+    raise AssertionError("must not run without the compiler")
+"""
+    )
+    result = pytester.runpytest_subprocess("-rs", "--strict-markers")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*hailo_platform*not installed*", "*Dataflow Compiler*not installed*"])

@@ -1,0 +1,144 @@
+"""``hailo-harness eval`` on a real export and the 16 COCO images."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image
+
+from harness import cli
+from harness.backends.onnx.runner import FullHeadRunner
+from harness.commands.eval import coco_image_id
+from harness.data.synthetic import Recipe, write_dataset
+
+MODEL = "yolo11n_coco80_320_int8.onnx"
+
+
+@pytest.fixture(autouse=True)
+def command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(cli.COMMANDS, "eval", "harness.commands.eval")
+    monkeypatch.chdir(tmp_path)  # the default cache folder lands here, if anywhere
+
+
+@pytest.fixture(scope="module")
+def model(shared_fixtures: Path) -> str:
+    return os.fspath(shared_fixtures / "onnx" / MODEL)
+
+
+@pytest.fixture(scope="module")
+def dataset(shared_fixtures: Path) -> str:
+    return os.fspath(shared_fixtures / "datasets/coco128_val16/config.yaml")
+
+
+def test_eval_prints_json_metrics_and_writes_coco_predictions(model, dataset, tmp_path, capsys):
+    saved = tmp_path / "predictions.json"
+    argv = ["eval", "--onnx", model, "--dataset", dataset, "--json", "--save-predictions", str(saved)]
+    assert cli.main([*argv, "--cache", str(tmp_path / "cache")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["path"], result["emulated"], result["n_images"]) == ("onnx", False, 16)
+    assert result["settings"]["input_hw"] == [320, 320] and result["settings"]["score_threshold"] == 0.2
+    assert 0.2 < result["metrics"]["map50"] < 1 and result["metrics"]["map50_95"] < result["metrics"]["map50"]
+    assert result["provenance"]["dataset_manifest"] and "onnxruntime" in result["provenance"]["environment"]
+    rows = json.loads(saved.read_text())
+    assert len(rows) == result["box_counts"]["total"] > 16
+    sizes = {int(p.stem): Image.open(p).size for p in (Path(dataset).parent / "images/val2017").glob("*.jpg")}
+    for row in rows:
+        width, height = sizes[row["image_id"]]
+        x, y, w, h = row["bbox"]
+        assert 0 <= x and 0 <= y and w > 0 and h > 0 and x + w <= width + 1e-3 and y + h <= height + 1e-3
+        assert 0 <= row["category_id"] < 80 and 0.2 <= row["score"] <= 1
+
+
+def test_eval_rerun_answers_from_the_cache_without_inference(model, dataset, tmp_path, capsys, monkeypatch):
+    argv = ["eval", "--onnx", model, "--dataset", dataset, "--cache", str(tmp_path / "cache")]
+    assert cli.main(argv) == 0
+    first = capsys.readouterr().out
+
+    def no_inference(self, feed):
+        raise AssertionError("inference on a cached image")
+
+    monkeypatch.setattr(FullHeadRunner, "infer", no_inference)
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_eval_text_report_states_settings_metrics_and_classes(model, dataset, capsys):
+    assert cli.main(["eval", "--onnx", model, "--dataset", dataset, "--no-cache", "--nms", "ultralytics"]) == 0
+    out = capsys.readouterr().out
+    assert "eval onnx: " in out and "(16 images)" in out
+    assert "settings: letterbox 320x320, ultralytics NMS, score threshold 0.2, IoU threshold 0.7" in out
+    assert "mAP@0.5 0." in out and "\nperson " in out
+    assert not Path(".harness-cache").exists()
+
+
+def test_eval_hailort_backend_without_hailort_says_so_and_names_the_emulator(tmp_path, dataset, capsys):
+    if importlib.util.find_spec("hailo_platform") is not None:
+        pytest.skip("HailoRT is installed here")
+    hef = tmp_path / "m.hef"
+    hef.write_bytes(b"hef")
+    assert cli.main(["eval", "--hef", str(hef), "--dataset", dataset]) == 2
+    err = capsys.readouterr().err
+    assert "HailoRT (the hailo_platform package) is not installed" in err and "--backend emulator" in err
+
+
+def _renamed_dataset(root: Path, source: str, names: list[str]) -> Path:
+    """Three of the images (linked) with their labels, under other class names."""
+    images, labels = root / "images", root / "labels"
+    images.mkdir(parents=True)
+    labels.mkdir()
+    for image in sorted((Path(source).parent / "images/val2017").glob("*.jpg"))[:3]:
+        (images / image.name).symlink_to(image)
+        label = Path(source).parent / "labels/val2017" / f"{image.stem}.txt"
+        kept = [line for line in label.read_text().splitlines() if line.split()[0] in ("0", "1")]
+        (labels / label.name).write_text("\n".join(kept) + "\n")
+    (root / "data.yaml").write_text(yaml.safe_dump({"names": names}))
+    return root
+
+
+def test_eval_refuses_other_class_names_unless_mapped(model, dataset, tmp_path, capsys):
+    data = str(_renamed_dataset(tmp_path / "d", dataset, ["human", "bicycle"]))
+    assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache"]) == 2
+    assert "are different names; map them explicitly" in capsys.readouterr().err
+    assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human=person"]) == 0
+    assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human"]) == 2
+    assert "--map-class 'human': expected DATASET_NAME=MODEL_NAME" in capsys.readouterr().err
+
+
+def test_eval_emulator_backend_needs_calibration_images(model, dataset, capsys):
+    assert cli.main(["eval", "--onnx", model, "--backend", "emulator", "--dataset", dataset]) == 2
+    assert "needs --calibration DIR" in capsys.readouterr().err
+
+
+def test_coco_image_id_is_the_numeric_stem_or_the_dataset_id():
+    assert coco_image_id("images/val2017/000000000802.jpg") == 802
+    assert coco_image_id("images/val/fire_01.jpg") == "images/val/fire_01.jpg"
+
+
+DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
+
+
+def test_eval_emulator_backend_runs_the_emulated_hef_with_raw_heads_or_its_nms(tmp_path, capsys):
+    write_dataset(tmp_path / "syn", Recipe(seed=5, train=0, val=4, calib=4))
+    base = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn" / "data.yaml"), "--json"]
+    emulator = [
+        "--backend",
+        "emulator",
+        "--calibration",
+        str(tmp_path / "syn/images/calib"),
+        "--calibration-count",
+        "4",
+    ]
+    results = {}
+    for variant in ([], ["--sigmoid-inside", "--hef-nms"]):
+        assert cli.main([*base, *emulator, *variant, "--cache", str(tmp_path / "cache")]) == 0
+        results[bool(variant)] = json.loads(capsys.readouterr().out)
+    raw, nms = results[False], results[True]
+    assert raw["label"] == nms["label"] == "emulated-hailo (emulated)" and raw["emulated"] is True
+    assert raw["cells"]["cells"] == 4 * (32 * 32 + 16 * 16 + 8 * 8) and nms["cells"] is None
+    assert raw["n_images"] == nms["n_images"] == 4
+    assert len(list((tmp_path / "cache").glob("emulated-hailo-*.jsonl"))) == 2

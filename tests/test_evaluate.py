@@ -1,0 +1,143 @@
+"""evaluate_path: a path over a labelled dataset -> PathResult (metrics, distributions, provenance)."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from harness.data.dataset import Dataset, DatasetError, load_yolo
+from harness.decode.config import NmsMode
+from harness.detect import FrameResult, OnnxPath, file_sha256
+from harness.detections import Detections
+from harness.errors import HarnessError
+from harness.evaluate import evaluate_path
+from harness.settings import EvalSettings
+
+# What Ultralytics 8.4.190 `yolo val` reports for this model on these 16 images (imgsz 640, batch 1,
+# conf 0.001, iou 0.7, CPU): mAP50 0.733, mAP50-95 0.596. The harness differs by its resize of two
+# 333-row images (Ultralytics' val loader rounds sides up), per-axis back-scaling on one image and
+# pycocotools' AP (100 detections per image) instead of Ultralytics' own; measured 0.728 / 0.594.
+ULTRALYTICS_MAP50, ULTRALYTICS_MAP50_95 = 0.733, 0.596
+
+
+@pytest.fixture(scope="module")
+def coco16(shared_fixtures: Path) -> Dataset:
+    return load_yolo(shared_fixtures / "datasets/coco128_val16/config.yaml")
+
+
+def test_yolov8n_on_coco128_val16_measures_what_ultralytics_val_reports(shared_fixtures, coco16):
+    model = shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx"
+    settings = EvalSettings(input_hw=(640, 640), score_threshold=0.001, iou_threshold=0.7, nms_mode=NmsMode.ULTRALYTICS)
+    with OnnxPath(model, settings, threads=1) as path:
+        result = evaluate_path(path, coco16)
+    assert result.metrics.n_images == 16 and len(result.predictions) == 16
+    assert result.image_ids == tuple(s.image_id for s in coco16.samples)
+    assert abs(result.metrics.map50 - ULTRALYTICS_MAP50) < 0.01
+    assert abs(result.metrics.map50_95 - ULTRALYTICS_MAP50_95) < 0.01
+    assert result.box_counts.max == 300 and result.scores.below_zero == result.scores.above_one == 0
+    assert (result.path, result.emulated, result.cells) == ("onnx", False, None)
+    assert result.settings.class_map == tuple(range(80))
+    p = result.provenance
+    assert p.model_sha256 == file_sha256(model) and p.dataset_manifest == coco16.manifest
+    assert datetime.fromisoformat(p.created).tzinfo == timezone.utc
+    assert {"python", "numpy", "onnxruntime"} <= dict(p.environment).keys()
+
+
+class OraclePath:
+    """Predicts each image's labelled boxes exactly, in the MODEL's class ids (found by image size)."""
+
+    name = "emulated-hailo"
+    emulated = True
+    variant = ""
+
+    def __init__(self, dataset: Dataset, model_names: tuple[str, ...] | None, model: Path, class_map=()) -> None:
+        self.model_path, self.model_sha256, self.model_names = model, file_sha256(model), model_names
+        self.settings = EvalSettings(input_hw=(32, 32), class_map=class_map)
+        self.input_hw = self.settings.input_hw
+        ids = {name: i for i, name in enumerate(model_names or ())}
+        self._truth = {
+            s.original_hw: Detections(
+                s.ground_truth.boxes,
+                np.full(len(s.ground_truth), 0.9),
+                [ids.get(dataset.names[c], 0) for c in s.ground_truth.class_ids],
+            )
+            for s in dataset.samples
+        }
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        return FrameResult(self._truth[image.shape[:2]])
+
+
+def _dataset(root: Path, names: list[str], count: int = 6) -> Dataset:
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    for i in range(count):
+        Image.fromarray(np.full((30, 40 + i, 3), 100, np.uint8)).save(root / "images" / f"{i}.png")
+        (root / "labels" / f"{i}.txt").write_text(f"{i % 2} 0.5 0.5 0.5 0.5\n{(i + 1) % 2} 0.2 0.2 0.2 0.2\n")
+    (root / "data.yaml").write_text(yaml.safe_dump({"names": names}))
+    return load_yolo(root)
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "model.hef"
+    path.write_bytes(b"model")
+    return path
+
+
+def test_class_names_in_another_order_are_an_error_unless_mapped(tmp_path, model):
+    dataset = _dataset(tmp_path / "d", ["smoke", "fire"])
+    with pytest.raises(DatasetError, match="the same names in another order; map them explicitly"):
+        evaluate_path(OraclePath(dataset, ("fire", "smoke"), model), dataset)
+    mapped = evaluate_path(OraclePath(dataset, ("fire", "smoke"), model, class_map=(1, 0)), dataset)
+    assert mapped.metrics.map50 == pytest.approx(1.0) and mapped.metrics.map50_95 == pytest.approx(1.0)
+    assert [c.name for c in mapped.metrics.per_class] == ["fire", "smoke"]
+    wrong = evaluate_path(OraclePath(dataset, ("fire", "smoke"), model, class_map=(0, 1)), dataset)
+    assert wrong.metrics.map50 == pytest.approx(0.0)
+
+
+def test_class_names_that_differ_are_an_error(tmp_path, model):
+    dataset = _dataset(tmp_path / "d", ["fire", "smoke"])
+    with pytest.raises(DatasetError, match="are different names"):
+        evaluate_path(OraclePath(dataset, ("fire", "smoke", "person"), model), dataset)
+    with pytest.raises(DatasetError, match=r"class_map \[0\]: expected one model class id"):
+        evaluate_path(OraclePath(dataset, ("fire", "smoke"), model, class_map=(0,)), dataset)
+    with pytest.raises(HarnessError, match="class names unknown"):
+        evaluate_path(OraclePath(dataset, None, model), dataset)
+
+
+def test_progress_bar_is_drawn_when_forced_and_not_on_a_pipe(tmp_path, model):
+    dataset = _dataset(tmp_path / "d", ["fire", "smoke"], count=22)
+    path = OraclePath(dataset, ("fire", "smoke"), model)
+    forced, piped = io.StringIO(), io.StringIO()
+    evaluate_path(path, dataset, progress=True, stream=forced)
+    evaluate_path(path, dataset, stream=piped)
+    assert "22/22 images, 0 cached" in forced.getvalue() and forced.getvalue().endswith("\n")
+    assert piped.getvalue() == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_is_drawn_on_a_terminal_for_more_than_twenty_images(tmp_path, model):
+    small, large = _dataset(tmp_path / "s", ["fire", "smoke"], 20), _dataset(tmp_path / "l", ["fire", "smoke"], 21)
+    for dataset, drawn in ((small, False), (large, True)):
+        stream = _Terminal()
+        evaluate_path(OraclePath(dataset, ("fire", "smoke"), model), dataset, stream=stream)
+        assert ("21/21 images" in stream.getvalue()) is drawn
+
+
+def test_an_image_changed_since_the_dataset_was_listed_is_an_error(tmp_path, model):
+    dataset = _dataset(tmp_path / "d", ["fire", "smoke"])
+    path = OraclePath(dataset, ("fire", "smoke"), model)
+    Image.fromarray(np.zeros((10, 10, 3), np.uint8)).save(tmp_path / "d" / "images" / "2.png")
+    with pytest.raises(HarnessError, match=r"'images/2.png': 10x10 when read, but 30x42 when the dataset was listed"):
+        evaluate_path(path, dataset)

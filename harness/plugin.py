@@ -20,15 +20,15 @@ from harness.detect import EMULATED_HAILO, ONNX
 from harness.errors import HarnessError
 from harness.hef.checks import CheckContext, CheckResult, facts_from_onnx, run_checks
 from harness.hef.reader import read_hef
-from harness.job import DEMO_DATASET_NAME, IN_DOMAIN, OFF_DOMAIN, JobConfig, JobResult, run_job
+from harness.job import DEMO_DATASET_NAME, DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, JobConfig, JobResult, run_job
 
 GATE_KINDS = ("map", "map50_95", "score_saturation", "box_count")
 
 OPTIONS = {
     "hef": "HEF to gate: its static checks run as test items (with or without Hailo hardware)",
-    "onnx": "ONNX export of the model: with it, the ONNX and Hailo paths are evaluated and gated",
+    "onnx": "ONNX export of the model (static checks; with --dataset, or the demo model, the evaluation gates)",
     "har": "Dataflow Compiler HAR of the model (needs the DFC backend)",
-    "dataset": "labelled dataset (YOLO folder or yaml) to evaluate on (default: the demo validation set)",
+    "dataset": "labelled dataset (YOLO folder or yaml): with --onnx, both paths are evaluated and gated on it",
     "calibration": f"calibration images for the emulated HEF, or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (demo)",
     "score_threshold": "score threshold of the evaluation (also checked against the one compiled into the HEF)",
     "golden": "golden baselines folder (default: golden/ of the project)",
@@ -208,7 +208,9 @@ class HarnessSuite(pytest.Collector):
         hef_path = _option(self.config, "hef")
         if hef_path:
             items.extend(_static_check_items(self, hef_path))
-        if _option(self.config, "onnx"):
+        onnx, dataset = _option(self.config, "onnx"), _option(self.config, "dataset")
+        if onnx and (dataset or Path(onnx).resolve() == DEMO_ONNX):
+            # The gates need labelled images: --dataset, or the demo model's own set.
             items.extend(_job_gate_items(self))
         target = _option(self.config, "decoder")
         if target:

@@ -15,6 +15,7 @@ from harness import __version__
 from harness.errors import HarnessError
 
 COMMANDS = {
+    "compile": "harness.commands.compile",
     "eval": "harness.commands.eval",
     "inspect": "harness.commands.inspect",
     "run": "harness.commands.run",

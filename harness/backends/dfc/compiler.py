@@ -1,0 +1,443 @@
+"""Adapter to the Hailo Dataflow Compiler's Python API (``hailo_sdk_client``, closed source).
+
+ONNX -> translate (end nodes at the six head convs) -> the parsed layer names -> model script and NMS
+config written and checked -> load_model_script -> optimize (letterboxed calibration images) -> compile
+-> HEF bytes. HEFs are cached by content under ``.harness-cache/dfc/``; the DFC's log is kept beside
+the HEF and scanned for known bad signs. The optimized HAR runs in the DFC's emulator per stage
+(:class:`HarEmulator`), and :func:`first_degraded_stage` says where the accuracy went.
+
+``hailo_sdk_client`` is imported here only, and only when a compile or an emulation is asked for.
+Its API as Hailo's own code calls it (written against DFC 3.33, the Model Zoo v2.x line for Hailo-8):
+``ClientRunner(hw_arch=...)`` / ``ClientRunner(har=...)``, ``InferenceContext``
+(hailo_model_zoo: hailo_model_zoo/main_driver.py); ``load_model_script``, ``optimize(calib)``,
+``compile()`` -> HEF bytes, ``save_har`` (hailo_model_zoo: hailo_model_zoo/core/main_utils.py);
+``with runner.infer_context(ctx) as c: runner.infer(context=c, dataset=...)``
+(hailo_model_zoo: hailo_model_zoo/core/infer/runner_infer.py); ``translate_onnx_model(path, net_name,
+start_node_names=..., end_node_names=..., net_input_shapes=...)`` as in the DFC's parsing tutorial;
+``get_hn()`` for the parsed graph (hailo_model_zoo: hailo_model_zoo/core/hn_editor/layer_splitter.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import numpy as np
+
+from harness.backends.dfc.scripts import (
+    DfcScriptError,
+    LayerTable,
+    NmsSettings,
+    OnnxFacts,
+    ParsedLayer,
+    ScriptFiles,
+    failures,
+    names_from_parsed,
+    onnx_facts,
+    parsed_layers,
+    render_alls,
+    validate_files,
+    write_scripts,
+)
+from harness.backends.emulator.calibration import calibration_paths, images_digest
+from harness.errors import HarnessError
+from harness.hef.checks import CheckResult
+from harness.onnx_graph import load_model
+from harness.preprocess import letterbox, load_image
+
+HW_ARCHS = ("hailo8", "hailo8l", "hailo10h")
+DEFAULT_CACHE_ROOT = Path(".harness-cache") / "dfc"
+_CACHE_FORMAT = "hailo-harness dfc 1"
+
+T = TypeVar("T")
+
+
+class DfcNotInstalled(HarnessError):
+    """The Dataflow Compiler's Python package is not importable."""
+
+
+class DfcError(HarnessError):
+    """A Dataflow Compiler call failed; the message names the stage, the error and the log."""
+
+
+def load_sdk() -> ModuleType:
+    """``hailo_sdk_client``, or :class:`DfcNotInstalled` saying what to install."""
+    try:
+        return importlib.import_module("hailo_sdk_client")
+    except ImportError as error:
+        raise DfcNotInstalled(
+            f"the Hailo Dataflow Compiler is not installed (import hailo_sdk_client: {error}): install the DFC "
+            "wheel hailo_dataflow_compiler-<version>-py3-none-linux_x86_64.whl from the Hailo Developer Zone into "
+            "this environment (it provides hailo_sdk_client), or use --dry-run to write and check the scripts "
+            "without it"
+        ) from error
+
+
+def sdk_version(sdk: ModuleType) -> str:
+    version = getattr(sdk, "__version__", None)
+    if version:
+        return str(version)
+    try:
+        return importlib.metadata.version("hailo-dataflow-compiler")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class LogSign:
+    pattern: str  # regular expression, case-insensitive, searched in each log line
+    meaning: str
+    fix: str
+
+
+# Lines as the DFC logs them: "[warning] Reducing optimization level to 0 (the accuracy won't be optimized
+# and compression won't be used) because there's no available GPU" / "... less data than the recommended
+# amount (1024)" (community.hailo.ai threads on the optimization level), "[error] BackendAllocatorException:
+# Compilation failed: ..." (allocation failures; map::at as in the field report). First match per line.
+KNOWN_SIGNS = (
+    LogSign(
+        r"Reducing optimization level",
+        "the DFC lowered the optimization level (the line says why): the quantization is not optimized",
+        "run the DFC where it sees a GPU and calibrate with at least 1024 images (--calib-count)",
+    ),
+    LogSign(
+        r"no available GPU|No GPU|Skipping registering GPU devices",
+        "the DFC found no usable GPU",
+        "make the GPU visible to the DFC's TensorFlow (CUDA libraries, CUDA_VISIBLE_DEVICES)",
+    ),
+    LogSign(
+        r"map::at",
+        "the allocator failed with map::at (seen with nms_postprocess in a larger model)",
+        "compile without nms_postprocess and decode the raw heads on the host, or send this log to Hailo",
+    ),
+    LogSign(
+        r"BackendAllocatorException|Agent infeasible|Mapping Failed|Failed to produce compiled graph",
+        "the allocator could not map the model onto the device",
+        "read the allocator's reason on this line; try performance_param(compiler_optimization_level=...) "
+        "or a smaller input",
+    ),
+    LogSign(
+        r"NMSConfigPostprocessException",
+        "the DFC rejected the NMS config",
+        "run hailo-harness compile --dry-run and fix what its checks report",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class LogWarning:
+    line_number: int
+    line: str
+    meaning: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"line {self.line_number}: {self.line.strip()} -- {self.meaning}. Fix: {self.fix}"
+
+
+def scan_log(text: str, signs: Sequence[LogSign] = KNOWN_SIGNS) -> tuple[LogWarning, ...]:
+    """Each log line showing a known bad sign, with what it means and the fix (the first sign per line)."""
+    compiled = [(re.compile(sign.pattern, re.IGNORECASE), sign) for sign in signs]
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        sign = next((s for pattern, s in compiled if pattern.search(line)), None)
+        if sign is not None:
+            found.append(LogWarning(number, line, sign.meaning, sign.fix))
+    return tuple(found)
+
+
+@contextmanager
+def capture_log(path: Path) -> Iterator[None]:
+    """Append what is logged meanwhile to ``path``: the root logger's records and those of every logger
+    that does not propagate to it (the DFC's loggers keep to themselves)."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] %(name)s: %(message)s"))
+    loggers = [logging.getLogger()] + [
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger) and not lg.propagate
+    ]
+    for lg in loggers:
+        lg.addHandler(handler)
+    try:
+        yield
+    finally:
+        for lg in loggers:
+            lg.removeHandler(handler)
+        handler.close()
+
+
+def _stage(stage: str, log: Path, call: Callable[[], T]) -> T:
+    """One DFC call with its log captured; a failure is logged, scanned and raised as :class:`DfcError`."""
+    with log.open("a", encoding="utf-8") as f:
+        f.write(f"== {stage} ==\n")
+    try:
+        with capture_log(log):
+            return call()
+    except Exception as error:
+        with log.open("a", encoding="utf-8") as f:
+            f.write(f"[error] {type(error).__name__}: {error}\n")
+        signs = scan_log(log.read_text(encoding="utf-8"))
+        known = "; known signs: " + " | ".join(map(str, signs)) if signs else ""
+        raise DfcError(
+            f"Dataflow Compiler {stage} failed: {type(error).__name__}: {error} (log {log}){known}"
+        ) from error
+
+
+def calibration_array(paths: Sequence[Path], input_hw: tuple[int, int]) -> np.ndarray:
+    """float32 ``(N, H, W, 3)`` RGB in 0-255, letterboxed (grey 114) as evaluation prepares frames; the
+    model script's normalization divides by 255 inside the HEF."""
+    batch = np.empty((len(paths), *input_hw, 3), dtype=np.float32)
+    for i, path in enumerate(paths):
+        batch[i] = letterbox(load_image(path), input_hw)[0]
+    return batch
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    onnx: Path
+    calibration: Path  # folder of images; the first calib_count by name are used
+    calib_count: int = 64  # the DFC's default calibration set size
+    hw_arch: str = "hailo8"
+    end_nodes: tuple[str, ...] | None = None
+    nms: NmsSettings = field(default_factory=NmsSettings)
+
+    def __post_init__(self) -> None:
+        if self.hw_arch not in HW_ARCHS:
+            raise HarnessError(f"compile: hw_arch {self.hw_arch!r}, expected one of {list(HW_ARCHS)}")
+        if self.calib_count < 1:
+            raise HarnessError(f"compile: calib_count {self.calib_count}, expected >= 1")
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    hef: Path
+    log: Path  # the DFC's log of the compile that made this HEF
+    har: Path  # the optimized (quantized) HAR, for emulation
+    scripts: ScriptFiles
+    checks: tuple[CheckResult, ...]
+    warnings: tuple[LogWarning, ...]
+    cached: bool
+    key: str
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _net_name(onnx_path: Path) -> str:
+    return re.sub(r"\W", "_", onnx_path.stem)
+
+
+def _translate(sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: Path) -> Any:
+    def call() -> Any:
+        runner = sdk.ClientRunner(hw_arch=request.hw_arch)
+        h, w = facts.input_hw
+        runner.translate_onnx_model(
+            os.fspath(request.onnx),
+            _net_name(request.onnx),
+            start_node_names=[facts.input_name],
+            end_node_names=[head.node for head in facts.heads],
+            net_input_shapes={facts.input_name: [1, 3, h, w]},
+        )
+        return runner
+
+    return _stage("translate", log, call)
+
+
+def _load_table(file: Path) -> LayerTable | None:
+    if not file.is_file():
+        return None
+    layers = json.loads(file.read_text(encoding="utf-8"))["layers"]
+    return LayerTable(
+        tuple(
+            ParsedLayer(d["name"], tuple(d["grid"]), d["channels"], tuple(d["original_names"]), d["is_output"])
+            for d in layers
+        ),
+        "parsed",
+    )
+
+
+def _write_atomic(file: Path, data: bytes) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, file)
+
+
+def _parsed_table(
+    sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: Path, file: Path
+) -> tuple[LayerTable, Any]:
+    """The parsed graph's layers, from ``file`` if an earlier translation stored them (runner None), else
+    translated now (the runner returned for the next stages) and stored."""
+    table = _load_table(file)
+    if table is not None:
+        return table, None
+    runner = _translate(sdk, request, facts, log)
+    table = parsed_layers(runner.get_hn())
+    _write_atomic(file, json.dumps({"layers": [asdict(layer) for layer in table.layers]}).encode())
+    return table, runner
+
+
+def _build(runner: Any, alls: str, calibration: np.ndarray, log: Path, entry: Path) -> None:
+    """load_model_script -> optimize -> save_har -> compile, stored as ``entry/`` (model.hef,
+    optimized.har, compile.log) once all of them succeeded."""
+    _stage("load_model_script", log, lambda: runner.load_model_script(alls))
+    _stage("optimize", log, lambda: runner.optimize(calibration))
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".building-"))
+    try:
+        _stage("save_har", log, lambda: runner.save_har(os.fspath(work / "optimized.har")))
+        (work / "model.hef").write_bytes(_stage("compile", log, runner.compile))
+        shutil.copyfile(log, work / "compile.log")
+        os.replace(work, entry)
+    except OSError:
+        if not (entry / "model.hef").is_file():
+            raise
+    finally:  # left over only if it failed, or another process stored the same HEF meanwhile
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAULT_CACHE_ROOT) -> CompileResult:
+    """Compile ``request.onnx`` into ``out_dir/<stem>.hef`` with the scripts, the log and the optimized HAR
+    beside it; a HEF already compiled from the same ONNX, scripts, calibration images, hw_arch and DFC
+    version is taken from the cache without calling the DFC."""
+    sdk = load_sdk()
+    facts = onnx_facts(load_model(request.onnx), os.fspath(request.onnx), request.end_nodes)
+    paths = calibration_paths(request.calibration, request.calib_count)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "compile.log"
+    log.write_text("", encoding="utf-8")
+    base = {
+        "format": _CACHE_FORMAT,
+        "dfc": sdk_version(sdk),
+        "hw_arch": request.hw_arch,
+        "onnx_sha256": hashlib.sha256(request.onnx.read_bytes()).hexdigest(),
+    }
+    # The parsed names follow from the ONNX, the end nodes, hw_arch and the DFC: kept so that a cached
+    # HEF is found without translating again.
+    table_key = _digest({**base, "end_nodes": [h.node for h in facts.heads]})
+    table, runner = _parsed_table(sdk, request, facts, log, cache_root / "parsed" / f"{table_key}.json")
+    names = names_from_parsed(facts, table)
+    stem = request.onnx.stem
+    scripts = write_scripts(out_dir, stem, facts, names, request.nms)
+    checks = validate_files(scripts.alls, scripts.nms_json, facts, table)
+    if failures(checks):
+        raise DfcScriptError(
+            f"compile: the scripts in {out_dir} do not match {request.onnx}: "
+            + "; ".join(r.message for r in failures(checks))
+        )
+    key = _digest(
+        {
+            **base,
+            "alls": scripts.alls.read_text(encoding="utf-8"),
+            "nms_json": scripts.nms_json.read_text(encoding="utf-8"),
+            "calibration_sha256": images_digest(paths),
+        }
+    )
+    entry = cache_root / "hef" / key
+    cached = (entry / "model.hef").is_file()
+    if not cached:
+        if runner is None:
+            runner = _translate(sdk, request, facts, log)
+        # The DFC gets the NMS config by absolute path; the files on disk name it beside the model script.
+        alls = render_alls(facts, names, os.fspath(scripts.nms_json.resolve()))
+        _build(runner, alls, calibration_array(paths, facts.input_hw), log, entry)
+    hef, har = out_dir / f"{stem}.hef", out_dir / f"{stem}_optimized.har"
+    shutil.copyfile(entry / "model.hef", hef)
+    shutil.copyfile(entry / "optimized.har", har)
+    shutil.copyfile(entry / "compile.log", log)
+    return CompileResult(hef, log, har, scripts, checks, scan_log(log.read_text(encoding="utf-8")), cached, key)
+
+
+class EmulationStage(str, Enum):
+    """The DFC emulator's views of an optimized HAR: float with the model script's changes, and quantized."""
+
+    FP_OPTIMIZED = "fp_optimized"
+    QUANTIZED = "quantized"
+
+
+_INFERENCE_CONTEXTS = {EmulationStage.FP_OPTIMIZED: "SDK_FP_OPTIMIZED", EmulationStage.QUANTIZED: "SDK_QUANTIZED"}
+
+
+class HarEmulator:
+    """An optimized HAR run in the DFC's emulator, ``InferenceContext.SDK_FP_OPTIMIZED`` or ``SDK_QUANTIZED``."""
+
+    def __init__(self, har: Path, sdk: ModuleType | None = None) -> None:
+        self._sdk = sdk if sdk is not None else load_sdk()
+        self._runner = self._sdk.ClientRunner(har=os.fspath(har))
+
+    def infer(self, stage: EmulationStage | str, images: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``images``: ``(N, H, W, 3)`` RGB 0-255 (uint8 or float), fed as float32 (the HAR normalizes).
+        Returns the outputs in the DFC's output order."""
+        stage = EmulationStage(stage)
+        batch = np.asarray(images)
+        if batch.ndim != 4 or batch.shape[3] != 3:
+            raise HarnessError(f"emulation {stage.value}: images of shape {batch.shape}, expected (N, H, W, 3) RGB")
+        context = getattr(self._sdk.InferenceContext, _INFERENCE_CONTEXTS[stage])
+        with self._runner.infer_context(context) as ctx:
+            outputs = self._runner.infer(context=ctx, dataset=batch.astype(np.float32))
+        if isinstance(outputs, (list, tuple)):
+            return tuple(np.asarray(o) for o in outputs)
+        return (np.asarray(outputs),)
+
+
+STAGES = ("float", "fp_optimized", "quantized", "hardware")
+
+_CAUSES = {
+    "fp_optimized": "lost before quantization: the model script's changes (normalization, sigmoid, NMS config) or "
+    "the pre/post-processing around the model differ from the float model",
+    "quantized": "lost in quantization: the calibration set (in-domain images showing the classes, enough of them) "
+    "or the optimization level",
+    "hardware": "lost between the emulated quantized model and the device: the host's handling of the outputs "
+    "(format order, dequantization, double normalization) or the compilation",
+}
+
+
+@dataclass(frozen=True)
+class Degradation:
+    stage: str
+    map: float
+    float_map: float
+    tolerance: float
+
+    @property
+    def drop(self) -> float:
+        return self.float_map - self.map
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.stage} mAP {self.map:.4f} is {self.drop:.4f} below the float mAP {self.float_map:.4f} "
+            f"(tolerance {self.tolerance:g}): {_CAUSES[self.stage]}"
+        )
+
+
+def first_degraded_stage(maps: Mapping[str, float], tolerance: float) -> Degradation | None:
+    """The first stage, in the order float -> fp_optimized -> quantized -> hardware, whose mAP is more
+    than ``tolerance`` below the float mAP; stages not measured are skipped, None if none drops.
+    Hailo's advice is to check fp_optimized first: a drop there is no quantization issue."""
+    unknown = sorted(set(maps) - set(STAGES))
+    if unknown:
+        raise HarnessError(f"stage mAPs: stages {unknown}, expected some of {list(STAGES)}")
+    if "float" not in maps:
+        raise HarnessError(f"stage mAPs: stages {sorted(maps)}, expected 'float' among them (the reference)")
+    if tolerance < 0:
+        raise HarnessError(f"stage mAPs: tolerance {tolerance}, expected >= 0")
+    for stage in STAGES[1:]:
+        if stage in maps and maps["float"] - maps[stage] > tolerance:
+            return Degradation(stage, maps[stage], maps["float"], tolerance)
+    return None

@@ -1,0 +1,644 @@
+"""The Dataflow Compiler's model script (.alls) and NMS config (JSON) for a YOLOv8 / YOLO11 detector,
+written from the ONNX's heads and checked against them before anything is compiled.
+
+Both files name layers of the DFC's *parsed* graph (``conv41``, ...), not ONNX nodes, and those names
+exist only once the DFC has translated the ONNX. A :class:`LayerTable` carries the names with where
+they came from:
+
+- ``parsed``: the translated graph, the DFC's HN (``runner.get_hn()`` after translation, or an ``.hn``
+  file): names and shapes are the DFC's own;
+- ``layer map``: a mapping ONNX end node -> parsed layer name given by the user; shapes from the ONNX;
+- ``placeholder``: ``UNRESOLVED_reg_stride8``, ``UNRESOLVED_cls_stride8``, ...: the files show the whole
+  structure but cannot be compiled until those names are replaced by the parsed ones.
+
+File formats as the Model Zoo writes them
+(hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov8n.alls,
+hailo_model_zoo/cfg/postprocess_config/yolov8n_nms_config.json and yolov11n_nms_config.json).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import onnx
+
+from harness.errors import HarnessError
+from harness.hef.checks import CheckResult
+from harness.onnx_graph import HeadTensor, find_heads, model_input
+
+PLACEHOLDER_PREFIX = "UNRESOLVED_"
+
+# The keys of the Model Zoo's YOLOv8 NMS config, in its order
+# (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov11n_nms_config.json).
+NMS_KEYS = (
+    "nms_scores_th",
+    "nms_iou_th",
+    "image_dims",
+    "max_proposals_per_class",
+    "classes",
+    "regression_length",
+    "background_removal",
+    "background_removal_index",
+    "bbox_decoders",
+)
+DECODER_KEYS = ("name", "stride", "reg_layer", "cls_layer")
+
+# The HEF takes raw 0-255 RGB; the /255 of an Ultralytics export happens inside it
+# (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov8n.alls).
+NORMALIZATION = ((0.0, 0.0, 0.0), (255.0, 255.0, 255.0))
+
+LayerSource = Literal["parsed", "layer map", "placeholder"]
+
+
+class DfcScriptError(HarnessError):
+    """A model script or NMS config that cannot be written or does not match the model."""
+
+
+@dataclass(frozen=True)
+class NmsSettings:
+    """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100)."""
+
+    score_threshold: float = 0.2
+    iou_threshold: float = 0.7
+    max_proposals_per_class: int = 100
+
+    def __post_init__(self) -> None:
+        for field, value in (("score_threshold", self.score_threshold), ("iou_threshold", self.iou_threshold)):
+            if not 0.0 <= value <= 1.0:
+                raise DfcScriptError(f"NMS settings: {field} is {value}, expected a value in [0, 1]")
+        if self.max_proposals_per_class < 1:
+            raise DfcScriptError(
+                f"NMS settings: max_proposals_per_class is {self.max_proposals_per_class}, expected >= 1"
+            )
+
+
+@dataclass(frozen=True)
+class OnnxFacts:
+    """What the ONNX says that both files must agree with: the image input and the six head maps."""
+
+    source: str
+    input_name: str
+    input_hw: tuple[int, int]
+    heads: tuple[HeadTensor, ...]  # stride ascending, box before class per grid
+
+    @property
+    def classes(self) -> int:
+        return next(h.channels for h in self.heads if h.role == "class")
+
+    @property
+    def regression_length(self) -> int:
+        return next(h.channels for h in self.heads if h.role == "box") // 4
+
+    @property
+    def grids(self) -> tuple[tuple[int, int], ...]:
+        return tuple(h.grid for h in self.heads if h.role == "box")
+
+    def pairs(self) -> tuple[tuple[HeadTensor, HeadTensor], ...]:
+        """(box, class) per grid, stride ascending."""
+        boxes = [h for h in self.heads if h.role == "box"]
+        classes = {h.grid: h for h in self.heads if h.role == "class"}
+        return tuple((b, classes[b.grid]) for b in boxes)
+
+    def stride(self, grid: tuple[int, int]) -> int:
+        return self.input_hw[0] // grid[0]
+
+
+def onnx_facts(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None = None) -> OnnxFacts:
+    """The input and heads of an Ultralytics export (by structure, or at ``end_nodes``), checked to form
+    one box and one class map per grid with whole strides."""
+    input_name, input_hw = model_input(model)
+    heads = find_heads(model, end_nodes)
+    boxes = sorted(h.grid for h in heads if h.role == "box")
+    classes = sorted(h.grid for h in heads if h.role == "class")
+    if not boxes or boxes != classes or len(set(boxes)) != len(boxes):
+        raise DfcScriptError(
+            f"{source}: end nodes {[h.node for h in heads]}: box maps on grids {boxes}, class maps on grids "
+            f"{classes}, expected one box and one class map per grid. Fix: give the six head convs as end nodes"
+        )
+    for grid in boxes:
+        h, w = input_hw
+        if h % grid[0] or w % grid[1] or h // grid[0] != w // grid[1]:
+            raise DfcScriptError(
+                f"{source}: head grid {grid[0]}x{grid[1]} for input {h}x{w}: no whole stride, expected the input "
+                "to be the grid times one stride in both directions"
+            )
+    return OnnxFacts(source, input_name, input_hw, heads)
+
+
+@dataclass(frozen=True)
+class ParsedLayer:
+    """One layer as the DFC's parsed graph has it: ``name`` without the network's scope, its output
+    grid and channels (the HN's NHWC ``output_shapes``), the ONNX nodes it came from."""
+
+    name: str
+    grid: tuple[int, int]
+    channels: int
+    original_names: tuple[str, ...] = ()
+    is_output: bool = False  # feeds one of the graph's output layers
+
+
+@dataclass(frozen=True)
+class LayerTable:
+    """The layers the scripts may name, and where the names come from (see the module doc)."""
+
+    layers: tuple[ParsedLayer, ...]
+    source: LayerSource
+
+    def get(self, name: str) -> ParsedLayer | None:
+        wanted = unscoped(name)
+        return next((layer for layer in self.layers if layer.name == wanted), None)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [layer.name for layer in self.layers if layer.is_output] or [layer.name for layer in self.layers]
+
+
+def unscoped(name: str) -> str:
+    """``yolov8n/conv41`` -> ``conv41``: the Model Zoo writes layer names with and without the network scope."""
+    return name.rsplit("/", 1)[-1]
+
+
+def parsed_layers(hn: Mapping[str, Any]) -> LayerTable:
+    """The layers of the DFC's HN: ``{"layers": {name: {"type", "output", "output_shapes", "original_names"}}}``
+    (hailo_model_zoo: hailo_model_zoo/core/hn_editor/layer_splitter.py reads and writes these keys;
+    output shapes are ``[-1, H, W, C]``, output layers have type ``output_layer``)."""
+    layers = hn.get("layers") if isinstance(hn, Mapping) else None
+    if not isinstance(layers, Mapping) or not layers:
+        raise DfcScriptError(
+            f"parsed graph (HN): keys {sorted(hn) if isinstance(hn, Mapping) else type(hn).__name__}, "
+            "expected a 'layers' object of the translated network"
+        )
+    output_layers = {unscoped(n) for n, layer in layers.items() if layer.get("type") == "output_layer"}
+    found = []
+    for name, layer in layers.items():
+        shapes = layer.get("output_shapes") or []
+        if layer.get("type") == "output_layer" or not shapes or len(shapes[0]) != 4:
+            continue
+        _, h, w, c = shapes[0]
+        feeds = {unscoped(o) for o in layer.get("output", [])}
+        found.append(
+            ParsedLayer(
+                unscoped(name),
+                (int(h), int(w)),
+                int(c),
+                tuple(layer.get("original_names", ())),
+                bool(feeds & output_layers),
+            )
+        )
+    return LayerTable(tuple(found), "parsed")
+
+
+def _grid(grid: tuple[int, int]) -> str:
+    return f"{grid[0]}x{grid[1]}"
+
+
+def _describe(head: HeadTensor) -> str:
+    return f"{head.node!r} ({head.role}, {head.channels} channels, grid {_grid(head.grid)})"
+
+
+def names_from_parsed(facts: OnnxFacts, table: LayerTable) -> dict[str, str]:
+    """ONNX end node -> parsed layer name: the layer whose ``original_names`` hold the node (or its
+    tensor), else the one output layer of the head's grid and channel count."""
+    names: dict[str, str] = {}
+    outputs = [layer for layer in table.layers if layer.is_output]
+    for head in facts.heads:
+        origin = [layer for layer in table.layers if {head.node, head.tensor} & set(layer.original_names)]
+        shaped = [layer for layer in outputs if layer.grid == head.grid and layer.channels == head.channels]
+        matches = origin if len(origin) == 1 else shaped
+        if len(matches) != 1:
+            raise DfcScriptError(
+                f"parsed graph: ONNX end node {_describe(head)}: found {[m.name for m in origin]} by original "
+                f"names and {[m.name for m in shaped]} by output shape, expected exactly one layer. Fix: translate "
+                "with the six head convs as end nodes (--end-nodes)"
+            )
+        names[head.node] = matches[0].name
+    if len(set(names.values())) != len(names):
+        raise DfcScriptError(f"parsed graph: end nodes map to {names}, expected a different layer for each")
+    return names
+
+
+def names_from_map(facts: OnnxFacts, mapping: Mapping[str, str]) -> dict[str, str]:
+    """ONNX end node -> layer name from a user's mapping, keyed by head node or head tensor names."""
+    by_key = {h.node: h for h in facts.heads} | {h.tensor: h for h in facts.heads}
+    unknown = sorted(k for k in mapping if k not in by_key)
+    if unknown:
+        raise DfcScriptError(
+            f"layer map: keys {unknown} are not head nodes of {facts.source}; expected the end nodes "
+            f"{[h.node for h in facts.heads]}"
+        )
+    names = {by_key[k].node: unscoped(str(v)) for k, v in mapping.items()}
+    missing = [h.node for h in facts.heads if h.node not in names]
+    if missing:
+        raise DfcScriptError(f"layer map: no parsed layer name for end nodes {missing}; expected one per head node")
+    if len(set(names.values())) != len(names):
+        raise DfcScriptError(f"layer map: {names}, expected a different layer name for each end node")
+    return names
+
+
+def placeholder_names(facts: OnnxFacts) -> dict[str, str]:
+    """Stand-in names that say which head they stand for and that they are not parsed layers."""
+    return {
+        h.node: f"{PLACEHOLDER_PREFIX}{'reg' if h.role == 'box' else 'cls'}_stride{facts.stride(h.grid)}"
+        for h in facts.heads
+    }
+
+
+def table_from_names(facts: OnnxFacts, names: Mapping[str, str], source: LayerSource) -> LayerTable:
+    """A layer table for names not read from a parsed graph: shapes are the ONNX heads'."""
+    return LayerTable(
+        tuple(ParsedLayer(names[h.node], h.grid, h.channels, (h.node,), True) for h in facts.heads), source
+    )
+
+
+def _decoder_name(reg_layer: str, stride: int) -> str:
+    number = re.fullmatch(r"conv(\d+)", reg_layer)
+    return f"bbox_decoder{number.group(1)}" if number else f"bbox_decoder_stride{stride}"
+
+
+def nms_config(facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+    """The ``nms_postprocess`` JSON as a dict, one bbox decoder per grid, stride ascending."""
+    decoders = []
+    for box, cls in facts.pairs():
+        stride = facts.stride(box.grid)
+        reg = names[box.node]
+        decoders.append(
+            {"name": _decoder_name(reg, stride), "stride": stride, "reg_layer": reg, "cls_layer": names[cls.node]}
+        )
+    return {
+        "nms_scores_th": settings.score_threshold,
+        "nms_iou_th": settings.iou_threshold,
+        "image_dims": list(facts.input_hw),
+        "max_proposals_per_class": settings.max_proposals_per_class,
+        "classes": facts.classes,
+        "regression_length": facts.regression_length,
+        "background_removal": False,
+        "background_removal_index": 0,
+        "bbox_decoders": decoders,
+    }
+
+
+def render_nms_json(config: Mapping[str, Any]) -> str:
+    return json.dumps(config, indent=4) + "\n"
+
+
+def render_alls(facts: OnnxFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
+    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU."""
+    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
+    lines = [f"normalization1 = normalization([{mean}], [{std}])"]
+    lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, cls in facts.pairs()]
+    lines.append(f'nms_postprocess("{nms_json_reference}", meta_arch=yolov8, engine=cpu)')
+    lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class ScriptFiles:
+    alls: Path
+    nms_json: Path
+    layer_names: Path  # ONNX end node -> layer name, the format --layer-map reads
+
+
+def write_scripts(
+    folder: Path, stem: str, facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings
+) -> ScriptFiles:
+    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
+    ``layer_names.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = ScriptFiles(folder / f"{stem}.alls", folder / f"{stem}_nms_config.json", folder / "layer_names.json")
+    files.nms_json.write_text(render_nms_json(nms_config(facts, names, settings)), encoding="utf-8")
+    files.alls.write_text(render_alls(facts, names, files.nms_json.name), encoding="utf-8")
+    files.layer_names.write_text(json.dumps(dict(names), indent=4) + "\n", encoding="utf-8")
+    return files
+
+
+@dataclass(frozen=True)
+class AllsScript:
+    """The commands of a model script the checks look at."""
+
+    normalization: tuple[tuple[float, ...], tuple[float, ...]] | None
+    activations: dict[str, str]  # unscoped layer name -> activation
+    nms_reference: str | None
+    nms_options: dict[str, str]
+
+
+_NORMALIZATION = re.compile(r"=\s*normalization\(\s*\[([^\]]*)\]\s*,\s*\[([^\]]*)\]\s*\)")
+_ACTIVATION = re.compile(r"change_output_activation\(\s*([^,\s()]+)\s*,\s*(\w+)\s*\)")
+_NMS = re.compile(r"nms_postprocess\((.*)\)")
+_NMS_PATH = re.compile(r'^\s*(?:config_path\s*=\s*)?"([^"]*)"\s*$')
+
+
+def parse_alls(text: str) -> AllsScript:
+    normalization = None
+    activations: dict[str, str] = {}
+    reference = None
+    options: dict[str, str] = {}
+    for line in text.splitlines():
+        if m := _NORMALIZATION.search(line):
+            try:
+                normalization = tuple(tuple(float(v) for v in group.split(",")) for group in m.groups())
+            except ValueError as error:
+                raise DfcScriptError(f"model script: {line.strip()!r}: {error}") from error
+        for layer, activation in _ACTIVATION.findall(line):
+            activations[unscoped(layer)] = activation
+        if m := _NMS.search(line):
+            for argument in m.group(1).split(","):
+                if path := _NMS_PATH.match(argument):
+                    reference = path.group(1)
+                elif "=" in argument:
+                    key, value = argument.split("=", 1)
+                    options[key.strip()] = value.strip()
+    return AllsScript(normalization, activations, reference, options)  # type: ignore[arg-type]
+
+
+def _ok(name: str, message: str) -> CheckResult:
+    return CheckResult(name, True, message)
+
+
+def _fail(name: str, field: str, found: object, expected: object, fix: str) -> CheckResult:
+    return CheckResult(name, False, f"{field}: found {found}, expected {expected}. Fix: {fix}")
+
+
+@dataclass(frozen=True)
+class _Scripts:
+    alls: AllsScript
+    nms: Mapping[str, Any]
+    facts: OnnxFacts
+    table: LayerTable
+
+    @property
+    def decoders(self) -> list[Mapping[str, Any]]:
+        return list(self.nms["bbox_decoders"])
+
+
+def _check_nms_keys(s: _Scripts) -> CheckResult:
+    name = "nms_keys"
+    missing = [k for k in NMS_KEYS if k not in s.nms]
+    if missing:
+        return _fail(name, "NMS config keys", f"{sorted(s.nms)} (missing {missing})", list(NMS_KEYS), "add the keys")
+    decoders = s.nms["bbox_decoders"]
+    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
+        return _fail(name, "NMS config bbox_decoders", decoders, "a list of objects", "one object per grid")
+    for i, d in enumerate(decoders):
+        lacking = [k for k in DECODER_KEYS if k not in d]
+        if lacking:
+            return _fail(name, f"bbox_decoders[{i}]", f"{dict(d)} (missing {lacking})", list(DECODER_KEYS), "add them")
+    return _ok(name, f"NMS config has the keys {list(NMS_KEYS)}")
+
+
+def _check_image_dims(s: _Scripts) -> CheckResult:
+    name = "image_dims"
+    expected = list(s.facts.input_hw)
+    if s.nms["image_dims"] != expected:
+        return _fail(
+            name,
+            "NMS config image_dims",
+            s.nms["image_dims"],
+            f"{expected} ([H, W] of input {s.facts.input_name!r} of {s.facts.source})",
+            f'set "image_dims": {expected}',
+        )
+    return _ok(name, f"image_dims {expected} == ONNX input")
+
+
+def _check_classes(s: _Scripts) -> CheckResult:
+    name = "classes"
+    if s.nms["classes"] != s.facts.classes:
+        return _fail(
+            name,
+            "NMS config classes",
+            s.nms["classes"],
+            f"{s.facts.classes} (class channels of {s.facts.source})",
+            f'set "classes": {s.facts.classes}',
+        )
+    return _ok(name, f"classes {s.facts.classes} == ONNX class channels")
+
+
+def _check_regression_length(s: _Scripts) -> CheckResult:
+    name = "regression_length"
+    expected = s.facts.regression_length
+    if s.nms["regression_length"] != expected:
+        return _fail(
+            name,
+            "NMS config regression_length",
+            s.nms["regression_length"],
+            f"{expected} (box heads of {s.facts.source} have {4 * expected} channels = 4 x {expected})",
+            f'set "regression_length": {expected}',
+        )
+    return _ok(name, f"regression_length {expected}: 4 x {expected} box channels")
+
+
+def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
+    """(where, layer name) for every layer the two files name."""
+    named = [
+        (f"bbox_decoders[{i}].{k}", str(d[k])) for i, d in enumerate(s.decoders) for k in ("reg_layer", "cls_layer")
+    ]
+    return named + [(f"change_output_activation({layer})", layer) for layer in s.alls.activations]
+
+
+def _check_layer_names(s: _Scripts) -> CheckResult:
+    name = "layer_names"
+    named = _named_layers(s)
+    placeholders = sorted({layer for _, layer in named if unscoped(layer).startswith(PLACEHOLDER_PREFIX)})
+    if placeholders:
+        return CheckResult(
+            name,
+            None,
+            f"layer names {placeholders} are placeholders: the DFC names its layers when it translates the ONNX. "
+            "Give the parsed names (--layer-map, or --hn with the translated graph), or compile without --dry-run",
+        )
+    known = {layer.name for layer in s.table.layers}
+    for where, layer in named:
+        if unscoped(layer) not in known:
+            origin = "the parsed graph" if s.table.source == "parsed" else "the layer map"
+            return _fail(
+                name,
+                where,
+                repr(layer),
+                f"a layer of {origin}: {s.table.output_names}",
+                "name the parsed layers of the head convs (see layer_names.json)",
+            )
+    return _ok(name, f"every named layer is in the {s.table.source} layer table")
+
+
+def _check_decoder_pairing(s: _Scripts) -> CheckResult:
+    name = "decoder_pairing"
+    reg_channels, nc = 4 * s.facts.regression_length, s.facts.classes
+    grids = []
+    for i, d in enumerate(s.decoders):
+        reg, cls = s.table.get(str(d["reg_layer"])), s.table.get(str(d["cls_layer"]))
+        if reg is None or cls is None:
+            return CheckResult(name, None, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
+        if reg.channels != reg_channels:
+            return _fail(
+                name,
+                f"bbox_decoders[{i}].reg_layer {reg.name} channels",
+                reg.channels,
+                f"{reg_channels} (4 x regression_length {s.facts.regression_length}, a box conv)",
+                "name the box conv (cv2) of this grid as reg_layer",
+            )
+        if cls.channels != nc:
+            return _fail(
+                name,
+                f"bbox_decoders[{i}].cls_layer {cls.name} channels",
+                cls.channels,
+                f"{nc} (classes, a class conv)",
+                "name the class conv (cv3) of this grid as cls_layer",
+            )
+        if reg.grid != cls.grid:
+            return _fail(
+                name,
+                f"bbox_decoders[{i}] pairing",
+                f"reg_layer {reg.name} {_grid(reg.grid)} with cls_layer {cls.name} {_grid(cls.grid)}",
+                "box and class layers of the same grid",
+                "pair reg_layer and cls_layer of the same scale",
+            )
+        grids.append(reg.grid)
+    if sorted(grids) != sorted(s.facts.grids):
+        return _fail(
+            name,
+            "bbox_decoders grids",
+            grids,
+            f"each head grid of {s.facts.source} once: {list(s.facts.grids)}",
+            "one bbox decoder per grid",
+        )
+    return _ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")
+
+
+def _check_strides(s: _Scripts) -> CheckResult:
+    name = "strides_vs_grids"
+    h, w = s.facts.input_hw
+    for i, d in enumerate(s.decoders):
+        reg = s.table.get(str(d["reg_layer"]))
+        if reg is None:
+            return CheckResult(name, None, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
+        stride = d["stride"]
+        if not isinstance(stride, int) or (stride * reg.grid[0], stride * reg.grid[1]) != (h, w):
+            return _fail(
+                name,
+                f"bbox_decoders[{i}].stride",
+                f"{stride} (layer {reg.name} grid {reg.grid[0]}x{reg.grid[1]})",
+                f"{h // reg.grid[0]} (input {h}x{w} / grid {reg.grid[0]}x{reg.grid[1]})",
+                "give each decoder the stride of its layers' grid",
+            )
+    return _ok(name, "every decoder's stride times its grid is the input size")
+
+
+def _check_sigmoid(s: _Scripts) -> CheckResult:
+    name = "sigmoid"
+    for i, d in enumerate(s.decoders):
+        cls, reg = unscoped(str(d["cls_layer"])), unscoped(str(d["reg_layer"]))
+        if s.alls.activations.get(cls) != "sigmoid":
+            # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to the class values.
+            return _fail(
+                name,
+                f"activation of cls_layer {cls} (bbox_decoders[{i}])",
+                s.alls.activations.get(cls, "none changed (logits reach the NMS op)"),
+                "sigmoid",
+                f"add change_output_activation({cls}, sigmoid) to the model script",
+            )
+        if reg in s.alls.activations:
+            return _fail(
+                name,
+                f"activation of reg_layer {reg} (bbox_decoders[{i}])",
+                s.alls.activations[reg],
+                "unchanged (the NMS op applies the DFL softmax to the raw box values)",
+                f"remove change_output_activation({reg}, ...) from the model script",
+            )
+    return _ok(name, "every class conv of the NMS config has a sigmoid; box convs are unchanged")
+
+
+def _check_normalization(s: _Scripts) -> CheckResult:
+    name = "normalization"
+    expected = NORMALIZATION
+    if s.alls.normalization != expected:
+        found = "no normalization command" if s.alls.normalization is None else list(map(list, s.alls.normalization))
+        return _fail(
+            name,
+            "model script normalization (mean, std)",
+            found,
+            f"{list(map(list, expected))} (Ultralytics divides by 255; the HEF takes raw 0-255 RGB)",
+            "add normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0]) and feed uint8 images",
+        )
+    return _ok(name, "normalization /255 inside the HEF")
+
+
+def _check_nms_postprocess(s: _Scripts) -> CheckResult:
+    name = "nms_postprocess"
+    if s.alls.nms_reference is None:
+        return _fail(
+            name,
+            "model script nms_postprocess",
+            "no nms_postprocess command with a JSON path",
+            'nms_postprocess("<nms json>", meta_arch=yolov8, engine=cpu)',
+            "add the command naming the NMS config",
+        )
+    if s.alls.nms_options.get("meta_arch") != "yolov8":
+        return _fail(
+            name,
+            "nms_postprocess meta_arch",
+            s.alls.nms_options.get("meta_arch"),
+            "yolov8 (the YOLOv8 / YOLO11 anchor-free decoder)",
+            "set meta_arch=yolov8",
+        )
+    return _ok(name, f"nms_postprocess({s.alls.nms_reference!r}, meta_arch=yolov8)")
+
+
+_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
+    _check_image_dims,
+    _check_classes,
+    _check_regression_length,
+    _check_layer_names,
+    _check_decoder_pairing,
+    _check_strides,
+    _check_sigmoid,
+)
+
+
+def validate_scripts(
+    alls_text: str, nms_json_text: str, facts: OnnxFacts, table: LayerTable
+) -> tuple[CheckResult, ...]:
+    """Every check of the two files against the ONNX and the layer table, in order."""
+    try:
+        nms = json.loads(nms_json_text)
+    except ValueError as error:
+        return (_fail("nms_keys", "NMS config", f"not JSON ({error})", "a JSON object", "rewrite the file"),)
+    if not isinstance(nms, dict):
+        return (_fail("nms_keys", "NMS config", type(nms).__name__, "a JSON object", "rewrite the file"),)
+    s = _Scripts(parse_alls(alls_text), nms, facts, table)
+    keys = _check_nms_keys(s)
+    if keys.passed:
+        results = [keys, *(check(s) for check in _NEEDS_NMS_KEYS)]
+    else:
+        skipped = "the NMS config lacks keys (see nms_keys)"
+        results = [
+            keys,
+            *(CheckResult(check.__name__.removeprefix("_check_"), None, skipped) for check in _NEEDS_NMS_KEYS),
+        ]
+    return (*results, _check_normalization(s), _check_nms_postprocess(s))
+
+
+def validate_files(alls: Path, nms_json: Path, facts: OnnxFacts, table: LayerTable) -> tuple[CheckResult, ...]:
+    """:func:`validate_scripts` on the files, and that the model script's NMS path is this JSON
+    (a relative path is taken from the model script's folder)."""
+    alls_text = alls.read_text(encoding="utf-8")
+    results = validate_scripts(alls_text, nms_json.read_text(encoding="utf-8"), facts, table)
+    reference = parse_alls(alls_text).nms_reference
+    if reference is not None and (alls.parent / reference).resolve() != nms_json.resolve():
+        results += (
+            _fail(
+                "nms_reference",
+                "nms_postprocess path",
+                f"{reference!r} ({(alls.parent / reference).resolve()})",
+                f"the NMS config {nms_json}",
+                "name the JSON beside the model script",
+            ),
+        )
+    return results
+
+
+def failures(results: Sequence[CheckResult]) -> list[CheckResult]:
+    return [r for r in results if r.passed is False]

@@ -1,0 +1,276 @@
+"""The DFC adapter against a fake hailo_sdk_client: calls and their order, calibration, cache, log scan,
+emulation per stage; the pure stage comparison; and, where the real DFC is installed, the real thing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from harness.backends.dfc.compiler import (
+    STAGES,
+    CompileRequest,
+    DfcError,
+    DfcNotInstalled,
+    HarEmulator,
+    calibration_array,
+    compile_hef,
+    first_degraded_stage,
+    load_sdk,
+    scan_log,
+)
+from harness.backends.dfc.scripts import failures, names_from_parsed, onnx_facts, parsed_layers, validate_files
+from harness.errors import HarnessError
+from harness.onnx_graph import find_heads, load_model
+
+DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
+DFC_CALL_ORDER = [
+    "ClientRunner",
+    "translate_onnx_model",
+    "get_hn",
+    "load_model_script",
+    "optimize",
+    "save_har",
+    "compile",
+]
+NO_GPU = (
+    "Reducing optimization level to 0 (the accuracy won't be optimized and compression won't be used) "
+    "because there's no available GPU"
+)
+
+
+@pytest.fixture
+def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    import fake_hailo_sdk_client as fake
+
+    fake.reset()
+    monkeypatch.setitem(sys.modules, "hailo_sdk_client", fake)
+    yield fake
+    fake.reset()
+
+
+@pytest.fixture
+def calibration(tmp_path: Path) -> Path:
+    folder = tmp_path / "calib"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i, (h, w) in enumerate([(60, 100), (120, 80), (64, 64)]):
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(folder / f"{i}.png")
+    return folder
+
+
+def _calls(fake: ModuleType, name: str) -> list[dict]:
+    return [kwargs for call, kwargs in fake.CALLS if call == name]
+
+
+def test_compile_calls_the_dfc_in_order_with_the_heads_and_nhwc_calibration(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    result = compile_hef(CompileRequest(DEMO, calibration, calib_count=3), out, cache_root=tmp_path / "cache")
+    assert [call for call, _ in sdk.CALLS] == DFC_CALL_ORDER
+    assert _calls(sdk, "ClientRunner") == [{"hw_arch": "hailo8", "har": None}]
+    (translate,) = _calls(sdk, "translate_onnx_model")
+    assert translate == {
+        "model": str(DEMO),
+        "net_name": "fire_smoke_yolo11n_256",
+        "start_node_names": ["images"],
+        "end_node_names": [h.node for h in find_heads(load_model(DEMO))],
+        "net_input_shapes": {"images": [1, 3, 256, 256]},
+    }
+    (script,) = _calls(sdk, "load_model_script")
+    # The fake names the end nodes conv51.. in order: box, class per stride.
+    for cls in ("conv52", "conv54", "conv56"):
+        assert f"change_output_activation({cls}, sigmoid)" in script["script"]
+    assert f'nms_postprocess("{result.scripts.nms_json.resolve()}", meta_arch=yolov8, engine=cpu)' in script["script"]
+    (optimize,) = _calls(sdk, "optimize")
+    assert optimize["shape"] == (3, 256, 256, 3) and optimize["dtype"] == np.float32
+    assert 0 <= optimize["min"] and optimize["max"] <= 255 and optimize["max"] > 1  # raw 0-255, /255 inside
+    assert result.hef == out / "fire_smoke_yolo11n_256.hef" and result.hef.read_bytes() == sdk.HEF_BYTES
+    assert result.log.parent == result.hef.parent
+    assert "Starting Model Optimization" in result.log.read_text()  # the DFC's non-propagating logger
+    decoders = json.loads(result.scripts.nms_json.read_text())["bbox_decoders"]
+    assert [(d["reg_layer"], d["cls_layer"]) for d in decoders] == [
+        ("conv51", "conv52"),
+        ("conv53", "conv54"),
+        ("conv55", "conv56"),
+    ]
+    assert not result.cached and not failures(result.checks)
+
+
+def test_calibration_frames_are_letterboxed_like_evaluation(calibration: Path) -> None:
+    batch = calibration_array(sorted(calibration.iterdir()), (256, 256))
+    assert batch.shape == (3, 256, 256, 3) and batch.dtype == np.float32
+    assert np.all(batch[0, :50] == 114)  # a 60x100 image fills 154 of 256 rows, centred: grey above
+
+
+def test_a_second_compile_of_the_same_inputs_does_not_call_the_dfc(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    request = CompileRequest(DEMO, calibration, calib_count=3)
+    first = compile_hef(request, tmp_path / "a", cache_root=tmp_path / "cache")
+    sdk.CALLS.clear()
+    second = compile_hef(request, tmp_path / "b", cache_root=tmp_path / "cache")
+    assert sdk.CALLS == []
+    assert second.cached and second.key == first.key
+    assert second.hef.read_bytes() == first.hef.read_bytes()
+    assert second.log.read_text() == first.log.read_text()
+    compile_hef(CompileRequest(DEMO, calibration, calib_count=2), tmp_path / "c", cache_root=tmp_path / "cache")
+    assert [call for call, _ in sdk.CALLS] == ["ClientRunner", "translate_onnx_model", *DFC_CALL_ORDER[3:]]
+
+
+def test_an_allocator_crash_is_reported_with_its_log_line(sdk: ModuleType, calibration: Path, tmp_path: Path) -> None:
+    sdk.FAIL_COMPILE = "Compilation failed: map::at"
+    with pytest.raises(
+        DfcError, match=r"compile failed: BackendAllocatorException: Compilation failed: map::at"
+    ) as info:
+        compile_hef(CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache")
+    assert "the allocator failed with map::at" in str(info.value)
+    log = (tmp_path / "out" / "compile.log").read_text()
+    (warning,) = [w for w in scan_log(log) if "map::at" in w.line]
+    assert log.splitlines()[warning.line_number - 1] == warning.line
+    sdk.FAIL_COMPILE = None
+    sdk.CALLS.clear()
+    compile_hef(CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache")
+    assert "compile" in [call for call, _ in sdk.CALLS]  # the failure was not cached
+
+
+def test_a_reduced_optimization_level_is_a_warning_with_its_line(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    sdk.OPTIMIZE_LOG.append((logging.WARNING, NO_GPU))
+    result = compile_hef(
+        CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
+    )
+    (warning,) = result.warnings
+    assert NO_GPU in warning.line and "optimization level" in warning.meaning
+    assert result.log.read_text().splitlines()[warning.line_number - 1] == warning.line
+
+
+def test_scan_log_reports_each_known_sign_once_per_line() -> None:
+    log = "\n".join(
+        [
+            "[info] Starting Model Optimization",
+            f"[warning] {NO_GPU}",
+            "Skipping registering GPU devices...",
+            "[error] BackendAllocatorException: Compilation failed: map::at",
+            "[error] BackendAllocatorException: Compilation failed: Agent infeasible",
+        ]
+    )
+    assert [(w.line_number, w.meaning.split(" (")[0]) for w in scan_log(log)] == [
+        (2, "the DFC lowered the optimization level"),
+        (3, "the DFC found no usable GPU"),
+        (4, "the allocator failed with map::at"),
+        (5, "the allocator could not map the model onto the device"),
+    ]
+    assert scan_log("[info] Compilation succeeded\n") == ()
+
+
+def test_without_hailo_sdk_client_compiling_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "hailo_sdk_client", None)
+    with pytest.raises(
+        DfcNotInstalled, match=r"Dataflow Compiler is not installed .*hailo_dataflow_compiler-.*--dry-run"
+    ):
+        load_sdk()
+    with pytest.raises(DfcNotInstalled, match="hailo_sdk_client"):
+        compile_hef(CompileRequest(DEMO, tmp_path), tmp_path / "out", cache_root=tmp_path / "cache")
+    assert not (tmp_path / "out").exists()
+
+
+def test_emulation_runs_the_optimized_har_in_the_stage_asked_for(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    result = compile_hef(
+        CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
+    )
+    sdk.CALLS.clear()
+    emulator = HarEmulator(result.har)
+    images = np.zeros((2, 256, 256, 3), dtype=np.uint8)
+    outputs = emulator.infer("fp_optimized", images)
+    emulator.infer("quantized", images)
+    assert _calls(sdk, "ClientRunner") == [{"hw_arch": None, "har": str(result.har)}]
+    assert [c["target"] for c in _calls(sdk, "infer_context")] == [
+        sdk.InferenceContext.SDK_FP_OPTIMIZED,
+        sdk.InferenceContext.SDK_QUANTIZED,
+    ]
+    assert [(c["shape"], c["dtype"]) for c in _calls(sdk, "infer")] == [((2, 256, 256, 3), np.float32)] * 2
+    assert [o.shape for o in outputs[:2]] == [(2, 32, 32, 64), (2, 32, 32, 2)]
+    with pytest.raises(HarnessError, match=r"shape \(2, 3, 256, 256\), expected \(N, H, W, 3\)"):
+        emulator.infer("quantized", np.zeros((2, 3, 256, 256)))
+    with pytest.raises(ValueError):
+        emulator.infer("hardware", images)
+
+
+def test_first_degraded_stage_names_fp_optimized_before_quantization() -> None:
+    maps = {"float": 0.60, "fp_optimized": 0.50, "quantized": 0.45, "hardware": 0.44}
+    found = first_degraded_stage(maps, tolerance=0.02)
+    assert found is not None and found.stage == "fp_optimized" and found.drop == pytest.approx(0.10)
+    assert "before quantization" in found.message
+    found = first_degraded_stage({**maps, "fp_optimized": 0.595}, tolerance=0.02)
+    assert found is not None and found.stage == "quantized"
+    assert first_degraded_stage({"float": 0.6, "quantized": 0.59, "hardware": 0.585}, tolerance=0.02) is None
+    assert first_degraded_stage({"float": 0.5, "hardware": 0.25}, tolerance=0.25) is None  # exactly at the tolerance
+
+
+def test_first_degraded_stage_refuses_maps_without_float_or_with_unknown_stages() -> None:
+    with pytest.raises(HarnessError, match="expected 'float' among them"):
+        first_degraded_stage({"quantized": 0.5}, 0.01)
+    with pytest.raises(HarnessError, match=r"stages \['int8'\]"):
+        first_degraded_stage({"float": 0.5, "int8": 0.4}, 0.01)
+
+
+@given(
+    st.dictionaries(st.sampled_from(STAGES[1:]), st.floats(0, 1)),
+    st.floats(0, 1),
+    st.floats(0, 0.5),
+)
+def test_first_degraded_stage_is_past_the_tolerance_and_no_earlier_stage_is(
+    others: dict[str, float], float_map: float, tolerance: float
+) -> None:
+    maps = {"float": float_map, **others}
+    found = first_degraded_stage(maps, tolerance)
+    earlier = STAGES[1:] if found is None else STAGES[1 : STAGES.index(found.stage)]
+    assert all(float_map - maps[s] <= tolerance for s in earlier if s in maps)
+    if found is not None:
+        assert found.drop > tolerance and found.map == maps[found.stage]
+
+
+@pytest.mark.dfc
+def test_real_dfc_translation_names_the_demo_heads_and_the_scripts_validate(tmp_path: Path) -> None:
+    sdk = load_sdk()
+    facts = onnx_facts(load_model(DEMO), str(DEMO))
+    runner = sdk.ClientRunner(hw_arch="hailo8")
+    runner.translate_onnx_model(
+        str(DEMO),
+        "demo",
+        start_node_names=["images"],
+        end_node_names=[h.node for h in facts.heads],
+        net_input_shapes={"images": [1, 3, 256, 256]},
+    )
+    table = parsed_layers(runner.get_hn())
+    names = names_from_parsed(facts, table)
+    assert len(set(names.values())) == 6
+    from harness.backends.dfc.scripts import NmsSettings, write_scripts
+
+    files = write_scripts(tmp_path, "demo", facts, names, NmsSettings())
+    assert not failures(validate_files(files.alls, files.nms_json, facts, table))
+
+
+@pytest.mark.dfc
+def test_real_dfc_compiles_the_demo_model_into_a_hef(calibration: Path, tmp_path: Path) -> None:
+    result = compile_hef(
+        CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
+    )
+    assert result.hef.read_bytes()[:4] == b"\x01HEF"
+    assert result.har.is_file() and result.log.read_text()

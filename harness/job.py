@@ -17,7 +17,7 @@ from harness.backends.emulator import EmulatorOptions, EmulatorRunner, build_emu
 from harness.cache import PredictionCache
 from harness.data.dataset import Dataset, load_yolo
 from harness.data.synthetic import Recipe, write_dataset
-from harness.detect import EMULATED_HAILO, NmsBufferPath, OnnxPath
+from harness.detect import EMULATED_HAILO, HAILO, NmsBufferPath, OnnxPath, RawHeadsPath
 from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
 from harness.gates import GateResult, gate_path_agreement, missing_golden_gates, run_gates
@@ -51,6 +51,10 @@ class JobConfig:
     update_golden: bool = False
     invocation: tuple[str, ...] = ("hailo-harness", "run")
     progress: bool | None = None
+    # The Hailo path: "emulator" (the ONNX as an emulated HEF) or "hailort" (``hef`` on a device).
+    backend: str = "emulator"
+    hef: Path | None = None
+    hailo_devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,11 +93,14 @@ def load_dataset(config: JobConfig) -> Dataset:
     return load_yolo(config.dataset if config.dataset is not None else demo_data(config.cache_dir))
 
 
-def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
-    dataset = load_dataset(config)
-    _, input_hw = model_input(load_model(config.onnx))
-    settings = EvalSettings(input_hw, score_threshold=config.score_threshold, iou_threshold=config.iou_threshold)
-    cache = PredictionCache(config.cache_dir / "predictions")
+def _emulated(
+    config: JobConfig,
+    settings: EvalSettings,
+    names: Sequence[str] | None,
+    dataset: Dataset,
+    cache: PredictionCache,
+    log: Callable[[str], None],
+) -> PathResult:
     options = EmulatorOptions(
         calibration_count=config.calibration_count,
         sigmoid_inside=True,
@@ -104,13 +111,46 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     )
     hef = build_emulated_hef(config.onnx, _calibration_source(config), options, config.cache_dir / "emulator")
     log(f"Hailo path: {hef.label}")
+    with EmulatorRunner(hef) as runner:
+        path = NmsBufferPath(runner, settings, config.onnx, EMULATED_HAILO, names, variant=hef.content_hash)
+        return evaluate_path(path, dataset, cache, config.progress)
+
+
+def _on_device(
+    config: JobConfig,
+    settings: EvalSettings,
+    names: Sequence[str] | None,
+    dataset: Dataset,
+    cache: PredictionCache,
+    log: Callable[[str], None],
+) -> PathResult:
+    """The HEF on a Hailo device: an NMS HEF through its NMS buffer, a raw HEF through the harness decoder."""
+    from harness.backends.hailort import HailoRTRunner
+
+    if config.hef is None:
+        raise HarnessError("backend hailort: give the HEF to run on the device (--hef)")
+    with HailoRTRunner(config.hef, device_ids=config.hailo_devices or None) as runner:
+        nms = any(s.is_nms for s in runner.output_specs.values())
+        kind = NmsBufferPath if nms else RawHeadsPath
+        result = evaluate_path(kind(runner, settings, config.hef, HAILO, names), dataset, cache, config.progress)
+        fps = f"{runner.fps:.1f}" if runner.fps else "no"
+        log(f"Hailo path: {runner.label}; {fps} frames per second measured on the device")
+        return result
+
+
+def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
+    dataset = load_dataset(config)
+    _, input_hw = model_input(load_model(config.onnx))
+    settings = EvalSettings(input_hw, score_threshold=config.score_threshold, iou_threshold=config.iou_threshold)
+    cache = PredictionCache(config.cache_dir / "predictions")
     with OnnxPath(config.onnx, settings) as onnx_path:
         reference = evaluate_path(onnx_path, dataset, cache, config.progress)
-    with EmulatorRunner(hef) as runner:
-        hailo_path = NmsBufferPath(
-            runner, settings, config.onnx, EMULATED_HAILO, onnx_path.model_names, variant=hef.content_hash
-        )
-        hailo = evaluate_path(hailo_path, dataset, cache, config.progress)
+    if config.backend == "hailort":
+        hailo = _on_device(config, settings, onnx_path.model_names, dataset, cache, log)
+    elif config.backend == "emulator":
+        hailo = _emulated(config, settings, onnx_path.model_names, dataset, cache, log)
+    else:
+        raise HarnessError(f"backend {config.backend!r}: expected 'emulator' or 'hailort'")
     results = (reference, hailo)
     ground_truth = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in dataset.samples]
     names = [c.name for c in reference.metrics.per_class]

@@ -16,7 +16,7 @@ import pytest
 
 from harness.conformance import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
 from harness.data.dataset import load_yolo
-from harness.detect import EMULATED_HAILO, ONNX
+from harness.detect import EMULATED_HAILO, HAILO, ONNX
 from harness.errors import HarnessError
 from harness.hef.checks import CheckContext, CheckResult, facts_from_onnx, run_checks
 from harness.hef.reader import read_hef
@@ -34,6 +34,7 @@ OPTIONS = {
     "golden": "golden baselines folder (default: golden/ of the project)",
     "backend": "the Hailo path's backend: emulator (default) or hailort",
     "report": "folder for the Markdown / JSON / HTML reports (default: reports/latest)",
+    "hailo_device": "Hailo device id(s) for --backend hailort, comma-separated (default: any)",
     "decoder": "run the decoder conformance suite against a six-output decoder 'package.module:function'",
 }
 BACKENDS = ("emulator", "hailort")
@@ -132,7 +133,7 @@ def _job_config(config: pytest.Config) -> JobConfig:
     onnx = _option(config, "onnx")
     assert onnx is not None
     dataset, golden, report = _option(config, "dataset"), _option(config, "golden"), _option(config, "report")
-    threshold = _option(config, "score_threshold")
+    threshold, hef = _option(config, "score_threshold"), _option(config, "hef")
     defaults = JobConfig()
     return JobConfig(
         onnx=Path(onnx),
@@ -144,6 +145,9 @@ def _job_config(config: pytest.Config) -> JobConfig:
         update_golden=bool(config.getoption("harness_update_golden")),
         invocation=("pytest", *config.invocation_params.args),
         progress=False,
+        backend=_option(config, "backend") or "emulator",
+        hef=Path(hef) if hef else None,
+        hailo_devices=tuple(d for d in (_option(config, "hailo_device") or "").split(",") if d),
     )
 
 
@@ -186,17 +190,15 @@ def _job_gate_items(parent: pytest.Collector) -> list[pytest.Item]:
     backend = _option(config, "backend") or "emulator"
     if backend not in BACKENDS:
         raise pytest.UsageError(f"--backend {backend!r}: expected one of {list(BACKENDS)}")
-    if backend == "hailort":
-        raise pytest.UsageError(
-            "--backend hailort: the HailoRT backend is not part of this harness version yet; "
-            "use --backend emulator (the HEF path emulated from the ONNX, labelled emulated)"
-        )
+    if backend == "hailort" and not _option(config, "hef"):
+        raise pytest.UsageError("--backend hailort: give the HEF to run on the device (--hef model.hef)")
     if _option(config, "har"):
         raise pytest.UsageError("--har: the Dataflow Compiler backend is not part of this harness version yet")
     job_config = _job_config(config)
     dataset = job_config.dataset.name if job_config.dataset else DEMO_DATASET_NAME
-    names = [f"test_{kind}[{dataset}-{path}]" for path in (ONNX, EMULATED_HAILO) for kind in GATE_KINDS]
-    names.append(f"test_path_agreement[{dataset}-{EMULATED_HAILO}]")
+    hailo = HAILO if backend == "hailort" else EMULATED_HAILO
+    names = [f"test_{kind}[{dataset}-{path}]" for path in (ONNX, hailo) for kind in GATE_KINDS]
+    names.append(f"test_path_agreement[{dataset}-{hailo}]")
     return [JobGateItem.from_parent(parent, name=name) for name in names]
 
 

@@ -110,10 +110,16 @@ def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
         assert name in out
 
 
-def test_hailort_backend_and_har_are_clear_usage_errors_here(pytester):
+def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, shared_fixtures):
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--backend", "hailort")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--backend hailort*use --backend emulator*"])
+    result.stderr.fnmatch_lines(["*--backend hailort: give the HEF*"])
+    hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
+    result = pytester.runpytest_subprocess(
+        "--onnx", str(DEMO), "--hef", str(hef), "--backend", "hailort", "-k", "test_box_count and hailo]"
+    )
+    result.assert_outcomes(failed=1, deselected=17)
+    result.stdout.fnmatch_lines(["*the evaluation could not run:*hailo_platform*emulator*"])
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--har", "m.har")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 

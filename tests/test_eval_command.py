@@ -76,14 +76,16 @@ def test_eval_text_report_states_settings_metrics_and_classes(model, dataset, ca
     assert not Path(".harness-cache").exists()
 
 
-def test_eval_hailort_backend_without_hailort_says_so_and_names_the_emulator(tmp_path, dataset, capsys):
+def test_eval_hailort_backend_without_hailort_says_so_and_names_the_emulator(model, tmp_path, dataset, capsys):
     if importlib.util.find_spec("hailo_platform") is not None:
         pytest.skip("HailoRT is installed here")
     hef = tmp_path / "m.hef"
     hef.write_bytes(b"hef")
     assert cli.main(["eval", "--hef", str(hef), "--dataset", dataset]) == 2
+    assert "needs --onnx M.onnx (the model's export, for its class names)" in capsys.readouterr().err
+    assert cli.main(["eval", "--hef", str(hef), "--onnx", model, "--dataset", dataset, "--backend", "hailort"]) == 2
     err = capsys.readouterr().err
-    assert "HailoRT (the hailo_platform package) is not installed" in err and "--backend emulator" in err
+    assert "hailo_platform, HailoRT's Python wheel, which is not installed" in err and "--backend emulator" in err
 
 
 def _renamed_dataset(root: Path, source: str, names: list[str]) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -19,7 +18,7 @@ import numpy as np
 from harness.cache import DEFAULT_ROOT, PredictionCache
 from harness.data.dataset import Dataset, class_map, load_yolo
 from harness.decode.config import NmsMode
-from harness.detect import EMULATED_HAILO, DetectionPath, NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names
+from harness.detect import EMULATED_HAILO, HAILO, DetectionPath, NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names
 from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
 from harness.onnx_graph import load_model, model_input
@@ -114,26 +113,13 @@ def _settings(args: argparse.Namespace, input_hw: tuple[int, int], mapping: tupl
     )
 
 
-def _no_hailort() -> HarnessError:
-    if importlib.util.find_spec("hailo_platform") is None:
-        return HarnessError(
-            "--backend hailort: HailoRT (the hailo_platform package) is not installed; install HailoRT's wheel "
-            "where a Hailo device is attached, or use --onnx M.onnx --backend emulator to emulate the HEF on the CPU"
-        )
-    return HarnessError(
-        "--backend hailort: this harness has no HailoRT runner yet; use --onnx M.onnx --backend emulator "
-        "to emulate the HEF on the CPU"
-    )
-
-
 @contextmanager
 def open_path(args: argparse.Namespace, dataset: Dataset) -> Iterator[DetectionPath]:
     """The path the arguments name, with the class map by name settled; closed afterwards."""
     backend = args.backend or ("onnx" if args.onnx is not None else "hailort")
-    if backend == "hailort":
-        raise _no_hailort()
     if args.onnx is None:
-        raise HarnessError(f"--backend {backend}: needs --onnx M.onnx (a HEF runs only with --backend hailort)")
+        # The HEF carries no class names: the export's metadata gives them, and the class map by name.
+        raise HarnessError(f"--backend {backend}: needs --onnx M.onnx (the model's export, for its class names)")
     model = load_model(args.onnx)
     _, input_hw = model_input(model)
     names = onnx_class_names(model, str(args.onnx))
@@ -143,12 +129,27 @@ def open_path(args: argparse.Namespace, dataset: Dataset) -> Iterator[DetectionP
         args, input_hw, tuple(int(i) for i in class_map(dataset.names, names, explicit_map(args.map_class)))
     )
     with ExitStack() as stack:
+        if backend == "hailort":
+            yield _device_path(args, settings, names, stack)
+            return
         if backend == "onnx":
             if args.calibration is not None or args.sigmoid_inside or args.hef_nms:
                 raise HarnessError("--calibration, --sigmoid-inside and --hef-nms belong to --backend emulator")
             yield stack.enter_context(OnnxPath(args.onnx, settings, names))
             return
         yield _emulated_path(args, settings, names, stack)
+
+
+def _device_path(
+    args: argparse.Namespace, settings: EvalSettings, names: tuple[str, ...], stack: ExitStack
+) -> DetectionPath:
+    from harness.backends.hailort import HailoRTRunner
+
+    if args.hef is None:
+        raise HarnessError("--backend hailort: needs --hef M.hef (the compiled model to run on the device)")
+    runner = stack.enter_context(HailoRTRunner(args.hef))
+    kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
+    return kind(runner, settings, args.hef, HAILO, names)
 
 
 def _emulated_path(

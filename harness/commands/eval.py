@@ -35,9 +35,8 @@ _DEFAULTS = EvalSettings(input_hw=(640, 640))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--onnx", type=Path, metavar="M.onnx", help="Ultralytics detect export")
-    model.add_argument("--hef", type=Path, metavar="M.hef", help="compiled HEF (runs on a Hailo device)")
+    parser.add_argument("--onnx", type=Path, metavar="M.onnx", help="Ultralytics detect export (names the classes)")
+    parser.add_argument("--hef", type=Path, metavar="M.hef", help="compiled HEF (runs on a Hailo device)")
     parser.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -116,7 +115,7 @@ def _settings(args: argparse.Namespace, input_hw: tuple[int, int], mapping: tupl
 @contextmanager
 def open_path(args: argparse.Namespace, dataset: Dataset) -> Iterator[DetectionPath]:
     """The path the arguments name, with the class map by name settled; closed afterwards."""
-    backend = args.backend or ("onnx" if args.onnx is not None else "hailort")
+    backend = args.backend or ("hailort" if args.hef is not None else "onnx")
     if args.onnx is None:
         # The HEF carries no class names: the export's metadata gives them, and the class map by name.
         raise HarnessError(f"--backend {backend}: needs --onnx M.onnx (the model's export, for its class names)")

@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 
 COMMANDS = {
     "compile": "harness.commands.compile",
+    "doctor": "harness.commands.doctor",
     "eval": "harness.commands.eval",
     "inspect": "harness.commands.inspect",
     "run": "harness.commands.run",

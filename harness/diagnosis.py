@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.conformance import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS
 from harness.detections import (
     Detections,
     Letterbox,
@@ -36,7 +37,16 @@ class Evidence:
     reference path on the same images. ``None``: not measured. ``matched_share`` is matched boxes
     over all distinct boxes of both paths (matched + flipped + missed + extra; 1.0 when both are
     empty); ``swapped_matched_share`` the same after swapping x and y of the path's boxes in the
-    model input frame."""
+    model input frame.
+
+    Filled by whoever runs the extra measurement (:mod:`harness.catalogue` does), ``None`` otherwise:
+    ``settings_differences`` the settings in which the path differs from the reference
+    (``field: reference vs path``, ``"; "``-joined, ``""`` when none); ``truth_matched`` /
+    ``truth_class_flipped`` the path's boxes on a ground-truth box of the same / another class;
+    ``reversed_channels_matched_share`` the matched share when the path is fed the same images with
+    the first and last colour channels exchanged; ``decoder_conformance`` the first failure of the
+    conformance suite (:mod:`harness.conformance`) on the host decoder the path used, ``""`` when
+    it conforms."""
 
     path: str
     score_threshold: float
@@ -65,6 +75,11 @@ class Evidence:
     extra: int | None = None
     matched_share: float | None = None
     swapped_matched_share: float | None = None
+    settings_differences: str | None = None
+    truth_matched: int | None = None
+    truth_class_flipped: int | None = None
+    reversed_channels_matched_share: float | None = None
+    decoder_conformance: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,11 +124,47 @@ def _score_cap(e: Evidence) -> bool:
     )
 
 
+def _dataset_class_order(e: Evidence) -> bool:
+    assert e.truth_matched is not None and e.truth_class_flipped is not None
+    paths_agree = e.class_flipped is None or e.matched is None or e.class_flipped <= e.matched
+    return (
+        e.truth_class_flipped > e.truth_matched
+        and e.truth_class_flipped >= 0.3 * max(e.n_ground_truth, MIN_BOXES)
+        and paths_agree
+    )
+
+
 def _above_reference(value: float, reference: float | None, factor: float, floor: float) -> bool:
     return value >= floor and (reference is None or value >= factor * reference)
 
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        name="settings_differ",
+        cause="{path} was measured under other settings than the reference path ({settings_differences}): the "
+        "numbers cannot be compared, and the paths prepare or filter differently (e.g. plain resize in one, "
+        "letterbox in the other)",
+        needs=("settings_differences",),
+        holds=lambda e: bool(e.settings_differences),
+        fix="run every path under the same evaluation settings; a HEF's NMS settings are compiled in, so evaluate "
+        "at the HEF's (hailo-harness inspect shows them)",
+    ),
+    Rule(
+        name="fcr_read_channel_first",
+        # hailort: hailort/libhailort/include/hailo/hailort.h, HAILO_FORMAT_ORDER_FCR: [N, H, W, C] on the host
+        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
+        needs=("decoder_conformance",),
+        holds=lambda e: FCR_CHANNEL_FIRST in e.decoder_conformance,
+        fix="read FCR outputs channel-last, exactly like NHWC (HailoRT hands both to the host as [N, H, W, C])",
+    ),
+    Rule(
+        name="heads_paired_across_grids",
+        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
+        needs=("decoder_conformance",),
+        holds=lambda e: PAIRED_ACROSS_GRIDS in e.decoder_conformance,
+        fix="pair each box head with the class head of the same grid size (box: 4 x regression length channels, "
+        "class: one per class), never by output name or list order",
+    ),
     Rule(
         name="sigmoid_missing",
         # hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp, ``extract_detections``:
@@ -168,6 +219,16 @@ RULES: tuple[Rule, ...] = (
         fix="read HailoRT NMS records as (y_min, x_min, y_max, x_max, score), normalised to the model input",
     ),
     Rule(
+        name="channels_swapped",
+        cause="{matched_share:.0%} of the boxes match the reference, but {reversed_channels_matched_share:.0%} "
+        "match when the path is fed the same images with red and blue exchanged: the host feeds BGR "
+        "(e.g. OpenCV's cv2.imread) where the model expects RGB",
+        needs=("matched_share", "reversed_channels_matched_share"),
+        holds=lambda e: e.reversed_channels_matched_share >= max(0.5, e.matched_share + 0.2),
+        fix="convert frames to RGB before inference (cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)), as the model "
+        "was trained and calibrated on RGB",
+    ),
+    Rule(
         name="class_order",
         cause="{class_flipped} boxes sit where the reference has a box of another class, against {matched} with "
         "the same class: this path's class order differs from the reference's "
@@ -180,6 +241,16 @@ RULES: tuple[Rule, ...] = (
         ),
         fix="map dataset classes to model classes by name (settings class_map) and compile the HEF's NMS "
         "with the class order the model was trained with",
+    ),
+    Rule(
+        name="dataset_class_order",
+        cause="{truth_class_flipped} boxes sit on a ground-truth box of another class, against {truth_matched} on "
+        "one of the same class, while the paths agree with each other: the dataset's class ids mean other "
+        "classes than the model's (class map or label order)",
+        needs=("truth_matched", "truth_class_flipped", "n_ground_truth"),
+        holds=_dataset_class_order,
+        fix="map dataset classes to model classes by name (the dataset yaml's names, no explicit map unless the "
+        "names differ), and check the label files use the order the yaml names",
     ),
     Rule(
         name="box_flood",
@@ -248,6 +319,11 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "class_flipped": "class-flipped boxes",
     "matched_share": "matched share",
     "swapped_matched_share": "matched share after swapping x and y",
+    "settings_differences": "settings that differ",
+    "truth_matched": "boxes on a ground-truth box of the same class",
+    "truth_class_flipped": "boxes on a ground-truth box of another class",
+    "reversed_channels_matched_share": "matched share with red and blue exchanged",
+    "decoder_conformance": "decoder conformance",
 }
 
 

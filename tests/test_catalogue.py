@@ -1,0 +1,130 @@
+"""The failure-mode catalogue on the demo (its first 30 images): every mode injected is caught by a
+gate and named by the diagnosis, clean runs raise no alarm, and a model the emulator refuses gets
+the modes that need no emulated HEF."""
+
+import numpy as np
+import pytest
+
+from harness.catalogue import (
+    MODES,
+    MODES_BY_NAME,
+    REFUSALS,
+    clean_runs,
+    controls,
+    fcr_read_channel_first,
+    open_bench,
+    paired_by_listing_order,
+    records_read_x_first,
+    run_doctor,
+    run_mode,
+    sigmoid_on_probabilities,
+)
+from harness.conformance import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIGMOID_TWICE, run_conformance
+from harness.detections import Detections
+from harness.diagnosis import RULES
+from harness.hef.checks import STATIC_CHECKS
+from harness.settings import EvalSettings
+
+IMAGES = 30
+
+
+@pytest.fixture(scope="session")
+def doctor_cache(tmp_path_factory):
+    """One cache for the catalogue, doctor and localisation tests of a session (demo data, emulated
+    HEFs, predictions), so each is made once."""
+    return tmp_path_factory.getbasetemp() / "doctor-cache"
+
+
+@pytest.fixture(scope="module")
+def bench(doctor_cache):
+    return open_bench(images=IMAGES, cache_dir=doctor_cache)
+
+
+@pytest.fixture(scope="module")
+def rows(bench):
+    return {mode.name: run_mode(bench, mode) for mode in MODES}
+
+
+def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
+    known = {r.name for r in RULES} | {c.__name__.removeprefix("check_") for c in STATIC_CHECKS}
+    known |= {r.name for r in REFUSALS}
+    assert {m.expected for m in MODES} <= known
+    assert len(MODES_BY_NAME) == len(MODES) >= 12
+
+
+@pytest.mark.parametrize("name", [m.name for m in MODES if not m.gap])
+def test_each_injected_mode_fails_a_gate_and_is_named(rows, name):
+    row = rows[name]
+    assert row.injected and row.gate_failed, row
+    assert (row.diagnosis, row.correct) == (MODES_BY_NAME[name].expected, True), row.cause
+
+
+def test_a_host_sigmoid_over_nms_scores_is_named_but_no_gate_can_catch_it(rows):
+    row = rows["host_sigmoid_on_nms_scores"]
+    assert row.gap and row.gate_failed is False
+    assert row.diagnosis == "sigmoid_applied_twice" and "[0.5, 0.731]" in row.cause
+
+
+def test_the_field_reports_symptoms_are_named_with_their_numbers(rows):
+    assert "stopped at the same highest value" in rows["calibration_off_domain"].cause
+    assert "outside [0, 1]" in rows["nms_without_sigmoid"].cause
+    assert "not a raw head map" in rows["raw_decoder_on_nms_buffer"].gate  # an explicit error, not nonsense boxes
+    assert "preprocess: 'letterbox' vs 'resize'" in rows["resize_not_letterbox"].gate
+    assert "same names in another order" in rows["class_names_swapped"].gate
+    assert "class_map: [0, 1] vs [1, 0]" in rows["class_map_wrong"].gate
+
+
+def test_clean_paths_pass_every_gate_and_no_rule_fires(bench):
+    clean, raw, static = controls(bench)
+    for row in (clean, raw):
+        assert (row.gate_failed, row.diagnosis, row.correct) == (False, "none", True), row.gate
+    # The demo model never scores above 0.0012 on its stride-16/32 class outputs over the calibration
+    # frames, so the static score-range check flags those outputs of the clean HEF; nothing else fails.
+    assert static.diagnosis in ("none", "class_score_range")
+
+
+def test_clean_runs_on_five_samples_agree_with_the_reference_within_tolerance(bench):
+    runs = clean_runs(bench)
+    assert [r.seed for r in runs] == [0, 1, 2, 3, 4]
+    assert all(r.n_images == 24 for r in runs)
+    assert all(r.passed for r in runs), runs
+    assert len({round(r.matched_share, 6) for r in runs}) > 1  # five different samples
+
+
+@pytest.mark.parametrize(
+    ("decoder", "named"),
+    [(fcr_read_channel_first, FCR_CHANNEL_FIRST), (paired_by_listing_order, PAIRED_ACROSS_GRIDS)],
+)
+def test_the_injectable_wrong_decoders_are_named_by_the_conformance_suite(decoder, named):
+    failures = [f for f in run_conformance(decoder).values() if f]
+    assert failures and named in failures[0]
+
+
+def test_a_host_sigmoid_decoder_squeezes_scores_in_the_conformance_suite():
+    failures = [f for f in run_conformance(sigmoid_on_probabilities).values() if f]
+    assert SIGMOID_TWICE in failures[0]
+
+
+def test_reading_records_x_first_swaps_x_and_y_in_the_model_input():
+    settings = EvalSettings((256, 256))
+    boxes = np.array([[10, 20, 50, 120]], np.float32)  # in a 256x256 image: no letterbox
+    got = records_read_x_first(settings)(Detections(boxes, [0.9], [1]), (256, 256))
+    np.testing.assert_allclose(got.boxes, [[20, 10, 120, 50]], atol=1e-4)
+
+
+def test_a_model_the_emulator_refuses_gets_the_modes_without_an_emulated_hef(shared_fixtures, doctor_cache):
+    modes = [MODES_BY_NAME[n] for n in ("calibration_off_domain", "nms_records_read_x_first", "nms_classes_wrong")]
+    table = run_doctor(
+        shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx",
+        shared_fixtures / "datasets" / "coco128_val16",
+        images=4,
+        modes=modes,
+        cache_dir=doctor_cache,
+        seeds=(),
+    )
+    skipped, swapped, static = table.rows
+    assert not skipped.injected and skipped.gate_failed is None and "quantized ops" in skipped.how
+    assert table.hailo_path.startswith("none:") and table.clean_runs == ()
+    assert (swapped.gate_failed, swapped.diagnosis) == (True, "yx_swapped")
+    assert (static.gate_failed, static.diagnosis) == (True, "nms_classes_vs_onnx")
+    assert all(not r.gate_failed for r in table.controls)

@@ -1,0 +1,66 @@
+"""Per-tensor SQNR between the emulated HEF's float and quantized graphs: every tensor measured,
+worst first, and an off-domain calibration shows up on the class head it caps."""
+
+import math
+
+import pytest
+
+from harness.catalogue import open_bench
+from harness.errors import HarnessError
+from harness.localisation import layer_sqnr, worst_layers
+
+FRAMES = 2
+STRIDE_8_CLASS_HEAD = "/model.23/cv3.0/cv3.0.2/Conv_output_0"
+
+
+@pytest.fixture(scope="session")
+def doctor_cache(tmp_path_factory):
+    """The cache test_catalogue.py uses too (same session path), so nothing is made twice."""
+    return tmp_path_factory.getbasetemp() / "doctor-cache"
+
+
+@pytest.fixture(scope="module")
+def bench(doctor_cache):
+    return open_bench(images=FRAMES, cache_dir=doctor_cache)
+
+
+@pytest.fixture(scope="module")
+def frames(bench):
+    return [s.path for s in bench.dataset.samples]
+
+
+@pytest.fixture(scope="module")
+def in_domain(bench, frames):
+    return layer_sqnr(bench.hef, frames)
+
+
+def test_every_head_and_hundreds_of_tensors_are_measured_worst_first(bench, in_domain):
+    names = {layer.tensor for layer in in_domain}
+    assert {h.name for h in bench.hef.heads} <= names and len(in_domain) > 200
+    assert [layer.accumulated_db for layer in in_domain] == sorted(layer.accumulated_db for layer in in_domain)
+    assert all(math.isfinite(layer.local_db) and math.isfinite(layer.accumulated_db) for layer in in_domain)
+    head = next(layer for layer in in_domain if layer.tensor == STRIDE_8_CLASS_HEAD)
+    assert head.op == "Sigmoid" and head.accumulated_db < head.local_db  # the error upstream adds to its own
+
+
+def test_off_domain_calibration_costs_the_stride_8_class_head_most_of_its_sqnr(bench, frames, in_domain):
+    off = layer_sqnr(bench.emulated(bench.options, bench.off_domain), frames)
+
+    def head(layers):
+        return next(layer for layer in layers if layer.tensor == STRIDE_8_CLASS_HEAD)
+
+    assert head(off).local_db < head(in_domain).local_db - 6  # its own clip, at least 6 dB worse
+    assert head(off).accumulated_db < head(in_domain).accumulated_db
+
+
+def test_worst_layers_are_rows_a_report_can_show(in_domain):
+    rows = worst_layers(in_domain, 5)
+    assert 5 <= len(rows) <= 6
+    assert set(rows[0]) == {"tensor", "op", "node", "local_sqnr_db", "accumulated_sqnr_db"}
+    assert rows[0]["accumulated_sqnr_db"] == round(in_domain[0].accumulated_db, 2)
+    assert min(r["local_sqnr_db"] for r in rows) == round(min(layer.local_db for layer in in_domain), 2)
+
+
+def test_no_frames_is_an_error(bench):
+    with pytest.raises(HarnessError, match="no images given"):
+        layer_sqnr(bench.hef, [])

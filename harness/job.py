@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.backends.emulator import EmulatorOptions, EmulatorRunner, build_emulated_hef
+from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef
 from harness.cache import PredictionCache
 from harness.data.dataset import Dataset, load_yolo
 from harness.data.synthetic import Recipe, write_dataset
@@ -22,6 +22,7 @@ from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
 from harness.gates import GateResult, gate_path_agreement, missing_golden_gates, run_gates
 from harness.golden import golden_from_result, golden_path, load_golden, missing_golden_message, write_golden
+from harness.localisation import layer_sqnr, worst_layers
 from harness.metrics.coco import paired_bootstrap
 from harness.onnx_graph import load_model, model_input
 from harness.report import write_reports
@@ -33,6 +34,7 @@ DEMO_ONNX = ROOT / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 # The demo model's own validation and calibration frames (datasets/demo/MODEL_CARD.md: seed 0).
 DEMO_RECIPE = Recipe(seed=0, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)
 IN_DOMAIN, OFF_DOMAIN = "in-domain", "off-domain"
+LOCALISATION_FRAMES = 16
 DEMO_DATASET_NAME = f"synthetic_fire_smoke_seed{DEMO_RECIPE.seed}"
 
 
@@ -100,7 +102,7 @@ def _emulated(
     dataset: Dataset,
     cache: PredictionCache,
     log: Callable[[str], None],
-) -> PathResult:
+) -> tuple[PathResult, EmulatedHef]:
     options = EmulatorOptions(
         calibration_count=config.calibration_count,
         sigmoid_inside=True,
@@ -113,7 +115,7 @@ def _emulated(
     log(f"Hailo path: {hef.label}")
     with EmulatorRunner(hef) as runner:
         path = NmsBufferPath(runner, settings, config.onnx, EMULATED_HAILO, names, variant=hef.content_hash)
-        return evaluate_path(path, dataset, cache, config.progress)
+        return evaluate_path(path, dataset, cache, config.progress), hef
 
 
 def _on_device(
@@ -145,10 +147,11 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     cache = PredictionCache(config.cache_dir / "predictions")
     with OnnxPath(config.onnx, settings) as onnx_path:
         reference = evaluate_path(onnx_path, dataset, cache, config.progress)
+    emulated_hef: EmulatedHef | None = None
     if config.backend == "hailort":
         hailo = _on_device(config, settings, onnx_path.model_names, dataset, cache, log)
     elif config.backend == "emulator":
-        hailo = _emulated(config, settings, onnx_path.model_names, dataset, cache, log)
+        hailo, emulated_hef = _emulated(config, settings, onnx_path.model_names, dataset, cache, log)
     else:
         raise HarnessError(f"backend {config.backend!r}: expected 'emulator' or 'hailort'")
     results = (reference, hailo)
@@ -174,7 +177,12 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
             gates.extend(run_gates(result, golden, reference, bootstrap, original_hw))
         else:
             gates.extend(run_gates(result, golden, original_hw=original_hw))
-    reports = write_reports(config.report_dir, results, gates, dataset)
+    layers: list[dict[str, object]] = []
+    if emulated_hef is not None and not all(g.passed for g in gates if g.name.endswith(f"-{EMULATED_HAILO}]")):
+        # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
+        frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
+        layers = worst_layers(layer_sqnr(emulated_hef, frames))
+    reports = write_reports(config.report_dir, results, gates, dataset, layers)
     return JobResult(results, tuple(gates), reports, tuple(changes))
 
 

@@ -23,6 +23,7 @@ def test_main_job_on_the_demo_passes_every_gate_against_the_shipped_golden(confi
     assert [r.label for r in job.results] == ["onnx", "emulated-hailo (emulated)"]
     assert all(p.exists() for p in job.reports.values())
     assert "emulated" in job.reports["html"].read_text()
+    assert "Worst layers" not in job.reports["markdown"].read_text()  # localisation only explains failures
     assert summary_lines(job)[-1] == f"PASSED: {len(job.gates)} of {len(job.gates)} gates passed"
 
 
@@ -37,3 +38,4 @@ def test_off_domain_calibration_fails_the_gate_and_names_the_score_cap(config):
     hailo = job.results[1]
     assert hailo.predictions and max(float(d.scores.max(initial=0)) for d in hailo.predictions) < 0.5
     assert not any(name.endswith("-onnx]") for name in failed)  # the ONNX path is unaffected
+    assert "Worst layers (emulated HEF vs float graph, per-tensor SQNR)" in job.reports["markdown"].read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.data.dataset import Dataset
 from harness.gates import GateResult
@@ -18,13 +19,17 @@ __all__ = ["ReportError", "write_reports"]
 
 
 def write_reports(
-    out_dir: str | os.PathLike[str], results: Sequence[PathResult], gates: Sequence[GateResult], dataset: Dataset
+    out_dir: str | os.PathLike[str],
+    results: Sequence[PathResult],
+    gates: Sequence[GateResult],
+    dataset: Dataset,
+    worst_layers: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Path]:
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
     reference path (the ONNX) the others were compared with, all on the same images of ``dataset``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    document = report_document(results, gates, dataset)
+    document = report_document(results, gates, dataset, worst_layers)
     charts, images = pictures(results, dataset)
     files = {"markdown": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
     files["markdown"].write_text(render_markdown(document), encoding="utf-8")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from harness.report.markdown import interval, num, path_kind, settings
+from harness.report.markdown import LAYER_HEADER, interval, layer_rows, num, path_kind, settings
 from harness.report.plots import Picture
 
 _STYLE = """
@@ -62,6 +62,10 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
     if failed:
         parts.append("<h2>Failures</h2>")
         parts += [f"<h3><code>{escape(g['name'])}</code></h3><pre>{escape(g['message'])}</pre>" for g in failed]
+    if document["worst_layers"]:
+        parts.append("<h2>Worst layers (emulated HEF vs float graph, per-tensor SQNR)</h2>")
+        rows = [[escape(cell) for cell in row] for row in layer_rows(document["worst_layers"])]
+        parts.append(_table(LAYER_HEADER, rows))
     parts += [
         "<h2>Paths</h2>",
         _table(

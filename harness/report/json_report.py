@@ -21,7 +21,12 @@ from harness.result import PathResult
 SCHEMA_VERSION = 1
 
 
-def report_document(results: Sequence[PathResult], gates: Sequence[GateResult], dataset: Dataset) -> dict[str, Any]:
+def report_document(
+    results: Sequence[PathResult],
+    gates: Sequence[GateResult],
+    dataset: Dataset,
+    worst_layers: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
         "passed": all(g.passed for g in gates),
@@ -36,6 +41,8 @@ def report_document(results: Sequence[PathResult], gates: Sequence[GateResult], 
         },
         "gates": [_gate(g) for g in gates],
         "paths": [_path(r) for r in results],
+        # Per-tensor SQNR of the emulated HEF against its float graph, worst first (harness.localisation)
+        "worst_layers": [dict(row) for row in worst_layers],
     }
     return _strict(document)
 

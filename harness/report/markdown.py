@@ -37,6 +37,9 @@ def render_markdown(document: dict[str, Any]) -> str:
         lines += ["## Failures", ""]
         for g in failed:
             lines += [f"### `{g['name']}`", "", "```", g["message"], "```", ""]
+    if document["worst_layers"]:
+        lines += ["## Worst layers (emulated HEF vs float graph, per-tensor SQNR)", ""]
+        lines += [table(LAYER_HEADER, layer_rows(document["worst_layers"])), ""]
     lines += [
         "## Paths",
         "",
@@ -97,6 +100,15 @@ def path_kind(path: dict[str, Any]) -> str:
     if path["path"] == "onnx":
         return "host"
     return "emulated" if path["emulated"] else "hardware"
+
+
+LAYER_HEADER = ["tensor", "op", "own SQNR dB", "accumulated SQNR dB"]
+
+
+def layer_rows(layers: list[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [str(r["tensor"]), str(r["op"]), f"{r['local_sqnr_db']:.1f}", f"{r['accumulated_sqnr_db']:.1f}"] for r in layers
+    ]
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

@@ -744,8 +744,6 @@ MODES: tuple[Mode, ...] = (
         "wrapper applying a sigmoid to every detection score of the path under test",
         "sigmoid_applied_twice",
         _host_sigmoid_on_nms_scores,
-        gap="a sigmoid keeps the score order and the threshold already passed: mAP, box counts and agreement are "
-        "unchanged and only the score histogram shows it, which no gate holds",
     ),
     Mode(
         "raw_decoder_on_nms_buffer",

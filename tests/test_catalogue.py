@@ -59,9 +59,9 @@ def test_each_injected_mode_fails_a_gate_and_is_named(rows, name):
     assert (row.diagnosis, row.correct) == (MODES_BY_NAME[name].expected, True), row.cause
 
 
-def test_a_host_sigmoid_over_nms_scores_is_named_but_no_gate_can_catch_it(rows):
+def test_a_host_sigmoid_over_nms_scores_is_caught_by_the_score_drift_of_the_agreement_gate(rows):
     row = rows["host_sigmoid_on_nms_scores"]
-    assert row.gap and row.gate_failed is False
+    assert row.gate_failed and "test_path_agreement" in row.gate
     assert row.diagnosis == "sigmoid_applied_twice" and "[0.5, 0.731]" in row.cause
 
 

@@ -3,6 +3,7 @@ import pytest
 import synthetic_results as sr
 
 from harness.gates import (
+    SCORE_DRIFT_LIMIT,
     gate_box_count,
     gate_map,
     gate_path_agreement,
@@ -133,7 +134,8 @@ def test_box_count_below_one_per_image_is_held_to_one_box(hailo):
 
 
 def test_path_agreement_passes_on_matching_paths_and_fails_below_the_floor(truths, onnx, hailo):
-    gate = gate_path_agreement(onnx, hailo)
+    twin = sr.result(sr.with_scores(onnx.predictions, lambda s: s - 0.02), truths, path="hailo")
+    gate = gate_path_agreement(onnx, twin)
     assert gate.passed and gate.observed == 1.0 and gate.tolerance == 0.8
     assert gate.name == "test_path_agreement[fire_smoke_val-hailo]"
 
@@ -149,6 +151,13 @@ def test_path_agreement_passes_on_matching_paths_and_fails_below_the_floor(truth
     assert not gate.passed
     assert f"{n_missed} missed, 0 extra, {n_flipped} class-flipped" in gate.message
     assert "score drift -" in gate.message
+
+
+def test_path_agreement_fails_when_the_same_boxes_are_scored_differently(truths, onnx):
+    squeezed = sr.result(sr.with_scores(onnx.predictions, lambda s: 1 / (1 + np.exp(-s))), truths, path="hailo")
+    gate = gate_path_agreement(onnx, squeezed)
+    assert not gate.passed and gate.observed == 1.0
+    assert f"more than {SCORE_DRIFT_LIMIT}: the two paths score the same objects differently" in gate.message
 
 
 def test_path_agreement_needs_same_settings_and_images(truths, onnx, hailo):

@@ -1,6 +1,7 @@
 import contextlib
 import io
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from pycocotools.cocoeval import COCOeval
 
 from harness.data.dataset import GroundTruth, load_yolo
 from harness.detections import Detections
+from harness.metrics import coco
 from harness.metrics.coco import (
     MetricsError,
     evaluate,
@@ -143,7 +145,7 @@ def test_the_real_labels_scored_against_themselves_give_map_one(shared_fixtures)
 # --- own accumulation over resampled image sets against pycocotools -----------------------------
 
 
-def _random_images(rng, n_images, n_classes=2, tie_scores=False):
+def _random_images(rng, n_images, n_classes=2, tie_scores=False, crowd_rate=0.05):
     """Fixture-like data: ~3 boxes per image, predictions near them, misses, class flips, extras."""
     truths, preds = [], []
     for _ in range(n_images):
@@ -151,7 +153,7 @@ def _random_images(rng, n_images, n_classes=2, tie_scores=False):
         xy = rng.uniform(0, 250, (m, 2))
         boxes = np.concatenate([xy, xy + rng.uniform(8, 120, (m, 2))], axis=1)
         classes = rng.integers(0, n_classes, m)
-        truths.append(_gt(boxes, classes, rng.random(m) < 0.05))
+        truths.append(_gt(boxes, classes, rng.random(m) < crowd_rate))
         keep = rng.random(m) < 0.8
         p_boxes = boxes[keep] + rng.normal(0, 6, (int(keep.sum()), 4))
         p_classes = np.where(
@@ -166,8 +168,14 @@ def _random_images(rng, n_images, n_classes=2, tie_scores=False):
     return truths, preds
 
 
-def _pycocotools_map(truths, preds, n_classes):
-    """mAP@0.5, mAP@0.5:0.95 from a plain pycocotools run with default parameters."""
+def _crowded_image(rng, n_detections=150):
+    """One fire box under ``n_detections`` fire detections around it: more than COCOeval keeps."""
+    boxes = np.tile(BOX, (n_detections, 1)) + rng.normal(0, 1, (n_detections, 4))
+    return _gt([BOX], [0]), _det(boxes, rng.random(n_detections), np.zeros(n_detections))
+
+
+def _pycocotools_eval(truths, preds, n_classes):
+    """A plain one-shot pycocotools run over the whole set with default parameters, accumulated."""
     gt_anns, dt_anns = [], []
     for i, (t, p) in enumerate(zip(truths, preds, strict=True)):
         for b, c, crowd in zip(t.boxes.astype(float), t.class_ids, t.crowd, strict=True):
@@ -190,7 +198,49 @@ def _pycocotools_map(truths, preds, n_classes):
         e.evaluate()
         e.accumulate()
         e.summarize()
+    return e
+
+
+def _pycocotools_map(truths, preds, n_classes):
+    """mAP@0.5, mAP@0.5:0.95 from a plain pycocotools run with default parameters."""
+    e = _pycocotools_eval(truths, preds, n_classes)
     return e.stats[1], e.stats[0]
+
+
+def _pycocotools_class_metrics(truths, preds, n_classes, score_threshold):
+    """Per class (n_ground_truth, ap50, ap50_95, precision, recall) from one plain pycocotools run: AP
+    from its accumulated precision (area "all", 100 detections), precision and recall at IoU 0.5 from
+    its per-image matches of the detections scoring at least ``score_threshold``."""
+    e = _pycocotools_eval(truths, preds, n_classes)
+    n_areas, n_images = len(e.params.areaRng), len(truths)
+    rows = []
+    for k in range(n_classes):
+        precision = e.eval["precision"][:, :, k, 0, -1]
+        ap50, ap = (math.nan, math.nan) if (precision == -1).any() else (precision[0].mean(), precision.mean())
+        tp = fp = n_gt = 0
+        for entry in e.evalImgs[k * n_areas * n_images : (k * n_areas + 1) * n_images]:
+            if entry is None:
+                continue
+            kept = (np.asarray(entry["dtScores"]) >= score_threshold) & ~entry["dtIgnore"][0].astype(bool)
+            tp += int((kept & (entry["dtMatches"][0] > 0)).sum())
+            fp += int((kept & (entry["dtMatches"][0] == 0)).sum())
+            n_gt += int((entry["gtIgnore"] == 0).sum())
+        rows.append((n_gt, ap50, ap, tp / (tp + fp) if tp + fp else 0.0, tp / n_gt if n_gt else 0.0))
+    return rows
+
+
+def _assert_evaluate_equals_one_shot_pycocotools(truths, preds, names, score_threshold=0.25):
+    metrics = evaluate(truths, preds, names, score_threshold)
+    ref50, ref = _pycocotools_map(truths, preds, len(names))
+    if ref50 == -1:
+        assert math.isnan(metrics.map50) and math.isnan(metrics.map50_95)
+    else:
+        assert (metrics.map50, metrics.map50_95) == (pytest.approx(ref50, abs=1e-6), pytest.approx(ref, abs=1e-6))
+    own = [(c.n_ground_truth, c.ap50, c.ap50_95, c.precision, c.recall) for c in metrics.per_class]
+    expected = _pycocotools_class_metrics(truths, preds, len(names), score_threshold)
+    assert own == [pytest.approx(row, abs=1e-6, nan_ok=True) for row in expected]
+    counts = np.bincount(np.concatenate([p.class_ids for p in preds]), minlength=len(names))
+    assert [c.n_predictions for c in metrics.per_class] == counts.tolist()
 
 
 def _assert_own_accumulation_equals_pycocotools(truths, preds, sets, n_classes=2):
@@ -218,20 +268,138 @@ def test_own_accumulation_equals_pycocotools_on_200_fixture_like_images_resample
     _assert_own_accumulation_equals_pycocotools(truths, preds, sets)
 
 
-@given(seed=st.integers(0, 2**32 - 1), n_images=st.integers(1, 12), ties=st.booleans(), n_classes=st.integers(1, 3))
-def test_own_accumulation_equals_pycocotools_on_random_resampled_image_sets(seed, n_images, ties, n_classes):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_images=st.integers(1, 12),
+    chunk=st.integers(1, 5),
+    ties=st.booleans(),
+    n_classes=st.integers(1, 3),
+)
+def test_own_accumulation_of_matches_in_chunks_equals_pycocotools_on_random_resampled_image_sets(
+    seed, n_images, chunk, ties, n_classes
+):
     rng = np.random.default_rng(seed)
     truths, preds = _random_images(rng, n_images, n_classes, tie_scores=ties)
     sets = rng.integers(0, n_images, (3, int(rng.integers(1, 2 * n_images + 1))))
-    _assert_own_accumulation_equals_pycocotools(truths, preds, sets, n_classes)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(coco, "CHUNK_IMAGES", chunk)
+        _assert_own_accumulation_equals_pycocotools(truths, preds, sets, n_classes)
 
 
 def test_over_100_detections_of_a_class_in_an_image_only_the_best_100_count():
     rng = np.random.default_rng(3)
     truths, preds = _random_images(rng, 3)
-    crowded = _det(np.tile(BOX, (150, 1)) + rng.normal(0, 1, (150, 4)), rng.random(150), np.zeros(150))
-    truths, preds = [*truths, _gt([BOX], [0])], [*preds, crowded]
+    crowded_truth, crowded = _crowded_image(rng)
+    truths, preds = [*truths, crowded_truth], [*preds, crowded]
     _assert_own_accumulation_equals_pycocotools(truths, preds, np.array([[0, 1, 2, 3], [3, 3, 0, 1]]))
+
+
+# --- matching in chunks of images against one pycocotools run over the whole set -----------------
+
+
+def _hard_images(rng, n_images, n_classes, tie_scores=False):
+    """Random images with frequent crowd regions, a few with more than 100 detections, and one class
+    more than the ground truth uses, which only false positives predict."""
+    truths, preds = _random_images(rng, n_images, n_classes, tie_scores, crowd_rate=0.3)
+    for i in rng.choice(n_images, size=max(1, n_images // 4), replace=False):
+        truths[i], preds[i] = _crowded_image(rng, int(rng.integers(101, 160)))
+    for i, p in enumerate(preds):
+        stray = rng.random(len(p)) < 0.15
+        preds[i] = _det(p.boxes, p.scores, np.where(stray, n_classes, p.class_ids))
+    return truths, preds
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_images=st.integers(1, 12),
+    chunk=st.integers(1, 5),
+    ties=st.booleans(),
+    n_classes=st.integers(1, 3),
+)
+def test_evaluate_in_chunks_equals_one_shot_pycocotools_on_random_sets(seed, n_images, chunk, ties, n_classes):
+    rng = np.random.default_rng(seed)
+    truths, preds = _hard_images(rng, n_images, n_classes, tie_scores=ties)
+    names = tuple(f"class {k}" for k in range(n_classes + 1))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(coco, "CHUNK_IMAGES", chunk)
+        _assert_evaluate_equals_one_shot_pycocotools(truths, preds, names, float(rng.choice([0.0, 0.25, 0.5])))
+
+
+def test_matches_of_10_images_in_chunks_of_3_are_those_of_one_chunk(monkeypatch):
+    truths, preds = _hard_images(np.random.default_rng(21), 10, 2)
+    whole = per_image_matches(truths, preds, 3)
+    monkeypatch.setattr(coco, "CHUNK_IMAGES", 3)
+    chunked = per_image_matches(truths, preds, 3)
+    assert chunked.n_images == whole.n_images == 10
+    for a, b in zip(chunked.classes, whole.classes, strict=True):
+        for field in ("image", "score", "true_positive", "false_positive", "n_positive"):
+            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert len(whole.classes[2].score) and not whole.classes[2].n_positive.any()  # the class without ground truth
+    assert max(len(p) for p in preds) > 100 and np.bincount(whole.classes[0].image).max() == coco.MAX_DETECTIONS
+    _assert_evaluate_equals_one_shot_pycocotools(truths, preds, ("fire", "smoke", "other"))
+
+
+def _predictions_near(truths, n_classes, rng):
+    """Detections of labelled boxes: jittered by about 7 % of their size, 15 % missed, 10 % of a
+    random class, plus up to 3 false positives per image, random scores."""
+    preds = []
+    for t in truths:
+        kept = rng.random(len(t)) > 0.15
+        size = np.tile(t.boxes[kept, 2:] - t.boxes[kept, :2], 2)
+        boxes = t.boxes[kept] + rng.normal(0, 0.07, size.shape) * size
+        classes = np.where(rng.random(len(boxes)) < 0.1, rng.integers(0, n_classes, len(boxes)), t.class_ids[kept])
+        n_extra = int(rng.integers(0, 4))
+        corner = rng.uniform(0, 600, (n_extra, 2))
+        boxes = np.concatenate([boxes, np.concatenate([corner, corner + rng.uniform(10, 200, (n_extra, 2))], 1)])
+        classes = np.concatenate([classes, rng.integers(0, n_classes, n_extra)])
+        preds.append(_det(boxes, rng.random(len(boxes)), classes))
+    return preds
+
+
+@pytest.mark.fixtures
+def test_evaluate_in_chunks_equals_one_shot_pycocotools_on_the_real_labels(shared_fixtures, monkeypatch):
+    dataset = load_yolo(shared_fixtures / "datasets" / "fire_smoke_val")
+    truths = dataset.ground_truths
+    preds = _predictions_near(truths, len(dataset.names), np.random.default_rng(13))
+    monkeypatch.setattr(coco, "CHUNK_IMAGES", 7)  # 200 images: 28 full chunks and one of 4
+    _assert_evaluate_equals_one_shot_pycocotools(truths, preds, dataset.names)
+    metrics = evaluate(truths, preds, dataset.names)
+    assert 0.1 < metrics.map50_95 < metrics.map50 < 0.9 and len(truths) == metrics.n_images == 200
+
+
+def _busy_images(rng, n_images, merged=8):
+    """Images of ``merged`` random images' boxes each: about 25 ground-truth boxes and detections."""
+    truths, preds = _random_images(rng, n_images * merged)
+    groups = [slice(i, i + merged) for i in range(0, len(truths), merged)]
+    return (
+        [
+            _gt(np.concatenate([t.boxes for t in truths[g]]), np.concatenate([t.class_ids for t in truths[g]]))
+            for g in groups
+        ],
+        [
+            Detections(*(np.concatenate([getattr(p, f) for p in preds[g]]) for f in ("boxes", "scores", "class_ids")))
+            for g in groups
+        ],
+    )
+
+
+def _traced_peak(function, *args):
+    tracemalloc.start()
+    try:
+        function(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_matching_memory_grows_with_the_detections_not_with_pycocotools_bookkeeping(monkeypatch):
+    # one COCOeval over the whole set keeps about 800 bytes per box; the records 36 bytes per detection
+    monkeypatch.setattr(coco, "CHUNK_IMAGES", 8)
+    truths, preds = _busy_images(np.random.default_rng(4), 64)
+    per_image_matches(truths[:2], preds[:2], 2)  # first-use allocations of pycocotools and numpy
+    small, large = (_traced_peak(per_image_matches, truths[:n], preds[:n], 2) for n in (16, 64))
+    n_boxes = sum(len(t) + len(p) for t, p in zip(truths[16:], preds[16:], strict=True))
+    assert large - small < 100 * n_boxes
 
 
 # --- paired bootstrap ----------------------------------------------------------------------------

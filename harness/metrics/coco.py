@@ -1,12 +1,16 @@
 """COCO box metrics with pycocotools, and a paired bootstrap of the mAP difference between two paths.
 
-:func:`evaluate` reports what pycocotools' ``COCOeval`` gives for boxes (IoU 0.50:0.05:0.95, 101
-recall points, at most 100 detections per image and class, area range "all"), built in memory.
+pycocotools' ``COCOeval`` is the matcher (boxes, IoU 0.50:0.05:0.95, at most 100 detections per
+image and class, area range "all", crowd regions as COCO has them). Its matching is per image and
+class, so it runs on chunks of :data:`CHUNK_IMAGES` images, each with small in-memory datasets that
+are dropped once :func:`per_image_matches` has taken their compact records: per kept detection its
+score and true/false positive flags per IoU threshold, per image and class the ground truth that
+counts. Memory then grows with the detections, not with pycocotools' bookkeeping.
 
-The bootstrap needs mAP over many resampled image sets. Matching is per image and class, so it
-does not change when images are resampled: :func:`per_image_matches` takes ``COCOeval``'s matches
-once, and :func:`mean_average_precision` repeats only its accumulation step, vectorised over the
-image sets. An image drawn twice counts twice, exactly as if it were listed twice.
+Accumulation (``COCOeval.accumulate``: 101 recall points) is this module's own, vectorised over
+image sets: :func:`evaluate` accumulates the dataset once, the bootstrap repeats it over resampled
+image sets, with the same matches. An image drawn twice counts twice, exactly as if it were listed
+twice.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ _PARAMS = Params(iouType="bbox")
 IOU_THRESHOLDS: np.ndarray = _PARAMS.iouThrs
 RECALL_POINTS: np.ndarray = _PARAMS.recThrs
 MAX_DETECTIONS = 100
+CHUNK_IMAGES = 64  # images matched by one COCOeval
+_ACCUMULATION_CELLS = 1 << 18  # (image set, detection) cells accumulated at once: 2 MiB per float array
 
 
 class MetricsError(HarnessError):
@@ -105,11 +111,9 @@ def evaluate(
 ) -> CocoMetrics:
     """COCO mAP overall and per class of ``predictions`` (one :class:`Detections` per image, pixel
     boxes in the same frame as the ground truth, class ids indexing ``names``)."""
-    coco_eval = _evaluated(ground_truth, predictions, len(names))
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco_eval.accumulate()
-    precision = coco_eval.eval["precision"][:, :, :, 0, -1]  # (T, R, K), -1 where a class has no ground truth
-    matches = _matches(coco_eval, len(ground_truth), len(names))
+    matches = per_image_matches(ground_truth, predictions, len(names))
+    ap = _average_precision(matches, np.arange(len(ground_truth))[None])  # (K, T, 1), NaN without ground truth
+    map50, map50_95 = _class_means(ap)
     n_predictions = np.bincount(np.concatenate([p.class_ids for p in predictions]), minlength=len(names))
     per_class = []
     for k, (name, m) in enumerate(zip(names, matches.classes, strict=True)):
@@ -121,15 +125,15 @@ def evaluate(
                 name=name,
                 n_ground_truth=n_pos,
                 n_predictions=int(n_predictions[k]),
-                ap50=_mean_valid(precision[0, :, k]),
-                ap50_95=_mean_valid(precision[:, :, k]),
+                ap50=float(ap[k, 0, 0]),
+                ap50_95=float(ap[k, :, 0].mean()),
                 precision=tp / (tp + fp) if tp + fp else 0.0,
                 recall=tp / n_pos if n_pos else 0.0,
             )
         )
     return CocoMetrics(
-        map50=_mean_valid(precision[0]),
-        map50_95=_mean_valid(precision),
+        map50=float(map50[0]),
+        map50_95=float(map50_95[0]),
         score_threshold=score_threshold,
         n_images=len(ground_truth),
         per_class=tuple(per_class),
@@ -139,8 +143,14 @@ def evaluate(
 def per_image_matches(
     ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int
 ) -> ImageMatches:
-    """COCOeval's per-image, per-class matching of ``predictions`` against ``ground_truth``."""
-    return _matches(_evaluated(ground_truth, predictions, n_classes), len(ground_truth), n_classes)
+    """COCOeval's per-image, per-class matching of ``predictions`` against ``ground_truth``, run on
+    chunks of :data:`CHUNK_IMAGES` images."""
+    _check_inputs(ground_truth, predictions, n_classes)
+    chunks = [
+        _chunk_matches(ground_truth[start : start + CHUNK_IMAGES], predictions[start : start + CHUNK_IMAGES], n_classes)
+        for start in range(0, len(ground_truth), CHUNK_IMAGES)
+    ]
+    return _joined(chunks)
 
 
 def mean_average_precision(matches: ImageMatches, image_sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,16 +160,7 @@ def mean_average_precision(matches: ImageMatches, image_sets: np.ndarray) -> tup
     sets = np.asarray(image_sets, dtype=np.int64)
     if sets.ndim != 2 or (sets.size and (sets.min() < 0 or sets.max() >= matches.n_images)):
         raise MetricsError(f"image sets: shape {sets.shape}, expected (B, M) indices in 0..{matches.n_images - 1}")
-    n_sets = len(sets)
-    ap = np.full((len(matches.classes), len(IOU_THRESHOLDS), n_sets), np.nan)
-    for k, m in enumerate(matches.classes):
-        ap[k] = _class_average_precision(m, sets, matches.n_images)
-    valid = ~np.isnan(ap[:, 0])  # (K, B): a class counts where the set holds some of its ground truth
-    count = valid.sum(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        map50 = np.where(valid, ap[:, 0], 0).sum(0) / count
-        map50_95 = np.where(valid, ap.mean(1), 0).sum(0) / count
-    return map50, map50_95
+    return _class_means(_average_precision(matches, sets))
 
 
 def paired_bootstrap(
@@ -191,14 +192,41 @@ def _interval(difference: np.ndarray) -> DifferenceInterval:
     return DifferenceInterval(float(difference[0]), float(low), float(high))
 
 
+def _average_precision(matches: ImageMatches, sets: np.ndarray) -> np.ndarray:
+    """``(K, T, B)`` AP of every class over each image set; NaN where the set has no ground truth of it."""
+    ap = np.full((len(matches.classes), len(IOU_THRESHOLDS), len(sets)), np.nan)
+    for k, m in enumerate(matches.classes):
+        ap[k] = _class_average_precision(m, sets, matches.n_images)
+    return ap
+
+
+def _class_means(ap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mAP@0.5, mAP@0.5:0.95) ``(B,)`` from ``(K, T, B)`` APs: the mean over the classes with ground truth."""
+    valid = ~np.isnan(ap[:, 0])  # (K, B): a class counts where the set holds some of its ground truth
+    count = valid.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        map50 = np.where(valid, ap[:, 0], 0).sum(0) / count
+        map50_95 = np.where(valid, ap.mean(1), 0).sum(0) / count
+    return map50, map50_95
+
+
 def _class_average_precision(m: ClassMatches, sets: np.ndarray, n_images: int) -> np.ndarray:
-    """``(T, B)`` AP of one class over each image set; NaN where the set has no ground truth of it."""
-    n_sets, n_thresholds = len(sets), len(IOU_THRESHOLDS)
-    n_positive = m.n_positive[sets].sum(1)
+    """``(T, B)`` AP of one class over each image set; NaN where the set has no ground truth of it.
+    Sets are accumulated in batches of about :data:`_ACCUMULATION_CELLS` (set, detection) cells."""
+    per_image = np.bincount(m.image, minlength=n_images)
+    first = np.cumsum(per_image) - per_image  # each image's first detection
+    batch = max(1, _ACCUMULATION_CELLS // (int(per_image[sets].sum(1).max(initial=0)) + 1))
+    ap = np.empty((len(IOU_THRESHOLDS), len(sets)))
+    for start in range(0, len(sets), batch):
+        ap[:, start : start + batch] = _batch_average_precision(m, sets[start : start + batch], per_image, first)
+    return np.where(m.n_positive[sets].sum(1)[None, :] > 0, ap, np.nan)
+
+
+def _batch_average_precision(m: ClassMatches, sets: np.ndarray, per_image: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """``(T, B)`` AP of one class over each image set, 0 where the set has no ground truth of it."""
+    n_sets = len(sets)
     # The detections of each set: its images' detections in set order, then stable-sorted by score
     # (COCOeval concatenates per-image detections in image order and merge-sorts by -score).
-    per_image = np.bincount(m.image, minlength=n_images)
-    first = np.cumsum(per_image) - per_image
     lengths = per_image[sets].ravel()
     out_start = np.cumsum(lengths) - lengths
     total = int(lengths.sum())
@@ -208,47 +236,47 @@ def _class_average_precision(m: ClassMatches, sets: np.ndarray, n_images: int) -
     gather = gather[np.lexsort((-m.score[gather], row))]
     position = np.arange(total) - np.repeat(np.cumsum(row_length) - row_length, row_length)
     width = int(row_length.max(initial=0)) + 1  # one padding column at least
-
-    tp = np.zeros((n_thresholds, n_sets, width))
-    fp = np.zeros((n_thresholds, n_sets, width))
-    tp[:, row, position] = m.true_positive[:, gather]
-    fp[:, row, position] = m.false_positive[:, gather]
-    tp, fp = np.cumsum(tp, axis=2), np.cumsum(fp, axis=2)
     padding = np.arange(width)[None, :] >= row_length[:, None]  # (B, width)
-    recall = np.where(padding, 2.0, tp / np.maximum(n_positive, 1)[None, :, None])  # no positives: no hits
-    precision = np.where(padding, 0.0, tp / (fp + tp + np.spacing(1)))
-    envelope = np.maximum.accumulate(precision[..., ::-1], axis=2)[..., ::-1]
+    n_positive = np.maximum(m.n_positive[sets].sum(1), 1)[:, None]  # no positives: no hits
+    rows = np.arange(n_sets)[:, None]
+    ap = np.empty((len(IOU_THRESHOLDS), n_sets))
+    for t in range(len(IOU_THRESHOLDS)):
+        tp = np.zeros((n_sets, width))
+        fp = np.zeros((n_sets, width))
+        tp[row, position] = m.true_positive[t, gather]
+        fp[row, position] = m.false_positive[t, gather]
+        tp, fp = np.cumsum(tp, axis=1), np.cumsum(fp, axis=1)
+        recall = np.where(padding, 2.0, tp / n_positive)
+        precision = np.where(padding, 0.0, tp / (fp + tp + np.spacing(1)))
+        envelope = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
+        # First position whose recall reaches each recall point, for every set at once: complex
+        # numbers sort by real part, then imaginary part, so (row + 1j * recall) is one sorted array.
+        keys = (rows + 1j * recall).ravel()
+        found = np.searchsorted(keys, (rows + 1j * RECALL_POINTS[None, :]).ravel(), side="left")
+        index = found.reshape(n_sets, len(RECALL_POINTS)) - rows * width
+        ap[t] = np.take_along_axis(envelope, index, axis=1).mean(1)
+    return ap
 
-    # First position whose recall reaches each recall point, for every (threshold, set) row at once:
-    # complex numbers sort by real part, then imaginary part, so (row + 1j * recall) is one sorted array.
-    rows = np.arange(n_thresholds * n_sets)[:, None]
-    keys = (rows + 1j * recall.reshape(-1, width)).ravel()
-    found = np.searchsorted(keys, (rows + 1j * RECALL_POINTS[None, :]).ravel(), side="left")
-    index = found.reshape(-1, len(RECALL_POINTS)) - rows * width
-    q = np.take_along_axis(envelope.reshape(-1, width), index, axis=1)
-    ap = q.mean(1).reshape(n_thresholds, n_sets)
-    return np.where(n_positive[None, :] > 0, ap, np.nan)
 
-
-def _mean_valid(precision: np.ndarray) -> float:
-    """pycocotools ``summarize``: the mean of the entries that are not -1, -1 -> NaN."""
-    valid = precision[precision > -1]
-    return float(valid.mean()) if valid.size else float("nan")
-
-
-def _evaluated(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int) -> COCOeval:
-    """A ``COCOeval`` over in-memory datasets, after ``evaluate()`` (per-image matching)."""
+def _check_inputs(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int) -> None:
     if len(ground_truth) != len(predictions):
         raise MetricsError(f"{len(ground_truth)} ground-truth images but {len(predictions)} prediction sets")
     if not ground_truth:
         raise MetricsError("no images to evaluate")
-    gt_anns: list[dict[str, object]] = []
-    dt_anns: list[dict[str, object]] = []
     for i, (truth, pred) in enumerate(zip(ground_truth, predictions, strict=True)):
         _check(f"ground truth of image {i}", truth.boxes, truth.class_ids, n_classes)
         _check(f"predictions of image {i}", pred.boxes, pred.class_ids, n_classes)
         if not np.isfinite(pred.scores).all():
             raise MetricsError(f"predictions of image {i}: non-finite scores, expected finite numbers")
+
+
+def _chunk_matches(
+    ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int
+) -> ImageMatches:
+    """The matches of a few images, from a ``COCOeval`` over in-memory datasets of those alone."""
+    gt_anns: list[dict[str, object]] = []
+    dt_anns: list[dict[str, object]] = []
+    for i, (truth, pred) in enumerate(zip(ground_truth, predictions, strict=True)):
         for box, c, crowd in zip(_xywh(truth.boxes), truth.class_ids.tolist(), truth.crowd.tolist(), strict=True):
             gt_anns.append(_annotation(len(gt_anns) + 1, i, c, box, iscrowd=int(crowd)))
         for box, c, s in zip(_xywh(pred.boxes), pred.class_ids.tolist(), pred.scores.tolist(), strict=True):
@@ -266,7 +294,24 @@ def _evaluated(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detect
         coco_eval.params.areaRngLbl = coco_eval.params.areaRngLbl[:1]
         coco_eval.params.maxDets = [MAX_DETECTIONS]
         coco_eval.evaluate()
-    return coco_eval
+    return _matches(coco_eval, len(ground_truth), n_classes)
+
+
+def _joined(chunks: Sequence[ImageMatches]) -> ImageMatches:
+    """The matches of consecutive chunks of images as those of one dataset."""
+    offsets = np.cumsum([0] + [c.n_images for c in chunks])
+    classes = []
+    for per_chunk in zip(*(c.classes for c in chunks), strict=True):
+        classes.append(
+            ClassMatches(
+                image=np.concatenate([m.image + offset for m, offset in zip(per_chunk, offsets[:-1], strict=True)]),
+                score=np.concatenate([m.score for m in per_chunk]),
+                true_positive=np.concatenate([m.true_positive for m in per_chunk], axis=1),
+                false_positive=np.concatenate([m.false_positive for m in per_chunk], axis=1),
+                n_positive=np.concatenate([m.n_positive for m in per_chunk]),
+            )
+        )
+    return ImageMatches(int(offsets[-1]), tuple(classes))
 
 
 def _matches(coco_eval: COCOeval, n_images: int, n_classes: int) -> ImageMatches:

@@ -52,17 +52,18 @@ class CheckResult:
     passed: bool | None
     message: str
 
+    @classmethod
+    def ok(cls, name: str, message: str) -> CheckResult:
+        return cls(name, True, message)
 
-def _ok(name: str, message: str) -> CheckResult:
-    return CheckResult(name, True, message)
+    @classmethod
+    def failed(cls, name: str, field: str, found: object, expected: object, fix: str) -> CheckResult:
+        """The failure message every static check gives: the field, what was found and expected, the fix."""
+        return cls(name, False, f"{field}: found {found}, expected {expected}. Fix: {fix}")
 
-
-def _fail(name: str, field: str, found: object, expected: object, fix: str) -> CheckResult:
-    return CheckResult(name, False, f"{field}: found {found}, expected {expected}. Fix: {fix}")
-
-
-def _skip(name: str, reason: str) -> CheckResult:
-    return CheckResult(name, None, reason)
+    @classmethod
+    def skipped(cls, name: str, reason: str) -> CheckResult:
+        return cls(name, None, reason)
 
 
 def _streams(group: NetworkGroupInfo) -> dict[str, StreamInfo]:
@@ -83,14 +84,16 @@ def _class_streams(ctx: CheckContext) -> list[StreamInfo]:
 def check_input_shape(ctx: CheckContext) -> CheckResult:
     name = "input_shape"
     if ctx.model is None:
-        return _skip(name, "no --onnx given: nothing to compare the HEF input with")
+        return CheckResult.skipped(name, "no --onnx given: nothing to compare the HEF input with")
     if len(ctx.group.inputs) != 1:
-        return _fail(name, "HEF inputs", len(ctx.group.inputs), 1, "compile the model with one image input")
+        return CheckResult.failed(
+            name, "HEF inputs", len(ctx.group.inputs), 1, "compile the model with one image input"
+        )
     stream = ctx.group.inputs[0]
     h, w, c = stream.shape
     m = ctx.model
     if (h, w, c) != (*m.input_hw, m.input_channels):
-        return _fail(
+        return CheckResult.failed(
             name,
             f"input {stream.name} shape",
             f"{h}x{w}x{c}",
@@ -98,58 +101,58 @@ def check_input_shape(ctx: CheckContext) -> CheckResult:
             "export the ONNX and compile the HEF at the same image size",
         )
     if stream.data_type is not FormatType.UINT8:
-        return _fail(
+        return CheckResult.failed(
             name,
             f"input {stream.name} data type",
             stream.data_type.name,
             "UINT8 (0-255 RGB, normalisation inside the HEF)",
             "add normalization([0,0,0],[255,255,255]) to the .alls and feed uint8 images",
         )
-    return _ok(name, f"input {stream.name} UINT8 {h}x{w}x{c} matches {m.source}")
+    return CheckResult.ok(name, f"input {stream.name} UINT8 {h}x{w}x{c} matches {m.source}")
 
 
 def check_nms_classes_vs_onnx(ctx: CheckContext) -> CheckResult:
     name = "nms_classes_vs_onnx"
     nms = ctx.group.nms
     if nms is None or ctx.model is None:
-        return _skip(name, "needs an NMS HEF and --onnx")
+        return CheckResult.skipped(name, "needs an NMS HEF and --onnx")
     if nms.classes != ctx.model.classes:
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS op classes",
             nms.classes,
             f"{ctx.model.classes} (class channels of {ctx.model.source})",
             f'set "classes": {ctx.model.classes} in the nms_postprocess JSON and recompile',
         )
-    return _ok(name, f"NMS op classes {nms.classes} == ONNX class channels")
+    return CheckResult.ok(name, f"NMS op classes {nms.classes} == ONNX class channels")
 
 
 def check_nms_classes_vs_dataset(ctx: CheckContext) -> CheckResult:
     name = "nms_classes_vs_dataset"
     nms = ctx.group.nms
     if nms is None or ctx.dataset_names is None:
-        return _skip(name, "needs an NMS HEF and --dataset")
+        return CheckResult.skipped(name, "needs an NMS HEF and --dataset")
     if nms.classes != len(ctx.dataset_names):
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS op classes",
             nms.classes,
             f"{len(ctx.dataset_names)} (dataset names {list(ctx.dataset_names)})",
             "compile with the dataset's class count, or evaluate on the dataset the model was trained for",
         )
-    return _ok(name, f"NMS op classes {nms.classes} == {len(ctx.dataset_names)} dataset names")
+    return CheckResult.ok(name, f"NMS op classes {nms.classes} == {len(ctx.dataset_names)} dataset names")
 
 
 def check_regression_length(ctx: CheckContext) -> CheckResult:
     name = "regression_length"
     nms = ctx.group.nms
     if nms is None:
-        return _skip(name, "no NMS op in the HEF")
+        return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
     for d in nms.bbox_decoders:
         box = streams.get(d.box_stream)
         if box is not None and box.shape[2] != 4 * nms.regression_length:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 "NMS op regression_length",
                 f"{nms.regression_length} (4 x {nms.regression_length} = {4 * nms.regression_length})",
@@ -157,28 +160,28 @@ def check_regression_length(ctx: CheckContext) -> CheckResult:
                 f'set "regression_length": {box.shape[2] // 4} in the nms_postprocess JSON',
             )
     if ctx.model is not None and ctx.model.box_channels != 4 * nms.regression_length:
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS op regression_length",
             nms.regression_length,
             f"{ctx.model.box_channels // 4} ({ctx.model.source} box heads have {ctx.model.box_channels} channels)",
             f'set "regression_length": {ctx.model.box_channels // 4} in the nms_postprocess JSON',
         )
-    return _ok(name, f"regression_length {nms.regression_length}: 4 x {nms.regression_length} box channels")
+    return CheckResult.ok(name, f"regression_length {nms.regression_length}: 4 x {nms.regression_length} box channels")
 
 
 def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
     name = "strides_vs_grids"
     nms = ctx.group.nms
     if nms is None:
-        return _skip(name, "no NMS op in the HEF")
+        return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
     for d in nms.bbox_decoders:
         expected = (round(nms.image_height / d.stride), round(nms.image_width / d.stride))
         for stream_name in (d.box_stream, d.class_stream):
             stream = streams.get(stream_name)
             if stream is not None and stream.shape[:2] != expected:
-                return _fail(
+                return CheckResult.failed(
                     name,
                     f"NMS decoder stride {d.stride} stream {stream_name} grid",
                     f"{stream.shape[0]}x{stream.shape[1]}",
@@ -188,27 +191,27 @@ def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
     if ctx.model is not None:
         grids = sorted({streams[d.box_stream].shape[:2] for d in nms.bbox_decoders if d.box_stream in streams})
         if grids != sorted(ctx.model.grids):
-            return _fail(
+            return CheckResult.failed(
                 name,
                 "HEF box grids",
                 grids,
                 f"{sorted(ctx.model.grids)} from {ctx.model.source}",
                 "compile the HEF from this ONNX at its input size",
             )
-    return _ok(name, "every decoder's stride matches its streams' grid")
+    return CheckResult.ok(name, "every decoder's stride matches its streams' grid")
 
 
 def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
     name = "decoder_pairing"
     nms = ctx.group.nms
     if nms is None:
-        return _skip(name, "no NMS op in the HEF")
+        return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
     for d in nms.bbox_decoders:
         box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
         if box is None or cls is None:
             missing = d.box_stream if box is None else d.class_stream
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"NMS decoder stride {d.stride}",
                 f"stream {missing} not among the outputs",
@@ -216,7 +219,7 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
                 "name existing end-node layers as reg_layer/cls_layer",
             )
         if box.shape[:2] != cls.shape[:2]:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"NMS decoder stride {d.stride} pairing",
                 f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
@@ -224,33 +227,33 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
                 "pair reg_layer and cls_layer of the same scale in the nms_postprocess JSON",
             )
         if cls.shape[2] != nms.classes:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"class stream {cls.name} channels",
                 cls.shape[2],
                 f"{nms.classes} (NMS classes)",
                 "use the class conv (nc channels) as cls_layer and the box conv as reg_layer",
             )
-    return _ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
+    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
 
 
 def check_sigmoid_present(ctx: CheckContext) -> CheckResult:
     name = "sigmoid_present"
     nms = ctx.group.nms
     if nms is None:
-        return _skip(name, "no NMS op in the HEF: the host decoder applies the sigmoid itself")
+        return CheckResult.skipped(name, "no NMS op in the HEF: the host decoder applies the sigmoid itself")
     for stream in _class_streams(ctx):
         q = stream.host_quant[0]
         if q.limvals_min < 0 or q.limvals_max > 1:
             # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to class values.
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"class output {stream.name} limvals",
                 f"[{q.limvals_min:.4g}, {q.limvals_max:.4g}] (logits: NMS scores will fall outside [0, 1])",
                 "inside [0, 1] (sigmoid compiled in)",
                 f"add change_output_activation({stream.name.split('/')[-1].rsplit('_', 1)[0]}, sigmoid) to the .alls",
             )
-    return _ok(name, "class outputs are post-sigmoid (limvals inside [0, 1])")
+    return CheckResult.ok(name, "class outputs are post-sigmoid (limvals inside [0, 1])")
 
 
 def _score_range(stream: StreamInfo) -> tuple[float, float, bool]:
@@ -265,14 +268,14 @@ def check_class_score_range(ctx: CheckContext) -> CheckResult:
     name = "class_score_range"
     streams = _class_streams(ctx)
     if not streams:
-        return _skip(name, "class outputs not identified (raw HEF: give --onnx)")
+        return CheckResult.skipped(name, "class outputs not identified (raw HEF: give --onnx)")
     # Capped: no class output can score high. One head that never fires on the calibration frames
     # (objects of other sizes only) is not a cap; all of them staying low is.
     top = max(streams, key=lambda s: _score_range(s)[1])
     _, highest, post = _score_range(top)
     if highest < ctx.min_score_cap:
         q = top.host_quant[0]
-        return _fail(
+        return CheckResult.failed(
             name,
             f"highest representable score of every class output (best: {top.name})",
             f"{highest:.4f} (limvals max {q.limvals_max:.4g}{'' if post else ' logit'})",
@@ -284,7 +287,7 @@ def check_class_score_range(ctx: CheckContext) -> CheckResult:
         lo, _, post = _score_range(stream)
         q = stream.host_quant[0]
         if not post and sigmoid(q.limvals_max - q.scale) >= 0.99:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"class output {stream.name} logit range",
                 f"[{q.limvals_min:.4g}, {q.limvals_max:.4g}], step {q.scale:.4g} (top levels all score >= 0.99)",
@@ -292,23 +295,23 @@ def check_class_score_range(ctx: CheckContext) -> CheckResult:
                 "compile the sigmoid into the HEF (change_output_activation) so scores quantize in [0, 1]",
             )
         if ctx.eval_score_threshold is not None and lo >= ctx.eval_score_threshold:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"class output {stream.name} lowest representable score",
                 f"{lo:.4f}",
                 f"< the score threshold {ctx.eval_score_threshold} (else every cell is a detection)",
                 "recalibrate; check that the class outputs' activation is what the decoder assumes",
             )
-    return _ok(name, f"class outputs can represent scores up to {highest:.4f} ({top.name})")
+    return CheckResult.ok(name, f"class outputs can represent scores up to {highest:.4f} ({top.name})")
 
 
 def check_score_threshold(ctx: CheckContext) -> CheckResult:
     name = "score_threshold"
     nms = ctx.group.nms
     if nms is None or ctx.eval_score_threshold is None:
-        return _skip(name, "needs an NMS HEF and an evaluation score threshold")
+        return CheckResult.skipped(name, "needs an NMS HEF and an evaluation score threshold")
     if abs(nms.score_threshold - ctx.eval_score_threshold) > 1e-6:
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS op score threshold",
             f"{nms.score_threshold:g} (compiled into the HEF)",
@@ -316,7 +319,7 @@ def check_score_threshold(ctx: CheckContext) -> CheckResult:
             f"evaluate at {nms.score_threshold:g}, or override at run time with "
             f"set_nms_score_threshold({ctx.eval_score_threshold:g})",
         )
-    return _ok(name, f"score threshold {nms.score_threshold:g} == evaluation's")
+    return CheckResult.ok(name, f"score threshold {nms.score_threshold:g} == evaluation's")
 
 
 STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (

@@ -355,14 +355,6 @@ def parse_alls(text: str) -> AllsScript:
     return AllsScript(normalization, activations, reference, options)  # type: ignore[arg-type]
 
 
-def _ok(name: str, message: str) -> CheckResult:
-    return CheckResult(name, True, message)
-
-
-def _fail(name: str, field: str, found: object, expected: object, fix: str) -> CheckResult:
-    return CheckResult(name, False, f"{field}: found {found}, expected {expected}. Fix: {fix}")
-
-
 @dataclass(frozen=True)
 class _Scripts:
     alls: AllsScript
@@ -379,56 +371,62 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
     name = "nms_keys"
     missing = [k for k in NMS_KEYS if k not in s.nms]
     if missing:
-        return _fail(name, "NMS config keys", f"{sorted(s.nms)} (missing {missing})", list(NMS_KEYS), "add the keys")
+        return CheckResult.failed(
+            name, "NMS config keys", f"{sorted(s.nms)} (missing {missing})", list(NMS_KEYS), "add the keys"
+        )
     decoders = s.nms["bbox_decoders"]
     if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
-        return _fail(name, "NMS config bbox_decoders", decoders, "a list of objects", "one object per grid")
+        return CheckResult.failed(
+            name, "NMS config bbox_decoders", decoders, "a list of objects", "one object per grid"
+        )
     for i, d in enumerate(decoders):
         lacking = [k for k in DECODER_KEYS if k not in d]
         if lacking:
-            return _fail(name, f"bbox_decoders[{i}]", f"{dict(d)} (missing {lacking})", list(DECODER_KEYS), "add them")
-    return _ok(name, f"NMS config has the keys {list(NMS_KEYS)}")
+            return CheckResult.failed(
+                name, f"bbox_decoders[{i}]", f"{dict(d)} (missing {lacking})", list(DECODER_KEYS), "add them"
+            )
+    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}")
 
 
 def _check_image_dims(s: _Scripts) -> CheckResult:
     name = "image_dims"
     expected = list(s.facts.input_hw)
     if s.nms["image_dims"] != expected:
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS config image_dims",
             s.nms["image_dims"],
             f"{expected} ([H, W] of input {s.facts.input_name!r} of {s.facts.source})",
             f'set "image_dims": {expected}',
         )
-    return _ok(name, f"image_dims {expected} == ONNX input")
+    return CheckResult.ok(name, f"image_dims {expected} == ONNX input")
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
     name = "classes"
     if s.nms["classes"] != s.facts.classes:
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS config classes",
             s.nms["classes"],
             f"{s.facts.classes} (class channels of {s.facts.source})",
             f'set "classes": {s.facts.classes}',
         )
-    return _ok(name, f"classes {s.facts.classes} == ONNX class channels")
+    return CheckResult.ok(name, f"classes {s.facts.classes} == ONNX class channels")
 
 
 def _check_regression_length(s: _Scripts) -> CheckResult:
     name = "regression_length"
     expected = s.facts.regression_length
     if s.nms["regression_length"] != expected:
-        return _fail(
+        return CheckResult.failed(
             name,
             "NMS config regression_length",
             s.nms["regression_length"],
             f"{expected} (box heads of {s.facts.source} have {4 * expected} channels = 4 x {expected})",
             f'set "regression_length": {expected}',
         )
-    return _ok(name, f"regression_length {expected}: 4 x {expected} box channels")
+    return CheckResult.ok(name, f"regression_length {expected}: 4 x {expected} box channels")
 
 
 def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
@@ -444,9 +442,8 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
     named = _named_layers(s)
     placeholders = sorted({layer for _, layer in named if unscoped(layer).startswith(PLACEHOLDER_PREFIX)})
     if placeholders:
-        return CheckResult(
+        return CheckResult.skipped(
             name,
-            None,
             f"layer names {placeholders} are placeholders: the DFC names its layers when it translates the ONNX. "
             "Give the parsed names (--layer-map, or --hn with the translated graph), or compile without --dry-run",
         )
@@ -454,14 +451,14 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
     for where, layer in named:
         if unscoped(layer) not in known:
             origin = "the parsed graph" if s.table.source == "parsed" else "the layer map"
-            return _fail(
+            return CheckResult.failed(
                 name,
                 where,
                 repr(layer),
                 f"a layer of {origin}: {s.table.output_names}",
                 "name the parsed layers of the head convs (see layer_names.json)",
             )
-    return _ok(name, f"every named layer is in the {s.table.source} layer table")
+    return CheckResult.ok(name, f"every named layer is in the {s.table.source} layer table")
 
 
 def _check_decoder_pairing(s: _Scripts) -> CheckResult:
@@ -471,9 +468,9 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
     for i, d in enumerate(s.decoders):
         reg, cls = s.table.get(str(d["reg_layer"])), s.table.get(str(d["cls_layer"]))
         if reg is None or cls is None:
-            return CheckResult(name, None, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
+            return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
         if reg.channels != reg_channels:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"bbox_decoders[{i}].reg_layer {reg.name} channels",
                 reg.channels,
@@ -481,7 +478,7 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
                 "name the box conv (cv2) of this grid as reg_layer",
             )
         if cls.channels != nc:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"bbox_decoders[{i}].cls_layer {cls.name} channels",
                 cls.channels,
@@ -489,7 +486,7 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
                 "name the class conv (cv3) of this grid as cls_layer",
             )
         if reg.grid != cls.grid:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"bbox_decoders[{i}] pairing",
                 f"reg_layer {reg.name} {_grid(reg.grid)} with cls_layer {cls.name} {_grid(cls.grid)}",
@@ -498,14 +495,14 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
             )
         grids.append(reg.grid)
     if sorted(grids) != sorted(s.facts.grids):
-        return _fail(
+        return CheckResult.failed(
             name,
             "bbox_decoders grids",
             grids,
             f"each head grid of {s.facts.source} once: {list(s.facts.grids)}",
             "one bbox decoder per grid",
         )
-    return _ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")
+    return CheckResult.ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")
 
 
 def _check_strides(s: _Scripts) -> CheckResult:
@@ -514,17 +511,17 @@ def _check_strides(s: _Scripts) -> CheckResult:
     for i, d in enumerate(s.decoders):
         reg = s.table.get(str(d["reg_layer"]))
         if reg is None:
-            return CheckResult(name, None, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
+            return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
         stride = d["stride"]
         if not isinstance(stride, int) or (stride * reg.grid[0], stride * reg.grid[1]) != (h, w):
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"bbox_decoders[{i}].stride",
                 f"{stride} (layer {reg.name} grid {reg.grid[0]}x{reg.grid[1]})",
                 f"{h // reg.grid[0]} (input {h}x{w} / grid {reg.grid[0]}x{reg.grid[1]})",
                 "give each decoder the stride of its layers' grid",
             )
-    return _ok(name, "every decoder's stride times its grid is the input size")
+    return CheckResult.ok(name, "every decoder's stride times its grid is the input size")
 
 
 def _check_sigmoid(s: _Scripts) -> CheckResult:
@@ -533,7 +530,7 @@ def _check_sigmoid(s: _Scripts) -> CheckResult:
         cls, reg = unscoped(str(d["cls_layer"])), unscoped(str(d["reg_layer"]))
         if s.alls.activations.get(cls) != "sigmoid":
             # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to the class values.
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"activation of cls_layer {cls} (bbox_decoders[{i}])",
                 s.alls.activations.get(cls, "none changed (logits reach the NMS op)"),
@@ -541,14 +538,14 @@ def _check_sigmoid(s: _Scripts) -> CheckResult:
                 f"add change_output_activation({cls}, sigmoid) to the model script",
             )
         if reg in s.alls.activations:
-            return _fail(
+            return CheckResult.failed(
                 name,
                 f"activation of reg_layer {reg} (bbox_decoders[{i}])",
                 s.alls.activations[reg],
                 "unchanged (the NMS op applies the DFL softmax to the raw box values)",
                 f"remove change_output_activation({reg}, ...) from the model script",
             )
-    return _ok(name, "every class conv of the NMS config has a sigmoid; box convs are unchanged")
+    return CheckResult.ok(name, "every class conv of the NMS config has a sigmoid; box convs are unchanged")
 
 
 def _check_normalization(s: _Scripts) -> CheckResult:
@@ -556,20 +553,20 @@ def _check_normalization(s: _Scripts) -> CheckResult:
     expected = NORMALIZATION
     if s.alls.normalization != expected:
         found = "no normalization command" if s.alls.normalization is None else list(map(list, s.alls.normalization))
-        return _fail(
+        return CheckResult.failed(
             name,
             "model script normalization (mean, std)",
             found,
             f"{list(map(list, expected))} (Ultralytics divides by 255; the HEF takes raw 0-255 RGB)",
             "add normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0]) and feed uint8 images",
         )
-    return _ok(name, "normalization /255 inside the HEF")
+    return CheckResult.ok(name, "normalization /255 inside the HEF")
 
 
 def _check_nms_postprocess(s: _Scripts) -> CheckResult:
     name = "nms_postprocess"
     if s.alls.nms_reference is None:
-        return _fail(
+        return CheckResult.failed(
             name,
             "model script nms_postprocess",
             "no nms_postprocess command with a JSON path",
@@ -577,14 +574,14 @@ def _check_nms_postprocess(s: _Scripts) -> CheckResult:
             "add the command naming the NMS config",
         )
     if s.alls.nms_options.get("meta_arch") != "yolov8":
-        return _fail(
+        return CheckResult.failed(
             name,
             "nms_postprocess meta_arch",
             s.alls.nms_options.get("meta_arch"),
             "yolov8 (the YOLOv8 / YOLO11 anchor-free decoder)",
             "set meta_arch=yolov8",
         )
-    return _ok(name, f"nms_postprocess({s.alls.nms_reference!r}, meta_arch=yolov8)")
+    return CheckResult.ok(name, f"nms_postprocess({s.alls.nms_reference!r}, meta_arch=yolov8)")
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
@@ -605,9 +602,11 @@ def validate_scripts(
     try:
         nms = json.loads(nms_json_text)
     except ValueError as error:
-        return (_fail("nms_keys", "NMS config", f"not JSON ({error})", "a JSON object", "rewrite the file"),)
+        return (
+            CheckResult.failed("nms_keys", "NMS config", f"not JSON ({error})", "a JSON object", "rewrite the file"),
+        )
     if not isinstance(nms, dict):
-        return (_fail("nms_keys", "NMS config", type(nms).__name__, "a JSON object", "rewrite the file"),)
+        return (CheckResult.failed("nms_keys", "NMS config", type(nms).__name__, "a JSON object", "rewrite the file"),)
     s = _Scripts(parse_alls(alls_text), nms, facts, table)
     keys = _check_nms_keys(s)
     if keys.passed:
@@ -629,7 +628,7 @@ def validate_files(alls: Path, nms_json: Path, facts: OnnxFacts, table: LayerTab
     reference = parse_alls(alls_text).nms_reference
     if reference is not None and (alls.parent / reference).resolve() != nms_json.resolve():
         results += (
-            _fail(
+            CheckResult.failed(
                 "nms_reference",
                 "nms_postprocess path",
                 f"{reference!r} ({(alls.parent / reference).resolve()})",

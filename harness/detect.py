@@ -182,16 +182,17 @@ def _image_input(specs: Mapping[str, InputSpec], input_hw: tuple[int, int]) -> s
 
 
 class _RunnerPath:
-    """What the raw-head and NMS-buffer paths share: a runner fed like a HEF, and their identity."""
+    """What the raw-head and NMS-buffer paths share: a runner fed like a HEF, and their identity.
+    Each subclass checks in :meth:`_check_outputs` that the runner's outputs are what it decodes."""
 
     def __init__(
         self,
         runner: Runner,
         settings: EvalSettings,
         model_path: str | os.PathLike[str],
-        name: str,
-        model_names: Sequence[str] | None,
-        variant: str,
+        name: str = EMULATED_HAILO,
+        model_names: Sequence[str] | None = None,
+        variant: str = "",
     ) -> None:
         if name not in DEVICE_PATHS:
             raise HarnessError(f"path name {name!r}: expected one of {list(DEVICE_PATHS)} for a runner fed like a HEF")
@@ -206,6 +207,10 @@ class _RunnerPath:
         self._runner = runner
         self._input_name = _image_input(runner.input_specs, settings.input_hw)
         self._specs: dict[str, OutputSpec] = dict(runner.output_specs)
+        self._check_outputs()
+
+    def _check_outputs(self) -> None:
+        raise NotImplementedError
 
     def _infer(self, image: np.ndarray) -> tuple[dict[str, np.ndarray], Letterbox]:
         canvas, geometry = prepare(image, self.settings)
@@ -239,17 +244,8 @@ class RawHeadsPath(_RunnerPath):
     # FCR and NHWC are both [N, H, W, C] on the host side
     # hailort: hailort/libhailort/include/hailo/hailort.h (hailo_format_order_t)
 
-    def __init__(
-        self,
-        runner: Runner,
-        settings: EvalSettings,
-        model_path: str | os.PathLike[str],
-        name: str = EMULATED_HAILO,
-        model_names: Sequence[str] | None = None,
-        variant: str = "",
-    ) -> None:
-        super().__init__(runner, settings, model_path, name, model_names, variant)
-        self._config = settings.decode_config()
+    def _check_outputs(self) -> None:
+        self._config = self.settings.decode_config()
         pair_heads(self._specs, self._config.input_hw)  # fails now, naming the outputs, if they are not six heads
 
     def detect(self, image: np.ndarray) -> FrameResult:
@@ -265,16 +261,7 @@ class NmsBufferPath(_RunnerPath):
     in any host form :func:`~harness.formats.nms_buffer.decode_nms` reads). The buffer holds what
     the NMS compiled into the model kept; no threshold is applied again here."""
 
-    def __init__(
-        self,
-        runner: Runner,
-        settings: EvalSettings,
-        model_path: str | os.PathLike[str],
-        name: str = EMULATED_HAILO,
-        model_names: Sequence[str] | None = None,
-        variant: str = "",
-    ) -> None:
-        super().__init__(runner, settings, model_path, name, model_names, variant)
+    def _check_outputs(self) -> None:
         found = {n: s.format_order.name for n, s in self._specs.items()}
         nms = [
             s for s in self._specs.values() if s.format_order in (FormatOrder.NMS_BY_CLASS, FormatOrder.NMS_BY_SCORE)

@@ -190,6 +190,10 @@ class HostPath:
         self.model_names = inner.model_names
         self._before, self._after = before, after
 
+    @property
+    def fps(self) -> float | None:
+        return self.inner.fps
+
     def detect(self, image: np.ndarray) -> FrameResult:
         frame = self.inner.detect(self._before(image) if self._before else image)
         if self._after is None:
@@ -226,6 +230,7 @@ class DecoderPath:
         self.input_hw = settings.input_hw
         self.model_names: tuple[str, ...] | None = tuple(model_names)
         self.decoder = decoder
+        self.fps = None  # the catalogue runs emulated paths only
         self._runner = runner
         self._input = spec.name
         self._specs = dict(runner.output_specs)

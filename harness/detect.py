@@ -43,7 +43,9 @@ from harness.specs import FormatOrder, FormatType, OutputSpec
 from harness.verify_decode import xywh_to_xyxy
 
 ONNX, EMULATED_HAILO, HAILO = "onnx", "emulated-hailo", "hailo"
-DEVICE_PATHS = (EMULATED_HAILO, HAILO)  # paths fed like a HEF: uint8 NHWC 0-255
+# The Dataflow Compiler's emulator on an optimized HAR: float with the model script's changes, quantized.
+DFC_FP_OPTIMIZED, DFC_QUANTIZED = "dfc-fp-optimized", "dfc-quantized"
+DEVICE_PATHS = (EMULATED_HAILO, HAILO, DFC_FP_OPTIMIZED, DFC_QUANTIZED)  # paths fed like a HEF: uint8 NHWC 0-255
 
 _NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 
@@ -58,10 +60,11 @@ class FrameResult:
 
 
 class DetectionPath(Protocol):
-    """``name`` is ``onnx``, ``emulated-hailo`` or ``hailo``; ``emulated`` is True unless the path ran
-    on Hailo hardware. ``model_sha256`` is the model file's; ``variant`` names whatever else fixes
-    the outputs (e.g. the emulator's calibration set), ``""`` if nothing. ``model_names`` are the
-    model's class names in class-id order, if known."""
+    """``name`` is ``onnx``, ``hailo`` or one of the emulated paths (:data:`DEVICE_PATHS`); ``emulated``
+    is True unless the path ran on Hailo hardware. ``model_sha256`` is the model file's; ``variant``
+    names whatever else fixes the outputs (e.g. the emulator's calibration set), ``""`` if nothing.
+    ``model_names`` are the model's class names in class-id order, if known. ``fps``: frames per
+    second measured on Hailo hardware so far, None for every other path and before any frame."""
 
     name: str
     emulated: bool
@@ -71,6 +74,9 @@ class DetectionPath(Protocol):
     settings: EvalSettings
     input_hw: tuple[int, int]
     model_names: tuple[str, ...] | None
+
+    @property
+    def fps(self) -> float | None: ...
 
     def detect(self, image: np.ndarray) -> FrameResult: ...
 
@@ -124,6 +130,7 @@ class OnnxPath:
     name = ONNX
     emulated = False
     variant = ""
+    fps = None
 
     def __init__(
         self,
@@ -211,6 +218,11 @@ class _RunnerPath:
 
     def _check_outputs(self) -> None:
         raise NotImplementedError
+
+    @property
+    def fps(self) -> float | None:
+        """The device's measured frames per second (a runner that measures it: HailoRT's)."""
+        return None if self.emulated else getattr(self._runner, "fps", None)
 
     def _infer(self, image: np.ndarray) -> tuple[dict[str, np.ndarray], Letterbox]:
         canvas, geometry = prepare(image, self.settings)

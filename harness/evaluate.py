@@ -186,4 +186,5 @@ def evaluate_path(
         box_counts=box_counts(predictions),
         scores=score_distribution(predictions),
         cells=_cells(frames, settings.score_threshold),
+        fps=path.fps,
     )

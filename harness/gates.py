@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.diagnosis import Finding, collect_evidence, diagnose, matched_share
-from harness.golden import Golden, dataset_name
+from harness.golden import DEFAULT_TOLERANCES, Golden, dataset_name
 from harness.metrics.agreement import agreement
 from harness.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.result import PathResult
 from harness.settings import SettingsMismatch
+from harness.stages import STAGE_OF_PATH, STAGES, first_degraded_stage, stage_maps
 
 AGREEMENT_FLOOR = 0.8
 # Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
@@ -157,6 +158,43 @@ def gate_path_agreement(
             f"{SCORE_DRIFT_LIMIT}: the two paths score the same objects differently"
         )
     return _result(name, passed, None, share, floor, None, causes, lines)
+
+
+def gate_stages(
+    results: Sequence[PathResult],
+    tolerance: float = DEFAULT_TOLERANCES.map50_drop,
+    original_hw: Mapping[str, tuple[int, int]] | None = None,
+) -> GateResult:
+    """No stage on the way float -> fp_optimized -> quantized -> hardware loses more than ``tolerance``
+    mAP@0.5 against the float model (``results[0]``, the ONNX); fails naming the first that does, with
+    the diagnosis of that stage against the float model. All stages must have run under the same
+    settings on the same images."""
+    reference = results[0]
+    name = f"test_stages[{dataset_name(reference)}]"
+    staged = [r for r in results if r.path in STAGE_OF_PATH]
+    for result in staged[1:]:
+        try:
+            reference.settings.require_same(result.settings, f"{name}: {reference.label} vs {result.label}")
+        except SettingsMismatch as error:
+            return _result(name, False, None, None, tolerance, None, (), [str(error)])
+        if result.image_ids != reference.image_ids:
+            text = f"{name}: {result.label} did not run on the same images as {reference.label}"
+            return _result(name, False, None, None, tolerance, None, (), [text])
+    maps = stage_maps(staged)
+    found = first_degraded_stage(maps, tolerance)
+    rows = [
+        f"  {stage:<13} {r.label:<28} mAP@0.5 {maps[stage]:.4f}  drop {maps['float'] - maps[stage]:+.4f}"
+        for stage in STAGES
+        for r in staged
+        if STAGE_OF_PATH[r.path] == stage
+    ]
+    if found is None:
+        head = f"no stage loses more than {tolerance:g} mAP@0.5 against the float model:"
+        return _result(name, True, maps["float"], min(maps.values()), tolerance, None, (), [head, *rows])
+    head = f"the first stage past the tolerance is {found.stage}: {found.message}"
+    degraded = next(r for r in staged if STAGE_OF_PATH[r.path] == found.stage)
+    causes = tuple(diagnose(collect_evidence(degraded, reference, original_hw)))
+    return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows])
 
 
 def missing_golden_gates(result: PathResult, message: str) -> tuple[GateResult, ...]:

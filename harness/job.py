@@ -2,7 +2,9 @@
 golden baselines and against each other, with the sign-off reports written.
 
 Without Hailo software the Hailo path is the emulator's HEF (sigmoid inside, HailoRT's NMS op,
-a HAILO_NMS_BY_CLASS buffer), labelled ``emulated-hailo`` everywhere.
+a HAILO_NMS_BY_CLASS buffer), labelled ``emulated-hailo`` everywhere. With an optimized HAR and the
+Dataflow Compiler, its fp-optimized and quantized emulations run too, and the stage gate names the
+first stage (float -> fp-optimized -> quantized -> hardware) that lost the accuracy.
 """
 
 from __future__ import annotations
@@ -13,14 +15,23 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.backends.dfc import EmulationStage, HarRunner
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef
 from harness.cache import PredictionCache
 from harness.data.dataset import Dataset, load_yolo
 from harness.data.synthetic import Recipe, write_dataset
-from harness.detect import EMULATED_HAILO, HAILO, NmsBufferPath, OnnxPath, RawHeadsPath
+from harness.detect import (
+    DFC_FP_OPTIMIZED,
+    DFC_QUANTIZED,
+    EMULATED_HAILO,
+    HAILO,
+    NmsBufferPath,
+    OnnxPath,
+    RawHeadsPath,
+)
 from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
-from harness.gates import GateResult, gate_path_agreement, missing_golden_gates, run_gates
+from harness.gates import GateResult, gate_path_agreement, gate_stages, missing_golden_gates, run_gates
 from harness.golden import golden_from_result, golden_path, load_golden, missing_golden_message, write_golden
 from harness.localisation import layer_sqnr, worst_layers
 from harness.metrics.coco import paired_bootstrap
@@ -57,11 +68,13 @@ class JobConfig:
     backend: str = "emulator"
     hef: Path | None = None
     hailo_devices: tuple[str, ...] = ()
+    # An optimized HAR (hailo-harness compile writes one): its DFC emulation stages run and are gated.
+    har: Path | None = None
 
 
 @dataclass(frozen=True)
 class JobResult:
-    results: tuple[PathResult, ...]  # the ONNX reference first
+    results: tuple[PathResult, ...]  # the ONNX reference first, the Hailo path last
     gates: tuple[GateResult, ...]
     reports: dict[str, Path]
     golden_changes: tuple[str, ...] = field(default=())
@@ -118,6 +131,27 @@ def _emulated(
         return evaluate_path(path, dataset, cache, config.progress), hef
 
 
+def _dfc_stages(
+    config: JobConfig,
+    settings: EvalSettings,
+    names: Sequence[str] | None,
+    dataset: Dataset,
+    cache: PredictionCache,
+    log: Callable[[str], None],
+) -> tuple[PathResult, ...]:
+    """The optimized HAR in the Dataflow Compiler's emulator, fp-optimized then quantized."""
+    assert config.har is not None
+    results = []
+    for stage, name in ((EmulationStage.FP_OPTIMIZED, DFC_FP_OPTIMIZED), (EmulationStage.QUANTIZED, DFC_QUANTIZED)):
+        with HarRunner(config.har, stage, settings.input_hw) as runner:
+            kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
+            results.append(
+                evaluate_path(kind(runner, settings, config.har, name, names), dataset, cache, config.progress)
+            )
+            log(f"stage {stage.value}: {runner.label}")
+    return tuple(results)
+
+
 def _on_device(
     config: JobConfig,
     settings: EvalSettings,
@@ -135,7 +169,7 @@ def _on_device(
         nms = any(s.is_nms for s in runner.output_specs.values())
         kind = NmsBufferPath if nms else RawHeadsPath
         result = evaluate_path(kind(runner, settings, config.hef, HAILO, names), dataset, cache, config.progress)
-        fps = f"{runner.fps:.1f}" if runner.fps else "no"
+        fps = f"{result.fps:.1f}" if result.fps else "no (every prediction came from the cache)"
         log(f"Hailo path: {runner.label}; {fps} frames per second measured on the device")
         return result
 
@@ -154,7 +188,8 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         hailo, emulated_hef = _emulated(config, settings, onnx_path.model_names, dataset, cache, log)
     else:
         raise HarnessError(f"backend {config.backend!r}: expected 'emulator' or 'hailort'")
-    results = (reference, hailo)
+    stages = _dfc_stages(config, settings, onnx_path.model_names, dataset, cache, log) if config.har else ()
+    results = (reference, *stages, hailo)
     ground_truth = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in dataset.samples]
     names = [c.name for c in reference.metrics.per_class]
     bootstrap = paired_bootstrap(ground_truth, reference.predictions, hailo.predictions, names)
@@ -162,7 +197,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
 
     gates: list[GateResult] = []
     changes: list[str] = []
-    for result in results:
+    for result in (reference, hailo):  # the DFC stages are held to the float model only (gate_stages)
         file = golden_path(config.golden_root, config.onnx, result.path, Path(result.provenance.dataset).name)
         is_hailo = result is hailo
         if config.update_golden:
@@ -177,6 +212,8 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
             gates.extend(run_gates(result, golden, reference, bootstrap, original_hw))
         else:
             gates.extend(run_gates(result, golden, original_hw=original_hw))
+    if stages:
+        gates.append(gate_stages(results, original_hw=original_hw))
     layers: list[dict[str, object]] = []
     if emulated_hef is not None and not all(g.passed for g in gates if g.name.endswith(f"-{EMULATED_HAILO}]")):
         # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
@@ -192,6 +229,7 @@ def summary_lines(job: JobResult) -> Sequence[str]:
         lines.append(
             f"{r.label:>24}: mAP@0.5 {r.metrics.map50:.4f}  mAP@0.5:0.95 {r.metrics.map50_95:.4f}  "
             f"boxes/image {r.box_counts.mean:.2f}  saturation {r.scores.saturation:.3f}  images {r.metrics.n_images}"
+            + (f"  {r.fps:.1f} frames/s on the device" if r.fps else "")
         )
     lines.append("")
     for g in job.gates:

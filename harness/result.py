@@ -26,7 +26,7 @@ class Provenance:
 
 @dataclass(frozen=True)
 class PathResult:
-    """``path`` is ``onnx``, ``emulated-hailo`` or ``hailo``; ``emulated`` is True for every path
+    """``path`` is ``onnx``, ``hailo`` or an emulated path; ``emulated`` is True for every path
     that did not run on Hailo hardware, and every report and log line says so.
     ``predictions[i]`` belong to ``image_ids[i]``, in original-image pixels and model class ids."""
 
@@ -40,6 +40,7 @@ class PathResult:
     box_counts: BoxCounts
     scores: ScoreDistribution
     cells: CellsAboveThreshold | None = None  # raw-head paths only
+    fps: float | None = None  # frames per second measured on Hailo hardware; None: not measured (or cached)
 
     @property
     def label(self) -> str:

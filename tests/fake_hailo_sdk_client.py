@@ -6,6 +6,14 @@ translation names the end-node convs ``conv<N>`` under the network's scope with 
 NMS config the script names; ``optimize`` logs through a logger that does not propagate, as the
 DFC's own loggers do; ``compile`` returns HEF bytes or fails as ``FAIL_COMPILE`` says; ``save_har``
 writes the HN, which ``ClientRunner(har=...)`` reads back for emulation.
+
+Emulation computes real outputs, in the DFC's output order (the end nodes'): the ONNX cut at the end
+nodes, fed the NHWC 0-255 frames through the script's ``normalization(mean, std)`` (none without
+one), a sigmoid on the convs the script names, NHWC float. SDK_QUANTIZED then clips each output
+to the range ``optimize`` saw on the calibration frames and rounds it to 256 levels, as an 8-bit
+output would be. With an
+``nms_postprocess`` in the script the outputs go through HailoRT-style NMS into one
+``(N, classes, 5, max_proposals)`` array, as the Model Zoo reads the emulator's NMS output.
 """
 
 from __future__ import annotations
@@ -21,7 +29,13 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from onnx import shape_inference
+
+from harness.decode.config import DecodeConfig
+from harness.decode.yolo import decode
+from harness.formats.nms_buffer import encode_tf_nms
+from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 
 __version__ = "3.33.0+fake"
 
@@ -30,6 +44,7 @@ OPTIMIZE_LOG: list[tuple[int, str]] = []  # (level, message) logged during optim
 FAIL_COMPILE: str | None = None  # message of a BackendAllocatorException raised by compile()
 HEF_BYTES = b"\x01HEF fake compiled model"
 FIRST_CONV = 51  # number of the first end-node conv; the rest follow in end-node order
+LEVELS = 255  # quantization steps of an 8-bit output
 
 _log = logging.getLogger("hailo_sdk_client.fake")
 _log.setLevel(logging.INFO)
@@ -69,7 +84,9 @@ def _node_shapes(path: str) -> dict[str, tuple[int, ...]]:
 class ClientRunner:
     def __init__(self, hw_arch: str | None = None, har: str | None = None) -> None:
         CALLS.append(("ClientRunner", {"hw_arch": hw_arch, "har": har}))
-        self._hn: dict[str, Any] | None = json.loads(Path(har).read_text()) if har else None
+        saved = json.loads(Path(har).read_text()) if har else {}
+        self._hn: dict[str, Any] | None = saved.get("hn")
+        self._emulation: dict[str, Any] = saved.get("emulation", {})
 
     def translate_onnx_model(
         self,
@@ -111,6 +128,13 @@ class ClientRunner:
             }
             layers[out] = {"type": "output_layer", "input": [conv], "output": [], "original_names": ["out"]}
         self._hn = {"name": net_name, "layers": layers}
+        self._emulation = {
+            "onnx": model,
+            "end_nodes": list(end_node_names or []),
+            "normalization": None,
+            "sigmoid": [],
+            "nms": None,
+        }
         return self._hn, {}
 
     def get_hn(self) -> dict[str, Any]:
@@ -123,7 +147,11 @@ class ClientRunner:
         CALLS.append(("load_model_script", {"script": script, "append": append}))
         path = re.search(r'nms_postprocess\("([^"]+)"', script)
         if path:
-            json.loads(Path(path.group(1)).read_text())  # the DFC reads the NMS config here
+            self._emulation["nms"] = json.loads(Path(path.group(1)).read_text())  # the DFC reads it here
+        norm = re.search(r"normalization\(\[([^\]]*)\],\s*\[([^\]]*)\]\)", script)
+        if norm:
+            self._emulation["normalization"] = [[float(v) for v in g.split(",")] for g in norm.groups()]
+        self._emulation["sigmoid"] = re.findall(r"change_output_activation\((\w+), sigmoid\)", script)
 
     def optimize(self, calib_data: Any) -> None:
         array = np.asarray(calib_data)
@@ -136,10 +164,12 @@ class ClientRunner:
         _log.info("Starting Model Optimization")
         for level, message in OPTIMIZE_LOG:
             _log.log(level, message)
+        heads = self._heads(array)
+        self._emulation["ranges"] = [[float(h.min()), float(h.max())] for h in heads]
 
     def save_har(self, path: str) -> None:
         CALLS.append(("save_har", {"path": path}))
-        Path(path).write_text(json.dumps(self._hn))
+        Path(path).write_text(json.dumps({"hn": self._hn, "emulation": self._emulation}))
 
     def compile(self) -> bytes:
         CALLS.append(("compile", {}))
@@ -153,10 +183,63 @@ class ClientRunner:
         CALLS.append(("infer_context", {"target": target}))
         yield target
 
+    def _heads(self, data: np.ndarray) -> list[np.ndarray]:
+        """The float outputs of the end nodes, NHWC, with the script's sigmoids."""
+        model = onnx.load(self._emulation["onnx"])
+        ends = {n.name: n.output[0] for n in model.graph.node}
+        outputs = [ends[name] for name in self._emulation["end_nodes"]]
+        del model.graph.output[:]
+        model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(o) for o in outputs)
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        name = session.get_inputs()[0].name
+        frames = data.astype(np.float32)
+        if self._emulation["normalization"] is not None:
+            mean, std = (np.float32(v) for v in self._emulation["normalization"])
+            frames = (frames - mean) / std
+        frames = frames.transpose(0, 3, 1, 2)
+        per_frame = [session.run(outputs, {name: frame[None]}) for frame in frames]  # the export has batch 1
+        heads = [np.concatenate(h).transpose(0, 2, 3, 1) for h in zip(*per_frame, strict=True)]
+        assert self._hn is not None
+        convs = [n for n, layer in self._hn["layers"].items() if layer["type"] == "conv" and layer["output"]]
+        sigmoid = {f"{self._hn['name']}/{name}" if "/" not in name else name for name in self._emulation["sigmoid"]}
+        return [1 / (1 + np.exp(-h)) if conv in sigmoid else h for conv, h in zip(convs, heads, strict=True)]
+
+    def _nms(self, heads: list[np.ndarray], input_hw: tuple[int, int]) -> np.ndarray:
+        config = self._emulation["nms"]
+        classes, max_proposals = config["classes"], config["max_proposals_per_class"]
+        specs = {
+            f"o{i}": OutputSpec(f"o{i}", h.shape[1:], FormatOrder.NHWC, FormatType.FLOAT32) for i, h in enumerate(heads)
+        }
+        nms_spec = OutputSpec(
+            "nms",
+            (classes, 5, max_proposals),
+            FormatOrder.NMS_BY_CLASS,
+            FormatType.FLOAT32,
+            nms=NmsShape(classes, max_proposals),
+        )
+        decode_config = DecodeConfig(
+            input_hw=input_hw,
+            score_threshold=config["nms_scores_th"],
+            iou_threshold=config["nms_iou_th"],
+            max_per_class=max_proposals,
+            classes_are_probabilities=True,
+        )
+        frames = []
+        for i in range(len(heads[0])):
+            dets = decode({f"o{k}": h[i] for k, h in enumerate(heads)}, specs, decode_config)
+            frames.append(encode_tf_nms(dets, nms_spec, input_hw))
+        return np.stack(frames)
+
     def infer(self, context: InferenceContext, dataset: Any, batch_size: int | None = None) -> list[np.ndarray]:
         data = np.asarray(dataset)
         CALLS.append(("infer", {"context": context, "shape": data.shape, "dtype": data.dtype}))
-        assert self._hn is not None
-        outputs = [layer for layer in self._hn["layers"].values() if layer["type"] == "output_layer"]
-        shapes = [self._hn["layers"][o["input"][0]]["output_shapes"][0][1:] for o in outputs]
-        return [np.zeros((len(data), *shape), dtype=np.float32) for shape in shapes]
+        heads = self._heads(data)
+        if context is InferenceContext.SDK_QUANTIZED:
+            quantized = []
+            for h, (low, high) in zip(heads, self._emulation["ranges"], strict=True):
+                step = (high - low) / LEVELS or 1.0
+                quantized.append((np.rint((np.clip(h, low, high) - low) / step) * step + low).astype(np.float32))
+            heads = quantized
+        if self._emulation["nms"] is not None:
+            return [self._nms(heads, data.shape[1:3])]
+        return [h.astype(np.float32) for h in heads]

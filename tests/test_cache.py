@@ -32,6 +32,7 @@ class CountingPath:
     name = "emulated-hailo"
     emulated = True
     variant = ""
+    fps = None
     model_names = ("a", "b")
 
     def __init__(self, model: Path, settings: EvalSettings = SETTINGS, fail_at: int = 0, error: type = RuntimeError):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -29,16 +28,6 @@ def calibration(tmp_path: Path) -> Path:
     for i in range(2):
         Image.fromarray(np.full((40, 70, 3), 60 * i, dtype=np.uint8)).save(folder / f"{i}.jpg")
     return folder
-
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    import fake_hailo_sdk_client as fake
-
-    fake.reset()
-    monkeypatch.setitem(sys.modules, "hailo_sdk_client", fake)
-    yield fake
-    fake.reset()
 
 
 def _run(*argv: str | Path) -> int:

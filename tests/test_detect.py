@@ -245,7 +245,10 @@ def test_nms_buffer_path_refuses_raw_head_outputs_and_raw_heads_path_refuses_nms
         NmsBufferPath(heads, SETTINGS, model_path)
     with pytest.raises(HarnessError, match="not a raw head map"):
         RawHeadsPath(NmsOf(heads, FormatOrder.NMS_BY_CLASS, SETTINGS), SETTINGS, model_path)
-    with pytest.raises(HarnessError, match=r"path name 'onnx': expected one of \['emulated-hailo', 'hailo'\]"):
+    with pytest.raises(
+        HarnessError,
+        match=r"path name 'onnx': expected one of \['emulated-hailo', 'hailo', 'dfc-fp-optimized', 'dfc-quantized'\]",
+    ):
         RawHeadsPath(heads, SETTINGS, model_path, name="onnx")
 
 

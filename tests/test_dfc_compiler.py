@@ -6,30 +6,23 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from PIL import Image
 
 from harness.backends.dfc.compiler import (
-    STAGES,
     CompileRequest,
     DfcError,
     DfcNotInstalled,
-    HarEmulator,
     calibration_array,
     compile_hef,
-    first_degraded_stage,
     load_sdk,
     scan_log,
 )
 from harness.backends.dfc.scripts import failures, names_from_parsed, onnx_facts, parsed_layers, validate_files
-from harness.errors import HarnessError
 from harness.onnx_graph import find_heads, load_model
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
@@ -46,16 +39,6 @@ NO_GPU = (
     "Reducing optimization level to 0 (the accuracy won't be optimized and compression won't be used) "
     "because there's no available GPU"
 )
-
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    import fake_hailo_sdk_client as fake
-
-    fake.reset()
-    monkeypatch.setitem(sys.modules, "hailo_sdk_client", fake)
-    yield fake
-    fake.reset()
 
 
 @pytest.fixture
@@ -186,64 +169,6 @@ def test_without_hailo_sdk_client_compiling_says_what_to_install(
     with pytest.raises(DfcNotInstalled, match="hailo_sdk_client"):
         compile_hef(CompileRequest(DEMO, tmp_path), tmp_path / "out", cache_root=tmp_path / "cache")
     assert not (tmp_path / "out").exists()
-
-
-def test_emulation_runs_the_optimized_har_in_the_stage_asked_for(
-    sdk: ModuleType, calibration: Path, tmp_path: Path
-) -> None:
-    result = compile_hef(
-        CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
-    )
-    sdk.CALLS.clear()
-    emulator = HarEmulator(result.har)
-    images = np.zeros((2, 256, 256, 3), dtype=np.uint8)
-    outputs = emulator.infer("fp_optimized", images)
-    emulator.infer("quantized", images)
-    assert _calls(sdk, "ClientRunner") == [{"hw_arch": None, "har": str(result.har)}]
-    assert [c["target"] for c in _calls(sdk, "infer_context")] == [
-        sdk.InferenceContext.SDK_FP_OPTIMIZED,
-        sdk.InferenceContext.SDK_QUANTIZED,
-    ]
-    assert [(c["shape"], c["dtype"]) for c in _calls(sdk, "infer")] == [((2, 256, 256, 3), np.float32)] * 2
-    assert [o.shape for o in outputs[:2]] == [(2, 32, 32, 64), (2, 32, 32, 2)]
-    with pytest.raises(HarnessError, match=r"shape \(2, 3, 256, 256\), expected \(N, H, W, 3\)"):
-        emulator.infer("quantized", np.zeros((2, 3, 256, 256)))
-    with pytest.raises(ValueError):
-        emulator.infer("hardware", images)
-
-
-def test_first_degraded_stage_names_fp_optimized_before_quantization() -> None:
-    maps = {"float": 0.60, "fp_optimized": 0.50, "quantized": 0.45, "hardware": 0.44}
-    found = first_degraded_stage(maps, tolerance=0.02)
-    assert found is not None and found.stage == "fp_optimized" and found.drop == pytest.approx(0.10)
-    assert "before quantization" in found.message
-    found = first_degraded_stage({**maps, "fp_optimized": 0.595}, tolerance=0.02)
-    assert found is not None and found.stage == "quantized"
-    assert first_degraded_stage({"float": 0.6, "quantized": 0.59, "hardware": 0.585}, tolerance=0.02) is None
-    assert first_degraded_stage({"float": 0.5, "hardware": 0.25}, tolerance=0.25) is None  # exactly at the tolerance
-
-
-def test_first_degraded_stage_refuses_maps_without_float_or_with_unknown_stages() -> None:
-    with pytest.raises(HarnessError, match="expected 'float' among them"):
-        first_degraded_stage({"quantized": 0.5}, 0.01)
-    with pytest.raises(HarnessError, match=r"stages \['int8'\]"):
-        first_degraded_stage({"float": 0.5, "int8": 0.4}, 0.01)
-
-
-@given(
-    st.dictionaries(st.sampled_from(STAGES[1:]), st.floats(0, 1)),
-    st.floats(0, 1),
-    st.floats(0, 0.5),
-)
-def test_first_degraded_stage_is_past_the_tolerance_and_no_earlier_stage_is(
-    others: dict[str, float], float_map: float, tolerance: float
-) -> None:
-    maps = {"float": float_map, **others}
-    found = first_degraded_stage(maps, tolerance)
-    earlier = STAGES[1:] if found is None else STAGES[1 : STAGES.index(found.stage)]
-    assert all(float_map - maps[s] <= tolerance for s in earlier if s in maps)
-    if found is not None:
-        assert found.drop > tolerance and found.map == maps[found.stage]
 
 
 @pytest.mark.dfc

@@ -55,6 +55,7 @@ class OraclePath:
     name = "emulated-hailo"
     emulated = True
     variant = ""
+    fps = None
 
     def __init__(self, dataset: Dataset, model_names: tuple[str, ...] | None, model: Path, class_map=()) -> None:
         self.model_path, self.model_sha256, self.model_names = model, file_sha256(model), model_names

@@ -2,12 +2,14 @@ import numpy as np
 import pytest
 import synthetic_results as sr
 
+from harness.detections import Detections
 from harness.gates import (
     SCORE_DRIFT_LIMIT,
     gate_box_count,
     gate_map,
     gate_path_agreement,
     gate_score_saturation,
+    gate_stages,
     missing_golden_gates,
     run_gates,
 )
@@ -201,3 +203,43 @@ def test_a_missing_baseline_fails_each_baseline_gate_with_the_create_command(hai
         "test_box_count[fire_smoke_val-hailo]",
     ]
     assert all(not g.passed and g.message.endswith("--update-golden") for g in gates)
+
+
+def _staged(truths, quantized_preds):
+    """ONNX, a faithful fp-optimized stage and a quantized stage with ``quantized_preds``."""
+    from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+
+    onnx = sr.result(sr.predictions(truths), truths)
+    fp = sr.result(sr.predictions(truths, seed=5), truths, path=DFC_FP_OPTIMIZED, emulated=True)
+    return [onnx, fp, sr.result(quantized_preds, truths, path=DFC_QUANTIZED, emulated=True)]
+
+
+def test_stage_gate_passes_when_no_stage_drops_past_the_tolerance(truths):
+    results = _staged(truths, sr.predictions(truths, seed=6))
+    gate = gate_stages(results, tolerance=0.02)
+    assert gate.passed and gate.name == "test_stages[fire_smoke_val]"
+    assert gate.baseline == results[0].metrics.map50
+    assert gate.observed == min(r.metrics.map50 for r in results)
+    assert "no stage loses more than 0.02" in gate.message
+
+
+def test_stage_gate_names_the_first_degraded_stage_with_its_diagnosis(truths):
+    capped = sr.with_scores(sr.predictions(truths, seed=6), lambda s: np.minimum(s, 0.3554))
+    kept = [Detections(p.boxes[:1], p.scores[:1], p.class_ids[:1]) for p in capped]  # recall falls
+    results = _staged(truths, kept)
+    gate = gate_stages(results, tolerance=0.02)
+    assert not gate.passed
+    assert gate.observed == results[2].metrics.map50 < results[0].metrics.map50 - 0.02
+    assert "the first stage past the tolerance is quantized" in gate.message
+    assert "lost in quantization" in gate.message
+    assert [line.split()[0] for line in gate.message.splitlines()[2:5]] == ["float", "fp_optimized", "quantized"]
+    assert gate.causes and gate.causes[0].name == "score_cap"
+
+
+def test_stage_gate_refuses_stages_measured_under_other_settings(truths):
+    results = _staged(truths, sr.predictions(truths, seed=6))
+    other = EvalSettings(results[0].settings.input_hw, score_threshold=0.001)
+    results[1] = sr.replaced(results[1], settings=other)
+    gate = gate_stages(results)
+    assert not gate.passed and gate.observed is None
+    assert "score_threshold: 0.2 vs 0.001" in gate.message

@@ -8,7 +8,18 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from harness.report.markdown import LAYER_HEADER, interval, layer_rows, num, path_kind, settings
+from harness.report.markdown import (
+    LAYER_HEADER,
+    STAGE_HEADER,
+    fps,
+    interval,
+    layer_rows,
+    num,
+    path_kind,
+    settings,
+    stage_rows,
+    stage_verdict,
+)
 from harness.report.plots import Picture
 
 _STYLE = """
@@ -62,6 +73,10 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
     if failed:
         parts.append("<h2>Failures</h2>")
         parts += [f"<h3><code>{escape(g['name'])}</code></h3><pre>{escape(g['message'])}</pre>" for g in failed]
+    if document["stages"]:
+        parts.append("<h2>Stages (float &rarr; fp-optimized &rarr; quantized &rarr; hardware)</h2>")
+        parts.append(f"<p>{escape(stage_verdict(document['stages']))}</p>")
+        parts.append(_table(STAGE_HEADER, [[escape(c) for c in row] for row in stage_rows(document["stages"])]))
     if document["worst_layers"]:
         parts.append("<h2>Worst layers (emulated HEF vs float graph, per-tensor SQNR)</h2>")
         rows = [[escape(cell) for cell in row] for row in layer_rows(document["worst_layers"])]
@@ -69,7 +84,17 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
     parts += [
         "<h2>Paths</h2>",
         _table(
-            ["path", "mAP@0.5", "mAP@0.5:0.95", "boxes", "boxes/image mean", "p95", "max", "scores >= 0.99"],
+            [
+                "path",
+                "mAP@0.5",
+                "mAP@0.5:0.95",
+                "boxes",
+                "boxes/image mean",
+                "p95",
+                "max",
+                "scores >= 0.99",
+                "frames/s",
+            ],
             [
                 [
                     _path_badge(p),
@@ -80,6 +105,7 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
                     _n(num(p["box_counts"]["p95"], 1)),
                     _n(str(p["box_counts"]["max"])),
                     _n(f"{p['scores']['saturation']:.1%}"),
+                    _n(escape(fps(p))),
                 ]
                 for p in paths
             ],

@@ -16,9 +16,11 @@ from typing import Any
 
 from harness.data.dataset import Dataset
 from harness.gates import GateResult
+from harness.golden import DEFAULT_TOLERANCES
 from harness.result import PathResult
+from harness.stages import STAGE_OF_PATH, STAGES, first_degraded_stage, stage_maps
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: paths[].fps, stages
 
 
 def report_document(
@@ -26,6 +28,7 @@ def report_document(
     gates: Sequence[GateResult],
     dataset: Dataset,
     worst_layers: Sequence[dict[str, Any]] = (),
+    tolerance: float = DEFAULT_TOLERANCES.map50_drop,
 ) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
@@ -43,8 +46,27 @@ def report_document(
         "paths": [_path(r) for r in results],
         # Per-tensor SQNR of the emulated HEF against its float graph, worst first (harness.localisation)
         "worst_layers": [dict(row) for row in worst_layers],
+        "stages": _stages(results, tolerance),
     }
     return _strict(document)
+
+
+def _stages(results: Sequence[PathResult], tolerance: float) -> dict[str, Any] | None:
+    """mAP@0.5 per stage (float -> fp_optimized -> quantized -> hardware) and the first stage past
+    ``tolerance``; None unless the float model and at least one later stage were measured."""
+    maps = stage_maps(results)
+    if "float" not in maps or len(maps) < 2:
+        return None
+    found = first_degraded_stage(maps, tolerance)
+    labels = {STAGE_OF_PATH[r.path]: r.label for r in results if r.path in STAGE_OF_PATH}
+    rows = [
+        {"stage": s, "label": labels[s], "map50": maps[s], "drop": maps["float"] - maps[s]} for s in STAGES if s in maps
+    ]
+    return {
+        "tolerance": tolerance,
+        "rows": rows,
+        "first_degraded": None if found is None else {"stage": found.stage, "message": found.message},
+    }
 
 
 def write_json(file: str | os.PathLike[str], document: dict[str, Any]) -> Path:
@@ -72,6 +94,7 @@ def _path(result: PathResult) -> dict[str, Any]:
         "path": result.path,
         "label": result.label,
         "emulated": result.emulated,
+        "fps": result.fps,
         "metrics": asdict(result.metrics),
         "box_counts": asdict(result.box_counts),
         "scores": asdict(result.scores),

@@ -37,6 +37,9 @@ def render_markdown(document: dict[str, Any]) -> str:
         lines += ["## Failures", ""]
         for g in failed:
             lines += [f"### `{g['name']}`", "", "```", g["message"], "```", ""]
+    if document["stages"]:
+        lines += ["## Stages (float -> fp-optimized -> quantized -> hardware)", ""]
+        lines += [stage_verdict(document["stages"]), "", table(STAGE_HEADER, stage_rows(document["stages"])), ""]
     if document["worst_layers"]:
         lines += ["## Worst layers (emulated HEF vs float graph, per-tensor SQNR)", ""]
         lines += [table(LAYER_HEADER, layer_rows(document["worst_layers"])), ""]
@@ -44,7 +47,18 @@ def render_markdown(document: dict[str, Any]) -> str:
         "## Paths",
         "",
         table(
-            ["path", "runs on", "mAP@0.5", "mAP@0.5:0.95", "boxes", "boxes/image mean", "p95", "max", ">= 0.99"],
+            [
+                "path",
+                "runs on",
+                "mAP@0.5",
+                "mAP@0.5:0.95",
+                "boxes",
+                "boxes/image mean",
+                "p95",
+                "max",
+                ">= 0.99",
+                "frames/s",
+            ],
             [
                 [
                     p["label"],
@@ -56,6 +70,7 @@ def render_markdown(document: dict[str, Any]) -> str:
                     num(p["box_counts"]["p95"], 1),
                     str(p["box_counts"]["max"]),
                     f"{p['scores']['saturation']:.1%}",
+                    fps(p),
                 ]
                 for p in paths
             ],
@@ -100,6 +115,27 @@ def path_kind(path: dict[str, Any]) -> str:
     if path["path"] == "onnx":
         return "host"
     return "emulated" if path["emulated"] else "hardware"
+
+
+def fps(path: dict[str, Any]) -> str:
+    """Frames per second measured on the device; ``-`` for paths that did not run on one."""
+    if path["fps"] is not None:
+        return f"{path['fps']:.1f}"
+    return "-" if path["emulated"] or path["path"] == "onnx" else "not measured (cached)"
+
+
+STAGE_HEADER = ["stage", "path", "mAP@0.5", "drop vs float"]
+
+
+def stage_rows(stages: dict[str, Any]) -> list[list[str]]:
+    return [[r["stage"], r["label"], num(r["map50"]), f"{r['drop']:+.4f}"] for r in stages["rows"]]
+
+
+def stage_verdict(stages: dict[str, Any]) -> str:
+    first = stages["first_degraded"]
+    if first is None:
+        return f"No stage loses more than {stages['tolerance']:g} mAP@0.5 against the float model."
+    return f"First stage past the tolerance: {first['stage']}. {first['message']}"
 
 
 LAYER_HEADER = ["tensor", "op", "own SQNR dB", "accumulated SQNR dB"]

@@ -1,24 +1,21 @@
 """Dataflow Compiler backend: the model script and NMS config written and checked from the ONNX
-(:mod:`~harness.backends.dfc.scripts`, no DFC needed) and the adapter to the DFC's Python API
-(:mod:`~harness.backends.dfc.compiler`, which alone imports ``hailo_sdk_client``, lazily)."""
+(:mod:`~harness.backends.dfc.scripts`, no DFC needed), the adapter to the DFC's Python API
+(:mod:`~harness.backends.dfc.compiler`, which alone imports ``hailo_sdk_client``, lazily) and its
+emulator as a runner (:mod:`~harness.backends.dfc.runner`)."""
 
 from harness.backends.dfc.compiler import (
     DEFAULT_CACHE_ROOT,
     HW_ARCHS,
-    STAGES,
     CompileRequest,
     CompileResult,
-    Degradation,
     DfcError,
     DfcNotInstalled,
-    EmulationStage,
-    HarEmulator,
     LogWarning,
     compile_hef,
-    first_degraded_stage,
     load_sdk,
     scan_log,
 )
+from harness.backends.dfc.runner import EmulationStage, HarRunner
 from harness.backends.dfc.scripts import (
     DfcScriptError,
     LayerTable,
@@ -40,15 +37,13 @@ from harness.backends.dfc.scripts import (
 __all__ = [
     "DEFAULT_CACHE_ROOT",
     "HW_ARCHS",
-    "STAGES",
     "CompileRequest",
     "CompileResult",
-    "Degradation",
     "DfcError",
     "DfcNotInstalled",
     "DfcScriptError",
     "EmulationStage",
-    "HarEmulator",
+    "HarRunner",
     "LayerTable",
     "LogWarning",
     "NmsSettings",
@@ -56,7 +51,6 @@ __all__ = [
     "ParsedLayer",
     "ScriptFiles",
     "compile_hef",
-    "first_degraded_stage",
     "load_sdk",
     "names_from_map",
     "names_from_parsed",

@@ -3,8 +3,8 @@
 ONNX -> translate (end nodes at the six head convs) -> the parsed layer names -> model script and NMS
 config written and checked -> load_model_script -> optimize (letterboxed calibration images) -> compile
 -> HEF bytes. HEFs are cached by content under ``.harness-cache/dfc/``; the DFC's log is kept beside
-the HEF and scanned for known bad signs. The optimized HAR runs in the DFC's emulator per stage
-(:class:`HarEmulator`), and :func:`first_degraded_stage` says where the accuracy went.
+the HEF and scanned for known bad signs. The optimized HAR is kept beside the HEF for the DFC's
+emulator (:mod:`harness.backends.dfc.runner`).
 
 ``hailo_sdk_client`` is imported here only, and only when a compile or an emulation is asked for.
 Its API as Hailo's own code calls it (written against DFC 3.33, the Model Zoo v2.x line for Hailo-8):
@@ -12,7 +12,7 @@ Its API as Hailo's own code calls it (written against DFC 3.33, the Model Zoo v2
 (hailo_model_zoo: hailo_model_zoo/main_driver.py); ``load_model_script``, ``optimize(calib)``,
 ``compile()`` -> HEF bytes, ``save_har`` (hailo_model_zoo: hailo_model_zoo/core/main_utils.py);
 ``with runner.infer_context(ctx) as c: runner.infer(context=c, dataset=...)``
-(hailo_model_zoo: hailo_model_zoo/core/infer/runner_infer.py); ``translate_onnx_model(path, net_name,
+(hailo_model_zoo: hailo_model_zoo/core/infer/runner_infer.py, used in runner.py); ``translate_onnx_model(path, net_name,
 start_node_names=..., end_node_names=..., net_input_shapes=...)`` as in the DFC's parsing tutorial;
 ``get_hn()`` for the parsed graph (hailo_model_zoo: hailo_model_zoo/core/hn_editor/layer_splitter.py).
 """
@@ -28,10 +28,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -361,83 +360,3 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     shutil.copyfile(entry / "optimized.har", har)
     shutil.copyfile(entry / "compile.log", log)
     return CompileResult(hef, log, har, scripts, checks, scan_log(log.read_text(encoding="utf-8")), cached, key)
-
-
-class EmulationStage(str, Enum):
-    """The DFC emulator's views of an optimized HAR: float with the model script's changes, and quantized."""
-
-    FP_OPTIMIZED = "fp_optimized"
-    QUANTIZED = "quantized"
-
-
-_INFERENCE_CONTEXTS = {EmulationStage.FP_OPTIMIZED: "SDK_FP_OPTIMIZED", EmulationStage.QUANTIZED: "SDK_QUANTIZED"}
-
-
-class HarEmulator:
-    """An optimized HAR run in the DFC's emulator, ``InferenceContext.SDK_FP_OPTIMIZED`` or ``SDK_QUANTIZED``."""
-
-    def __init__(self, har: Path, sdk: ModuleType | None = None) -> None:
-        self._sdk = sdk if sdk is not None else load_sdk()
-        self._runner = self._sdk.ClientRunner(har=os.fspath(har))
-
-    def infer(self, stage: EmulationStage | str, images: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``images``: ``(N, H, W, 3)`` RGB 0-255 (uint8 or float), fed as float32 (the HAR normalizes).
-        Returns the outputs in the DFC's output order."""
-        stage = EmulationStage(stage)
-        batch = np.asarray(images)
-        if batch.ndim != 4 or batch.shape[3] != 3:
-            raise HarnessError(f"emulation {stage.value}: images of shape {batch.shape}, expected (N, H, W, 3) RGB")
-        context = getattr(self._sdk.InferenceContext, _INFERENCE_CONTEXTS[stage])
-        with self._runner.infer_context(context) as ctx:
-            outputs = self._runner.infer(context=ctx, dataset=batch.astype(np.float32))
-        if isinstance(outputs, (list, tuple)):
-            return tuple(np.asarray(o) for o in outputs)
-        return (np.asarray(outputs),)
-
-
-STAGES = ("float", "fp_optimized", "quantized", "hardware")
-
-_CAUSES = {
-    "fp_optimized": "lost before quantization: the model script's changes (normalization, sigmoid, NMS config) or "
-    "the pre/post-processing around the model differ from the float model",
-    "quantized": "lost in quantization: the calibration set (in-domain images showing the classes, enough of them) "
-    "or the optimization level",
-    "hardware": "lost between the emulated quantized model and the device: the host's handling of the outputs "
-    "(format order, dequantization, double normalization) or the compilation",
-}
-
-
-@dataclass(frozen=True)
-class Degradation:
-    stage: str
-    map: float
-    float_map: float
-    tolerance: float
-
-    @property
-    def drop(self) -> float:
-        return self.float_map - self.map
-
-    @property
-    def message(self) -> str:
-        return (
-            f"{self.stage} mAP {self.map:.4f} is {self.drop:.4f} below the float mAP {self.float_map:.4f} "
-            f"(tolerance {self.tolerance:g}): {_CAUSES[self.stage]}"
-        )
-
-
-def first_degraded_stage(maps: Mapping[str, float], tolerance: float) -> Degradation | None:
-    """The first stage, in the order float -> fp_optimized -> quantized -> hardware, whose mAP is more
-    than ``tolerance`` below the float mAP; stages not measured are skipped, None if none drops.
-    Hailo's advice is to check fp_optimized first: a drop there is no quantization issue."""
-    unknown = sorted(set(maps) - set(STAGES))
-    if unknown:
-        raise HarnessError(f"stage mAPs: stages {unknown}, expected some of {list(STAGES)}")
-    if "float" not in maps:
-        raise HarnessError(f"stage mAPs: stages {sorted(maps)}, expected 'float' among them (the reference)")
-    if tolerance < 0:
-        raise HarnessError(f"stage mAPs: tolerance {tolerance}, expected >= 0")
-    for stage in STAGES[1:]:
-        if stage in maps and maps["float"] - maps[stage] > tolerance:
-            return Degradation(stage, maps[stage], maps["float"], tolerance)
-    return None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.backends.dfc import DfcNotInstalled, load_sdk
 from harness.conformance import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
 from harness.data.dataset import load_yolo
 from harness.detect import EMULATED_HAILO, HAILO, ONNX
@@ -27,7 +28,8 @@ GATE_KINDS = ("map", "map50_95", "score_saturation", "box_count")
 OPTIONS = {
     "hef": "HEF to gate: its static checks run as test items (with or without Hailo hardware)",
     "onnx": "ONNX export of the model (static checks; with --dataset, or the demo model, the evaluation gates)",
-    "har": "Dataflow Compiler HAR of the model (needs the DFC backend)",
+    "har": "optimized HAR of the model (hailo-harness compile writes one): its Dataflow Compiler emulation stages "
+    "are evaluated and the first stage that loses accuracy is named (needs hailo_sdk_client)",
     "dataset": "labelled dataset (YOLO folder or yaml): with --onnx, both paths are evaluated and gated on it",
     "calibration": f"calibration images for the emulated HEF, or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (demo)",
     "score_threshold": "score threshold of the evaluation (also checked against the one compiled into the HEF)",
@@ -133,7 +135,7 @@ def _job_config(config: pytest.Config) -> JobConfig:
     onnx = _option(config, "onnx")
     assert onnx is not None
     dataset, golden, report = _option(config, "dataset"), _option(config, "golden"), _option(config, "report")
-    threshold, hef = _option(config, "score_threshold"), _option(config, "hef")
+    threshold, hef, har = _option(config, "score_threshold"), _option(config, "hef"), _option(config, "har")
     defaults = JobConfig()
     return JobConfig(
         onnx=Path(onnx),
@@ -148,6 +150,7 @@ def _job_config(config: pytest.Config) -> JobConfig:
         backend=_option(config, "backend") or "emulator",
         hef=Path(hef) if hef else None,
         hailo_devices=tuple(d for d in (_option(config, "hailo_device") or "").split(",") if d),
+        har=Path(har) if har else None,
     )
 
 
@@ -192,13 +195,18 @@ def _job_gate_items(parent: pytest.Collector) -> list[pytest.Item]:
         raise pytest.UsageError(f"--backend {backend!r}: expected one of {list(BACKENDS)}")
     if backend == "hailort" and not _option(config, "hef"):
         raise pytest.UsageError("--backend hailort: give the HEF to run on the device (--hef model.hef)")
-    if _option(config, "har"):
-        raise pytest.UsageError("--har: the Dataflow Compiler backend is not part of this harness version yet")
     job_config = _job_config(config)
+    if job_config.har is not None:
+        try:
+            load_sdk()  # the stages need the Dataflow Compiler: a usage error here, not a failure per gate
+        except DfcNotInstalled as error:
+            raise pytest.UsageError(f"--har {job_config.har}: {error}") from error
     dataset = job_config.dataset.name if job_config.dataset else DEMO_DATASET_NAME
     hailo = HAILO if backend == "hailort" else EMULATED_HAILO
     names = [f"test_{kind}[{dataset}-{path}]" for path in (ONNX, hailo) for kind in GATE_KINDS]
     names.append(f"test_path_agreement[{dataset}-{hailo}]")
+    if job_config.har is not None:
+        names.append(f"test_stages[{dataset}]")
     return [JobGateItem.from_parent(parent, name=name) for name in names]
 
 

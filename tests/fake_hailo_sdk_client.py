@@ -202,7 +202,8 @@ class ClientRunner:
         assert self._hn is not None
         convs = [n for n, layer in self._hn["layers"].items() if layer["type"] == "conv" and layer["output"]]
         sigmoid = {f"{self._hn['name']}/{name}" if "/" not in name else name for name in self._emulation["sigmoid"]}
-        return [1 / (1 + np.exp(-h)) if conv in sigmoid else h for conv, h in zip(convs, heads, strict=True)]
+        with np.errstate(over="ignore"):  # exp of large logits: the sigmoid is 0 there all the same
+            return [1 / (1 + np.exp(-h)) if conv in sigmoid else h for conv, h in zip(convs, heads, strict=True)]
 
     def _nms(self, heads: list[np.ndarray], input_hw: tuple[int, int]) -> np.ndarray:
         config = self._emulation["nms"]

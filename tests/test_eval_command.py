@@ -12,6 +12,7 @@ import yaml
 from PIL import Image
 
 from harness import cli
+from harness.backends.dfc import CompileRequest, compile_hef
 from harness.backends.onnx.runner import FullHeadRunner
 from harness.commands.eval import coco_image_id
 from harness.data.synthetic import Recipe, write_dataset
@@ -144,3 +145,30 @@ def test_eval_emulator_backend_runs_the_emulated_hef_with_raw_heads_or_its_nms(t
     assert raw["cells"]["cells"] == 4 * (32 * 32 + 16 * 16 + 8 * 8) and nms["cells"] is None
     assert raw["n_images"] == nms["n_images"] == 4
     assert len(list((tmp_path / "cache").glob("emulated-hailo-*.jsonl"))) == 2
+
+
+def test_eval_dfc_backend_runs_each_emulation_stage_of_the_har(tmp_path, capsys, sdk):
+    write_dataset(tmp_path / "syn", Recipe(seed=5, train=0, val=4, calib=4))
+    request = CompileRequest(DEMO, tmp_path / "syn/images/calib", calib_count=4)
+    har = compile_hef(request, tmp_path / "out", cache_root=tmp_path / "dfc").har
+    base = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn" / "data.yaml"), "--json", "--no-cache"]
+    results = {}
+    for stage in ("fp_optimized", "quantized"):
+        assert cli.main([*base, "--har", str(har), "--stage", stage]) == 0
+        results[stage] = json.loads(capsys.readouterr().out)
+    assert cli.main([*base, "--backend", "onnx"]) == 0
+    onnx = json.loads(capsys.readouterr().out)
+    assert results["fp_optimized"]["label"] == "dfc-fp-optimized (emulated)"
+    assert results["quantized"]["path"] == "dfc-quantized" and results["quantized"]["fps"] is None
+    assert results["fp_optimized"]["metrics"]["map50"] == pytest.approx(onnx["metrics"]["map50"], abs=1e-6)
+    assert results["quantized"]["provenance"]["model_path"] == str(har)
+
+
+def test_eval_refuses_device_and_har_options_of_another_backend(capsys):
+    base = ["eval", "--onnx", str(DEMO), "--dataset", "d"]
+    assert cli.main([*base, "--hailo-device", "0000:01:00.0"]) == 2
+    assert "--hailo-device belongs to --backend hailort, not --backend onnx" in capsys.readouterr().err
+    assert cli.main([*base, "--har", "m.har", "--backend", "emulator"]) == 2
+    assert "--har belongs to --backend dfc, not --backend emulator" in capsys.readouterr().err
+    assert cli.main([*base, "--backend", "dfc"]) == 2
+    assert "--backend dfc: needs --har M.har" in capsys.readouterr().err

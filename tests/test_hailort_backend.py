@@ -7,6 +7,7 @@ emulator path's own.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from harness.detections import Detections
 from harness.errors import HarnessError, SpecError
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
+from harness.job import JobConfig, run_job, summary_lines
 from harness.preprocess import letterbox, load_image
 from harness.settings import EvalSettings
 from harness.specs import FormatOrder, FormatType
@@ -514,3 +516,50 @@ def test_bad_arguments_are_rejected_naming_the_field_and_what_was_expected(
     make_fake()
     with pytest.raises(HarnessError, match=expected):
         HailoRTRunner(hef_files["heads"], **{field: value})  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+
+def test_eval_runs_the_hef_on_the_devices_asked_for_and_reports_the_measured_fps(
+    make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness import cli
+
+    write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=0))
+    fake = make_fake(devices=["0000:01:00.0", "0000:02:00.0"], latency_s=0.01)
+    argv = ["eval", "--hef", str(hef_files["nms"]), "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn")]
+    assert cli.main([*argv, "--hailo-device", "0000:02:00.0", "--no-cache", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert fake.vdevice_params[-1]["device_ids"] == ["0000:02:00.0"]
+    assert result["label"] == "hailo" and result["emulated"] is False
+    assert 0 < result["fps"] <= 100  # 10 ms a frame on the fake device
+    assert cli.main([*argv, "--no-cache"]) == 0
+    assert "throughput on the device: " in capsys.readouterr().out
+
+
+def test_the_job_on_a_device_reports_its_fps_next_to_the_accuracy(
+    make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path
+) -> None:
+    make_fake(latency_s=0.005)
+    write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=64))
+    config = JobConfig(
+        dataset=tmp_path / "syn",
+        calibration=str(tmp_path / "syn" / "images" / "calib"),
+        report_dir=tmp_path / "report",
+        cache_dir=tmp_path / "cache",
+        golden_root=tmp_path / "golden",
+        backend="hailort",
+        hef=hef_files["nms"],
+        progress=False,
+    )
+    job = run_job(config, log=lambda line: None)
+    hailo = job.results[-1]
+    assert hailo.path == HAILO and hailo.fps is not None and 0 < hailo.fps <= 200
+    assert f"{hailo.fps:.1f} frames/s on the device" in summary_lines(job)[len(job.results) - 1]
+    document = json.loads(job.reports["json"].read_text())
+    assert document["paths"][-1]["fps"] == pytest.approx(hailo.fps)
+    assert f"| {hailo.fps:.1f} |" in job.reports["markdown"].read_text()
+    again = run_job(config, log=lambda line: None)  # every prediction from the cache: nothing measured
+    assert again.results[-1].fps is None
+    assert "not measured (cached)" in again.reports["markdown"].read_text()

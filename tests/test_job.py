@@ -1,11 +1,14 @@
 """The main job on the shipped demo, and the field report as a test: the same model calibrated on
 64 off-domain frames must fail its gates with the score cap named as the cause."""
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from harness.job import OFF_DOMAIN, JobConfig, run_job, summary_lines
+from harness.backends.dfc import CompileRequest, compile_hef
+from harness.job import OFF_DOMAIN, JobConfig, demo_data, run_job, summary_lines
 
 
 @pytest.fixture(scope="module")
@@ -39,3 +42,49 @@ def test_off_domain_calibration_fails_the_gate_and_names_the_score_cap(config):
     assert hailo.predictions and max(float(d.scores.max(initial=0)) for d in hailo.predictions) < 0.5
     assert not any(name.endswith("-onnx]") for name in failed)  # the ONNX path is unaffected
     assert "Worst layers (emulated HEF vs float graph, per-tensor SQNR)" in job.reports["markdown"].read_text()
+
+
+def _har(config, calibration: str, out) -> Path:
+    """The demo model compiled by the fake Dataflow Compiler on the demo's in- or off-domain frames."""
+    split = "calib" if calibration == "in-domain" else "calib_offdomain"
+    request = CompileRequest(config.onnx, demo_data(config.cache_dir) / "images" / split)
+    return compile_hef(request, out, cache_root=out / "cache").har
+
+
+def test_a_har_adds_its_dfc_stages_and_the_stage_gate_passes_when_none_degrades(config, sdk, tmp_path):
+    job = run_job(replace(config, har=_har(config, "in-domain", tmp_path)), log=lambda line: None)
+    assert [r.label for r in job.results] == [
+        "onnx",
+        "dfc-fp-optimized (emulated)",
+        "dfc-quantized (emulated)",
+        "emulated-hailo (emulated)",
+    ]
+    assert [g.name for g in job.gates if not g.passed] == []
+    assert job.gates[-1].name == "test_stages[synthetic_fire_smoke_seed0]"
+    assert [g.name for g in job.gates].count("test_map[synthetic_fire_smoke_seed0-dfc-quantized]") == 0
+    report = job.reports["markdown"].read_text()
+    assert "## Stages (float -> fp-optimized -> quantized -> hardware)" in report
+    assert "No stage loses more than 0.02 mAP@0.5 against the float model." in report
+
+
+def test_a_har_calibrated_off_domain_is_localised_to_quantization_with_the_score_cap(config, sdk, tmp_path):
+    job = run_job(replace(config, har=_har(config, "off-domain", tmp_path)), log=lambda line: None)
+    gate = {g.name: g for g in job.gates}["test_stages[synthetic_fire_smoke_seed0]"]
+    assert not gate.passed
+    assert "the first stage past the tolerance is quantized" in gate.message
+    assert gate.causes[0].name == "score_cap"
+    fp, quantized = job.results[1:3]
+    assert abs(fp.metrics.map50 - job.results[0].metrics.map50) <= 0.02 < gate.baseline - quantized.metrics.map50
+    assert "First stage past the tolerance: quantized." in job.reports["markdown"].read_text()
+
+
+def test_a_har_whose_model_script_lost_the_normalization_is_localised_to_fp_optimized(config, sdk, tmp_path):
+    har = _har(config, "in-domain", tmp_path)
+    saved = json.loads(har.read_text())
+    saved["emulation"]["normalization"] = None  # as if compiled from a model script without normalization
+    broken = tmp_path / "no-normalization.har"
+    broken.write_text(json.dumps(saved))
+    job = run_job(replace(config, har=broken), log=lambda line: None)
+    gate = {g.name: g for g in job.gates}["test_stages[synthetic_fire_smoke_seed0]"]
+    assert not gate.passed and "the first stage past the tolerance is fp_optimized" in gate.message
+    assert "lost before quantization" in gate.message

@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.backends.dfc import CompileRequest, compile_hef
+from harness.data.synthetic import Recipe, write_dataset
+
 pytest_plugins = ["pytester"]
 
 EMPTY_DECODER = """
@@ -122,6 +125,28 @@ def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, sha
     result.stdout.fnmatch_lines(["*the evaluation could not run:*hailo_platform*emulator*"])
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--har", "m.har")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--har m.har: the Hailo Dataflow Compiler is not installed*"])
+
+
+def test_har_option_adds_the_stage_gate_run_by_the_dataflow_compiler(pytester, sdk, tmp_path):
+    data = tmp_path / "data"
+    write_dataset(data, Recipe(seed=3, train=0, val=6, calib=64))
+    har = compile_hef(CompileRequest(DEMO, data / "images" / "calib"), tmp_path / "out", tmp_path / "cache").har
+    pytester.makeconftest(
+        f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import fake_hailo_sdk_client
+sys.modules["hailo_sdk_client"] = fake_hailo_sdk_client
+"""
+    )
+    calibration = str(data / "images" / "calib")
+    args = ("--onnx", str(DEMO), "--dataset", str(data), "--calibration", calibration, "--har", str(har))
+    result = pytester.runpytest_subprocess(*args, "--collect-only", "-q")
+    assert "hailo-harness::test_stages[data]" in result.stdout.lines
+    result = pytester.runpytest_subprocess(*args, "-k", "test_stages", "--junitxml=stages.xml")
+    result.assert_outcomes(passed=1, deselected=9)
+    assert '<property name="observed"' in (pytester.path / "stages.xml").read_text()
 
 
 def test_gates_run_under_xdist_and_attach_their_numbers_to_junit_xml(pytester):

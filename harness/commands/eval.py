@@ -15,10 +15,21 @@ from typing import Any
 
 import numpy as np
 
+from harness.backends.dfc import EmulationStage, HarRunner
 from harness.cache import DEFAULT_ROOT, PredictionCache
 from harness.data.dataset import Dataset, class_map, load_yolo
 from harness.decode.config import NmsMode
-from harness.detect import EMULATED_HAILO, HAILO, DetectionPath, NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names
+from harness.detect import (
+    DFC_FP_OPTIMIZED,
+    DFC_QUANTIZED,
+    EMULATED_HAILO,
+    HAILO,
+    DetectionPath,
+    NmsBufferPath,
+    OnnxPath,
+    RawHeadsPath,
+    onnx_class_names,
+)
 from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
 from harness.onnx_graph import load_model, model_input
@@ -30,7 +41,8 @@ HELP = (
     "score distribution (predictions cached per image, so an interrupted run resumes)"
 )
 
-BACKENDS = ("onnx", "emulator", "hailort")
+BACKENDS = ("onnx", "emulator", "hailort", "dfc")
+STAGE_PATHS = {EmulationStage.FP_OPTIMIZED: DFC_FP_OPTIMIZED, EmulationStage.QUANTIZED: DFC_QUANTIZED}
 _DEFAULTS = EvalSettings(input_hw=(640, 640))
 
 
@@ -41,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--backend",
         choices=BACKENDS,
         help="onnx: the full export with onnxruntime (default for --onnx); emulator: the export quantized "
-        "into an emulated HEF on the CPU; hailort: a Hailo device (default for --hef)",
+        "into an emulated HEF on the CPU; hailort: a Hailo device (default for --hef); dfc: an optimized HAR "
+        "in the Dataflow Compiler's emulator (default for --har)",
     )
     parser.add_argument("--dataset", required=True, type=Path, metavar="D", help="YOLO dataset yaml or folder")
     parser.add_argument("--split", default="val", help="dataset split (default: val)")
@@ -70,6 +83,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     emulator.add_argument("--sigmoid-inside", action="store_true", help="sigmoid after the class convs, as compiled")
     emulator.add_argument(
         "--hef-nms", action="store_true", help="HailoRT's NMS op inside (NMS_BY_CLASS output) at these thresholds"
+    )
+    device = parser.add_argument_group("hailort backend")
+    device.add_argument(
+        "--hailo-device",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="HailoRT device id, e.g. 0000:01:00.0 (repeatable: several make one virtual device; default: any free)",
+    )
+    dfc = parser.add_argument_group("dfc backend")
+    dfc.add_argument("--har", type=Path, metavar="M.har", help="optimized HAR (hailo-harness compile writes one)")
+    dfc.add_argument(
+        "--stage",
+        choices=[s.value for s in EmulationStage],
+        default=EmulationStage.QUANTIZED.value,
+        help="the emulator's context: fp_optimized (float, with the model script) or quantized (default)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
@@ -112,10 +141,24 @@ def _settings(args: argparse.Namespace, input_hw: tuple[int, int], mapping: tupl
     )
 
 
+def backend_of(args: argparse.Namespace) -> str:
+    """The backend asked for (or implied by --hef / --har); options of another backend are refused."""
+    backend: str = args.backend or ("hailort" if args.hef is not None else "dfc" if args.har is not None else "onnx")
+    if args.hailo_device and backend != "hailort":
+        raise HarnessError(f"--hailo-device belongs to --backend hailort, not --backend {backend}")
+    if args.har is not None and backend != "dfc":
+        raise HarnessError(f"--har belongs to --backend dfc, not --backend {backend}")
+    if backend == "hailort" and args.hef is None:
+        raise HarnessError("--backend hailort: needs --hef M.hef (the compiled model to run on the device)")
+    if backend == "dfc" and args.har is None:
+        raise HarnessError("--backend dfc: needs --har M.har (the optimized HAR to emulate)")
+    return backend
+
+
 @contextmanager
 def open_path(args: argparse.Namespace, dataset: Dataset) -> Iterator[DetectionPath]:
     """The path the arguments name, with the class map by name settled; closed afterwards."""
-    backend = args.backend or ("hailort" if args.hef is not None else "onnx")
+    backend = backend_of(args)
     if args.onnx is None:
         # The HEF carries no class names: the export's metadata gives them, and the class map by name.
         raise HarnessError(f"--backend {backend}: needs --onnx M.onnx (the model's export, for its class names)")
@@ -131,6 +174,9 @@ def open_path(args: argparse.Namespace, dataset: Dataset) -> Iterator[DetectionP
         if backend == "hailort":
             yield _device_path(args, settings, names, stack)
             return
+        if backend == "dfc":
+            yield _dfc_path(args, settings, names, stack)
+            return
         if backend == "onnx":
             if args.calibration is not None or args.sigmoid_inside or args.hef_nms:
                 raise HarnessError("--calibration, --sigmoid-inside and --hef-nms belong to --backend emulator")
@@ -144,11 +190,18 @@ def _device_path(
 ) -> DetectionPath:
     from harness.backends.hailort import HailoRTRunner
 
-    if args.hef is None:
-        raise HarnessError("--backend hailort: needs --hef M.hef (the compiled model to run on the device)")
-    runner = stack.enter_context(HailoRTRunner(args.hef))
+    runner = stack.enter_context(HailoRTRunner(args.hef, device_ids=args.hailo_device or None))
     kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
     return kind(runner, settings, args.hef, HAILO, names)
+
+
+def _dfc_path(
+    args: argparse.Namespace, settings: EvalSettings, names: tuple[str, ...], stack: ExitStack
+) -> DetectionPath:
+    stage = EmulationStage(args.stage)
+    runner = stack.enter_context(HarRunner(args.har, stage, settings.input_hw))
+    kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
+    return kind(runner, settings, args.har, STAGE_PATHS[stage], names)
 
 
 def _emulated_path(
@@ -190,6 +243,7 @@ def result_as_dict(result: PathResult) -> dict[str, Any]:
         "path": result.path,
         "label": result.label,
         "emulated": result.emulated,
+        "fps": result.fps,
         "settings": result.settings.to_dict(),
         "provenance": {**dataclasses.asdict(result.provenance), "environment": dict(result.provenance.environment)},
         "n_images": len(result.image_ids),
@@ -245,6 +299,8 @@ def format_result(result: PathResult, dataset: Dataset) -> str:
         f"scores >= 0.99: {sc.saturation:.1%}"
         + (f", outside [0, 1]: {sc.below_zero + sc.above_one}" if sc.below_zero + sc.above_one else ""),
     ]
+    if result.fps is not None:
+        lines.append(f"throughput on the device: {result.fps:.1f} frames per second (wall time of the infer calls)")
     if result.cells is not None:
         c = result.cells
         lines.append(
@@ -264,6 +320,7 @@ def format_result(result: PathResult, dataset: Dataset) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    backend_of(args)  # a wrong combination of options is refused before any image is read
     dataset = load_yolo(args.dataset, args.split)
     cache = None if args.no_cache else PredictionCache(args.cache or DEFAULT_ROOT)
     with open_path(args, dataset) as path:

@@ -7,9 +7,13 @@ import sys
 import time
 from pathlib import Path
 
+from harness.errors import HarnessError
 from harness.job import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, JobConfig, run_job, summary_lines
 
-HELP = "run the full gate: ONNX and emulated Hailo paths vs golden baselines, reports written"
+HELP = (
+    "run the full gate: the ONNX and the Hailo path (emulated, or a HEF on a device) vs golden baselines, "
+    "optionally the Dataflow Compiler's emulation stages of a HAR; reports written"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,10 +31,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", type=Path, default=JobConfig.report_dir, help="where the reports go")
     parser.add_argument("--cache", type=Path, default=JobConfig.cache_dir, help="cache folder")
     parser.add_argument("--update-golden", action="store_true", help="bless this run as the new baseline")
+    parser.add_argument(
+        "--backend",
+        choices=("emulator", "hailort"),
+        help="the Hailo path: the ONNX as an emulated HEF (default), or --hef on a Hailo device (default with --hef)",
+    )
+    parser.add_argument("--hef", type=Path, metavar="M.hef", help="compiled HEF for --backend hailort")
+    parser.add_argument(
+        "--hailo-device", action="append", default=[], metavar="ID", help="HailoRT device id (repeatable)"
+    )
+    parser.add_argument(
+        "--har",
+        type=Path,
+        metavar="M.har",
+        help="optimized HAR (hailo-harness compile): its fp-optimized and quantized emulations run and the stage "
+        "gate names the first stage that loses accuracy (needs the Dataflow Compiler)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
+    backend = args.backend or ("hailort" if args.hef is not None else "emulator")
+    if args.hailo_device and backend != "hailort":
+        raise HarnessError(f"--hailo-device belongs to --backend hailort, not --backend {backend}")
     config = JobConfig(
         onnx=args.onnx,
         dataset=args.dataset,
@@ -43,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
         iou_threshold=args.iou_threshold,
         update_golden=args.update_golden,
         invocation=("hailo-harness", "run", *sys.argv[2:]),
+        backend=backend,
+        hef=args.hef,
+        hailo_devices=tuple(args.hailo_device),
+        har=args.har,
     )
     job = run_job(config, log=lambda line: print(line, file=sys.stderr))
     for line in job.golden_changes:

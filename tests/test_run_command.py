@@ -1,0 +1,51 @@
+"""``hailo-harness run``: its options reach the main job as they say; the job itself is tested in test_job.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.commands import run as run_command
+from harness.job import JobConfig, JobResult
+
+
+@pytest.fixture
+def configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[JobConfig]:
+    """The configs the command hands to the job; the job 'passes' without running."""
+    seen: list[JobConfig] = []
+
+    def fake_job(config: JobConfig, log: object) -> JobResult:
+        seen.append(config)
+        return JobResult(results=(), gates=(), reports={})
+
+    monkeypatch.setattr(run_command, "run_job", fake_job)
+    monkeypatch.chdir(tmp_path)
+    return seen
+
+
+def test_a_hef_implies_the_hailort_backend_with_the_devices_asked_for(configs: list[JobConfig]) -> None:
+    argv = ["run", "--hef", "m.hef", "--hailo-device", "0000:01:00.0", "--hailo-device", "0000:02:00.0"]
+    assert cli.main(argv) == 0
+    (config,) = configs
+    assert (config.backend, config.hef, config.hailo_devices) == (
+        "hailort",
+        Path("m.hef"),
+        ("0000:01:00.0", "0000:02:00.0"),
+    )
+    assert config.invocation[:2] == ("hailo-harness", "run")
+
+
+def test_without_a_hef_the_hailo_path_is_emulated_and_a_har_adds_its_stages(configs: list[JobConfig]) -> None:
+    assert cli.main(["run", "--har", "model_optimized.har", "--calibration", "off-domain"]) == 0
+    (config,) = configs
+    assert (config.backend, config.har, config.calibration) == ("emulator", Path("model_optimized.har"), "off-domain")
+
+
+def test_a_device_without_the_hailort_backend_is_refused(
+    configs: list[JobConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "--hailo-device", "0000:01:00.0"]) == 2
+    assert "--hailo-device belongs to --backend hailort, not --backend emulator" in capsys.readouterr().err
+    assert configs == []

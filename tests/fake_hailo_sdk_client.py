@@ -87,6 +87,7 @@ class ClientRunner:
         saved = json.loads(Path(har).read_text()) if har else {}
         self._hn: dict[str, Any] | None = saved.get("hn")
         self._emulation: dict[str, Any] = saved.get("emulation", {})
+        self._session: ort.InferenceSession | None = None  # the cut model, made at the first emulation
 
     def translate_onnx_model(
         self,
@@ -185,13 +186,15 @@ class ClientRunner:
 
     def _heads(self, data: np.ndarray) -> list[np.ndarray]:
         """The float outputs of the end nodes, NHWC, with the script's sigmoids."""
-        model = onnx.load(self._emulation["onnx"])
-        ends = {n.name: n.output[0] for n in model.graph.node}
-        outputs = [ends[name] for name in self._emulation["end_nodes"]]
-        del model.graph.output[:]
-        model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(o) for o in outputs)
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        name = session.get_inputs()[0].name
+        if self._session is None:
+            model = onnx.load(self._emulation["onnx"])
+            ends = {n.name: n.output[0] for n in model.graph.node}
+            outputs = [ends[name] for name in self._emulation["end_nodes"]]
+            del model.graph.output[:]
+            model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(o) for o in outputs)
+            self._session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = self._session
+        name, outputs = session.get_inputs()[0].name, [o.name for o in session.get_outputs()]
         frames = data.astype(np.float32)
         if self._emulation["normalization"] is not None:
             mean, std = (np.float32(v) for v in self._emulation["normalization"])

@@ -15,7 +15,9 @@ from harness.backends.dfc.runner import output_specs
 from harness.data.dataset import load_yolo
 from harness.data.synthetic import Recipe, write_dataset
 from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED, NmsBufferPath, OnnxPath, RawHeadsPath
+from harness.diagnosis import matched_share
 from harness.errors import HarnessError, SpecError
+from harness.metrics.agreement import agreement
 from harness.preprocess import load_image
 from harness.settings import EvalSettings
 from harness.specs import FormatOrder, FormatType
@@ -137,3 +139,20 @@ def test_a_missing_har_and_a_failing_emulator_are_named(
         HarRunner(har, "fp_optimized", (256, 256))
     with pytest.raises(ValueError):
         HarRunner(har, "hardware", (256, 256))
+
+
+@pytest.mark.dfc
+def test_real_dfc_stages_of_the_demo_model_find_the_boxes_the_onnx_finds(frames: Path, tmp_path: Path) -> None:
+    """With the real Dataflow Compiler: nearly every box of the ONNX path comes back from fp_optimized
+    (same class, IoU >= 0.5), and most from the quantized stage."""
+    request = CompileRequest(DEMO, frames / "images" / "calib", calib_count=8)
+    har = compile_hef(request, tmp_path / "out", cache_root=tmp_path / "cache").har
+    dataset = load_yolo(frames)
+    with OnnxPath(DEMO, SETTINGS) as onnx:
+        want = [onnx.detect(load_image(s.path)).detections for s in dataset.samples]
+    floors = {EmulationStage.FP_OPTIMIZED: 0.95, EmulationStage.QUANTIZED: 0.8}
+    for stage, name in ((EmulationStage.FP_OPTIMIZED, DFC_FP_OPTIMIZED), (EmulationStage.QUANTIZED, DFC_QUANTIZED)):
+        with HarRunner(har, stage, (256, 256)) as runner:
+            path = NmsBufferPath(runner, SETTINGS, har, name, ("fire", "smoke"))
+            got = [path.detect(load_image(s.path)).detections for s in dataset.samples]
+        assert matched_share(agreement(want, got)) >= floors[stage], stage

@@ -11,9 +11,8 @@ Its API as Hailo's own code calls it (written against DFC 3.33, the Model Zoo v2
 ``ClientRunner(hw_arch=...)`` / ``ClientRunner(har=...)``, ``InferenceContext``
 (hailo_model_zoo: hailo_model_zoo/main_driver.py); ``load_model_script``, ``optimize(calib)``,
 ``compile()`` -> HEF bytes, ``save_har`` (hailo_model_zoo: hailo_model_zoo/core/main_utils.py);
-``with runner.infer_context(ctx) as c: runner.infer(context=c, dataset=...)``
-(hailo_model_zoo: hailo_model_zoo/core/infer/runner_infer.py, used in runner.py); ``translate_onnx_model(path, net_name,
-start_node_names=..., end_node_names=..., net_input_shapes=...)`` as in the DFC's parsing tutorial;
+``translate_onnx_model(path, net_name, start_node_names=..., end_node_names=..., net_input_shapes=...)``
+as in the DFC's parsing tutorial;
 ``get_hn()`` for the parsed graph (hailo_model_zoo: hailo_model_zoo/core/hn_editor/layer_splitter.py).
 """
 

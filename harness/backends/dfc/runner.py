@@ -5,7 +5,8 @@ normalization divides by 255 inside), outputs as the host would see a HEF's FLOA
 - ``fp_optimized``: ``InferenceContext.SDK_FP_OPTIMIZED``, the float model with the model script's
   changes (normalization, sigmoid, NMS); ``quantized``: ``SDK_QUANTIZED``, the quantized model,
   outputs dequantized.
-- The emulator returns the HAR's outputs as an unnamed list in its output order
+- ``ClientRunner(har=...)``, then ``with runner.infer_context(ctx) as c: runner.infer(context=c,
+  dataset=...)``, which returns the HAR's outputs as an unnamed list in its output order
   (hailo_model_zoo: hailo_model_zoo/core/infer/runner_infer.py); they are named ``output0``, ...
   here. Six ``(N, H, W, C)`` float arrays are the raw heads (the decoder pairs them by grid and
   channels, not by name); one ``(N, classes, 5, max_proposals)`` array is the output of an

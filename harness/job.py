@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.backends.dfc import EmulationStage, HarRunner
+from harness.backends.dfc import EmulationStage, HarRunner, check_compiled_thresholds
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef
 from harness.cache import PredictionCache
 from harness.data.dataset import Dataset, load_yolo
@@ -175,6 +175,8 @@ def _on_device(
 
 
 def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
+    if config.har is not None:  # before anything runs
+        check_compiled_thresholds(config.har, config.score_threshold, config.iou_threshold)
     dataset = load_dataset(config)
     _, input_hw = model_input(load_model(config.onnx))
     settings = EvalSettings(input_hw, score_threshold=config.score_threshold, iou_threshold=config.iou_threshold)

@@ -10,7 +10,14 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from harness.backends.dfc import CompileRequest, DfcError, EmulationStage, HarRunner, compile_hef
+from harness.backends.dfc import (
+    CompileRequest,
+    DfcError,
+    EmulationStage,
+    HarRunner,
+    compile_hef,
+    compiled_nms_thresholds,
+)
 from harness.backends.dfc.runner import output_specs
 from harness.data.dataset import load_yolo
 from harness.data.synthetic import Recipe, write_dataset
@@ -156,3 +163,15 @@ def test_real_dfc_stages_of_the_demo_model_find_the_boxes_the_onnx_finds(frames:
             path = NmsBufferPath(runner, SETTINGS, har, name, ("fire", "smoke"))
             got = [path.detect(load_image(s.path)).detections for s in dataset.samples]
         assert matched_share(agreement(want, got)) >= floors[stage], stage
+
+
+def test_compiled_nms_thresholds_are_read_from_the_config_beside_the_har(har: Path, tmp_path: Path) -> None:
+    assert compiled_nms_thresholds(har) == (0.2, 0.7)
+    renamed = tmp_path / "model.har"
+    renamed.write_bytes(har.read_bytes())
+    assert compiled_nms_thresholds(renamed) is None  # not named as compile writes it: nothing to read
+    broken = tmp_path / "x_optimized.har"
+    broken.write_bytes(b"")
+    (tmp_path / "x_nms_config.json").write_text('{"nms_iou_th": 0.7}')
+    with pytest.raises(HarnessError, match=r"x_nms_config.json' beside the HAR: cannot be read \(KeyError"):
+        compiled_nms_thresholds(broken)

@@ -172,3 +172,12 @@ def test_eval_refuses_device_and_har_options_of_another_backend(capsys):
     assert "--har belongs to --backend dfc, not --backend emulator" in capsys.readouterr().err
     assert cli.main([*base, "--backend", "dfc"]) == 2
     assert "--backend dfc: needs --har M.har" in capsys.readouterr().err
+
+
+def test_eval_dfc_backend_refuses_a_har_compiled_at_other_thresholds(tmp_path, capsys, sdk):
+    write_dataset(tmp_path / "syn", Recipe(seed=5, train=0, val=1, calib=2))
+    request = CompileRequest(DEMO, tmp_path / "syn/images/calib", calib_count=2)
+    har = compile_hef(request, tmp_path / "out", cache_root=tmp_path / "dfc").har
+    argv = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn"), "--har", str(har)]
+    assert cli.main([*argv, "--score-threshold", "0.001"]) == 2
+    assert "the evaluation is at 0.001 / 0.7" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
+from harness.errors import HarnessError
 from harness.job import OFF_DOMAIN, JobConfig, demo_data, run_job, summary_lines
 
 
@@ -65,6 +66,14 @@ def test_a_har_adds_its_dfc_stages_and_the_stage_gate_passes_when_none_degrades(
     report = job.reports["markdown"].read_text()
     assert "## Stages (float -> fp-optimized -> quantized -> hardware)" in report
     assert "No stage loses more than 0.02 mAP@0.5 against the float model." in report
+
+
+def test_a_har_compiled_with_other_nms_thresholds_is_refused_before_anything_runs(config, sdk, tmp_path):
+    har = _har(config, "in-domain", tmp_path)
+    with pytest.raises(HarnessError, match=r"thresholds 0.2 / 0.7 .* the evaluation is at 0.25 / 0.7") as caught:
+        run_job(replace(config, har=har, score_threshold=0.25, report_dir=tmp_path / "r"), log=lambda line: None)
+    assert "--score-threshold 0.2 --iou-threshold 0.7" in str(caught.value)
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_har_calibrated_off_domain_is_localised_to_quantization_with_the_score_cap(config, sdk, tmp_path):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.backends.dfc import EmulationStage, HarRunner
+from harness.backends.dfc import EmulationStage, HarRunner, check_compiled_thresholds
 from harness.cache import DEFAULT_ROOT, PredictionCache
 from harness.data.dataset import Dataset, class_map, load_yolo
 from harness.decode.config import NmsMode
@@ -198,6 +198,7 @@ def _device_path(
 def _dfc_path(
     args: argparse.Namespace, settings: EvalSettings, names: tuple[str, ...], stack: ExitStack
 ) -> DetectionPath:
+    check_compiled_thresholds(args.har, settings.score_threshold, settings.iou_threshold)
     stage = EmulationStage(args.stage)
     runner = stack.enter_context(HarRunner(args.har, stage, settings.input_hw))
     kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath

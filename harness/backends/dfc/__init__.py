@@ -15,7 +15,7 @@ from harness.backends.dfc.compiler import (
     load_sdk,
     scan_log,
 )
-from harness.backends.dfc.runner import EmulationStage, HarRunner
+from harness.backends.dfc.runner import EmulationStage, HarRunner, check_compiled_thresholds, compiled_nms_thresholds
 from harness.backends.dfc.scripts import (
     DfcScriptError,
     LayerTable,
@@ -50,7 +50,9 @@ __all__ = [
     "OnnxFacts",
     "ParsedLayer",
     "ScriptFiles",
+    "check_compiled_thresholds",
     "compile_hef",
+    "compiled_nms_thresholds",
     "load_sdk",
     "names_from_map",
     "names_from_parsed",

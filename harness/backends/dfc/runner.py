@@ -21,6 +21,7 @@ emulation graph when the context is entered.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -39,6 +40,7 @@ from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 
 INPUT_NAME = "input"
 RAW_HEADS = 6
+HAR_SUFFIX = "_optimized.har"  # compile_hef writes <stem>_optimized.har beside <stem>_nms_config.json
 _PROBE_GREY = 114  # the letterbox colour: a probe frame as evaluation would pad it
 
 T = TypeVar("T")
@@ -72,6 +74,38 @@ def output_specs(arrays: tuple[np.ndarray, ...], source: str) -> dict[str, Outpu
         f"{source}: the emulator returned outputs of shapes {shapes}, expected six raw heads (N, H, W, C) "
         f"or one NMS output (N, classes, {BBOX_PARAMS}, max_proposals)"
     )
+
+
+def compiled_nms_thresholds(har: str | os.PathLike[str]) -> tuple[float, float] | None:
+    """``(nms_scores_th, nms_iou_th)`` of the NMS config that ``hailo-harness compile`` wrote beside
+    ``har`` (``<stem>_nms_config.json`` for ``<stem>_optimized.har``); None where there is none."""
+    har = Path(har)
+    if not har.name.endswith(HAR_SUFFIX):
+        return None
+    config = har.with_name(har.name[: -len(HAR_SUFFIX)] + "_nms_config.json")
+    if not config.is_file():
+        return None
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+        return float(data["nms_scores_th"]), float(data["nms_iou_th"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise HarnessError(
+            f"NMS config {os.fspath(config)!r} beside the HAR: cannot be read ({type(error).__name__}: {error}), "
+            "expected the JSON hailo-harness compile writes, with nms_scores_th and nms_iou_th"
+        ) from error
+
+
+def check_compiled_thresholds(har: str | os.PathLike[str], score_threshold: float, iou_threshold: float) -> None:
+    """A HAR's NMS keeps what its compiled thresholds keep: where its NMS config lies beside it, they
+    must be the evaluation's, or every stage would differ from the float model by the thresholds alone."""
+    compiled = compiled_nms_thresholds(har)
+    if compiled is not None and compiled != (score_threshold, iou_threshold):
+        raise HarnessError(
+            f"HAR {os.fspath(har)}: compiled with NMS score / IoU thresholds {compiled[0]:g} / {compiled[1]:g} (its "
+            f"NMS config beside it), the evaluation is at {score_threshold:g} / {iou_threshold:g}: the stages would "
+            f"not be comparable; evaluate at --score-threshold {compiled[0]:g} --iou-threshold {compiled[1]:g}, or "
+            "compile with the evaluation's thresholds"
+        )
 
 
 class HarRunner:

@@ -288,3 +288,17 @@ class NmsBufferPath(_RunnerPath):
             raise SpecError(f"output {self._spec.name!r}: missing from the runner's outputs ({sorted(outputs)})")
         detections = decode_nms(outputs[self._spec.name], self._spec, self.input_hw)
         return FrameResult(unletterbox(detections, geometry))
+
+
+def runner_path(
+    runner: Runner,
+    settings: EvalSettings,
+    model_path: str | os.PathLike[str],
+    name: str,
+    model_names: Sequence[str] | None = None,
+    variant: str = "",
+) -> RawHeadsPath | NmsBufferPath:
+    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads."""
+    nms = any(spec.is_nms for spec in runner.output_specs.values())
+    kind = NmsBufferPath if nms else RawHeadsPath
+    return kind(runner, settings, model_path, name, model_names, variant)

@@ -25,9 +25,10 @@ from harness.detect import (
     DFC_QUANTIZED,
     EMULATED_HAILO,
     HAILO,
+    DetectionPath,
     NmsBufferPath,
     OnnxPath,
-    RawHeadsPath,
+    runner_path,
 )
 from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
@@ -108,14 +109,23 @@ def load_dataset(config: JobConfig) -> Dataset:
     return load_yolo(config.dataset if config.dataset is not None else demo_data(config.cache_dir))
 
 
-def _emulated(
-    config: JobConfig,
-    settings: EvalSettings,
-    names: Sequence[str] | None,
-    dataset: Dataset,
-    cache: PredictionCache,
-    log: Callable[[str], None],
-) -> tuple[PathResult, EmulatedHef]:
+@dataclass(frozen=True)
+class _Run:
+    """What every path of one job shares."""
+
+    config: JobConfig
+    settings: EvalSettings
+    names: tuple[str, ...] | None  # the model's class names
+    dataset: Dataset
+    cache: PredictionCache
+    log: Callable[[str], None]
+
+    def evaluate(self, path: DetectionPath) -> PathResult:
+        return evaluate_path(path, self.dataset, self.cache, self.config.progress)
+
+
+def _emulated(run: _Run) -> tuple[PathResult, EmulatedHef]:
+    config, settings = run.config, run.settings
     options = EmulatorOptions(
         calibration_count=config.calibration_count,
         sigmoid_inside=True,
@@ -125,52 +135,33 @@ def _emulated(
         max_proposals_per_class=settings.max_per_class,
     )
     hef = build_emulated_hef(config.onnx, _calibration_source(config), options, config.cache_dir / "emulator")
-    log(f"Hailo path: {hef.label}")
+    run.log(f"Hailo path: {hef.label}")
     with EmulatorRunner(hef) as runner:
-        path = NmsBufferPath(runner, settings, config.onnx, EMULATED_HAILO, names, variant=hef.content_hash)
-        return evaluate_path(path, dataset, cache, config.progress), hef
+        path = NmsBufferPath(runner, settings, config.onnx, EMULATED_HAILO, run.names, variant=hef.content_hash)
+        return run.evaluate(path), hef
 
 
-def _dfc_stages(
-    config: JobConfig,
-    settings: EvalSettings,
-    names: Sequence[str] | None,
-    dataset: Dataset,
-    cache: PredictionCache,
-    log: Callable[[str], None],
-) -> tuple[PathResult, ...]:
+def _dfc_stages(run: _Run, har: Path) -> tuple[PathResult, ...]:
     """The optimized HAR in the Dataflow Compiler's emulator, fp-optimized then quantized."""
-    assert config.har is not None
     results = []
     for stage, name in ((EmulationStage.FP_OPTIMIZED, DFC_FP_OPTIMIZED), (EmulationStage.QUANTIZED, DFC_QUANTIZED)):
-        with HarRunner(config.har, stage, settings.input_hw) as runner:
-            kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
-            results.append(
-                evaluate_path(kind(runner, settings, config.har, name, names), dataset, cache, config.progress)
-            )
-            log(f"stage {stage.value}: {runner.label}")
+        with HarRunner(har, stage, run.settings.input_hw) as runner:
+            results.append(run.evaluate(runner_path(runner, run.settings, har, name, run.names)))
+            run.log(f"stage {stage.value}: {runner.label}")
     return tuple(results)
 
 
-def _on_device(
-    config: JobConfig,
-    settings: EvalSettings,
-    names: Sequence[str] | None,
-    dataset: Dataset,
-    cache: PredictionCache,
-    log: Callable[[str], None],
-) -> PathResult:
+def _on_device(run: _Run) -> PathResult:
     """The HEF on a Hailo device: an NMS HEF through its NMS buffer, a raw HEF through the harness decoder."""
     from harness.backends.hailort import HailoRTRunner
 
+    config = run.config
     if config.hef is None:
         raise HarnessError("backend hailort: give the HEF to run on the device (--hef)")
     with HailoRTRunner(config.hef, device_ids=config.hailo_devices or None) as runner:
-        nms = any(s.is_nms for s in runner.output_specs.values())
-        kind = NmsBufferPath if nms else RawHeadsPath
-        result = evaluate_path(kind(runner, settings, config.hef, HAILO, names), dataset, cache, config.progress)
+        result = run.evaluate(runner_path(runner, run.settings, config.hef, HAILO, run.names))
         fps = f"{result.fps:.1f}" if result.fps else "no (every prediction came from the cache)"
-        log(f"Hailo path: {runner.label}; {fps} frames per second measured on the device")
+        run.log(f"Hailo path: {runner.label}; {fps} frames per second measured on the device")
         return result
 
 
@@ -183,14 +174,15 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     cache = PredictionCache(config.cache_dir / "predictions")
     with OnnxPath(config.onnx, settings) as onnx_path:
         reference = evaluate_path(onnx_path, dataset, cache, config.progress)
+    run = _Run(config, settings, onnx_path.model_names, dataset, cache, log)
     emulated_hef: EmulatedHef | None = None
     if config.backend == "hailort":
-        hailo = _on_device(config, settings, onnx_path.model_names, dataset, cache, log)
+        hailo = _on_device(run)
     elif config.backend == "emulator":
-        hailo, emulated_hef = _emulated(config, settings, onnx_path.model_names, dataset, cache, log)
+        hailo, emulated_hef = _emulated(run)
     else:
         raise HarnessError(f"backend {config.backend!r}: expected 'emulator' or 'hailort'")
-    stages = _dfc_stages(config, settings, onnx_path.model_names, dataset, cache, log) if config.har else ()
+    stages = _dfc_stages(run, config.har) if config.har is not None else ()
     results = (reference, *stages, hailo)
     ground_truth = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in dataset.samples]
     names = [c.name for c in reference.metrics.per_class]

@@ -13,7 +13,7 @@ import pytest
 from harness.backends.base import InputSpec
 from harness.backends.onnx.runner import OnnxRunner
 from harness.decode.yolo import decode, decode_candidates
-from harness.detect import HAILO, NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names, prepare
+from harness.detect import HAILO, NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names, prepare, runner_path
 from harness.detections import Detections
 from harness.errors import GraphError, HarnessError, SpecError
 from harness.formats.nms_buffer import encode_nms_by_class, encode_nms_by_score
@@ -263,3 +263,11 @@ def test_onnx_class_names_reads_ultralytics_metadata_and_rejects_malformed_names
     model.metadata_props[0].value = "__import__('os')"
     with pytest.raises(GraphError, match="is not a literal"):
         onnx_class_names(model, "m.onnx")
+
+
+def test_runner_path_decodes_an_nms_output_as_a_buffer_and_six_heads_as_raw_heads(model_path, cut):
+    heads = HeadsAsHef(cut)
+    raw = runner_path(heads, SETTINGS, model_path, HAILO, variant="v")
+    nms = runner_path(NmsOf(heads, FormatOrder.NMS_BY_SCORE, SETTINGS), SETTINGS, model_path, HAILO)
+    assert isinstance(raw, RawHeadsPath) and raw.variant == "v" and not raw.emulated
+    assert isinstance(nms, NmsBufferPath) and nms.name == HAILO

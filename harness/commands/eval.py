@@ -25,10 +25,9 @@ from harness.detect import (
     EMULATED_HAILO,
     HAILO,
     DetectionPath,
-    NmsBufferPath,
     OnnxPath,
-    RawHeadsPath,
     onnx_class_names,
+    runner_path,
 )
 from harness.errors import HarnessError
 from harness.evaluate import evaluate_path
@@ -191,8 +190,7 @@ def _device_path(
     from harness.backends.hailort import HailoRTRunner
 
     runner = stack.enter_context(HailoRTRunner(args.hef, device_ids=args.hailo_device or None))
-    kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
-    return kind(runner, settings, args.hef, HAILO, names)
+    return runner_path(runner, settings, args.hef, HAILO, names)
 
 
 def _dfc_path(
@@ -201,8 +199,7 @@ def _dfc_path(
     check_compiled_thresholds(args.har, settings.score_threshold, settings.iou_threshold)
     stage = EmulationStage(args.stage)
     runner = stack.enter_context(HarRunner(args.har, stage, settings.input_hw))
-    kind = NmsBufferPath if any(s.is_nms for s in runner.output_specs.values()) else RawHeadsPath
-    return kind(runner, settings, args.har, STAGE_PATHS[stage], names)
+    return runner_path(runner, settings, args.har, STAGE_PATHS[stage], names)
 
 
 def _emulated_path(
@@ -223,8 +220,7 @@ def _emulated_path(
     )
     hef = build_emulated_hef(args.onnx, args.calibration, options, cache_dir=(args.cache or DEFAULT_ROOT) / "emulator")
     runner = stack.enter_context(EmulatorRunner(hef))
-    kind = NmsBufferPath if options.nms else RawHeadsPath
-    return kind(runner, settings, args.onnx, EMULATED_HAILO, names, variant=hef.content_hash)
+    return runner_path(runner, settings, args.onnx, EMULATED_HAILO, names, variant=hef.content_hash)
 
 
 def _finite(value: Any) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 
 from harness.backends.dfc import EmulationStage, HarRunner, check_compiled_thresholds
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef
+from harness.backends.hailort import HailoRTRunner
 from harness.cache import PredictionCache
 from harness.data.dataset import Dataset, load_yolo
 from harness.data.synthetic import Recipe, write_dataset
@@ -40,6 +41,7 @@ from harness.onnx_graph import load_model, model_input
 from harness.report import write_reports
 from harness.result import PathResult
 from harness.settings import EvalSettings
+from harness.specs import FormatType
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_ONNX = ROOT / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
@@ -69,6 +71,8 @@ class JobConfig:
     backend: str = "emulator"
     hef: Path | None = None
     hailo_devices: tuple[str, ...] = ()
+    # FLOAT32: HailoRT dequantizes the outputs; UINT8: the device's own type, dequantized by the harness.
+    hailo_format: FormatType = FormatType.FLOAT32
     # An optimized HAR (hailo-harness compile writes one): its DFC emulation stages run and are gated.
     har: Path | None = None
 
@@ -153,13 +157,12 @@ def _dfc_stages(run: _Run, har: Path) -> tuple[PathResult, ...]:
 
 def _on_device(run: _Run) -> PathResult:
     """The HEF on a Hailo device: an NMS HEF through its NMS buffer, a raw HEF through the harness decoder."""
-    from harness.backends.hailort import HailoRTRunner
-
     config = run.config
     if config.hef is None:
         raise HarnessError("backend hailort: give the HEF to run on the device (--hef)")
-    with HailoRTRunner(config.hef, device_ids=config.hailo_devices or None) as runner:
-        result = run.evaluate(runner_path(runner, run.settings, config.hef, HAILO, run.names))
+    with HailoRTRunner(config.hef, format_type=config.hailo_format, device_ids=config.hailo_devices or None) as runner:
+        variant = config.hailo_format.name.lower()  # the two formats dequantize differently: cached apart
+        result = run.evaluate(runner_path(runner, run.settings, config.hef, HAILO, run.names, variant))
         fps = f"{result.fps:.1f}" if result.fps else "no (every prediction came from the cache)"
         run.log(f"Hailo path: {runner.label}; {fps} frames per second measured on the device")
         return result

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends.dfc import DfcNotInstalled, load_sdk
+from harness.backends.hailort import OUTPUT_FORMATS
 from harness.conformance import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
 from harness.data.dataset import load_yolo
 from harness.detect import EMULATED_HAILO, HAILO, ONNX
@@ -37,6 +38,7 @@ OPTIONS = {
     "backend": "the Hailo path's backend: emulator (default) or hailort",
     "report": "folder for the Markdown / JSON / HTML reports (default: reports/latest)",
     "hailo_device": "Hailo device id(s) for --backend hailort, comma-separated (default: any)",
+    "hailo_format": "output type asked of HailoRT: float32 (HailoRT dequantizes; default) or uint8 (the harness does)",
     "decoder": "run the decoder conformance suite against a six-output decoder 'package.module:function'",
 }
 BACKENDS = ("emulator", "hailort")
@@ -150,6 +152,7 @@ def _job_config(config: pytest.Config) -> JobConfig:
         backend=_option(config, "backend") or "emulator",
         hef=Path(hef) if hef else None,
         hailo_devices=tuple(d for d in (_option(config, "hailo_device") or "").split(",") if d),
+        hailo_format=OUTPUT_FORMATS[_option(config, "hailo_format") or "float32"],
         har=Path(har) if har else None,
     )
 
@@ -193,6 +196,9 @@ def _job_gate_items(parent: pytest.Collector) -> list[pytest.Item]:
     backend = _option(config, "backend") or "emulator"
     if backend not in BACKENDS:
         raise pytest.UsageError(f"--backend {backend!r}: expected one of {list(BACKENDS)}")
+    hailo_format = _option(config, "hailo_format")
+    if hailo_format and hailo_format not in OUTPUT_FORMATS:
+        raise pytest.UsageError(f"--hailo-format {hailo_format!r}: expected one of {list(OUTPUT_FORMATS)}")
     if backend == "hailort" and not _option(config, "hef"):
         raise pytest.UsageError("--backend hailort: give the HEF to run on the device (--hef model.hef)")
     job_config = _job_config(config)

@@ -563,3 +563,28 @@ def test_the_job_on_a_device_reports_its_fps_next_to_the_accuracy(
     again = run_job(config, log=lambda line: None)  # every prediction from the cache: nothing measured
     assert again.results[-1].fps is None
     assert "not measured (cached)" in again.reports["markdown"].read_text()
+
+
+def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_apart(
+    make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from harness import cli
+    from harness.commands import eval as eval_command
+
+    make_fake()
+    formats: list[FormatType] = []
+
+    def recording(hef: Path, **kwargs: object) -> HailoRTRunner:
+        formats.append(kwargs["format_type"])  # type: ignore[arg-type]
+        return HailoRTRunner(hef, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(eval_command, "HailoRTRunner", recording)
+    write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=0))
+    argv = ["eval", "--hef", str(hef_files["heads"]), "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn")]
+    maps = []
+    for name in ("float32", "uint8"):
+        assert cli.main([*argv, "--hailo-format", name, "--cache", str(tmp_path / "cache"), "--json"]) == 0
+        maps.append(json.loads(capsys.readouterr().out)["metrics"]["map50"])
+    assert formats == [FormatType.FLOAT32, FormatType.UINT8]
+    assert len(list((tmp_path / "cache").glob("hailo-*.jsonl"))) == 2
+    assert maps[0] == pytest.approx(maps[1], abs=0.02)  # the same HEF, dequantized by HailoRT or by the harness

@@ -126,6 +126,9 @@ def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, sha
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--har", "m.har")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--har m.har: the Hailo Dataflow Compiler is not installed*"])
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--hailo-format", "int4")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--hailo-format 'int4': expected one of ['float32', 'uint8']" in result.stderr.str()
 
 
 def test_har_option_adds_the_stage_gate_run_by_the_dataflow_compiler(pytester, sdk, tmp_path):

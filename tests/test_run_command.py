@@ -9,6 +9,7 @@ import pytest
 from harness import cli
 from harness.commands import run as run_command
 from harness.job import JobConfig, JobResult
+from harness.specs import FormatType
 
 
 @pytest.fixture
@@ -27,8 +28,9 @@ def configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[JobConfig]:
 
 def test_a_hef_implies_the_hailort_backend_with_the_devices_asked_for(configs: list[JobConfig]) -> None:
     argv = ["run", "--hef", "m.hef", "--hailo-device", "0000:01:00.0", "--hailo-device", "0000:02:00.0"]
-    assert cli.main(argv) == 0
+    assert cli.main([*argv, "--hailo-format", "uint8"]) == 0
     (config,) = configs
+    assert config.hailo_format is FormatType.UINT8
     assert (config.backend, config.hef, config.hailo_devices) == (
         "hailort",
         Path("m.hef"),
@@ -41,6 +43,7 @@ def test_without_a_hef_the_hailo_path_is_emulated_and_a_har_adds_its_stages(conf
     assert cli.main(["run", "--har", "model_optimized.har", "--calibration", "off-domain"]) == 0
     (config,) = configs
     assert (config.backend, config.har, config.calibration) == ("emulator", Path("model_optimized.har"), "off-domain")
+    assert config.hailo_format is FormatType.FLOAT32
 
 
 def test_a_device_without_the_hailort_backend_is_refused(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness.backends.dfc import EmulationStage, HarRunner, check_compiled_thresholds
+from harness.backends.hailort import OUTPUT_FORMATS, HailoRTRunner
 from harness.cache import DEFAULT_ROOT, PredictionCache
 from harness.data.dataset import Dataset, class_map, load_yolo
 from harness.decode.config import NmsMode
@@ -90,6 +91,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ID",
         help="HailoRT device id, e.g. 0000:01:00.0 (repeatable: several make one virtual device; default: any free)",
+    )
+    device.add_argument(
+        "--hailo-format",
+        choices=OUTPUT_FORMATS,
+        default="float32",
+        help="output type asked of HailoRT: float32 (HailoRT dequantizes; default) or uint8 (the device's own "
+        "type, dequantized by the harness from the HEF's quant infos)",
     )
     dfc = parser.add_argument_group("dfc backend")
     dfc.add_argument("--har", type=Path, metavar="M.har", help="optimized HAR (hailo-harness compile writes one)")
@@ -187,10 +195,9 @@ def open_path(args: argparse.Namespace, dataset: Dataset) -> Iterator[DetectionP
 def _device_path(
     args: argparse.Namespace, settings: EvalSettings, names: tuple[str, ...], stack: ExitStack
 ) -> DetectionPath:
-    from harness.backends.hailort import HailoRTRunner
-
-    runner = stack.enter_context(HailoRTRunner(args.hef, device_ids=args.hailo_device or None))
-    return runner_path(runner, settings, args.hef, HAILO, names)
+    format_type = OUTPUT_FORMATS[args.hailo_format]
+    runner = stack.enter_context(HailoRTRunner(args.hef, format_type=format_type, device_ids=args.hailo_device or None))
+    return runner_path(runner, settings, args.hef, HAILO, names, variant=args.hailo_format)
 
 
 def _dfc_path(

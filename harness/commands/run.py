@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.backends.hailort import OUTPUT_FORMATS
 from harness.errors import HarnessError
 from harness.job import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, JobConfig, run_job, summary_lines
 
@@ -41,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hailo-device", action="append", default=[], metavar="ID", help="HailoRT device id (repeatable)"
     )
     parser.add_argument(
+        "--hailo-format",
+        choices=OUTPUT_FORMATS,
+        default="float32",
+        help="output type asked of HailoRT: float32 (HailoRT dequantizes) or uint8 (dequantized by the harness)",
+    )
+    parser.add_argument(
         "--har",
         type=Path,
         metavar="M.har",
@@ -69,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         backend=backend,
         hef=args.hef,
         hailo_devices=tuple(args.hailo_device),
+        hailo_format=OUTPUT_FORMATS[args.hailo_format],
         har=args.har,
     )
     job = run_job(config, log=lambda line: print(line, file=sys.stderr))

@@ -12,9 +12,10 @@ from harness.backends.hailort.errors import (
     HefNotCompatibleError,
     InferenceTimeoutError,
 )
-from harness.backends.hailort.runner import Api, HailoRTRunner
+from harness.backends.hailort.runner import OUTPUT_FORMATS, Api, HailoRTRunner
 
 __all__ = [
+    "OUTPUT_FORMATS",
     "Api",
     "DeviceFailureError",
     "HailoRTError",

@@ -253,6 +253,23 @@ RULES: tuple[Rule, ...] = (
         "names differ), and check the label files use the order the yaml names",
     ),
     Rule(
+        name="input_not_normalised",
+        # mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls: normalization([0,0,0],[255,255,255]) in the model.
+        cause="{saturation:.0%} of {n_boxes} scores are at 0.99 or above and {boxes_per_image:.1f} boxes per image "
+        "come back against {reference_boxes_per_image:.1f} on the reference: the network sees its input 255 times "
+        "too bright, as when the model script has no normalization layer and the frames arrive as 0-255",
+        needs=("saturation", "n_boxes", "boxes_per_image", "reference_boxes_per_image", "reference_saturation"),
+        holds=lambda e: (
+            e.n_boxes >= MIN_BOXES
+            and e.saturation >= 0.8
+            and e.reference_saturation < 0.5
+            and e.boxes_per_image >= 3 * e.reference_boxes_per_image
+            and e.boxes_per_image - e.reference_boxes_per_image >= 2
+        ),
+        fix="compile with normalization1 = normalization([0, 0, 0], [255, 255, 255]) in the .alls (hailo-harness "
+        "compile writes it), so that the HEF takes raw 0-255 RGB",
+    ),
+    Rule(
         name="box_flood",
         cause="{boxes_per_image:.1f} boxes per image (at most {max_boxes_per_image}) against "
         "{reference_boxes_per_image:.1f} on the reference: the output is decoded as something it is not, "

@@ -37,6 +37,11 @@ def _flood(truths):
     return out
 
 
+def _not_normalised(truths):
+    """Every cell lit: the flood of boxes, nearly all scored at saturation."""
+    return sr.with_scores(_flood(truths), lambda s: 0.995 + s / 1000)
+
+
 def _quantisation_loss(truths):
     preds = _healthy(truths)
     rng = np.random.default_rng(4)
@@ -53,6 +58,7 @@ SCENARIOS = {
     "input_normalised_twice": lambda t: [p.select(slice(0, 0)) for p in _healthy(t)],
     "yx_swapped": lambda t: [Detections(p.boxes[:, [1, 0, 3, 2]], p.scores, p.class_ids) for p in _healthy(t)],
     "class_order": lambda t: [Detections(p.boxes, p.scores, 1 - p.class_ids) for p in _healthy(t)],
+    "input_not_normalised": _not_normalised,
     "box_flood": _flood,
     "score_saturation": lambda t: sr.with_scores(_healthy(t), lambda s: 0.99 + s / 100),
     "quantisation_loss": _quantisation_loss,

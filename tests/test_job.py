@@ -97,3 +97,4 @@ def test_a_har_whose_model_script_lost_the_normalization_is_localised_to_fp_opti
     gate = {g.name: g for g in job.gates}["test_stages[synthetic_fire_smoke_seed0]"]
     assert not gate.passed and "the first stage past the tolerance is fp_optimized" in gate.message
     assert "lost before quantization" in gate.message
+    assert gate.causes[0].name == "input_not_normalised"

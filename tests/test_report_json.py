@@ -42,3 +42,39 @@ def test_nan_metrics_become_null(tmp_path):
     document = report_document([case.onnx, sr.replaced(case.hailo, metrics=no_truth)], case.gates, case.dataset)
     _strict_json(json.dumps(document, allow_nan=False))
     assert document["paths"][1]["metrics"]["per_class"][0]["ap50"] is None
+
+
+def test_the_stage_table_holds_each_measured_stage_and_names_the_first_degraded_one(tmp_path):
+    from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+
+    case = sr.report_case(tmp_path / "dataset")
+    gt, ids = case.dataset.ground_truths, [s.image_id for s in case.dataset.samples]
+    fp = sr.replaced(case.onnx, path=DFC_FP_OPTIMIZED, emulated=True)
+    quantized = sr.result(
+        [p.select(slice(0, 1)) for p in sr.predictions(gt, seed=3)],
+        gt,
+        path=DFC_QUANTIZED,
+        emulated=True,
+        image_ids=ids,
+    )
+    device = sr.replaced(case.hailo, emulated=False, fps=123.45)
+    files = write_reports(tmp_path / "report", [case.onnx, fp, quantized, device], case.gates, case.dataset)
+    stages = _strict_json(files["json"].read_text())["stages"]
+    assert [(r["stage"], r["label"]) for r in stages["rows"]] == [
+        ("float", "onnx"),
+        ("fp_optimized", "dfc-fp-optimized (emulated)"),
+        ("quantized", "dfc-quantized (emulated)"),
+        ("hardware", "hailo"),
+    ]
+    assert stages["rows"][1]["drop"] == 0 and stages["first_degraded"]["stage"] == "quantized"
+    markdown = files["markdown"].read_text()
+    assert "First stage past the tolerance: quantized." in markdown
+    assert "| hailo | hardware |" in markdown and "| 123.5 |" in markdown  # the device's frames per second
+    html = files["html"].read_text()
+    assert "First stage past the tolerance: quantized." in html and "123.5" in html
+
+
+def test_a_report_without_later_stages_has_no_stage_table(tmp_path):
+    case = sr.report_case(tmp_path / "dataset")
+    emulated = sr.replaced(case.hailo, path="emulated-hailo")
+    assert report_document([case.onnx, emulated], case.gates, case.dataset)["stages"] is None

@@ -388,45 +388,31 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}")
 
 
-def _check_image_dims(s: _Scripts) -> CheckResult:
-    name = "image_dims"
-    expected = list(s.facts.input_hw)
-    if s.nms["image_dims"] != expected:
+def _nms_field(s: _Scripts, field: str, expected: object, why: str, ok: str) -> CheckResult:
+    """The NMS config's ``field`` is ``expected`` (what the ONNX says, ``why``)."""
+    if s.nms[field] != expected:
         return CheckResult.failed(
-            name,
-            "NMS config image_dims",
-            s.nms["image_dims"],
-            f"{expected} ([H, W] of input {s.facts.input_name!r} of {s.facts.source})",
-            f'set "image_dims": {expected}',
+            field, f"NMS config {field}", s.nms[field], f"{expected} ({why})", f'set "{field}": {expected}'
         )
-    return CheckResult.ok(name, f"image_dims {expected} == ONNX input")
+    return CheckResult.ok(field, ok)
+
+
+def _check_image_dims(s: _Scripts) -> CheckResult:
+    expected = list(s.facts.input_hw)
+    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
+    return _nms_field(s, "image_dims", expected, why, f"image_dims {expected} == ONNX input")
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
-    name = "classes"
-    if s.nms["classes"] != s.facts.classes:
-        return CheckResult.failed(
-            name,
-            "NMS config classes",
-            s.nms["classes"],
-            f"{s.facts.classes} (class channels of {s.facts.source})",
-            f'set "classes": {s.facts.classes}',
-        )
-    return CheckResult.ok(name, f"classes {s.facts.classes} == ONNX class channels")
+    classes = s.facts.classes
+    why = f"class channels of {s.facts.source}"
+    return _nms_field(s, "classes", classes, why, f"classes {classes} == ONNX class channels")
 
 
 def _check_regression_length(s: _Scripts) -> CheckResult:
-    name = "regression_length"
-    expected = s.facts.regression_length
-    if s.nms["regression_length"] != expected:
-        return CheckResult.failed(
-            name,
-            "NMS config regression_length",
-            s.nms["regression_length"],
-            f"{expected} (box heads of {s.facts.source} have {4 * expected} channels = 4 x {expected})",
-            f'set "regression_length": {expected}',
-        )
-    return CheckResult.ok(name, f"regression_length {expected}: 4 x {expected} box channels")
+    reg = s.facts.regression_length
+    why = f"box heads of {s.facts.source} have {4 * reg} channels = 4 x {reg}"
+    return _nms_field(s, "regression_length", reg, why, f"regression_length {reg}: 4 x {reg} box channels")
 
 
 def _named_layers(s: _Scripts) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ from harness.metrics.agreement import agreement
 from harness.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.result import PathResult
 from harness.settings import SettingsMismatch
-from harness.stages import STAGE_OF_PATH, STAGES, first_degraded_stage, stage_maps
+from harness.stages import first_degraded_stage, stage_results
 
 AGREEMENT_FLOOR = 0.8
 # Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
@@ -171,8 +171,10 @@ def gate_stages(
     settings on the same images."""
     reference = results[0]
     name = f"test_stages[{dataset_name(reference)}]"
-    staged = [r for r in results if r.path in STAGE_OF_PATH]
-    for result in staged[1:]:
+    staged = stage_results(results)
+    for result in staged.values():
+        if result is reference:
+            continue
         try:
             reference.settings.require_same(result.settings, f"{name}: {reference.label} vs {result.label}")
         except SettingsMismatch as error:
@@ -180,20 +182,17 @@ def gate_stages(
         if result.image_ids != reference.image_ids:
             text = f"{name}: {result.label} did not run on the same images as {reference.label}"
             return _result(name, False, None, None, tolerance, None, (), [text])
-    maps = stage_maps(staged)
+    maps = {stage: r.metrics.map50 for stage, r in staged.items()}
     found = first_degraded_stage(maps, tolerance)
     rows = [
         f"  {stage:<13} {r.label:<28} mAP@0.5 {maps[stage]:.4f}  drop {maps['float'] - maps[stage]:+.4f}"
-        for stage in STAGES
-        for r in staged
-        if STAGE_OF_PATH[r.path] == stage
+        for stage, r in staged.items()
     ]
     if found is None:
         head = f"no stage loses more than {tolerance:g} mAP@0.5 against the float model:"
         return _result(name, True, maps["float"], min(maps.values()), tolerance, None, (), [head, *rows])
     head = f"the first stage past the tolerance is {found.stage}: {found.message}"
-    degraded = next(r for r in staged if STAGE_OF_PATH[r.path] == found.stage)
-    causes = tuple(diagnose(collect_evidence(degraded, reference, original_hw)))
+    causes = tuple(diagnose(collect_evidence(staged[found.stage], reference, original_hw)))
     return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows])
 
 

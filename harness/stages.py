@@ -62,15 +62,15 @@ def first_degraded_stage(maps: Mapping[str, float], tolerance: float) -> Degrada
     return None
 
 
-def stage_maps(results: Sequence[PathResult]) -> dict[str, float]:
-    """mAP@0.5 per stage of the results that are one (emulated-hailo, the harness's own emulation, is
-    none of the DFC's stages); each stage at most once."""
-    maps: dict[str, float] = {}
+def stage_results(results: Sequence[PathResult]) -> dict[str, PathResult]:
+    """The results that are a stage (emulated-hailo, the harness's own emulation, is none of the DFC's),
+    by stage in the order of :data:`STAGES`; each stage at most once."""
+    found: dict[str, PathResult] = {}
     for result in results:
         stage = STAGE_OF_PATH.get(result.path)
         if stage is None:
             continue
-        if stage in maps:
+        if stage in found:
             raise HarnessError(f"stage mAPs: two results of stage {stage} (path {result.path})")
-        maps[stage] = result.metrics.map50
-    return maps
+        found[stage] = result
+    return {stage: found[stage] for stage in STAGES if stage in found}

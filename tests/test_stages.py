@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO
 from harness.errors import HarnessError
-from harness.stages import STAGES, first_degraded_stage, stage_maps
+from harness.stages import STAGES, first_degraded_stage, stage_results
 
 
 def test_first_degraded_stage_names_fp_optimized_before_quantization() -> None:
@@ -48,7 +48,7 @@ def test_first_degraded_stage_is_past_the_tolerance_and_no_earlier_stage_is(
         assert found.drop > tolerance and found.map == maps[found.stage]
 
 
-def test_stage_maps_take_each_stage_from_its_path_and_leave_the_harness_emulation_out() -> None:
+def test_stage_results_take_each_stage_from_its_path_in_stage_order_and_leave_the_harness_emulation_out() -> None:
     truths = sr.truths()
     onnx = sr.result(sr.predictions(truths), truths)
     worse = sr.predictions(truths, scores=(0.2, 0.3))
@@ -58,13 +58,14 @@ def test_stage_maps_take_each_stage_from_its_path_and_leave_the_harness_emulatio
         sr.result(sr.predictions(truths, seed=3), truths, path=DFC_QUANTIZED, emulated=True),
         sr.result(worse, truths, path=EMULATED_HAILO, emulated=True),
     ]
-    maps = stage_maps(results)
-    assert maps == {
-        "float": onnx.metrics.map50,
-        "fp_optimized": results[1].metrics.map50,
-        "quantized": results[2].metrics.map50,
-    }
+    staged = stage_results(results)
+    assert list(staged) == ["float", "fp_optimized", "quantized"]
+    assert [staged[s] for s in staged] == results[:3]
     hardware = sr.result(worse, truths, path=HAILO)
-    assert stage_maps([onnx, hardware]) == {"float": onnx.metrics.map50, "hardware": hardware.metrics.map50}
+    assert list(stage_results([hardware, results[2], onnx]).items()) == [
+        ("float", onnx),
+        ("quantized", results[2]),
+        ("hardware", hardware),
+    ]
     with pytest.raises(HarnessError, match="two results of stage quantized"):
-        stage_maps([onnx, results[2], results[2]])
+        stage_results([onnx, results[2], results[2]])

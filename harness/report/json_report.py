@@ -18,7 +18,7 @@ from harness.data.dataset import Dataset
 from harness.gates import GateResult
 from harness.golden import DEFAULT_TOLERANCES
 from harness.result import PathResult
-from harness.stages import STAGE_OF_PATH, STAGES, first_degraded_stage, stage_maps
+from harness.stages import first_degraded_stage, stage_results
 
 SCHEMA_VERSION = 2  # 2: paths[].fps, stages
 
@@ -54,13 +54,14 @@ def report_document(
 def _stages(results: Sequence[PathResult], tolerance: float) -> dict[str, Any] | None:
     """mAP@0.5 per stage (float -> fp_optimized -> quantized -> hardware) and the first stage past
     ``tolerance``; None unless the float model and at least one later stage were measured."""
-    maps = stage_maps(results)
-    if "float" not in maps or len(maps) < 2:
+    staged = stage_results(results)
+    if "float" not in staged or len(staged) < 2:
         return None
+    maps = {stage: r.metrics.map50 for stage, r in staged.items()}
     found = first_degraded_stage(maps, tolerance)
-    labels = {STAGE_OF_PATH[r.path]: r.label for r in results if r.path in STAGE_OF_PATH}
     rows = [
-        {"stage": s, "label": labels[s], "map50": maps[s], "drop": maps["float"] - maps[s]} for s in STAGES if s in maps
+        {"stage": stage, "label": r.label, "map50": maps[stage], "drop": maps["float"] - maps[stage]}
+        for stage, r in staged.items()
     ]
     return {
         "tolerance": tolerance,

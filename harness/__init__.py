@@ -1,3 +1,64 @@
-"""Accuracy-regression harness for object detectors compiled for Hailo accelerators."""
+"""Accuracy-regression harness for object detectors compiled for Hailo accelerators.
+
+The public API, each name loaded when first used (so ``import harness`` stays cheap)::
+
+    import harness
+
+    job = harness.run_job(harness.JobConfig())  # the demo: ONNX + emulated Hailo path, gates, reports
+    run = harness.prepare_run("m.onnx", harness.load_dataset("data/fire_smoke_val"))
+    result = harness.evaluate(harness.PathSpec(harness.Backend.EMULATOR), run)
+    info = harness.read_hef("m.hef")
+    failures = harness.run_conformance(my_decoder)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_API = {
+    "JobConfig": "harness.pipeline.job",
+    "JobResult": "harness.pipeline.job",
+    "run_job": "harness.pipeline.job",
+    "PathSpec": "harness.pipeline.spec",
+    "SettingsSpec": "harness.pipeline.spec",
+    "Backend": "harness.pipeline.spec",
+    "RunContext": "harness.pipeline.factory",
+    "prepare_run": "harness.pipeline.factory",
+    "load_dataset": "harness.pipeline.factory",
+    "open_path": "harness.pipeline.factory",
+    "evaluate": "harness.pipeline.factory",
+    "read_hef": "harness.inputs.hef.reader",
+    "run_conformance": "harness.conformance.suite",
+}
+__all__ = [
+    "Backend",
+    "JobConfig",
+    "JobResult",
+    "PathSpec",
+    "RunContext",
+    "SettingsSpec",
+    "__version__",
+    "evaluate",
+    "load_dataset",
+    "open_path",
+    "prepare_run",
+    "read_hef",
+    "run_conformance",
+    "run_job",
+]
+
+if TYPE_CHECKING:
+    from harness.conformance.suite import run_conformance
+    from harness.inputs.hef.reader import read_hef
+    from harness.pipeline.factory import RunContext, evaluate, load_dataset, open_path, prepare_run
+    from harness.pipeline.job import JobConfig, JobResult, run_job
+    from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    return getattr(importlib.import_module(_API[name]), name)

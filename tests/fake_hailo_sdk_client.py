@@ -32,10 +32,10 @@ import onnx
 import onnxruntime as ort
 from onnx import shape_inference
 
-from harness.decode.config import DecodeConfig
+from harness.core.settings import DecodeConfig
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.decode.yolo import decode
 from harness.formats.nms_buffer import encode_tf_nms
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 
 __version__ = "3.33.0+fake"
 

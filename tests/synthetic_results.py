@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from harness.data.dataset import Dataset, GroundTruth, load_yolo
-from harness.detections import Detections
-from harness.gates import GateResult, run_gates
-from harness.golden import golden_from_result
-from harness.metrics.coco import evaluate, paired_bootstrap
-from harness.metrics.distribution import CellsAboveThreshold, box_counts, score_distribution
-from harness.result import PathResult, Provenance
-from harness.settings import EvalSettings
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.inputs.dataset import Dataset, GroundTruth, load_yolo
+from harness.verdict.gates import GateResult, run_gates
+from harness.verdict.golden import golden_from_result
+from harness.verdict.metrics.coco import evaluate, paired_bootstrap
+from harness.verdict.metrics.distribution import CellsAboveThreshold, box_counts, score_distribution
+from harness.verdict.result import PathResult, Provenance
 
 NAMES = ("fire", "smoke")
 SIDE = 640

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
-from harness.cache import CacheError, CacheRepaired, PredictionCache, decode_entry, encode_entry
-from harness.data.dataset import Dataset, load_yolo
-from harness.detect import FrameResult, file_sha256
-from harness.detections import Detections
-from harness.evaluate import evaluate_path
-from harness.metrics.distribution import CellsAboveThreshold
-from harness.settings import EvalSettings
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.inputs.dataset import Dataset, load_yolo
+from harness.pipeline.cache import CacheError, CacheRepaired, PredictionCache, decode_entry, encode_entry
+from harness.pipeline.detect import FrameResult, file_sha256
+from harness.pipeline.evaluate import evaluate_path
+from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 N_IMAGES = 6
 SETTINGS = EvalSettings(input_hw=(32, 32), score_threshold=0.25)
@@ -205,7 +205,7 @@ def test_cache_entry_round_trips_float32_bit_exactly(boxes, data, cells):
 _SECOND_WRITER = """
 import sys
 from pathlib import Path
-from harness.cache import CacheFile
+from harness.pipeline.cache import CacheFile
 with CacheFile(Path(sys.argv[1]), {"k": 1}, 0.2) as cache:
     print(sorted(cache.frames))
 """
@@ -215,7 +215,7 @@ def test_a_second_process_waits_for_the_writer_then_reads_its_frames(tmp_path: P
     import subprocess
     import sys
 
-    from harness.cache import CacheFile
+    from harness.pipeline.cache import CacheFile
 
     file = tmp_path / "shared.jsonl"
     frame = FrameResult(Detections(np.array([[1, 2, 3, 4]]), np.array([0.5]), np.array([0])))

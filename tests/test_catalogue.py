@@ -4,8 +4,7 @@ the modes that need no emulated HEF."""
 
 import numpy as np
 import pytest
-
-from harness.catalogue import (
+from harness.doctor.catalogue import (
     MODES,
     MODES_BY_NAME,
     REFUSALS,
@@ -19,11 +18,12 @@ from harness.catalogue import (
     run_mode,
     sigmoid_on_probabilities,
 )
-from harness.conformance import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIGMOID_TWICE, run_conformance
-from harness.detections import Detections
-from harness.diagnosis import RULES
-from harness.hef.checks import STATIC_CHECKS
-from harness.settings import EvalSettings
+
+from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIGMOID_TWICE, run_conformance
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.verdict.diagnosis import RULES
+from harness.verdict.hef_checks import STATIC_CHECKS
 
 IMAGES = 30
 

@@ -14,9 +14,9 @@ import pytest
 from PIL import Image
 
 from harness.backends.dfc.compiler import DfcNotInstalled
-from harness.commands import compile as compile_command
-from harness.errors import HarnessError
-from harness.onnx_graph import find_heads, load_model
+from harness.cli.commands import compile as compile_command
+from harness.core.errors import HarnessError
+from harness.inputs.onnx_graph import find_heads, load_model
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 
@@ -37,7 +37,7 @@ def _run(*argv: str | Path) -> int:
 
 
 def _base(calibration: Path, out: Path) -> list[str | Path]:
-    return ["--onnx", DEMO, "--calibration", calibration, "--calib-count", "2", "--out", out]
+    return ["--onnx", DEMO, "--calibration", calibration, "--calibration-count", "2", "--out", out]
 
 
 def test_dry_run_writes_both_files_and_marks_the_placeholder_names(
@@ -94,7 +94,7 @@ def test_dry_run_with_the_translated_graph_checks_names_against_it(
 
 def test_dry_run_refuses_a_calibration_folder_with_too_few_images(calibration: Path, tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="2 images, expected at least calibration_count = 5"):
-        _run("--onnx", DEMO, "--calibration", calibration, "--calib-count", "5", "--out", tmp_path, "--dry-run")
+        _run("--onnx", DEMO, "--calibration", calibration, "--calibration-count", "5", "--out", tmp_path, "--dry-run")
 
 
 def test_compiling_without_the_dfc_names_what_to_install(

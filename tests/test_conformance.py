@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import wrong_decoders
 
-from harness import conformance
-from harness.conformance import PROPERTIES, SceneRecipe, check_property, make_scene, run_conformance
+from harness.conformance import suite as conformance
+from harness.conformance.suite import PROPERTIES, SceneRecipe, check_property, make_scene, run_conformance
+from harness.core.errors import HarnessError
+from harness.core.specs import FormatType
 from harness.decode.yolo import decode
-from harness.errors import HarnessError
-from harness.specs import FormatType
 
 
 def test_the_harness_decoder_satisfies_every_property():
@@ -51,7 +51,7 @@ def test_a_decoder_that_raises_is_reported_not_propagated():
 
 def test_a_decoder_returning_another_type_is_named():
     failure = check_property(lambda o, s, c: [], PROPERTIES[0])
-    assert "returned list, expected harness.detections.Detections" in failure
+    assert "returned list, expected harness.core.detections.Detections" in failure
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -6,9 +6,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from harness.data.dataset import DatasetError, GroundTruth, class_map, load_coco, load_yolo
-from harness.errors import HarnessError
-from harness.preprocess import load_image
+from harness.core.errors import HarnessError
+from harness.inputs.dataset import DatasetError, GroundTruth, class_map, load_coco, load_yolo
+from harness.inputs.preprocess import load_image
 
 # --- the real fixtures ---------------------------------------------------------------------------
 

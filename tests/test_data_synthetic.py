@@ -10,7 +10,8 @@ import pytest
 import yaml
 from PIL import Image
 
-from harness.data.synthetic import (
+from harness.core.errors import HarnessError
+from harness.inputs.synthetic import (
     CLASS_NAMES,
     EMPTY_FRACTION,
     FIRE,
@@ -20,7 +21,6 @@ from harness.data.synthetic import (
     split_frame,
     write_dataset,
 )
-from harness.errors import HarnessError
 
 SMALL = Recipe(seed=3, train=24, val=8, calib=6, offdomain_calib=5, imgsz=64)
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference.decode import reference_nms_hailort, reference_nms_ultralytics
 
+from harness.core.detections import Detections
+from harness.core.settings import DecodeConfig, NmsMode
 from harness.decode import nms
-from harness.decode.config import DecodeConfig, NmsMode
 from harness.decode.nms import above, at_least, box_iou, nms_hailort, nms_ultralytics
-from harness.detections import Detections
-from harness.reference.decode import reference_nms_hailort, reference_nms_ultralytics
 
 FAST = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 REFERENCE = {NmsMode.HAILORT: reference_nms_hailort, NmsMode.ULTRALYTICS: reference_nms_ultralytics}

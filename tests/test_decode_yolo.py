@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference.decode import ReferenceHead, reference_candidates
 
-from harness.decode.config import DecodeConfig, NmsMode
+from harness.core.errors import HeadPairingError, SpecError
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.decode.nms import nms_hailort, nms_ultralytics
 from harness.decode.yolo import classes_are_probabilities, decode, decode_candidates, pair_heads
-from harness.errors import HeadPairingError, SpecError
 from harness.formats.quant import dequantize
-from harness.reference.decode import ReferenceHead, reference_candidates
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 
 STRIDES = (8, 16, 32)
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import onnx
 
-from harness.data.synthetic import Recipe, write_dataset
-from harness.onnx_graph import find_heads, load_model, model_input
-from harness.verify_decode import verify_decode
+from harness.conformance.verify_decode import verify_decode
+from harness.inputs.onnx_graph import find_heads, load_model, model_input
+from harness.inputs.synthetic import Recipe, write_dataset
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 

@@ -12,23 +12,24 @@ import pytest
 
 from harness.backends.base import InputSpec
 from harness.backends.onnx.runner import OnnxRunner
+from harness.conformance.verify_decode import same_detections
+from harness.core.detections import Detections
+from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.path_names import HAILO
+from harness.core.settings import EvalSettings, Preprocess
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.decode.yolo import decode, decode_candidates
-from harness.detect import HAILO, NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names, prepare, runner_path
-from harness.detections import Detections
-from harness.errors import GraphError, HarnessError, SpecError
 from harness.formats.nms_buffer import encode_nms_by_class, encode_nms_by_score
 from harness.formats.quant import quantize
-from harness.metrics import agreement, cells_above_threshold
-from harness.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
-from harness.preprocess import load_image, to_nchw_float
-from harness.settings import EvalSettings, Preprocess
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
-from harness.verify_decode import same_detections
+from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
+from harness.inputs.preprocess import load_image, to_nchw_float
+from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names, prepare, runner_path
+from harness.verdict.metrics import agreement, cells_above_threshold
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
 HW = (320, 320)
 # Box side differences between decoding the cut heads and the model's float-DFL tail: 1.2e-4 input px
-# measured (harness.verify_decode); at the fixture images' scale (>= 0.5) that is < 5e-3 original px.
+# measured (harness.conformance.verify_decode); at the fixture images' scale (>= 0.5) that is < 5e-3 original px.
 BOX_TOLERANCE = 5e-3
 SCORE_TOLERANCE = 1e-6
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.detections import (
+from harness.core.detections import (
     Detections,
     Letterbox,
     letterbox_boxes,

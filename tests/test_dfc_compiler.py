@@ -23,7 +23,7 @@ from harness.backends.dfc.compiler import (
     scan_log,
 )
 from harness.backends.dfc.scripts import failures, names_from_parsed, onnx_facts, parsed_layers, validate_files
-from harness.onnx_graph import find_heads, load_model
+from harness.inputs.onnx_graph import find_heads, load_model
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 DFC_CALL_ORDER = [
@@ -59,7 +59,7 @@ def test_compile_calls_the_dfc_in_order_with_the_heads_and_nhwc_calibration(
     sdk: ModuleType, calibration: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    result = compile_hef(CompileRequest(DEMO, calibration, calib_count=3), out, cache_root=tmp_path / "cache")
+    result = compile_hef(CompileRequest(DEMO, calibration, calibration_count=3), out, cache_root=tmp_path / "cache")
     assert [call for call, _ in sdk.CALLS] == DFC_CALL_ORDER
     assert _calls(sdk, "ClientRunner") == [{"hw_arch": "hailo8", "har": None}]
     (translate,) = _calls(sdk, "translate_onnx_model")
@@ -99,7 +99,7 @@ def test_calibration_frames_are_letterboxed_like_evaluation(calibration: Path) -
 def test_a_second_compile_of_the_same_inputs_does_not_call_the_dfc(
     sdk: ModuleType, calibration: Path, tmp_path: Path
 ) -> None:
-    request = CompileRequest(DEMO, calibration, calib_count=3)
+    request = CompileRequest(DEMO, calibration, calibration_count=3)
     first = compile_hef(request, tmp_path / "a", cache_root=tmp_path / "cache")
     sdk.CALLS.clear()
     second = compile_hef(request, tmp_path / "b", cache_root=tmp_path / "cache")
@@ -107,7 +107,7 @@ def test_a_second_compile_of_the_same_inputs_does_not_call_the_dfc(
     assert second.cached and second.key == first.key
     assert second.hef.read_bytes() == first.hef.read_bytes()
     assert second.log.read_text() == first.log.read_text()
-    compile_hef(CompileRequest(DEMO, calibration, calib_count=2), tmp_path / "c", cache_root=tmp_path / "cache")
+    compile_hef(CompileRequest(DEMO, calibration, calibration_count=2), tmp_path / "c", cache_root=tmp_path / "cache")
     assert [call for call, _ in sdk.CALLS] == ["ClientRunner", "translate_onnx_model", *DFC_CALL_ORDER[3:]]
 
 
@@ -116,14 +116,16 @@ def test_an_allocator_crash_is_reported_with_its_log_line(sdk: ModuleType, calib
     with pytest.raises(
         DfcError, match=r"compile failed: BackendAllocatorException: Compilation failed: map::at"
     ) as info:
-        compile_hef(CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache")
+        compile_hef(
+            CompileRequest(DEMO, calibration, calibration_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
+        )
     assert "the allocator failed with map::at" in str(info.value)
     log = (tmp_path / "out" / "compile.log").read_text()
     (warning,) = [w for w in scan_log(log) if "map::at" in w.line]
     assert log.splitlines()[warning.line_number - 1] == warning.line
     sdk.FAIL_COMPILE = None
     sdk.CALLS.clear()
-    compile_hef(CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache")
+    compile_hef(CompileRequest(DEMO, calibration, calibration_count=3), tmp_path / "out", cache_root=tmp_path / "cache")
     assert "compile" in [call for call, _ in sdk.CALLS]  # the failure was not cached
 
 
@@ -132,7 +134,7 @@ def test_a_reduced_optimization_level_is_a_warning_with_its_line(
 ) -> None:
     sdk.OPTIMIZE_LOG.append((logging.WARNING, NO_GPU))
     result = compile_hef(
-        CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
+        CompileRequest(DEMO, calibration, calibration_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
     )
     (warning,) = result.warnings
     assert NO_GPU in warning.line and "optimization level" in warning.meaning
@@ -195,7 +197,7 @@ def test_real_dfc_translation_names_the_demo_heads_and_the_scripts_validate(tmp_
 @pytest.mark.dfc
 def test_real_dfc_compiles_the_demo_model_into_a_hef(calibration: Path, tmp_path: Path) -> None:
     result = compile_hef(
-        CompileRequest(DEMO, calibration, calib_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
+        CompileRequest(DEMO, calibration, calibration_count=3), tmp_path / "out", cache_root=tmp_path / "cache"
     )
     assert result.hef.read_bytes()[:4] == b"\x01HEF"
     assert result.har.is_file() and result.log.read_text()

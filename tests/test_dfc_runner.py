@@ -19,15 +19,16 @@ from harness.backends.dfc import (
     compiled_nms_thresholds,
 )
 from harness.backends.dfc.runner import output_specs
-from harness.data.dataset import load_yolo
-from harness.data.synthetic import Recipe, write_dataset
-from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED, NmsBufferPath, OnnxPath, RawHeadsPath
-from harness.diagnosis import matched_share
-from harness.errors import HarnessError, SpecError
-from harness.metrics.agreement import agreement
-from harness.preprocess import load_image
-from harness.settings import EvalSettings
-from harness.specs import FormatOrder, FormatType
+from harness.core.errors import HarnessError, SpecError
+from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+from harness.core.settings import EvalSettings
+from harness.core.specs import FormatOrder, FormatType
+from harness.inputs.dataset import load_yolo
+from harness.inputs.preprocess import load_image
+from harness.inputs.synthetic import Recipe, write_dataset
+from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath
+from harness.verdict.diagnosis import matched_share
+from harness.verdict.metrics.agreement import agreement
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 SETTINGS = EvalSettings((256, 256), score_threshold=0.2)
@@ -43,7 +44,7 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def har(sdk: ModuleType, frames: Path, tmp_path: Path) -> Path:
-    request = CompileRequest(DEMO, frames / "images" / "calib", calib_count=8)
+    request = CompileRequest(DEMO, frames / "images" / "calib", calibration_count=8)
     return compile_hef(request, tmp_path / "out", cache_root=tmp_path / "cache").har
 
 
@@ -152,7 +153,7 @@ def test_a_missing_har_and_a_failing_emulator_are_named(
 def test_real_dfc_stages_of_the_demo_model_find_the_boxes_the_onnx_finds(frames: Path, tmp_path: Path) -> None:
     """With the real Dataflow Compiler: nearly every box of the ONNX path comes back from fp_optimized
     (same class, IoU >= 0.5), and most from the quantized stage."""
-    request = CompileRequest(DEMO, frames / "images" / "calib", calib_count=8)
+    request = CompileRequest(DEMO, frames / "images" / "calib", calibration_count=8)
     har = compile_hef(request, tmp_path / "out", cache_root=tmp_path / "cache").har
     dataset = load_yolo(frames)
     with OnnxPath(DEMO, SETTINGS) as onnx:

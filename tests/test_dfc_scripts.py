@@ -33,7 +33,7 @@ from harness.backends.dfc.scripts import (
     validate_scripts,
     write_scripts,
 )
-from harness.onnx_graph import HeadTensor, load_model
+from harness.inputs.onnx_graph import HeadTensor, load_model
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 

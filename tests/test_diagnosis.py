@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 import synthetic_results as sr
 
-from harness.detections import Detections, Letterbox, letterbox_boxes, unletterbox
-from harness.diagnosis import RULES, Evidence, Rule, collect_evidence, diagnose
-from harness.metrics.distribution import CellsAboveThreshold
-from harness.settings import EvalSettings, SettingsMismatch
+from harness.core.detections import Detections, Letterbox, letterbox_boxes, unletterbox
+from harness.core.settings import EvalSettings, SettingsMismatch
+from harness.verdict.diagnosis import RULES, Evidence, Rule, collect_evidence, diagnose
+from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 
 @pytest.fixture(scope="module")

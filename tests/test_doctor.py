@@ -4,10 +4,10 @@ import argparse
 import json
 
 import pytest
+from harness.doctor.catalogue import MODES
 
-from harness.catalogue import MODES
-from harness.commands import doctor
-from harness.errors import HarnessError
+from harness.cli.commands import doctor
+from harness.core.errors import HarnessError
 
 
 @pytest.fixture(scope="session")

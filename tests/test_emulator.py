@@ -27,16 +27,16 @@ from harness.backends.emulator import (
     build_emulated_hef,
 )
 from harness.backends.emulator.graph import hef_graph
-from harness.data.synthetic import OFFDOMAIN_SPLIT, Recipe, split_frame
-from harness.decode.config import DecodeConfig
+from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.settings import DecodeConfig
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.nms import nms_hailort
 from harness.decode.yolo import decode_candidates
-from harness.errors import GraphError, HarnessError, SpecError
 from harness.formats.nms_buffer import by_class_size, decode_nms
 from harness.formats.quant import dequantize, quantize
-from harness.onnx_graph import load_model
-from harness.preprocess import letterbox, load_image
-from harness.specs import FormatOrder, FormatType, OutputSpec
+from harness.inputs.onnx_graph import load_model
+from harness.inputs.preprocess import letterbox, load_image
+from harness.inputs.synthetic import OFFDOMAIN_SPLIT, Recipe, split_frame
 
 DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 INPUT_HW = (256, 256)

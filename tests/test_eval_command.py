@@ -11,18 +11,18 @@ import pytest
 import yaml
 from PIL import Image
 
-from harness import cli
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.backends.onnx.runner import FullHeadRunner
-from harness.commands.eval import coco_image_id
-from harness.data.synthetic import Recipe, write_dataset
+from harness.cli import main as cli
+from harness.cli.commands.eval import coco_image_id
+from harness.inputs.synthetic import Recipe, write_dataset
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
 
 
 @pytest.fixture(autouse=True)
 def command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "eval", "harness.commands.eval")
+    monkeypatch.setitem(cli.COMMANDS, "eval", "harness.cli.commands.eval")
     monkeypatch.chdir(tmp_path)  # the default cache folder lands here, if anywhere
 
 
@@ -149,7 +149,7 @@ def test_eval_emulator_backend_runs_the_emulated_hef_with_raw_heads_or_its_nms(t
 
 def test_eval_dfc_backend_runs_each_emulation_stage_of_the_har(tmp_path, capsys, sdk):
     write_dataset(tmp_path / "syn", Recipe(seed=5, train=0, val=4, calib=4))
-    request = CompileRequest(DEMO, tmp_path / "syn/images/calib", calib_count=4)
+    request = CompileRequest(DEMO, tmp_path / "syn/images/calib", calibration_count=4)
     har = compile_hef(request, tmp_path / "out", cache_root=tmp_path / "dfc").har
     base = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn" / "data.yaml"), "--json", "--no-cache"]
     results = {}
@@ -176,7 +176,7 @@ def test_eval_refuses_device_and_har_options_of_another_backend(capsys):
 
 def test_eval_dfc_backend_refuses_a_har_compiled_at_other_thresholds(tmp_path, capsys, sdk):
     write_dataset(tmp_path / "syn", Recipe(seed=5, train=0, val=1, calib=2))
-    request = CompileRequest(DEMO, tmp_path / "syn/images/calib", calib_count=2)
+    request = CompileRequest(DEMO, tmp_path / "syn/images/calib", calibration_count=2)
     har = compile_hef(request, tmp_path / "out", cache_root=tmp_path / "dfc").har
     argv = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn"), "--har", str(har)]
     assert cli.main([*argv, "--score-threshold", "0.001"]) == 2

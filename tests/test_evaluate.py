@@ -11,13 +11,12 @@ import pytest
 import yaml
 from PIL import Image
 
-from harness.data.dataset import Dataset, DatasetError, load_yolo
-from harness.decode.config import NmsMode
-from harness.detect import FrameResult, OnnxPath, file_sha256
-from harness.detections import Detections
-from harness.errors import HarnessError
-from harness.evaluate import evaluate_path
-from harness.settings import EvalSettings
+from harness.core.detections import Detections
+from harness.core.errors import HarnessError
+from harness.core.settings import EvalSettings, NmsMode
+from harness.inputs.dataset import Dataset, DatasetError, load_yolo
+from harness.pipeline.detect import FrameResult, OnnxPath, file_sha256
+from harness.pipeline.evaluate import evaluate_path
 
 # What Ultralytics 8.4.190 `yolo val` reports for this model on these 16 images (imgsz 640, batch 1,
 # conf 0.001, iou 0.7, CPU): mAP50 0.733, mAP50-95 0.596. The harness differs by its resize of two

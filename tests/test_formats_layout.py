@@ -2,12 +2,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import layout as reference
 
-from harness.errors import MalformedBufferError, SpecError
+from harness.core.errors import MalformedBufferError, SpecError
+from harness.core.specs import FormatOrder
 from harness.formats import layout
 from harness.formats.layout import device_to_host, frame_bytes, host_to_device, padded_shape
-from harness.reference import layout as reference
-from harness.specs import FormatOrder
 
 DTYPES = st.sampled_from([np.dtype(np.uint8), np.dtype(np.uint16)])
 IMAGE_ORDERS = st.sampled_from(layout.IMAGE_ORDERS)

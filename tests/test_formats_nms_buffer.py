@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import nms_buffer as ref
 
-from harness.detections import Detections
-from harness.errors import MalformedBufferError, SpecError
+from harness.core.detections import Detections
+from harness.core.errors import MalformedBufferError, SpecError
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.formats import nms_buffer as nb
-from harness.reference import nms_buffer as ref
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 
 # ------------------------------------------------------------------------------------------- builders
 

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import SpecError
+from harness.core.errors import SpecError
+from harness.core.specs import QuantInfo
 from harness.formats.quant import dequantize, quantize
-from harness.specs import QuantInfo
 
 DTYPES = st.sampled_from([np.dtype(np.uint8), np.dtype(np.uint16)])
 SEEDS = st.integers(0, 2**32 - 1)

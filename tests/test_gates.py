@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import synthetic_results as sr
 
-from harness.detections import Detections
-from harness.gates import (
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.verdict.gates import (
     SCORE_DRIFT_LIMIT,
     gate_box_count,
     gate_map,
@@ -13,10 +14,9 @@ from harness.gates import (
     missing_golden_gates,
     run_gates,
 )
-from harness.golden import Tolerances, golden_from_result
-from harness.metrics.coco import paired_bootstrap
-from harness.metrics.distribution import CellsAboveThreshold
-from harness.settings import EvalSettings
+from harness.verdict.golden import Tolerances, golden_from_result
+from harness.verdict.metrics.coco import paired_bootstrap
+from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def test_a_missing_baseline_fails_each_baseline_gate_with_the_create_command(hai
 
 def _staged(truths, quantized_preds):
     """ONNX, a faithful fp-optimized stage and a quantized stage with ``quantized_preds``."""
-    from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+    from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED
 
     onnx = sr.result(sr.predictions(truths), truths)
     fp = sr.result(sr.predictions(truths, seed=5), truths, path=DFC_FP_OPTIMIZED, emulated=True)

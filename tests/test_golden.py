@@ -5,8 +5,8 @@ import os
 import pytest
 import synthetic_results as sr
 
-import harness.golden as golden_module
-from harness.golden import (
+import harness.verdict.golden as golden_module
+from harness.verdict.golden import (
     SCHEMA_VERSION,
     GoldenError,
     Tolerances,

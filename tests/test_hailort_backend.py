@@ -28,16 +28,17 @@ from harness.backends.hailort import (
     HefNotCompatibleError,
     InferenceTimeoutError,
 )
-from harness.data.synthetic import Recipe, write_dataset
-from harness.detect import HAILO, NmsBufferPath, RawHeadsPath
-from harness.detections import Detections
-from harness.errors import HarnessError, SpecError
+from harness.core.detections import Detections
+from harness.core.errors import HarnessError, SpecError
+from harness.core.path_names import HAILO
+from harness.core.settings import EvalSettings
+from harness.core.specs import FormatOrder, FormatType
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
-from harness.job import JobConfig, run_job, summary_lines
-from harness.preprocess import letterbox, load_image
-from harness.settings import EvalSettings
-from harness.specs import FormatOrder, FormatType
+from harness.inputs.preprocess import letterbox, load_image
+from harness.inputs.synthetic import Recipe, write_dataset
+from harness.pipeline.detect import NmsBufferPath, RawHeadsPath
+from harness.pipeline.job import JobConfig, run_job, summary_lines
 
 DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 INPUT_HW = (256, 256)
@@ -524,7 +525,7 @@ def test_bad_arguments_are_rejected_naming_the_field_and_what_was_expected(
 def test_eval_runs_the_hef_on_the_devices_asked_for_and_reports_the_measured_fps(
     make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness import cli
+    from harness.cli import main as cli
 
     write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=0))
     fake = make_fake(devices=["0000:01:00.0", "0000:02:00.0"], latency_s=0.01)
@@ -568,8 +569,8 @@ def test_the_job_on_a_device_reports_its_fps_next_to_the_accuracy(
 def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_apart(
     make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
-    from harness import cli
-    from harness.commands import eval as eval_command
+    from harness.cli import main as cli
+    from harness.cli.commands import eval as eval_command
 
     make_fake()
     formats: list[FormatType] = []

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from harness.backends.hailort import Api, HailoRTRunner
-from harness.data.synthetic import Recipe, split_frame
+from harness.core.specs import FormatType
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
-from harness.preprocess import letterbox
-from harness.specs import FormatType
+from harness.inputs.preprocess import letterbox
+from harness.inputs.synthetic import Recipe, split_frame
 
 pytestmark = pytest.mark.hailo_hw
 

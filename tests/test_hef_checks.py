@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from harness.hef.checks import CheckContext, ModelFacts, run_checks
-from harness.hef.reader import HefInfo, read_hef
-from harness.specs import FormatType, QuantInfo
+from harness.core.specs import FormatType, QuantInfo
+from harness.inputs.hef.reader import HefInfo, read_hef
+from harness.verdict.hef_checks import CheckContext, ModelFacts, run_checks
 
 GRIDS = ((80, 80), (40, 40), (20, 20))
 MODEL = ModelFacts("yolov8s.onnx", (640, 640), 3, 3, 64, GRIDS)

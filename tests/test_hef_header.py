@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import HefError
-from harness.hef.header import ChecksumKind, check_size, parse_header, verify_checksum
+from harness.core.errors import HefError
+from harness.inputs.hef.header import ChecksumKind, check_size, parse_header, verify_checksum
 
 INTACT = {
     "hailo8_mnist_cnn.hef": (0, ChecksumKind.MD5, 32),

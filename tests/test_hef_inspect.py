@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.commands import inspect as inspect_command
-from harness.errors import HefError
-from harness.hef.inspect import device_families, nms_frame_bytes, output_facts, render_text, sigmoid, summary
-from harness.hef.reader import HefInfo, read_hef
-from harness.specs import NmsShape, QuantInfo
+from harness.cli.commands import inspect as inspect_command
+from harness.core.errors import HefError
+from harness.core.specs import NmsShape, QuantInfo
+from harness.inputs.hef.inspect import device_families, nms_frame_bytes, output_facts, render_text, sigmoid, summary
+from harness.inputs.hef.reader import HefInfo, read_hef
 
 TRUNCATED = "hef_bad/hailo8l_yolov8s_nms_truncated.hef"
 
@@ -126,9 +126,9 @@ def test_inspect_command_refuses_a_truncated_file_unless_tolerant(
 def test_inspect_plugs_into_the_cli_and_reports_errors_in_one_line(
     shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness import cli
+    from harness.cli import main as cli
 
-    monkeypatch.setitem(cli.COMMANDS, "inspect", "harness.commands.inspect")
+    monkeypatch.setitem(cli.COMMANDS, "inspect", "harness.cli.commands.inspect")
     assert cli.main(["inspect", str(shared_fixtures / "hef_bad" / "not_a_hef.hef")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("hailo-harness inspect: error: ") and "not a HEF (no magic)" in err

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import HefError
-from harness.hef.reader import HefInfo, HwArch, parse_hef, read_hef
-from harness.hef.wire import Message
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec
+from harness.core.errors import HefError
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
+from harness.inputs.hef.reader import HefInfo, HwArch, parse_hef, read_hef
+from harness.inputs.hef.wire import Message
 
 TRUNCATED = "hef_bad/hailo8l_yolov8s_nms_truncated.hef"
 
@@ -332,7 +332,7 @@ def test_reader_raises_only_hef_errors_on_a_mutated_or_cut_real_file(
 @pytest.mark.parametrize("name", ["hailo8_mnist_cnn", "hailo8_arcface_mobilefacenet", "hailo10h_lightface_slim"])
 def test_hailort_reports_the_same_host_outputs(infos: dict[str, HefInfo], name: str) -> None:
     pytest.importorskip("hailo_platform", reason="hailo_platform (HailoRT's Python package) is not installed")
-    from harness.hef.from_hailort import hailort_output_specs
+    from harness.backends.hailort.hef_info import hailort_output_specs
 
     def key(specs: tuple[OutputSpec, ...]) -> list[tuple[object, ...]]:
         return sorted((s.name, s.shape, s.format_order, s.format_type, s.nms) for s in specs)
@@ -348,7 +348,7 @@ def test_hailort_cross_check_without_hailo_platform_is_a_hef_error(infos: dict[s
         pass
     else:
         pytest.skip("hailo_platform is installed")
-    from harness.hef.from_hailort import hailort_output_specs
+    from harness.backends.hailort.hef_info import hailort_output_specs
 
     with pytest.raises(HefError, match=r"hailo_platform \(HailoRT's Python package\) is not installed"):
         hailort_output_specs(infos["hailo8_mnist_cnn"].path)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
-from harness.errors import HarnessError
-from harness.job import OFF_DOMAIN, JobConfig, demo_data, run_job, summary_lines
+from harness.core.errors import HarnessError
+from harness.pipeline.job import OFF_DOMAIN, JobConfig, demo_data, run_job, summary_lines
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ worst first, and an off-domain calibration shows up on the class head it caps.""
 import math
 
 import pytest
+from harness.doctor.catalogue import open_bench
 
-from harness.catalogue import open_bench
-from harness.errors import HarnessError
-from harness.localisation import layer_sqnr, worst_layers
+from harness.backends.emulator.localisation import layer_sqnr, worst_layers
+from harness.core.errors import HarnessError
 
 FRAMES = 2
 STRIDE_8_CLASS_HEAD = "/model.23/cv3.0/cv3.0.2/Conv_output_0"

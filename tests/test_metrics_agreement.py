@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.detections import Detections
-from harness.metrics.agreement import AgreementError, agreement
+from harness.core.detections import Detections
+from harness.verdict.metrics.agreement import AgreementError, agreement
 
 
 @st.composite

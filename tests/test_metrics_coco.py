@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from harness.data.dataset import GroundTruth, load_yolo
-from harness.detections import Detections
-from harness.metrics import coco
-from harness.metrics.coco import (
+from harness.core.detections import Detections
+from harness.inputs.dataset import GroundTruth, load_yolo
+from harness.verdict.metrics import coco
+from harness.verdict.metrics.coco import (
     MetricsError,
     evaluate,
     mean_average_precision,

@@ -4,8 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.detections import Detections
-from harness.metrics.distribution import (
+from harness.core.detections import Detections
+from harness.verdict.metrics.distribution import (
     SCORE_BIN_EDGES,
     DistributionError,
     box_counts,

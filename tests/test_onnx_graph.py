@@ -11,8 +11,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.backends.onnx.runner import OnnxRunner
-from harness.errors import GraphError
-from harness.onnx_graph import (
+from harness.core.errors import GraphError
+from harness.core.specs import FormatOrder, FormatType
+from harness.inputs.onnx_graph import (
     cut_at_heads,
     decode_tail,
     dequantize_decode_tail,
@@ -21,7 +22,6 @@ from harness.onnx_graph import (
     load_model,
     model_input,
 )
-from harness.specs import FormatOrder, FormatType
 
 EXPORTS = {
     # file: (head prefix, input size, grids stride-ascending)
@@ -259,7 +259,7 @@ def test_onnx_runner_rejects_a_model_with_non_map_outputs() -> None:
 
 
 def test_onnx_runner_rejects_a_feed_of_the_wrong_shape() -> None:
-    from harness.errors import SpecError
+    from harness.core.errors import SpecError
 
     model = _old_style_export()
     with OnnxRunner(cut_at_heads(model, find_heads(model))) as runner:

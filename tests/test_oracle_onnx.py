@@ -14,10 +14,13 @@ import onnx
 import pytest
 
 from harness.backends.onnx.runner import DecodeTailRunner, FullHeadRunner, OnnxRunner
-from harness.decode.config import DecodeConfig, NmsMode
+from harness.conformance.verify_decode import same_detections
+from harness.core.detections import xywh_to_xyxy
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.specs import OutputSpec
 from harness.decode.nms import nms_hailort, nms_ultralytics
 from harness.decode.yolo import decode, decode_candidates
-from harness.onnx_graph import (
+from harness.inputs.onnx_graph import (
     cut_at_heads,
     decode_tail,
     dequantize_decode_tail,
@@ -25,9 +28,7 @@ from harness.onnx_graph import (
     load_model,
     model_input,
 )
-from harness.preprocess import letterbox, load_image, to_nchw_float
-from harness.specs import OutputSpec
-from harness.verify_decode import same_detections, xywh_to_xyxy
+from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
 
 # Against the full head with its DFL conv run in float. Measured maxima over both models and all
 # 16 images: boxes 1.22e-4 px (yolov8n at 640; two float32 steps there), 6.1e-5 px (yolo11n at

@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
-from harness.data.synthetic import Recipe, write_dataset
+from harness.inputs.synthetic import Recipe, write_dataset
 
 pytest_plugins = ["pytester"]
 
 EMPTY_DECODER = """
-from harness.detections import Detections
+from harness.core.detections import Detections
 
 def decode(outputs, specs, config):
     return Detections.empty()

@@ -8,9 +8,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from PIL import Image
 
-from harness.detections import Letterbox
-from harness.errors import HarnessError
-from harness.preprocess import letterbox, load_image, resize, to_nchw_float
+from harness.core.detections import Letterbox
+from harness.core.errors import HarnessError
+from harness.inputs.preprocess import letterbox, load_image, resize, to_nchw_float
 
 # A 4x5 grey test card and what cv2.resize(INTER_LINEAR) of opencv-python-headless 4.14 makes of it.
 CARD = [[11, 48, 85, 122, 159], [196, 233, 14, 51, 88], [125, 162, 199, 236, 17], [54, 91, 128, 165, 202]]

@@ -45,7 +45,7 @@ def test_nan_metrics_become_null(tmp_path):
 
 
 def test_the_stage_table_holds_each_measured_stage_and_names_the_first_degraded_one(tmp_path):
-    from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+    from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED
 
     case = sr.report_case(tmp_path / "dataset")
     gt, ids = case.dataset.ground_truths, [s.image_id for s in case.dataset.samples]

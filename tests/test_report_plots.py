@@ -7,11 +7,11 @@ import pytest
 import synthetic_results as sr
 from PIL import Image
 
-from harness.data.dataset import GroundTruth
-from harness.detections import Detections
-from harness.metrics.coco import per_image_matches
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.inputs.dataset import GroundTruth
 from harness.report.plots import ReportError, ground_truths, pictures, precision_recall, worst_images
-from harness.settings import EvalSettings
+from harness.verdict.metrics.coco import per_image_matches
 
 BOX = [10.0, 10.0, 50.0, 60.0]
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.commands import run as run_command
-from harness.job import JobConfig, JobResult
-from harness.specs import FormatType
+from harness.cli import main as cli
+from harness.cli.commands import run as run_command
+from harness.core.specs import FormatType
+from harness.pipeline.job import JobConfig, JobResult
 
 
 @pytest.fixture

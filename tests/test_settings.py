@@ -1,8 +1,7 @@
 import pytest
 
-from harness.decode.config import NmsMode
-from harness.errors import HarnessError
-from harness.settings import EvalSettings, Preprocess, SettingsMismatch
+from harness.core.errors import HarnessError
+from harness.core.settings import EvalSettings, NmsMode, Preprocess, SettingsMismatch
 
 
 def test_settings_round_trip_through_a_dict():

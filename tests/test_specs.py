@@ -1,6 +1,6 @@
 import pytest
 
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 
 
 def test_format_order_values_are_hailort_enum_values():

@@ -7,9 +7,9 @@ import synthetic_results as sr
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.detect import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO
-from harness.errors import HarnessError
-from harness.stages import STAGES, first_degraded_stage, stage_results
+from harness.core.errors import HarnessError
+from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO
+from harness.verdict.stages import STAGES, first_degraded_stage, stage_results
 
 
 def test_first_degraded_stage_names_fp_optimized_before_quantization() -> None:

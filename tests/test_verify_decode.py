@@ -8,11 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cli
-from harness import verify_decode as vd
+from harness.cli import main as cli
+from harness.conformance import verify_decode as vd
+from harness.conformance.verify_decode import (
+    BOX_TOLERANCE_PX,
+    SCORE_TOLERANCE,
+    format_report,
+    report_as_dict,
+    verify_decode,
+)
+from harness.core.errors import HarnessError
 from harness.decode.yolo import decode_candidates
-from harness.errors import HarnessError
-from harness.verify_decode import BOX_TOLERANCE_PX, SCORE_TOLERANCE, format_report, report_as_dict, verify_decode
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
 
@@ -44,7 +50,7 @@ def image_folder(tmp_path: Path, images: list[Path]) -> Path:
 
 @pytest.fixture
 def command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "verify-decode", "harness.commands.verify_decode")
+    monkeypatch.setitem(cli.COMMANDS, "verify-decode", "harness.cli.commands.verify_decode")
 
 
 def test_real_export_agrees_with_the_decoder_on_all_images(report: vd.VerifyReport) -> None:

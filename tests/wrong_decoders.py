@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.core.detections import Detections
+from harness.core.specs import FormatOrder, FormatType
 from harness.decode.nms import nms_hailort
 from harness.decode.yolo import decode, decode_candidates, pair_heads
-from harness.detections import Detections
 from harness.formats.quant import dequantize
-from harness.specs import FormatOrder, FormatType
 
 
 def xy_swapped(outputs, specs, config):

@@ -7,7 +7,7 @@ logits) and from UINT8 outputs with quant infos (sigmoid compiled in, as a Hailo
 Three decoders, all at score threshold 0.2, IoU 0.7, per class NMS:
 
 - fast: :func:`harness.decode.yolo.decode`, HailoRT and Ultralytics NMS modes;
-- reference: :mod:`harness.reference.decode`, plain loops (HailoRT mode);
+- reference: :mod:`reference.decode`, plain loops (HailoRT mode);
 - naive: a per-cell Python loop like a typical hand-written host decoder (defined here only, for
   comparison): loop over the 8400 cells, DFL per cell, sigmoid, threshold, then a simple NMS.
 
@@ -24,12 +24,12 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from reference.decode import ReferenceHead, reference_candidates, reference_nms_hailort
 
-from harness.decode.config import DecodeConfig, NmsMode
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.yolo import decode, decode_candidates
 from harness.formats.quant import quantize
-from harness.reference.decode import ReferenceHead, reference_candidates, reference_nms_hailort
-from harness.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 
 INPUT = 640
 STRIDES = (8, 16, 32)

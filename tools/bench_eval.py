@@ -2,8 +2,8 @@
 
     python -m tools.bench_eval [--data DIR] [--sizes 500 2000] [--seed S]
 
-A synthetic fire/smoke val set (:mod:`harness.data.synthetic`, generated into ``--data`` if that
-folder has none) runs through :class:`harness.detect.RawHeadsPath` on a fake runner that hands back
+A synthetic fire/smoke val set (:mod:`harness.inputs.synthetic`, generated into ``--data`` if that
+folder has none) runs through :class:`harness.pipeline.detect.RawHeadsPath` on a fake runner that hands back
 one precomputed 640x640 frame of six UINT8 heads with the sigmoid compiled in (as a HEF delivers
 them; :func:`tools.bench_decode.make_frame`, typical scene), so inference costs nothing and
 everything measured is the harness: image loading, letterbox, decode, cells, unletterbox, the
@@ -33,15 +33,15 @@ from typing import Any
 
 import numpy as np
 
-import harness.detect as detect_module
-import harness.evaluate as evaluate_module
+import harness.pipeline.detect as detect_module
+import harness.pipeline.evaluate as evaluate_module
 from harness.backends.base import InputSpec
-from harness.cache import CacheFile, PredictionCache
-from harness.data.dataset import load_yolo
-from harness.data.synthetic import CLASS_NAMES, Recipe, write_dataset
-from harness.detect import RawHeadsPath
-from harness.settings import EvalSettings
-from harness.specs import FormatOrder, FormatType
+from harness.core.settings import EvalSettings
+from harness.core.specs import FormatOrder, FormatType
+from harness.inputs.dataset import load_yolo
+from harness.inputs.synthetic import CLASS_NAMES, Recipe, write_dataset
+from harness.pipeline.cache import CacheFile, PredictionCache
+from harness.pipeline.detect import RawHeadsPath
 from tools.bench_decode import INPUT, make_frame
 
 

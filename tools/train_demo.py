@@ -30,7 +30,7 @@ import time
 import traceback
 from pathlib import Path
 
-from harness.data.synthetic import Recipe, write_dataset
+from harness.inputs.synthetic import Recipe, write_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_NAME = "fire_smoke_yolo11n_256.onnx"
@@ -139,7 +139,7 @@ not a fire detector for real use.
 {facts["command"]}
 ```
 
-- data: `harness.data.synthetic`, the same as `python -m harness.data.synthetic --out DIR --seed {r.seed}
+- data: `harness.inputs.synthetic`, the same as `python -m harness.inputs.synthetic --out DIR --seed {r.seed}
   --train {r.train} --val {r.val} --calib {r.calib} --offdomain-calib {r.offdomain_calib} --imgsz {r.imgsz}`
   (PNG frames 240..480 px wide, ~15 % empty; train on `train`, validate on `val`)
 - model `yolo11n.yaml` built from scratch (`pretrained=False`), nc=2

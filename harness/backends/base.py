@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.specs import FormatOrder, FormatType, OutputSpec
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
 
 
 @dataclass(frozen=True)

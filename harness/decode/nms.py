@@ -1,7 +1,7 @@
 """Greedy per-class non-maximum suppression in the two conventions the harness reproduces.
 
 Both modes take the decoded candidates of one image, ``boxes`` float32 ``(A, 4)`` xyxy and class
-probabilities ``scores`` float32 ``(A, nc)``, and return :class:`~harness.detections.Detections`.
+probabilities ``scores`` float32 ``(A, nc)``, and return :class:`~harness.core.detections.Detections`.
 
 Shared by both modes, so that the fast code and the loop reference agree bit for bit:
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.decode.config import DecodeConfig
-from harness.detections import Detections
+from harness.core.detections import Detections
+from harness.core.settings import DecodeConfig
 
 # ultralytics: ultralytics/utils/nms.py, ``non_max_suppression(max_wh=7680)``: boxes are shifted by
 # class id * max_wh so that one NMS over all boxes never suppresses across classes.

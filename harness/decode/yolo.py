@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.decode.config import DecodeConfig, NmsMode
+from harness.core.detections import Detections
+from harness.core.errors import HeadPairingError, SpecError
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.nms import nms_hailort, nms_ultralytics
-from harness.detections import Detections
-from harness.errors import HeadPairingError, SpecError
 from harness.formats.quant import dequantize
-from harness.specs import FormatOrder, FormatType, OutputSpec
 
 # The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
 # settles which head is which when both channel counts are multiples of 4 (e.g. nc = 80).
@@ -78,7 +78,7 @@ def pair_heads(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> tu
     them; ``input_hw`` divided by the grid must give one integral stride. Within a grid the box
     head is the one whose channel count is a multiple of 4 (``4 * reg_max``); when both are, the
     one with 64 channels (reg_max 16). All box heads share one reg_max and all class heads one nc.
-    Raises :class:`~harness.errors.HeadPairingError` otherwise. Result: stride ascending.
+    Raises :class:`~harness.core.errors.HeadPairingError` otherwise. Result: stride ascending.
     """
     if not specs:
         raise HeadPairingError("no outputs given: expected a box head and a class head per stride")
@@ -284,7 +284,7 @@ def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], c
       ``(H, W, C)`` or ``(1, H, W, C)``, FLOAT32 or quantized UINT8/UINT16.
     - ``specs``: ``{output name: OutputSpec}`` for the same outputs (shape, format, quant infos).
     - ``config``: input size, thresholds, limits and NMS mode; part of every result.
-    - returns :class:`~harness.detections.Detections` with boxes in model-input pixels (xyxy),
+    - returns :class:`~harness.core.detections.Detections` with boxes in model-input pixels (xyxy),
       scores in ``[0, 1]`` and class ids ``0 .. nc-1``.
 
     Heads are paired with :func:`pair_heads`; class logits get a sigmoid unless the outputs hold

@@ -25,8 +25,8 @@ from math import gcd, prod
 
 import numpy as np
 
-from harness.errors import MalformedBufferError, SpecError
-from harness.specs import FormatOrder
+from harness.core.errors import MalformedBufferError, SpecError
+from harness.core.specs import FormatOrder
 
 HW_DATA_ALIGNMENT = 8  # bytes (hailort: hailort/libhailort/include/hailo/hailort_common.hpp)
 F8CR_BLOCK = 8  # channels per F8CR block (hailort: transform.cpp, transform__d2h_F8CR)

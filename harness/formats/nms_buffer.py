@@ -1,4 +1,4 @@
-"""HailoRT NMS outputs <-> :class:`~harness.detections.Detections`.
+"""HailoRT NMS outputs <-> :class:`~harness.core.detections.Detections`.
 
 Four host-side forms carry the same detections of one frame:
 
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.detections import Detections, xyxy_pixels_to_yxyx_normalized, yxyx_normalized_to_xyxy_pixels
-from harness.errors import MalformedBufferError, SpecError
-from harness.specs import FormatOrder, NmsShape, OutputSpec
+from harness.core.detections import Detections, xyxy_pixels_to_yxyx_normalized, yxyx_normalized_to_xyxy_pixels
+from harness.core.errors import MalformedBufferError, SpecError
+from harness.core.specs import FormatOrder, NmsShape, OutputSpec
 
 # hailort: hailort/libhailort/include/hailo/hailort_common.hpp, BBOX_PARAMS / DETECTION_COUNT_SIZE /
 # DETECTION_BY_SCORE_SIZE (= sizeof(hailo_detection_t), packed with #pragma pack(1) in hailort.h)

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.errors import SpecError
-from harness.specs import QuantInfo
+from harness.core.errors import SpecError
+from harness.core.specs import QuantInfo
 
 QUANTIZED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16))
 

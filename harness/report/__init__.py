@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.data.dataset import Dataset
-from harness.gates import GateResult
+from harness.inputs.dataset import Dataset
 from harness.report.html import render_html
 from harness.report.json_report import report_document, write_json
 from harness.report.markdown import render_markdown
 from harness.report.plots import ReportError, pictures
-from harness.result import PathResult
+from harness.verdict.gates import GateResult
+from harness.verdict.result import PathResult
 
 __all__ = ["ReportError", "write_reports"]
 

@@ -14,11 +14,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.data.dataset import Dataset
-from harness.gates import GateResult
-from harness.golden import DEFAULT_TOLERANCES
-from harness.result import PathResult
-from harness.stages import first_degraded_stage, stage_results
+from harness.inputs.dataset import Dataset
+from harness.verdict.gates import GateResult
+from harness.verdict.golden import DEFAULT_TOLERANCES
+from harness.verdict.result import PathResult
+from harness.verdict.stages import first_degraded_stage, stage_results
 
 SCHEMA_VERSION = 2  # 2: paths[].fps, stages
 
@@ -44,7 +44,7 @@ def report_document(
         },
         "gates": [_gate(g) for g in gates],
         "paths": [_path(r) for r in results],
-        # Per-tensor SQNR of the emulated HEF against its float graph, worst first (harness.localisation)
+        # Per-tensor SQNR of the emulated HEF against its float graph, worst first (backends/emulator/localisation)
         "worst_layers": [dict(row) for row in worst_layers],
         "stages": _stages(results, tolerance),
     }

@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
-from harness.data.dataset import Dataset, GroundTruth, Sample
-from harness.detections import Detections
-from harness.errors import HarnessError
-from harness.metrics.agreement import agreement
-from harness.metrics.coco import ClassMatches, per_image_matches
-from harness.metrics.distribution import SCORE_BIN_EDGES
-from harness.result import PathResult
+from harness.core.detections import Detections
+from harness.core.errors import HarnessError
+from harness.inputs.dataset import Dataset, GroundTruth, Sample
+from harness.verdict.metrics.agreement import agreement
+from harness.verdict.metrics.coco import ClassMatches, per_image_matches
+from harness.verdict.metrics.distribution import SCORE_BIN_EDGES
+from harness.verdict.result import PathResult
 
 PATH_COLOURS = ("#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#8c564b")
 TRUTH_COLOUR = "#2ca02c"

@@ -51,14 +51,15 @@ from harness.backends.dfc.scripts import (
     validate_files,
     write_scripts,
 )
-from harness.backends.emulator.calibration import calibration_paths, images_digest
-from harness.errors import HarnessError
-from harness.hef.checks import CheckResult
-from harness.onnx_graph import load_model
-from harness.preprocess import letterbox, load_image
+from harness.core import defaults
+from harness.core.checks import CheckResult
+from harness.core.errors import HarnessError
+from harness.inputs.calibration import calibration_paths, images_digest
+from harness.inputs.onnx_graph import load_model
+from harness.inputs.preprocess import letterbox, load_image
 
 HW_ARCHS = ("hailo8", "hailo8l", "hailo10h")
-DEFAULT_CACHE_ROOT = Path(".harness-cache") / "dfc"
+DEFAULT_CACHE_ROOT = defaults.CACHE_DIR / "dfc"
 _CACHE_FORMAT = "hailo-harness dfc 1"
 
 T = TypeVar("T")
@@ -110,7 +111,7 @@ KNOWN_SIGNS = (
     LogSign(
         r"Reducing optimization level",
         "the DFC lowered the optimization level (the line says why): the quantization is not optimized",
-        "run the DFC where it sees a GPU and calibrate with at least 1024 images (--calib-count)",
+        "run the DFC where it sees a GPU and calibrate with at least 1024 images (--calibration-count)",
     ),
     LogSign(
         r"no available GPU|No GPU|Skipping registering GPU devices",
@@ -206,8 +207,8 @@ def calibration_array(paths: Sequence[Path], input_hw: tuple[int, int]) -> np.nd
 @dataclass(frozen=True)
 class CompileRequest:
     onnx: Path
-    calibration: Path  # folder of images; the first calib_count by name are used
-    calib_count: int = 64  # the DFC's default calibration set size
+    calibration: Path  # folder of images; the first calibration_count by name are used
+    calibration_count: int = defaults.CALIBRATION_COUNT
     hw_arch: str = "hailo8"
     end_nodes: tuple[str, ...] | None = None
     nms: NmsSettings = field(default_factory=NmsSettings)
@@ -215,8 +216,8 @@ class CompileRequest:
     def __post_init__(self) -> None:
         if self.hw_arch not in HW_ARCHS:
             raise HarnessError(f"compile: hw_arch {self.hw_arch!r}, expected one of {list(HW_ARCHS)}")
-        if self.calib_count < 1:
-            raise HarnessError(f"compile: calib_count {self.calib_count}, expected >= 1")
+        if self.calibration_count < 1:
+            raise HarnessError(f"compile: calibration_count {self.calibration_count}, expected >= 1")
 
 
 @dataclass(frozen=True)
@@ -315,7 +316,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     version is taken from the cache without calling the DFC."""
     sdk = load_sdk()
     facts = onnx_facts(load_model(request.onnx), os.fspath(request.onnx), request.end_nodes)
-    paths = calibration_paths(request.calibration, request.calib_count)
+    paths = calibration_paths(request.calibration, request.calibration_count)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "compile.log"
     log.write_text("", encoding="utf-8")

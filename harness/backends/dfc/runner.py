@@ -34,9 +34,9 @@ import numpy as np
 
 from harness.backends.base import InputSpec
 from harness.backends.dfc.compiler import DfcError, load_sdk
-from harness.errors import HarnessError, SpecError
+from harness.core.errors import HarnessError, SpecError
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.formats.nms_buffer import BBOX_PARAMS
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 
 INPUT_NAME = "input"
 RAW_HEADS = 6

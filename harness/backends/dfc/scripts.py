@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 import onnx
 
-from harness.errors import HarnessError
-from harness.hef.checks import CheckResult
-from harness.onnx_graph import HeadTensor, find_heads, model_input
+from harness.core import defaults
+from harness.core.checks import CheckResult
+from harness.core.errors import HarnessError
+from harness.inputs.onnx_graph import HeadTensor, find_heads, model_input
 
 PLACEHOLDER_PREFIX = "UNRESOLVED_"
 
@@ -63,9 +64,9 @@ class DfcScriptError(HarnessError):
 class NmsSettings:
     """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100)."""
 
-    score_threshold: float = 0.2
-    iou_threshold: float = 0.7
-    max_proposals_per_class: int = 100
+    score_threshold: float = defaults.SCORE_THRESHOLD
+    iou_threshold: float = defaults.IOU_THRESHOLD
+    max_proposals_per_class: int = defaults.MAX_PER_CLASS
 
     def __post_init__(self) -> None:
         for field, value in (("score_threshold", self.score_threshold), ("iou_threshold", self.iou_threshold)):

@@ -20,21 +20,18 @@ import onnx
 import onnxruntime
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.calibration import (
-    CalibrationFrames,
-    CalibrationSource,
-    calibration_paths,
-    images_digest,
-)
+from harness.backends.emulator.calibration import CalibrationFrames
 from harness.backends.emulator.graph import hef_graph
 from harness.backends.emulator.options import EmulatorOptions
 from harness.backends.emulator.outputs import head_roles, head_specs, host_spec, input_spec, nms_spec
 from harness.backends.emulator.quantize import quantize
-from harness.errors import GraphError
-from harness.onnx_graph import load_model
-from harness.specs import OutputSpec, QuantInfo
+from harness.core import defaults
+from harness.core.errors import GraphError
+from harness.core.specs import OutputSpec, QuantInfo
+from harness.inputs.calibration import CalibrationSource, calibration_paths, images_digest
+from harness.inputs.onnx_graph import load_model
 
-DEFAULT_CACHE_DIR = Path(".harness-cache") / "emulator"
+DEFAULT_CACHE_DIR = defaults.CACHE_DIR / "emulator"
 _CACHE_FORMAT = "hailo-harness emulated HEF 1"
 
 log = logging.getLogger(__name__)

@@ -1,54 +1,15 @@
-"""Calibration images: which files, their bytes for the cache key, and the frames fed to onnxruntime's
-calibrators, letterboxed (grey 114) to the input size as evaluation prepares frames, uint8 NHWC as a
-HEF takes them."""
+"""The frames fed to onnxruntime's calibrators, letterboxed (grey 114) to the input size as
+evaluation prepares frames, uint8 NHWC as a HEF takes them."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 from onnxruntime.quantization import CalibrationDataReader
 
-from harness.errors import HarnessError
-from harness.preprocess import letterbox, load_image
-
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
-
-CalibrationSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-
-
-def calibration_paths(source: CalibrationSource, count: int) -> tuple[Path, ...]:
-    """The first ``count`` images of a folder (its image files, sorted by name) or of a list of paths."""
-    if isinstance(source, (str, os.PathLike)):
-        folder = Path(source)
-        if not folder.is_dir():
-            raise HarnessError(f"calibration images {os.fspath(folder)!r}: not a folder, expected a folder or a list")
-        paths = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
-        where = f"folder {os.fspath(folder)!r}"
-    else:
-        paths = [Path(p) for p in source]
-        where = "list"
-        missing = [os.fspath(p) for p in paths if not p.is_file()]
-        if missing:
-            raise HarnessError(f"calibration images: files {missing[:5]} of the list do not exist")
-    if len(paths) < count:
-        raise HarnessError(
-            f"calibration images ({where}): {len(paths)} images, expected at least calibration_count = {count}"
-        )
-    return tuple(paths[:count])
-
-
-def images_digest(paths: Sequence[Path]) -> str:
-    """sha256 over the images' bytes, in order (each prefixed by its length)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        data = path.read_bytes()
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()
+from harness.inputs.preprocess import letterbox, load_image
 
 
 class CalibrationFrames(CalibrationDataReader):

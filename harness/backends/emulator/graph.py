@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.errors import GraphError
-from harness.onnx_graph import HeadTensor, cut_at_heads, find_heads, model_input
+from harness.core.errors import GraphError
+from harness.inputs.onnx_graph import HeadTensor, cut_at_heads, find_heads, model_input
 
 # Ops of an already quantized graph (onnxruntime dynamic or static quantization): quantizing it again
 # would quantize dequantized values, not the model as the Dataflow Compiler sees a float export.

@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
-from harness.specs import FormatType
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.core.specs import FormatType
 
 
 class CalibrationMethod(str, enum.Enum):
@@ -41,14 +42,14 @@ class EmulatorOptions:
     Only the calibration images, the model and ``quantization_settings`` decide the quantized model.
     """
 
-    calibration_count: int = 64
+    calibration_count: int = defaults.CALIBRATION_COUNT
     calibration_method: CalibrationMethod = CalibrationMethod.MINMAX
     per_channel: bool = False
     sigmoid_inside: bool = False
     nms: bool = False
-    score_threshold: float = 0.2
-    iou_threshold: float = 0.7
-    max_proposals_per_class: int = 100
+    score_threshold: float = defaults.SCORE_THRESHOLD
+    iou_threshold: float = defaults.IOU_THRESHOLD
+    max_proposals_per_class: int = defaults.MAX_PER_CLASS
     output_format: FormatType = FormatType.FLOAT32
     end_nodes: tuple[str, ...] | None = None
 

@@ -22,9 +22,9 @@ from onnx import numpy_helper
 
 from harness.backends.base import InputSpec
 from harness.backends.emulator.quantize import HEAD_ROLES_KEY
-from harness.errors import GraphError
+from harness.core.errors import GraphError
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.formats.nms_buffer import BBOX_PARAMS
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 
 # The name HailoRT gives the YOLOv8 NMS op's output (network name prefix left out).
 NMS_OUTPUT = "yolov8_nms_postprocess"

@@ -23,8 +23,8 @@ from onnxruntime.quantization import CalibrationMethod as OrtCalibrationMethod
 
 from harness.backends.emulator.graph import HefGraph
 from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
-from harness.errors import GraphError
-from harness.onnx_graph import HeadTensor
+from harness.core.errors import GraphError
+from harness.inputs.onnx_graph import HeadTensor
 
 # metadata_props key of a quantized model: {head tensor: "box" | "class"}, in head order
 HEAD_ROLES_KEY = "hailo_harness.emulator.head_roles"

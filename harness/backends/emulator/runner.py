@@ -16,12 +16,12 @@ import onnxruntime as ort
 
 from harness.backends.base import InputSpec
 from harness.backends.emulator.build import EmulatedHef
-from harness.decode.config import DecodeConfig, NmsMode
+from harness.core.errors import SpecError
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.specs import FormatType, OutputSpec
 from harness.decode.yolo import decode
-from harness.errors import SpecError
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import dequantize
-from harness.specs import FormatType, OutputSpec
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from harness.backends.hailort.errors import (
     HefNotCompatibleError,
     InferenceTimeoutError,
 )
-from harness.backends.hailort.runner import OUTPUT_FORMATS, Api, HailoRTRunner
+from harness.backends.hailort.runner import OUTPUT_FORMATS, Api, HailoRTRunner, hardware_skip_reason
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -24,4 +24,5 @@ __all__ = [
     "HefInvalidError",
     "HefNotCompatibleError",
     "InferenceTimeoutError",
+    "hardware_skip_reason",
 ]

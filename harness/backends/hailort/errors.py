@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TypeVar
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ with ``tf_nms_format``, or for NMS_BY_SCORE a list of ``Detection`` objects.
 from __future__ import annotations
 
 import enum
-import importlib
+import importlib.util
 import logging
 import os
 import time
@@ -48,9 +48,9 @@ from harness.backends.hailort.errors import (
     is_timeout,
     translate,
 )
-from harness.errors import HarnessError, SpecError
+from harness.core.errors import HarnessError, SpecError
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.formats.nms_buffer import BBOX_PARAMS
-from harness.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 
 log = logging.getLogger(__name__)
 
@@ -560,3 +560,14 @@ class HailoRTRunner:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def hardware_skip_reason() -> str | None:
+    """Why tests that need a Hailo device cannot run here, or None when one is found."""
+    if importlib.util.find_spec("hailo_platform") is None:
+        return "hailo_platform (HailoRT's Python wheel from Hailo) is not installed"
+    from hailo_platform import Device  # HailoRT's device scan (hailort: bindings/python/platform/hailo_platform)
+
+    if not Device.scan():
+        return "no Hailo device found (hailo_platform Device.scan() is empty)"
+    return None

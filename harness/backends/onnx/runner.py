@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
@@ -14,9 +15,10 @@ import onnx
 import onnxruntime as ort
 
 from harness.backends.base import InputSpec
-from harness.errors import GraphError, SpecError
-from harness.onnx_graph import full_head_output, load_model
-from harness.specs import FormatOrder, FormatType, OutputSpec
+from harness.core.errors import GraphError, SpecError
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.inputs.onnx_graph import cut_at_heads, find_heads, full_head_output, load_model, model_input
+from harness.inputs.preprocess import to_nchw_float
 
 ModelSource = onnx.ModelProto | str | os.PathLike[str]
 _Runner = TypeVar("_Runner", bound="_Closing")
@@ -87,7 +89,7 @@ class _Closing:
 
 class OnnxRunner(_Closing):
     """Runs a model whose outputs are raw maps ``[1, C, H, W]`` (one cut by
-    :func:`harness.onnx_graph.cut_at_heads`) and hands each back channel-last, ``(H, W, C)`` float32,
+    :func:`harness.inputs.onnx_graph.cut_at_heads`) and hands each back channel-last, ``(H, W, C)`` float32,
     described as an NHWC FLOAT32 :class:`OutputSpec` like a Hailo host output."""
 
     def __init__(self, model: ModelSource, threads: int | None = None) -> None:
@@ -118,7 +120,7 @@ class OnnxRunner(_Closing):
 
 
 class DecodeTailRunner(_Closing):
-    """Runs a decode tail (:func:`harness.onnx_graph.decode_tail`) on head maps given channel-last,
+    """Runs a decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) on head maps given channel-last,
     as :class:`OnnxRunner` hands them back, and returns the frame's decoded head output
     ``(4 + nc, anchors)``: xywh in input pixels, then class probabilities, anchors stride-ascending."""
 
@@ -146,3 +148,59 @@ class FullHeadRunner(_Closing):
 
     def infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
         return self._session.run(feed)[self.output_name][0]
+
+
+def head_format_order(role: str, grid: tuple[int, int], smallest: int) -> FormatOrder:
+    """The emulator's host orders for a HEF's heads (the field report's mix): box heads FCR, class
+    heads NHWC except on the smallest grid. FCR and NHWC are both [N, H, W, C] on the host
+    (hailort: hailort/libhailort/include/hailo/hailort.h, hailo_format_order_t)."""
+    return FormatOrder.FCR if role == "box" or grid[0] * grid[1] == smallest else FormatOrder.NHWC
+
+
+class FloatHeadsRunner:
+    """The ONNX cut at its six heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
+    class heads through a sigmoid as a model script compiles it in, float32 channel-last outputs
+    listed with the orders the emulator gives a HEF's heads. Not quantized: it stands in for a
+    raw-output HEF where the emulator cannot quantize the model."""
+
+    def __init__(self, onnx_path: Path, threads: int | None = None) -> None:
+        model = load_model(onnx_path)
+        input_name, input_hw = model_input(model)
+        heads = find_heads(model)
+        self._runner = OnnxRunner(cut_at_heads(model, heads), threads)
+        self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
+        self._classes = {h.tensor for h in heads if h.role == "class"}
+        smallest = min(h.grid[0] * h.grid[1] for h in heads)
+        self._specs = {
+            h.tensor: OutputSpec(
+                h.tensor, (*h.grid, h.channels), head_format_order(h.role, h.grid, smallest), FormatType.FLOAT32
+            )
+            for h in heads
+        }
+
+    @property
+    def input_specs(self) -> dict[str, InputSpec]:
+        return {self._input.name: self._input}
+
+    @property
+    def output_specs(self) -> dict[str, OutputSpec]:
+        return dict(self._specs)
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        raw = self._runner.infer({self._input.name: to_nchw_float(np.asarray(feed[self._input.name]))})
+        with np.errstate(over="ignore"):
+            return {
+                name: (np.float32(1) / (np.float32(1) + np.exp(-raw[name])) if name in self._classes else raw[name])
+                for name in self._specs
+            }
+
+    def close(self) -> None:
+        self._runner.close()
+
+    def __enter__(self) -> FloatHeadsRunner:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

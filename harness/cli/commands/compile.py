@@ -1,0 +1,125 @@
+"""``hailo-harness compile``: the DFC's model script and NMS config for an ONNX, checked, then a HEF.
+
+The two files name layers of the DFC's parsed graph (``conv41``, ...), known only after the DFC has
+translated the ONNX. With the DFC the names come from its translation. With ``--dry-run`` (no DFC
+needed) they come from ``--hn`` (a translated graph's HN JSON), from ``--layer-map`` (a JSON object
+ONNX end node -> parsed layer name, the format of the ``layer_names.json`` written beside the
+scripts), or else are placeholders ``UNRESOLVED_...`` that must be replaced before compiling. A layer
+map is taken on trust (its shapes are the ONNX heads'); only a parsed graph lets the checks see names
+that the DFC's graph contradicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness.backends.dfc.compiler import HW_ARCHS, CompileRequest, compile_hef, load_sdk
+from harness.backends.dfc.scripts import (
+    LayerTable,
+    NmsSettings,
+    failures,
+    names_from_map,
+    names_from_parsed,
+    onnx_facts,
+    parsed_layers,
+    placeholder_names,
+    table_from_names,
+    validate_files,
+    write_scripts,
+)
+from harness.core.checks import CheckResult
+from harness.core.errors import HarnessError
+from harness.inputs.calibration import calibration_paths
+from harness.inputs.onnx_graph import load_model
+from harness.pipeline.options import add_options
+
+HELP = "write and check the DFC model script (.alls) and NMS config for an ONNX, then compile a HEF with the DFC"
+
+_MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--onnx", type=Path, required=True, help="float Ultralytics YOLOv8 / YOLO11 export")
+    parser.add_argument("--calibration", type=Path, required=True, help="folder of calibration images")
+    add_options(parser, ["calibration_count"])
+    parser.add_argument("--hw-arch", choices=HW_ARCHS, default="hailo8")
+    parser.add_argument("--out", type=Path, help="output folder (default runs/compile/<onnx stem>)")
+    parser.add_argument("--dry-run", action="store_true", help="write and check the scripts without the DFC")
+    parser.add_argument("--end-nodes", nargs="+", help="the head nodes to cut at (default: found by structure)")
+    names = parser.add_mutually_exclusive_group()
+    names.add_argument("--hn", type=Path, help="with --dry-run: the translated graph's HN JSON (layer names, shapes)")
+    names.add_argument("--layer-map", type=Path, help="with --dry-run: JSON object ONNX end node -> parsed layer name")
+    add_options(parser, ["score_threshold", "iou_threshold", "max_per_class", "cache"])  # the NMS op's
+
+
+def _read_json(path: Path, what: str) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise HarnessError(f"{what} {os.fspath(path)!r}: cannot be read as JSON ({error})") from error
+
+
+def _print_checks(checks: tuple[CheckResult, ...]) -> None:
+    for check in checks:
+        print(f"{_MARKS[check.passed]}  {check.name}: {check.message}")
+
+
+def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings) -> int:
+    facts = onnx_facts(load_model(args.onnx), os.fspath(args.onnx), args.end_nodes)
+    calibration_paths(args.calibration, args.calibration_count)
+    table: LayerTable
+    if args.hn is not None:
+        hn = _read_json(args.hn, "HN")
+        if not isinstance(hn, dict):
+            raise HarnessError(f"HN {os.fspath(args.hn)!r}: a JSON {type(hn).__name__}, expected an object")
+        table = parsed_layers(hn)
+        names = names_from_parsed(facts, table)
+    elif args.layer_map is not None:
+        mapping = _read_json(args.layer_map, "layer map")
+        if not isinstance(mapping, dict):
+            raise HarnessError(
+                f"layer map {os.fspath(args.layer_map)!r}: a JSON {type(mapping).__name__}, "
+                "expected an object ONNX end node -> parsed layer name"
+            )
+        names = names_from_map(facts, mapping)
+        table = table_from_names(facts, names, "layer map")
+    else:
+        names = placeholder_names(facts)
+        table = table_from_names(facts, names, "placeholder")
+    files = write_scripts(out, args.onnx.stem, facts, names, settings)
+    for path in (files.alls, files.nms_json, files.layer_names):
+        print(f"wrote {path}")
+    print(f"layer names: {table.source}")
+    checks = validate_files(files.alls, files.nms_json, facts, table)
+    _print_checks(checks)
+    return 1 if failures(checks) else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out if args.out is not None else Path("runs") / "compile" / args.onnx.stem
+    settings = NmsSettings(args.score_threshold, args.iou_threshold, args.max_per_class)
+    if args.dry_run:
+        return _dry_run(args, out, settings)
+    if args.hn is not None or args.layer_map is not None:
+        raise HarnessError("compile: --hn and --layer-map apply to --dry-run; the DFC names the layers itself")
+    load_sdk()
+    request = CompileRequest(
+        onnx=args.onnx,
+        calibration=args.calibration,
+        calibration_count=args.calibration_count,
+        hw_arch=args.hw_arch,
+        end_nodes=tuple(args.end_nodes) if args.end_nodes else None,
+        nms=settings,
+    )
+    result = compile_hef(request, out, cache_root=args.cache / "dfc")
+    _print_checks(result.checks)
+    print(f"wrote {result.hef}{' (from the cache)' if result.cached else ''}")
+    print(f"wrote {result.har}")
+    print(f"log {result.log}")
+    for warning in result.warnings:
+        print(f"warning: {result.log.name} {warning}", file=sys.stderr)
+    return 0

@@ -1,0 +1,45 @@
+"""``hailo-harness doctor``: every failure mode of the catalogue injected into one model's run; is
+each caught by a gate and named by the diagnosis, and do clean runs pass?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from harness.core.errors import HarnessError
+from harness.doctor.bench import open_bench
+from harness.doctor.modes import MODES, MODES_BY_NAME
+from harness.doctor.render import table_dict, table_lines
+from harness.doctor.table import run_doctor
+from harness.pipeline.options import DOCTOR_OPTIONS, add_options, onnx_of, settings_spec
+
+HELP = "inject each known failure mode into a run and check that a gate catches it and the diagnosis names it"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, DOCTOR_OPTIONS)
+    parser.add_argument("--images", type=int, help="use only the first N images of the dataset")
+    parser.add_argument(
+        "--mode", action="append", choices=[m.name for m in MODES], help="run only this mode (repeatable)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the table as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.images is not None and args.images < 1:
+        raise HarnessError(f"--images {args.images}: expected a positive number of images")
+    modes = [MODES_BY_NAME[name] for name in args.mode] if args.mode else MODES
+    values = vars(args)
+    bench = open_bench(
+        onnx_of(values),
+        args.dataset,
+        images=args.images,
+        split=args.split,
+        calibration=args.calibration,
+        cache_dir=args.cache,
+        golden_root=args.golden,
+        settings=settings_spec(values),
+    )
+    table = run_doctor(bench, modes)
+    print(json.dumps(table_dict(table), indent=2) if args.json else "\n".join(table_lines(table)))
+    return 0 if not table.problems else 1

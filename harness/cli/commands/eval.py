@@ -1,0 +1,155 @@
+"""``eval``: run one path (model + backend + decoder) over a labelled dataset and print its metrics."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.core.errors import HarnessError
+from harness.inputs.dataset import Dataset
+from harness.pipeline.factory import evaluate, load_dataset, prepare_run
+from harness.pipeline.options import EVAL_OPTIONS, add_options, onnx_of, path_spec, settings_spec
+from harness.verdict.result import PathResult
+
+HELP = (
+    "run a model through one backend over a labelled YOLO dataset and report COCO mAP, box counts and "
+    "score distribution (predictions cached per image, so an interrupted run resumes)"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, EVAL_OPTIONS)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--save-predictions", type=Path, metavar="P.json", help="write the predictions in the COCO results format"
+    )
+    cache = parser.add_mutually_exclusive_group()
+    add_options(cache, ["cache"])
+    cache.add_argument("--no-cache", action="store_true", help="infer every image, keep nothing")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: on a terminal, for more than 20 images)",
+    )
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities -> None, recursively (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def result_as_dict(result: PathResult) -> dict[str, Any]:
+    """Everything but the predictions, JSON-ready (NaN as null)."""
+    data = {
+        "path": result.path,
+        "label": result.label,
+        "emulated": result.emulated,
+        "fps": result.fps,
+        "settings": result.settings.to_dict(),
+        "provenance": {**dataclasses.asdict(result.provenance), "environment": dict(result.provenance.environment)},
+        "n_images": len(result.image_ids),
+        "metrics": dataclasses.asdict(result.metrics),
+        "box_counts": dataclasses.asdict(result.box_counts),
+        "scores": dataclasses.asdict(result.scores),
+        "cells": None if result.cells is None else {**dataclasses.asdict(result.cells), "share": result.cells.share},
+    }
+    return _finite(data)
+
+
+def coco_image_id(image_id: str) -> int | str:
+    """A numeric file stem as COCO's integer image id (``000000000802.jpg`` -> 802), else the dataset's id,
+    as Ultralytics writes ``predictions.json`` (ultralytics: ultralytics/models/yolo/detect/val.py)."""
+    stem = Path(image_id).stem
+    return int(stem) if stem.isdigit() else image_id
+
+
+def coco_predictions(result: PathResult) -> list[dict[str, Any]]:
+    """COCO results: per detection ``image_id``, ``category_id`` (the model's class id), ``bbox``
+    ``[x, y, width, height]`` in original-image pixels and ``score``."""
+    rows = []
+    for image_id, detections in zip(result.image_ids, result.predictions, strict=True):
+        coco_id = coco_image_id(image_id)
+        boxes = detections.boxes.astype(np.float64)
+        xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)
+        for box, class_id, score in zip(
+            xywh.tolist(), detections.class_ids.tolist(), detections.scores.tolist(), strict=True
+        ):
+            rows.append({"image_id": coco_id, "category_id": class_id, "bbox": box, "score": score})
+    return rows
+
+
+def write_json(path: Path, data: Any) -> None:
+    try:
+        path.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise HarnessError(f"--save-predictions {os.fspath(path)!r}: cannot be written ({error.strerror})") from error
+
+
+def format_result(result: PathResult, dataset: Dataset) -> str:
+    s, m, b, sc = result.settings, result.metrics, result.box_counts, result.scores
+    p = result.provenance
+    lines = [
+        f"eval {result.label}: {p.model_path} on {p.dataset} ({m.n_images} images"
+        + (f", {len(dataset.unreadable)} unreadable left out" if dataset.unreadable else "")
+        + ")",
+        f"settings: {s.preprocess.value} {s.input_hw[0]}x{s.input_hw[1]}, {s.nms_mode.value} NMS, "
+        f"score threshold {s.score_threshold:g}, IoU threshold {s.iou_threshold:g}, "
+        f"max {s.max_per_class} per class / {s.max_total} total",
+        f"mAP@0.5 {m.map50:.4f}   mAP@0.5:0.95 {m.map50_95:.4f}",
+        f"boxes per image: mean {b.mean:.2f}, p95 {b.p95:.1f}, max {b.max} ({b.total} in all); "
+        f"scores >= 0.99: {sc.saturation:.1%}"
+        + (f", outside [0, 1]: {sc.below_zero + sc.above_one}" if sc.below_zero + sc.above_one else ""),
+    ]
+    if result.fps is not None:
+        lines.append(f"throughput on the device: {result.fps:.1f} frames per second (wall time of the infer calls)")
+    if result.cells is not None:
+        c = result.cells
+        lines.append(
+            f"class cells at or above {c.threshold:g}: {c.cells_above} of {c.cells} ({c.share:.2%}), "
+            f"{c.candidates} (cell, class) candidates"
+        )
+    lines.append(f"{'class':<20} {'gt':>5} {'pred':>6} {'AP50':>7} {'AP':>7} {'P':>6} {'R':>6}")
+    for k in m.per_class:
+        if k.n_ground_truth or k.n_predictions:
+            ap50 = "-" if math.isnan(k.ap50) else f"{k.ap50:.3f}"
+            ap = "-" if math.isnan(k.ap50_95) else f"{k.ap50_95:.3f}"
+            lines.append(
+                f"{k.name[:20]:<20} {k.n_ground_truth:>5} {k.n_predictions:>6} {ap50:>7} {ap:>7} "
+                f"{k.precision:>6.3f} {k.recall:>6.3f}"
+            )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    values = vars(args)
+    spec = path_spec(values, single=True)  # a wrong combination of options is refused before any image is read
+    dataset = load_dataset(args.dataset, args.split, args.cache)
+    run = prepare_run(
+        onnx_of(values),
+        dataset,
+        settings_spec(values),
+        args.cache,
+        use_cache=not args.no_cache,
+        progress=args.progress,
+        log=lambda line: print(line, file=sys.stderr),
+    )
+    result = evaluate(spec, run)
+    if args.save_predictions is not None:
+        write_json(args.save_predictions, coco_predictions(result))
+    print(json.dumps(result_as_dict(result), indent=2) if args.json else format_result(result, dataset))
+    return 0

@@ -1,0 +1,31 @@
+"""``hailo-harness run``: the main job (ONNX path + emulated Hailo path, gates, reports)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from harness.pipeline.job import run_job, summary_lines
+from harness.pipeline.options import JOB_OPTIONS, add_options, job_config
+
+HELP = (
+    "run the full gate: the ONNX and the Hailo path (emulated, or a HEF on a device) vs golden baselines, "
+    "optionally the Dataflow Compiler's emulation stages of a HAR; reports written"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, JOB_OPTIONS)
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.monotonic()
+    config = job_config(vars(args), invocation=("hailo-harness", "run", *sys.argv[2:]))
+    job = run_job(config, log=lambda line: print(line, file=sys.stderr))
+    for line in job.golden_changes:
+        print(line)
+    for line in summary_lines(job):
+        print(line)
+    print(f"wall time {time.monotonic() - start:.1f} s")
+    return 0 if job.passed else 1

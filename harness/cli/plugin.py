@@ -1,0 +1,252 @@
+"""The pytest plugin (entry point ``pytest11: hailo_harness``).
+
+Options are also ini keys (``[tool.pytest.ini_options]`` or ``pytest.ini``). The harness' gates
+are collected as ordinary test items under ``hailo-harness``, so they show up, fail and report
+like any test, also in JUnit XML and under pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.backends.dfc import DfcNotInstalled, load_sdk
+from harness.backends.hailort import hardware_skip_reason
+from harness.conformance.suite import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
+from harness.core.checks import CheckResult
+from harness.core.errors import HarnessError
+from harness.inputs.dataset import load_yolo
+from harness.inputs.demo import DEMO_ONNX
+from harness.inputs.hef.reader import read_hef
+from harness.pipeline.job import JobConfig, JobResult, planned_gates, run_job
+from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
+from harness.verdict.gates import GateId
+from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
+
+DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The option table's job options (also ini keys ``harness_<name>``) and ``--decoder``."""
+    group = parser.getgroup("hailo-harness", "accuracy-regression gates for Hailo-compiled detectors")
+    for name in JOB_OPTIONS:
+        option = OPTIONS[name]
+        action = {"flag": "store_true", "repeat": "append"}.get(option.kind, "store")
+        group.addoption(option.flag, dest=f"harness_{name}", action=action, default=None, help=option.help)
+        parser.addini(f"harness_{name}", option.help)
+    group.addoption("--decoder", dest="harness_decoder", default=None, help=DECODER_HELP)
+    parser.addini("harness_decoder", DECODER_HELP)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hailo_hw: needs a Hailo device and hailo_platform (HailoRT)")
+    config.addinivalue_line("markers", "dfc: needs the Hailo Dataflow Compiler (hailo_sdk_client)")
+
+
+def _text(config: pytest.Config, name: str) -> str | None:
+    """An option's text: the command line's, else the ini key's; None when neither is set."""
+    value = config.getoption(f"harness_{name}")
+    if isinstance(value, list):
+        value = ",".join(value)
+    if value in (None, False, ""):
+        value = config.getini(f"harness_{name}")
+    return str(value) if value not in (None, False, "", []) else None
+
+
+def _values(config: pytest.Config) -> dict[str, Any]:
+    """Every job option's value, parsed by the option table; a bad value is a usage error naming it."""
+    try:
+        return {name: from_text(name, _text(config, name)) for name in JOB_OPTIONS}
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from error
+
+
+class GateFailure(Exception):
+    """A gate that did not hold; its message is the whole failure report."""
+
+
+class GateItem(pytest.Item):
+    """A harness gate: its failure report is the gate's own message, not a traceback."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None) -> str:
+        if isinstance(excinfo.value, GateFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+
+class ConformanceItem(GateItem):
+    def __init__(self, *, decoder_target: str, prop: Property, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.decoder_target = decoder_target
+        self.prop = prop
+
+    def runtest(self) -> None:
+        failure = check_property(load_decoder(self.decoder_target), self.prop)
+        if failure:
+            raise GateFailure(f"decoder {self.decoder_target} breaks '{self.prop.sentence}': {failure}")
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return "hailo-harness", 0, f"decoder conformance: {self.prop.sentence}"
+
+
+class StaticCheckItem(GateItem):
+    def __init__(self, *, result: CheckResult | None, error: str | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.result = result
+        self.error = error
+
+    def runtest(self) -> None:
+        if self.error is not None:
+            raise GateFailure(self.error)
+        assert self.result is not None
+        for key, value in (("check", self.result.name), ("message", self.result.message)):
+            self.user_properties.append((key, value))
+        if self.result.passed is None:
+            raise pytest.skip.Exception(self.result.message, _use_item_location=True)
+        if not self.result.passed:
+            raise GateFailure(f"HEF static check {self.result.name} failed: {self.result.message}")
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return "hailo-harness", 0, f"HEF static check {self.name}"
+
+
+def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, Any]) -> list[pytest.Item]:
+    """One item per static check; when the inputs cannot be read, one failing item that says why. The
+    HEF's score threshold is held against the evaluation's: the one given, or the job's if gates run."""
+    config = parent.config
+    given = _text(config, "score_threshold") is not None or _evaluates(values)
+    try:
+        ctx = CheckContext(
+            hef=read_hef(hef),
+            model=facts_from_onnx(str(values["onnx"])) if values["onnx"] else None,
+            dataset_names=load_yolo(values["dataset"]).names if values["dataset"] else None,
+            eval_score_threshold=values["score_threshold"] if given else None,
+        )
+    except HarnessError as error:
+        return [StaticCheckItem.from_parent(parent, name="test_hef_static[inputs]", result=None, error=str(error))]
+    return [StaticCheckItem.from_parent(parent, name=f"test_hef_static[{r.name}]", result=r) for r in run_checks(ctx)]
+
+
+def _evaluates(values: dict[str, Any]) -> bool:
+    """The evaluation gates need labelled images: ``--dataset``, or the demo model's own set."""
+    onnx = values["onnx"]
+    return onnx is not None and (values["dataset"] is not None or Path(onnx).resolve() == DEMO_ONNX)
+
+
+_JOB = pytest.StashKey[JobConfig]()
+_JOB_RESULT = pytest.StashKey[object]()
+
+
+def _run_job_once(config: pytest.Config) -> JobResult:
+    """The job behind every gate item, run once per session (per worker under xdist; the prediction
+    and calibration caches are shared on disk)."""
+    if _JOB_RESULT not in config.stash:
+        try:
+            config.stash[_JOB_RESULT] = run_job(config.stash[_JOB], log=lambda line: None)
+        except HarnessError as error:
+            config.stash[_JOB_RESULT] = error
+    job = config.stash[_JOB_RESULT]
+    if isinstance(job, HarnessError):
+        raise GateFailure(f"the evaluation could not run: {job}")
+    assert isinstance(job, JobResult)
+    return job
+
+
+class JobGateItem(GateItem):
+    def __init__(self, *, gate_id: GateId, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.gate_id = gate_id
+
+    def runtest(self) -> None:
+        job = _run_job_once(self.config)
+        gate = job.gate(self.gate_id)
+        if gate is None:
+            raise GateFailure(f"{self.name}: the run produced no such gate (gates: {[g.name for g in job.gates]})")
+        for key in ("baseline", "observed", "tolerance"):
+            self.user_properties.append((key, getattr(gate, key)))
+        if gate.interval is not None:
+            self.user_properties.append(("interval", f"[{gate.interval.low:.4f}, {gate.interval.high:.4f}]"))
+        self.user_properties.extend(("cause", c.name) for c in gate.causes)
+        self.user_properties.append(("report", str(job.reports["html"])))
+        if not gate.passed:
+            raise GateFailure(gate.message)
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return "hailo-harness", 0, f"gate {self.name}"
+
+
+def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[pytest.Item]:
+    """One item per gate the job will yield, named from its identity; the job runs at the first."""
+    config = parent.config
+    try:
+        job = job_config(values, invocation=("pytest", *config.invocation_params.args), progress=False)
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from error
+    if job.har is not None:
+        try:
+            load_sdk()  # the stages need the Dataflow Compiler: a usage error here, not a failure per gate
+        except DfcNotInstalled as error:
+            raise pytest.UsageError(f"--har {job.har}: {error}") from error
+    config.stash[_JOB] = job
+    return [JobGateItem.from_parent(parent, name=str(gate), gate_id=gate) for gate in planned_gates(job)]
+
+
+class HarnessSuite(pytest.Collector):
+    """The gate items the options ask for."""
+
+    def collect(self) -> list[pytest.Item]:
+        values = _values(self.config)
+        items: list[pytest.Item] = []
+        if values["hef"] is not None:
+            items.extend(_static_check_items(self, values["hef"], values))
+        if _evaluates(values):
+            items.extend(_job_gate_items(self, values))
+        target = _text(self.config, "decoder")
+        if target:
+            try:
+                load_decoder(target)  # a bad target is a usage error at collection, not seven failures
+            except HarnessError as error:
+                raise pytest.UsageError(str(error)) from error
+            for prop in PROPERTIES:
+                slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
+                items.append(
+                    ConformanceItem.from_parent(
+                        self, name=f"test_decoder_conformance[{slug}]", decoder_target=target, prop=prop
+                    )
+                )
+        return items
+
+
+def _skip_unavailable(items: list[pytest.Item]) -> None:
+    """``hailo_hw`` items skip without HailoRT or a device, ``dfc`` items without the Dataflow Compiler."""
+    reasons: dict[str, str | None] = {}
+    for item in items:
+        if item.get_closest_marker("hailo_hw"):
+            if "hailo_hw" not in reasons:
+                reasons["hailo_hw"] = hardware_skip_reason()
+            if reasons["hailo_hw"]:
+                item.add_marker(pytest.mark.skip(reason=str(reasons["hailo_hw"])))
+        if item.get_closest_marker("dfc") and importlib.util.find_spec("hailo_sdk_client") is None:
+            item.add_marker(pytest.mark.skip(reason="the Hailo Dataflow Compiler (hailo_sdk_client) is not installed"))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    _skip_unavailable(items)
+    suite = HarnessSuite.from_parent(session, name="hailo-harness", nodeid="hailo-harness")
+    items.extend(suite.collect())
+
+
+@pytest.fixture
+def decoder_conformance() -> Callable[[Decoder], None]:
+    """``decoder_conformance(my_decode)`` asserts that every conformance property holds for it."""
+
+    def check(decoder: Decoder) -> None:
+        failures = {k: v for k, v in run_conformance(decoder).items() if v}
+        assert not failures, "decoder breaks:\n" + "\n".join(f"- {k}: {v}" for k, v in failures.items())
+
+    return check

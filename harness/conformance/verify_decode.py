@@ -1,0 +1,223 @@
+"""Check the harness decoder against an ONNX export's own decode tail.
+
+The export is cut at its six head tensors; the cut outputs, handed over channel-last like a Hailo
+host's, go through :func:`harness.decode.yolo.decode_candidates` and :func:`~harness.decode.yolo.decode`.
+The model's own decoded head output ``[1, 4 + nc, anchors]`` is the reference: its boxes and class
+probabilities must match anchor for anchor, and NMS over it must keep the same detections. It is
+computed by the model's decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) from the same head
+maps, which is what the full model computes, without running the backbone twice.
+
+When onnxruntime's dynamic quantization has put the DFL conv on 8-bit activations, the reference
+runs that conv in float (:func:`harness.inputs.onnx_graph.dequantize_decode_tail`); otherwise its box
+sides would be off by up to a sixth of a stride from the exact DFL any decoder computes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.backends.onnx.runner import DecodeTailRunner, OnnxRunner
+from harness.core.detections import Detections, xywh_to_xyxy
+from harness.core.errors import HarnessError
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.decode.nms import nms_hailort, nms_ultralytics
+from harness.decode.yolo import HeadPair, decode, decode_candidates, pair_heads
+from harness.inputs.onnx_graph import (
+    HeadTensor,
+    cut_at_heads,
+    decode_tail,
+    dequantize_decode_tail,
+    find_heads,
+    full_head_output,
+    load_model,
+    model_input,
+)
+from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
+
+# Largest differences still counted as agreement. Measured on yolov8n (640) and yolo11n (320) over
+# 16 COCO images against the float-DFL reference: 1.2e-4 px (two float32 steps at 640) and
+# 1.8e-7 (sigmoid rounding). The margins leave room for larger inputs.
+BOX_TOLERANCE_PX = 1e-3
+SCORE_TOLERANCE = 1e-6
+
+_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
+
+
+@dataclass(frozen=True)
+class ImageAgreement:
+    """How the decoded cut outputs of one image compare with the reference."""
+
+    image: str
+    max_box_diff_px: float
+    max_score_diff: float
+    detections: int
+    reference_detections: int
+    same_detections: bool
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    model: str
+    input_hw: tuple[int, int]
+    heads: tuple[HeadTensor, ...]
+    pairs: tuple[HeadPair, ...]
+    reference_output: str
+    tail_dequantized: bool
+    config: DecodeConfig
+    box_tolerance_px: float
+    score_tolerance: float
+    images: tuple[ImageAgreement, ...]
+
+    @property
+    def max_box_diff_px(self) -> float:
+        return max((i.max_box_diff_px for i in self.images), default=0.0)
+
+    @property
+    def max_score_diff(self) -> float:
+        return max((i.max_score_diff for i in self.images), default=0.0)
+
+    @property
+    def detections_identical(self) -> bool:
+        return all(i.same_detections for i in self.images)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            bool(self.images)
+            and self.max_box_diff_px <= self.box_tolerance_px
+            and self.max_score_diff <= self.score_tolerance
+            and self.detections_identical
+        )
+
+
+def same_detections(a: Detections, b: Detections, box_tolerance_px: float, score_tolerance: float) -> bool:
+    """Whether two detection sets are the same up to the tolerances: each detection of one has
+    exactly one partner in the other, of the same class, with box and score that close."""
+    if len(a) != len(b):
+        return False
+    close = (
+        (a.class_ids[:, None] == b.class_ids[None, :])
+        & (np.abs(a.boxes[:, None, :] - b.boxes[None, :, :]).max(axis=2, initial=0) <= box_tolerance_px)
+        & (np.abs(a.scores[:, None] - b.scores[None, :]) <= score_tolerance)
+    )
+    return bool((close.sum(axis=1) == 1).all() and (close.sum(axis=0) == 1).all())
+
+
+def verify_decode(
+    onnx_path: str | os.PathLike[str],
+    image_paths: Sequence[str | os.PathLike[str]],
+    end_nodes: Sequence[str] | None = None,
+    config: DecodeConfig | None = None,
+    box_tolerance_px: float = BOX_TOLERANCE_PX,
+    score_tolerance: float = SCORE_TOLERANCE,
+    threads: int | None = None,
+) -> VerifyReport:
+    """Decode the cut outputs of each letterboxed image and compare with the full head output.
+
+    ``end_nodes`` name the head nodes (or tensors) instead of finding them by structure;
+    ``config`` defaults to :class:`DecodeConfig` at the model's input size.
+    """
+    if not image_paths:
+        raise HarnessError("verify-decode: no images given; expected at least one")
+    model = load_model(onnx_path)
+    input_name, input_hw = model_input(model)
+    config = config or DecodeConfig(input_hw=input_hw)
+    if tuple(config.input_hw) != input_hw:
+        raise HarnessError(f"decode config: input_hw {config.input_hw}, expected the model input size {input_hw}")
+    heads = find_heads(model, end_nodes)
+    reference_model = dequantize_decode_tail(model)
+    images = []
+    with (
+        OnnxRunner(cut_at_heads(model, heads), threads) as cut,
+        DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
+    ):
+        specs = cut.output_specs
+        pairs = pair_heads(specs, input_hw)
+        for path in image_paths:
+            feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
+            outputs = cut.infer(feed)
+            reference = tail.infer(outputs)
+            boxes, scores = decode_candidates(outputs, specs, config)
+            ref_boxes = xywh_to_xyxy(reference[:4].T)
+            ref_scores = np.ascontiguousarray(reference[4:].T, dtype=np.float32)
+            if boxes.shape != ref_boxes.shape or scores.shape != ref_scores.shape:
+                raise HarnessError(
+                    f"decoded candidates: boxes {boxes.shape}, scores {scores.shape}; expected the reference's "
+                    f"{ref_boxes.shape} and {ref_scores.shape} (one per anchor of {tail.output_name!r})"
+                )
+            detections = decode(outputs, specs, config)
+            expected = _NMS[config.mode](ref_boxes, ref_scores, config)
+            images.append(
+                ImageAgreement(
+                    image=Path(path).name,
+                    max_box_diff_px=float(np.abs(boxes - ref_boxes).max(initial=0)),
+                    max_score_diff=float(np.abs(scores - ref_scores).max(initial=0)),
+                    detections=len(detections),
+                    reference_detections=len(expected),
+                    same_detections=same_detections(detections, expected, box_tolerance_px, score_tolerance),
+                )
+            )
+    return VerifyReport(
+        model=os.fspath(onnx_path),
+        input_hw=input_hw,
+        heads=heads,
+        pairs=pairs,
+        reference_output=full_head_output(model),
+        tail_dequantized=reference_model is not model,
+        config=config,
+        box_tolerance_px=box_tolerance_px,
+        score_tolerance=score_tolerance,
+        images=tuple(images),
+    )
+
+
+def report_as_dict(report: VerifyReport) -> dict[str, Any]:
+    """Plain JSON-ready data: every field, plus the overall figures and ``ok``."""
+    data = asdict(report)
+    data["config"]["mode"] = report.config.mode.value
+    data.update(
+        max_box_diff_px=report.max_box_diff_px,
+        max_score_diff=report.max_score_diff,
+        detections_identical=report.detections_identical,
+        ok=report.ok,
+    )
+    return data
+
+
+def format_report(report: VerifyReport) -> str:
+    cfg = report.config
+    height, width = report.input_hw
+    heads = {head.tensor: head for head in report.heads}
+    lines = [
+        f"verify-decode {report.model}: input {height}x{width}, {len(report.images)} images: "
+        + ("OK" if report.ok else "DISAGREES"),
+        "heads:",
+    ]
+    for p in report.pairs:
+        box, cls = heads[p.box_name], heads[p.class_name]
+        lines.append(
+            f"  stride {p.stride:>2} grid {p.grid[0]}x{p.grid[1]}: box {box.tensor!r} ({box.channels} ch, node "
+            f"{box.node!r}), class {cls.tensor!r} ({cls.channels} ch, node {cls.node!r})"
+        )
+    tail = ", DFL conv run in float instead of on 8-bit activations" if report.tail_dequantized else ""
+    lines += [
+        f"reference: {report.reference_output!r} of the model's decode tail, run on the cut heads{tail}",
+        f"decode: {cfg.mode.value} NMS, score threshold {cfg.score_threshold}, IoU threshold {cfg.iou_threshold}",
+        f"max box difference {report.max_box_diff_px:.3g} px (tolerance {report.box_tolerance_px:g}), "
+        f"max score difference {report.max_score_diff:.3g} (tolerance {report.score_tolerance:g})",
+        f"detections after NMS identical on {sum(i.same_detections for i in report.images)}/{len(report.images)}"
+        " images",
+    ]
+    for i in report.images:
+        verdict = "same" if i.same_detections else "DIFFERENT"
+        lines.append(
+            f"  {i.image}: box {i.max_box_diff_px:.3g} px, score {i.max_score_diff:.3g}, "
+            f"detections {i.detections} vs reference {i.reference_detections}: {verdict}"
+        )
+    return "\n".join(lines)

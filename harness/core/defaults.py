@@ -1,0 +1,21 @@
+"""Every default of the harness, each defined once: the settings, the option table, the emulator,
+the Dataflow Compiler scripts and the reports read them from here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# Evaluation: the score threshold the demo HEF's NMS is compiled at, the YOLOv8 NMS op's IoU and
+# per-class cap (hailo_model_zoo: cfg/postprocess_config/yolov8n_nms_config.json, nms_iou_th 0.7,
+# max_proposals_per_class 100) and Ultralytics' max_det 300.
+SCORE_THRESHOLD = 0.2
+IOU_THRESHOLD = 0.7
+MAX_PER_CLASS = 100
+MAX_TOTAL = 300
+# Candidates into Ultralytics' NMS (ultralytics: ultralytics/utils/nms.py, max_nms).
+MAX_CANDIDATES = 30000
+# Images quantization ranges are measured on (the emulator, `compile`); the field report's count.
+CALIBRATION_COUNT = 64
+# Where a run keeps its caches (predictions, emulated HEFs, the generated demo set) and its reports.
+CACHE_DIR = Path(".harness-cache")
+REPORT_DIR = Path("reports") / "latest"

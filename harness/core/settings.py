@@ -1,0 +1,118 @@
+"""Evaluation and decoding settings: part of every result. Two results are comparable only under equal settings.
+
+(`hailomz eval` measures at score threshold 0.001 while a HEF's NMS was compiled at 0.2: that
+difference alone looks like a regression, so it is an error, never a number.)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from harness.core import defaults
+from harness.core.errors import HarnessError
+
+
+class NmsMode(str, enum.Enum):
+    """Which NMS semantics to reproduce.
+
+    - ``hailort``: the HailoRT YOLOv8 post-process op (hailort: libhailort/src/net_flow/ops/
+      yolov8_post_process.cpp, nms_post_process.cpp): every (cell, class) with score >= threshold
+      is a candidate (multi-label), greedy NMS per class suppressing IoU >= threshold, then the top
+      ``max_per_class`` per class.
+    - ``ultralytics``: Ultralytics ``non_max_suppression`` (ultralytics/utils/ops.py or
+      utils/nms.py): score > threshold, per-class NMS suppressing IoU > threshold, at most
+      ``max_candidates`` boxes into NMS, ``max_total`` kept overall; ``multi_label`` as in val.
+    """
+
+    HAILORT = "hailort"
+    ULTRALYTICS = "ultralytics"
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    input_hw: tuple[int, int]
+    score_threshold: float = defaults.SCORE_THRESHOLD
+    iou_threshold: float = defaults.IOU_THRESHOLD
+    max_per_class: int = defaults.MAX_PER_CLASS
+    max_total: int = defaults.MAX_TOTAL
+    mode: NmsMode = NmsMode.HAILORT
+    multi_label: bool = True
+    max_candidates: int = defaults.MAX_CANDIDATES
+    # None: decide from the class outputs' quant limvals or value range whether they are logits.
+    classes_are_probabilities: bool | None = None
+
+
+class Preprocess(str, enum.Enum):
+    LETTERBOX = "letterbox"  # keep aspect ratio, pad 114 (Ultralytics, Model Zoo)
+    RESIZE = "resize"  # plain resize, aspect ratio not kept
+
+
+class SettingsMismatch(HarnessError):
+    """Two results measured under different settings were compared."""
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    input_hw: tuple[int, int]
+    score_threshold: float = defaults.SCORE_THRESHOLD
+    iou_threshold: float = defaults.IOU_THRESHOLD
+    max_per_class: int = defaults.MAX_PER_CLASS
+    max_total: int = defaults.MAX_TOTAL
+    nms_mode: NmsMode = NmsMode.HAILORT
+    preprocess: Preprocess = Preprocess.LETTERBOX
+    # dataset class id -> model class id, by name (see harness.inputs.dataset.class_map)
+    class_map: tuple[int, ...] = ()
+
+    def decode_config(self, classes_are_probabilities: bool | None = None) -> DecodeConfig:
+        return DecodeConfig(
+            input_hw=self.input_hw,
+            score_threshold=self.score_threshold,
+            iou_threshold=self.iou_threshold,
+            max_per_class=self.max_per_class,
+            max_total=self.max_total,
+            mode=self.nms_mode,
+            classes_are_probabilities=classes_are_probabilities,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["input_hw"] = list(self.input_hw)
+        d["nms_mode"] = self.nms_mode.value
+        d["preprocess"] = self.preprocess.value
+        d["class_map"] = list(self.class_map)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "settings") -> EvalSettings:
+        names = {f.name for f in fields(cls)}
+        unknown, missing = set(data) - names, {"input_hw"} - set(data)
+        if unknown or missing:
+            raise HarnessError(
+                f"{source}: settings fields unknown {sorted(unknown)} / missing {sorted(missing)}; "
+                f"expected {sorted(names)}"
+            )
+        try:
+            return cls(
+                input_hw=(int(data["input_hw"][0]), int(data["input_hw"][1])),
+                score_threshold=float(data.get("score_threshold", defaults.SCORE_THRESHOLD)),
+                iou_threshold=float(data.get("iou_threshold", defaults.IOU_THRESHOLD)),
+                max_per_class=int(data.get("max_per_class", defaults.MAX_PER_CLASS)),
+                max_total=int(data.get("max_total", defaults.MAX_TOTAL)),
+                nms_mode=NmsMode(data.get("nms_mode", "hailort")),
+                preprocess=Preprocess(data.get("preprocess", "letterbox")),
+                class_map=tuple(int(i) for i in data.get("class_map", ())),
+            )
+        except (TypeError, ValueError, IndexError, KeyError) as error:
+            raise HarnessError(f"{source}: invalid settings {data!r}: {error}") from error
+
+    def differences(self, other: EvalSettings) -> list[str]:
+        """``field: this vs other`` for every field that differs."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return [f"{k}: {mine[k]!r} vs {theirs[k]!r}" for k in mine if mine[k] != theirs[k]]
+
+    def require_same(self, other: EvalSettings, what: str) -> None:
+        diff = self.differences(other)
+        if diff:
+            raise SettingsMismatch(f"{what}: results measured under different settings ({'; '.join(diff)})")

@@ -1,0 +1,150 @@
+"""The bench: one model on one dataset with its clean reference, its clean path under test and
+their baselines: everything a failure mode is injected into."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.backends.emulator import EmulatedHef
+from harness.conformance.suite import Decoder
+from harness.core import defaults
+from harness.core.checks import CheckResult
+from harness.core.errors import HarnessError
+from harness.core.settings import EvalSettings
+from harness.doctor.description import hef_description
+from harness.inputs.dataset import Dataset, DatasetError
+from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT
+from harness.inputs.hef.reader import HefInfo
+from harness.pipeline.detect import (
+    DetectionPath,
+)
+from harness.pipeline.factory import RunContext, emulated_hef, evaluate, load_dataset, open_path, prepare_run
+from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec
+from harness.verdict.golden import Golden, golden_from_result, golden_path, load_golden
+from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
+from harness.verdict.result import PathResult
+
+
+def subset(dataset: Dataset, indices: Sequence[int]) -> Dataset:
+    """The samples at ``indices`` (kept in dataset order), with a manifest of their own."""
+    samples = tuple(dataset.samples[i] for i in sorted(set(indices)))
+    ids = [s.image_id for s in samples]
+    manifest = hashlib.sha256("\0".join([dataset.manifest, *ids]).encode()).hexdigest()
+    kept = set(ids)
+    missing = tuple(i for i in dataset.missing_labels if i in kept)
+    return replace(dataset, samples=samples, missing_labels=missing, unreadable=(), manifest=manifest)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One model on one dataset, with everything a mode is injected into: the run (model, the whole
+    dataset, settings, caches), the images the modes run on (``dataset``: all of them or the first
+    few), the clean ONNX reference, the clean path under test (``subject_spec``: the emulated HEF's
+    NMS path, or the ONNX path where the emulator refuses the model: ``emulator_refusal``), the
+    emulated HEF, and the baselines."""
+
+    run: RunContext
+    dataset: Dataset
+    subject_spec: PathSpec
+    hef: EmulatedHef | None
+    emulator_refusal: str
+    reference: PathResult
+    subject: PathResult
+    baselines: Mapping[str, Golden] = field(default_factory=dict)
+    baseline_sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def onnx(self) -> Path:
+        return self.run.onnx
+
+    @property
+    def settings(self) -> EvalSettings:
+        return self.run.settings
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return self.run.names
+
+    @property
+    def original_hw(self) -> dict[str, tuple[int, int]]:
+        return {s.image_id: s.original_hw for s in self.dataset.samples}
+
+    def path(self, stack: ExitStack, spec: PathSpec, settings: EvalSettings | None = None) -> DetectionPath:
+        return stack.enter_context(open_path(spec, self.run, settings))
+
+    def subject_path(self, stack: ExitStack, settings: EvalSettings | None = None) -> DetectionPath:
+        """The clean path under test, under ``settings`` (default: the bench's)."""
+        return self.path(stack, self.subject_spec, settings)
+
+    def raw_path(self, stack: ExitStack, decoder: Decoder) -> DetectionPath:
+        """A host decoder over raw head outputs: the emulated raw-output HEF's (sigmoid inside), or the
+        ONNX cut at its heads where the emulator refuses the model."""
+        if self.hef is None:
+            return self.path(stack, PathSpec(Backend.ONNX, decoder=decoder))
+        return self.path(stack, replace(self.subject_spec, hef_nms=False, decoder=decoder))
+
+    def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
+        return self.run.evaluate(path, dataset or self.dataset)
+
+    def reference_for(self, result: PathResult) -> PathResult:
+        """The ONNX reference relabelled with ``result``'s class map (the map changes no prediction)."""
+        if result.settings.class_map == self.reference.settings.class_map:
+            return self.reference
+        with ExitStack() as stack:
+            settings = replace(self.settings, class_map=result.settings.class_map)
+            return self.evaluate(self.path(stack, REFERENCE, settings))
+
+    @property
+    def description(self) -> HefInfo:
+        """The clean HEF description the static checks read (see :func:`hef_description`)."""
+        return hef_description(self.onnx, self.settings, self.hef)
+
+    def checks(self, info: HefInfo) -> tuple[CheckResult, ...]:
+        context = CheckContext(info, facts_from_onnx(str(self.onnx)), self.dataset.names, self.settings.score_threshold)
+        return run_checks(context)
+
+
+def _baseline(golden_root: Path, onnx: Path, clean: PathResult, dataset: Dataset) -> tuple[Golden, str]:
+    file = golden_path(golden_root, onnx, clean.path, Path(dataset.root).name)
+    if file.exists():
+        golden = load_golden(file)
+        if golden.provenance.dataset_manifest == dataset.manifest:
+            return golden, f"golden {file}"
+    return golden_from_result(clean), f"clean run of {clean.label} on the same {len(dataset.samples)} images"
+
+
+def open_bench(
+    onnx: Path = DEMO_ONNX,
+    dataset: Path | None = None,
+    images: int | None = None,
+    split: str = "val",
+    calibration: str | None = None,
+    cache_dir: Path = defaults.CACHE_DIR,
+    golden_root: Path = GOLDEN_ROOT,
+    settings: SettingsSpec | None = None,
+) -> Bench:
+    """The bench of ``onnx`` on ``dataset`` (default: the demo validation set), its first ``images``
+    images if given. ``calibration``: as the emulator's everywhere (a folder, ``in-domain`` /
+    ``off-domain``; default the demo's in-domain split on the demo set, else the dataset's images)."""
+    full = load_dataset(dataset, split, Path(cache_dir))
+    data = subset(full, range(min(images, len(full.samples)))) if images else full
+    if not data.samples:
+        raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
+    run = prepare_run(onnx, full, settings, Path(cache_dir), progress=False, log=lambda line: None)
+    spec = PathSpec(Backend.EMULATOR, calibration=calibration)
+    reference = evaluate(REFERENCE, run, data)
+    hef: EmulatedHef | None
+    try:
+        hef, refusal = emulated_hef(spec, run), ""
+    except HarnessError as error:
+        hef, refusal, spec = None, str(error), REFERENCE
+    subject = evaluate(spec, run, data) if hef is not None else reference
+    bench = Bench(run, data, spec, hef, refusal, reference, subject)
+    baselines, sources = {}, {}
+    for clean in {reference.path: reference, subject.path: subject}.values():
+        baselines[clean.path], sources[clean.path] = _baseline(golden_root, bench.onnx, clean, data)
+    return replace(bench, baselines=baselines, baseline_sources=sources)

@@ -1,0 +1,67 @@
+"""What the diagnosis is given for every doctor run alike."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from harness.conformance.suite import run_conformance
+from harness.core.detections import (
+    Detections,
+)
+from harness.doctor.bench import Bench, subset
+from harness.doctor.host_path import HostPath
+from harness.doctor.mistakes import reversed_channels
+from harness.inputs.dataset import Dataset
+from harness.pipeline.detect import (
+    DetectionPath,
+)
+from harness.verdict.diagnosis import Evidence, collect_evidence, matched_share
+from harness.verdict.metrics.agreement import agreement
+from harness.verdict.result import PathResult
+
+PROBE_IMAGES = 16  # images the reversed-channel probe runs on
+
+
+# ------------------------------------------------------------------------------------------- evidence
+
+
+def _truth(result: PathResult, dataset: Dataset) -> list[Detections]:
+    mapping = np.asarray(result.settings.class_map, dtype=np.int64)
+    out = []
+    for sample in dataset.samples:
+        truth = sample.ground_truth.mapped(mapping)
+        out.append(Detections(truth.boxes, np.ones(len(truth), np.float32), truth.class_ids))
+    return out
+
+
+def doctor_evidence(
+    bench: Bench, result: PathResult, reference: PathResult, probe: DetectionPath | None = None
+) -> Evidence:
+    """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis.collect_evidence`
+    against the reference (where it is comparable), the settings that differ from it, agreement
+    with the ground truth and, for a ``probe`` path (a run whose gates failed), the matched share
+    with red and blue exchanged on the first :data:`PROBE_IMAGES` images and the conformance of its
+    host decoder, if it has one."""
+    comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
+    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw)
+    truth = agreement(_truth(result, bench.dataset), result.predictions)
+    evidence = replace(
+        evidence,
+        settings_differences="; ".join(reference.settings.differences(result.settings)),
+        truth_matched=truth.matched,
+        truth_class_flipped=truth.class_flipped,
+    )
+    if probe is None:
+        return evidence
+    if comparable:
+        few = subset(bench.dataset, range(min(PROBE_IMAGES, len(bench.dataset.samples))))
+        swapped = bench.evaluate(HostPath(probe, "probe: channels reversed", before=reversed_channels), few)
+        counts = agreement(reference.predictions[: len(few.samples)], swapped.predictions)
+        evidence = replace(evidence, reversed_channels_matched_share=matched_share(counts))
+    decoder = getattr(probe, "decoder", None)
+    if decoder is not None:
+        failures = [f for f in run_conformance(decoder).values() if f]
+        evidence = replace(evidence, decoder_conformance=failures[0] if failures else "")
+    return evidence

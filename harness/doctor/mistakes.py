@@ -1,0 +1,107 @@
+"""Host-side mistakes seen in the field, as functions the doctor injects: decoders with the
+harness decoder's signature that misread raw head outputs, and changes to images before a path or
+to its detections after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from harness.core.detections import (
+    Detections,
+    Letterbox,
+    letterbox_boxes,
+    unletterbox,
+    xyxy_pixels_to_yxyx_normalized,
+    yxyx_normalized_to_xyxy_pixels,
+)
+from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
+from harness.core.specs import FormatOrder, OutputSpec
+from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode
+
+
+def sigmoid_on_probabilities(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """A host decoder that puts every class output through a sigmoid, whatever it already holds."""
+    return decode(outputs, specs, replace(config, classes_are_probabilities=False))
+
+
+def fcr_read_channel_first(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """A host decoder that takes FCR outputs for ``[C, H, W]`` in memory (they are ``[H, W, C]``)."""
+    fixed = dict(outputs)
+    for name, spec in specs.items():
+        if spec.format_order is FormatOrder.FCR:
+            h, w, c = spec.shape
+            fixed[name] = np.asarray(outputs[name]).reshape(c, h, w).transpose(1, 2, 0)
+    return decode(fixed, specs, config)
+
+
+def paired_by_listing_order(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """A host decoder that pairs the i-th box output with the i-th class output in the order the
+    outputs are listed, resampling the class map to its box head's grid."""
+    names = list(specs)
+    boxes = [n for n in names if specs[n].channels == DEFAULT_BOX_CHANNELS]
+    classes = [n for n in names if n not in boxes]
+    fixed: dict[str, np.ndarray] = {}
+    fixed_specs: dict[str, OutputSpec] = {}
+    for box, cls in zip(boxes, classes, strict=True):
+        h, w = specs[box].grid
+        values = np.asarray(outputs[cls]).reshape(specs[cls].shape)
+        sh, sw = values.shape[:2]
+        resampled = values[np.arange(h) * sh // h][:, np.arange(w) * sw // w]
+        fixed[box], fixed_specs[box] = outputs[box], specs[box]
+        fixed[cls] = np.ascontiguousarray(resampled)
+        fixed_specs[cls] = replace(specs[cls], shape=(h, w, values.shape[2]))
+    return decode(fixed, fixed_specs, config)
+
+
+def paired_as_listed_smallest_grid_first(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """:func:`paired_by_listing_order` over outputs listed box heads first, then class heads smallest
+    grid first (as another compiler run may list them): every box head gets another grid's classes."""
+    boxes = [n for n, s in specs.items() if s.channels == DEFAULT_BOX_CHANNELS]
+    classes = sorted((n for n in specs if n not in boxes), key=lambda n: specs[n].grid[0] * specs[n].grid[1])
+    return paired_by_listing_order(outputs, {n: specs[n] for n in (*boxes, *classes)}, config)
+
+
+def reversed_channels(image: np.ndarray) -> np.ndarray:
+    """RGB <-> BGR."""
+    return np.ascontiguousarray(image[..., ::-1])
+
+
+def normalised_again(image: np.ndarray) -> np.ndarray:
+    """The host's /255 on top of the HEF's, cast back to the uint8 the input takes: almost black."""
+    return (image.astype(np.float32) / np.float32(255)).astype(np.uint8)
+
+
+def _geometry(settings: EvalSettings, original_hw: tuple[int, int]) -> Letterbox:
+    place = Letterbox.resize if settings.preprocess is Preprocess.RESIZE else Letterbox.fit
+    return place(original_hw, settings.input_hw)
+
+
+def records_read_x_first(settings: EvalSettings) -> Callable[[Detections, tuple[int, int]], Detections]:
+    """Detections as a host gets them that reads HailoRT NMS records x-first: each record is
+    {y_min, x_min, y_max, x_max, score}, normalised to the model input."""
+
+    # hailort: hailort/libhailort/include/hailo/hailort.h, hailo_bbox_float32_t {y_min, x_min, y_max, x_max, score}
+    def after(detections: Detections, original_hw: tuple[int, int]) -> Detections:
+        box = _geometry(settings, original_hw)
+        records = xyxy_pixels_to_yxyx_normalized(letterbox_boxes(detections.boxes, box), settings.input_hw)
+        misread = yxyx_normalized_to_xyxy_pixels(records[:, [1, 0, 3, 2]], settings.input_hw)
+        return unletterbox(Detections(misread, detections.scores, detections.class_ids), box)
+
+    return after
+
+
+def sigmoid_on_scores(detections: Detections, original_hw: tuple[int, int]) -> Detections:
+    """A host sigmoid over scores that are probabilities already (e.g. an NMS output's)."""
+    scores = np.float32(1) / (np.float32(1) + np.exp(-detections.scores))
+    return Detections(detections.boxes, scores, detections.class_ids)

@@ -1,0 +1,295 @@
+"""The failure modes: each with its injection into a bench and the diagnosis that must name it."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from harness.core.errors import HarnessError, HeadPairingError
+from harness.core.settings import Preprocess
+from harness.decode.yolo import decode
+from harness.doctor.bench import Bench
+from harness.doctor.description import with_nms
+from harness.doctor.host_path import HostPath
+from harness.doctor.mistakes import (
+    fcr_read_channel_first,
+    normalised_again,
+    paired_as_listed_smallest_grid_first,
+    records_read_x_first,
+    reversed_channels,
+    sigmoid_on_probabilities,
+    sigmoid_on_scores,
+)
+from harness.inputs.dataset import Dataset, DatasetError, load_yolo
+from harness.inputs.demo import OFF_DOMAIN
+from harness.inputs.hef.reader import HefInfo
+from harness.pipeline.detect import (
+    DetectionPath,
+)
+
+NMS_TEMPLATE_CLASSES = 80
+WRONG_REGRESSION_LENGTH = 8
+WRONG_NMS_SCORE_THRESHOLD = 0.25
+
+
+# -------------------------------------------------------------------------------------------- the modes
+
+
+@dataclass(frozen=True)
+class Injected:
+    """What a mode changed: the path to evaluate (and the dataset it sees), or a HEF description
+    for the static checks."""
+
+    path: DetectionPath | None = None
+    dataset: Dataset | None = None
+    description: HefInfo | None = None
+
+
+Inject = Callable[[Bench, ExitStack], Injected]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One failure mode. ``expected``: the diagnosis that must name it, a rule of
+    :data:`harness.verdict.diagnosis.RULES`, a static check of :mod:`harness.verdict.hef_checks` or a refusal of
+    :data:`REFUSALS`; ``detail`` a word the top finding's text must contain as well. ``gap``, when
+    set, says why no gate can catch the mode (it is still injected and diagnosed)."""
+
+    name: str
+    mistake: str
+    injection: str
+    expected: str
+    inject: Inject
+    needs_emulator: bool = False
+    detail: str = ""
+    gap: str = ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An error the harness raises for a mistake it refuses to measure, recognised by its type and a
+    phrase of its message."""
+
+    name: str
+    error: type[HarnessError]
+    phrase: str
+
+
+REFUSALS: tuple[Refusal, ...] = (
+    Refusal("class_names_reordered", DatasetError, "the same names in another order"),
+    Refusal("not_raw_heads", HeadPairingError, "is not a raw head map"),
+)
+
+
+def _calibration_off_domain(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.path(stack, replace(bench.subject_spec, calibration=OFF_DOMAIN)))
+
+
+def _nms_without_sigmoid(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.path(stack, replace(bench.subject_spec, sigmoid_inside=False)))
+
+
+def _host_sigmoid_on_probabilities(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, sigmoid_on_probabilities))
+
+
+def _host_sigmoid_on_nms_scores(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(HostPath(bench.subject_path(stack), "sigmoid on scores", after=sigmoid_on_scores))
+
+
+def _raw_decoder_on_nms_buffer(bench: Bench, stack: ExitStack) -> Injected:
+    # the harness's own six-head decoder over the NMS HEF's one output, as the field's host code kept its raw decoder
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=decode)))
+
+
+def _records_x_first(bench: Bench, stack: ExitStack) -> Injected:
+    inner = bench.subject_path(stack)
+    return Injected(HostPath(inner, "records read x-first", after=records_read_x_first(bench.settings)))
+
+
+def _input_normalised_twice(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(HostPath(bench.subject_path(stack), "input /255 twice", before=normalised_again))
+
+
+def _bgr_input(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(HostPath(bench.subject_path(stack), "BGR input", before=reversed_channels))
+
+
+def _resize_not_letterbox(bench: Bench, stack: ExitStack) -> Injected:
+    other = Preprocess.LETTERBOX if bench.settings.preprocess is Preprocess.RESIZE else Preprocess.RESIZE
+    return Injected(bench.subject_path(stack, replace(bench.settings, preprocess=other)))
+
+
+def _heads_paired_across_grids(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, paired_as_listed_smallest_grid_first))
+
+
+def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, fcr_read_channel_first))
+
+
+def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
+    """A copy of the dataset description: the same images and labels, the first two names swapped."""
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hailo-harness-doctor-")))
+    names = list(bench.dataset.names)
+    names[0], names[1] = names[1], names[0]
+    (folder / "val.txt").write_text("".join(f"{s.path.resolve()}\n" for s in bench.dataset.samples), encoding="utf-8")
+    root = str(Path(bench.dataset.root).resolve())
+    description = {"path": root, "val": str(folder / "val.txt"), "names": dict(enumerate(names))}
+    (folder / "data.yaml").write_text(yaml.safe_dump(description, sort_keys=False), encoding="utf-8")
+    return Injected(bench.subject_path(stack), load_yolo(folder / "data.yaml"))
+
+
+def _class_map_wrong(bench: Bench, stack: ExitStack) -> Injected:
+    n = len(bench.dataset.names)
+    shifted = tuple((i + 1) % len(bench.model_names) for i in range(n))
+    return Injected(bench.subject_path(stack, replace(bench.settings, class_map=shifted)))
+
+
+def _nms_classes_wrong(bench: Bench, stack: ExitStack) -> Injected:
+    classes = len(bench.model_names)
+    wrong = NMS_TEMPLATE_CLASSES if classes != NMS_TEMPLATE_CLASSES else classes + 1
+    return Injected(description=with_nms(bench.description, classes=wrong))
+
+
+def _nms_regression_length_wrong(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(description=with_nms(bench.description, regression_length=WRONG_REGRESSION_LENGTH))
+
+
+def _nms_score_threshold_differs(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(description=with_nms(bench.description, score_threshold=WRONG_NMS_SCORE_THRESHOLD))
+
+
+MODES: tuple[Mode, ...] = (
+    Mode(
+        "calibration_off_domain",
+        "calibrated on 64 images that show none of the classes",
+        "emulated HEF quantized on the demo's 64 off-domain calibration frames",
+        "score_cap",
+        _calibration_off_domain,
+        needs_emulator=True,
+    ),
+    Mode(
+        "nms_without_sigmoid",
+        "NMS HEF compiled without the sigmoid on the class convs",
+        "emulated HEF with HailoRT's NMS op and class logits (sigmoid_inside=False, nms=True)",
+        "sigmoid_missing",
+        _nms_without_sigmoid,
+        needs_emulator=True,
+    ),
+    Mode(
+        "host_sigmoid_on_probabilities",
+        "host sigmoid over raw class outputs that are post-sigmoid already",
+        "host decoder forcing a sigmoid over the raw-output HEF's post-sigmoid class heads",
+        "sigmoid_applied_twice",
+        _host_sigmoid_on_probabilities,
+    ),
+    Mode(
+        "host_sigmoid_on_nms_scores",
+        "host sigmoid over the NMS output's scores",
+        "wrapper applying a sigmoid to every detection score of the path under test",
+        "sigmoid_applied_twice",
+        _host_sigmoid_on_nms_scores,
+    ),
+    Mode(
+        "raw_decoder_on_nms_buffer",
+        "the raw six-output decoder run over a HAILO_NMS_BY_CLASS buffer",
+        "the harness' raw-heads path over the emulated NMS HEF's one output",
+        "not_raw_heads",
+        _raw_decoder_on_nms_buffer,
+        needs_emulator=True,
+    ),
+    Mode(
+        "nms_records_read_x_first",
+        "NMS records read x-first (they are y_min, x_min, y_max, x_max)",
+        "wrapper re-reading each box as an x-first record in the model input",
+        "yx_swapped",
+        _records_x_first,
+    ),
+    Mode(
+        "input_normalised_twice",
+        "the host divides by 255 on top of the HEF's normalization layer",
+        "wrapper feeding uint8(image / 255)",
+        "input_normalised_twice",
+        _input_normalised_twice,
+    ),
+    Mode(
+        "bgr_input",
+        "BGR frames fed where the model expects RGB",
+        "wrapper reversing the colour channels of each image",
+        "channels_swapped",
+        _bgr_input,
+    ),
+    Mode(
+        "resize_not_letterbox",
+        "plain resize in the path under test, letterbox in the reference",
+        "path under test with settings preprocess=resize",
+        "settings_differ",
+        _resize_not_letterbox,
+        detail="preprocess",
+    ),
+    Mode(
+        "heads_paired_across_grids",
+        "box and class heads paired by listing order across grids",
+        "host decoder pairing heads in listing order, outputs listed class heads smallest grid first",
+        "heads_paired_across_grids",
+        _heads_paired_across_grids,
+    ),
+    Mode(
+        "fcr_read_channel_first",
+        "FCR head outputs read channel-first",
+        "host decoder reshaping FCR outputs as [C, H, W]",
+        "fcr_read_channel_first",
+        _fcr_read_channel_first,
+    ),
+    Mode(
+        "class_names_swapped",
+        "the dataset names its classes in another order than the model",
+        "dataset copy (same images and labels) with the first two class names swapped",
+        "class_names_reordered",
+        _class_names_swapped,
+    ),
+    Mode(
+        "class_map_wrong",
+        "an explicit class map that pairs each dataset class with the wrong model class",
+        "settings class_map mapping dataset class i to model class i + 1",
+        "dataset_class_order",
+        _class_map_wrong,
+    ),
+    Mode(
+        "nms_classes_wrong",
+        "NMS config with the wrong class count",
+        f"HEF description with the NMS op's classes set to the template's {NMS_TEMPLATE_CLASSES}",
+        "nms_classes_vs_onnx",
+        _nms_classes_wrong,
+    ),
+    Mode(
+        "nms_regression_length_wrong",
+        "NMS config with the wrong regression length",
+        f"HEF description with the NMS op's regression_length {WRONG_REGRESSION_LENGTH}",
+        "regression_length",
+        _nms_regression_length_wrong,
+    ),
+    Mode(
+        "nms_score_threshold_differs",
+        "the HEF's NMS score threshold differs from the evaluation's",
+        f"HEF description with the NMS op's score_threshold {WRONG_NMS_SCORE_THRESHOLD}",
+        "score_threshold",
+        _nms_score_threshold_differs,
+    ),
+)
+
+MODES_BY_NAME: Mapping[str, Mode] = {m.name: m for m in MODES}
+
+
+def inject(mode: Mode | str, bench: Bench, stack: ExitStack) -> Injected:
+    """``mode`` injected into ``bench``; runners and temporary files live as long as ``stack``."""
+    mode = MODES_BY_NAME[mode] if isinstance(mode, str) else mode
+    if mode.needs_emulator and bench.hef is None:
+        raise HarnessError(f"mode {mode.name}: needs an emulated HEF; the emulator refuses {bench.onnx.name}")
+    return mode.inject(bench, stack)

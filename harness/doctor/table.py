@@ -1,0 +1,217 @@
+"""The doctor: every mode injected into one bench, each run gated and diagnosed like any run, and
+the clean controls and clean runs it is measured against."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from harness.core.checks import CheckResult
+from harness.core.errors import HarnessError
+from harness.decode.yolo import decode
+from harness.doctor.bench import Bench, subset
+from harness.doctor.evidence import doctor_evidence
+from harness.doctor.modes import MODES, REFUSALS, Injected, Mode, inject
+from harness.pipeline.detect import (
+    DetectionPath,
+)
+from harness.pipeline.factory import evaluate
+from harness.pipeline.spec import REFERENCE
+from harness.verdict.diagnosis import collect_evidence, diagnose
+from harness.verdict.gates import GateResult, gate_path_agreement, run_gates
+from harness.verdict.golden import DEFAULT_TOLERANCES
+from harness.verdict.metrics.coco import DifferenceInterval, paired_bootstrap
+from harness.verdict.result import PathResult
+
+CLEAN_SEEDS = (0, 1, 2, 3, 4)
+CLEAN_SHARE = 0.8  # share of the images each clean run samples
+
+
+# --------------------------------------------------------------------------------------------- doctor
+
+
+@dataclass(frozen=True)
+class DoctorRow:
+    """One mode (or clean control) run against the bench. ``gate_failed`` is None when it did not
+    run; ``gate`` names the first failed gate (or check, or the refusal) and what it said;
+    ``diagnosis`` is the top finding's name (``none`` when no rule holds); ``correct`` says the
+    diagnosis is the expected one."""
+
+    mode: str
+    expected: str
+    injected: bool
+    how: str
+    gate_failed: bool | None
+    gate: str
+    diagnosis: str
+    cause: str
+    correct: bool | None
+    gap: str = ""
+
+
+@dataclass(frozen=True)
+class CleanRun:
+    """The clean path under test against the ONNX reference on a sample of the images: passes when
+    the agreement gate passes, the paired bootstrap interval of mAP@0.5 (path minus reference)
+    contains 0 or lies within the allowed drop, and no rule of the diagnosis holds."""
+
+    seed: int
+    n_images: int
+    matched_share: float
+    map50_difference: DifferenceInterval
+    findings: tuple[str, ...]
+    passed: bool
+
+
+@dataclass(frozen=True)
+class DoctorTable:
+    model: str
+    dataset: str
+    n_images: int
+    hailo_path: str
+    baselines: Mapping[str, str]
+    controls: tuple[DoctorRow, ...]
+    rows: tuple[DoctorRow, ...]
+    clean_runs: tuple[CleanRun, ...] = field(default=())
+
+    @property
+    def problems(self) -> list[str]:
+        """Every way the doctor found the harness wanting: a clean control or clean run that
+        fails, an injected mode not caught (without a known gap) or not named."""
+        found = [f"clean control {r.mode}: {r.gate}" for r in self.controls if r.gate_failed]
+        found += [f"clean run seed {c.seed} fails" for c in self.clean_runs if not c.passed]
+        for r in self.rows:
+            if not r.injected:
+                continue
+            if not r.gate_failed and not r.gap:
+                found.append(f"{r.mode}: no gate failed")
+            if not r.correct:
+                found.append(f"{r.mode}: diagnosed {r.diagnosis}, expected {r.expected}")
+        return found
+
+
+def _first_failure(gates: Sequence[GateResult]) -> str:
+    failed = [g for g in gates if not g.passed]
+    if not failed:
+        return ""
+    lines = failed[0].message.splitlines()
+    return f"{failed[0].name}: {lines[1].strip() if len(lines) > 1 else lines[0]}"
+
+
+def _row(mode: Mode, how: str, gate_failed: bool, gate: str, name: str, text: str) -> DoctorRow:
+    """A run's row: ``name`` and ``text`` are its top diagnosis (``none``, ``""`` when nothing holds)."""
+    correct = name == mode.expected and mode.detail in text
+    return DoctorRow(mode.name, mode.expected, True, how, gate_failed, gate, name, text, correct, mode.gap)
+
+
+def _path_row(bench: Bench, mode: Mode, how: str, path: DetectionPath, result: PathResult) -> DoctorRow:
+    """``result`` of ``path`` held to its baseline and the reference, then diagnosed."""
+    reference = bench.reference_for(result)
+    gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw)
+    failed = any(not g.passed for g in gates)
+    findings = diagnose(doctor_evidence(bench, result, reference, path if failed else None))
+    if not findings:
+        return _row(mode, how, failed, _first_failure(gates), "none", "")
+    top = findings[0]
+    return _row(mode, how, failed, _first_failure(gates), top.name, f"{top.cause} ({top.evidence})")
+
+
+def _checks_row(mode: Mode, how: str, failing: Sequence[CheckResult]) -> DoctorRow:
+    if not failing:
+        return _row(mode, how, False, "", "none", "")
+    top = failing[0]
+    return _row(mode, how, True, f"test_hef_static[{top.name}]: {top.message}", top.name, top.message)
+
+
+def _refusal_name(error: HarnessError) -> str:
+    for refusal in REFUSALS:
+        if isinstance(error, refusal.error) and refusal.phrase in str(error):
+            return refusal.name
+    return "refused"
+
+
+def run_mode(bench: Bench, mode: Mode) -> DoctorRow:
+    """Inject ``mode`` into ``bench``, run its gates (or static checks) and its diagnosis. Static
+    checks that fail on the injected HEF description but pass on the clean one are what the
+    injection broke; an error the harness raises is the run refused, named by :data:`REFUSALS`."""
+    if mode.needs_emulator and bench.hef is None:
+        why = f"not run: needs an emulated HEF; {bench.emulator_refusal}"
+        return DoctorRow(mode.name, mode.expected, False, why, None, "", "", "", None, mode.gap)
+    with ExitStack() as stack:
+        try:
+            injected = inject(mode, bench, stack)
+            if injected.description is not None:
+                clean = {r.name for r in bench.checks(bench.description) if r.passed is False}
+                failing = [r for r in bench.checks(injected.description) if r.passed is False and r.name not in clean]
+                return _checks_row(mode, mode.injection, failing)
+            assert injected.path is not None
+            result = bench.evaluate(injected.path, injected.dataset)
+        except HarnessError as error:
+            return _row(mode, mode.injection, True, f"refused: {error}", _refusal_name(error), str(error))
+        return _path_row(bench, mode, mode.injection, injected.path, result)
+
+
+_CLEAN = Mode("clean", "none", "", "none", lambda bench, stack: Injected())
+
+
+def controls(bench: Bench) -> tuple[DoctorRow, ...]:
+    """The clean runs the modes are measured against, held to the same gates and checks: no gate
+    may fail and no rule may hold."""
+    with ExitStack() as stack:
+        clean = _path_row(bench, _CLEAN, f"clean {bench.subject.label}", bench.subject_path(stack), bench.subject)
+        raw = bench.raw_path(stack, decode)
+        heads = _path_row(
+            bench,
+            replace(_CLEAN, name="clean_raw_heads"),
+            "raw head outputs, harness decoder",
+            raw,
+            bench.evaluate(raw),
+        )
+    failing = [r for r in bench.checks(bench.description) if r.passed is False]
+    static = _checks_row(replace(_CLEAN, name="clean_hef_description"), "static checks, clean HEF description", failing)
+    return clean, heads, static
+
+
+def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = CLEAN_SHARE) -> tuple[CleanRun, ...]:
+    """The clean path under test held against the ONNX reference on ``share`` of the images drawn
+    with each seed (predictions from the cache: nothing is inferred again). Baselines are not used:
+    they hold all the images, and a sample is another manifest."""
+    if bench.hef is None:
+        return ()
+    drop = DEFAULT_TOLERANCES.map50_drop
+    names = [c.name for c in bench.reference.metrics.per_class]
+    out = []
+    for seed in seeds:
+        n = max(1, round(share * len(bench.dataset.samples)))
+        picked = np.random.default_rng(seed).choice(len(bench.dataset.samples), n, replace=False)
+        sample = subset(bench.dataset, picked.tolist())
+        reference = evaluate(REFERENCE, bench.run, sample)
+        hailo = evaluate(bench.subject_spec, bench.run, sample)
+        gate = gate_path_agreement(reference, hailo)
+        truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in sample.samples]
+        interval = paired_bootstrap(truths, reference.predictions, hailo.predictions, names).map50
+        within = (interval.low <= 0 <= interval.high) or interval.low >= -drop
+        findings = tuple(f.name for f in diagnose(collect_evidence(hailo, reference)))
+        share_seen = gate.observed if gate.observed is not None else math.nan
+        out.append(CleanRun(seed, n, share_seen, interval, findings, gate.passed and within and not findings))
+    return tuple(out)
+
+
+def run_doctor(bench: Bench, modes: Sequence[Mode] = MODES, seeds: Sequence[int] = CLEAN_SEEDS) -> DoctorTable:
+    """Every mode of ``modes`` injected into ``bench`` (see :func:`~harness.doctor.bench.open_bench`),
+    after the clean controls and the clean runs on ``seeds``."""
+    hailo = bench.hef.label if bench.hef is not None else f"none: {bench.emulator_refusal}"
+    return DoctorTable(
+        model=str(bench.onnx),
+        dataset=str(bench.dataset.root),
+        n_images=len(bench.dataset.samples),
+        hailo_path=hailo,
+        baselines=dict(bench.baseline_sources),
+        controls=controls(bench),
+        rows=tuple(run_mode(bench, mode) for mode in modes),
+        clean_runs=clean_runs(bench, seeds),
+    )

@@ -1,0 +1,417 @@
+"""Labelled datasets: YOLO-layout folders and yamls, COCO JSON files, and the manifest of what was read.
+
+YOLO layout (Ultralytics, ultralytics/data/utils.py ``check_det_dataset``, ``img2label_paths``,
+``verify_image_label``): a label file sits where its image does, with the last ``/images/`` of the
+path replaced by ``/labels/`` and the suffix by ``.txt``; one object per line,
+``class x_center y_center width height`` normalised to the image as it appears after its EXIF
+orientation is applied. A missing label file means the image shows no object.
+
+Every image PIL can open counts, whatever its name says (a ``.jpg`` may hold PNG or GIF bytes); an
+image that cannot be opened is kept out of the samples and recorded by name in
+:attr:`Dataset.unreadable`. Sizes come from the image header: nothing is decoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from PIL import Image
+
+from harness.core.errors import HarnessError
+
+# EXIF orientations that turn the stored image by 90 degrees (transpose, rotate 270, transverse,
+# rotate 90), as PIL's ImageOps.exif_transpose applies them.
+_SWAPPING_ORIENTATIONS = frozenset({5, 6, 7, 8})
+_EXIF_ORIENTATION = 274
+_IMAGE_SUFFIXES = frozenset(Image.registered_extensions())
+# Ultralytics accepts normalised coordinates up to 1 % outside [0, 1] (ultralytics/data/utils.py).
+_COORD_TOLERANCE = 0.01
+_YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class DatasetError(HarnessError):
+    """A dataset whose files or description contradict the expected layout."""
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Labelled objects of one image: ``boxes`` float32 ``(N, 4)`` pixel x_min, y_min, x_max, y_max
+    in the original image (EXIF orientation applied), ``class_ids`` int64 ``(N,)`` in the dataset's
+    class order, ``crowd`` bool ``(N,)`` (COCO ``iscrowd``: a region that neither counts as a miss
+    nor turns a detection on it into a false positive)."""
+
+    boxes: np.ndarray
+    class_ids: np.ndarray
+    crowd: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # empty: no crowd regions
+
+    def __post_init__(self) -> None:
+        boxes = np.asarray(self.boxes, dtype=np.float32).reshape(-1, 4)
+        class_ids = np.asarray(self.class_ids, dtype=np.int64).reshape(-1)
+        crowd = np.asarray(self.crowd, dtype=bool).reshape(-1)
+        if not len(crowd):
+            crowd = np.zeros(len(boxes), bool)
+        if not len(boxes) == len(class_ids) == len(crowd):
+            raise ValueError(
+                f"ground truth: {len(boxes)} boxes, {len(class_ids)} class ids and {len(crowd)} crowd flags must match"
+            )
+        object.__setattr__(self, "boxes", boxes)
+        object.__setattr__(self, "class_ids", class_ids)
+        object.__setattr__(self, "crowd", crowd)
+
+    def __len__(self) -> int:
+        return len(self.class_ids)
+
+    def mapped(self, class_map: np.ndarray) -> GroundTruth:
+        """The same objects with class ids translated by ``class_map`` (dataset id -> model id)."""
+        return GroundTruth(self.boxes, np.asarray(class_map, dtype=np.int64)[self.class_ids], self.crowd)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One readable image: ``path`` on disk, ``image_id`` its path relative to the dataset root,
+    ``sha256`` of its bytes, ``original_hw`` its (height, width) after EXIF orientation."""
+
+    path: Path
+    image_id: str
+    sha256: str
+    original_hw: tuple[int, int]
+    ground_truth: GroundTruth
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An image file that PIL cannot open, and why."""
+
+    image_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What was read: the readable samples in path order, the images without a label file, the files
+    that could not be read as images, and a manifest hash over all of it.
+
+    ``manifest`` is the sha256 of the class names and, for every image file found (readable or not),
+    sorted by relative path: the path, the sha256 of its bytes and the sha256 of its labels
+    (label-file bytes for YOLO, the image's annotations for COCO) or ``"missing"``.
+    """
+
+    root: Path
+    names: tuple[str, ...]
+    samples: tuple[Sample, ...]
+    missing_labels: tuple[str, ...]
+    unreadable: tuple[Unreadable, ...]
+    manifest: str
+
+    @property
+    def n_boxes(self) -> int:
+        return sum(len(s.ground_truth) for s in self.samples)
+
+    @property
+    def ground_truths(self) -> tuple[GroundTruth, ...]:
+        return tuple(s.ground_truth for s in self.samples)
+
+
+def class_map(
+    dataset_names: Sequence[str], model_names: Sequence[str], explicit: Mapping[str, str] | None = None
+) -> np.ndarray:
+    """int64 ``(len(dataset_names),)``: the model class id of every dataset class, matched by name.
+
+    Without ``explicit`` the two name lists must be identical, order included (a dataset with
+    0 = smoke, 1 = fire against a model with 0 = fire, 1 = smoke is refused, not silently swapped).
+    With ``explicit`` (dataset name -> model name; unnamed classes keep their own name) every
+    dataset class must land on a model class of that name.
+    """
+    dataset_names, model_names = list(dataset_names), list(model_names)
+    lists = f"dataset classes {dataset_names}, model classes {model_names}"
+    if explicit is None:
+        if dataset_names != model_names:
+            same_set = sorted(dataset_names) == sorted(model_names)
+            what = "the same names in another order" if same_set else "different names"
+            raise DatasetError(f"class names: {lists} are {what}; map them explicitly (dataset name -> model name)")
+        return np.arange(len(dataset_names), dtype=np.int64)
+    unknown = sorted(set(explicit) - set(dataset_names))
+    if unknown:
+        raise DatasetError(f"class map: {unknown} are not dataset classes; {lists}")
+    model_index = {name: i for i, name in enumerate(model_names)}
+    targets = [explicit.get(name, name) for name in dataset_names]
+    absent = [f"{d!r} -> {t!r}" for d, t in zip(dataset_names, targets, strict=True) if t not in model_index]
+    if absent:
+        raise DatasetError(f"class map: {', '.join(absent)} name no model class; {lists}")
+    return np.array([model_index[t] for t in targets], dtype=np.int64)
+
+
+def load_yolo(source: str | os.PathLike[str], split: str = "val", names: Sequence[str] | None = None) -> Dataset:
+    """A YOLO-layout dataset from a dataset yaml or a folder.
+
+    - yaml (Ultralytics' ``path``/``val``/``names``): ``path`` relative to the yaml's folder
+      (absent: the yaml's folder; Ultralytics itself tries the working directory first);
+      ``<split>`` a folder, a ``.txt`` list of images or a list of folders, relative to ``path``
+      (as in Ultralytics, a ``../``-prefixed value that does not exist is retried without it).
+    - folder: images in ``images/<split>`` (or ``images/`` when it has no such subfolder), class
+      names from ``names`` or else from the one dataset yaml in the folder.
+    """
+    source = Path(source)
+    if source.is_file():
+        if names is not None:
+            raise DatasetError(f"{source}: class names come from the yaml; do not pass names as well")
+        config = _read_yaml(source)
+        return _read_yolo(_yaml_root(source, config), _yaml_images(source, config, split), _yaml_names(source, config))
+    if not source.is_dir():
+        raise DatasetError(f"{source}: no such dataset yaml or folder")
+    images = source / "images" / split
+    if not images.is_dir():
+        images = source / "images"
+    if not images.is_dir():
+        raise DatasetError(f"{source}: no images/{split}/ or images/ folder")
+    if names is None:
+        found = sorted(p for p in source.iterdir() if p.suffix in _YAML_SUFFIXES)
+        if len(found) != 1:
+            raise DatasetError(
+                f"{source}: class names not given and {len(found)} yaml files found ({[p.name for p in found]}), "
+                "expected exactly one with 'names'"
+            )
+        names = _yaml_names(found[0], _read_yaml(found[0]))
+    return _read_yolo(source, _list_images(images), tuple(names))
+
+
+def dataset_name(source: str | os.PathLike[str]) -> str:
+    """The name a dataset's results, baselines and gates carry, without reading its images: the
+    folder its samples are read from (a yaml's ``path``), as :func:`load_yolo` sets ``root``."""
+    source = Path(source)
+    if source.is_file():
+        return _yaml_root(source, _read_yaml(source)).name
+    return source.name
+
+
+def load_coco(annotations: str | os.PathLike[str], images: str | os.PathLike[str]) -> Dataset:
+    """A COCO detection JSON (``images``, ``annotations`` with ``bbox`` x, y, w, h in pixels,
+    ``categories``) with its image folder. Class ids follow the categories sorted by id; every image
+    listed is a sample (one without annotations shows no object); ``iscrowd`` regions become crowd
+    boxes. The listed width and height must equal the image's size after EXIF orientation."""
+    annotations, root = Path(annotations), Path(images)
+    try:
+        data = json.loads(annotations.read_bytes())
+    except (OSError, ValueError) as error:
+        raise DatasetError(f"{annotations}: cannot be read as JSON ({error})") from error
+    for key in ("images", "annotations", "categories"):
+        if not isinstance(data, dict) or not isinstance(data.get(key), list):
+            raise DatasetError(f"{annotations}: field {key!r} missing or not a list, expected a COCO detection file")
+    categories = sorted(data["categories"], key=lambda c: _field(annotations, "category", c, "id"))
+    class_of = {c["id"]: i for i, c in enumerate(categories)}
+    names = tuple(str(_field(annotations, "category", c, "name")) for c in categories)
+    per_image: dict[Any, list[dict[str, Any]]] = {_field(annotations, "image", im, "id"): [] for im in data["images"]}
+    for ann in data["annotations"]:
+        image_id, category_id, bbox = (
+            _field(annotations, "annotation", ann, k) for k in ("image_id", "category_id", "bbox")
+        )
+        where = f"{annotations}: annotation id {ann.get('id')!r}"
+        if image_id not in per_image:
+            raise DatasetError(f"{where}: image_id {image_id!r} is not in 'images'")
+        if category_id not in class_of:
+            raise DatasetError(f"{where}: category_id {category_id!r}, expected one of {sorted(class_of)}")
+        if not (isinstance(bbox, list) and len(bbox) == 4 and all(_finite_number(v) for v in bbox)):
+            raise DatasetError(f"{where}: bbox {bbox!r}, expected [x, y, width, height] of 4 finite numbers")
+        if bbox[2] < 0 or bbox[3] < 0:
+            raise DatasetError(f"{where}: bbox {bbox!r} has a negative width or height")
+        per_image[image_id].append(ann)
+
+    samples, unreadable, entries = [], [], []
+    for im in sorted(data["images"], key=lambda im: str(_field(annotations, "image", im, "file_name"))):
+        image_id = Path(str(im["file_name"])).as_posix()
+        anns = sorted(per_image[im["id"]], key=lambda a: str(a.get("id")))
+        label_digest = hashlib.sha256(json.dumps(anns, sort_keys=True).encode()).hexdigest()
+        digest, hw = _read_image(root / image_id)
+        entries.append((image_id, digest, label_digest))
+        if isinstance(hw, str):
+            unreadable.append(Unreadable(image_id, hw))
+            continue
+        listed = (im.get("height"), im.get("width"))
+        if listed != hw:
+            raise DatasetError(
+                f"{annotations}: image {image_id!r} height, width {listed}, but the image is {hw} (EXIF applied)"
+            )
+        xywh = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
+        boxes = np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1)
+        classes = np.array([class_of[a["category_id"]] for a in anns], dtype=np.int64)
+        truth = GroundTruth(boxes, classes, np.array([bool(a.get("iscrowd", 0)) for a in anns], dtype=bool))
+        samples.append(Sample(root / image_id, image_id, digest, hw, truth))
+    return Dataset(root, names, tuple(samples), (), tuple(unreadable), _manifest(names, entries))
+
+
+def _field(path: Path, kind: str, record: Any, key: str) -> Any:
+    if not isinstance(record, dict) or key not in record:
+        raise DatasetError(f"{path}: {kind} {record!r:.80} has no {key!r}, expected a COCO {kind} record")
+    return record[key]
+
+
+def _read_yolo(root: Path, images: list[Path], names: tuple[str, ...]) -> Dataset:
+    samples, missing, unreadable, entries = [], [], [], []
+    for path in sorted(set(images), key=lambda p: _relative(p, root)):
+        image_id = _relative(path, root)
+        label_path = _label_path(path)
+        label_bytes = label_path.read_bytes() if label_path.is_file() else None
+        label_digest = "missing" if label_bytes is None else hashlib.sha256(label_bytes).hexdigest()
+        digest, hw = _read_image(path)
+        entries.append((image_id, digest, label_digest))
+        if isinstance(hw, str):
+            unreadable.append(Unreadable(image_id, hw))
+            continue
+        if label_bytes is None:
+            missing.append(image_id)
+            truth = GroundTruth(np.zeros((0, 4)), np.zeros(0))
+        else:
+            truth = _parse_labels(label_path, label_bytes, hw, len(names))
+        samples.append(Sample(path, image_id, digest, hw, truth))
+    return Dataset(root, names, tuple(samples), tuple(missing), tuple(unreadable), _manifest(names, entries))
+
+
+def _parse_labels(path: Path, data: bytes, hw: tuple[int, int], n_classes: int) -> GroundTruth:
+    """YOLO label lines -> pixel xyxy boxes clipped to the image."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text ({error}), expected YOLO label lines") from error
+    rows: list[list[float]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        where = f"{path}:{number}"
+        if len(fields) != 5:
+            raise DatasetError(
+                f"{where}: {len(fields)} fields {line.strip()!r}, expected 5: class x_center y_center width height"
+            )
+        try:
+            values = [float(f) for f in fields]
+        except ValueError as error:
+            raise DatasetError(f"{where}: {line.strip()!r} is not five numbers ({error})") from error
+        class_id = values[0]
+        if not class_id.is_integer() or not 0 <= class_id < n_classes:
+            raise DatasetError(f"{where}: class id {fields[0]!r}, expected an integer in 0..{n_classes - 1}")
+        coords = values[1:]
+        if not all(math.isfinite(v) and -_COORD_TOLERANCE <= v <= 1 + _COORD_TOLERANCE for v in coords):
+            raise DatasetError(
+                f"{where}: box {' '.join(fields[1:])!r}, expected normalised x_center y_center width height in [0, 1]"
+            )
+        rows.append(values)
+    table = np.array(rows, dtype=np.float64).reshape(-1, 5)
+    h, w = hw
+    centre, size = table[:, 1:3] * (w, h), table[:, 3:5] * (w, h)
+    boxes = np.concatenate([centre - size / 2, centre + size / 2], axis=1)
+    boxes = np.clip(boxes, 0, (w, h, w, h))
+    return GroundTruth(boxes, table[:, 0].astype(np.int64))
+
+
+def _read_image(path: Path) -> tuple[str, tuple[int, int] | str]:
+    """The sha256 of the file's bytes (``"unreadable"`` if there are none to read) and the image's
+    (height, width) after EXIF orientation, or the reason PIL cannot open it."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return "unreadable", f"cannot be read ({error.strerror or error})"
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            # PIL reads a PNG's EXIF after the pixel data only by decoding the whole image; a PNG
+            # without EXIF ahead of its pixels is taken as upright.
+            cheap_exif = image.format != "PNG" or "exif" in image.info
+            orientation = image.getexif().get(_EXIF_ORIENTATION, 1) if cheap_exif else 1
+            image.verify()
+    except Exception as error:  # PIL raises many types for bad or unsupported files
+        return digest, f"not an image PIL can read ({type(error).__name__}: {error})"
+    if orientation in _SWAPPING_ORIENTATIONS:
+        width, height = height, width
+    return digest, (height, width)
+
+
+def _label_path(image: Path) -> Path:
+    """Ultralytics ``img2label_paths``: the last ``/images/`` becomes ``/labels/``, the suffix ``.txt``."""
+    sa, sb = f"{os.sep}images{os.sep}", f"{os.sep}labels{os.sep}"
+    return Path(sb.join(str(image).rsplit(sa, 1)).rsplit(".", 1)[0] + ".txt")
+
+
+def _list_images(folder: Path) -> list[Path]:
+    """Files under ``folder`` (recursively, hidden ones excepted) whose suffix names an image format."""
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in _IMAGE_SUFFIXES
+    ]
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise DatasetError(f"{path}: cannot be read as YAML ({error})") from error
+    if not isinstance(config, dict):
+        raise DatasetError(f"{path}: top level is {type(config).__name__}, expected a mapping with 'names'")
+    return config
+
+
+def _yaml_names(path: Path, config: Mapping[str, Any]) -> tuple[str, ...]:
+    names = config.get("names")
+    if isinstance(names, dict):
+        if sorted(names) != list(range(len(names))):
+            raise DatasetError(f"{path}: names keys {sorted(names)}, expected 0..{len(names) - 1}")
+        names = [names[i] for i in range(len(names))]
+    if not isinstance(names, list) or not names:
+        raise DatasetError(f"{path}: names {names!r}, expected a list or an id -> name mapping of class names")
+    if "nc" in config and config["nc"] != len(names):
+        raise DatasetError(f"{path}: nc {config['nc']!r} but {len(names)} names")
+    return tuple(str(n) for n in names)
+
+
+def _yaml_root(path: Path, config: Mapping[str, Any]) -> Path:
+    root = config.get("path")
+    return path.parent if not root else path.parent / str(root)
+
+
+def _yaml_images(path: Path, config: Mapping[str, Any], split: str) -> list[Path]:
+    value = config.get(split)
+    if not value:
+        raise DatasetError(f"{path}: no {split!r} entry, expected a folder, a .txt image list or a list of folders")
+    root = _yaml_root(path, config)
+    images: list[Path] = []
+    for entry in value if isinstance(value, list) else [value]:
+        entry = str(entry)
+        target = root / entry
+        if not target.exists() and entry.startswith("../"):
+            target = root / entry[3:]
+        if target.is_dir():
+            images += _list_images(target)
+        elif target.is_file() and target.suffix == ".txt":
+            lines = target.read_text(encoding="utf-8").splitlines()
+            images += [target.parent / line.strip() for line in lines if line.strip()]
+        else:
+            raise DatasetError(
+                f"{path}: {split} {entry!r} resolves to {target.resolve()}, which is neither a folder nor a .txt list "
+                "(a folder holding images/ and labels/ can be loaded as that folder)"
+            )
+    return images
+
+
+def _relative(path: Path, root: Path) -> str:
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _manifest(names: Sequence[str], entries: list[tuple[str, str, str]]) -> str:
+    """sha256 of the class names and the sorted (path, image sha256, label sha256 | "missing")."""
+    payload = {"names": list(names), "files": sorted(entries)}
+    return hashlib.sha256(json.dumps(payload, separators=(",", ":")).encode()).hexdigest()

@@ -1,0 +1,32 @@
+"""The shipped default: the demo model and its synthetic fire/smoke set (val and both calibration
+splits), generated once into the cache, deterministically (datasets/demo/MODEL_CARD.md: seed 0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.inputs.synthetic import Recipe, write_dataset
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEMO_ONNX = PROJECT_ROOT / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
+GOLDEN_ROOT = PROJECT_ROOT / "golden"
+DEMO_RECIPE = Recipe(seed=0, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)
+DEMO_DATASET_NAME = f"synthetic_fire_smoke_seed{DEMO_RECIPE.seed}"
+# The demo set's calibration splits, by name: frames of the classes, and frames that show none of them.
+IN_DOMAIN, OFF_DOMAIN = "in-domain", "off-domain"
+_SPLITS = {IN_DOMAIN: "calib", OFF_DOMAIN: "calib_offdomain"}
+
+
+def demo_data(cache_dir: Path) -> Path:
+    """The demo set's folder, generated into ``cache_dir`` when first asked for."""
+    out = Path(cache_dir) / "demo-data" / DEMO_DATASET_NAME
+    done = out / ".complete"
+    if not done.exists():
+        write_dataset(out, DEMO_RECIPE)
+        done.touch()
+    return out
+
+
+def demo_split(cache_dir: Path, which: str) -> Path:
+    """The demo set's in-domain or off-domain calibration folder."""
+    return demo_data(cache_dir) / "images" / _SPLITS[which]

@@ -1,0 +1,486 @@
+"""Read a HEF's description (architecture, streams, quantization, NMS post-process) without HailoRT.
+
+The proto schema is ``hailort/libhailort/hef.proto``; how HailoRT turns it into stream and vstream
+infos is in ``hailort/libhailort/src/hef/hef.cpp`` (``HefUtils::fill_layer_info``,
+``create_ops_metadata``) and ``src/hef/layer_info.hpp``. Only the fields read here are decoded.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.errors import HefError
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.inputs.hef.header import ChecksumKind, HefHeader, check_size, parse_header, verify_checksum
+from harness.inputs.hef.wire import Message
+
+
+class HwArch(enum.IntEnum):
+    """``ProtoHEFHwArch`` (hailort: hailort/libhailort/hef.proto; 108 from src/device_common/device_internal.hpp)."""
+
+    HAILO8 = 0
+    HAILO8P = 1
+    HAILO8R = 2
+    HAILO8L = 3
+    HAILO15M = 4
+    HAILO10H = 5  # deprecated in HailoRT, which no longer maps it to a device
+    HAILO15L = 6
+    SAGE_A0 = 100
+    SAGE_B0 = 101
+    PAPRIKA_B0 = 102
+    HAILO15H = 103  # HailoRT's HW_ARCH__HAILO1XH: the Hailo-15H / Hailo-10H family
+    GINGER = 104
+    LAVENDER = 105
+    PLUTO = 106
+    MARS = 108
+
+
+# hailort: hailort/libhailort/src/device_common/device_internal.cpp, DeviceBase::hef_arch_to_device_compatible_archs
+DEVICES_BY_ARCH: dict[HwArch, tuple[str, ...]] = {
+    HwArch.SAGE_A0: ("HAILO8_A0",),
+    HwArch.HAILO8: ("HAILO8",),
+    HwArch.HAILO8P: ("HAILO8",),
+    HwArch.HAILO8R: ("HAILO8",),
+    HwArch.SAGE_B0: ("HAILO8",),
+    HwArch.PAPRIKA_B0: ("HAILO8",),
+    HwArch.HAILO8L: ("HAILO8L", "HAILO8"),
+    HwArch.HAILO15H: ("HAILO15H", "HAILO10H"),
+    HwArch.GINGER: ("HAILO15H", "HAILO10H"),
+    HwArch.LAVENDER: ("HAILO15H", "HAILO10H"),
+    HwArch.PLUTO: ("HAILO15L",),
+    HwArch.HAILO15L: ("HAILO15L",),
+    HwArch.HAILO15M: ("HAILO15M", "HAILO15H", "HAILO10H"),
+    HwArch.MARS: ("HAILO12L",),
+    HwArch.HAILO10H: (),
+}
+
+# hailort: hailort/libhailort/src/hef/hef.cpp, is_multi_layout: these keep one core op per cluster layout
+_MULTI_LAYOUT_ARCHS = (HwArch.HAILO8L, HwArch.HAILO15M)
+
+# Compiler format code (ProtoHEFEdgeLayerBase.format) -> device order, for the orders the harness knows
+# (hailort: hailort/libhailort/src/hailort_defaults.cpp, HailoRTDefaults::get_device_format_order)
+DEVICE_ORDER_BY_COMPILER_FORMAT = {
+    0: FormatOrder.NHWC,
+    1: FormatOrder.NHCW,
+    2: FormatOrder.NC,
+    3: FormatOrder.FCR,
+    5: FormatOrder.NHW,
+    6: FormatOrder.NMS_ON_CHIP,
+    7: FormatOrder.F8CR,
+    13: FormatOrder.NHWC,
+}
+_COMPILER_FORMAT_NMS = 6  # HEF__FORMAT__NMS (hailort: src/hef/hef_internal.hpp)
+
+# Default host order of a device order (hailort: hailort/libhailort/src/hailort_defaults.cpp, DEFAULT_FORMAT_ORDER_MAP)
+DEFAULT_HOST_ORDER = {
+    FormatOrder.NHWC: FormatOrder.NHWC,
+    FormatOrder.NHCW: FormatOrder.NHWC,
+    FormatOrder.FCR: FormatOrder.FCR,
+    FormatOrder.F8CR: FormatOrder.F8CR,
+    FormatOrder.NHW: FormatOrder.NHW,
+    FormatOrder.NC: FormatOrder.NC,
+    FormatOrder.NMS_ON_CHIP: FormatOrder.NMS_BY_CLASS,
+}
+
+# hailort: hailort/libhailort/include/hailo/hailort_common.hpp, HailoRTCommon::get_format_type
+_TYPE_BY_DATA_BYTES = {1: FormatType.UINT8, 2: FormatType.UINT16}
+
+_EXTENSION_OUTPUT_SCALE_PER_FEATURE = 25  # ProtoHEFExtensionType (hailort: hailort/libhailort/hef.proto)
+_BBOX_PARAMS = 5  # HailoRTCommon::BBOX_PARAMS: y_min, x_min, y_max, x_max, score
+_ZERO_QUANT = QuantInfo(0.0, 0.0, 0.0, 0.0)  # INVALID_QUANT_INFO (hailort: include/hailo/hailort.h)
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """One boundary stream of the core op (a raw device input or output), as HailoRT describes it.
+
+    ``shape`` and ``padded_shape`` are ``(height, width, features)`` (the HEF's real and padded dims);
+    ``quant`` is the per-tensor quant info a vstream reports (all zero when quantized per feature),
+    ``quant_infos`` HailoRT's list: one entry, or one per feature.
+    """
+
+    name: str
+    shape: tuple[int, int, int]
+    padded_shape: tuple[int, int, int]
+    device_order: FormatOrder
+    host_order: FormatOrder
+    data_type: FormatType
+    quant: QuantInfo
+    quant_infos: tuple[QuantInfo, ...]
+    pad_index: int | None = None
+    nms: NmsShape | None = None
+
+    @property
+    def host_shape(self) -> tuple[int, ...]:
+        """One frame as a vstream delivers it: ``(C,)`` for NC, ``(classes, 5, max_bboxes)`` for NMS, else (H, W, C)."""
+        if self.nms is not None:
+            return (self.nms.number_of_classes, _BBOX_PARAMS, self.nms.max_bboxes_per_class)
+        if self.device_order is FormatOrder.NC:
+            return (self.shape[2],)
+        return self.shape
+
+    @property
+    def is_per_feature(self) -> bool:
+        return len(set(self.quant_infos)) > 1
+
+    @property
+    def host_quant(self) -> tuple[QuantInfo, ...]:
+        """One quant info per tensor, or one per channel when the channels differ."""
+        if self.is_per_feature:
+            return self.quant_infos
+        return self.quant_infos[:1] or (self.quant,)
+
+
+@dataclass(frozen=True)
+class BboxDecoder:
+    """One detection scale of an NMS op: its stride and the core outputs that carry boxes and class scores."""
+
+    stride: int
+    box_stream: str
+    class_stream: str
+
+
+@dataclass(frozen=True)
+class NmsOpConfig:
+    """``ProtoHEFNmsOp``: the NMS post-process HailoRT runs on the host (hailort: hailort/libhailort/hef.proto)."""
+
+    name: str
+    kind: str
+    output_name: str
+    score_threshold: float
+    iou_threshold: float
+    classes: int
+    max_proposals_per_class: int
+    background_removal: bool
+    background_removal_index: int
+    bbox_decoding_only: bool
+    image_height: float
+    image_width: float
+    regression_length: int
+    bbox_decoders: tuple[BboxDecoder, ...]
+
+    @property
+    def nms_shape(self) -> NmsShape:
+        """The NMS output's shape.
+
+        hailort: hailort/libhailort/src/net_flow/ops/nms_post_process.cpp, NmsOpMetadata::get_output_vstream_info
+        """
+        classes = self.classes - 1 if self.background_removal else self.classes
+        return NmsShape(classes, self.max_proposals_per_class, self.max_proposals_per_class * self.classes)
+
+
+@dataclass(frozen=True)
+class NetworkGroupInfo:
+    name: str
+    inputs: tuple[StreamInfo, ...]
+    outputs: tuple[StreamInfo, ...]
+    nms: NmsOpConfig | None = None
+    logits_op: str | None = None
+
+    def output_specs(self, format_type: FormatType = FormatType.FLOAT32) -> tuple[OutputSpec, ...]:
+        """The outputs as the host receives them through vstreams / InferModel.
+
+        With an NMS op, the one NMS_BY_CLASS output (always FLOAT32). Otherwise one spec per core output in
+        its default host order, as FLOAT32 (de-quantized by HailoRT) or, with UINT8/UINT16/AUTO, as the
+        device's own quantized type.
+        """
+        if self.logits_op is not None:
+            raise HefError(f"network group {self.name!r}: the host output of a {self.logits_op} op is not described")
+        if self.nms is not None:
+            if self.nms.bbox_decoding_only:
+                raise HefError(f"network group {self.name!r}: NMS op {self.nms.name!r} decodes boxes only (no NMS)")
+            shape = self.nms.nms_shape
+            return (
+                OutputSpec(
+                    self.nms.output_name,
+                    (shape.number_of_classes, _BBOX_PARAMS, shape.max_bboxes_per_class),
+                    FormatOrder.NMS_BY_CLASS,
+                    FormatType.FLOAT32,
+                    nms=shape,
+                ),
+            )
+        return tuple(_output_spec(stream, format_type) for stream in self.outputs)
+
+
+def _output_spec(stream: StreamInfo, format_type: FormatType) -> OutputSpec:
+    if stream.nms is not None:
+        return OutputSpec(stream.name, stream.host_shape, FormatOrder.NMS_BY_CLASS, FormatType.FLOAT32, nms=stream.nms)
+    if format_type is FormatType.AUTO:
+        format_type = stream.data_type
+    if format_type is not FormatType.FLOAT32 and format_type is not stream.data_type:
+        raise HefError(
+            f"output {stream.name!r}: format type {format_type.name} asked, the device delivers "
+            f"{stream.data_type.name} (expected FLOAT32 or {stream.data_type.name})"
+        )
+    try:
+        return OutputSpec(stream.name, stream.host_shape, stream.host_order, format_type, quant=stream.host_quant)
+    except ValueError as error:
+        raise HefError(f"output {stream.name!r}: {error}") from None
+
+
+@dataclass(frozen=True)
+class HefInfo:
+    path: str
+    header: HefHeader
+    hw_arch: HwArch
+    devices: tuple[str, ...]
+    sdk_version: str
+    checksum_verified: bool
+    truncated: bool
+    file_size: int
+    network_groups: tuple[NetworkGroupInfo, ...]
+
+    @property
+    def header_version(self) -> int:
+        return self.header.version
+
+    @property
+    def checksum_kind(self) -> ChecksumKind:
+        return self.header.checksum_kind
+
+    @property
+    def declared_size(self) -> int:
+        return self.header.declared_file_size
+
+    def output_specs(self, format_type: FormatType = FormatType.FLOAT32) -> tuple[OutputSpec, ...]:
+        """Host output specs of the first (default) network group, as HailoRT addresses it by default."""
+        if not self.network_groups:
+            raise HefError(f"{self.path}: no network group in the HEF")
+        return self.network_groups[0].output_specs(format_type)
+
+
+def read_hef(path: str | Path, tolerant: bool = False) -> HefInfo:
+    """Read and verify a HEF. ``tolerant`` returns what can be read from a truncated or corrupted file."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise HefError(f"{source}: cannot read the file ({error.strerror})") from None
+    return parse_hef(data, source, tolerant)
+
+
+def parse_hef(data: bytes, source: str, tolerant: bool = False) -> HefInfo:
+    header = parse_header(data, source)
+    verified = False
+    try:
+        check_size(header, len(data), source)
+        verify_checksum(header, data, source)
+        verified = True
+    except HefError:
+        if not tolerant:
+            raise
+    proto = data[header.size : header.size + header.proto_size]
+    root = Message(proto, "ProtoHEFHef", partial=len(proto) < header.proto_size)
+    proto_header = root.message(1, "header")
+    arch_value = proto_header.uint(1, "hw_arch")
+    try:
+        arch = HwArch(arch_value)
+    except ValueError:
+        raise HefError(f"{source}: unsupported hw_arch {arch_value} in {proto_header.path}.hw_arch") from None
+    per_feature = _scale_per_feature(root)
+    groups = tuple(_network_group(group, arch, per_feature) for group in root.messages(2, "network_groups"))
+    return HefInfo(
+        path=source,
+        header=header,
+        hw_arch=arch,
+        devices=DEVICES_BY_ARCH[arch],
+        sdk_version=_sdk_version(proto_header.string(3, "sdk_version")),
+        checksum_verified=verified,
+        truncated=len(data) < header.declared_file_size,
+        file_size=len(data),
+        network_groups=groups,
+    )
+
+
+def _sdk_version(text: str) -> str:
+    """Newer compilers write ``sdk-version: 5.4.0, git-branch: ...``; older ones just ``3.27.0``."""
+    match = re.search(r"sdk-version:\s*([^,\s]+)", text)
+    return match.group(1) if match else text
+
+
+def _scale_per_feature(root: Message) -> bool | None:
+    """Whether the OUTPUT_SCALE_PER_FEATURE extension is on; None when the extension list was cut off."""
+    extensions = root.messages(5, "extensions")
+    if not extensions and root.cut:
+        return None
+    return any(ext.uint(1, "type_index") == _EXTENSION_OUTPUT_SCALE_PER_FEATURE for ext in extensions)
+
+
+def _first_name(*names: str) -> str:
+    return next((name for name in names if name), "")
+
+
+def _network_group(group: Message, arch: HwArch, per_feature: bool | None) -> NetworkGroupInfo:
+    # hailort: src/hef/hef.cpp, fill_core_ops: with net-flow ops the core op is the op holding core_op (4);
+    # older HEFs keep it in the network group itself. Multi-layout archs use the first layout by default.
+    ops = group.messages(8, "ops")
+    core_ops = [op.message(4, "core_op") for op in ops if op.has(4)]
+    if core_ops:
+        core, partials_name, inner_name = core_ops[0], "partial_core_ops", "core_op"
+    else:
+        core, partials_name, inner_name = group, "partial_network_groups", "network_group"
+    partials = core.messages(7, partials_name)
+    if arch in _MULTI_LAYOUT_ARCHS and partials:
+        core = partials[0].message(1, inner_name)
+    partial_groups = group.messages(7, "partial_network_groups")
+    # hailort: src/hef/hef.cpp, HefUtils::get_network_group_name
+    name = _first_name(
+        partial_groups[0]
+        .message(1, "network_group")
+        .message(1, "network_group_metadata")
+        .string(1, "network_group_name")
+        if partial_groups
+        else "",
+        group.message(1, "network_group_metadata").string(1, "network_group_name"),
+        group.string(10, "network_group_name"),
+        core.message(1, "network_group_metadata").string(1, "network_group_name"),
+    )
+    transposed_net = core.message(1, "network_group_metadata").boolean(3, "transposed_net")
+    inputs: list[StreamInfo] = []
+    outputs: list[StreamInfo] = []
+    for context in core.messages(3, "contexts"):
+        for layer in context.message(3, "metadata").messages(2, "edge_layers"):
+            if layer.message(5, "context_switch_info").uint(3, "edge_connection_type") != 0:  # BOUNDARY = 0
+                continue
+            is_output = layer.uint(1, "direction") == 1  # DEVICE_TO_HOST = 1
+            outputs_or_inputs = outputs if is_output else inputs
+            outputs_or_inputs.append(_stream(layer, is_output, transposed_net, per_feature))
+    order = core.strings(4, "sorted_outputs_order")
+    outputs.sort(key=lambda s: order.index(s.name) if s.name in order else len(order))
+    nms = None
+    logits = None
+    for op in ops:
+        if op.has(5):
+            nms = _nms_op(op, outputs)
+        elif op.has(6):
+            logits_type = op.message(6, "logits_op").uint(1, "logits_type")
+            logits = {0: "argmax", 1: "softmax"}.get(logits_type, f"logits type {logits_type}")
+    return NetworkGroupInfo(name, tuple(inputs), tuple(outputs), nms, logits)
+
+
+def _stream(layer: Message, is_output: bool, transposed_net: bool, per_feature: bool | None) -> StreamInfo:
+    kind = layer.uint(2, "edge_layer_type")
+    if kind != 0:  # INFO = 0; MUX = 1, PLANES = 2
+        raise HefError(f"unsupported edge layer in {layer.path}: edge_layer_type {kind}, expected 0 (INFO)")
+    info = layer.message(3, "layer_info")
+    name = info.string(1, "name")
+    base = info.message(2, "edge_layer_base")
+    code = base.uint(7, "format")
+    order = DEVICE_ORDER_BY_COMPILER_FORMAT.get(code)
+    if order is None:
+        raise HefError(
+            f"stream {name!r}: unsupported compiler format {code} in {base.path}.format, "
+            f"expected one of {sorted(DEVICE_ORDER_BY_COMPILER_FORMAT)}"
+        )
+    data_bytes = base.uint(12, "data_bytes")
+    data_type = _TYPE_BY_DATA_BYTES.get(data_bytes)
+    if data_type is None:
+        raise HefError(f"stream {name!r}: data_bytes {data_bytes} in {base.path}.data_bytes, expected 1 or 2")
+    height, width, features = base.uint(1, "height"), base.uint(3, "width"), base.uint(5, "features")
+    padded = (base.uint(2, "padded_height"), base.uint(4, "padded_width"), base.uint(6, "padded_features"))
+    nms = None
+    if code == _COMPILER_FORMAT_NMS:
+        # hailort: src/hef/hef.cpp, parse_layer_shape: (classes, BBOX_PARAMS, max_output_size * division factor)
+        nms_info = base.message(11, "additional_info").message(1, "nms_info")
+        max_boxes = nms_info.uint(3, "max_output_size") * max(1, nms_info.uint(7, "input_division_factor"))
+        height, width, features = nms_info.uint(2, "number_of_classes"), _BBOX_PARAMS, max_boxes
+        nms = NmsShape(height, max_boxes)
+    elif (transposed_net or info.boolean(6, "transposed")) and order is not FormatOrder.NC:
+        height, width = width, height  # hailort: src/hef/hef.cpp, fill_layer_info_with_base_info
+    quant, quant_infos = _quant(
+        info.message(3, "numeric_info"), name, features, is_output, nms is not None, per_feature
+    )
+    return StreamInfo(
+        name=name,
+        shape=(height, width, features),
+        padded_shape=padded,
+        device_order=order,
+        host_order=DEFAULT_HOST_ORDER[order],
+        data_type=data_type,
+        quant=quant,
+        quant_infos=quant_infos,
+        pad_index=layer.uint(7, "pad_index") if layer.has(7) else None,
+        nms=nms,
+    )
+
+
+def _quant(
+    numeric: Message, name: str, features: int, is_output: bool, is_nms: bool, per_feature: bool | None
+) -> tuple[QuantInfo, tuple[QuantInfo, ...]]:
+    """hailort: src/hef/hef.cpp, HefUtils::fill_layer_info (quant_info and quant_infos)."""
+    # "+ 0.0" turns the -0.0 some compilers write into 0.0
+    zp, scale = numeric.float32(1, "qp_zp") + 0.0, numeric.float32(2, "qp_scale") + 0.0
+    lo, hi = numeric.float32(3, "limvals_min") + 0.0, numeric.float32(4, "limvals_max") + 0.0
+    tensor = QuantInfo(zp, scale, lo, hi)
+    zps = tuple(v + 0.0 for v in numeric.doubles(5, "qp_zps"))
+    scales = tuple(v + 0.0 for v in numeric.doubles(6, "qp_scales"))
+    if per_feature is None:  # extension list cut off: trust the lists that are there
+        per_feature = bool(zps or scales)
+    if not (per_feature and is_output):
+        return tensor, (tensor,)
+    count = 2 if is_nms else features  # NMS_NUMBER_OF_QPS (hailort: src/hef/layer_info.hpp)
+    for values, field in ((zps, "qp_zps"), (scales, "qp_scales")):
+        if values and len(values) != count:
+            raise HefError(
+                f"stream {name!r}: {len(values)} values in {numeric.path}.{field}, expected {count} (one per feature)"
+            )
+    infos = tuple(QuantInfo(zps[i] if zps else zp, scales[i] if scales else scale, lo, hi) for i in range(count))
+    return _ZERO_QUANT, infos
+
+
+_NMS_KINDS = {7: "yolov5", 8: "yolox", 9: "ssd", 10: "iou", 11: "yolov5_seg", 12: "yolov8"}
+# Per NMS kind: the bbox_decoders field, and per decoder the stride field (0: none) and the (field, name)
+# of the pads feeding boxes and class scores; YOLOv5 decoders have one pad for both
+# (hailort: hailort/libhailort/hef.proto, ProtoHEF*BboxDecoder)
+_DECODER_FIELDS = {
+    "yolov5": (4, 4, (5, "pad_index"), (5, "pad_index")),
+    "yolov5_seg": (3, 4, (5, "pad_index"), (5, "pad_index")),
+    "yolox": (3, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
+    "ssd": (9, 0, (3, "reg_pad_index"), (4, "cls_pad_index")),
+    "yolov8": (4, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
+}
+
+
+def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
+    nms = op.message(5, "nms_op")
+    kinds = [number for number in _NMS_KINDS if nms.has(number)]
+    if len(kinds) != 1:
+        raise HefError(f"malformed proto field {nms.path}: {len(kinds)} NMS kinds set, expected exactly 1")
+    kind = _NMS_KINDS[kinds[0]]
+    detail = nms.message(kinds[0], f"{kind}_nms_op")
+    by_pad = {s.pad_index: s.name for s in outputs if s.pad_index is not None}
+    decoders = []
+    if kind in _DECODER_FIELDS:
+        decoders_field, stride_field, box_pad, class_pad = _DECODER_FIELDS[kind]
+        for decoder in detail.messages(decoders_field, "bbox_decoders"):
+            names = []
+            for field, label in (box_pad, class_pad):
+                pad = decoder.uint(field, label)
+                if pad not in by_pad:
+                    raise HefError(
+                        f"malformed proto field {decoder.path}.{label}: pad {pad} is not a core output stream "
+                        f"(output pads: {sorted(by_pad)})"
+                    )
+                names.append(by_pad[pad])
+            stride = decoder.uint(stride_field, "stride") if stride_field else 0
+            decoders.append(BboxDecoder(stride, names[0], names[1]))
+    output_pads = op.messages(3, "output_pads")
+    return NmsOpConfig(
+        name=op.string(1, "name"),
+        kind=kind,
+        output_name=output_pads[0].string(2, "name") if output_pads else op.string(1, "name"),
+        score_threshold=nms.double(1, "nms_score_th"),
+        iou_threshold=nms.double(2, "nms_iou_th"),
+        classes=nms.uint(4, "classes"),
+        max_proposals_per_class=nms.uint(3, "max_proposals_per_class"),
+        background_removal=nms.boolean(5, "background_removal"),
+        background_removal_index=nms.uint(6, "background_removal_index"),
+        bbox_decoding_only=nms.boolean(13, "bbox_decoding_only"),
+        image_height=detail.double(1, "image_height"),
+        image_width=detail.double(2, "image_width"),
+        regression_length=detail.uint(5, "regression_length") if kind == "yolov8" else 0,
+        bbox_decoders=tuple(decoders),
+    )

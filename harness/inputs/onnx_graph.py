@@ -1,0 +1,420 @@
+"""Find the six raw YOLO head tensors in an Ultralytics ONNX export by graph structure; cut there.
+
+An Ultralytics detect export ends in a decode tail: the box maps (4 x reg_max channels per grid) are
+reshaped, joined and fed to the DFL ``Softmax``; the class maps (nc channels) are reshaped, joined and
+fed to a ``Sigmoid``; the decoded boxes and the class probabilities are concatenated into the full
+head output ``[1, 4 + nc, anchors]``. The head tensors are where that tail begins: the last tensors
+upstream of the Softmax and of the Sigmoid that are not mere reshuffles (Reshape, Concat, Transpose,
+Split, ...). Node names are never relied on, so quantized graphs (``ConvInteger`` + ``Mul`` + ``Add``)
+and renamed graphs work alike; that is also where the Hailo parser's end nodes sit
+(``/model.22/cv2.0/cv2.0.2/Conv`` ... in a float export).
+
+Around that cut: the model up to the heads (:func:`cut_at_heads`), the decode tail after them
+(:func:`decode_tail`), and the tail with onnxruntime's dynamically quantized DFL conv back in
+float (:func:`dequantize_decode_tail`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import google.protobuf.message
+import numpy as np
+import onnx
+import onnx.utils
+from onnx import numpy_helper, shape_inference
+
+from harness.core.errors import GraphError
+
+Role = Literal["box", "class"]
+
+# Ops that only move values around; the tail's tracing walks through them (data input only).
+_LAYOUT_OPS = frozenset(
+    {"Reshape", "Concat", "Transpose", "Split", "Slice", "Flatten", "Squeeze", "Unsqueeze", "Identity"}
+)
+
+
+@dataclass(frozen=True)
+class HeadTensor:
+    """One raw head map: ``tensor`` ``[1, channels, grid_h, grid_w]`` produced by node ``node``."""
+
+    tensor: str
+    node: str
+    role: Role
+    channels: int
+    grid: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """Lookup tables over one (shape-inferred) graph."""
+
+    name: str
+    producers: dict[str, onnx.NodeProto]
+    nodes: dict[str, onnx.NodeProto]
+    shapes: dict[str, tuple[int | None, ...]]
+    elem_types: dict[str, int]
+    constants: frozenset[str]
+    opset: int
+
+    @classmethod
+    def of(cls, model: onnx.ModelProto) -> _Graph:
+        inferred = shape_inference.infer_shapes(model)
+        graph = inferred.graph
+        values = [v for v in (*graph.input, *graph.value_info, *graph.output) if v.type.HasField("tensor_type")]
+        shapes = {
+            v.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim)
+            for v in values
+            if v.type.tensor_type.HasField("shape")
+        }
+        producers = {out: node for node in graph.node for out in node.output if out}
+        constants = {i.name for i in graph.initializer} | {
+            out for node in graph.node if node.op_type == "Constant" for out in node.output
+        }
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+        return cls(
+            name=graph.name or "graph",
+            producers=producers,
+            nodes={node.name: node for node in graph.node if node.name},
+            shapes=shapes,
+            elem_types={v.name: v.type.tensor_type.elem_type for v in values},
+            constants=frozenset(constants),
+            opset=opset,
+        )
+
+    def data_inputs(self, node: onnx.NodeProto) -> list[str]:
+        """The inputs a layout op moves values of (all of Concat's; the first of the others)."""
+        inputs = list(node.input) if node.op_type == "Concat" else list(node.input[:1])
+        return [i for i in inputs if i and i not in self.constants]
+
+    def layout_leaves(self, tensor: str) -> list[str]:
+        """Tensors reached upstream of ``tensor`` through layout ops only, in input order."""
+        node = self.producers.get(tensor)
+        if node is None or node.op_type not in _LAYOUT_OPS:
+            return [tensor]
+        leaves: list[str] = []
+        for inp in self.data_inputs(node):
+            leaves.extend(leaf for leaf in self.layout_leaves(inp) if leaf not in leaves)
+        return leaves
+
+    def ancestors(self, tensor: str) -> set[str]:
+        """Every non-constant tensor ``tensor`` is computed from, itself included."""
+        seen: set[str] = set()
+        stack = [tensor]
+        while stack:
+            t = stack.pop()
+            if t in seen or t in self.constants:
+                continue
+            seen.add(t)
+            node = self.producers.get(t)
+            if node is not None:
+                stack.extend(i for i in node.input if i)
+        return seen
+
+    def upstream_nodes(self, tensor: str, op_type: str) -> list[onnx.NodeProto]:
+        found: dict[str, onnx.NodeProto] = {}
+        for t in self.ancestors(tensor):
+            node = self.producers.get(t)
+            if node is not None and node.op_type == op_type:
+                found[node.output[0]] = node
+        return list(found.values())
+
+    def static_shape(self, tensor: str) -> tuple[int, ...] | None:
+        shape = self.shapes.get(tensor)
+        if shape is None or any(d is None or d <= 0 for d in shape):
+            return None
+        return tuple(int(d) for d in shape)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _DecodeTail:
+    """Where the box and class branches enter the decode tail, and the sizes that follow."""
+
+    box_tensors: frozenset[str]  # everything upstream of the DFL Softmax
+    class_tensors: frozenset[str]  # everything upstream of the class Sigmoid
+    box_leaves: tuple[str, ...]
+    class_leaves: tuple[str, ...]
+    reg_max: int
+    nc: int
+
+
+def load_model(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """Read an ONNX file; a missing or unparsable file raises :class:`GraphError` naming it."""
+    try:
+        return onnx.load(os.fspath(path))
+    except (OSError, google.protobuf.message.DecodeError) as error:
+        raise GraphError(f"ONNX model {os.fspath(path)!r}: cannot be read ({error})") from error
+
+
+def _output_shapes(model: onnx.ModelProto) -> dict[str, tuple[int | str, ...]]:
+    return {
+        o.name: tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in o.type.tensor_type.shape.dim)
+        for o in model.graph.output
+    }
+
+
+def model_input(model: onnx.ModelProto) -> tuple[str, tuple[int, int]]:
+    """The image input: ``(name, (H, W))`` of the one non-initializer input shaped ``[N, C, H, W]``."""
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    found = {
+        i.name: tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in i.type.tensor_type.shape.dim)
+        for i in inputs
+    }
+    if len(inputs) != 1:
+        raise GraphError(f"model inputs: found {found}, expected exactly one image input [N, C, H, W]")
+    name, shape = next(iter(found.items()))
+    if len(shape) != 4 or not all(isinstance(d, int) and d > 0 for d in shape[2:]):
+        raise GraphError(f"model input {name!r}: shape {list(shape)}, expected [N, C, H, W] with fixed H and W")
+    return name, (int(shape[2]), int(shape[3]))
+
+
+def full_head_output(model: onnx.ModelProto) -> str:
+    """Name of the full decoded head output ``[1, 4 + nc, anchors]`` (the one rank-3 graph output)."""
+    shapes = _output_shapes(model)
+    rank3 = [name for name, shape in shapes.items() if len(shape) == 3]
+    if len(rank3) != 1:
+        raise GraphError(
+            f"model outputs: found {shapes}, expected exactly one decoded head output [1, 4 + nc, anchors]"
+        )
+    return rank3[0]
+
+
+def _find_tail(graph: _Graph, output: str) -> _DecodeTail:
+    shape = graph.static_shape(output)
+    if shape is None or len(shape) != 3 or shape[1] <= 4:
+        raise GraphError(
+            f"full head output {output!r}: shape {graph.shapes.get(output)}, expected [1, 4 + nc, anchors]"
+        )
+    nc = shape[1] - 4
+
+    joined = [graph.producers.get(t) for t in graph.layout_leaves(output)]
+    sigmoids = [n for n in joined if n is not None and n.op_type == "Sigmoid"]
+    if len(sigmoids) != 1:
+        ops = [n.op_type if n is not None else "graph input" for n in joined]
+        raise GraphError(
+            f"full head output {output!r}: joins tensors made by {ops}, expected exactly one class Sigmoid among them"
+        )
+    upstream = graph.upstream_nodes(output, "Softmax")
+    # The DFL Softmax is the last one; attention blocks in the backbone (YOLO11's C2PSA) come before it.
+    softmaxes = [s for s in upstream if not any(s.output[0] in graph.ancestors(t.input[0]) for t in upstream)]
+    if len(softmaxes) != 1:
+        raise GraphError(
+            f"full head output {output!r}: Softmax nodes upstream {[n.name for n in upstream]}, "
+            "expected exactly one last one (the DFL)"
+        )
+    softmax = softmaxes[0]
+    bins_shape = graph.static_shape(softmax.input[0])
+    default_axis = -1 if graph.opset >= 13 else 1
+    axis = next((a.i for a in softmax.attribute if a.name == "axis"), default_axis)
+    if bins_shape is None:
+        raise GraphError(f"DFL Softmax {softmax.name!r}: input shape unknown, cannot tell reg_max")
+    reg_max = bins_shape[axis]
+    return _DecodeTail(
+        box_tensors=frozenset(graph.ancestors(softmax.input[0])),
+        class_tensors=frozenset(graph.ancestors(sigmoids[0].input[0])),
+        box_leaves=tuple(graph.layout_leaves(softmax.input[0])),
+        class_leaves=tuple(graph.layout_leaves(sigmoids[0].input[0])),
+        reg_max=reg_max,
+        nc=nc,
+    )
+
+
+def _head(graph: _Graph, tail: _DecodeTail, tensor: str) -> HeadTensor:
+    shape = graph.static_shape(tensor)
+    if shape is None or len(shape) != 4 or shape[0] != 1:
+        raise GraphError(f"head tensor {tensor!r}: shape {graph.shapes.get(tensor)}, expected [1, C, H, W]")
+    elem_type = graph.elem_types.get(tensor, onnx.TensorProto.UNDEFINED)
+    if elem_type != onnx.TensorProto.FLOAT:
+        raise GraphError(
+            f"head tensor {tensor!r}: element type {onnx.TensorProto.DataType.Name(elem_type)}, expected FLOAT "
+            "(in a dynamically quantized graph the float head map is the output of the Add after ConvInteger)"
+        )
+    channels = shape[1]
+    in_box, in_class = tensor in tail.box_tensors, tensor in tail.class_tensors
+    box_channels = 4 * tail.reg_max
+    role: Role
+    if in_box and not in_class:
+        role = "box"
+    elif in_class and not in_box:
+        role = "class"
+    elif in_box and channels == box_channels != tail.nc:
+        role = "box"  # a map feeding both branches (per-scale channel concat): tell by its channel count
+    elif in_box and channels == tail.nc != box_channels:
+        role = "class"
+    else:
+        where = (
+            "both the DFL Softmax and the class Sigmoid" if in_box else "neither the DFL Softmax nor the class Sigmoid"
+        )
+        raise GraphError(
+            f"head tensor {tensor!r}: feeds {where} and has {channels} channels "
+            f"(box maps have 4 x reg_max = {box_channels}, class maps nc = {tail.nc}); cannot tell its role"
+        )
+    node = graph.producers.get(tensor)
+    return HeadTensor(tensor, node.name if node is not None else tensor, role, channels, (shape[2], shape[3]))
+
+
+def _sorted_heads(heads: Iterable[HeadTensor]) -> tuple[HeadTensor, ...]:
+    """Stride ascending (largest grid first), box before class."""
+    return tuple(sorted(heads, key=lambda h: (-h.grid[0] * h.grid[1], -h.grid[0], h.role != "box")))
+
+
+def _structural_heads(graph: _Graph, tail: _DecodeTail) -> tuple[HeadTensor, ...]:
+    leaves = dict.fromkeys((*tail.box_leaves, *tail.class_leaves))
+    heads = _sorted_heads(_head(graph, tail, t) for t in leaves)
+    boxes = [h for h in heads if h.role == "box"]
+    classes = [h for h in heads if h.role == "class"]
+    box_grids = sorted(h.grid for h in boxes)
+    class_grids = sorted(h.grid for h in classes)
+    if not boxes or box_grids != class_grids or len(set(box_grids)) != len(box_grids):
+        raise GraphError(
+            f"decode tail: box maps on grids {box_grids} and class maps on grids {class_grids}, "
+            "expected one box and one class map per grid"
+        )
+    wrong = [h for h in heads if h.channels != (4 * tail.reg_max if h.role == "box" else tail.nc)]
+    if wrong:
+        raise GraphError(
+            f"decode tail: head maps {[(h.tensor, h.role, h.channels) for h in wrong]} do not have "
+            f"4 x reg_max = {4 * tail.reg_max} (box) or nc = {tail.nc} (class) channels"
+        )
+    return heads
+
+
+def _resolve_end_node(graph: _Graph, name: str) -> str | None:
+    """A node name -> its (first) output tensor; a tensor name made by a node -> itself."""
+    if name in graph.nodes:
+        return graph.nodes[name].output[0]
+    if name in graph.producers:
+        return name
+    return None
+
+
+def find_heads(model: onnx.ModelProto, end_nodes: Sequence[str] | None = None) -> tuple[HeadTensor, ...]:
+    """The raw head tensors, stride ascending, box before class per grid.
+
+    Found from the structure of the decode tail, or, with ``end_nodes``, the nodes (or tensors) given
+    there, each mapped to its output tensor; their roles still come from which branch of the tail
+    they feed.
+    """
+    graph = _Graph.of(model)
+    tail = _find_tail(graph, full_head_output(model))
+    if end_nodes is None:
+        return _structural_heads(graph, tail)
+    tensors = {name: _resolve_end_node(graph, name) for name in end_nodes}
+    missing = [name for name, tensor in tensors.items() if tensor is None]
+    if missing:
+        try:
+            candidates = [h.node for h in _structural_heads(graph, tail)]
+        except GraphError:
+            candidates = []
+        similar = sorted({m for name in missing for m in difflib.get_close_matches(name, graph.nodes, n=3, cutoff=0.6)})
+        raise GraphError(
+            f"end nodes not found in {graph.name!r}: {missing}; head nodes found by structure: {candidates}; "
+            f"similar node names: {similar}"
+        )
+    return _sorted_heads(_head(graph, tail, t) for t in dict.fromkeys(t for t in tensors.values() if t is not None))
+
+
+def _extract(model: onnx.ModelProto, inputs: list[str], outputs: list[str], what: str) -> onnx.ModelProto:
+    part = onnx.utils.Extractor(shape_inference.infer_shapes(model)).extract_model(inputs, outputs)
+    known = {i.name for i in part.graph.input} | {i.name for i in part.graph.initializer}
+    known |= {out for node in part.graph.node for out in node.output}
+    loose = sorted({i for node in part.graph.node for i in node.input if i and i not in known})
+    if loose:
+        raise GraphError(f"{what}: {outputs} also depend on {loose}, not only on the tensors {inputs}")
+    part.metadata_props.extend(model.metadata_props)
+    return part
+
+
+def cut_at_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.ModelProto:
+    """The model from its image input to the head tensors, which become its only outputs."""
+    input_name, _ = model_input(model)
+    return _extract(model, [input_name], [h.tensor for h in heads], "cut at the heads")
+
+
+def decode_tail(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.ModelProto:
+    """The model's decode tail alone: the head tensors are its inputs, the full head output its output.
+
+    Run on the cut model's outputs it computes what the full model computes, without running the
+    backbone again; it fails if the full head output needs more than the heads (an incomplete cut).
+    """
+    return _extract(model, [h.tensor for h in heads], [full_head_output(model)], "decode tail")
+
+
+def _only_consumer(consumers: dict[str, list[int]], nodes: list[onnx.NodeProto], tensor: str, op_type: str) -> int:
+    users = consumers.get(tensor, [])
+    if len(users) != 1 or nodes[users[0]].op_type != op_type:
+        raise GraphError(
+            f"decode tail: {tensor!r} is used by {[(nodes[i].op_type, nodes[i].name) for i in users]}, expected one "
+            f"{op_type} (onnxruntime's dynamic quantization: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul)"
+        )
+    return users[0]
+
+
+def _initializer(initializers: dict[str, onnx.TensorProto], name: str, what: str, conv: onnx.NodeProto) -> np.ndarray:
+    if name not in initializers:
+        raise GraphError(f"decode tail: quantized conv {conv.name!r}: {what} {name!r} is not an initializer")
+    return numpy_helper.to_array(initializers[name]).astype(np.float32)
+
+
+def dequantize_decode_tail(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with the convolutions of its decode tail (the DFL) run in float.
+
+    onnxruntime's dynamic quantization turns the DFL's 1x1 conv into ``DynamicQuantizeLinear`` of
+    the softmax probabilities, ``ConvInteger``, ``Cast`` and a ``Mul`` by both scales; quantizing
+    the probabilities to 8 bits moves the decoded box sides by up to about a sixth of a stride.
+    Each such chain after the head tensors becomes one float ``Conv`` with the dequantized weights
+    ``(w_q - w_zero_point) * w_scale``; the rest of the graph is untouched. A model without such a
+    chain is returned as it is (the same object).
+    """
+    graph = _Graph.of(model)
+    output = full_head_output(model)
+    heads = _structural_heads(graph, _find_tail(graph, output))
+    before_heads: set[str] = set()
+    for h in heads:
+        before_heads |= graph.ancestors(h.tensor)
+    tail = graph.ancestors(output) - before_heads
+    nodes = list(model.graph.node)
+    quantizers = [i for i, n in enumerate(nodes) if n.op_type == "DynamicQuantizeLinear" and n.input[0] in tail]
+    if not quantizers:
+        return model
+    consumers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for name in node.input:
+            consumers.setdefault(name, []).append(i)
+    initializers = {i.name: i for i in model.graph.initializer}
+    replaced: dict[int, onnx.NodeProto | None] = {}
+    new_weights = []
+    for q in quantizers:
+        x, (xq, xs, xzp) = nodes[q].input[0], nodes[q].output
+        conv_i = _only_consumer(consumers, nodes, xq, "ConvInteger")
+        scales_i = _only_consumer(consumers, nodes, xs, "Mul")
+        cast_i = _only_consumer(consumers, nodes, nodes[conv_i].output[0], "Cast")
+        rescale_i = _only_consumer(consumers, nodes, nodes[cast_i].output[0], "Mul")
+        conv, scales, rescale = nodes[conv_i], nodes[scales_i], nodes[rescale_i]
+        if consumers.get(xzp, []) != [conv_i] or set(rescale.input) != {nodes[cast_i].output[0], scales.output[0]}:
+            raise GraphError(
+                f"decode tail: quantized conv {conv.name!r} does not follow the dynamic quantization pattern"
+            )
+        (w_scale_name,) = [i for i in scales.input if i != xs]
+        w_q = _initializer(initializers, conv.input[1], "weight", conv)
+        w_zp = _initializer(initializers, conv.input[3], "weight zero point", conv) if len(conv.input) > 3 else 0
+        w_scale = _initializer(initializers, w_scale_name, "weight scale", conv)
+        per_channel = (-1, 1, 1, 1) if np.size(w_scale) > 1 else ()
+        weight = (w_q - np.reshape(w_zp, per_channel)) * np.reshape(w_scale, per_channel)
+        weight_name = f"{conv.name}_dequantized_weight"
+        new_weights.append(numpy_helper.from_array(weight.astype(np.float32), weight_name))
+        float_conv = onnx.helper.make_node("Conv", [x, weight_name], [rescale.output[0]], name=f"{conv.name}_float")
+        float_conv.attribute.extend(conv.attribute)
+        replaced.update(dict.fromkeys((q, scales_i, conv_i, cast_i), None))
+        replaced[rescale_i] = float_conv  # the last of the chain: everything it needs comes before it
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    del result.graph.node[:]
+    result.graph.node.extend(replaced.get(i, node) for i, node in enumerate(nodes) if replaced.get(i, node) is not None)
+    result.graph.initializer.extend(new_weights)
+    return result

@@ -1,0 +1,329 @@
+"""Detection paths: one model, one backend, one decoder, from an original image to detections on it.
+
+A path takes a uint8 ``(H, W, 3)`` RGB image, prepares it as its model expects (letterbox with 114
+or plain resize, per :class:`~harness.core.settings.EvalSettings`), runs the model, decodes, and hands
+back detections in ORIGINAL-image pixels (clipped to the image) with model class ids.
+
+- :class:`OnnxPath`: the reference, the full ONNX export (float NCHW input in ``[0, 1]``) and the
+  harness NMS over its own decoded head output ``[1, 4 + nc, anchors]``.
+- :class:`RawHeadsPath`: any runner with a uint8 NHWC 0-255 input (the HEF contract) whose outputs
+  are the six raw heads; decoded by :func:`harness.decode.yolo.decode`.
+- :class:`NmsBufferPath`: any such runner whose one output is a HailoRT NMS buffer; decoded by
+  :func:`harness.formats.nms_buffer.decode_nms`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+import numpy as np
+import onnx
+
+from harness.backends.base import InputSpec, Runner
+from harness.backends.onnx.runner import FullHeadRunner
+from harness.conformance.suite import Decoder
+from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
+from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
+from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.nms import nms_hailort, nms_ultralytics
+from harness.decode.yolo import classes_are_probabilities, decode, pair_heads
+from harness.formats.nms_buffer import decode_nms
+from harness.formats.quant import dequantize
+from harness.inputs.onnx_graph import load_model, model_input
+from harness.inputs.preprocess import letterbox, resize, to_nchw_float
+from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_above_threshold
+
+_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """One image through a path: ``detections`` in original-image pixels with model class ids;
+    ``cells``: how many raw class-output cells passed the score threshold (raw-head paths only)."""
+
+    detections: Detections
+    cells: CellsAboveThreshold | None = None
+
+
+class DetectionPath(Protocol):
+    """``name`` is ``onnx``, ``hailo`` or one of the emulated paths (:data:`DEVICE_PATHS`); ``emulated``
+    is True unless the path ran on Hailo hardware. ``model_sha256`` is the model file's; ``variant``
+    names whatever else fixes the outputs (e.g. the emulator's calibration set), ``""`` if nothing.
+    ``model_names`` are the model's class names in class-id order, if known. ``fps``: frames per
+    second measured on Hailo hardware so far, None for every other path and before any frame."""
+
+    name: str
+    emulated: bool
+    model_path: Path
+    model_sha256: str
+    variant: str
+    settings: EvalSettings
+    input_hw: tuple[int, int]
+    model_names: tuple[str, ...] | None
+
+    @property
+    def fps(self) -> float | None: ...
+
+    def detect(self, image: np.ndarray) -> FrameResult: ...
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes; an unreadable file raises a :class:`HarnessError` naming it."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as error:
+        raise HarnessError(f"model {os.fspath(path)!r}: cannot be read ({error.strerror or error})") from error
+    return digest.hexdigest()
+
+
+def onnx_class_names(model: onnx.ModelProto, source: str = "ONNX model") -> tuple[str, ...] | None:
+    """Class names from an Ultralytics export's metadata ``names`` (a Python dict literal
+    ``{0: 'person', ...}``, ultralytics: ultralytics/engine/exporter.py, read back with
+    ``ast.literal_eval`` in ultralytics/nn/backends/base.py); None when the model has no such entry."""
+    raw = next((p.value for p in model.metadata_props if p.key == "names"), None)
+    if raw is None:
+        return None
+    try:
+        names = ast.literal_eval(raw)
+    except (ValueError, SyntaxError) as error:
+        raise GraphError(f"{source}: metadata 'names' {raw[:80]!r} is not a literal ({error})") from error
+    if isinstance(names, dict) and sorted(names) == list(range(len(names))):
+        names = [names[i] for i in range(len(names))]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise GraphError(f"{source}: metadata 'names' {raw[:80]!r}, expected {{0: 'name', 1: ...}} or a list")
+    return tuple(names)
+
+
+def prepare(image: np.ndarray, settings: EvalSettings) -> tuple[np.ndarray, Letterbox]:
+    """uint8 ``(H, W, 3)`` -> the uint8 model-input image and where the original sits in it."""
+    if settings.preprocess is Preprocess.RESIZE:
+        return resize(image, settings.input_hw), Letterbox.resize(image.shape[:2], settings.input_hw)
+    return letterbox(image, settings.input_hw)
+
+
+def _names(model_names: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if model_names is None else tuple(model_names)
+
+
+class OnnxPath:
+    """The reference path: a full Ultralytics ONNX export run by onnxruntime, NMS by the harness
+    (``settings.nms_mode``) over the model's decoded head output. ``model_names`` default to the
+    export's metadata."""
+
+    name = ONNX
+    emulated = False
+    variant = ""
+    fps = None
+
+    def __init__(
+        self,
+        onnx_path: str | os.PathLike[str],
+        settings: EvalSettings,
+        model_names: Sequence[str] | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.model_path = Path(onnx_path)
+        model = load_model(self.model_path)
+        self._input_name, input_hw = model_input(model)
+        if tuple(settings.input_hw) != input_hw:
+            raise HarnessError(
+                f"{self.model_path}: settings input_hw {tuple(settings.input_hw)}, expected the model input {input_hw}"
+            )
+        self.model_sha256 = file_sha256(self.model_path)
+        self.settings = settings
+        self.input_hw = input_hw
+        self.model_names = _names(model_names) or onnx_class_names(model, str(self.model_path))
+        self._config = settings.decode_config(classes_are_probabilities=True)
+        self._runner = FullHeadRunner(model, threads)
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        canvas, geometry = prepare(image, self.settings)
+        head = self._runner.infer({self._input_name: to_nchw_float(canvas)})  # (4 + nc, anchors)
+        boxes = xywh_to_xyxy(head[:4].T)
+        scores = np.ascontiguousarray(head[4:].T, dtype=np.float32)
+        return FrameResult(unletterbox(_NMS[self.settings.nms_mode](boxes, scores, self._config), geometry))
+
+    def close(self) -> None:
+        self._runner.close()
+
+    def __enter__(self) -> OnnxPath:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _image_input(specs: Mapping[str, InputSpec], input_hw: tuple[int, int]) -> str:
+    """The one input, uint8 NHWC ``input_hw + (3,)``: raw 0-255 RGB, the /255 being inside the HEF
+    (hailo_model_zoo: cfg/alls/generic/yolov8n.alls, ``normalization([0,0,0],[255,255,255])``)."""
+    expected = f"one uint8 NHWC input of shape {(*input_hw, 3)}"
+    if len(specs) != 1:
+        raise SpecError(f"runner inputs {sorted(specs)}: expected {expected}")
+    spec = next(iter(specs.values()))
+    if spec.format_order is not FormatOrder.NHWC or spec.format_type is not FormatType.UINT8:
+        raise SpecError(
+            f"input {spec.name!r}: {spec.format_order.name} {spec.format_type.name}, expected NHWC UINT8 (0-255)"
+        )
+    if tuple(spec.shape) != (*input_hw, 3):
+        raise SpecError(f"input {spec.name!r}: shape {spec.shape}, expected {(*input_hw, 3)} (settings input_hw)")
+    return spec.name
+
+
+class _RunnerPath:
+    """What the raw-head and NMS-buffer paths share: a runner fed like a HEF, and their identity.
+    Each subclass checks in :meth:`_check_outputs` that the runner's outputs are what it decodes."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        settings: EvalSettings,
+        model_path: str | os.PathLike[str],
+        name: str = EMULATED_HAILO,
+        model_names: Sequence[str] | None = None,
+        variant: str = "",
+    ) -> None:
+        if name not in (*DEVICE_PATHS, ONNX):
+            raise HarnessError(
+                f"path name {name!r}: expected one of {[*DEVICE_PATHS, ONNX]} for a runner fed like a HEF"
+            )
+        self.name = name
+        self.emulated = name != HAILO
+        self.model_path = Path(model_path)
+        self.model_sha256 = file_sha256(self.model_path)
+        self.variant = variant
+        self.settings = settings
+        self.input_hw = settings.input_hw
+        self.model_names = _names(model_names)
+        self._runner = runner
+        self._input_name = _image_input(runner.input_specs, settings.input_hw)
+        self._specs: dict[str, OutputSpec] = dict(runner.output_specs)
+        self._check_outputs()
+
+    def _check_outputs(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def fps(self) -> float | None:
+        """The device's measured frames per second (a runner that measures it: HailoRT's)."""
+        return None if self.emulated else getattr(self._runner, "fps", None)
+
+    def _infer(self, image: np.ndarray) -> tuple[dict[str, np.ndarray], Letterbox]:
+        canvas, geometry = prepare(image, self.settings)
+        return self._runner.infer({self._input_name: canvas[None]}), geometry
+
+
+def _class_probabilities(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> list[np.ndarray]:
+    """Every cell's class probabilities, ``(cells, nc)`` per head, as :func:`decode` scores them:
+    dequantized, and through a float32 sigmoid unless the outputs already hold probabilities."""
+    values = []
+    for pair in pair_heads(specs, config.input_hw):
+        spec = specs[pair.class_name]
+        raw = np.asarray(outputs[pair.class_name]).reshape(-1, spec.channels)
+        values.append((spec, dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)))
+    probabilities = config.classes_are_probabilities
+    if probabilities is None:
+        probabilities = all(classes_are_probabilities(spec, v) for spec, v in values)
+    if probabilities:
+        return [v for _, v in values]
+    with np.errstate(over="ignore"):
+        return [np.float32(1) / (np.float32(1) + np.exp(-v)) for _, v in values]
+
+
+class RawHeadsPath(_RunnerPath):
+    """A runner fed uint8 NHWC 0-255 whose outputs are the six raw heads (UINT8/UINT16 with quant
+    infos, or FLOAT32; NHWC or FCR, both dense channel-last on the host), decoded by the harness.
+    Also counts the class-output cells at or above the score threshold."""
+
+    # FCR and NHWC are both [N, H, W, C] on the host side
+    # hailort: hailort/libhailort/include/hailo/hailort.h (hailo_format_order_t)
+
+    def _check_outputs(self) -> None:
+        self._config = self.settings.decode_config()
+        pair_heads(self._specs, self._config.input_hw)  # fails now, naming the outputs, if they are not six heads
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        outputs, geometry = self._infer(image)
+        detections = decode(outputs, self._specs, self._config)
+        scores = _class_probabilities(outputs, self._specs, self._config)
+        cells = cells_above_threshold(scores, self.settings.score_threshold)
+        return FrameResult(unletterbox(detections, geometry), cells)
+
+
+class NmsBufferPath(_RunnerPath):
+    """A runner fed uint8 NHWC 0-255 whose one output is a HailoRT NMS buffer (BY_CLASS or BY_SCORE,
+    in any host form :func:`~harness.formats.nms_buffer.decode_nms` reads). The buffer holds what
+    the NMS compiled into the model kept; no threshold is applied again here."""
+
+    def _check_outputs(self) -> None:
+        found = {n: s.format_order.name for n, s in self._specs.items()}
+        nms = [
+            s for s in self._specs.values() if s.format_order in (FormatOrder.NMS_BY_CLASS, FormatOrder.NMS_BY_SCORE)
+        ]
+        if len(self._specs) != 1 or len(nms) != 1:
+            raise SpecError(f"runner outputs {found}: expected exactly one, of order NMS_BY_CLASS or NMS_BY_SCORE")
+        self._spec = nms[0]
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        outputs, geometry = self._infer(image)
+        if self._spec.name not in outputs:
+            raise SpecError(f"output {self._spec.name!r}: missing from the runner's outputs ({sorted(outputs)})")
+        detections = decode_nms(outputs[self._spec.name], self._spec, self.input_hw)
+        return FrameResult(unletterbox(detections, geometry))
+
+
+def runner_path(
+    runner: Runner,
+    settings: EvalSettings,
+    model_path: str | os.PathLike[str],
+    name: str,
+    model_names: Sequence[str] | None = None,
+    variant: str = "",
+) -> RawHeadsPath | NmsBufferPath:
+    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads."""
+    nms = any(spec.is_nms for spec in runner.output_specs.values())
+    kind = NmsBufferPath if nms else RawHeadsPath
+    return kind(runner, settings, model_path, name, model_names, variant)
+
+
+class DecoderPath(_RunnerPath):
+    """A runner fed like a HEF whose raw head outputs a host decoder with the harness decoder's
+    signature (``decoder(outputs, specs, config) -> Detections``) turns into detections: a user's
+    own decoder, or one of the doctor's host mistakes. ``decoder`` is kept for the conformance suite.
+    The runner's outputs are not checked: whatever the decoder makes of them is what is measured."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        settings: EvalSettings,
+        model_path: str | os.PathLike[str],
+        decoder: Decoder,
+        name: str,
+        model_names: Sequence[str] | None,
+        variant: str,
+    ) -> None:
+        self.decoder = decoder
+        super().__init__(runner, settings, model_path, name, model_names, variant)
+        self.emulated = name not in (HAILO, ONNX)
+
+    def _check_outputs(self) -> None:
+        self._config = self.settings.decode_config()
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        outputs, geometry = self._infer(image)
+        return FrameResult(unletterbox(self.decoder(outputs, self._specs, self._config), geometry))

@@ -1,0 +1,190 @@
+"""Run one detection path over a labelled dataset and measure it: the :class:`~harness.verdict.result.PathResult`.
+
+Images are read one at a time; each prediction goes to the cache (if any) as soon as it is made,
+so an interrupted run loses nothing and a repeated one infers nothing. Ground truth is relabelled
+to the model's class ids by name (``settings.class_map``, or the identity when the dataset's and
+the model's class names are the same list, order included); metrics follow at
+``settings.score_threshold``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import importlib.util
+import platform
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from typing import TextIO
+
+import numpy as np
+
+from harness import __version__
+from harness.core.errors import HarnessError
+from harness.inputs.dataset import Dataset, DatasetError, Sample, class_map
+from harness.inputs.preprocess import load_image
+from harness.pipeline.cache import CacheFile, PredictionCache
+from harness.pipeline.detect import DetectionPath, FrameResult
+from harness.verdict.metrics import box_counts, evaluate, score_distribution
+from harness.verdict.metrics.distribution import CellsAboveThreshold
+from harness.verdict.result import PathResult, Provenance
+
+PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
+_PACKAGES = ("numpy", "onnx", "onnxruntime", "pycocotools")
+
+
+def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], given: Sequence[int]) -> np.ndarray:
+    """Dataset class id -> model class id: ``given`` (as :func:`harness.inputs.dataset.class_map` made it
+    from an explicit name mapping) checked against both name lists, or else the identity, which
+    needs the same names in the same order."""
+    if not given:
+        return class_map(dataset_names, model_names)
+    mapping = np.asarray(given, dtype=np.int64)
+    if len(mapping) != len(dataset_names) or mapping.min() < 0 or mapping.max() >= len(model_names):
+        raise DatasetError(
+            f"settings class_map {list(given)}: expected one model class id in 0..{len(model_names) - 1} "
+            f"for each of the {len(dataset_names)} dataset classes {list(dataset_names)}"
+        )
+    return mapping
+
+
+def environment() -> tuple[tuple[str, str], ...]:
+    """Python and the versions of the packages that shape results; HailoRT's where it is installed
+    (found by its distribution, without importing it)."""
+    found = [("python", platform.python_version())]
+    for package in _PACKAGES:
+        try:
+            found.append((package, importlib.metadata.version(package)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    if importlib.util.find_spec("hailo_platform") is not None:
+        try:
+            found.append(("hailort", importlib.metadata.version("hailort")))
+        except importlib.metadata.PackageNotFoundError:
+            found.append(("hailort", "unknown"))
+    return tuple(found)
+
+
+class Progress:
+    """A one-line stderr progress bar, redrawn at most ten times a second."""
+
+    def __init__(self, label: str, total: int, stream: TextIO) -> None:
+        self.label, self.total, self.stream = label, total, stream
+        self.done = self.cached = 0
+        self._start = self._drawn = time.monotonic()
+
+    def step(self, cached: bool) -> None:
+        self.done += 1
+        self.cached += cached
+        now = time.monotonic()
+        if now - self._drawn >= 0.1 or self.done == self.total:
+            self._drawn = now
+            width = 30
+            filled = width * self.done // max(self.total, 1)
+            rate = (self.done - self.cached) / max(now - self._start, 1e-9)
+            self.stream.write(
+                f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} images, "
+                f"{self.cached} cached, {rate:.1f} inferred/s"
+            )
+            if self.done == self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+def _progress(label: str, total: int, progress: bool | None, stream: TextIO) -> Progress | None:
+    if progress is None:
+        progress = total > PROGRESS_MIN_IMAGES and stream.isatty()
+    return Progress(label, total, stream) if progress else None
+
+
+def _frames(
+    path: DetectionPath, samples: Sequence[Sample], cache: CacheFile | None, bar: Progress | None
+) -> Iterator[FrameResult]:
+    for sample in samples:
+        frame = cache.get(sample.sha256) if cache is not None else None
+        cached = frame is not None
+        if frame is None:
+            image = load_image(sample.path)
+            if image.shape[:2] != sample.original_hw:
+                raise HarnessError(
+                    f"image {sample.image_id!r}: {image.shape[0]}x{image.shape[1]} when read, but "
+                    f"{sample.original_hw[0]}x{sample.original_hw[1]} when the dataset was listed (changed since?)"
+                )
+            frame = path.detect(image)
+            if cache is not None:
+                cache.put(sample.sha256, sample.image_id, frame)
+        if bar is not None:
+            bar.step(cached)
+        yield frame
+
+
+def _cells(frames: Sequence[FrameResult], threshold: float) -> CellsAboveThreshold | None:
+    counted = [f.cells for f in frames if f.cells is not None]
+    if not counted:
+        return None
+    if len(counted) != len(frames):
+        raise HarnessError(f"cells above threshold: counted for {len(counted)} of {len(frames)} images, expected all")
+    return CellsAboveThreshold(
+        threshold,
+        sum(c.cells for c in counted),
+        sum(c.cells_above for c in counted),
+        sum(c.candidates for c in counted),
+    )
+
+
+def evaluate_path(
+    path: DetectionPath,
+    dataset: Dataset,
+    cache: PredictionCache | None = None,
+    progress: bool | None = None,
+    stream: TextIO | None = None,
+) -> PathResult:
+    """Predict every readable sample of ``dataset`` with ``path`` (from ``cache`` where it has them)
+    and measure the predictions.
+
+    ``progress``: None shows a bar on ``stream`` (default stderr) when it is a terminal and the set
+    has more than :data:`PROGRESS_MIN_IMAGES` images; True always; False never.
+    """
+    if not dataset.samples:
+        raise DatasetError(f"dataset {dataset.root}: no readable images to evaluate")
+    if path.model_names is None:
+        raise HarnessError(
+            f"model {path.model_path}: class names unknown (not in its metadata); "
+            "give the model's class names in class-id order"
+        )
+    names = path.model_names
+    settings = path.settings
+    mapping = resolve_class_map(dataset.names, names, settings.class_map)
+    stream = sys.stderr if stream is None else stream
+    bar = _progress(f"eval {path.name}", len(dataset.samples), progress, stream)
+    if cache is None:
+        frames = list(_frames(path, dataset.samples, None, bar))
+    else:
+        with cache.open(path) as cache_file:
+            frames = list(_frames(path, dataset.samples, cache_file, bar))
+    predictions = tuple(f.detections for f in frames)
+    ground_truth = [s.ground_truth.mapped(mapping) for s in dataset.samples]
+    settings = dataclasses.replace(settings, class_map=tuple(int(i) for i in mapping))
+    return PathResult(
+        path=path.name,
+        emulated=path.emulated,
+        settings=settings,
+        provenance=Provenance(
+            model_path=str(path.model_path),
+            model_sha256=path.model_sha256,
+            dataset=str(dataset.root),
+            dataset_manifest=dataset.manifest,
+            harness_version=__version__,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            environment=environment(),
+        ),
+        image_ids=tuple(s.image_id for s in dataset.samples),
+        predictions=predictions,
+        metrics=evaluate(ground_truth, predictions, names, settings.score_threshold),
+        box_counts=box_counts(predictions),
+        scores=score_distribution(predictions),
+        cells=_cells(frames, settings.score_threshold),
+        fps=path.fps,
+    )

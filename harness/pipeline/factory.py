@@ -1,0 +1,167 @@
+"""The one place detection paths are built: a :class:`~harness.pipeline.spec.PathSpec` and the run
+it belongs to (:class:`RunContext`: the model, the dataset, the settings, the caches) -> an open
+:class:`~harness.pipeline.detect.DetectionPath`. The job, ``eval``, the doctor and the Python API
+all come here."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.backends.base import Runner
+from harness.backends.dfc import HarRunner, check_compiled_thresholds
+from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef
+from harness.backends.hailort import HailoRTRunner
+from harness.backends.onnx.runner import FloatHeadsRunner
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.core.settings import EvalSettings
+from harness.inputs.calibration import CalibrationSource
+from harness.inputs.dataset import Dataset, class_map, load_yolo
+from harness.inputs.demo import DEMO_DATASET_NAME, IN_DOMAIN, OFF_DOMAIN, demo_data, demo_split
+from harness.inputs.onnx_graph import load_model, model_input
+from harness.pipeline.cache import PredictionCache
+from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, onnx_class_names, runner_path
+from harness.pipeline.evaluate import evaluate_path
+from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+from harness.verdict.result import PathResult
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every path of one run shares: the model's export (its class names and input size), the
+    dataset, the settings completed for both, the prediction cache (None: infer everything) and the
+    cache folder, and where progress lines go."""
+
+    onnx: Path
+    dataset: Dataset
+    settings: EvalSettings
+    names: tuple[str, ...]
+    cache_dir: Path
+    cache: PredictionCache | None
+    progress: bool | None = None
+    log: Callable[[str], None] = print
+
+    @property
+    def is_demo(self) -> bool:
+        return Path(self.dataset.root).name == DEMO_DATASET_NAME
+
+    def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
+        return evaluate_path(path, dataset or self.dataset, self.cache, self.progress)
+
+
+def load_dataset(
+    source: str | os.PathLike[str] | None, split: str = "val", cache_dir: Path = defaults.CACHE_DIR
+) -> Dataset:
+    """A YOLO dataset (yaml or folder); None: the demo validation set, generated into the cache."""
+    return load_yolo(source if source is not None else demo_data(cache_dir), split)
+
+
+def prepare_run(
+    onnx: str | os.PathLike[str],
+    dataset: Dataset,
+    settings: SettingsSpec | None = None,
+    cache_dir: Path = defaults.CACHE_DIR,
+    *,
+    use_cache: bool = True,
+    progress: bool | None = None,
+    log: Callable[[str], None] = print,
+) -> RunContext:
+    """The run of ``onnx`` on ``dataset``: class names from the export's metadata, matched to the
+    dataset's by name (``settings.map_class`` maps the ones named differently)."""
+    onnx, settings = Path(onnx), settings or SettingsSpec()
+    model = load_model(onnx)
+    _, input_hw = model_input(model)
+    names = onnx_class_names(model, str(onnx))
+    if names is None:
+        raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
+    mapping = class_map(dataset.names, names, dict(settings.map_class) or None)  # refused now, not per path
+    # Without an explicit map the evaluation matches the names again for each dataset it is given.
+    given = tuple(int(i) for i in mapping) if settings.map_class else ()
+    cache = PredictionCache(Path(cache_dir) / "predictions") if use_cache else None
+    resolved = settings.resolve(input_hw, given)
+    return RunContext(onnx, dataset, resolved, names, Path(cache_dir), cache, progress, log)
+
+
+def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSource, int]:
+    """The emulator's calibration images and how many of them: a folder, the demo set's named
+    split, or by default the demo's in-domain frames on the demo set and the evaluated images
+    themselves on any other (all of them where there are fewer than the count)."""
+    if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) or (spec.calibration is None and run.is_demo):
+        return demo_split(run.cache_dir, spec.calibration or IN_DOMAIN), spec.calibration_count
+    if spec.calibration is None:
+        images = [s.path for s in run.dataset.samples]
+        return images, min(spec.calibration_count, len(images))
+    folder = Path(spec.calibration)
+    if not folder.is_dir():
+        raise HarnessError(f"--calibration {folder}: not a folder of images (or {IN_DOMAIN!r} / {OFF_DOMAIN!r})")
+    return folder, spec.calibration_count
+
+
+def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
+    """The emulated HEF of ``spec`` (cached by content in the run's cache folder)."""
+    source, count = calibration_source(spec, run)
+    options = EmulatorOptions(
+        calibration_count=count,
+        sigmoid_inside=spec.sigmoid_inside,
+        nms=spec.hef_nms,
+        score_threshold=run.settings.score_threshold,
+        iou_threshold=run.settings.iou_threshold,
+        max_proposals_per_class=run.settings.max_per_class,
+    )
+    return build_emulated_hef(run.onnx, source, options, run.cache_dir / "emulator")
+
+
+def check(spec: PathSpec, settings: EvalSettings) -> None:
+    """Refuse ``spec`` before anything runs: options its backend does not take or lacks, and a HAR
+    whose compiled NMS thresholds are not the evaluation's (every stage would differ by them alone)."""
+    spec.validate()
+    if spec.backend is Backend.DFC and spec.har is not None:
+        check_compiled_thresholds(spec.har, settings.score_threshold, settings.iou_threshold)
+
+
+@contextmanager
+def open_path(spec: PathSpec, run: RunContext, settings: EvalSettings | None = None) -> Iterator[DetectionPath]:
+    """``spec`` as an open detection path of ``run`` (under ``settings``, default the run's); its
+    runner is closed afterwards."""
+    settings = settings or run.settings
+    check(spec, settings)
+    with ExitStack() as stack:
+        yield _path(spec, run, settings, stack)
+
+
+def _path(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> DetectionPath:
+    name, names = spec.path_name, run.names
+    runner: Runner
+    if spec.backend is Backend.ONNX:
+        if spec.decoder is None:
+            return stack.enter_context(OnnxPath(run.onnx, settings, names))
+        runner, model, variant = stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads"
+    elif spec.backend is Backend.EMULATOR:
+        hef = emulated_hef(spec, run)
+        run.log(f"Hailo path: {hef.label}")
+        runner, model, variant = stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash
+    elif spec.backend is Backend.HAILORT:
+        assert spec.hef is not None
+        devices = spec.hailo_devices or None
+        runner = stack.enter_context(HailoRTRunner(spec.hef, format_type=spec.hailo_format, device_ids=devices))
+        model, variant = spec.hef, spec.hailo_format.name.lower()  # the two formats dequantize apart: cached apart
+        run.log(f"Hailo path: {runner.label}")
+    else:
+        assert spec.har is not None
+        runner = stack.enter_context(HarRunner(spec.har, spec.stage, settings.input_hw))
+        model, variant = spec.har, ""
+        run.log(f"stage {spec.stage.value}: {runner.label}")
+    if spec.decoder is not None:
+        tag = getattr(spec.decoder, "__name__", "decoder")
+        return DecoderPath(runner, settings, model, spec.decoder, name, names, f"{variant}+{tag}")
+    return runner_path(runner, settings, model, name, names, variant)
+
+
+def evaluate(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:
+    """``spec`` evaluated on the run's dataset (or ``dataset``, a part of it)."""
+    with open_path(spec, run) as path:
+        return run.evaluate(path, dataset)

@@ -1,0 +1,176 @@
+"""The main job: the ONNX path and the (emulated) Hailo path on one labelled set, held against the
+golden baselines and against each other, with the sign-off reports written.
+
+Without Hailo software the Hailo path is the emulator's HEF (sigmoid inside, HailoRT's NMS op,
+a HAILO_NMS_BY_CLASS buffer), labelled ``emulated-hailo`` everywhere. With an optimized HAR and the
+Dataflow Compiler, its fp-optimized and quantized emulations run too, and the stage gate names the
+first stage (float -> fp-optimized -> quantized -> hardware) that lost the accuracy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from harness.backends.dfc.runner import EmulationStage
+from harness.backends.emulator.localisation import layer_sqnr, worst_layers
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.core.path_names import EMULATED_HAILO, ONNX
+from harness.inputs.dataset import dataset_name
+from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, GOLDEN_ROOT
+from harness.pipeline.factory import RunContext, check, emulated_hef, evaluate, load_dataset, prepare_run
+from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec
+from harness.report import write_reports
+from harness.verdict.gates import (
+    BASELINE_KINDS,
+    GateId,
+    GateResult,
+    gate_path_agreement,
+    gate_stages,
+    missing_golden_gates,
+    run_gates,
+)
+from harness.verdict.golden import golden_from_result, golden_path, load_golden, missing_golden_message, write_golden
+from harness.verdict.metrics.coco import paired_bootstrap
+from harness.verdict.result import PathResult
+
+LOCALISATION_FRAMES = 16
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A job, as data: the model's export, the labelled set (None: the demo's), the Hailo path,
+    an optional optimized HAR whose DFC stages run too, the settings, and where baselines, reports
+    and caches live."""
+
+    onnx: Path = DEMO_ONNX
+    dataset: Path | None = None
+    split: str = "val"
+    hailo: PathSpec = field(default_factory=lambda: PathSpec(Backend.EMULATOR))
+    har: Path | None = None
+    settings: SettingsSpec = field(default_factory=SettingsSpec)
+    golden_root: Path = GOLDEN_ROOT
+    report_dir: Path = defaults.REPORT_DIR
+    cache_dir: Path = defaults.CACHE_DIR
+    update_golden: bool = False
+    invocation: tuple[str, ...] = ("hailo-harness", "run")
+    progress: bool | None = None
+
+    @property
+    def stages(self) -> tuple[PathSpec, ...]:
+        """The HAR's emulation stages, fp-optimized then quantized."""
+        if self.har is None:
+            return ()
+        return tuple(PathSpec(Backend.DFC, har=self.har, stage=stage) for stage in EmulationStage)
+
+    @property
+    def dataset_name(self) -> str:
+        return dataset_name(self.dataset) if self.dataset is not None else DEMO_DATASET_NAME
+
+
+def planned_gates(config: JobConfig) -> tuple[GateId, ...]:
+    """The gates the job yields, in order, known before it runs (the plugin collects them as items):
+    the baseline gates of the ONNX and the Hailo path, their agreement, and the stage gate with a HAR."""
+    data, hailo = config.dataset_name, config.hailo.path_name
+    ids = [GateId(kind, data, path) for path in (ONNX, hailo) for kind in BASELINE_KINDS]
+    ids.append(GateId("path_agreement", data, hailo))
+    if config.har is not None:
+        ids.append(GateId("stages", data))
+    return tuple(ids)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    results: tuple[PathResult, ...]  # the ONNX reference first, the Hailo path last
+    gates: tuple[GateResult, ...]
+    reports: dict[str, Path]
+    golden_changes: tuple[str, ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        return all(g.passed for g in self.gates)
+
+    def gate(self, gate_id: GateId) -> GateResult | None:
+        return next((g for g in self.gates if g.id == gate_id), None)
+
+
+def _baseline_gates(
+    config: JobConfig, run: RunContext, reference: PathResult, hailo: PathResult, changes: list[str]
+) -> list[GateResult]:
+    """Both paths against their golden baselines (written first with ``update_golden``), the Hailo
+    path against the reference too; the DFC stages are held to the float model only (gate_stages)."""
+    truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in run.dataset.samples]
+    names = [c.name for c in reference.metrics.per_class]
+    bootstrap = paired_bootstrap(truths, reference.predictions, hailo.predictions, names)
+    original_hw = {s.image_id: s.original_hw for s in run.dataset.samples}
+    gates: list[GateResult] = []
+    for result in (reference, hailo):
+        file = golden_path(config.golden_root, config.onnx, result.path, Path(result.provenance.dataset).name)
+        is_hailo = result is hailo
+        if config.update_golden:
+            changes.append(f"{file}: {write_golden(file, golden_from_result(result))}")
+        if not file.exists():
+            gates.extend(missing_golden_gates(result, missing_golden_message(file, config.invocation)))
+            if is_hailo:
+                gates.append(gate_path_agreement(reference, hailo))
+            continue
+        golden = load_golden(file)
+        if is_hailo:
+            gates.extend(run_gates(result, golden, reference, bootstrap, original_hw))
+        else:
+            gates.extend(run_gates(result, golden, original_hw=original_hw))
+    return gates
+
+
+def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
+    """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
+    dataset = load_dataset(config.dataset, config.split, config.cache_dir)
+    run = prepare_run(config.onnx, dataset, config.settings, config.cache_dir, progress=config.progress, log=log)
+    specs = (REFERENCE, *config.stages, config.hailo)
+    for spec in specs:  # every refusal before anything runs
+        check(spec, run.settings)
+    results = tuple(evaluate(spec, run) for spec in specs)
+    reference, hailo = results[0], results[-1]
+    if hailo.fps is not None or config.hailo.backend is Backend.HAILORT:
+        fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
+        log(f"{fps} frames per second measured on the device")
+    changes: list[str] = []
+    gates = _baseline_gates(config, run, reference, hailo, changes)
+    if config.stages:
+        gates.append(gate_stages(results, original_hw={s.image_id: s.original_hw for s in dataset.samples}))
+    produced = tuple(g.id for g in gates)
+    if produced != planned_gates(config):
+        planned = [str(g) for g in planned_gates(config)]
+        raise HarnessError(f"the job produced gates {[str(g) for g in produced]}, planned {planned}")
+    layers: list[dict[str, object]] = []
+    if config.hailo.backend is Backend.EMULATOR and not all(g.passed for g in gates if g.id.path == EMULATED_HAILO):
+        # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
+        frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
+        layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
+    reports = write_reports(config.report_dir, results, gates, dataset, layers)
+    return JobResult(results, tuple(gates), reports, tuple(changes))
+
+
+def summary_lines(job: JobResult) -> Sequence[str]:
+    lines = []
+    for r in job.results:
+        lines.append(
+            f"{r.label:>24}: mAP@0.5 {r.metrics.map50:.4f}  mAP@0.5:0.95 {r.metrics.map50_95:.4f}  "
+            f"boxes/image {r.box_counts.mean:.2f}  saturation {r.scores.saturation:.3f}  images {r.metrics.n_images}"
+            + (f"  {r.fps:.1f} frames/s on the device" if r.fps else "")
+        )
+    lines.append("")
+    for g in job.gates:
+        lines.append(f"{'PASS' if g.passed else 'FAIL'}  {g.name}")
+        if not g.passed:
+            lines.extend(f"      {line}" for line in g.message.splitlines())
+    lines.append("")
+    lines.extend(f"report: {p}" for p in job.reports.values())
+    failed = sum(not g.passed for g in job.gates)
+    verdict = "PASSED" if job.passed else "FAILED"
+    lines.append(f"{verdict}: {len(job.gates) - failed} of {len(job.gates)} gates passed")
+    return lines

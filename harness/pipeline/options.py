@@ -1,0 +1,317 @@
+"""One table of the options every surface takes. ``hailo-harness run``/``eval``/``doctor`` and the
+pytest plugin (options and ini keys) read each option's name, help, parsing and default from
+:data:`OPTIONS`, and turn the values into a :class:`~harness.pipeline.spec.PathSpec`,
+a :class:`~harness.pipeline.spec.SettingsSpec` or a :class:`~harness.pipeline.job.JobConfig` with
+the functions below: the same option means the same thing everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.backends.dfc.runner import EmulationStage
+from harness.backends.hailort import OUTPUT_FORMATS
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.core.settings import NmsMode, Preprocess
+from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT, IN_DOMAIN, OFF_DOMAIN
+from harness.pipeline.job import JobConfig
+from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError("expected a number from 0 to 1")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError("expected a whole number of at least 1")
+    return value
+
+
+def _class_pair(text: str) -> tuple[str, str]:
+    dataset_name, sep, model_name = text.partition("=")
+    if not sep or not dataset_name or not model_name:
+        raise ValueError("expected DATASET_NAME=MODEL_NAME")
+    return dataset_name, model_name
+
+
+Kind = Literal["value", "flag", "toggle", "repeat"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """``kind``: ``value`` (one value), ``flag`` (off unless given), ``toggle`` (``--x`` / ``--no-x``),
+    ``repeat`` (given any number of times; in an ini file or the plugin also comma-separated)."""
+
+    name: str
+    help: str
+    parse: Callable[[str], Any] = str
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    kind: Kind = "value"
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def value(self, text: str) -> Any:
+        """The option's value from its text; a clear error naming the option otherwise."""
+        if self.choices and text not in self.choices:
+            raise HarnessError(f"{self.flag} {text!r}: expected one of {list(self.choices)}")
+        try:
+            return self.parse(text)
+        except ValueError as error:
+            reason = str(error) if "expected" in str(error) else f"expected a {self.parse.__name__.strip('_')}"
+            raise HarnessError(f"{self.flag} {text!r}: {reason}") from None
+
+
+def _choices(enum_type: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(str(member.value) for member in enum_type)
+
+
+_OPTIONS = (
+    Option(
+        "onnx", "float Ultralytics export of the model (names the classes; default: the demo)", Path, metavar="M.onnx"
+    ),
+    Option(
+        "hef",
+        "compiled HEF: its static checks, and the Hailo path runs it on a device (--backend hailort)",
+        Path,
+        metavar="M.hef",
+    ),
+    Option(
+        "har",
+        "optimized HAR (hailo-harness compile writes one): the Dataflow Compiler's emulation stages run "
+        "(needs hailo_sdk_client)",
+        Path,
+        metavar="M.har",
+    ),
+    Option("dataset", "labelled YOLO dataset, yaml or folder (default: the demo validation set)", Path, metavar="D"),
+    Option("split", "dataset split", default="val"),
+    Option(
+        "backend",
+        "onnx: the float export; emulator: the export as an emulated HEF on the CPU; hailort: --hef on a "
+        "Hailo device (default with --hef); dfc: --har in the Dataflow Compiler's emulator",
+        Backend,
+        choices=_choices(Backend),
+    ),
+    Option(
+        "calibration",
+        f"emulator calibration images: a folder, or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (the demo set's); "
+        "default: the demo's in-domain frames on the demo set, else the evaluated images",
+        metavar="DIR",
+    ),
+    Option(
+        "calibration_count",
+        "calibration images used (the first by name)",
+        _positive,
+        defaults.CALIBRATION_COUNT,
+        metavar="N",
+    ),
+    Option("sigmoid_inside", "emulator: the class sigmoid compiled into the HEF", default=True, kind="toggle"),
+    Option(
+        "hef_nms",
+        "emulator: HailoRT's NMS op compiled into the HEF (one NMS_BY_CLASS output)",
+        default=True,
+        kind="toggle",
+    ),
+    Option(
+        "hailo_device",
+        "HailoRT device id, e.g. 0000:01:00.0 (repeatable: several make one virtual device; default: any free)",
+        metavar="ID",
+        kind="repeat",
+    ),
+    Option(
+        "hailo_format",
+        "output type asked of HailoRT: float32 (HailoRT dequantizes) or uint8 (the device's own "
+        "type, dequantized by the harness from the HEF's quant infos)",
+        default="float32",
+        choices=tuple(OUTPUT_FORMATS),
+    ),
+    Option(
+        "stage",
+        "dfc: the emulator's context, fp_optimized (float, with the model script) or quantized",
+        EmulationStage,
+        EmulationStage.QUANTIZED,
+        choices=_choices(EmulationStage),
+    ),
+    Option(
+        "score_threshold",
+        "score threshold of the evaluation (also held against the HEF's)",
+        _probability,
+        defaults.SCORE_THRESHOLD,
+        metavar="T",
+    ),
+    Option("iou_threshold", "NMS IoU threshold", _probability, defaults.IOU_THRESHOLD, metavar="T"),
+    Option("max_per_class", "detections kept per class", _positive, defaults.MAX_PER_CLASS, metavar="N"),
+    Option("max_total", "detections kept per image", _positive, defaults.MAX_TOTAL, metavar="N"),
+    Option("nms", "NMS semantics", NmsMode, NmsMode.HAILORT, choices=_choices(NmsMode)),
+    Option("preprocess", "image fit", Preprocess, Preprocess.LETTERBOX, choices=_choices(Preprocess)),
+    Option(
+        "map_class",
+        "map a dataset class name to a model class name (repeatable); without it the names must be equal",
+        _class_pair,
+        metavar="DATASET=MODEL",
+        kind="repeat",
+    ),
+    Option("golden", "golden baselines folder", Path, GOLDEN_ROOT, metavar="DIR"),
+    Option("report", "folder for the Markdown / JSON / HTML reports", Path, defaults.REPORT_DIR, metavar="DIR"),
+    Option("cache", "cache folder (predictions, emulated HEFs, the demo set)", Path, defaults.CACHE_DIR, metavar="DIR"),
+    Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
+)
+OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}
+
+# Which surface takes which options.
+PATH_OPTIONS = ("onnx", "hef", "har", "backend", "calibration", "calibration_count", "hailo_device", "hailo_format")
+SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
+JOB_OPTIONS = (*PATH_OPTIONS, "dataset", "split", *SETTINGS_OPTIONS, "golden", "report", "cache", "update_golden")
+DOCTOR_OPTIONS = ("onnx", "dataset", "split", "calibration", *SETTINGS_OPTIONS, "golden", "cache")
+EVAL_OPTIONS = (*PATH_OPTIONS, "dataset", "split", *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage")
+
+
+def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, names: Iterable[str]) -> None:
+    """The options ``names`` on an argparse parser, parsed and checked by the table."""
+    for name in names:
+        option = OPTIONS[name]
+
+        def parse(text: str, option: Option = option) -> Any:
+            try:
+                return option.value(text)
+            except HarnessError as error:
+                raise argparse.ArgumentTypeError(str(error).removeprefix(f"{option.flag} ")) from None
+
+        shown = f" (default {_shown(option.default)})" if option.default not in (None, False, ()) else ""
+        common: dict[str, Any] = {"dest": name, "help": option.help + shown}
+        if option.kind == "flag":
+            parser.add_argument(option.flag, action="store_true", **common)
+        elif option.kind == "toggle":
+            parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=option.default, **common)
+        elif option.kind == "repeat":
+            parser.add_argument(option.flag, action="append", type=parse, default=[], metavar=option.metavar, **common)
+        else:
+            parser.add_argument(
+                option.flag, type=parse, default=option.default, metavar=option.metavar or _metavar(option), **common
+            )
+
+
+def _shown(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def from_text(name: str, text: str | None) -> Any:
+    """An option's value from a text (a pytest option or ini key); its default when None or empty."""
+    option = OPTIONS[name]
+    if text is None or text == "":
+        return [] if option.kind == "repeat" else option.default
+    if option.kind == "repeat":
+        return [option.value(part.strip()) for part in text.split(",") if part.strip()]
+    if option.kind in ("flag", "toggle"):
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            raise HarnessError(f"{option.flag} {text!r}: expected true or false")
+        return lowered in ("true", "1", "yes")
+    return option.value(text)
+
+
+def backend_of(values: Mapping[str, Any], single: bool) -> Backend:
+    """The backend asked for, or the one the files imply: ``--hef`` runs on a device. For a single
+    path (``eval``) ``--har`` alone means the DFC and nothing means the float export; for a job's
+    Hailo path nothing means the emulator (``--har`` there adds the DFC's stages)."""
+    if values.get("backend") is not None:
+        return Backend(values["backend"])
+    if values.get("hef") is not None:
+        return Backend.HAILORT
+    if single:
+        return Backend.DFC if values.get("har") is not None else Backend.ONNX
+    return Backend.EMULATOR
+
+
+def path_spec(values: Mapping[str, Any], single: bool) -> PathSpec:
+    """The path the options describe (see :func:`backend_of`), checked against its backend."""
+    backend = backend_of(values, single)
+    spec = PathSpec(
+        backend=backend,
+        hef=values.get("hef"),
+        har=values.get("har") if backend is Backend.DFC else None,
+        stage=values.get("stage", OPTIONS["stage"].default),
+        calibration=None if values.get("calibration") is None else str(values["calibration"]),
+        calibration_count=values.get("calibration_count", OPTIONS["calibration_count"].default),
+        sigmoid_inside=values.get("sigmoid_inside", OPTIONS["sigmoid_inside"].default),
+        hef_nms=values.get("hef_nms", OPTIONS["hef_nms"].default),
+        hailo_devices=tuple(values.get("hailo_device") or ()),
+        hailo_format=OUTPUT_FORMATS[values.get("hailo_format") or OPTIONS["hailo_format"].default],
+    )
+    if single and values.get("har") is not None and backend is not Backend.DFC:
+        raise HarnessError(f"--har belongs to --backend dfc, not --backend {backend.value}")
+    spec.validate()
+    return spec
+
+
+def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
+    def get(name: str) -> Any:
+        value = values.get(name)
+        return OPTIONS[name].default if value is None else value
+
+    return SettingsSpec(
+        score_threshold=get("score_threshold"),
+        iou_threshold=get("iou_threshold"),
+        max_per_class=get("max_per_class"),
+        max_total=get("max_total"),
+        nms_mode=NmsMode(get("nms")),
+        preprocess=Preprocess(get("preprocess")),
+        map_class=tuple(values.get("map_class") or ()),
+    )
+
+
+def onnx_of(values: Mapping[str, Any]) -> Path:
+    """The model's export; the demo's only where no other model file is named (a HEF or HAR carries
+    no class names: its export gives them)."""
+    if values.get("onnx") is not None:
+        return Path(values["onnx"])
+    given = [OPTIONS[n].flag for n in ("hef", "har") if values.get(n) is not None]
+    if given:
+        raise HarnessError(f"{' and '.join(given)}: needs --onnx M.onnx (the model's export, for its class names)")
+    return DEMO_ONNX
+
+
+def job_config(values: Mapping[str, Any], invocation: tuple[str, ...], progress: bool | None = None) -> JobConfig:
+    """The job the options describe: the Hailo path (emulator unless ``--backend`` or ``--hef`` say
+    otherwise), the HAR's stages, the settings and the folders."""
+
+    def get(name: str) -> Any:
+        value = values.get(name)
+        return OPTIONS[name].default if value is None else value
+
+    hailo = path_spec(values, single=False)
+    if hailo.backend not in (Backend.EMULATOR, Backend.HAILORT):
+        raise HarnessError(
+            f"--backend {hailo.backend.value}: a job's Hailo path is emulator or hailort (--har adds the DFC's stages)"
+        )
+    return JobConfig(
+        onnx=onnx_of(values),
+        dataset=values.get("dataset"),
+        split=get("split"),
+        hailo=hailo,
+        har=values.get("har"),
+        settings=settings_spec(values),
+        golden_root=get("golden"),
+        report_dir=get("report"),
+        cache_dir=get("cache"),
+        update_golden=bool(values.get("update_golden")),
+        invocation=invocation,
+        progress=progress,
+    )
+
+
+def _metavar(option: Option) -> str:
+    return "{" + ",".join(option.choices) + "}" if option.choices else option.name.upper()

@@ -1,0 +1,106 @@
+"""What a run is asked to do, as data: which detection path (:class:`PathSpec`) under which
+settings (:class:`SettingsSpec`). Every surface (the commands, the pytest plugin, the doctor, the
+Python API) describes its paths with these and hands them to :mod:`harness.pipeline.factory`;
+none builds a runner or checks a backend's options itself."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.backends.dfc.runner import EmulationStage
+from harness.conformance.suite import Decoder
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO, ONNX
+from harness.core.settings import EvalSettings, NmsMode, Preprocess
+from harness.core.specs import FormatType
+
+
+class Backend(str, enum.Enum):
+    ONNX = "onnx"  # the float export in onnxruntime
+    EMULATOR = "emulator"  # the export quantized into an emulated HEF on the CPU
+    HAILORT = "hailort"  # a compiled HEF on a Hailo device
+    DFC = "dfc"  # an optimized HAR in the Dataflow Compiler's emulator
+
+
+_STAGE_PATHS = {EmulationStage.FP_OPTIMIZED: DFC_FP_OPTIMIZED, EmulationStage.QUANTIZED: DFC_QUANTIZED}
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """One detection path of a model (its ONNX export is the run's): a backend and what it needs.
+
+    ``calibration`` (emulator): a folder of images, or ``in-domain`` / ``off-domain`` (the demo
+    set's splits); None: the demo's in-domain frames on the demo set, else the dataset's own
+    images. ``sigmoid_inside`` / ``hef_nms`` (emulator): the class sigmoid and HailoRT's NMS op
+    compiled in, as a HEF from a model script with both. ``decoder``: a host decoder with the
+    harness decoder's signature over the raw head outputs instead of the harness's own decoding.
+    """
+
+    backend: Backend = Backend.ONNX
+    hef: Path | None = None
+    har: Path | None = None
+    stage: EmulationStage = EmulationStage.QUANTIZED
+    calibration: str | None = None
+    calibration_count: int = defaults.CALIBRATION_COUNT
+    sigmoid_inside: bool = True
+    hef_nms: bool = True
+    hailo_devices: tuple[str, ...] = ()
+    hailo_format: FormatType = FormatType.FLOAT32
+    decoder: Decoder | None = None
+
+    @property
+    def path_name(self) -> str:
+        """The name results, baselines and gates of this path carry."""
+        if self.backend is Backend.ONNX:
+            return ONNX
+        if self.backend is Backend.EMULATOR:
+            return EMULATED_HAILO
+        if self.backend is Backend.HAILORT:
+            return HAILO
+        return _STAGE_PATHS[self.stage]
+
+    def validate(self) -> None:
+        """Refuse, naming the options, what this backend cannot run or does not take."""
+        name = self.backend.value
+        if self.backend is Backend.HAILORT and self.hef is None:
+            raise HarnessError("--backend hailort: needs --hef M.hef (the compiled model to run on the device)")
+        if self.backend is Backend.DFC and self.har is None:
+            raise HarnessError("--backend dfc: needs --har M.har (the optimized HAR to emulate)")
+        if self.hailo_devices and self.backend is not Backend.HAILORT:
+            raise HarnessError(f"--hailo-device belongs to --backend hailort, not --backend {name}")
+        if self.hef is not None and self.backend is not Backend.HAILORT:
+            raise HarnessError(f"--hef belongs to --backend hailort, not --backend {name}")
+        if self.calibration is not None and self.backend is not Backend.EMULATOR:
+            raise HarnessError(f"--calibration belongs to --backend emulator, not --backend {name}")
+
+
+@dataclass(frozen=True)
+class SettingsSpec:
+    """The evaluation settings a user chose; the model's input size and the class map by name
+    complete them into :class:`~harness.core.settings.EvalSettings` (see the factory)."""
+
+    score_threshold: float = defaults.SCORE_THRESHOLD
+    iou_threshold: float = defaults.IOU_THRESHOLD
+    max_per_class: int = defaults.MAX_PER_CLASS
+    max_total: int = defaults.MAX_TOTAL
+    nms_mode: NmsMode = NmsMode.HAILORT
+    preprocess: Preprocess = Preprocess.LETTERBOX
+    map_class: tuple[tuple[str, str], ...] = ()  # (dataset class name, model class name)
+
+    def resolve(self, input_hw: tuple[int, int], class_map: tuple[int, ...]) -> EvalSettings:
+        return EvalSettings(
+            input_hw=input_hw,
+            score_threshold=self.score_threshold,
+            iou_threshold=self.iou_threshold,
+            max_per_class=self.max_per_class,
+            max_total=self.max_total,
+            nms_mode=self.nms_mode,
+            preprocess=self.preprocess,
+            class_map=class_map,
+        )
+
+
+REFERENCE = PathSpec(Backend.ONNX)  # the float export: what every other path is held against

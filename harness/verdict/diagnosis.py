@@ -1,0 +1,440 @@
+"""Likely causes of a bad run, from what was measured. The rules are data: each names the evidence
+it needs, a predicate over :class:`Evidence`, the cause it points to and the fix. Adding a failure
+mode is adding a :class:`Rule` to :data:`RULES`. Rules are listed most specific first (a signature
+only one mistake leaves before a symptom many share), and :func:`diagnose` keeps that order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS
+from harness.core.detections import (
+    Detections,
+    Letterbox,
+    letterbox_boxes,
+    unletterbox,
+    yxyx_normalized_to_xyxy_pixels,
+)
+from harness.core.errors import HarnessError
+from harness.core.settings import Preprocess
+from harness.verdict.metrics.agreement import Agreement, agreement
+from harness.verdict.result import PathResult
+
+CAP_TIE = 1e-3  # scores this close to the highest one count as stopped at the same cap
+SIGMOID_0, SIGMOID_1 = 0.5, 1 / (1 + math.exp(-1))  # a sigmoid over probabilities lands in [0.5, 0.731]
+MIN_BOXES = 5  # fewer boxes than this say nothing about a score distribution
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a path measured, and (``reference_*``, agreement counts) how it compares with a
+    reference path on the same images. ``None``: not measured. ``matched_share`` is matched boxes
+    over all distinct boxes of both paths (matched + flipped + missed + extra; 1.0 when both are
+    empty); ``swapped_matched_share`` the same after swapping x and y of the path's boxes in the
+    model input frame.
+
+    Filled by whoever runs the extra measurement (:mod:`harness.doctor.catalogue` does), ``None`` otherwise:
+    ``settings_differences`` the settings in which the path differs from the reference
+    (``field: reference vs path``, ``"; "``-joined, ``""`` when none); ``truth_matched`` /
+    ``truth_class_flipped`` the path's boxes on a ground-truth box of the same / another class;
+    ``reversed_channels_matched_share`` the matched share when the path is fed the same images with
+    the first and last colour channels exchanged; ``decoder_conformance`` the first failure of the
+    conformance suite (:mod:`harness.conformance.suite`) on the host decoder the path used, ``""`` when
+    it conforms."""
+
+    path: str
+    score_threshold: float
+    n_images: int
+    n_ground_truth: int
+    map50: float
+    n_boxes: int
+    boxes_per_image: float
+    max_boxes_per_image: int
+    saturation: float
+    outside_unit: int
+    min_score: float | None = None
+    max_score: float | None = None
+    at_cap: int | None = None
+    cells_share: float | None = None
+    reference_path: str | None = None
+    reference_map50: float | None = None
+    reference_n_boxes: int | None = None
+    reference_boxes_per_image: float | None = None
+    reference_saturation: float | None = None
+    reference_max_score: float | None = None
+    reference_cells_share: float | None = None
+    matched: int | None = None
+    class_flipped: int | None = None
+    missed: int | None = None
+    extra: int | None = None
+    matched_share: float | None = None
+    swapped_matched_share: float | None = None
+    settings_differences: str | None = None
+    truth_matched: int | None = None
+    truth_class_flipped: int | None = None
+    reversed_channels_matched_share: float | None = None
+    decoder_conformance: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``cause`` is a sentence formatted with the evidence fields; ``needs`` the fields that must
+    have been measured for ``holds`` to be asked (so ``holds`` reads them as numbers, never None;
+    it takes :class:`Evidence`, typed ``Any`` for that reason)."""
+
+    name: str
+    cause: str
+    needs: tuple[str, ...]
+    holds: Callable[[Any], bool]
+    fix: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    cause: str
+    evidence: str
+    fix: str
+
+
+def _double_sigmoid(e: Evidence) -> bool:
+    assert e.min_score is not None and e.max_score is not None
+    return (
+        e.n_boxes >= MIN_BOXES
+        and e.score_threshold < SIGMOID_0
+        and e.min_score >= SIGMOID_0 - 1e-6
+        and e.max_score <= SIGMOID_1 + 1e-4
+    )
+
+
+def _score_cap(e: Evidence) -> bool:
+    assert e.max_score is not None and e.at_cap is not None
+    reference_higher = e.reference_max_score is None or e.reference_max_score > e.max_score + 0.02
+    return (
+        e.max_score < 0.9
+        and e.at_cap >= max(MIN_BOXES, 0.1 * e.n_boxes)
+        and not _double_sigmoid(e)
+        and reference_higher
+    )
+
+
+def _dataset_class_order(e: Evidence) -> bool:
+    assert e.truth_matched is not None and e.truth_class_flipped is not None
+    paths_agree = e.class_flipped is None or e.matched is None or e.class_flipped <= e.matched
+    return (
+        e.truth_class_flipped > e.truth_matched
+        and e.truth_class_flipped >= 0.3 * max(e.n_ground_truth, MIN_BOXES)
+        and paths_agree
+    )
+
+
+def _above_reference(value: float, reference: float | None, factor: float, floor: float) -> bool:
+    return value >= floor and (reference is None or value >= factor * reference)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        name="settings_differ",
+        cause="{path} was measured under other settings than the reference path ({settings_differences}): the "
+        "numbers cannot be compared, and the paths prepare or filter differently (e.g. plain resize in one, "
+        "letterbox in the other)",
+        needs=("settings_differences",),
+        holds=lambda e: bool(e.settings_differences),
+        fix="run every path under the same evaluation settings; a HEF's NMS settings are compiled in, so evaluate "
+        "at the HEF's (hailo-harness inspect shows them)",
+    ),
+    Rule(
+        name="fcr_read_channel_first",
+        # hailort: hailort/libhailort/include/hailo/hailort.h, HAILO_FORMAT_ORDER_FCR: [N, H, W, C] on the host
+        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
+        needs=("decoder_conformance",),
+        holds=lambda e: FCR_CHANNEL_FIRST in e.decoder_conformance,
+        fix="read FCR outputs channel-last, exactly like NHWC (HailoRT hands both to the host as [N, H, W, C])",
+    ),
+    Rule(
+        name="heads_paired_across_grids",
+        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
+        needs=("decoder_conformance",),
+        holds=lambda e: PAIRED_ACROSS_GRIDS in e.decoder_conformance,
+        fix="pair each box head with the class head of the same grid size (box: 4 x regression length channels, "
+        "class: one per class), never by output name or list order",
+    ),
+    Rule(
+        name="sigmoid_missing",
+        # hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp, ``extract_detections``:
+        # the op only de-quantises the class values; the sigmoid must be compiled into the HEF.
+        cause="{outside_unit} of {n_boxes} scores lie outside [0, 1] (from {min_score:.3g} to {max_score:.3g}): "
+        "the class values reach the NMS as logits, without a sigmoid",
+        needs=("outside_unit", "n_boxes", "min_score", "max_score"),
+        holds=lambda e: e.outside_unit > 0,
+        fix="compile the sigmoid into the HEF: change_output_activation(<class conv>, sigmoid) for each class conv "
+        "in the .alls (HailoRT's YOLOv8 NMS op does not apply it); for raw outputs apply it on the host",
+    ),
+    Rule(
+        name="sigmoid_applied_twice",
+        cause="all {n_boxes} scores lie in [{min_score:.3f}, {max_score:.3f}], inside [0.5, 0.731] = "
+        "[sigmoid(0), sigmoid(1)], although the threshold is {score_threshold:g}: "
+        "a sigmoid is applied to class values that are probabilities already",
+        needs=("n_boxes", "min_score", "max_score", "score_threshold"),
+        holds=_double_sigmoid,
+        fix="apply the sigmoid once: class outputs whose limvals lie inside [0, 1] (see hailo-harness inspect) "
+        "hold probabilities; decode them with classes_are_probabilities=True",
+    ),
+    Rule(
+        name="score_cap",
+        # hailort: hailort/libhailort/include/hailo/quantization.hpp: values are clipped to
+        # [limvals_min, limvals_max] of the output's calibrated range.
+        cause="{at_cap} of {n_boxes} scores stopped at the same highest value {max_score:.3f} (within 0.001), "
+        "below 0.9: the class output's quantisation range ends there (its limvals_max), "
+        "as after calibrating on images that show none of the classes",
+        needs=("max_score", "at_cap", "n_boxes"),
+        holds=_score_cap,
+        fix="calibrate on images of the task that show the classes (e.g. the training or validation images), "
+        "recompile, and check that the class outputs' limvals_max in hailo-harness inspect is near 1",
+    ),
+    Rule(
+        name="input_normalised_twice",
+        # mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls: normalization([0,0,0],[255,255,255]) in the HEF.
+        cause="{path} returns {n_boxes} boxes where {reference_path} returns {reference_n_boxes} on the same "
+        "images: the network sees a near-black input, as when the host divides by 255 and the HEF's "
+        "normalization layer divides again",
+        needs=("n_boxes", "reference_n_boxes", "reference_path"),
+        holds=lambda e: e.reference_n_boxes >= MIN_BOXES and e.n_boxes <= 0.05 * e.reference_n_boxes,
+        fix="feed the HEF raw 0-255 uint8 RGB: its normalization([0, 0, 0], [255, 255, 255]) layer divides by "
+        "255 already",
+    ),
+    Rule(
+        name="yx_swapped",
+        # hailort: hailort/libhailort/include/hailo/hailort.h, ``hailo_bbox_float32_t`` {y_min, x_min, y_max, x_max}
+        cause="only {matched_share:.0%} of the boxes match the reference, but {swapped_matched_share:.0%} match "
+        "once x and y are swapped: NMS records are read x-first, while HailoRT writes y_min, x_min, y_max, x_max",
+        needs=("matched_share", "swapped_matched_share"),
+        holds=lambda e: e.matched_share < 0.5 and e.swapped_matched_share >= max(0.5, 2 * e.matched_share),
+        fix="read HailoRT NMS records as (y_min, x_min, y_max, x_max, score), normalised to the model input",
+    ),
+    Rule(
+        name="channels_swapped",
+        cause="{matched_share:.0%} of the boxes match the reference, but {reversed_channels_matched_share:.0%} "
+        "match when the path is fed the same images with red and blue exchanged: the host feeds BGR "
+        "(e.g. OpenCV's cv2.imread) where the model expects RGB",
+        needs=("matched_share", "reversed_channels_matched_share"),
+        holds=lambda e: e.reversed_channels_matched_share >= max(0.5, e.matched_share + 0.2),
+        fix="convert frames to RGB before inference (cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)), as the model "
+        "was trained and calibrated on RGB",
+    ),
+    Rule(
+        name="class_order",
+        cause="{class_flipped} boxes sit where the reference has a box of another class, against {matched} with "
+        "the same class: this path's class order differs from the reference's "
+        "(e.g. 0 = smoke, 1 = fire against 0 = fire, 1 = smoke)",
+        needs=("class_flipped", "matched", "reference_n_boxes"),
+        holds=lambda e: (
+            e.reference_n_boxes >= MIN_BOXES
+            and e.class_flipped > e.matched
+            and e.class_flipped >= 0.3 * e.reference_n_boxes
+        ),
+        fix="map dataset classes to model classes by name (settings class_map) and compile the HEF's NMS "
+        "with the class order the model was trained with",
+    ),
+    Rule(
+        name="dataset_class_order",
+        cause="{truth_class_flipped} boxes sit on a ground-truth box of another class, against {truth_matched} on "
+        "one of the same class, while the paths agree with each other: the dataset's class ids mean other "
+        "classes than the model's (class map or label order)",
+        needs=("truth_matched", "truth_class_flipped", "n_ground_truth"),
+        holds=_dataset_class_order,
+        fix="map dataset classes to model classes by name (the dataset yaml's names, no explicit map unless the "
+        "names differ), and check the label files use the order the yaml names",
+    ),
+    Rule(
+        name="input_not_normalised",
+        # mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls: normalization([0,0,0],[255,255,255]) in the model.
+        cause="{saturation:.0%} of {n_boxes} scores are at 0.99 or above and {boxes_per_image:.1f} boxes per image "
+        "come back against {reference_boxes_per_image:.1f} on the reference: the network sees its input 255 times "
+        "too bright, as when the model script has no normalization layer and the frames arrive as 0-255",
+        needs=("saturation", "n_boxes", "boxes_per_image", "reference_boxes_per_image", "reference_saturation"),
+        holds=lambda e: (
+            e.n_boxes >= MIN_BOXES
+            and e.saturation >= 0.8
+            and e.reference_saturation < 0.5
+            and e.boxes_per_image >= 3 * e.reference_boxes_per_image
+            and e.boxes_per_image - e.reference_boxes_per_image >= 2
+        ),
+        fix="compile with normalization1 = normalization([0, 0, 0], [255, 255, 255]) in the .alls (hailo-harness "
+        "compile writes it), so that the HEF takes raw 0-255 RGB",
+    ),
+    Rule(
+        name="box_flood",
+        cause="{boxes_per_image:.1f} boxes per image (at most {max_boxes_per_image}) against "
+        "{reference_boxes_per_image:.1f} on the reference: the output is decoded as something it is not, "
+        "e.g. the raw six-head decoder run over an NMS buffer",
+        needs=("boxes_per_image", "reference_boxes_per_image", "max_boxes_per_image"),
+        holds=lambda e: (
+            e.boxes_per_image >= 3 * e.reference_boxes_per_image
+            and e.boxes_per_image - e.reference_boxes_per_image >= 2
+        ),
+        fix="decode by the output's spec: an NMS output (HAILO_NMS_BY_CLASS / BY_SCORE) with the NMS-buffer "
+        "reader, six raw heads with the DFL decoder (hailo-harness inspect shows which the HEF has)",
+    ),
+    Rule(
+        name="cells_flood",
+        cause="{cells_share:.1%} of the raw grid cells have a class score at or above the threshold "
+        "{score_threshold:g}: the class outputs are misread (head pairing, format order, de-quantisation)",
+        needs=("cells_share", "score_threshold"),
+        holds=lambda e: _above_reference(e.cells_share, e.reference_cells_share, factor=5, floor=0.05),
+        fix="run hailo-harness verify-decode on the six outputs against the ONNX, and check each output's "
+        "format order and quantisation in hailo-harness inspect",
+    ),
+    Rule(
+        name="score_saturation",
+        cause="{saturation:.0%} of {n_boxes} scores are at 0.99 or above: the class values reach the sigmoid "
+        "far too large, as when box channels are taken for class channels or values are not de-quantised",
+        needs=("saturation", "n_boxes"),
+        holds=lambda e: (
+            e.n_boxes >= MIN_BOXES
+            and e.saturation >= 0.3
+            and (e.reference_saturation is None or e.saturation >= e.reference_saturation + 0.2)
+        ),
+        fix="check the head pairing (box outputs have 4 x regression-length channels, class outputs one per class) "
+        "and that outputs are de-quantised exactly once; hailo-harness verify-decode compares with the ONNX",
+    ),
+    Rule(
+        name="quantisation_loss",
+        cause="mAP@0.5 {map50:.3f} against {reference_map50:.3f} on the reference while {matched_share:.0%} of the "
+        "boxes agree: accuracy is lost in quantisation",
+        needs=("map50", "reference_map50", "matched_share"),
+        holds=lambda e: e.reference_map50 - e.map50 >= 0.03 and e.matched_share >= 0.5,
+        fix="calibrate with more images of the task that show the classes (64 or more), or raise the "
+        "optimization level in the .alls",
+    ),
+)
+
+# How evidence fields read in a finding.
+EVIDENCE_LABELS: Mapping[str, str] = {
+    "score_threshold": "score threshold",
+    "n_boxes": "boxes",
+    "boxes_per_image": "boxes per image",
+    "max_boxes_per_image": "most boxes in an image",
+    "saturation": "share of scores >= 0.99",
+    "outside_unit": "scores outside [0, 1]",
+    "min_score": "lowest score",
+    "max_score": "highest score",
+    "at_cap": "scores within 0.001 of the highest",
+    "cells_share": "share of cells above threshold",
+    "reference_path": "reference",
+    "reference_n_boxes": "reference boxes",
+    "reference_boxes_per_image": "reference boxes per image",
+    "reference_map50": "reference mAP@0.5",
+    "map50": "mAP@0.5",
+    "matched": "matched boxes",
+    "class_flipped": "class-flipped boxes",
+    "matched_share": "matched share",
+    "swapped_matched_share": "matched share after swapping x and y",
+    "settings_differences": "settings that differ",
+    "truth_matched": "boxes on a ground-truth box of the same class",
+    "truth_class_flipped": "boxes on a ground-truth box of another class",
+    "reversed_channels_matched_share": "matched share with red and blue exchanged",
+    "decoder_conformance": "decoder conformance",
+}
+
+
+def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """The rules whose evidence was measured and holds, in rule order (most specific first)."""
+    findings = []
+    for rule in rules:
+        if any(getattr(evidence, name) is None for name in rule.needs):
+            continue
+        if rule.holds(evidence):
+            values = {f.name: getattr(evidence, f.name) for f in fields(evidence)}
+            text = "; ".join(f"{EVIDENCE_LABELS.get(n, n)} {_show(getattr(evidence, n))}" for n in rule.needs)
+            findings.append(Finding(rule.name, rule.cause.format(**values), text, rule.fix))
+    return findings
+
+
+def collect_evidence(
+    result: PathResult,
+    reference: PathResult | None = None,
+    original_hw: Mapping[str, tuple[int, int]] | None = None,
+) -> Evidence:
+    """Evidence from ``result`` and, when given, a ``reference`` path on the same images under the
+    same settings (:class:`~harness.core.settings.SettingsMismatch` otherwise). ``original_hw`` (image id
+    -> original height, width) places boxes in the model input for the x/y-swap test; without it
+    boxes are swapped in their own image frame."""
+    scores = np.concatenate([p.scores for p in result.predictions]) if result.predictions else np.zeros(0)
+    has_scores = len(scores) > 0
+    top = float(scores.max()) if has_scores else None
+    evidence = Evidence(
+        path=result.label,
+        score_threshold=result.settings.score_threshold,
+        n_images=len(result.image_ids),
+        n_ground_truth=sum(c.n_ground_truth for c in result.metrics.per_class),
+        map50=result.metrics.map50,
+        n_boxes=len(scores),
+        boxes_per_image=result.box_counts.mean,
+        max_boxes_per_image=result.box_counts.max,
+        saturation=result.scores.saturation,
+        outside_unit=result.scores.below_zero + result.scores.above_one,
+        min_score=float(scores.min()) if has_scores else None,
+        max_score=top,
+        at_cap=int((np.abs(scores - top) <= CAP_TIE).sum()) if top is not None else None,
+        cells_share=result.cells.share if result.cells else None,
+    )
+    if reference is None:
+        return evidence
+    reference.settings.require_same(result.settings, f"evidence: {reference.label} vs {result.label}")
+    if reference.image_ids != result.image_ids:
+        raise HarnessError(f"evidence: {reference.label} and {result.label} cover different images")
+    counts = agreement(reference.predictions, result.predictions)
+    swapped = agreement(reference.predictions, _swapped(result, original_hw))
+    ref_scores = [p.scores for p in reference.predictions if len(p)]
+    return replace(
+        evidence,
+        reference_path=reference.label,
+        reference_map50=reference.metrics.map50,
+        reference_n_boxes=reference.box_counts.total,
+        reference_boxes_per_image=reference.box_counts.mean,
+        reference_saturation=reference.scores.saturation,
+        reference_max_score=float(np.concatenate(ref_scores).max()) if ref_scores else None,
+        reference_cells_share=reference.cells.share if reference.cells else None,
+        matched=counts.matched,
+        class_flipped=counts.class_flipped,
+        missed=counts.missed,
+        extra=counts.extra,
+        matched_share=matched_share(counts),
+        swapped_matched_share=matched_share(swapped),
+    )
+
+
+def matched_share(counts: Agreement) -> float:
+    """Matched boxes over all distinct boxes of both paths; 1.0 when neither has a box."""
+    distinct = counts.n_reference + counts.n_candidate - counts.matched - counts.class_flipped
+    return counts.matched / distinct if distinct else 1.0
+
+
+def _swapped(result: PathResult, original_hw: Mapping[str, tuple[int, int]] | None) -> list[Detections]:
+    """Each image's boxes as they would be had a y-first NMS record been read x-first, undone."""
+    input_hw = result.settings.input_hw
+    place = Letterbox.resize if result.settings.preprocess is Preprocess.RESIZE else Letterbox.fit
+    out = []
+    for image_id, det in zip(result.image_ids, result.predictions, strict=True):
+        if original_hw is None:
+            out.append(Detections(det.boxes[:, [1, 0, 3, 2]], det.scores, det.class_ids))
+            continue
+        box = place(original_hw[image_id], input_hw)
+        h, w = input_hw
+        in_input = letterbox_boxes(det.boxes, box) / np.array([w, h, w, h], np.float32)
+        unswapped = Detections(yxyx_normalized_to_xyxy_pixels(in_input, input_hw), det.scores, det.class_ids)
+        out.append(unletterbox(unswapped, box, clip=False))
+    return out
+
+
+def _show(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

@@ -1,0 +1,301 @@
+"""Gates: a run held against its golden baseline, and a Hailo path held against the ONNX reference on
+the same images. Pure functions; each returns a :class:`GateResult` whose message is the whole
+failure report (baseline, observed, tolerance, the bootstrap interval, the likely causes).
+
+Settings are compared before any number: results measured under different settings fail their gate
+with the differing fields named, never with a number. So does a baseline measured on a different
+dataset manifest (other images or labels).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.core.settings import SettingsMismatch
+from harness.verdict.diagnosis import Finding, collect_evidence, diagnose, matched_share
+from harness.verdict.golden import DEFAULT_TOLERANCES, Golden, dataset_name
+from harness.verdict.metrics.agreement import agreement
+from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
+from harness.verdict.result import PathResult
+from harness.verdict.stages import first_degraded_stage, stage_results
+
+AGREEMENT_FLOOR = 0.8
+# Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
+# drifts 0.025; a score cap or a host-side sigmoid over final scores moves it by 0.2 to 0.3.
+SCORE_DRIFT_LIMIT = 0.1
+MapMetric = Literal["map50", "map50_95"]
+_MAP_LABEL = {"map50": "mAP@0.5", "map50_95": "mAP@0.5:0.95"}
+_MAP_KIND = {"map50": "map", "map50_95": "map50_95"}  # gate names test_map[...] and test_map50_95[...]
+
+
+@dataclass(frozen=True)
+class GateId:
+    """Which gate: its ``kind`` (``map``, ``map50_95``, ``score_saturation``, ``box_count``,
+    ``path_agreement``, ``stages``), the dataset's name and the path's (None for a gate over every
+    path of a run). ``str()`` is the name reports and pytest items show; nothing parses it back."""
+
+    kind: str
+    dataset: str
+    path: str | None = None
+
+    def __str__(self) -> str:
+        where = self.dataset if self.path is None else f"{self.dataset}-{self.path}"
+        return f"test_{self.kind}[{where}]"
+
+
+BASELINE_KINDS = ("map", "map50_95", "score_saturation", "box_count")  # held against a golden baseline
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """``baseline``/``observed``/``tolerance`` are ``None`` where no number was compared (settings
+    differ, no baseline); the agreement gate has no baseline and its ``tolerance`` is the floor.
+    ``interval`` is the paired bootstrap interval of this path minus the reference path, where one
+    was measured; ``causes`` are the diagnosis of a failing gate."""
+
+    id: GateId
+    passed: bool
+    baseline: float | None
+    observed: float | None
+    tolerance: float | None
+    interval: DifferenceInterval | None
+    causes: tuple[Finding, ...]
+    message: str
+
+    @property
+    def name(self) -> str:
+        return str(self.id)
+
+
+def gate_id(kind: str, result: PathResult) -> GateId:
+    return GateId(kind, dataset_name(result), result.path)
+
+
+def gate_map(
+    result: PathResult,
+    golden: Golden,
+    metric: MapMetric = "map50",
+    reference: PathResult | None = None,
+    bootstrap: PairedBootstrap | None = None,
+    causes: Sequence[Finding] = (),
+) -> GateResult:
+    """One-sided: passes when ``observed >= baseline - allowed drop``. ``bootstrap`` (of ``result``
+    minus ``reference`` on the same images) is shown, not gated on."""
+    name = gate_id(_MAP_KIND[metric], result)
+    refused = _incomparable(name, result, golden)
+    if refused:
+        return refused
+    label = _MAP_LABEL[metric]
+    baseline, observed = getattr(golden.metrics, metric), getattr(result.metrics, metric)
+    drop = getattr(golden.tolerances, f"{metric}_drop")
+    interval = getattr(bootstrap, metric) if bootstrap else None
+    passed = math.isnan(baseline) or observed >= baseline - drop - 1e-12  # NaN: no ground truth to hold
+    verdict = "holds" if passed else "fell"
+    head = (
+        f"{label} of {result.label} {verdict}: {observed:.4f} against baseline {baseline:.4f} "
+        f"(change {observed - baseline:+.4f}, allowed drop {drop:.4f})"
+    )
+    lines = [head]
+    if interval is not None:
+        other = reference.label if reference else "the reference path"
+        lines.append(
+            f"{result.label} minus {other} on the same {result.metrics.n_images} images: {interval.point:+.4f}, "
+            f"95 % paired bootstrap interval [{interval.low:+.4f}, {interval.high:+.4f}] "
+            f"({bootstrap.resamples if bootstrap else 0} resamples)"
+        )
+    return _result(name, passed, baseline, observed, drop, interval, causes, lines)
+
+
+def gate_score_saturation(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
+    """Two-sided, absolute: the share of scores >= 0.99 within ``saturation_abs`` of the baseline."""
+    name = gate_id("score_saturation", result)
+    refused = _incomparable(name, result, golden)
+    if refused:
+        return refused
+    baseline, observed = golden.scores.saturation, result.scores.saturation
+    allowed = golden.tolerances.saturation_abs
+    passed = abs(observed - baseline) <= allowed + 1e-12
+    lines = [
+        f"share of scores >= 0.99 of {result.label}: {observed:.4f} against baseline {baseline:.4f} "
+        f"(change {observed - baseline:+.4f}, allowed +-{allowed:.4f}; {result.scores.n_boxes} boxes)"
+    ]
+    return _result(name, passed, baseline, observed, allowed, None, causes, lines)
+
+
+def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
+    """Two-sided, relative: mean boxes per image within ``box_count_rel`` of the baseline mean
+    (relative to one box per image where the baseline mean is below one)."""
+    name = gate_id("box_count", result)
+    refused = _incomparable(name, result, golden)
+    if refused:
+        return refused
+    base, seen = golden.box_counts, result.box_counts
+    rel = golden.tolerances.box_count_rel
+    scale = max(base.mean, 1.0)
+    passed = abs(seen.mean - base.mean) <= rel * scale + 1e-12
+    lines = [
+        f"boxes per image of {result.label}: mean {seen.mean:.2f} against baseline {base.mean:.2f} "
+        f"(change {(seen.mean - base.mean) / scale:+.1%}, allowed +-{rel:.0%}); "
+        f"p95 {seen.p95:.1f} vs {base.p95:.1f}, max {seen.max} vs {base.max}, total {seen.total} vs {base.total}"
+    ]
+    return _result(name, passed, base.mean, seen.mean, rel, None, causes, lines)
+
+
+def gate_path_agreement(
+    reference: PathResult, candidate: PathResult, floor: float = AGREEMENT_FLOOR, causes: Sequence[Finding] = ()
+) -> GateResult:
+    """The candidate's boxes agree with the reference's on the same images: the matched share
+    (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least ``floor``."""
+    name = gate_id("path_agreement", candidate)
+    try:
+        reference.settings.require_same(candidate.settings, f"{name}: {reference.label} vs {candidate.label}")
+    except SettingsMismatch as error:
+        return _result(name, False, None, None, None, None, causes, [str(error)])
+    if reference.image_ids != candidate.image_ids:
+        only_ref = sorted(set(reference.image_ids) - set(candidate.image_ids))[:5]
+        only_cand = sorted(set(candidate.image_ids) - set(reference.image_ids))[:5]
+        text = (
+            f"{name}: {reference.label} and {candidate.label} did not run on the same images in the same order "
+            f"({len(reference.image_ids)} vs {len(candidate.image_ids)} images; only in {reference.label}: "
+            f"{only_ref}, only in {candidate.label}: {only_cand})"
+        )
+        return _result(name, False, None, None, None, None, causes, [text])
+    counts = agreement(reference.predictions, candidate.predictions)
+    share = matched_share(counts)
+    drifted = counts.mean_abs_score_drift > SCORE_DRIFT_LIMIT
+    passed = share >= floor and not drifted
+    lines = [
+        f"{candidate.label} agrees with {reference.label} on {share:.1%} of the boxes (floor {floor:.0%}): "
+        f"{counts.matched} matched at IoU >= 0.5 with the same class, {counts.missed} missed, {counts.extra} extra, "
+        f"{counts.class_flipped} class-flipped, of {counts.n_reference} reference and {counts.n_candidate} "
+        f"{candidate.label} boxes; score drift {counts.mean_score_drift:+.4f} mean, "
+        f"{counts.mean_abs_score_drift:.4f} mean absolute (limit {SCORE_DRIFT_LIMIT})"
+    ]
+    if drifted:
+        lines.append(
+            f"the matched boxes' scores moved by {counts.mean_abs_score_drift:.4f} on average, more than "
+            f"{SCORE_DRIFT_LIMIT}: the two paths score the same objects differently"
+        )
+    return _result(name, passed, None, share, floor, None, causes, lines)
+
+
+def gate_stages(
+    results: Sequence[PathResult],
+    tolerance: float = DEFAULT_TOLERANCES.map50_drop,
+    original_hw: Mapping[str, tuple[int, int]] | None = None,
+) -> GateResult:
+    """No stage on the way float -> fp_optimized -> quantized -> hardware loses more than ``tolerance``
+    mAP@0.5 against the float model (``results[0]``, the ONNX); fails naming the first that does, with
+    the diagnosis of that stage against the float model. All stages must have run under the same
+    settings on the same images."""
+    reference = results[0]
+    name = GateId("stages", dataset_name(reference))
+    staged = stage_results(results)
+    for result in staged.values():
+        if result is reference:
+            continue
+        try:
+            reference.settings.require_same(result.settings, f"{name}: {reference.label} vs {result.label}")
+        except SettingsMismatch as error:
+            return _result(name, False, None, None, tolerance, None, (), [str(error)])
+        if result.image_ids != reference.image_ids:
+            text = f"{name}: {result.label} did not run on the same images as {reference.label}"
+            return _result(name, False, None, None, tolerance, None, (), [text])
+    maps = {stage: r.metrics.map50 for stage, r in staged.items()}
+    found = first_degraded_stage(maps, tolerance)
+    rows = [
+        f"  {stage:<13} {r.label:<28} mAP@0.5 {maps[stage]:.4f}  drop {maps['float'] - maps[stage]:+.4f}"
+        for stage, r in staged.items()
+    ]
+    if found is None:
+        head = f"no stage loses more than {tolerance:g} mAP@0.5 against the float model:"
+        return _result(name, True, maps["float"], min(maps.values()), tolerance, None, (), [head, *rows])
+    head = f"the first stage past the tolerance is {found.stage}: {found.message}"
+    causes = tuple(diagnose(collect_evidence(staged[found.stage], reference, original_hw)))
+    return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows])
+
+
+def missing_golden_gates(result: PathResult, message: str) -> tuple[GateResult, ...]:
+    """The baseline gates of a run without a baseline, each failing with ``message`` (see
+    :func:`harness.verdict.golden.missing_golden_message`), so a missing baseline is never a silent pass."""
+    return tuple(GateResult(gate_id(k, result), False, None, None, None, None, (), message) for k in BASELINE_KINDS)
+
+
+def run_gates(
+    result: PathResult,
+    golden: Golden,
+    reference: PathResult | None = None,
+    bootstrap: PairedBootstrap | None = None,
+    original_hw: Mapping[str, tuple[int, int]] | None = None,
+    floor: float = AGREEMENT_FLOOR,
+) -> tuple[GateResult, ...]:
+    """Every gate of ``result``: against ``golden``, and against ``reference`` when given. The
+    evidence is gathered and diagnosed once; failing gates carry the findings."""
+    usable = (
+        reference
+        if reference is not None
+        and not reference.settings.differences(result.settings)
+        and reference.image_ids == result.image_ids
+        else None
+    )  # an incomparable reference fails the agreement gate; the diagnosis goes without it
+    causes = tuple(diagnose(collect_evidence(result, usable, original_hw)))
+    gates = [
+        gate_map(result, golden, "map50", reference, bootstrap, causes),
+        gate_map(result, golden, "map50_95", reference, bootstrap, causes),
+        gate_score_saturation(result, golden, causes),
+        gate_box_count(result, golden, causes),
+    ]
+    if reference is not None:
+        gates.append(gate_path_agreement(reference, result, floor, causes))
+    return tuple(gates)
+
+
+def _incomparable(name: GateId, result: PathResult, golden: Golden) -> GateResult | None:
+    """A failed gate when ``result`` cannot be held against ``golden`` at all."""
+    if (golden.path, golden.dataset) != (result.path, dataset_name(result)):
+        text = (
+            f"{name}: the baseline is of path {golden.path} on {golden.dataset}, this run is path {result.path} "
+            f"on {dataset_name(result)}"
+        )
+        return _result(name, False, None, None, None, None, (), [text])
+    try:
+        golden.settings.require_same(result.settings, f"{name}: baseline vs {result.label}")
+    except SettingsMismatch as error:
+        return _result(name, False, None, None, None, None, (), [str(error)])
+    old, new = golden.provenance.dataset_manifest, result.provenance.dataset_manifest
+    if old != new:
+        text = (
+            f"{name}: the baseline was measured on dataset manifest {old[:16]}, this run on {new[:16]}: the images "
+            "or labels changed; review the run and update the baseline"
+        )
+        return _result(name, False, None, None, None, None, (), [text])
+    return None
+
+
+def _result(
+    name: GateId,
+    passed: bool,
+    baseline: float | None,
+    observed: float | None,
+    tolerance: float | None,
+    interval: DifferenceInterval | None,
+    causes: Sequence[Finding],
+    lines: list[str],
+) -> GateResult:
+    kept = tuple(causes) if not passed else ()
+    body = [f"{name} {'passed' if passed else 'FAILED'}", *(f"  {line}" for line in lines)]
+    if not passed:
+        if kept:
+            body.append("  likely causes, most specific first:")
+            for i, finding in enumerate(kept, start=1):
+                body += [
+                    f"    {i}. {finding.cause}",
+                    f"       evidence: {finding.evidence}",
+                    f"       fix: {finding.fix}",
+                ]
+        elif observed is not None:
+            body.append("  likely causes: none of the known failure modes matches the evidence")
+    return GateResult(name, passed, baseline, observed, tolerance, interval, kept, "\n".join(body))

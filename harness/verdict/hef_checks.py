@@ -1,0 +1,338 @@
+"""Static checks of a HEF against its ONNX, its dataset and the evaluation settings.
+
+Each check is a pure function of a :class:`CheckContext` returning a :class:`CheckResult`; the
+pytest plugin turns each into its own test item. A failure names the field, the value found, the
+value expected and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.core.checks import CheckResult
+from harness.core.specs import FormatType
+from harness.inputs.hef.inspect import sigmoid
+from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
+
+# A class output that cannot represent a score above this was calibrated without (enough)
+# positives: every detection is capped below it (the field report's 64 off-domain frames).
+DEFAULT_MIN_SCORE_CAP = 0.9
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the ONNX export says about the model the HEF was compiled from."""
+
+    source: str
+    input_hw: tuple[int, int]
+    input_channels: int
+    classes: int
+    box_channels: int
+    grids: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    hef: HefInfo
+    model: ModelFacts | None = None
+    dataset_names: tuple[str, ...] | None = None
+    eval_score_threshold: float | None = None
+    min_score_cap: float = DEFAULT_MIN_SCORE_CAP
+
+    @property
+    def group(self) -> NetworkGroupInfo:
+        return self.hef.network_groups[0]
+
+
+def _streams(group: NetworkGroupInfo) -> dict[str, StreamInfo]:
+    return {s.name: s for s in group.outputs}
+
+
+def _class_streams(ctx: CheckContext) -> list[StreamInfo]:
+    """Class-score outputs: named by the NMS op, else the outputs with the ONNX's class channel count."""
+    group = ctx.group
+    streams = _streams(group)
+    if group.nms is not None:
+        return [streams[d.class_stream] for d in group.nms.bbox_decoders if d.class_stream in streams]
+    if ctx.model is not None:
+        return [s for s in group.outputs if s.shape[2] == ctx.model.classes]
+    return []
+
+
+def check_input_shape(ctx: CheckContext) -> CheckResult:
+    name = "input_shape"
+    if ctx.model is None:
+        return CheckResult.skipped(name, "no --onnx given: nothing to compare the HEF input with")
+    if len(ctx.group.inputs) != 1:
+        return CheckResult.failed(
+            name, "HEF inputs", len(ctx.group.inputs), 1, "compile the model with one image input"
+        )
+    stream = ctx.group.inputs[0]
+    h, w, c = stream.shape
+    m = ctx.model
+    if (h, w, c) != (*m.input_hw, m.input_channels):
+        return CheckResult.failed(
+            name,
+            f"input {stream.name} shape",
+            f"{h}x{w}x{c}",
+            f"{m.input_hw[0]}x{m.input_hw[1]}x{m.input_channels} as in {m.source}",
+            "export the ONNX and compile the HEF at the same image size",
+        )
+    if stream.data_type is not FormatType.UINT8:
+        return CheckResult.failed(
+            name,
+            f"input {stream.name} data type",
+            stream.data_type.name,
+            "UINT8 (0-255 RGB, normalisation inside the HEF)",
+            "add normalization([0,0,0],[255,255,255]) to the .alls and feed uint8 images",
+        )
+    return CheckResult.ok(name, f"input {stream.name} UINT8 {h}x{w}x{c} matches {m.source}")
+
+
+def check_nms_classes_vs_onnx(ctx: CheckContext) -> CheckResult:
+    name = "nms_classes_vs_onnx"
+    nms = ctx.group.nms
+    if nms is None or ctx.model is None:
+        return CheckResult.skipped(name, "needs an NMS HEF and --onnx")
+    if nms.classes != ctx.model.classes:
+        return CheckResult.failed(
+            name,
+            "NMS op classes",
+            nms.classes,
+            f"{ctx.model.classes} (class channels of {ctx.model.source})",
+            f'set "classes": {ctx.model.classes} in the nms_postprocess JSON and recompile',
+        )
+    return CheckResult.ok(name, f"NMS op classes {nms.classes} == ONNX class channels")
+
+
+def check_nms_classes_vs_dataset(ctx: CheckContext) -> CheckResult:
+    name = "nms_classes_vs_dataset"
+    nms = ctx.group.nms
+    if nms is None or ctx.dataset_names is None:
+        return CheckResult.skipped(name, "needs an NMS HEF and --dataset")
+    if nms.classes != len(ctx.dataset_names):
+        return CheckResult.failed(
+            name,
+            "NMS op classes",
+            nms.classes,
+            f"{len(ctx.dataset_names)} (dataset names {list(ctx.dataset_names)})",
+            "compile with the dataset's class count, or evaluate on the dataset the model was trained for",
+        )
+    return CheckResult.ok(name, f"NMS op classes {nms.classes} == {len(ctx.dataset_names)} dataset names")
+
+
+def check_regression_length(ctx: CheckContext) -> CheckResult:
+    name = "regression_length"
+    nms = ctx.group.nms
+    if nms is None:
+        return CheckResult.skipped(name, "no NMS op in the HEF")
+    streams = _streams(ctx.group)
+    for d in nms.bbox_decoders:
+        box = streams.get(d.box_stream)
+        if box is not None and box.shape[2] != 4 * nms.regression_length:
+            return CheckResult.failed(
+                name,
+                "NMS op regression_length",
+                f"{nms.regression_length} (4 x {nms.regression_length} = {4 * nms.regression_length})",
+                f"{box.shape[2] // 4} ({d.box_stream} has {box.shape[2]} box channels = 4 x {box.shape[2] // 4})",
+                f'set "regression_length": {box.shape[2] // 4} in the nms_postprocess JSON',
+            )
+    if ctx.model is not None and ctx.model.box_channels != 4 * nms.regression_length:
+        return CheckResult.failed(
+            name,
+            "NMS op regression_length",
+            nms.regression_length,
+            f"{ctx.model.box_channels // 4} ({ctx.model.source} box heads have {ctx.model.box_channels} channels)",
+            f'set "regression_length": {ctx.model.box_channels // 4} in the nms_postprocess JSON',
+        )
+    return CheckResult.ok(name, f"regression_length {nms.regression_length}: 4 x {nms.regression_length} box channels")
+
+
+def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
+    name = "strides_vs_grids"
+    nms = ctx.group.nms
+    if nms is None:
+        return CheckResult.skipped(name, "no NMS op in the HEF")
+    streams = _streams(ctx.group)
+    for d in nms.bbox_decoders:
+        expected = (round(nms.image_height / d.stride), round(nms.image_width / d.stride))
+        for stream_name in (d.box_stream, d.class_stream):
+            stream = streams.get(stream_name)
+            if stream is not None and stream.shape[:2] != expected:
+                return CheckResult.failed(
+                    name,
+                    f"NMS decoder stride {d.stride} stream {stream_name} grid",
+                    f"{stream.shape[0]}x{stream.shape[1]}",
+                    f"{expected[0]}x{expected[1]} (image {nms.image_height:g}x{nms.image_width:g} / stride {d.stride})",
+                    "give each bbox_decoder in the nms_postprocess JSON the stride of its layers' grid",
+                )
+    if ctx.model is not None:
+        grids = sorted({streams[d.box_stream].shape[:2] for d in nms.bbox_decoders if d.box_stream in streams})
+        if grids != sorted(ctx.model.grids):
+            return CheckResult.failed(
+                name,
+                "HEF box grids",
+                grids,
+                f"{sorted(ctx.model.grids)} from {ctx.model.source}",
+                "compile the HEF from this ONNX at its input size",
+            )
+    return CheckResult.ok(name, "every decoder's stride matches its streams' grid")
+
+
+def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
+    name = "decoder_pairing"
+    nms = ctx.group.nms
+    if nms is None:
+        return CheckResult.skipped(name, "no NMS op in the HEF")
+    streams = _streams(ctx.group)
+    for d in nms.bbox_decoders:
+        box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
+        if box is None or cls is None:
+            missing = d.box_stream if box is None else d.class_stream
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride}",
+                f"stream {missing} not among the outputs",
+                "an output of the HEF",
+                "name existing end-node layers as reg_layer/cls_layer",
+            )
+        if box.shape[:2] != cls.shape[:2]:
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride} pairing",
+                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
+                "box and class layers of the same grid",
+                "pair reg_layer and cls_layer of the same scale in the nms_postprocess JSON",
+            )
+        if cls.shape[2] != nms.classes:
+            return CheckResult.failed(
+                name,
+                f"class stream {cls.name} channels",
+                cls.shape[2],
+                f"{nms.classes} (NMS classes)",
+                "use the class conv (nc channels) as cls_layer and the box conv as reg_layer",
+            )
+    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
+
+
+def check_sigmoid_present(ctx: CheckContext) -> CheckResult:
+    name = "sigmoid_present"
+    nms = ctx.group.nms
+    if nms is None:
+        return CheckResult.skipped(name, "no NMS op in the HEF: the host decoder applies the sigmoid itself")
+    for stream in _class_streams(ctx):
+        q = stream.host_quant[0]
+        if q.limvals_min < 0 or q.limvals_max > 1:
+            # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to class values.
+            return CheckResult.failed(
+                name,
+                f"class output {stream.name} limvals",
+                f"[{q.limvals_min:.4g}, {q.limvals_max:.4g}] (logits: NMS scores will fall outside [0, 1])",
+                "inside [0, 1] (sigmoid compiled in)",
+                f"add change_output_activation({stream.name.split('/')[-1].rsplit('_', 1)[0]}, sigmoid) to the .alls",
+            )
+    return CheckResult.ok(name, "class outputs are post-sigmoid (limvals inside [0, 1])")
+
+
+def _score_range(stream: StreamInfo) -> tuple[float, float, bool]:
+    q = stream.host_quant[0]
+    post_sigmoid = q.limvals_min >= 0 and q.limvals_max <= 1
+    if post_sigmoid:
+        return q.limvals_min, q.limvals_max, True
+    return sigmoid(q.limvals_min), sigmoid(q.limvals_max), False
+
+
+def check_class_score_range(ctx: CheckContext) -> CheckResult:
+    name = "class_score_range"
+    streams = _class_streams(ctx)
+    if not streams:
+        return CheckResult.skipped(name, "class outputs not identified (raw HEF: give --onnx)")
+    # Capped: no class output can score high. One head that never fires on the calibration frames
+    # (objects of other sizes only) is not a cap; all of them staying low is.
+    top = max(streams, key=lambda s: _score_range(s)[1])
+    _, highest, post = _score_range(top)
+    if highest < ctx.min_score_cap:
+        q = top.host_quant[0]
+        return CheckResult.failed(
+            name,
+            f"highest representable score of every class output (best: {top.name})",
+            f"{highest:.4f} (limvals max {q.limvals_max:.4g}{'' if post else ' logit'})",
+            f">= {ctx.min_score_cap}",
+            "calibrate on in-domain images that contain the classes (scores are capped: typical of a "
+            "calibration set without positives)",
+        )
+    for stream in streams:
+        lo, _, post = _score_range(stream)
+        q = stream.host_quant[0]
+        if not post and sigmoid(q.limvals_max - q.scale) >= 0.99:
+            return CheckResult.failed(
+                name,
+                f"class output {stream.name} logit range",
+                f"[{q.limvals_min:.4g}, {q.limvals_max:.4g}], step {q.scale:.4g} (top levels all score >= 0.99)",
+                "a range a uint8 step can resolve near score 1",
+                "compile the sigmoid into the HEF (change_output_activation) so scores quantize in [0, 1]",
+            )
+        if ctx.eval_score_threshold is not None and lo >= ctx.eval_score_threshold:
+            return CheckResult.failed(
+                name,
+                f"class output {stream.name} lowest representable score",
+                f"{lo:.4f}",
+                f"< the score threshold {ctx.eval_score_threshold} (else every cell is a detection)",
+                "recalibrate; check that the class outputs' activation is what the decoder assumes",
+            )
+    return CheckResult.ok(name, f"class outputs can represent scores up to {highest:.4f} ({top.name})")
+
+
+def check_score_threshold(ctx: CheckContext) -> CheckResult:
+    name = "score_threshold"
+    nms = ctx.group.nms
+    if nms is None or ctx.eval_score_threshold is None:
+        return CheckResult.skipped(name, "needs an NMS HEF and an evaluation score threshold")
+    if abs(nms.score_threshold - ctx.eval_score_threshold) > 1e-6:
+        return CheckResult.failed(
+            name,
+            "NMS op score threshold",
+            f"{nms.score_threshold:g} (compiled into the HEF)",
+            f"{ctx.eval_score_threshold:g} (the evaluation's)",
+            f"evaluate at {nms.score_threshold:g}, or override at run time with "
+            f"set_nms_score_threshold({ctx.eval_score_threshold:g})",
+        )
+    return CheckResult.ok(name, f"score threshold {nms.score_threshold:g} == evaluation's")
+
+
+STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
+    check_input_shape,
+    check_nms_classes_vs_onnx,
+    check_nms_classes_vs_dataset,
+    check_regression_length,
+    check_strides_vs_grids,
+    check_decoder_pairing,
+    check_sigmoid_present,
+    check_class_score_range,
+    check_score_threshold,
+)
+
+
+def run_checks(ctx: CheckContext) -> tuple[CheckResult, ...]:
+    return tuple(check(ctx) for check in STATIC_CHECKS)
+
+
+def facts_from_onnx(path: str) -> ModelFacts:
+    """The input size, class count, box channels and grids of an Ultralytics export, by graph structure."""
+    from harness.inputs.onnx_graph import find_heads, load_model, model_input
+
+    model = load_model(path)
+    _, input_hw = model_input(model)
+    heads = find_heads(model)
+    boxes = [h for h in heads if h.role == "box"]
+    classes = [h for h in heads if h.role == "class"]
+    channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    return ModelFacts(
+        source=path,
+        input_hw=input_hw,
+        input_channels=channels or 3,
+        classes=classes[0].channels,
+        box_channels=boxes[0].channels,
+        grids=tuple(h.grid for h in boxes),
+    )

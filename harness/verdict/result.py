@@ -1,0 +1,47 @@
+"""What one path measured on one dataset: the unit that golden baselines, gates, diagnosis and
+reports work on. It never says which backend produced it beyond ``path`` and ``emulated``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.verdict.metrics.coco import CocoMetrics
+from harness.verdict.metrics.distribution import BoxCounts, CellsAboveThreshold, ScoreDistribution
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Exactly what was measured: model and dataset by content hash, and by which harness."""
+
+    model_path: str
+    model_sha256: str
+    dataset: str
+    dataset_manifest: str
+    harness_version: str
+    created: str  # ISO 8601 UTC
+    environment: tuple[tuple[str, str], ...] = ()  # (package, version), e.g. onnxruntime, hailort
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """``path`` is ``onnx``, ``hailo`` or an emulated path; ``emulated`` is True for every path
+    that did not run on Hailo hardware, and every report and log line says so.
+    ``predictions[i]`` belong to ``image_ids[i]``, in original-image pixels and model class ids."""
+
+    path: str
+    emulated: bool
+    settings: EvalSettings
+    provenance: Provenance
+    image_ids: tuple[str, ...]
+    predictions: tuple[Detections, ...]
+    metrics: CocoMetrics
+    box_counts: BoxCounts
+    scores: ScoreDistribution
+    cells: CellsAboveThreshold | None = None  # raw-head paths only
+    fps: float | None = None  # frames per second measured on Hailo hardware; None: not measured (or cached)
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} (emulated)" if self.emulated and self.path != "onnx" else self.path

@@ -4,24 +4,19 @@ the modes that need no emulated HEF."""
 
 import numpy as np
 import pytest
-from harness.doctor.catalogue import (
-    MODES,
-    MODES_BY_NAME,
-    REFUSALS,
-    clean_runs,
-    controls,
-    fcr_read_channel_first,
-    open_bench,
-    paired_by_listing_order,
-    records_read_x_first,
-    run_doctor,
-    run_mode,
-    sigmoid_on_probabilities,
-)
 
 from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIGMOID_TWICE, run_conformance
 from harness.core.detections import Detections
 from harness.core.settings import EvalSettings
+from harness.doctor.bench import open_bench
+from harness.doctor.mistakes import (
+    fcr_read_channel_first,
+    paired_by_listing_order,
+    records_read_x_first,
+    sigmoid_on_probabilities,
+)
+from harness.doctor.modes import MODES, MODES_BY_NAME, REFUSALS
+from harness.doctor.table import clean_runs, controls, run_doctor, run_mode
 from harness.verdict.diagnosis import RULES
 from harness.verdict.hef_checks import STATIC_CHECKS
 
@@ -114,14 +109,11 @@ def test_reading_records_x_first_swaps_x_and_y_in_the_model_input():
 
 def test_a_model_the_emulator_refuses_gets_the_modes_without_an_emulated_hef(shared_fixtures, doctor_cache):
     modes = [MODES_BY_NAME[n] for n in ("calibration_off_domain", "nms_records_read_x_first", "nms_classes_wrong")]
-    table = run_doctor(
+    onnx, dataset = (
         shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx",
         shared_fixtures / "datasets" / "coco128_val16",
-        images=4,
-        modes=modes,
-        cache_dir=doctor_cache,
-        seeds=(),
     )
+    table = run_doctor(open_bench(onnx, dataset, images=4, cache_dir=doctor_cache), modes, seeds=())
     skipped, swapped, static = table.rows
     assert not skipped.injected and skipped.gate_failed is None and "quantized ops" in skipped.how
     assert table.hailo_path.startswith("none:") and table.clean_runs == ()

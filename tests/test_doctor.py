@@ -4,10 +4,10 @@ import argparse
 import json
 
 import pytest
-from harness.doctor.catalogue import MODES
 
 from harness.cli.commands import doctor
 from harness.core.errors import HarnessError
+from harness.doctor.modes import MODES
 
 
 @pytest.fixture(scope="session")

@@ -108,13 +108,21 @@ def test_eval_refuses_other_class_names_unless_mapped(model, dataset, tmp_path, 
     assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache"]) == 2
     assert "are different names; map them explicitly" in capsys.readouterr().err
     assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human=person"]) == 0
-    assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human"]) == 2
-    assert "--map-class 'human': expected DATASET_NAME=MODEL_NAME" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # refused by the parser, before anything runs
+        cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human"])
+    assert exited.value.code == 2
+    assert "argument --map-class: 'human': expected DATASET_NAME=MODEL_NAME" in capsys.readouterr().err
 
 
-def test_eval_emulator_backend_needs_calibration_images(model, dataset, capsys):
-    assert cli.main(["eval", "--onnx", model, "--backend", "emulator", "--dataset", dataset]) == 2
-    assert "needs --calibration DIR" in capsys.readouterr().err
+def test_eval_emulator_backend_refuses_a_calibration_folder_that_is_not_one(model, dataset, tmp_path, capsys):
+    argv = ["eval", "--onnx", model, "--backend", "emulator", "--dataset", dataset, "--calibration", "nope"]
+    assert cli.main([*argv, "--cache", str(tmp_path)]) == 2
+    assert "--calibration nope: not a folder of images (or 'in-domain' / 'off-domain')" in capsys.readouterr().err
+
+
+def test_calibration_belongs_to_the_emulator_backend(model, dataset, capsys):
+    assert cli.main(["eval", "--onnx", model, "--dataset", dataset, "--calibration", "calib"]) == 2
+    assert "--calibration belongs to --backend emulator, not --backend onnx" in capsys.readouterr().err
 
 
 def test_coco_image_id_is_the_numeric_stem_or_the_dataset_id():
@@ -137,14 +145,14 @@ def test_eval_emulator_backend_runs_the_emulated_hef_with_raw_heads_or_its_nms(t
         "4",
     ]
     results = {}
-    for variant in ([], ["--sigmoid-inside", "--hef-nms"]):
+    for variant in (["--no-sigmoid-inside", "--no-hef-nms"], []):  # default: both compiled in, as a HEF is
         assert cli.main([*base, *emulator, *variant, "--cache", str(tmp_path / "cache")]) == 0
-        results[bool(variant)] = json.loads(capsys.readouterr().out)
+        results[not variant] = json.loads(capsys.readouterr().out)
     raw, nms = results[False], results[True]
     assert raw["label"] == nms["label"] == "emulated-hailo (emulated)" and raw["emulated"] is True
     assert raw["cells"]["cells"] == 4 * (32 * 32 + 16 * 16 + 8 * 8) and nms["cells"] is None
     assert raw["n_images"] == nms["n_images"] == 4
-    assert len(list((tmp_path / "cache").glob("emulated-hailo-*.jsonl"))) == 2
+    assert len(list((tmp_path / "cache").glob("predictions/emulated-hailo-*.jsonl"))) == 2
 
 
 def test_eval_dfc_backend_runs_each_emulation_stage_of_the_har(tmp_path, capsys, sdk):

@@ -39,6 +39,7 @@ from harness.inputs.preprocess import letterbox, load_image
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import NmsBufferPath, RawHeadsPath
 from harness.pipeline.job import JobConfig, run_job, summary_lines
+from harness.pipeline.spec import Backend, PathSpec
 
 DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 INPUT_HW = (256, 256)
@@ -546,12 +547,10 @@ def test_the_job_on_a_device_reports_its_fps_next_to_the_accuracy(
     write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=64))
     config = JobConfig(
         dataset=tmp_path / "syn",
-        calibration=str(tmp_path / "syn" / "images" / "calib"),
         report_dir=tmp_path / "report",
         cache_dir=tmp_path / "cache",
         golden_root=tmp_path / "golden",
-        backend="hailort",
-        hef=hef_files["nms"],
+        hailo=PathSpec(Backend.HAILORT, hef=hef_files["nms"]),
         progress=False,
     )
     job = run_job(config, log=lambda line: None)
@@ -570,7 +569,7 @@ def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_ap
     make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
     from harness.cli import main as cli
-    from harness.cli.commands import eval as eval_command
+    from harness.pipeline import factory
 
     make_fake()
     formats: list[FormatType] = []
@@ -579,7 +578,7 @@ def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_ap
         formats.append(kwargs["format_type"])  # type: ignore[arg-type]
         return HailoRTRunner(hef, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(eval_command, "HailoRTRunner", recording)
+    monkeypatch.setattr(factory, "HailoRTRunner", recording)
     write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=0))
     argv = ["eval", "--hef", str(hef_files["heads"]), "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn")]
     maps = []
@@ -587,5 +586,5 @@ def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_ap
         assert cli.main([*argv, "--hailo-format", name, "--cache", str(tmp_path / "cache"), "--json"]) == 0
         maps.append(json.loads(capsys.readouterr().out)["metrics"]["map50"])
     assert formats == [FormatType.FLOAT32, FormatType.UINT8]
-    assert len(list((tmp_path / "cache").glob("hailo-*.jsonl"))) == 2
+    assert len(list((tmp_path / "cache").glob("predictions/hailo-*.jsonl"))) == 2
     assert maps[0] == pytest.approx(maps[1], abs=0.02)  # the same HEF, dequantized by HailoRT or by the harness

@@ -9,7 +9,9 @@ import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.core.errors import HarnessError
-from harness.pipeline.job import OFF_DOMAIN, JobConfig, demo_data, run_job, summary_lines
+from harness.inputs.demo import OFF_DOMAIN, demo_data
+from harness.pipeline.job import JobConfig, planned_gates, run_job, summary_lines
+from harness.pipeline.spec import SettingsSpec
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,9 @@ def test_main_job_on_the_demo_passes_every_gate_against_the_shipped_golden(confi
 
 
 def test_off_domain_calibration_fails_the_gate_and_names_the_score_cap(config):
-    off = replace(config, calibration=OFF_DOMAIN, report_dir=config.report_dir.parent / "report-off")
+    off = replace(
+        config, hailo=replace(config.hailo, calibration=OFF_DOMAIN), report_dir=config.report_dir.parent / "report-off"
+    )
     job = run_job(off, log=lambda line: None)
     failed = {g.name: g for g in job.gates if not g.passed}
     gate = failed["test_map[synthetic_fire_smoke_seed0-emulated-hailo]"]
@@ -71,7 +75,10 @@ def test_a_har_adds_its_dfc_stages_and_the_stage_gate_passes_when_none_degrades(
 def test_a_har_compiled_with_other_nms_thresholds_is_refused_before_anything_runs(config, sdk, tmp_path):
     har = _har(config, "in-domain", tmp_path)
     with pytest.raises(HarnessError, match=r"thresholds 0.2 / 0.7 .* the evaluation is at 0.25 / 0.7") as caught:
-        run_job(replace(config, har=har, score_threshold=0.25, report_dir=tmp_path / "r"), log=lambda line: None)
+        run_job(
+            replace(config, har=har, settings=SettingsSpec(score_threshold=0.25), report_dir=tmp_path / "r"),
+            log=lambda line: None,
+        )
     assert "--score-threshold 0.2 --iou-threshold 0.7" in str(caught.value)
     assert not (tmp_path / "r").exists()
 
@@ -98,3 +105,13 @@ def test_a_har_whose_model_script_lost_the_normalization_is_localised_to_fp_opti
     assert not gate.passed and "the first stage past the tolerance is fp_optimized" in gate.message
     assert "lost before quantization" in gate.message
     assert gate.causes[0].name == "input_not_normalised"
+
+
+def test_planned_gates_are_named_after_the_folder_a_dataset_yaml_points_at(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "data.yaml").write_text("path: ../fire_smoke_val\nval: images/val\nnames: [fire, smoke]\n")
+    config = JobConfig(dataset=tmp_path / "configs" / "data.yaml", har=tmp_path / "m.har")
+    planned = [str(g) for g in planned_gates(config)]
+    assert planned[0] == "test_map[fire_smoke_val-onnx]" and planned[-1] == "test_stages[fire_smoke_val]"
+    assert planned[-2] == "test_path_agreement[fire_smoke_val-emulated-hailo]" and len(planned) == 10
+    assert str(planned_gates(JobConfig())[4]) == "test_map[synthetic_fire_smoke_seed0-emulated-hailo]"

@@ -2,12 +2,15 @@
 worst first, and an off-domain calibration shows up on the class head it caps."""
 
 import math
+from dataclasses import replace
 
 import pytest
-from harness.doctor.catalogue import open_bench
 
 from harness.backends.emulator.localisation import layer_sqnr, worst_layers
 from harness.core.errors import HarnessError
+from harness.doctor.bench import open_bench
+from harness.inputs.demo import OFF_DOMAIN
+from harness.pipeline.factory import emulated_hef
 
 FRAMES = 2
 STRIDE_8_CLASS_HEAD = "/model.23/cv3.0/cv3.0.2/Conv_output_0"
@@ -44,7 +47,7 @@ def test_every_head_and_hundreds_of_tensors_are_measured_worst_first(bench, in_d
 
 
 def test_off_domain_calibration_costs_the_stride_8_class_head_most_of_its_sqnr(bench, frames, in_domain):
-    off = layer_sqnr(bench.emulated(bench.options, bench.off_domain), frames)
+    off = layer_sqnr(emulated_hef(replace(bench.subject_spec, calibration=OFF_DOMAIN), bench.run), frames)
 
     def head(layers):
         return next(layer for layer in layers if layer.tensor == STRIDE_8_CLASS_HEAD)

@@ -116,7 +116,7 @@ def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
 def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, shared_fixtures):
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--backend", "hailort")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--backend hailort: give the HEF*"])
+    result.stderr.fnmatch_lines(["*--backend hailort: needs --hef M.hef*"])
     hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
     result = pytester.runpytest_subprocess(
         "--onnx", str(DEMO), "--hef", str(hef), "--backend", "hailort", "-k", "test_box_count and hailo]"
@@ -185,3 +185,14 @@ def test_compile():
     result = pytester.runpytest_subprocess("-rs", "--strict-markers")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*hailo_platform*not installed*", "*Dataflow Compiler*not installed*"])
+
+
+def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_are_named_after(pytester, tmp_path):
+    data = tmp_path / "fire_smoke_small"
+    write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
+    args = ("--onnx", str(DEMO), "--dataset", str(data / "data.yaml"), "--golden", str(tmp_path / "golden"))
+    collected = pytester.runpytest_subprocess(*args, "--collect-only", "-q").stdout.lines
+    assert "hailo-harness::test_map[fire_smoke_small-onnx]" in collected
+    assert "hailo-harness::test_path_agreement[fire_smoke_small-emulated-hailo]" in collected
+    result = pytester.runpytest_subprocess(*args, "--update-golden", "--cache", str(tmp_path / "cache"))
+    result.assert_outcomes(passed=9)  # every item found its gate: none says "the run produced no such gate"

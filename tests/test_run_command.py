@@ -10,6 +10,7 @@ from harness.cli import main as cli
 from harness.cli.commands import run as run_command
 from harness.core.specs import FormatType
 from harness.pipeline.job import JobConfig, JobResult
+from harness.pipeline.spec import Backend
 
 
 @pytest.fixture
@@ -27,12 +28,22 @@ def configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[JobConfig]:
 
 
 def test_a_hef_implies_the_hailort_backend_with_the_devices_asked_for(configs: list[JobConfig]) -> None:
-    argv = ["run", "--hef", "m.hef", "--hailo-device", "0000:01:00.0", "--hailo-device", "0000:02:00.0"]
+    argv = [
+        "run",
+        "--onnx",
+        "m.onnx",
+        "--hef",
+        "m.hef",
+        "--hailo-device",
+        "0000:01:00.0",
+        "--hailo-device",
+        "0000:02:00.0",
+    ]
     assert cli.main([*argv, "--hailo-format", "uint8"]) == 0
     (config,) = configs
-    assert config.hailo_format is FormatType.UINT8
-    assert (config.backend, config.hef, config.hailo_devices) == (
-        "hailort",
+    assert config.hailo.hailo_format is FormatType.UINT8
+    assert (config.hailo.backend, config.hailo.hef, config.hailo.hailo_devices) == (
+        Backend.HAILORT,
         Path("m.hef"),
         ("0000:01:00.0", "0000:02:00.0"),
     )
@@ -40,10 +51,15 @@ def test_a_hef_implies_the_hailort_backend_with_the_devices_asked_for(configs: l
 
 
 def test_without_a_hef_the_hailo_path_is_emulated_and_a_har_adds_its_stages(configs: list[JobConfig]) -> None:
-    assert cli.main(["run", "--har", "model_optimized.har", "--calibration", "off-domain"]) == 0
+    assert cli.main(["run", "--onnx", "m.onnx", "--har", "model_optimized.har", "--calibration", "off-domain"]) == 0
     (config,) = configs
-    assert (config.backend, config.har, config.calibration) == ("emulator", Path("model_optimized.har"), "off-domain")
-    assert config.hailo_format is FormatType.FLOAT32
+    assert (config.hailo.backend, config.har, config.hailo.calibration) == (
+        Backend.EMULATOR,
+        Path("model_optimized.har"),
+        "off-domain",
+    )
+    assert config.hailo.hailo_format is FormatType.FLOAT32
+    assert [s.stage.value for s in config.stages] == ["fp_optimized", "quantized"]
 
 
 def test_a_device_without_the_hailort_backend_is_refused(
@@ -51,4 +67,12 @@ def test_a_device_without_the_hailort_backend_is_refused(
 ) -> None:
     assert cli.main(["run", "--hailo-device", "0000:01:00.0"]) == 2
     assert "--hailo-device belongs to --backend hailort, not --backend emulator" in capsys.readouterr().err
+    assert configs == []
+
+
+def test_a_hef_or_har_without_its_export_is_refused_not_paired_with_the_demo_model(
+    configs: list[JobConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "--hef", "m.hef"]) == 2
+    assert "--hef: needs --onnx M.onnx (the model's export, for its class names)" in capsys.readouterr().err
     assert configs == []

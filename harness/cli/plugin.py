@@ -184,7 +184,8 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
     """One item per gate the job will yield, named from its identity; the job runs at the first."""
     config = parent.config
     try:
-        job = job_config(values, invocation=("pytest", *config.invocation_params.args), progress=False)
+        invocation = ("pytest", *config.invocation_params.args)
+        job = job_config(values, invocation, progress=False, hef_checked=True)
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     if job.har is not None:

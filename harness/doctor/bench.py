@@ -80,12 +80,15 @@ class Bench:
         """The clean path under test, under ``settings`` (default: the bench's)."""
         return self.path(stack, self.subject_spec, settings)
 
-    def raw_path(self, stack: ExitStack, decoder: Decoder) -> DetectionPath:
+    def raw_spec(self, decoder: Decoder) -> PathSpec:
         """A host decoder over raw head outputs: the emulated raw-output HEF's (sigmoid inside), or the
         ONNX cut at its heads where the emulator refuses the model."""
         if self.hef is None:
-            return self.path(stack, PathSpec(Backend.ONNX, decoder=decoder))
-        return self.path(stack, replace(self.subject_spec, hef_nms=False, decoder=decoder))
+            return PathSpec(Backend.ONNX, decoder=decoder)
+        return replace(self.subject_spec, hef_nms=False, decoder=decoder)
+
+    def raw_path(self, stack: ExitStack, decoder: Decoder) -> DetectionPath:
+        return self.path(stack, self.raw_spec(decoder))
 
     def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
         return self.run.evaluate(path, dataset or self.dataset)

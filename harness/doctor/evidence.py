@@ -10,8 +10,8 @@ from harness.conformance.suite import run_conformance
 from harness.core.detections import (
     Detections,
 )
+from harness.doctor.adapters import HostPath
 from harness.doctor.bench import Bench, subset
-from harness.doctor.host_path import HostPath
 from harness.doctor.mistakes import reversed_channels
 from harness.inputs.dataset import Dataset
 from harness.pipeline.detect import (

@@ -62,16 +62,6 @@ def paired_by_listing_order(
     return decode(fixed, fixed_specs, config)
 
 
-def paired_as_listed_smallest_grid_first(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
-) -> Detections:
-    """:func:`paired_by_listing_order` over outputs listed box heads first, then class heads smallest
-    grid first (as another compiler run may list them): every box head gets another grid's classes."""
-    boxes = [n for n, s in specs.items() if s.channels == DEFAULT_BOX_CHANNELS]
-    classes = sorted((n for n in specs if n not in boxes), key=lambda n: specs[n].grid[0] * specs[n].grid[1])
-    return paired_by_listing_order(outputs, {n: specs[n] for n in (*boxes, *classes)}, config)
-
-
 def reversed_channels(image: np.ndarray) -> np.ndarray:
     """RGB <-> BGR."""
     return np.ascontiguousarray(image[..., ::-1])

@@ -10,16 +10,17 @@ from pathlib import Path
 
 import yaml
 
+from harness.backends.base import Runner
 from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.settings import Preprocess
-from harness.decode.yolo import decode
+from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode
+from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
 from harness.doctor.description import with_nms
-from harness.doctor.host_path import HostPath
 from harness.doctor.mistakes import (
     fcr_read_channel_first,
     normalised_again,
-    paired_as_listed_smallest_grid_first,
+    paired_by_listing_order,
     records_read_x_first,
     reversed_channels,
     sigmoid_on_probabilities,
@@ -31,6 +32,7 @@ from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import (
     DetectionPath,
 )
+from harness.pipeline.factory import open_runner, path_over
 
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
@@ -125,8 +127,18 @@ def _resize_not_letterbox(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.subject_path(stack, replace(bench.settings, preprocess=other)))
 
 
+def _classes_listed_smallest_grid_first(runner: Runner) -> list[str]:
+    specs = runner.output_specs
+    boxes = [n for n, s in specs.items() if s.channels == DEFAULT_BOX_CHANNELS]
+    classes = sorted((n for n in specs if n not in boxes), key=lambda n: specs[n].grid[0] * specs[n].grid[1])
+    return [*boxes, *classes]
+
+
 def _heads_paired_across_grids(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, paired_as_listed_smallest_grid_first))
+    spec = bench.raw_spec(paired_by_listing_order)
+    opened = stack.enter_context(open_runner(spec, bench.run))
+    listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner))
+    return Injected(path_over(replace(opened, runner=listed), spec, bench.run))
 
 
 def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:

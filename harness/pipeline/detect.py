@@ -187,6 +187,8 @@ class _RunnerPath:
     """What the raw-head and NMS-buffer paths share: a runner fed like a HEF, and their identity.
     Each subclass checks in :meth:`_check_outputs` that the runner's outputs are what it decodes."""
 
+    path_names: tuple[str, ...] = DEVICE_PATHS
+
     def __init__(
         self,
         runner: Runner,
@@ -196,9 +198,9 @@ class _RunnerPath:
         model_names: Sequence[str] | None = None,
         variant: str = "",
     ) -> None:
-        if name not in (*DEVICE_PATHS, ONNX):
+        if name not in self.path_names:
             raise HarnessError(
-                f"path name {name!r}: expected one of {[*DEVICE_PATHS, ONNX]} for a runner fed like a HEF"
+                f"path name {name!r}: expected one of {list(self.path_names)} for a runner fed like a HEF"
             )
         self.name = name
         self.emulated = name != HAILO
@@ -305,7 +307,10 @@ class DecoderPath(_RunnerPath):
     """A runner fed like a HEF whose raw head outputs a host decoder with the harness decoder's
     signature (``decoder(outputs, specs, config) -> Detections``) turns into detections: a user's
     own decoder, or one of the doctor's host mistakes. ``decoder`` is kept for the conformance suite.
-    The runner's outputs are not checked: whatever the decoder makes of them is what is measured."""
+    The runner's outputs are not checked: whatever the decoder makes of them is what is measured.
+    ``onnx`` names the ONNX cut at its heads in a runner fed like a HEF."""
+
+    path_names = (*DEVICE_PATHS, ONNX)
 
     def __init__(
         self,

@@ -123,42 +123,67 @@ def check(spec: PathSpec, settings: EvalSettings) -> None:
         check_compiled_thresholds(spec.har, settings.score_threshold, settings.iou_threshold)
 
 
+@dataclass(frozen=True)
+class OpenRunner:
+    """A backend's runner fed like a HEF, the model file it runs and what else fixes its outputs
+    (the cache variant)."""
+
+    runner: Runner
+    model_file: Path
+    variant: str
+
+
 @contextmanager
 def open_path(spec: PathSpec, run: RunContext, settings: EvalSettings | None = None) -> Iterator[DetectionPath]:
     """``spec`` as an open detection path of ``run`` (under ``settings``, default the run's); its
     runner is closed afterwards."""
     settings = settings or run.settings
+    if spec.backend is Backend.ONNX and spec.decoder is None:
+        check(spec, settings)
+        with OnnxPath(run.onnx, settings, run.names) as path:
+            yield path
+        return
+    with open_runner(spec, run, settings) as opened:
+        yield path_over(opened, spec, run, settings)
+
+
+@contextmanager
+def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None = None) -> Iterator[OpenRunner]:
+    """The runner of ``spec`` fed like a HEF (the float export: cut at its heads); closed afterwards."""
+    settings = settings or run.settings
     check(spec, settings)
     with ExitStack() as stack:
-        yield _path(spec, run, settings, stack)
+        if spec.backend is Backend.ONNX:
+            yield OpenRunner(stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads")
+        elif spec.backend is Backend.EMULATOR:
+            hef = emulated_hef(spec, run)
+            run.log(f"Hailo path: {hef.label}")
+            yield OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash)
+        elif spec.backend is Backend.HAILORT:
+            assert spec.hef is not None
+            devices = spec.hailo_devices or None
+            device = stack.enter_context(HailoRTRunner(spec.hef, format_type=spec.hailo_format, device_ids=devices))
+            run.log(f"Hailo path: {device.label}")
+            # the two formats dequantize in different places: cached apart
+            yield OpenRunner(device, spec.hef, spec.hailo_format.name.lower())
+        else:
+            assert spec.har is not None
+            har = stack.enter_context(HarRunner(spec.har, spec.stage, settings.input_hw))
+            run.log(f"stage {spec.stage.value}: {har.label}")
+            yield OpenRunner(har, spec.har, "")
 
 
-def _path(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> DetectionPath:
-    name, names = spec.path_name, run.names
-    runner: Runner
-    if spec.backend is Backend.ONNX:
-        if spec.decoder is None:
-            return stack.enter_context(OnnxPath(run.onnx, settings, names))
-        runner, model, variant = stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads"
-    elif spec.backend is Backend.EMULATOR:
-        hef = emulated_hef(spec, run)
-        run.log(f"Hailo path: {hef.label}")
-        runner, model, variant = stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash
-    elif spec.backend is Backend.HAILORT:
-        assert spec.hef is not None
-        devices = spec.hailo_devices or None
-        runner = stack.enter_context(HailoRTRunner(spec.hef, format_type=spec.hailo_format, device_ids=devices))
-        model, variant = spec.hef, spec.hailo_format.name.lower()  # the two formats dequantize apart: cached apart
-        run.log(f"Hailo path: {runner.label}")
-    else:
-        assert spec.har is not None
-        runner = stack.enter_context(HarRunner(spec.har, spec.stage, settings.input_hw))
-        model, variant = spec.har, ""
-        run.log(f"stage {spec.stage.value}: {runner.label}")
+def path_over(
+    opened: OpenRunner, spec: PathSpec, run: RunContext, settings: EvalSettings | None = None
+) -> DetectionPath:
+    """The detection path over an open runner: ``spec.decoder`` over its outputs, else the harness's
+    decoding of its NMS buffer or its raw heads."""
+    settings, name = settings or run.settings, spec.path_name
     if spec.decoder is not None:
         tag = getattr(spec.decoder, "__name__", "decoder")
-        return DecoderPath(runner, settings, model, spec.decoder, name, names, f"{variant}+{tag}")
-    return runner_path(runner, settings, model, name, names, variant)
+        variant = f"{opened.variant}+{tag}"
+        return DecoderPath(opened.runner, settings, opened.model_file, spec.decoder, name, run.names, variant)
+    return runner_path(opened.runner, settings, opened.model_file, name, run.names, opened.variant)
 
 
 def evaluate(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:

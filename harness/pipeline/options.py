@@ -236,12 +236,15 @@ def backend_of(values: Mapping[str, Any], single: bool) -> Backend:
     return Backend.EMULATOR
 
 
-def path_spec(values: Mapping[str, Any], single: bool) -> PathSpec:
-    """The path the options describe (see :func:`backend_of`), checked against its backend."""
+def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False) -> PathSpec:
+    """The path the options describe (see :func:`backend_of`), checked against its backend.
+    ``hef_checked``: a ``--hef`` beside another backend is read for its static checks (the plugin)."""
     backend = backend_of(values, single)
+    if values.get("hef") is not None and backend is not Backend.HAILORT and not hef_checked:
+        raise HarnessError(f"--hef belongs to --backend hailort, not --backend {backend.value}")
     spec = PathSpec(
         backend=backend,
-        hef=values.get("hef"),
+        hef=values.get("hef") if backend is Backend.HAILORT else None,
         har=values.get("har") if backend is Backend.DFC else None,
         stage=values.get("stage", OPTIONS["stage"].default),
         calibration=None if values.get("calibration") is None else str(values["calibration"]),
@@ -284,15 +287,17 @@ def onnx_of(values: Mapping[str, Any]) -> Path:
     return DEMO_ONNX
 
 
-def job_config(values: Mapping[str, Any], invocation: tuple[str, ...], progress: bool | None = None) -> JobConfig:
+def job_config(
+    values: Mapping[str, Any], invocation: tuple[str, ...], progress: bool | None = None, hef_checked: bool = False
+) -> JobConfig:
     """The job the options describe: the Hailo path (emulator unless ``--backend`` or ``--hef`` say
-    otherwise), the HAR's stages, the settings and the folders."""
+    otherwise), the HAR's stages, the settings and the folders (``hef_checked``: see :func:`path_spec`)."""
 
     def get(name: str) -> Any:
         value = values.get(name)
         return OPTIONS[name].default if value is None else value
 
-    hailo = path_spec(values, single=False)
+    hailo = path_spec(values, single=False, hef_checked=hef_checked)
     if hailo.backend not in (Backend.EMULATOR, Backend.HAILORT):
         raise HarnessError(
             f"--backend {hailo.backend.value}: a job's Hailo path is emulator or hailort (--har adds the DFC's stages)"

@@ -1,0 +1,77 @@
+"""The pipeline factory: one description of a path -> the detection path every surface gets, with the
+calibration images chosen by one rule and the class names settled before anything runs."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness.conformance.suite import run_conformance
+from harness.core.errors import HarnessError
+from harness.decode.yolo import decode
+from harness.inputs.dataset import DatasetError, load_yolo
+from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_split
+from harness.inputs.synthetic import Recipe, write_dataset
+from harness.pipeline.detect import DecoderPath, NmsBufferPath, OnnxPath, RawHeadsPath
+from harness.pipeline.factory import calibration_source, evaluate, open_path, prepare_run
+from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("factory") / "syn"
+    write_dataset(root, Recipe(seed=11, train=0, val=3, calib=3))
+    return root
+
+
+@pytest.fixture(scope="module")
+def run(data):
+    return prepare_run(DEMO_ONNX, load_yolo(data), cache_dir=data.parent / "cache", progress=False, log=lambda _: None)
+
+
+def test_each_backend_description_opens_the_path_it_names(run):
+    emulated = PathSpec(Backend.EMULATOR, calibration=str(Path(run.dataset.root) / "images" / "calib"))
+    with open_path(REFERENCE, run) as path:
+        assert isinstance(path, OnnxPath) and path.name == "onnx"
+    with open_path(emulated, run) as path:
+        assert isinstance(path, NmsBufferPath) and path.name == "emulated-hailo" and path.emulated
+    with open_path(replace(emulated, hef_nms=False), run) as path:
+        assert isinstance(path, RawHeadsPath)
+    with open_path(PathSpec(Backend.ONNX, decoder=decode), run) as path:
+        assert isinstance(path, DecoderPath) and path.name == "onnx" and not path.emulated
+        assert path.variant == "float heads+decode" and not any(run_conformance(path.decoder).values())
+
+
+def test_a_host_decoder_over_the_float_heads_finds_what_the_reference_finds(run):
+    reference = evaluate(REFERENCE, run)
+    heads = evaluate(PathSpec(Backend.ONNX, decoder=decode), run)
+    assert heads.metrics.map50 == pytest.approx(reference.metrics.map50, abs=0.02)
+    assert heads.box_counts.total == pytest.approx(reference.box_counts.total, abs=2)
+
+
+def test_calibration_is_the_demo_split_on_the_demo_and_the_evaluated_images_elsewhere(run, data):
+    source, count = calibration_source(PathSpec(Backend.EMULATOR), run)
+    assert source == [s.path for s in run.dataset.samples] and count == 3  # fewer than 64: all of them
+    folder, count = calibration_source(PathSpec(Backend.EMULATOR, calibration=str(data / "images" / "calib")), run)
+    assert (folder, count) == (data / "images" / "calib", 64)
+    named, _ = calibration_source(PathSpec(Backend.EMULATOR, calibration=OFF_DOMAIN), run)
+    assert named == demo_split(run.cache_dir, OFF_DOMAIN)
+    with pytest.raises(HarnessError, match="--calibration nope: not a folder of images"):
+        calibration_source(PathSpec(Backend.EMULATOR, calibration="nope"), run)
+
+
+def test_on_the_demo_set_the_default_calibration_is_its_in_domain_split(run, tmp_path):
+    demo = replace(run, dataset=replace(run.dataset, root=tmp_path / "synthetic_fire_smoke_seed0"))
+    source, count = calibration_source(PathSpec(Backend.EMULATOR), demo)
+    assert (source, count) == (demo_split(run.cache_dir, IN_DOMAIN), 64)
+
+
+def test_other_class_names_are_refused_when_the_run_is_prepared_and_accepted_when_mapped(data, tmp_path):
+    (tmp_path / "images").symlink_to(data / "images" / "val")
+    (tmp_path / "labels").symlink_to(data / "labels" / "val")
+    (tmp_path / "data.yaml").write_text("names: {0: flame, 1: smoke}\n")
+    renamed = load_yolo(tmp_path)
+    with pytest.raises(DatasetError, match="map them explicitly"):
+        prepare_run(DEMO_ONNX, renamed, cache_dir=tmp_path / "cache")
+    mapped = prepare_run(DEMO_ONNX, renamed, SettingsSpec(map_class=(("flame", "fire"),)), tmp_path / "cache")
+    assert mapped.settings.class_map == (0, 1)

@@ -1,0 +1,160 @@
+"""The option table: every surface reads the same names, defaults and parsing from it, and the same
+options turn into the same path, settings and job."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from harness.backends.dfc.runner import EmulationStage
+from harness.backends.dfc.scripts import NmsSettings
+from harness.backends.emulator import EmulatorOptions
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
+from harness.core.specs import FormatType
+from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT
+from harness.pipeline.options import (
+    DOCTOR_OPTIONS,
+    EVAL_OPTIONS,
+    JOB_OPTIONS,
+    OPTIONS,
+    add_options,
+    backend_of,
+    from_text,
+    job_config,
+    onnx_of,
+    path_spec,
+    settings_spec,
+)
+from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+
+
+def _parse(names, *argv):
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_options(parser, names)
+    return vars(parser.parse_args(argv))
+
+
+def test_a_surface_that_is_given_nothing_gets_the_defaults_of_the_settings_the_path_and_the_job():
+    values = _parse(JOB_OPTIONS)
+    assert settings_spec(values) == SettingsSpec()
+    config = job_config(values, invocation=("test",))
+    assert config.hailo == PathSpec(Backend.EMULATOR)
+    assert (config.onnx, config.golden_root, config.report_dir, config.cache_dir) == (
+        DEMO_ONNX,
+        GOLDEN_ROOT,
+        defaults.REPORT_DIR,
+        defaults.CACHE_DIR,
+    )
+
+
+def test_every_layer_that_has_a_default_has_the_same_one():
+    settings, decode = EvalSettings((640, 640)), DecodeConfig((640, 640))
+    emulator, nms = EmulatorOptions(), NmsSettings()
+    for name, value in (
+        ("score_threshold", defaults.SCORE_THRESHOLD),
+        ("iou_threshold", defaults.IOU_THRESHOLD),
+        ("max_per_class", defaults.MAX_PER_CLASS),
+        ("max_total", defaults.MAX_TOTAL),
+    ):
+        assert OPTIONS[name].default == getattr(SettingsSpec(), name) == getattr(settings, name) == value, name
+        assert getattr(decode, name) == value, name
+    assert (
+        (emulator.score_threshold, emulator.iou_threshold, emulator.max_proposals_per_class)
+        == (
+            nms.score_threshold,
+            nms.iou_threshold,
+            nms.max_proposals_per_class,
+        )
+        == (defaults.SCORE_THRESHOLD, defaults.IOU_THRESHOLD, defaults.MAX_PER_CLASS)
+    )
+    assert OPTIONS["calibration_count"].default == PathSpec().calibration_count == emulator.calibration_count
+
+
+def test_the_command_line_and_the_plugin_text_parse_every_option_to_the_same_value():
+    argv = {
+        "score_threshold": "0.35",
+        "iou_threshold": "0.5",
+        "max_per_class": "20",
+        "nms": "ultralytics",
+        "preprocess": "resize",
+        "calibration_count": "8",
+        "hailo_format": "uint8",
+        "backend": "hailort",
+        "hef": "m.hef",
+        "golden": "g",
+    }
+    cli = _parse(JOB_OPTIONS, *[x for k, v in argv.items() for x in (OPTIONS[k].flag, v)])
+    for name, text in argv.items():
+        assert from_text(name, text) == cli[name], name
+    assert cli["nms"] is NmsMode.ULTRALYTICS and cli["preprocess"] is Preprocess.RESIZE
+    assert (
+        from_text("hailo_device", "a, b")
+        == ["a", "b"]
+        == _parse(JOB_OPTIONS, "--hailo-device", "a", "--hailo-device", "b")["hailo_device"]
+    )
+    assert from_text("update_golden", "true") is True and from_text("update_golden", None) is False
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("score_threshold", "2", "--score-threshold '2': expected a number from 0 to 1"),
+        ("score_threshold", "-1", "--score-threshold '-1': expected a number from 0 to 1"),
+        ("score_threshold", "nan", "--score-threshold 'nan': expected a number from 0 to 1"),
+        ("score_threshold", "abc", "--score-threshold 'abc': expected a probability"),
+        ("calibration_count", "0", "--calibration-count '0': expected a whole number of at least 1"),
+        ("backend", "tpu", "--backend 'tpu': expected one of ['onnx', 'emulator', 'hailort', 'dfc']"),
+        ("map_class", "human", "--map-class 'human': expected DATASET_NAME=MODEL_NAME"),
+        ("update_golden", "maybe", "--update-golden 'maybe': expected true or false"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_the_option_the_value_and_what_was_expected(name, text, expected):
+    with pytest.raises(HarnessError) as caught:
+        from_text(name, text)
+    assert str(caught.value) == expected
+
+
+def test_argparse_refuses_the_same_bad_values_before_anything_runs():
+    with pytest.raises(argparse.ArgumentError, match="expected a number from 0 to 1"):
+        _parse(EVAL_OPTIONS, "--score-threshold", "2")
+
+
+def test_a_hef_means_the_device_on_every_surface_and_a_har_alone_the_dfc_for_one_path():
+    assert backend_of({"hef": Path("m.hef")}, single=True) is Backend.HAILORT
+    assert backend_of({"hef": Path("m.hef")}, single=False) is Backend.HAILORT
+    assert backend_of({"har": Path("m.har")}, single=True) is Backend.DFC
+    assert backend_of({"har": Path("m.har")}, single=False) is Backend.EMULATOR  # a job adds the HAR's stages
+    assert backend_of({}, single=True) is Backend.ONNX and backend_of({}, single=False) is Backend.EMULATOR
+
+
+def test_options_of_another_backend_are_refused_naming_both():
+    with pytest.raises(HarnessError, match="--hailo-device belongs to --backend hailort, not --backend emulator"):
+        path_spec({"hailo_device": ["0"]}, single=False)
+    with pytest.raises(HarnessError, match="--calibration belongs to --backend emulator, not --backend hailort"):
+        path_spec({"hef": Path("m.hef"), "calibration": "c"}, single=True)
+    with pytest.raises(HarnessError, match="--har belongs to --backend dfc, not --backend onnx"):
+        path_spec({"har": Path("m.har"), "backend": "onnx"}, single=True)
+    with pytest.raises(HarnessError, match="--hef belongs to --backend hailort, not --backend emulator"):
+        path_spec({"hef": Path("m.hef"), "backend": "emulator"}, single=False)
+    beside = path_spec({"hef": Path("m.hef"), "backend": "emulator"}, single=False, hef_checked=True)
+    assert beside == PathSpec(Backend.EMULATOR)  # the plugin reads that HEF for its static checks only
+    with pytest.raises(HarnessError, match="--backend dfc: needs --har"):
+        path_spec({"backend": "dfc"}, single=True)
+    with pytest.raises(HarnessError, match="a job's Hailo path is emulator or hailort"):
+        job_config({"backend": "onnx"}, invocation=())
+
+
+def test_a_model_file_without_its_export_is_refused_rather_than_paired_with_the_demo():
+    assert onnx_of({}) == DEMO_ONNX
+    with pytest.raises(HarnessError, match=r"--hef and --har: needs --onnx M\.onnx"):
+        onnx_of({"hef": Path("m.hef"), "har": Path("m.har")})
+
+
+def test_eval_doctor_and_the_job_share_their_path_and_settings_options():
+    shared = set(JOB_OPTIONS) & set(EVAL_OPTIONS) & set(DOCTOR_OPTIONS)
+    assert {"onnx", "dataset", "calibration", "score_threshold", "iou_threshold", "map_class"} <= shared
+    spec = path_spec(_parse(EVAL_OPTIONS, "--har", "m.har", "--stage", "fp_optimized"), single=True)
+    assert (spec.backend, spec.stage, spec.path_name) == (Backend.DFC, EmulationStage.FP_OPTIMIZED, "dfc-fp-optimized")
+    assert path_spec(_parse(EVAL_OPTIONS, "--hef", "m.hef"), single=True).hailo_format is FormatType.FLOAT32

@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
+from encoders import encode_tf_nms
 from onnx import shape_inference
 
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.decode.yolo import decode
-from harness.formats.nms_buffer import encode_tf_nms
 
 __version__ = "3.33.0+fake"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from encoders import encode_nms_by_score
 
 from harness.backends.base import InputSpec
 from harness.backends.onnx.runner import OnnxRunner
@@ -19,7 +20,7 @@ from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.decode.yolo import decode, decode_candidates
-from harness.formats.nms_buffer import encode_nms_by_class, encode_nms_by_score
+from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import quantize
 from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
 from harness.inputs.preprocess import load_image, to_nchw_float

@@ -30,7 +30,9 @@ def run(data):
 
 
 def test_each_backend_description_opens_the_path_it_names(run):
-    emulated = PathSpec(Backend.EMULATOR, calibration=str(Path(run.dataset.root) / "images" / "calib"))
+    emulated = PathSpec(
+        Backend.EMULATOR, calibration=str(Path(run.dataset.root) / "images" / "calib"), calibration_count=3
+    )
     with open_path(REFERENCE, run) as path:
         assert isinstance(path, OnnxPath) and path.name == "onnx"
     with open_path(emulated, run) as path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import encoders
 import numpy as np
 import pytest
 from hypothesis import given
@@ -91,7 +92,7 @@ def test_by_class_buffer_round_trips_detections(scene: tuple) -> None:
 def test_by_score_buffer_round_trips_detections(scene: tuple) -> None:
     nms, records, hw = scene
     dets, spec = detections_of(records, hw), spec_for(nms, FormatOrder.NMS_BY_SCORE)
-    buffer = nb.encode_nms_by_score(dets, spec, hw)
+    buffer = encoders.encode_nms_by_score(dets, spec, hw)
     assert len(buffer) == 2 + 22 * nms.max_total
     assert_same(nb.decode_nms_by_score(buffer, spec, hw), dets, exact=False)
 
@@ -100,7 +101,7 @@ def test_by_score_buffer_round_trips_detections(scene: tuple) -> None:
 def test_tf_array_round_trips_detections(scene: tuple) -> None:
     nms, records, hw = scene
     dets, spec = detections_of(records, hw), spec_for(nms)
-    array = nb.encode_tf_nms(dets, spec, hw)
+    array = encoders.encode_tf_nms(dets, spec, hw)
     assert array.shape == (nms.number_of_classes, 5, nms.max_bboxes_per_class)
     assert_same(nb.decode_tf_nms(array, spec, hw), dets, exact=False)
 
@@ -109,7 +110,7 @@ def test_tf_array_round_trips_detections(scene: tuple) -> None:
 def test_class_list_round_trips_detections(scene: tuple) -> None:
     nms, records, hw = scene
     dets, spec = detections_of(records, hw), spec_for(nms)
-    per_class = nb.encode_class_list(dets, spec, hw)
+    per_class = encoders.encode_class_list(dets, spec, hw)
     assert [len(a) for a in per_class] == np.bincount(dets.class_ids, minlength=nms.number_of_classes).tolist()
     assert_same(nb.decode_class_list(per_class, spec, hw), dets, exact=False)
 
@@ -118,7 +119,7 @@ def test_class_list_round_trips_detections(scene: tuple) -> None:
 def test_detection_list_round_trips_detections(scene: tuple) -> None:
     nms, records, hw = scene
     dets, spec = detections_of(records, hw), spec_for(nms, FormatOrder.NMS_BY_SCORE)
-    listed = nb.encode_detection_list(dets, spec, hw)
+    listed = encoders.encode_detection_list(dets, spec, hw)
     assert [d.score for d in listed] == sorted((d.score for d in listed), reverse=True)
     assert_same(nb.decode_detection_list(listed, spec, hw), dets, exact=False)
 
@@ -131,11 +132,11 @@ def test_every_form_of_the_same_detections_decodes_to_the_same_detections(scene:
     forms = [
         (nb.encode_nms_by_class(dets, by_class, hw), by_class),
         (nb.encode_nms_by_class(dets, by_class, hw).tobytes(), by_class),
-        (nb.encode_tf_nms(dets, by_class, hw), by_class),
-        (nb.encode_class_list(dets, by_class, hw), by_class),
-        (nb.encode_nms_by_score(dets, by_score, hw), by_score),
-        (np.frombuffer(nb.encode_nms_by_score(dets, by_score, hw), np.uint8), by_score),
-        (nb.encode_detection_list(dets, by_score, hw), by_score),
+        (encoders.encode_tf_nms(dets, by_class, hw), by_class),
+        (encoders.encode_class_list(dets, by_class, hw), by_class),
+        (encoders.encode_nms_by_score(dets, by_score, hw), by_score),
+        (np.frombuffer(encoders.encode_nms_by_score(dets, by_score, hw), np.uint8), by_score),
+        (encoders.encode_detection_list(dets, by_score, hw), by_score),
     ]
     decoded = [nb.decode_nms(output, spec, hw) for output, spec in forms]
     for other in decoded[1:]:
@@ -171,7 +172,7 @@ def test_fast_encoders_write_the_struct_reference_bytes_on_power_of_two_inputs(s
     dets = detections_of(records, hw)
     by_class = nb.encode_nms_by_class(dets, spec_for(nms), hw).tobytes()
     assert by_class == ref.write_by_class(records, nms.number_of_classes, nms.max_bboxes_per_class)
-    by_score = nb.encode_nms_by_score(dets, spec_for(nms, FormatOrder.NMS_BY_SCORE), hw)
+    by_score = encoders.encode_nms_by_score(dets, spec_for(nms, FormatOrder.NMS_BY_SCORE), hw)
     assert by_score == ref.write_by_score(records, nms.max_total)
 
 
@@ -202,7 +203,7 @@ def test_real_size_by_score_buffer_is_176002_bytes() -> None:
     spec, hw = spec_for(COCO, FormatOrder.NMS_BY_SCORE), (640, 640)
     assert nb.by_score_size(COCO) == 2 + 22 * 8000 == 176_002
     dets = Detections([[10, 20, 30, 40], [1, 2, 3, 4]], [0.9, 0.5], [79, 0])
-    buffer = nb.encode_nms_by_score(dets, spec, hw)
+    buffer = encoders.encode_nms_by_score(dets, spec, hw)
     assert len(buffer) == 176_002
     assert buffer[:2] == b"\x02\x00"
     assert_same(nb.decode_nms(np.frombuffer(buffer, np.uint8), spec, hw), dets, exact=False)
@@ -275,7 +276,7 @@ def test_any_bbox_count_outside_its_range_raises_naming_its_class(k: int, count:
 
 def small_by_score(count: int | None = None, class_id: int | None = None, nan_at: int | None = None) -> bytes:
     dets = Detections([[0, 0, 10, 10], [5, 5, 20, 20]], [0.9, 0.8], [1, 2])
-    raw = bytearray(nb.encode_nms_by_score(dets, spec_for(SMALL, FormatOrder.NMS_BY_SCORE), HW))
+    raw = bytearray(encoders.encode_nms_by_score(dets, spec_for(SMALL, FormatOrder.NMS_BY_SCORE), HW))
     if count is not None:
         raw[0:2] = count.to_bytes(2, "little")
     if class_id is not None:
@@ -302,7 +303,7 @@ def test_malformed_by_score_buffer_raises_naming_output_and_field(buffer: object
 
 def small_tf() -> np.ndarray:
     dets = Detections([[0, 0, 10, 10], [5, 5, 20, 20]], [0.9, 0.8], [0, 0])
-    return nb.encode_tf_nms(dets, spec_for(SMALL), HW)
+    return encoders.encode_tf_nms(dets, spec_for(SMALL), HW)
 
 
 def tf_with(index: tuple[int, int, int], value: float) -> np.ndarray:
@@ -365,9 +366,13 @@ def test_an_output_that_is_not_a_host_nms_order_is_refused() -> None:
 
 ENCODE_CASES = [
     (Detections([[0, 0, 1, 1]], [0.5], [3]), nb.encode_nms_by_class, r"class ids must lie in \[0, 3\), found 3..3"),
-    (Detections([[0, 0, 1, 1]] * 5, [0.5] * 5, [0] * 5), nb.encode_class_list, r"class 0 has 5 detections"),
-    (Detections([[0, 0, 1, 1]] * 6, [0.5] * 6, [0, 0, 1, 1, 2, 2]), nb.encode_nms_by_score, r"6 detections, at most"),
-    (Detections([[0, 0, 1, 1]], [0.0], [0]), nb.encode_tf_nms, r"a score of 0 marks padding"),
+    (Detections([[0, 0, 1, 1]] * 5, [0.5] * 5, [0] * 5), encoders.encode_class_list, r"class 0 has 5 detections"),
+    (
+        Detections([[0, 0, 1, 1]] * 6, [0.5] * 6, [0, 0, 1, 1, 2, 2]),
+        encoders.encode_nms_by_score,
+        r"6 detections, at most",
+    ),
+    (Detections([[0, 0, 1, 1]], [0.0], [0]), encoders.encode_tf_nms, r"a score of 0 marks padding"),
 ]
 
 

@@ -20,16 +20,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
-from reference.decode import ReferenceHead, reference_candidates, reference_nms_hailort
 
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.yolo import decode, decode_candidates
 from harness.formats.quant import quantize
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loop references live with the tests
+from reference.decode import ReferenceHead, reference_candidates, reference_nms_hailort
 
 INPUT = 640
 STRIDES = (8, 16, 32)

@@ -36,7 +36,7 @@ class CountingPath:
     model_names = ("a", "b")
 
     def __init__(self, model: Path, settings: EvalSettings = SETTINGS, fail_at: int = 0, error: type = RuntimeError):
-        self.model_path, self.model_sha256 = model, file_sha256(model)
+        self.model_file, self.model_sha256 = model, file_sha256(model)
         self.settings, self.input_hw = settings, settings.input_hw
         self.fail_at, self.error, self.calls = fail_at, error, 0
 

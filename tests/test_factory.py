@@ -10,7 +10,7 @@ from harness.conformance.suite import run_conformance
 from harness.core.errors import HarnessError
 from harness.decode.yolo import decode
 from harness.inputs.dataset import DatasetError, load_yolo
-from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_split
+from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_root, demo_split
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import DecoderPath, NmsBufferPath, OnnxPath, RawHeadsPath
 from harness.pipeline.factory import calibration_source, evaluate, open_path, prepare_run
@@ -63,7 +63,9 @@ def test_calibration_is_the_demo_split_on_the_demo_and_the_evaluated_images_else
 
 
 def test_on_the_demo_set_the_default_calibration_is_its_in_domain_split(run, tmp_path):
-    demo = replace(run, dataset=replace(run.dataset, root=tmp_path / "synthetic_fire_smoke_seed0"))
+    namesake = replace(run, dataset=replace(run.dataset, root=tmp_path / "synthetic_fire_smoke_seed0"))
+    assert isinstance(calibration_source(PathSpec(Backend.EMULATOR), namesake)[0], list)  # only its name is the demo's
+    demo = replace(run, dataset=replace(run.dataset, root=demo_root(run.cache_dir)))
     source, count = calibration_source(PathSpec(Backend.EMULATOR), demo)
     assert (source, count) == (demo_split(run.cache_dir, IN_DOMAIN), 64)
 

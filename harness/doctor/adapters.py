@@ -35,7 +35,7 @@ class HostPath:
         self.inner = inner
         self.name = inner.name
         self.emulated = inner.emulated
-        self.model_path = inner.model_path
+        self.model_file = inner.model_file
         self.model_sha256 = inner.model_sha256
         self.variant = f"{inner.variant}+{mistake}"
         self.settings = inner.settings

@@ -17,9 +17,14 @@ IN_DOMAIN, OFF_DOMAIN = "in-domain", "off-domain"
 _SPLITS = {IN_DOMAIN: "calib", OFF_DOMAIN: "calib_offdomain"}
 
 
+def demo_root(cache_dir: Path) -> Path:
+    """Where the demo set lies in ``cache_dir`` (nothing is generated)."""
+    return Path(cache_dir) / "demo-data" / DEMO_DATASET_NAME
+
+
 def demo_data(cache_dir: Path) -> Path:
     """The demo set's folder, generated into ``cache_dir`` when first asked for."""
-    out = Path(cache_dir) / "demo-data" / DEMO_DATASET_NAME
+    out = demo_root(cache_dir)
     done = out / ".complete"
     if not done.exists():
         write_dataset(out, DEMO_RECIPE)

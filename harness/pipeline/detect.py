@@ -63,7 +63,7 @@ class DetectionPath(Protocol):
 
     name: str
     emulated: bool
-    model_path: Path
+    model_file: Path
     model_sha256: str
     variant: str
     settings: EvalSettings
@@ -134,17 +134,17 @@ class OnnxPath:
         model_names: Sequence[str] | None = None,
         threads: int | None = None,
     ) -> None:
-        self.model_path = Path(onnx_path)
-        model = load_model(self.model_path)
+        self.model_file = Path(onnx_path)
+        model = load_model(self.model_file)
         self._input_name, input_hw = model_input(model)
         if tuple(settings.input_hw) != input_hw:
             raise HarnessError(
-                f"{self.model_path}: settings input_hw {tuple(settings.input_hw)}, expected the model input {input_hw}"
+                f"{self.model_file}: settings input_hw {tuple(settings.input_hw)}, expected the model input {input_hw}"
             )
-        self.model_sha256 = file_sha256(self.model_path)
+        self.model_sha256 = file_sha256(self.model_file)
         self.settings = settings
         self.input_hw = input_hw
-        self.model_names = _names(model_names) or onnx_class_names(model, str(self.model_path))
+        self.model_names = _names(model_names) or onnx_class_names(model, str(self.model_file))
         self._config = settings.decode_config(classes_are_probabilities=True)
         self._runner = FullHeadRunner(model, threads)
 
@@ -193,7 +193,7 @@ class _RunnerPath:
         self,
         runner: Runner,
         settings: EvalSettings,
-        model_path: str | os.PathLike[str],
+        model_file: str | os.PathLike[str],
         name: str = EMULATED_HAILO,
         model_names: Sequence[str] | None = None,
         variant: str = "",
@@ -204,8 +204,8 @@ class _RunnerPath:
             )
         self.name = name
         self.emulated = name != HAILO
-        self.model_path = Path(model_path)
-        self.model_sha256 = file_sha256(self.model_path)
+        self.model_file = Path(model_file)
+        self.model_sha256 = file_sha256(self.model_file)
         self.variant = variant
         self.settings = settings
         self.input_hw = settings.input_hw
@@ -292,7 +292,7 @@ class NmsBufferPath(_RunnerPath):
 def runner_path(
     runner: Runner,
     settings: EvalSettings,
-    model_path: str | os.PathLike[str],
+    model_file: str | os.PathLike[str],
     name: str,
     model_names: Sequence[str] | None = None,
     variant: str = "",
@@ -300,7 +300,7 @@ def runner_path(
     """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads."""
     nms = any(spec.is_nms for spec in runner.output_specs.values())
     kind = NmsBufferPath if nms else RawHeadsPath
-    return kind(runner, settings, model_path, name, model_names, variant)
+    return kind(runner, settings, model_file, name, model_names, variant)
 
 
 class DecoderPath(_RunnerPath):
@@ -316,14 +316,14 @@ class DecoderPath(_RunnerPath):
         self,
         runner: Runner,
         settings: EvalSettings,
-        model_path: str | os.PathLike[str],
+        model_file: str | os.PathLike[str],
         decoder: Decoder,
         name: str,
         model_names: Sequence[str] | None,
         variant: str,
     ) -> None:
         self.decoder = decoder
-        super().__init__(runner, settings, model_path, name, model_names, variant)
+        super().__init__(runner, settings, model_file, name, model_names, variant)
         self.emulated = name not in (HAILO, ONNX)
 
     def _check_outputs(self) -> None:

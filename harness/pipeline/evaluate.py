@@ -151,7 +151,7 @@ def evaluate_path(
         raise DatasetError(f"dataset {dataset.root}: no readable images to evaluate")
     if path.model_names is None:
         raise HarnessError(
-            f"model {path.model_path}: class names unknown (not in its metadata); "
+            f"model {path.model_file}: class names unknown (not in its metadata); "
             "give the model's class names in class-id order"
         )
     names = path.model_names
@@ -172,7 +172,7 @@ def evaluate_path(
         emulated=path.emulated,
         settings=settings,
         provenance=Provenance(
-            model_path=str(path.model_path),
+            model_path=str(path.model_file),
             model_sha256=path.model_sha256,
             dataset=str(dataset.root),
             dataset_manifest=dataset.manifest,

@@ -21,7 +21,7 @@ from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings
 from harness.inputs.calibration import CalibrationSource
 from harness.inputs.dataset import Dataset, class_map, load_yolo
-from harness.inputs.demo import DEMO_DATASET_NAME, IN_DOMAIN, OFF_DOMAIN, demo_data, demo_split
+from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
 from harness.inputs.onnx_graph import load_model, model_input
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, onnx_class_names, runner_path
@@ -47,7 +47,7 @@ class RunContext:
 
     @property
     def is_demo(self) -> bool:
-        return Path(self.dataset.root).name == DEMO_DATASET_NAME
+        return Path(self.dataset.root).resolve() == demo_root(self.cache_dir).resolve()
 
     def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
         return evaluate_path(path, dataset or self.dataset, self.cache, self.progress)

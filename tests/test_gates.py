@@ -243,3 +243,19 @@ def test_stage_gate_refuses_stages_measured_under_other_settings(truths):
     gate = gate_stages(results)
     assert not gate.passed and gate.observed is None
     assert "score_threshold: 0.2 vs 0.001" in gate.message
+
+
+def test_a_nan_on_either_side_fails_every_number_gate_and_never_passes(hailo):
+    golden = _golden(hailo)
+    nan_map = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, map50=float("nan"), map50_95=float("nan")))
+    nan_scores = sr.replaced(hailo, scores=sr.replaced(hailo.scores, saturation=float("nan")))
+    nan_boxes = sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=float("nan")))
+    gates = [
+        gate_map(nan_map, golden),
+        gate_map(nan_map, golden, "map50_95"),
+        gate_score_saturation(nan_scores, golden),
+        gate_box_count(nan_boxes, golden),
+        gate_map(hailo, _golden(hailo, map50=float("nan"))),  # a baseline made in code, not read from a file
+    ]
+    assert [g.passed for g in gates] == [False] * 5
+    assert all("nothing was measured (NaN)" in g.message for g in gates[:4])

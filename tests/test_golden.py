@@ -148,15 +148,21 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: d["metrics"].pop("map50"), r"field metrics\.map50 is missing, expected a number or null"),
+        (lambda d: d["metrics"].pop("map50"), r"field metrics\.map50 is missing, expected a share in \[0, 1\]"),
         (
             lambda d: d["metrics"]["per_class"][1].update(ap50="high"),
-            r"field metrics\.per_class\[1\]\.ap50 is 'high', expected a number or null",
+            r"field metrics\.per_class\[1\]\.ap50 is 'high', expected a share in \[0, 1\] or null",
+        ),
+        (lambda d: d["metrics"].update(map50=None), r"field metrics\.map50 is None, expected a share in \[0, 1\]"),
+        (lambda d: d["metrics"].update(map50=1.5), r"field metrics\.map50 is 1\.5, expected a share in \[0, 1\]"),
+        (
+            lambda d: d["metrics"]["box_counts"].update(mean=-1.0),
+            r"field metrics\.box_counts\.mean is -1\.0, expected a finite number >= 0",
         ),
         (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected 1"),
         (
             lambda d: d["tolerances"].update(map50_drop=-0.1),
-            r"field tolerances\.map50_drop is -0\.1, expected a number >= 0",
+            r"field tolerances\.map50_drop is -0\.1, expected a finite number >= 0",
         ),
         (
             lambda d: d["metrics"]["box_counts"].update(max=2.5),
@@ -193,3 +199,34 @@ def test_a_missing_baseline_is_an_error_and_its_message_gives_the_command_that_c
     assert text.endswith("hailo-harness run --hef 'my model.hef' --dataset ds --update-golden")
     assert str(file) in text
     assert missing_golden_message(file, ["pytest", "--hef", "m.hef"]).endswith("pytest --hef m.hef --update-golden")
+
+
+@pytest.mark.parametrize(
+    ("field", "key", "literal", "expected"),
+    [
+        ("metrics", "map50", "NaN", "a share in [0, 1]"),
+        ("metrics", "map50_95", "-Infinity", "a share in [0, 1]"),
+        ("metrics", "saturation", "NaN", "a share in [0, 1]"),
+        ("tolerances", "map50_drop", "Infinity", "a finite number >= 0"),
+        ("tolerances", "saturation_abs", "NaN", "a finite number >= 0"),
+    ],
+)
+def test_a_non_finite_number_in_a_hand_edited_baseline_is_refused_naming_the_field(
+    tmp_path, run, field, key, literal, expected
+):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    data[field][key] = "@"
+    file.write_text(json.dumps(data).replace('"@"', literal))  # JSON from Python writes NaN and Infinity so
+    with pytest.raises(GoldenError) as caught:
+        load_golden(file)
+    assert str(caught.value).startswith(f"{file}: field {field}.{key} is ") and str(caught.value).endswith(expected)
+
+
+def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):
+    nothing = sr.replaced(run.metrics, map50=math.nan, map50_95=math.nan)
+    file = tmp_path / "g.json"
+    with pytest.raises(GoldenError, match=r"field metrics\.map50 is None, expected a share in \[0, 1\]"):
+        write_golden(file, golden_from_result(sr.replaced(run, metrics=nothing)))
+    assert list(tmp_path.iterdir()) == []

@@ -92,7 +92,7 @@ def gate_map(
     baseline, observed = getattr(golden.metrics, metric), getattr(result.metrics, metric)
     drop = getattr(golden.tolerances, f"{metric}_drop")
     interval = getattr(bootstrap, metric) if bootstrap else None
-    passed = math.isnan(baseline) or observed >= baseline - drop - 1e-12  # NaN: no ground truth to hold
+    passed = observed >= baseline - drop - 1e-12  # a NaN on either side compares false: nothing held, a fail
     verdict = "holds" if passed else "fell"
     head = (
         f"{label} of {result.label} {verdict}: {observed:.4f} against baseline {baseline:.4f} "
@@ -296,6 +296,10 @@ def _result(
                     f"       evidence: {finding.evidence}",
                     f"       fix: {finding.fix}",
                 ]
+        elif observed is not None and math.isnan(observed):
+            body.append(
+                "  nothing was measured (NaN): no ground truth or no predictions to hold; a gate never passes so"
+            )
         elif observed is not None:
             body.append("  likely causes: none of the known failure modes matches the evidence")
     return GateResult(name, passed, baseline, observed, tolerance, interval, kept, "\n".join(body))

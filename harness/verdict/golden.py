@@ -141,10 +141,13 @@ def load_golden(file: str | os.PathLike[str]) -> Golden:
 
 def write_golden(file: str | os.PathLike[str], golden: Golden) -> str:
     """Write ``golden`` to ``file`` atomically (a temporary file in the same folder, then
-    ``os.replace``), keep the baseline it replaces under ``history/``, and say what changed."""
+    ``os.replace``), keep the baseline it replaces under ``history/``, and say what changed. A
+    baseline that breaks the schema (e.g. a mAP that is NaN: no ground truth) is refused, naming
+    the file and the field, before anything is written."""
     file = Path(file)
-    file.parent.mkdir(parents=True, exist_ok=True)
     document = _document(golden)
+    _Reader(file).golden(json.loads(json.dumps(document)))  # what could not be read back is not written
+    file.parent.mkdir(parents=True, exist_ok=True)
     previous_bytes, previous, history = _previous(file)
     tmp = _write_temporary(file, lambda fh: _dump(document, fh))
     try:
@@ -335,6 +338,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _is_finite(value: Any) -> bool:
+    """A number that is neither NaN nor infinite (JSON from Python may spell them NaN, Infinity)."""
+    return _is_number(value) and math.isfinite(value)
+
+
+def _is_share(value: Any) -> bool:
+    return _is_finite(value) and 0 <= value <= 1
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "n/a"
@@ -366,8 +378,10 @@ class _Reader:
             raise GoldenError(f"{self.file}: field {where} is missing, expected {kind}")
         value = data[key]
         checks: dict[str, Callable[[Any], bool]] = {
-            "a number": _is_number,
-            "a number or null": lambda v: v is None or _is_number(v),
+            "a finite number": _is_finite,
+            "a finite number >= 0": lambda v: _is_finite(v) and v >= 0,
+            "a share in [0, 1]": _is_share,
+            "a share in [0, 1] or null": lambda v: v is None or _is_share(v),
             "an integer >= 0": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
             "a string": lambda v: isinstance(v, str),
             "true or false": lambda v: isinstance(v, bool),
@@ -413,10 +427,7 @@ class _Reader:
             raise GoldenError(f"{self.file}: field {field} has unknown keys {unknown}, expected only {sorted(names)}")
 
     def tolerance(self, tolerances: dict[str, Any], name: str) -> float:
-        value = float(self.take(tolerances, "tolerances", name, "a number"))
-        if not value >= 0:
-            raise self.fail(f"tolerances.{name}", value, "a number >= 0")
-        return value
+        return float(self.take(tolerances, "tolerances", name, "a finite number >= 0"))
 
     def coco(self, metrics: dict[str, Any]) -> CocoMetrics:
         per_class = []
@@ -427,13 +438,14 @@ class _Reader:
                     name=self.take(entry, field, "name", "a string"),
                     n_ground_truth=self.take(entry, field, "n_ground_truth", "an integer >= 0"),
                     n_predictions=self.take(entry, field, "n_predictions", "an integer >= 0"),
-                    **{k: float(self.take(entry, field, k, "a number or null")) for k in _CLASS_NUMBERS},
+                    **{k: float(self.take(entry, field, k, "a share in [0, 1] or null")) for k in _CLASS_NUMBERS},
                 )
             )
         return CocoMetrics(
-            map50=float(self.take(metrics, "metrics", "map50", "a number or null")),
-            map50_95=float(self.take(metrics, "metrics", "map50_95", "a number or null")),
-            score_threshold=float(self.take(metrics, "metrics", "score_threshold", "a number")),
+            # A baseline without a measured mAP (no ground truth) holds nothing: refused, never a pass.
+            map50=float(self.take(metrics, "metrics", "map50", "a share in [0, 1]")),
+            map50_95=float(self.take(metrics, "metrics", "map50_95", "a share in [0, 1]")),
+            score_threshold=float(self.take(metrics, "metrics", "score_threshold", "a share in [0, 1]")),
             n_images=self.take(metrics, "metrics", "n_images", "an integer >= 0"),
             per_class=tuple(per_class),
         )
@@ -441,8 +453,8 @@ class _Reader:
     def box_counts(self, counts: dict[str, Any]) -> BoxCounts:
         field = "metrics.box_counts"
         return BoxCounts(
-            mean=float(self.take(counts, field, "mean", "a number")),
-            p95=float(self.take(counts, field, "p95", "a number")),
+            mean=float(self.take(counts, field, "mean", "a finite number >= 0")),
+            p95=float(self.take(counts, field, "p95", "a finite number >= 0")),
             max=self.take(counts, field, "max", "an integer >= 0"),
             total=self.take(counts, field, "total", "an integer >= 0"),
         )
@@ -454,9 +466,7 @@ class _Reader:
         if set(histogram) != expected:
             raise self.fail(field, sorted(histogram), f"the keys {sorted(expected)}")
         counts = tuple(self.take(histogram, field, key, "an integer >= 0") for key in _BIN_KEYS)
-        saturation = float(self.take(metrics, "metrics", "saturation", "a number"))
-        if not 0 <= saturation <= 1:
-            raise self.fail("metrics.saturation", saturation, "a share in [0, 1]")
+        saturation = float(self.take(metrics, "metrics", "saturation", "a share in [0, 1]"))
         below = self.take(histogram, field, "below_zero", "an integer >= 0")
         above = self.take(histogram, field, "above_one", "an integer >= 0")
         total = self.take(

@@ -196,3 +196,30 @@ def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_
     assert "hailo-harness::test_path_agreement[fire_smoke_small-emulated-hailo]" in collected
     result = pytester.runpytest_subprocess(*args, "--update-golden", "--cache", str(tmp_path / "cache"))
     result.assert_outcomes(passed=9)  # every item found its gate: none says "the run produced no such gate"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (
+            ("--onnx", "onnx/yolov8n_coco80_640_int8.onnx"),
+            "*the evaluation gates need labelled images: give --dataset*",
+        ),
+        (("--dataset", "datasets/coco128_val16"), "*--dataset *coco128_val16: needs --onnx M.onnx*"),
+        (("--backend", "hailort"), "*--backend: belong to the evaluation gates, which need --onnx and --dataset*"),
+        (("--update-golden",), "*--update-golden: belong to the evaluation gates*"),
+    ],
+)
+def test_an_option_without_its_partner_is_a_usage_error_naming_what_is_missing(
+    pytester, shared_fixtures, given, expected
+):
+    args = [str(shared_fixtures / a) if "/" in a else a for a in given]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # 4, never 0 for a run that would check nothing
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_a_hef_that_no_static_check_applies_to_fails_instead_of_skipping_everything(pytester, shared_fixtures):
+    result = pytester.runpytest_subprocess("--hef", str(shared_fixtures / "hef" / "hailo10h_lightface_slim.hef"))
+    result.assert_outcomes(failed=1, skipped=9)
+    result.stdout.fnmatch_lines(["*none of the 9 static checks applies to *, so nothing was checked*"])

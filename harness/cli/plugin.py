@@ -129,7 +129,17 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
         )
     except HarnessError as error:
         return [StaticCheckItem.from_parent(parent, name="test_hef_static[inputs]", result=None, error=str(error))]
-    return [StaticCheckItem.from_parent(parent, name=f"test_hef_static[{r.name}]", result=r) for r in run_checks(ctx)]
+    results = run_checks(ctx)
+    items: list[pytest.Item] = [
+        StaticCheckItem.from_parent(parent, name=f"test_hef_static[{r.name}]", result=r) for r in results
+    ]
+    if all(r.passed is None for r in results):  # every check skipped: the HEF was not checked at all
+        why = "; ".join(f"{r.name}: {r.message}" for r in results)
+        error = f"none of the {len(results)} static checks applies to {hef}, so nothing was checked ({why})"
+        items.append(
+            StaticCheckItem.from_parent(parent, name="test_hef_static[nothing_checked]", result=None, error=error)
+        )
+    return items
 
 
 def _evaluates(values: dict[str, Any]) -> bool:
@@ -202,6 +212,7 @@ class HarnessSuite(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         values = _values(self.config)
+        _refuse_half_options(self.config, values)
         items: list[pytest.Item] = []
         if values["hef"] is not None:
             items.extend(_static_check_items(self, values["hef"], values))
@@ -221,6 +232,28 @@ class HarnessSuite(pytest.Collector):
                     )
                 )
         return items
+
+
+# Options that only the evaluation gates read (the static checks read --onnx, --dataset, --score-threshold).
+_GATE_ONLY = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "dataset", "score_threshold"))
+
+
+def _refuse_half_options(config: pytest.Config, values: dict[str, Any]) -> None:
+    """A run that would check nothing it was asked to is a usage error naming what is missing: an
+    export without labelled images, a dataset without a model, gate options without gates."""
+    onnx, dataset, hef = values["onnx"], values["dataset"], values["hef"]
+    if hef is not None or _evaluates(values):
+        return
+    if onnx is not None:
+        raise pytest.UsageError(
+            f"--onnx {onnx}: the evaluation gates need labelled images: give --dataset D (only the demo model "
+            "brings its own), or --hef M.hef for the HEF's static checks"
+        )
+    if dataset is not None:
+        raise pytest.UsageError(f"--dataset {dataset}: needs --onnx M.onnx (the model to evaluate on it) or --hef")
+    given = [OPTIONS[n].flag for n in _GATE_ONLY if config.getoption(f"harness_{n}") not in (None, False, [])]
+    if given:
+        raise pytest.UsageError(f"{', '.join(given)}: belong to the evaluation gates, which need --onnx and --dataset")
 
 
 def _skip_unavailable(items: list[pytest.Item]) -> None:

@@ -6,8 +6,9 @@ import pytest
 import yaml
 from PIL import Image
 
+from harness.core import defaults
 from harness.core.errors import HarnessError
-from harness.inputs.dataset import DatasetError, GroundTruth, class_map, load_coco, load_yolo
+from harness.inputs.dataset import DatasetError, GroundTruth, class_map, load_coco, load_yolo, require_evaluable
 from harness.inputs.preprocess import load_image
 
 # --- the real fixtures ---------------------------------------------------------------------------
@@ -308,3 +309,54 @@ def test_coco_annotation_with_an_unknown_category_is_an_error(tmp_path):
     anns = [{"id": 4, "image_id": 5, "category_id": 8, "bbox": [1, 2, 3, 4]}]
     with pytest.raises(DatasetError, match=r"annotation id 4: category_id 8, expected one of \[3, 7\]"):
         load_coco(_coco(tmp_path, annotations=anns), tmp_path / "imgs")
+
+
+# --- datasets a run would check nothing on ------------------------------------------------------
+
+
+def _small_set(root: Path, labels: dict[str, str | None]) -> Path:
+    """``images/<name>.png`` (16x16 grey) with ``labels/<name>.txt`` holding the given text (None: none)."""
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    for name, text in labels.items():
+        Image.new("RGB", (16, 16), (90, 90, 90)).save(root / "images" / f"{name}.png")
+        if text is not None:
+            (root / "labels" / f"{name}.txt").write_text(text)
+    (root / "data.yaml").write_text("names: {0: fire, 1: smoke}\n")
+    return root
+
+
+def test_a_label_path_that_is_a_folder_or_a_symlink_loop_is_an_error_not_no_objects(tmp_path):
+    folder = _small_set(tmp_path / "a", {"x": "0 0.5 0.5 0.2 0.2\n", "y": None})
+    (folder / "labels" / "y.txt").mkdir()
+    with pytest.raises(DatasetError, match=r"label file .*y\.txt: exists but is not a file"):
+        load_yolo(folder)
+    looped = _small_set(tmp_path / "b", {"x": "0 0.5 0.5 0.2 0.2\n", "y": None})
+    (looped / "labels" / "y.txt").symlink_to(looped / "labels" / "y.txt")
+    with pytest.raises(DatasetError, match=r"label file .*y\.txt: exists but is not a file"):  # ELOOP
+        load_yolo(looped)
+
+
+def test_an_image_over_the_pixel_limit_is_unreadable_without_being_decoded(tmp_path, monkeypatch):
+    monkeypatch.setattr(defaults, "MAX_IMAGE_PIXELS", 100)
+    dataset = load_yolo(_small_set(tmp_path / "a", {"x": "0 0.5 0.5 0.2 0.2\n"}))
+    assert [u.reason for u in dataset.unreadable] == ["16x16 pixels, more than the limit of 100 pixels"]
+    with pytest.raises(HarnessError, match=r"16x16 pixels, more than the limit of 100 pixels"):
+        load_image(tmp_path / "a" / "images" / "x.png")
+
+
+def test_a_set_without_one_labelled_object_is_refused_naming_where_labels_are_read(tmp_path):
+    dataset = load_yolo(_small_set(tmp_path / "a", {"x": "", "y": None}))
+    with pytest.raises(DatasetError, match=r"0 labelled objects in 2 images \(1 without a label file; labels are read"):
+        require_evaluable(dataset)
+
+
+def test_unreadable_images_beyond_the_allowed_share_are_refused_and_within_it_accepted(tmp_path):
+    root = _small_set(tmp_path / "a", {"x": "0 0.5 0.5 0.2 0.2\n", "y": "1 0.5 0.5 0.2 0.2\n"})
+    (root / "images" / "z.png").write_bytes(b"not an image")
+    dataset = load_yolo(root)
+    with pytest.raises(DatasetError, match=r"1 of 3 images cannot be read \(images/z\.png: not an image"):
+        require_evaluable(dataset)
+    with pytest.raises(DatasetError, match=r"more than --max-unreadable 0\.3 allows"):
+        require_evaluable(dataset, 0.3)
+    require_evaluable(dataset, 0.34)

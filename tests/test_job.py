@@ -2,6 +2,7 @@
 64 off-domain frames must fail its gates with the score cap named as the cause."""
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,7 +10,9 @@ import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.core.errors import HarnessError
+from harness.inputs.dataset import DatasetError
 from harness.inputs.demo import OFF_DOMAIN, demo_data
+from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import JobConfig, planned_gates, run_job, summary_lines
 from harness.pipeline.spec import SettingsSpec
 
@@ -115,3 +118,19 @@ def test_planned_gates_are_named_after_the_folder_a_dataset_yaml_points_at(tmp_p
     assert planned[0] == "test_map[fire_smoke_val-onnx]" and planned[-1] == "test_stages[fire_smoke_val]"
     assert planned[-2] == "test_path_agreement[fire_smoke_val-emulated-hailo]" and len(planned) == 10
     assert str(planned_gates(JobConfig())[4]) == "test_map[synthetic_fire_smoke_seed0-emulated-hailo]"
+
+
+def test_a_set_without_labels_is_refused_before_a_baseline_or_report_is_written(tmp_path):
+    write_dataset(tmp_path / "d", Recipe(seed=9, train=0, val=2, calib=0))
+    shutil.rmtree(tmp_path / "d" / "labels")  # the labels folder renamed away
+    config = JobConfig(
+        dataset=tmp_path / "d",
+        golden_root=tmp_path / "golden",
+        report_dir=tmp_path / "report",
+        cache_dir=tmp_path / "cache",
+        update_golden=True,
+        progress=False,
+    )
+    with pytest.raises(DatasetError, match=r"0 labelled objects in 2 images \(2 without a label file"):
+        run_job(config, log=lambda line: None)
+    assert not (tmp_path / "golden").exists() and not (tmp_path / "report").exists()

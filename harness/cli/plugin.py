@@ -135,10 +135,9 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
     ]
     if all(r.passed is None for r in results):  # every check skipped: the HEF was not checked at all
         why = "; ".join(f"{r.name}: {r.message}" for r in results)
-        error = f"none of the {len(results)} static checks applies to {hef}, so nothing was checked ({why})"
-        items.append(
-            StaticCheckItem.from_parent(parent, name="test_hef_static[nothing_checked]", result=None, error=error)
-        )
+        nothing = f"none of the {len(results)} static checks applies to {hef}, so nothing was checked ({why})"
+        name = "test_hef_static[nothing_checked]"
+        items.append(StaticCheckItem.from_parent(parent, name=name, result=None, error=nothing))
     return items
 
 

@@ -19,3 +19,8 @@ CALIBRATION_COUNT = 64
 # Where a run keeps its caches (predictions, emulated HEFs, the generated demo set) and its reports.
 CACHE_DIR = Path(".harness-cache")
 REPORT_DIR = Path("reports") / "latest"
+# Images larger than this are refused unread (a 12000x12000 PNG of 140 KB decodes to 432 MB of RGB);
+# 8K UHD is 33 MP.
+MAX_IMAGE_PIXELS = 40_000_000
+# The share of a dataset's images that may be unreadable before a run refuses it (none, by default).
+MAX_UNREADABLE = 0.0

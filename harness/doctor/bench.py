@@ -125,6 +125,7 @@ def open_bench(
     dataset: Path | None = None,
     images: int | None = None,
     split: str = "val",
+    max_unreadable: float = defaults.MAX_UNREADABLE,
     calibration: str | None = None,
     cache_dir: Path = defaults.CACHE_DIR,
     golden_root: Path = GOLDEN_ROOT,
@@ -137,7 +138,9 @@ def open_bench(
     data = subset(full, range(min(images, len(full.samples)))) if images else full
     if not data.samples:
         raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
-    run = prepare_run(onnx, full, settings, Path(cache_dir), progress=False, log=lambda line: None)
+    run = prepare_run(
+        onnx, full, settings, Path(cache_dir), progress=False, log=lambda line: None, max_unreadable=max_unreadable
+    )
     spec = PathSpec(Backend.EMULATOR, calibration=calibration)
     reference = evaluate(REFERENCE, run, data)
     hef: EmulatedHef | None

@@ -27,6 +27,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from harness.core import defaults
 from harness.core.errors import HarnessError
 
 # EXIF orientations that turn the stored image by 90 degrees (transpose, rotate 270, transverse,
@@ -151,6 +152,27 @@ def class_map(
     return np.array([model_index[t] for t in targets], dtype=np.int64)
 
 
+def require_evaluable(dataset: Dataset, max_unreadable: float = defaults.MAX_UNREADABLE) -> None:
+    """Refuse a dataset that would make a run check nothing or less than it says: more unreadable
+    images than the share ``max_unreadable`` allows, or not one labelled object to hold a model to."""
+    found = len(dataset.samples) + len(dataset.unreadable)
+    if dataset.unreadable and len(dataset.unreadable) > max_unreadable * found:
+        named = "; ".join(f"{u.image_id}: {u.reason}" for u in dataset.unreadable[:3])
+        raise DatasetError(
+            f"dataset {dataset.root}: {len(dataset.unreadable)} of {found} images cannot be read ({named}"
+            f"{'; ...' if len(dataset.unreadable) > 3 else ''}), more than --max-unreadable {max_unreadable:g} allows"
+        )
+    if not dataset.samples:
+        raise DatasetError(f"dataset {dataset.root}: no readable images")
+    if not any(len(s.ground_truth) for s in dataset.samples):
+        folder = _label_path(dataset.samples[0].path).parent
+        raise DatasetError(
+            f"dataset {dataset.root}: 0 labelled objects in {len(dataset.samples)} images "
+            f"({len(dataset.missing_labels)} without a label file; labels are read from {folder} and its siblings): "
+            "nothing to hold a model to"
+        )
+
+
 def load_yolo(source: str | os.PathLike[str], split: str = "val", names: Sequence[str] | None = None) -> Dataset:
     """A YOLO-layout dataset from a dataset yaml or a folder.
 
@@ -260,7 +282,7 @@ def _read_yolo(root: Path, images: list[Path], names: tuple[str, ...]) -> Datase
     for path in sorted(set(images), key=lambda p: _relative(p, root)):
         image_id = _relative(path, root)
         label_path = _label_path(path)
-        label_bytes = label_path.read_bytes() if label_path.is_file() else None
+        label_bytes = _read_label(label_path)
         label_digest = "missing" if label_bytes is None else hashlib.sha256(label_bytes).hexdigest()
         digest, hw = _read_image(path)
         entries.append((image_id, digest, label_digest))
@@ -331,9 +353,24 @@ def _read_image(path: Path) -> tuple[str, tuple[int, int] | str]:
             image.verify()
     except Exception as error:  # PIL raises many types for bad or unsupported files
         return digest, f"not an image PIL can read ({type(error).__name__}: {error})"
+    if width * height > defaults.MAX_IMAGE_PIXELS:
+        return digest, f"{width}x{height} pixels, more than the limit of {defaults.MAX_IMAGE_PIXELS:,} pixels"
     if orientation in _SWAPPING_ORIENTATIONS:
         width, height = height, width
     return digest, (height, width)
+
+
+def _read_label(path: Path) -> bytes | None:
+    """A label file's bytes; None where there is none (no objects). A path that exists but cannot be
+    read as a file (a folder, a symlink loop, no permission) is an error, never "no objects"."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        if not path.is_file():
+            raise DatasetError(f"label file {path}: exists but is not a file, expected YOLO label lines or nothing")
+        return path.read_bytes()
+    except OSError as error:
+        raise DatasetError(f"label file {path}: exists but cannot be read ({error.strerror or error})") from error
 
 
 def _label_path(image: Path) -> Path:

@@ -17,6 +17,7 @@ import os
 import numpy as np
 from PIL import Image, ImageOps
 
+from harness.core import defaults
 from harness.core.detections import Letterbox
 from harness.core.errors import HarnessError
 
@@ -29,6 +30,11 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
     converted to RGB (alpha dropped, as ``cv2.imread`` does)."""
     try:
         with Image.open(path) as image:
+            if image.width * image.height > defaults.MAX_IMAGE_PIXELS:
+                raise HarnessError(
+                    f"image {os.fspath(path)!r}: {image.width}x{image.height} pixels, more than the limit of "
+                    f"{defaults.MAX_IMAGE_PIXELS:,} pixels"
+                )
             image.load()
             return np.asarray(ImageOps.exif_transpose(image).convert("RGB"), dtype=np.uint8)
     except (OSError, ValueError, Image.DecompressionBombError) as error:

@@ -20,7 +20,7 @@ from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings
 from harness.inputs.calibration import CalibrationSource
-from harness.inputs.dataset import Dataset, class_map, load_yolo
+from harness.inputs.dataset import Dataset, class_map, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
 from harness.inputs.onnx_graph import load_model, model_input
 from harness.pipeline.cache import PredictionCache
@@ -69,9 +69,12 @@ def prepare_run(
     use_cache: bool = True,
     progress: bool | None = None,
     log: Callable[[str], None] = print,
+    max_unreadable: float = defaults.MAX_UNREADABLE,
 ) -> RunContext:
     """The run of ``onnx`` on ``dataset``: class names from the export's metadata, matched to the
-    dataset's by name (``settings.map_class`` maps the ones named differently)."""
+    dataset's by name (``settings.map_class`` maps the ones named differently). A dataset with more
+    unreadable images than ``max_unreadable`` allows, or without one labelled object, is refused."""
+    require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
     model = load_model(onnx)
     _, input_hw = model_input(model)

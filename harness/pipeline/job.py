@@ -50,6 +50,7 @@ class JobConfig:
     onnx: Path = DEMO_ONNX
     dataset: Path | None = None
     split: str = "val"
+    max_unreadable: float = defaults.MAX_UNREADABLE
     hailo: PathSpec = field(default_factory=lambda: PathSpec(Backend.EMULATOR))
     har: Path | None = None
     settings: SettingsSpec = field(default_factory=SettingsSpec)
@@ -129,7 +130,15 @@ def _baseline_gates(
 def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
     dataset = load_dataset(config.dataset, config.split, config.cache_dir)
-    run = prepare_run(config.onnx, dataset, config.settings, config.cache_dir, progress=config.progress, log=log)
+    run = prepare_run(
+        config.onnx,
+        dataset,
+        config.settings,
+        config.cache_dir,
+        progress=config.progress,
+        log=log,
+        max_unreadable=config.max_unreadable,
+    )
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)

@@ -30,6 +30,13 @@ def _probability(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError("expected a share from 0 to 1")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -98,6 +105,13 @@ _OPTIONS = (
     ),
     Option("dataset", "labelled YOLO dataset, yaml or folder (default: the demo validation set)", Path, metavar="D"),
     Option("split", "dataset split", default="val"),
+    Option(
+        "max_unreadable",
+        "the share of the dataset's images that may be unreadable (left out, and said so) before the run is refused",
+        _share,
+        defaults.MAX_UNREADABLE,
+        metavar="SHARE",
+    ),
     Option(
         "backend",
         "onnx: the float export; emulator: the export as an emulated HEF on the CPU; hailort: --hef on a "
@@ -174,9 +188,28 @@ OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}
 # Which surface takes which options.
 PATH_OPTIONS = ("onnx", "hef", "har", "backend", "calibration", "calibration_count", "hailo_device", "hailo_format")
 SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
-JOB_OPTIONS = (*PATH_OPTIONS, "dataset", "split", *SETTINGS_OPTIONS, "golden", "report", "cache", "update_golden")
-DOCTOR_OPTIONS = ("onnx", "dataset", "split", "calibration", *SETTINGS_OPTIONS, "golden", "cache")
-EVAL_OPTIONS = (*PATH_OPTIONS, "dataset", "split", *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage")
+JOB_OPTIONS = (
+    *PATH_OPTIONS,
+    "dataset",
+    "split",
+    "max_unreadable",
+    *SETTINGS_OPTIONS,
+    "golden",
+    "report",
+    "cache",
+    "update_golden",
+)
+DOCTOR_OPTIONS = ("onnx", "dataset", "split", "max_unreadable", "calibration", *SETTINGS_OPTIONS, "golden", "cache")
+EVAL_OPTIONS = (
+    *PATH_OPTIONS,
+    "dataset",
+    "split",
+    "max_unreadable",
+    *SETTINGS_OPTIONS,
+    "sigmoid_inside",
+    "hef_nms",
+    "stage",
+)
 
 
 def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, names: Iterable[str]) -> None:
@@ -306,6 +339,7 @@ def job_config(
         onnx=onnx_of(values),
         dataset=values.get("dataset"),
         split=get("split"),
+        max_unreadable=get("max_unreadable"),
         hailo=hailo,
         har=values.get("har"),
         settings=settings_spec(values),

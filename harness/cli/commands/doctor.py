@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         args.dataset,
         images=args.images,
         split=args.split,
+        max_unreadable=args.max_unreadable,
         calibration=args.calibration,
         cache_dir=args.cache,
         golden_root=args.golden,

@@ -147,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=args.progress,
         log=lambda line: print(line, file=sys.stderr),
+        max_unreadable=args.max_unreadable,
     )
     result = evaluate(spec, run)
     if args.save_predictions is not None:

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
+import harness.pipeline.cache as cache_module
 from harness.core.detections import Detections
+from harness.core.environment import environment
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import Dataset, load_yolo
-from harness.pipeline.cache import CacheError, CacheRepaired, PredictionCache, decode_entry, encode_entry
+from harness.pipeline.cache import CacheError, CacheRepaired, PredictionCache, cache_key, decode_entry, encode_entry
 from harness.pipeline.detect import FrameResult, file_sha256
 from harness.pipeline.evaluate import evaluate_path
 from harness.verdict.metrics.distribution import CellsAboveThreshold
@@ -37,6 +39,7 @@ class CountingPath:
 
     def __init__(self, model: Path, settings: EvalSettings = SETTINGS, fail_at: int = 0, error: type = RuntimeError):
         self.model_file, self.model_sha256 = model, file_sha256(model)
+        self.runtime = "a test path"
         self.settings, self.input_hw = settings, settings.input_hw
         self.fail_at, self.error, self.calls = fail_at, error, 0
 
@@ -226,3 +229,22 @@ def test_a_second_process_waits_for_the_writer_then_reads_its_frames(tmp_path: P
         cache.put("a" * 64, "img0", frame)
     out, _ = other.communicate(timeout=30)
     assert out.strip() == repr(["a" * 64])
+
+
+def test_another_runtime_device_package_version_or_detection_code_is_another_cache(model, dataset, cache, monkeypatch):
+    first = CountingPath(model)
+    result = evaluate_path(first, dataset, cache)
+    assert first.calls == N_IMAGES and result.provenance.from_cache == 0
+    again = CountingPath(model)
+    assert evaluate_path(again, dataset, cache).provenance.from_cache == N_IMAGES and again.calls == 0
+    other_device = CountingPath(model)
+    other_device.runtime = "HEF model.hef on 0000:02:00.0 (HailoRT 4.23.0, InferModel API)"
+    assert evaluate_path(other_device, dataset, cache).provenance.from_cache == 0
+    assert other_device.calls == N_IMAGES
+    upgraded = dict(environment(), onnxruntime="99.0")
+    monkeypatch.setattr(cache_module, "environment", lambda: tuple(upgraded.items()))
+    after_upgrade = CountingPath(model)
+    assert evaluate_path(after_upgrade, dataset, cache).provenance.from_cache == 0
+    monkeypatch.setattr(cache_module, "code_digest", lambda *parts: "an edited decoder")
+    assert cache_key(CountingPath(model))["code"] == "an edited decoder"  # part of the key, like the versions
+    assert cache_key(first)["runtime"] == "a test path" and cache_key(first)["environment"]["onnxruntime"]

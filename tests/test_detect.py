@@ -41,6 +41,8 @@ class HeadsAsHef:
     ``quantized``: class heads get the sigmoid (as compiled in) and all heads arrive UINT8 with quant
     infos, box heads labelled FCR as a compiled HEF reports them."""
 
+    label = "HeadsAsHef (a test runner)"
+
     BOX_QUANT = QuantInfo(128.0, 40 / 255, -128 * 40 / 255, 127 * 40 / 255)
     CLASS_QUANT = QuantInfo(0.0, 1 / 255, 0.0, 1.0)
 
@@ -82,6 +84,8 @@ class HeadsAsHef:
 class NmsOf:
     """A runner whose one output is the NMS buffer of the decoded heads of another runner."""
 
+    label = "NmsOf (a test runner)"
+
     def __init__(self, heads: HeadsAsHef, order: FormatOrder, settings: EvalSettings) -> None:
         self._heads, self._config = heads, settings.decode_config()
         self.input_specs = heads.input_specs
@@ -105,6 +109,8 @@ class NmsOf:
 
 class FixedNms:
     """Hands back the same NMS_BY_CLASS buffer for every frame (1 class, boxes given in input pixels)."""
+
+    label = "FixedNms (a test runner)"
 
     def __init__(self, input_hw: tuple[int, int], boxes_xyxy: list[list[float]]) -> None:
         self.input_specs = {"in": InputSpec("in", (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)}

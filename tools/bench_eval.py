@@ -48,6 +48,8 @@ from tools.bench_decode import INPUT, make_frame
 class FrameRunner:
     """One precomputed frame of raw heads for every input: a runner whose inference costs nothing."""
 
+    label = "precomputed raw heads"
+
     def __init__(self, seed: int) -> None:
         self._outputs, self.output_specs, _ = make_frame(len(CLASS_NAMES), "typical", FormatType.UINT8, seed)
         self.input_specs = {"images": InputSpec("images", (INPUT, INPUT, 3), FormatOrder.NHWC, FormatType.UINT8)}

@@ -32,7 +32,11 @@ class InputSpec:
 
 class Runner(Protocol):
     """A model run one frame at a time: feed ``{input name: (1, *shape)}``, get ``{output name: array}``
-    with one array per :attr:`output_specs` entry, shaped as its spec says."""
+    with one array per :attr:`output_specs` entry, shaped as its spec says. ``label`` says what runs
+    it (runtime, device and version where there is one): it is part of every cache key."""
+
+    @property
+    def label(self) -> str: ...
 
     @property
     def input_specs(self) -> Mapping[str, InputSpec]: ...

@@ -41,6 +41,7 @@ class HostPath:
         self.settings = inner.settings
         self.input_hw = inner.input_hw
         self.model_names = inner.model_names
+        self.runtime = inner.runtime
         self._before, self._after = before, after
 
     @property
@@ -62,6 +63,10 @@ class ListedRunner:
         if sorted(order) != sorted(specs):
             raise SpecError(f"output order {list(order)}: expected the runner's outputs {sorted(specs)}")
         self._runner, self._order = runner, tuple(order)
+
+    @property
+    def label(self) -> str:
+        return f"{self._runner.label}, outputs listed {list(self._order)}"
 
     @property
     def input_specs(self) -> Mapping[str, InputSpec]:

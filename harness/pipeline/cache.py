@@ -32,6 +32,7 @@ import numpy as np
 from harness import __version__
 from harness.core import defaults
 from harness.core.detections import Detections
+from harness.core.environment import code_digest, environment
 from harness.core.errors import HarnessError
 from harness.pipeline.detect import DetectionPath, FrameResult
 from harness.verdict.metrics.distribution import CellsAboveThreshold
@@ -54,8 +55,14 @@ class CacheRepaired(UserWarning):
     """A cache file's incomplete last line (an interrupted write) was cut off; that image is redone."""
 
 
+# The harness code that turns a runner's outputs into detections: an edit to it makes a new key.
+_DETECTION_CODE = ("backends", "core", "decode", "formats", "inputs/preprocess.py", "pipeline/detect.py")
+
+
 def cache_key(path: DetectionPath) -> dict[str, Any]:
-    """Everything that fixes a path's predictions of an image (the image's own sha256 aside)."""
+    """Everything that fixes a path's predictions of an image (the image's own sha256 aside): the
+    model, the settings, what ran it (runtime and device), the package versions and the harness's
+    own detection code. A runtime upgrade, another device or an edited decoder is another key."""
     settings = {k: v for k, v in path.settings.to_dict().items() if k != "class_map"}
     return {
         "format": FORMAT,
@@ -64,6 +71,9 @@ def cache_key(path: DetectionPath) -> dict[str, Any]:
         "model_sha256": path.model_sha256,
         "variant": path.variant,
         "settings": settings,
+        "runtime": path.runtime,
+        "environment": dict(environment()),
+        "code": code_digest(*_DETECTION_CODE),
     }
 
 

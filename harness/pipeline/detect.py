@@ -25,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 
 from harness.backends.base import InputSpec, Runner
 from harness.backends.onnx.runner import FullHeadRunner
@@ -69,6 +70,7 @@ class DetectionPath(Protocol):
     settings: EvalSettings
     input_hw: tuple[int, int]
     model_names: tuple[str, ...] | None
+    runtime: str  # what runs the model, e.g. "onnxruntime 1.20.1" or a HailoRT runner's device and version
 
     @property
     def fps(self) -> float | None: ...
@@ -126,6 +128,7 @@ class OnnxPath:
     emulated = False
     variant = ""
     fps = None
+    runtime = f"onnxruntime {ort.__version__} on the CPU"
 
     def __init__(
         self,
@@ -211,6 +214,7 @@ class _RunnerPath:
         self.input_hw = settings.input_hw
         self.model_names = _names(model_names)
         self._runner = runner
+        self.runtime = runner.label
         self._input_name = _image_input(runner.input_specs, settings.input_hw)
         self._specs: dict[str, OutputSpec] = dict(runner.output_specs)
         self._check_outputs()

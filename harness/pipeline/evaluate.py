@@ -10,9 +10,6 @@ the model's class names are the same list, order included); metrics follow at
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import importlib.util
-import platform
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -22,6 +19,7 @@ from typing import TextIO
 import numpy as np
 
 from harness import __version__
+from harness.core.environment import environment
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import Dataset, DatasetError, Sample, class_map
 from harness.inputs.preprocess import load_image
@@ -32,7 +30,6 @@ from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
 
 PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
-_PACKAGES = ("numpy", "onnx", "onnxruntime", "pycocotools")
 
 
 def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], given: Sequence[int]) -> np.ndarray:
@@ -48,23 +45,6 @@ def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], 
             f"for each of the {len(dataset_names)} dataset classes {list(dataset_names)}"
         )
     return mapping
-
-
-def environment() -> tuple[tuple[str, str], ...]:
-    """Python and the versions of the packages that shape results; HailoRT's where it is installed
-    (found by its distribution, without importing it)."""
-    found = [("python", platform.python_version())]
-    for package in _PACKAGES:
-        try:
-            found.append((package, importlib.metadata.version(package)))
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    if importlib.util.find_spec("hailo_platform") is not None:
-        try:
-            found.append(("hailort", importlib.metadata.version("hailort")))
-        except importlib.metadata.PackageNotFoundError:
-            found.append(("hailort", "unknown"))
-    return tuple(found)
 
 
 class Progress:
@@ -101,7 +81,8 @@ def _progress(label: str, total: int, progress: bool | None, stream: TextIO) -> 
 
 def _frames(
     path: DetectionPath, samples: Sequence[Sample], cache: CacheFile | None, bar: Progress | None
-) -> Iterator[FrameResult]:
+) -> Iterator[tuple[FrameResult, bool]]:
+    """Each sample's frame, and whether it came from the cache."""
     for sample in samples:
         frame = cache.get(sample.sha256) if cache is not None else None
         cached = frame is not None
@@ -117,7 +98,7 @@ def _frames(
                 cache.put(sample.sha256, sample.image_id, frame)
         if bar is not None:
             bar.step(cached)
-        yield frame
+        yield frame, cached
 
 
 def _cells(frames: Sequence[FrameResult], threshold: float) -> CellsAboveThreshold | None:
@@ -160,10 +141,11 @@ def evaluate_path(
     stream = sys.stderr if stream is None else stream
     bar = _progress(f"eval {path.name}", len(dataset.samples), progress, stream)
     if cache is None:
-        frames = list(_frames(path, dataset.samples, None, bar))
+        done = list(_frames(path, dataset.samples, None, bar))
     else:
         with cache.open(path) as cache_file:
-            frames = list(_frames(path, dataset.samples, cache_file, bar))
+            done = list(_frames(path, dataset.samples, cache_file, bar))
+    frames = [frame for frame, _ in done]
     predictions = tuple(f.detections for f in frames)
     ground_truth = [s.ground_truth.mapped(mapping) for s in dataset.samples]
     settings = dataclasses.replace(settings, class_map=tuple(int(i) for i in mapping))
@@ -179,6 +161,8 @@ def evaluate_path(
             harness_version=__version__,
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             environment=environment(),
+            runtime=path.runtime,
+            from_cache=sum(cached for _, cached in done),
         ),
         image_ids=tuple(s.image_id for s in dataset.samples),
         predictions=predictions,

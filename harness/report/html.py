@@ -147,6 +147,7 @@ def _provenance(path: dict[str, Any]) -> str:
         ("dataset", f"{escape(prov['dataset'])}, manifest <code>{escape(prov['dataset_manifest'])}</code>"),
         ("harness", escape(prov["harness_version"])),
         ("measured", escape(prov["created"])),
+        ("runtime", escape(f"{prov['runtime']}; {prov['from_cache']} predictions from the cache")),
         ("environment", escape(_environment(prov["environment"]))),
         ("settings", escape(settings(path["settings"]))),
     ]

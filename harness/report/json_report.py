@@ -109,6 +109,8 @@ def _path(result: PathResult) -> dict[str, Any]:
             "harness_version": p.harness_version,
             "created": p.created,
             "environment": dict(p.environment),
+            "runtime": p.runtime,
+            "from_cache": p.from_cache,
         },
     }
 

@@ -105,7 +105,8 @@ def render_markdown(document: dict[str, Any]) -> str:
         lines += [
             f"- **{p['label']}**: model `{prov['model_path']}` (sha256 `{prov['model_sha256']}`), "
             f"dataset {prov['dataset']} (manifest `{prov['dataset_manifest']}`), harness {prov['harness_version']}, "
-            f"measured {prov['created']}; environment: {environment}; settings: {settings(p['settings'])}",
+            f"measured {prov['created']} by {prov['runtime']} ({_cached(prov['from_cache'], p)}); "
+            f"environment: {environment}; settings: {settings(p['settings'])}",
         ]
     return "\n".join(lines) + "\n"
 
@@ -170,3 +171,11 @@ def interval(value: dict[str, float | None] | None) -> str:
 
 def settings(value: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in value.items())
+
+
+def _cached(from_cache: int, path: dict[str, Any]) -> str:
+    images = path["metrics"]["n_images"]
+    if not from_cache:
+        return f"all {images} predictions inferred now"
+    return f"{from_cache} of {images} predictions from the prediction cache, made by that same runtime and code"
+

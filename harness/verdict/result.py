@@ -22,6 +22,10 @@ class Provenance:
     harness_version: str
     created: str  # ISO 8601 UTC
     environment: tuple[tuple[str, str], ...] = ()  # (package, version), e.g. onnxruntime, hailort
+    # What ran the model (runtime and device, as the runner names itself), and how many of the
+    # predictions were read from the prediction cache instead (made by that same runtime: its key).
+    runtime: str = ""
+    from_cache: int = 0
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,10 @@ class _Closing:
 
     _session: _Session
 
+    @property
+    def label(self) -> str:
+        return f"{type(self).__name__} in onnxruntime {ort.__version__}"
+
     def close(self) -> None:
         self._session.close()
 
@@ -177,6 +181,10 @@ class FloatHeadsRunner:
             )
             for h in heads
         }
+
+    @property
+    def label(self) -> str:
+        return f"the float ONNX cut at its heads in onnxruntime {ort.__version__}"
 
     @property
     def input_specs(self) -> dict[str, InputSpec]:

@@ -1,6 +1,11 @@
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import synthetic_results as sr
@@ -10,6 +15,7 @@ from harness.verdict.golden import (
     SCHEMA_VERSION,
     GoldenError,
     Tolerances,
+    bless,
     golden_from_result,
     golden_path,
     load_golden,
@@ -230,3 +236,70 @@ def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(
     with pytest.raises(GoldenError, match=r"field metrics\.map50 is None, expected a share in \[0, 1\]"):
         write_golden(file, golden_from_result(sr.replaced(run, metrics=nothing)))
     assert list(tmp_path.iterdir()) == []
+
+
+# --- blessing a set --------------------------------------------------------------------------------
+
+_BLESS_LOOP = """
+import sys, dataclasses
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+import synthetic_results as sr
+from harness.verdict.golden import bless, golden_from_result
+truths = sr.truths()
+run = sr.result(sr.predictions(truths), truths, path="hailo")
+folder = Path({folder!r})
+generation = {start}
+print("ready", flush=True)
+while True:
+    generation += 1
+    metrics = dataclasses.replace(run.metrics, map50=generation / 1e6)
+    golden = golden_from_result(dataclasses.replace(run, metrics=metrics))
+    bless([(folder / "ds--onnx.json", dataclasses.replace(golden, path="onnx")), (folder / "ds--hailo.json", golden)])
+"""
+
+
+def test_a_set_killed_at_any_moment_of_its_blessing_is_the_old_set_or_the_new_one(tmp_path):
+    folder, kills, seen = tmp_path / "m", 20, set()
+    rng = __import__("random").Random(7)
+    for kill in range(kills):
+        program = _BLESS_LOOP.format(tests=str(Path(__file__).parent), folder=str(folder), start=kill * 1000)
+        child = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0.0, 0.4))  # a blessing takes tens of milliseconds (fsyncs)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if not (folder / "ds--hailo.json").exists() and not (folder / "ds--onnx.json").exists():
+            continue  # killed before its first set was committed: still no set, and no half of one
+        onnx, hailo = load_golden(folder / "ds--onnx.json"), load_golden(folder / "ds--hailo.json")
+        assert onnx.metrics.map50 == hailo.metrics.map50  # one generation, never a mix
+        seen.add(hailo.metrics.map50)
+        leftovers = [p.name for p in folder.rglob(".*")]
+        assert leftovers == [], leftovers  # no journal and no temporary file once read
+    assert len(seen) >= 3  # the kills did land at different moments
+
+
+def test_a_set_blessed_under_a_run_token_is_written_once_for_all_its_workers(tmp_path, run):
+    folder = tmp_path / "m"
+    entries = [(folder / "ds--hailo.json", golden_from_result(run))]
+    (created,) = bless(entries, token="run-1")
+    assert created.startswith(f"created baseline {folder / 'ds--hailo.json'}")
+    before = (folder / "ds--hailo.json").read_bytes()
+    (again,) = bless([(folder / "ds--hailo.json", golden_from_result(_later(run)))], token="run-1")
+    assert again.endswith("blessed by another worker of this test run")
+    assert (folder / "ds--hailo.json").read_bytes() == before and not (folder / "history").exists()
+    (updated,) = bless([(folder / "ds--hailo.json", golden_from_result(_later(run)))], token="run-2")
+    assert updated.startswith("updated baseline") and (folder / "history").is_dir()
+
+
+def test_a_set_with_one_bad_baseline_writes_neither(tmp_path, run):
+    folder = tmp_path / "m"
+    nothing = sr.replaced(run, metrics=sr.replaced(run.metrics, map50=math.nan))
+    with pytest.raises(GoldenError, match="ds--onnx.json: field metrics.map50 is None"):
+        bless(
+            [
+                (folder / "ds--hailo.json", golden_from_result(run)),
+                (folder / "ds--onnx.json", golden_from_result(nothing)),
+            ]
+        )
+    assert not folder.exists()

@@ -126,3 +126,14 @@ def test_one_class_head_that_never_fires_is_not_a_cap_when_another_reaches_high_
     outputs = tuple(replace(s, quant=high, quant_infos=(high,)) if s.name == first else s for s in group.outputs)
     r = _results(CheckContext(_with_group(hef, outputs=outputs)))["class_score_range"]
     assert r.passed is True and "0.9900" in r.message
+
+
+def test_a_nan_threshold_compiled_into_the_hef_fails_and_never_equals_the_evaluations(hef):
+    r = _results(CheckContext(_with_nms(hef, score_threshold=float("nan")), eval_score_threshold=0.2))
+    assert r["score_threshold"].passed is False and "nan (compiled into the HEF)" in r["score_threshold"].message
+
+
+def test_a_hef_without_a_network_group_fails_one_check_that_says_so(hef):
+    (only,) = run_checks(CheckContext(replace(hef, network_groups=())))
+    assert (only.name, only.passed) == ("network_group", False)
+    assert "network groups: found none (the file was read tolerantly), expected at least one" in only.message

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,8 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
     try:
         invocation = ("pytest", *config.invocation_params.args)
         job = job_config(values, invocation, progress=False, hef_checked=True)
+        # pytest-xdist's run id, the same in every worker: the first to bless writes, the others do not
+        job = replace(job, bless_token=getattr(config, "workerinput", {}).get("testrunuid"))
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     if job.har is not None:

@@ -34,6 +34,7 @@ from harness.core import defaults
 from harness.core.detections import Detections
 from harness.core.environment import code_digest, environment
 from harness.core.errors import HarnessError
+from harness.core.files import fsync_folder
 from harness.pipeline.detect import DetectionPath, FrameResult
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 
@@ -154,7 +155,7 @@ class CacheFile:
         if good == 0:
             os.ftruncate(self._fd, 0)
             self._write(header)
-            _fsync_folder(file.parent)
+            fsync_folder(file.parent)
         elif good < file.stat().st_size:
             os.ftruncate(self._fd, good)
             os.fsync(self._fd)
@@ -223,18 +224,6 @@ class CacheFile:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a new file's name durable too (a no-op where folders cannot be opened, e.g. Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class PredictionCache:

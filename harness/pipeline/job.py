@@ -34,7 +34,7 @@ from harness.verdict.gates import (
     missing_golden_gates,
     run_gates,
 )
-from harness.verdict.golden import golden_from_result, golden_path, load_golden, missing_golden_message, write_golden
+from harness.verdict.golden import bless, golden_from_result, golden_path, load_golden, missing_golden_message
 from harness.verdict.metrics.coco import paired_bootstrap
 from harness.verdict.result import PathResult
 
@@ -58,6 +58,7 @@ class JobConfig:
     report_dir: Path = defaults.REPORT_DIR
     cache_dir: Path = defaults.CACHE_DIR
     update_golden: bool = False
+    bless_token: str | None = None  # one per test run: its pytest-xdist workers bless the baselines once
     invocation: tuple[str, ...] = ("hailo-harness", "run")
     progress: bool | None = None
 
@@ -108,12 +109,17 @@ def _baseline_gates(
     names = [c.name for c in reference.metrics.per_class]
     bootstrap = paired_bootstrap(truths, reference.predictions, hailo.predictions, names)
     original_hw = {s.image_id: s.original_hw for s in run.dataset.samples}
+    files = {
+        result.path: golden_path(config.golden_root, config.onnx, result.path, Path(result.provenance.dataset).name)
+        for result in (reference, hailo)
+    }
+    if config.update_golden:  # both baselines or neither
+        entries = [(files[r.path], golden_from_result(r)) for r in (reference, hailo)]
+        changes.extend(bless(entries, config.bless_token))
     gates: list[GateResult] = []
     for result in (reference, hailo):
-        file = golden_path(config.golden_root, config.onnx, result.path, Path(result.provenance.dataset).name)
+        file = files[result.path]
         is_hailo = result is hailo
-        if config.update_golden:
-            changes.append(f"{file}: {write_golden(file, golden_from_result(result))}")
         if not file.exists():
             gates.extend(missing_golden_gates(result, missing_golden_message(file, config.invocation)))
             if is_hailo:

@@ -178,4 +178,3 @@ def _cached(from_cache: int, path: dict[str, Any]) -> str:
     if not from_cache:
         return f"all {images} predictions inferred now"
     return f"{from_cache} of {images} predictions from the prediction cache, made by that same runtime and code"
-

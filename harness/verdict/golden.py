@@ -19,6 +19,8 @@ drop) and two-sided for boxes per image (relative) and score saturation (absolut
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import json
 import math
@@ -26,22 +28,30 @@ import os
 import re
 import shlex
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import HarnessError
+from harness.core.files import fsync_folder
 from harness.core.settings import EvalSettings
 from harness.verdict.metrics.coco import ClassMetrics, CocoMetrics
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES, BoxCounts, ScoreDistribution
 from harness.verdict.result import PathResult, Provenance
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks
+    fcntl = None  # type: ignore[assignment]
+
 SCHEMA_VERSION = 1
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 _DECIMALS = 6
 _HISTORY = "history"
+_JOURNAL = ".blessing.json"
 _BIN_KEYS = tuple(f"{lo:.2f}-{hi:.2f}" for lo, hi in itertools.pairwise(SCORE_BIN_EDGES))
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
@@ -124,6 +134,11 @@ def missing_golden_message(file: str | os.PathLike[str], invocation: Sequence[st
 
 def load_golden(file: str | os.PathLike[str]) -> Golden:
     file = Path(file)
+    recover(file.parent)  # a blessing interrupted after its commit is finished first
+    return _load(file)
+
+
+def _load(file: Path) -> Golden:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError as error:
@@ -140,28 +155,102 @@ def load_golden(file: str | os.PathLike[str]) -> Golden:
 
 
 def write_golden(file: str | os.PathLike[str], golden: Golden) -> str:
-    """Write ``golden`` to ``file`` atomically (a temporary file in the same folder, then
-    ``os.replace``), keep the baseline it replaces under ``history/``, and say what changed. A
-    baseline that breaks the schema (e.g. a mAP that is NaN: no ground truth) is refused, naming
-    the file and the field, before anything is written."""
-    file = Path(file)
-    document = _document(golden)
-    _Reader(file).golden(json.loads(json.dumps(document)))  # what could not be read back is not written
-    file.parent.mkdir(parents=True, exist_ok=True)
-    previous_bytes, previous, history = _previous(file)
-    tmp = _write_temporary(file, lambda fh: _dump(document, fh))
+    """Write one baseline (see :func:`bless`) and say what changed."""
+    (summary,) = bless([(Path(file), golden)])
+    return summary
+
+
+def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> tuple[str, ...]:
+    """Write a run's baselines (one model folder) all or nothing, and say what changed in each.
+
+    Every document is checked against the schema first (e.g. a mAP that is NaN, no ground truth, is
+    refused naming the file and field). Under the folder's lock, each baseline and each history copy
+    of the one it replaces is written to a temporary file beside it and synced; a journal listing
+    them is committed (one atomic rename); then each is renamed into place and the journal removed.
+    A kill before the journal leaves the old set, a kill after it the new one, completed by the next
+    reader or writer (:func:`recover`), and no temporary file survives that. ``token`` (one per
+    test run, shared by its pytest-xdist workers): a set already blessed under it is not written
+    again."""
+    documents = [(Path(file), _document(golden)) for file, golden in entries]
+    for file, document in documents:
+        _Reader(file).golden(json.loads(json.dumps(document)))  # what could not be read back is not written
+    folders = {file.parent for file, _ in documents}
+    if len(folders) != 1:
+        raise GoldenError(f"baselines {[str(f) for f, _ in documents]}: one set lies in one model folder")
+    (folder,) = folders
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder):
+        recover(folder, locked=True)
+        # Outside the baselines' folder, so that it never shows in their review diff; one per folder.
+        marker = (
+            Path(tempfile.gettempdir())
+            / f"hailo-harness-blessed-{hashlib.sha256(bytes(folder.resolve())).hexdigest()[:16]}"
+        )
+        if token is not None and marker.is_file() and marker.read_text(encoding="utf-8") == token:
+            return tuple(f"{file}: blessed by another worker of this test run" for file, _ in documents)
+        steps: list[tuple[Path, Path]] = []
+        summaries = []
+        try:
+            for file, document in documents:
+                previous_bytes, previous, history = _previous(file)
+                if previous_bytes is not None:
+                    assert history is not None
+                    history.parent.mkdir(parents=True, exist_ok=True)
+                    steps.append(
+                        (_write_temporary(history, functools.partial(_write_bytes, previous_bytes), True), history)
+                    )
+                    summaries.append(_changed_summary(file, previous, document, history))
+                else:
+                    summaries.append(_created_summary(file, document))
+                steps.append((_write_temporary(file, functools.partial(_dump, document)), file))
+            journal = [[str(tmp), str(target)] for tmp, target in steps]
+            os.replace(_write_temporary(folder / _JOURNAL, lambda fh: json.dump(journal, fh)), folder / _JOURNAL)
+            fsync_folder(folder)
+        except BaseException:
+            for tmp, _ in steps:
+                _remove(tmp)
+            raise
+        recover(folder, locked=True)
+        if token is not None:
+            os.replace(_write_temporary(marker, lambda fh: fh.write(token)), marker)
+    return tuple(summaries)
+
+
+def recover(folder: Path, locked: bool = False) -> None:
+    """Finish a blessing a kill interrupted after its journal was committed, and remove the
+    temporary files of one interrupted before it: afterwards ``folder`` holds one whole set."""
+    journal = folder / _JOURNAL
+    if not locked:
+        if folder.is_dir() and (journal.exists() or _strays(folder)):
+            with _locked(folder):
+                recover(folder, locked=True)
+        return
+    if journal.exists():
+        for tmp, target in json.loads(journal.read_text(encoding="utf-8")):
+            if Path(tmp).exists():
+                os.replace(tmp, target)
+        fsync_folder(folder)
+        journal.unlink()
+    for stray in _strays(folder):
+        _remove(stray)
+
+
+def _strays(folder: Path) -> list[Path]:
+    """Temporary files of a blessing (the journal's own included) beside the baselines or their history."""
+    return [*folder.glob(".*.tmp"), *folder.glob(f"{_HISTORY}/*/.*.tmp")]
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """The model folder's blessing lock, taken on the folder itself so that nothing is left in it
+    (advisory; none where the platform has no flock)."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        if previous_bytes is not None:
-            assert history is not None
-            history.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(_write_temporary(history, lambda fh: fh.write(previous_bytes), binary=True), history)
-        os.replace(tmp, file)
-    except BaseException:
-        _remove(tmp)
-        raise
-    if previous_bytes is None:
-        return _created_summary(file, document)
-    return _changed_summary(file, previous, document, history)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -233,6 +322,10 @@ def _dump(document: Mapping[str, Any], fh: Any) -> None:
     fh.write("\n")
 
 
+def _write_bytes(data: bytes, fh: Any) -> None:
+    fh.write(data)
+
+
 def _write_temporary(target: Path, write: Callable[[Any], object], binary: bool = False) -> Path:
     """A fully written and flushed temporary file beside ``target``; removed again if writing fails."""
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -262,7 +355,7 @@ def _previous(file: Path) -> tuple[bytes | None, Golden | GoldenError | None, Pa
     text = file.read_bytes()
     folder = file.parent / _HISTORY / file.stem
     try:
-        old: Golden | GoldenError = load_golden(file)
+        old: Golden | GoldenError = _load(file)  # under the blessing's lock: no recovery here
     except GoldenError as error:
         stamp = datetime.fromtimestamp(file.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         return text, error, _free(folder, f"{stamp}-unreadable")

@@ -7,6 +7,7 @@ value expected and the fix.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -289,7 +290,7 @@ def check_score_threshold(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None or ctx.eval_score_threshold is None:
         return CheckResult.skipped(name, "needs an NMS HEF and an evaluation score threshold")
-    if abs(nms.score_threshold - ctx.eval_score_threshold) > 1e-6:
+    if not math.isfinite(nms.score_threshold) or abs(nms.score_threshold - ctx.eval_score_threshold) > 1e-6:
         return CheckResult.failed(
             name,
             "NMS op score threshold",
@@ -315,6 +316,10 @@ STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
 
 
 def run_checks(ctx: CheckContext) -> tuple[CheckResult, ...]:
+    if not ctx.hef.network_groups:  # a tolerant read of a broken file: there is nothing the checks could read
+        found = "none (the file was read tolerantly)"
+        fix = "recompile the HEF; HailoRT configures a HEF's first network group"
+        return (CheckResult.failed("network_group", f"{ctx.hef.path} network groups", found, "at least one", fix),)
     return tuple(check(ctx) for check in STATIC_CHECKS)
 
 

@@ -282,6 +282,8 @@ def parse_hef(data: bytes, source: str, tolerant: bool = False) -> HefInfo:
         raise HefError(f"{source}: unsupported hw_arch {arch_value} in {proto_header.path}.hw_arch") from None
     per_feature = _scale_per_feature(root)
     groups = tuple(_network_group(group, arch, per_feature) for group in root.messages(2, "network_groups"))
+    if not groups and not tolerant:
+        raise HefError(f"{source}: no network group in {root.path}.network_groups, expected at least one")
     return HefInfo(
         path=source,
         header=header,

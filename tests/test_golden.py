@@ -295,7 +295,7 @@ def test_a_set_blessed_under_a_run_token_is_written_once_for_all_its_workers(tmp
 def test_a_set_with_one_bad_baseline_writes_neither(tmp_path, run):
     folder = tmp_path / "m"
     nothing = sr.replaced(run, metrics=sr.replaced(run.metrics, map50=math.nan))
-    with pytest.raises(GoldenError, match="ds--onnx.json: field metrics.map50 is None"):
+    with pytest.raises(GoldenError, match=r"ds--onnx\.json: field metrics\.map50 is None"):
         bless(
             [
                 (folder / "ds--hailo.json", golden_from_result(run)),

@@ -32,7 +32,7 @@ def doctor_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bench(doctor_cache):
-    return open_bench(images=IMAGES, cache_dir=doctor_cache)
+    return open_bench(first=IMAGES, cache_dir=doctor_cache)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_a_model_the_emulator_refuses_gets_the_modes_without_an_emulated_hef(sha
         shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx",
         shared_fixtures / "datasets" / "coco128_val16",
     )
-    table = run_doctor(open_bench(onnx, dataset, images=4, cache_dir=doctor_cache), modes, seeds=())
+    table = run_doctor(open_bench(onnx, dataset, first=4, cache_dir=doctor_cache), modes, seeds=())
     skipped, swapped, static = table.rows
     assert not skipped.injected and skipped.gate_failed is None and "quantized ops" in skipped.how
     assert table.hailo_path.startswith("none:") and table.clean_runs == ()

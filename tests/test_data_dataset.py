@@ -311,6 +311,27 @@ def test_coco_annotation_with_an_unknown_category_is_an_error(tmp_path):
         load_coco(_coco(tmp_path, annotations=anns), tmp_path / "imgs")
 
 
+_IMAGES = [{"id": 5, "file_name": "a.jpg", "width": 40, "height": 30}]
+_ANN = {"id": 1, "image_id": 5, "category_id": 7, "bbox": [1, 2, 10, 20]}
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ({"categories": [{"id": 7, "name": "smoke"}, {"id": "3", "name": "fire"}]}, "is a str, but other category"),
+        ({"images": [{**_IMAGES[0], "id": [5]}], "annotations": []}, r"image id \[5\], expected an integer or a str"),
+        ({"images": _IMAGES * 2, "annotations": []}, r"image id \['5'\] listed more than once"),
+        ({"categories": [{"id": 7, "name": "smoke"}] * 2}, r"category id \['7'\] listed more than once"),
+        ({"annotations": [{**_ANN, "iscrowd": "no"}]}, r"annotation id 1: iscrowd 'no', expected 0 or 1"),
+        ({"annotations": [{**_ANN, "image_id": "5"}]}, "is a str, but other image ids are ints"),
+        ({"images": [{**_IMAGES[0], "file_name": 12}], "annotations": []}, "image file_name 12, expected a non-empty"),
+    ],
+)
+def test_a_malformed_coco_record_is_refused_naming_the_record_and_the_field(tmp_path, override, expected):
+    with pytest.raises(DatasetError, match=expected):
+        load_coco(_coco(tmp_path, **override), tmp_path / "imgs")
+
+
 # --- datasets a run would check nothing on ------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_doctor_json_for_the_demo_lists_every_mode_caught_and_named(doctor_cache, capsys):
-    code = doctor.run(_args("--images", "30", "--cache", str(doctor_cache), "--json"))
+    code = doctor.run(_args("--first", "30", "--cache", str(doctor_cache), "--json"))
     table = json.loads(capsys.readouterr().out)
     assert [r["mode"] for r in table["modes"]] == [m.name for m in MODES]
     for row in table["modes"]:
@@ -37,7 +37,7 @@ def test_doctor_json_for_the_demo_lists_every_mode_caught_and_named(doctor_cache
 
 def test_doctor_text_names_the_selected_modes_and_sums_up(doctor_cache, capsys):
     code = doctor.run(
-        _args("--images", "30", "--cache", str(doctor_cache), "--mode", "bgr_input", "--mode", "nms_classes_wrong")
+        _args("--first", "30", "--cache", str(doctor_cache), "--mode", "bgr_input", "--mode", "nms_classes_wrong")
     )
     out = capsys.readouterr().out.splitlines()
     table = [line.split() for line in out if line.startswith(("bgr_input ", "nms_classes_wrong "))]
@@ -50,5 +50,5 @@ def test_doctor_text_names_the_selected_modes_and_sums_up(doctor_cache, capsys):
 
 
 def test_a_non_positive_image_count_is_refused():
-    with pytest.raises(HarnessError, match="--images 0"):
-        doctor.run(_args("--images", "0"))
+    with pytest.raises(HarnessError, match="--first 0"):
+        doctor.run(_args("--first", "0"))

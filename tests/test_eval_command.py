@@ -15,6 +15,7 @@ from harness.backends.dfc import CompileRequest, compile_hef
 from harness.backends.onnx.runner import FullHeadRunner
 from harness.cli import main as cli
 from harness.cli.commands.eval import coco_image_id
+from harness.inputs.dataset import load_yolo
 from harness.inputs.synthetic import Recipe, write_dataset
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
@@ -189,3 +190,32 @@ def test_eval_dfc_backend_refuses_a_har_compiled_at_other_thresholds(tmp_path, c
     argv = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn"), "--har", str(har)]
     assert cli.main([*argv, "--score-threshold", "0.001"]) == 2
     assert "the evaluation is at 0.001 / 0.7" in capsys.readouterr().err
+
+
+def test_eval_reads_a_coco_dataset_with_its_image_folder_and_measures_what_the_yolo_layout_gives(tmp_path, capsys):
+    write_dataset(tmp_path / "syn", Recipe(seed=6, train=0, val=4, calib=0))
+    yolo = load_yolo(tmp_path / "syn")
+    coco = {
+        "images": [
+            {"id": i, "file_name": Path(s.image_id).name, "height": s.original_hw[0], "width": s.original_hw[1]}
+            for i, s in enumerate(yolo.samples)
+        ],
+        "categories": [{"id": k + 1, "name": name} for k, name in enumerate(yolo.names)],
+        "annotations": [
+            {"id": 100 * i + j, "image_id": i, "category_id": int(c) + 1, "bbox": [x0, y0, x1 - x0, y1 - y0]}
+            for i, s in enumerate(yolo.samples)
+            for j, ((x0, y0, x1, y1), c) in enumerate(
+                zip(s.ground_truth.boxes.tolist(), s.ground_truth.class_ids, strict=True)
+            )
+        ],
+    }
+    (tmp_path / "val.json").write_text(json.dumps(coco))
+    base = ["eval", "--onnx", str(DEMO), "--no-cache", "--json"]
+    assert cli.main([*base, "--dataset", str(tmp_path / "syn")]) == 0
+    from_yolo = json.loads(capsys.readouterr().out)
+    assert cli.main([*base, "--dataset", str(tmp_path / "val.json"), "--images", str(tmp_path / "syn/images/val")]) == 0
+    from_coco = json.loads(capsys.readouterr().out)
+    assert from_coco["metrics"]["map50"] == pytest.approx(from_yolo["metrics"]["map50"], abs=1e-6)
+    assert from_coco["n_images"] == 4 and from_coco["box_counts"] == from_yolo["box_counts"]
+    assert cli.main([*base, "--dataset", str(tmp_path / "val.json")]) == 2
+    assert "a COCO annotations file needs --images DIR" in capsys.readouterr().err

@@ -24,7 +24,7 @@ def doctor_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bench(doctor_cache):
-    return open_bench(images=FRAMES, cache_dir=doctor_cache)
+    return open_bench(first=FRAMES, cache_dir=doctor_cache)
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,9 @@ from harness.backends.hailort import hardware_skip_reason
 from harness.conformance.suite import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
-from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.hef.reader import read_hef
+from harness.pipeline.factory import load_dataset
 from harness.pipeline.job import JobConfig, JobResult, planned_gates, run_job
 from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
 from harness.verdict.gates import GateId
@@ -125,7 +125,9 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
         ctx = CheckContext(
             hef=read_hef(hef),
             model=facts_from_onnx(str(values["onnx"])) if values["onnx"] else None,
-            dataset_names=load_yolo(values["dataset"]).names if values["dataset"] else None,
+            dataset_names=load_dataset(values["dataset"], values["split"], images=values["images"]).names
+            if values["dataset"]
+            else None,
             eval_score_threshold=values["score_threshold"] if given else None,
         )
     except HarnessError as error:

@@ -123,19 +123,21 @@ def _baseline(golden_root: Path, onnx: Path, clean: PathResult, dataset: Dataset
 def open_bench(
     onnx: Path = DEMO_ONNX,
     dataset: Path | None = None,
-    images: int | None = None,
+    first: int | None = None,
     split: str = "val",
+    images: Path | None = None,
     max_unreadable: float = defaults.MAX_UNREADABLE,
     calibration: str | None = None,
     cache_dir: Path = defaults.CACHE_DIR,
     golden_root: Path = GOLDEN_ROOT,
     settings: SettingsSpec | None = None,
 ) -> Bench:
-    """The bench of ``onnx`` on ``dataset`` (default: the demo validation set), its first ``images``
-    images if given. ``calibration``: as the emulator's everywhere (a folder, ``in-domain`` /
-    ``off-domain``; default the demo's in-domain split on the demo set, else the dataset's images)."""
-    full = load_dataset(dataset, split, Path(cache_dir))
-    data = subset(full, range(min(images, len(full.samples)))) if images else full
+    """The bench of ``onnx`` on ``dataset`` (default: the demo validation set; a COCO file with its
+    ``images`` folder), its ``first`` images if given. ``calibration``: as the emulator's everywhere
+    (a folder, ``in-domain`` / ``off-domain``; default the demo's in-domain split on the demo set,
+    else the dataset's images)."""
+    full = load_dataset(dataset, split, Path(cache_dir), images)
+    data = subset(full, range(min(first, len(full.samples)))) if first else full
     if not data.samples:
         raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
     run = prepare_run(

@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,38 +220,49 @@ def dataset_name(source: str | os.PathLike[str]) -> str:
 def load_coco(annotations: str | os.PathLike[str], images: str | os.PathLike[str]) -> Dataset:
     """A COCO detection JSON (``images``, ``annotations`` with ``bbox`` x, y, w, h in pixels,
     ``categories``) with its image folder. Class ids follow the categories sorted by id; every image
-    listed is a sample (one without annotations shows no object); ``iscrowd`` regions become crowd
-    boxes. The listed width and height must equal the image's size after EXIF orientation."""
+    listed is a sample (one without annotations shows no object); ``iscrowd`` 1 regions become crowd
+    boxes. The listed width and height must equal the image's size after EXIF orientation. Ids are
+    integers or strings, one kind per field, each listed once; anything else is refused naming the
+    record and the field."""
     annotations, root = Path(annotations), Path(images)
     try:
         data = json.loads(annotations.read_bytes())
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise DatasetError(f"{annotations}: cannot be read as JSON ({error})") from error
     for key in ("images", "annotations", "categories"):
         if not isinstance(data, dict) or not isinstance(data.get(key), list):
             raise DatasetError(f"{annotations}: field {key!r} missing or not a list, expected a COCO detection file")
-    categories = sorted(data["categories"], key=lambda c: _field(annotations, "category", c, "id"))
+    read = _Coco(annotations)
+    categories = sorted(data["categories"], key=lambda c: read.id(c, "category", "id", "category"))
+    read.unique([read.id(c, "category", "id", "category") for c in categories], "category", "id")
     class_of = {c["id"]: i for i, c in enumerate(categories)}
-    names = tuple(str(_field(annotations, "category", c, "name")) for c in categories)
-    per_image: dict[Any, list[dict[str, Any]]] = {_field(annotations, "image", im, "id"): [] for im in data["images"]}
+    names = tuple(read.text(c, "category", "name") for c in categories)
+    listed = sorted(data["images"], key=lambda im: read.text(im, "image", "file_name"))
+    read.unique([read.id(im, "image", "id", "image") for im in listed], "image", "id")
+    read.unique([read.text(im, "image", "file_name") for im in listed], "image", "file_name")
+    per_image: dict[Any, list[dict[str, Any]]] = {im["id"]: [] for im in listed}
     for ann in data["annotations"]:
-        image_id, category_id, bbox = (
-            _field(annotations, "annotation", ann, k) for k in ("image_id", "category_id", "bbox")
+        image_id, category_id = (
+            read.id(ann, "annotation", "image_id", "image"),
+            read.id(ann, "annotation", "category_id", "category"),
         )
-        where = f"{annotations}: annotation id {ann.get('id')!r}"
+        bbox = _field(annotations, "annotation", ann, "bbox")
+        where = f"{annotations}: annotation id {ann.get('id')!r:.40}"
         if image_id not in per_image:
             raise DatasetError(f"{where}: image_id {image_id!r} is not in 'images'")
         if category_id not in class_of:
             raise DatasetError(f"{where}: category_id {category_id!r}, expected one of {sorted(class_of)}")
         if not (isinstance(bbox, list) and len(bbox) == 4 and all(_finite_number(v) for v in bbox)):
-            raise DatasetError(f"{where}: bbox {bbox!r}, expected [x, y, width, height] of 4 finite numbers")
+            raise DatasetError(f"{where}: bbox {bbox!r:.80}, expected [x, y, width, height] of 4 finite numbers")
         if bbox[2] < 0 or bbox[3] < 0:
             raise DatasetError(f"{where}: bbox {bbox!r} has a negative width or height")
+        if ann.get("iscrowd", 0) not in (0, 1) or isinstance(ann.get("iscrowd", 0), float):
+            raise DatasetError(f"{where}: iscrowd {ann.get('iscrowd')!r:.40}, expected 0 or 1")
         per_image[image_id].append(ann)
 
     samples, unreadable, entries = [], [], []
-    for im in sorted(data["images"], key=lambda im: str(_field(annotations, "image", im, "file_name"))):
-        image_id = Path(str(im["file_name"])).as_posix()
+    for im in listed:
+        image_id = Path(im["file_name"]).as_posix()
         anns = sorted(per_image[im["id"]], key=lambda a: str(a.get("id")))
         label_digest = hashlib.sha256(json.dumps(anns, sort_keys=True).encode()).hexdigest()
         digest, hw = _read_image(root / image_id)
@@ -258,17 +270,49 @@ def load_coco(annotations: str | os.PathLike[str], images: str | os.PathLike[str
         if isinstance(hw, str):
             unreadable.append(Unreadable(image_id, hw))
             continue
-        listed = (im.get("height"), im.get("width"))
-        if listed != hw:
+        size = (im.get("height"), im.get("width"))
+        if size != hw:
             raise DatasetError(
-                f"{annotations}: image {image_id!r} height, width {listed}, but the image is {hw} (EXIF applied)"
+                f"{annotations}: image {image_id!r} height, width {size!r:.60}, but the image is {hw} (EXIF applied)"
             )
         xywh = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
         boxes = np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1)
         classes = np.array([class_of[a["category_id"]] for a in anns], dtype=np.int64)
-        truth = GroundTruth(boxes, classes, np.array([bool(a.get("iscrowd", 0)) for a in anns], dtype=bool))
+        truth = GroundTruth(boxes, classes, np.array([a.get("iscrowd", 0) == 1 for a in anns], dtype=bool))
         samples.append(Sample(root / image_id, image_id, digest, hw, truth))
     return Dataset(root, names, tuple(samples), (), tuple(unreadable), _manifest(names, entries))
+
+
+class _Coco:
+    """Field checks of a COCO file's records; every error names the file, the record and the field."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.kinds: dict[str, type] = {}
+
+    def id(self, record: Any, kind: str, key: str, space: str) -> int | str:
+        """An id of the ``space`` ("image" or "category"): all of one kind, integer or string."""
+        value = _field(self.path, kind, record, key)
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise DatasetError(f"{self.path}: {kind} {key} {value!r:.60}, expected an integer or a string")
+        seen = self.kinds.setdefault(space, type(value))
+        if type(value) is not seen:
+            raise DatasetError(
+                f"{self.path}: {kind} {key} {value!r:.60} is a {type(value).__name__}, but other {space} ids are "
+                f"{seen.__name__}s: expected one kind of id"
+            )
+        return value
+
+    def text(self, record: Any, kind: str, key: str) -> str:
+        value = _field(self.path, kind, record, key)
+        if not isinstance(value, str) or not value:
+            raise DatasetError(f"{self.path}: {kind} {key} {value!r:.60}, expected a non-empty string")
+        return value
+
+    def unique(self, values: list[Any], kind: str, key: str) -> None:
+        twice = sorted(str(v) for v, n in Counter(values).items() if n > 1)
+        if twice:
+            raise DatasetError(f"{self.path}: {kind} {key} {twice[:5]} listed more than once, expected each once")
 
 
 def _field(path: Path, kind: str, record: Any, key: str) -> Any:

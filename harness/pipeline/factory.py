@@ -20,7 +20,7 @@ from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings
 from harness.inputs.calibration import CalibrationSource
-from harness.inputs.dataset import Dataset, class_map, load_yolo, require_evaluable
+from harness.inputs.dataset import Dataset, class_map, load_coco, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
 from harness.inputs.onnx_graph import load_model, model_input
 from harness.pipeline.cache import PredictionCache
@@ -54,9 +54,19 @@ class RunContext:
 
 
 def load_dataset(
-    source: str | os.PathLike[str] | None, split: str = "val", cache_dir: Path = defaults.CACHE_DIR
+    source: str | os.PathLike[str] | None,
+    split: str = "val",
+    cache_dir: Path = defaults.CACHE_DIR,
+    images: str | os.PathLike[str] | None = None,
 ) -> Dataset:
-    """A YOLO dataset (yaml or folder); None: the demo validation set, generated into the cache."""
+    """A YOLO dataset (yaml or folder), or a COCO JSON with its ``images`` folder; None: the demo
+    validation set, generated into the cache."""
+    if source is not None and Path(source).suffix.lower() == ".json":
+        if images is None:
+            raise HarnessError(f"--dataset {source}: a COCO annotations file needs --images DIR (its image folder)")
+        return load_coco(source, images)
+    if images is not None:
+        raise HarnessError(f"--images {images}: belongs to a COCO --dataset annotations.json")
     return load_yolo(source if source is not None else demo_data(cache_dir), split)
 
 

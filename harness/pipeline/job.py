@@ -49,6 +49,7 @@ class JobConfig:
 
     onnx: Path = DEMO_ONNX
     dataset: Path | None = None
+    images: Path | None = None  # the image folder of a COCO dataset
     split: str = "val"
     max_unreadable: float = defaults.MAX_UNREADABLE
     hailo: PathSpec = field(default_factory=lambda: PathSpec(Backend.EMULATOR))
@@ -71,6 +72,8 @@ class JobConfig:
 
     @property
     def dataset_name(self) -> str:
+        if self.images is not None:  # a COCO file's samples are read from its image folder
+            return Path(self.images).name
         return dataset_name(self.dataset) if self.dataset is not None else DEMO_DATASET_NAME
 
 
@@ -135,7 +138,7 @@ def _baseline_gates(
 
 def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
-    dataset = load_dataset(config.dataset, config.split, config.cache_dir)
+    dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images)
     run = prepare_run(
         config.onnx,
         dataset,

@@ -103,8 +103,14 @@ _OPTIONS = (
         Path,
         metavar="M.har",
     ),
-    Option("dataset", "labelled YOLO dataset, yaml or folder (default: the demo validation set)", Path, metavar="D"),
+    Option(
+        "dataset",
+        "labelled dataset: YOLO yaml or folder, or COCO annotations.json with --images (default: the demo val set)",
+        Path,
+        metavar="D",
+    ),
     Option("split", "dataset split", default="val"),
+    Option("images", "the image folder of a COCO --dataset annotations.json", Path, metavar="DIR"),
     Option(
         "max_unreadable",
         "the share of the dataset's images that may be unreadable (left out, and said so) before the run is refused",
@@ -188,28 +194,10 @@ OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}
 # Which surface takes which options.
 PATH_OPTIONS = ("onnx", "hef", "har", "backend", "calibration", "calibration_count", "hailo_device", "hailo_format")
 SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
-JOB_OPTIONS = (
-    *PATH_OPTIONS,
-    "dataset",
-    "split",
-    "max_unreadable",
-    *SETTINGS_OPTIONS,
-    "golden",
-    "report",
-    "cache",
-    "update_golden",
-)
-DOCTOR_OPTIONS = ("onnx", "dataset", "split", "max_unreadable", "calibration", *SETTINGS_OPTIONS, "golden", "cache")
-EVAL_OPTIONS = (
-    *PATH_OPTIONS,
-    "dataset",
-    "split",
-    "max_unreadable",
-    *SETTINGS_OPTIONS,
-    "sigmoid_inside",
-    "hef_nms",
-    "stage",
-)
+DATASET_OPTIONS = ("dataset", "images", "split", "max_unreadable")
+JOB_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "golden", "report", "cache", "update_golden")
+DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache")
+EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage")
 
 
 def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, names: Iterable[str]) -> None:
@@ -338,6 +326,7 @@ def job_config(
     return JobConfig(
         onnx=onnx_of(values),
         dataset=values.get("dataset"),
+        images=values.get("images"),
         split=get("split"),
         max_unreadable=get("max_unreadable"),
         hailo=hailo,

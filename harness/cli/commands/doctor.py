@@ -18,7 +18,7 @@ HELP = "inject each known failure mode into a run and check that a gate catches 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, DOCTOR_OPTIONS)
-    parser.add_argument("--images", type=int, help="use only the first N images of the dataset")
+    parser.add_argument("--first", type=int, metavar="N", help="use only the first N images of the dataset")
     parser.add_argument(
         "--mode", action="append", choices=[m.name for m in MODES], help="run only this mode (repeatable)"
     )
@@ -26,15 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.images is not None and args.images < 1:
-        raise HarnessError(f"--images {args.images}: expected a positive number of images")
+    if args.first is not None and args.first < 1:
+        raise HarnessError(f"--first {args.first}: expected a positive number of images")
     modes = [MODES_BY_NAME[name] for name in args.mode] if args.mode else MODES
     values = vars(args)
     bench = open_bench(
         onnx_of(values),
         args.dataset,
-        images=args.images,
+        first=args.first,
         split=args.split,
+        images=args.images,
         max_unreadable=args.max_unreadable,
         calibration=args.calibration,
         cache_dir=args.cache,

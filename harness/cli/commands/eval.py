@@ -138,7 +138,7 @@ def format_result(result: PathResult, dataset: Dataset) -> str:
 def run(args: argparse.Namespace) -> int:
     values = vars(args)
     spec = path_spec(values, single=True)  # a wrong combination of options is refused before any image is read
-    dataset = load_dataset(args.dataset, args.split, args.cache)
+    dataset = load_dataset(args.dataset, args.split, args.cache, args.images)
     run = prepare_run(
         onnx_of(values),
         dataset,

@@ -242,23 +242,7 @@ def load_coco(annotations: str | os.PathLike[str], images: str | os.PathLike[str
     read.unique([read.text(im, "image", "file_name") for im in listed], "image", "file_name")
     per_image: dict[Any, list[dict[str, Any]]] = {im["id"]: [] for im in listed}
     for ann in data["annotations"]:
-        image_id, category_id = (
-            read.id(ann, "annotation", "image_id", "image"),
-            read.id(ann, "annotation", "category_id", "category"),
-        )
-        bbox = _field(annotations, "annotation", ann, "bbox")
-        where = f"{annotations}: annotation id {ann.get('id')!r:.40}"
-        if image_id not in per_image:
-            raise DatasetError(f"{where}: image_id {image_id!r} is not in 'images'")
-        if category_id not in class_of:
-            raise DatasetError(f"{where}: category_id {category_id!r}, expected one of {sorted(class_of)}")
-        if not (isinstance(bbox, list) and len(bbox) == 4 and all(_finite_number(v) for v in bbox)):
-            raise DatasetError(f"{where}: bbox {bbox!r:.80}, expected [x, y, width, height] of 4 finite numbers")
-        if bbox[2] < 0 or bbox[3] < 0:
-            raise DatasetError(f"{where}: bbox {bbox!r} has a negative width or height")
-        if ann.get("iscrowd", 0) not in (0, 1) or isinstance(ann.get("iscrowd", 0), float):
-            raise DatasetError(f"{where}: iscrowd {ann.get('iscrowd')!r:.40}, expected 0 or 1")
-        per_image[image_id].append(ann)
+        per_image[read.annotation(ann, per_image, class_of)].append(ann)
 
     samples, unreadable, entries = [], [], []
     for im in listed:
@@ -302,6 +286,26 @@ class _Coco:
                 f"{seen.__name__}s: expected one kind of id"
             )
         return value
+
+    def annotation(self, ann: Any, images: Mapping[Any, object], class_of: Mapping[Any, int]) -> int | str:
+        """A checked annotation's image id."""
+        image_id, category_id = (
+            self.id(ann, "annotation", "image_id", "image"),
+            self.id(ann, "annotation", "category_id", "category"),
+        )
+        bbox = _field(self.path, "annotation", ann, "bbox")
+        where = f"{self.path}: annotation id {ann.get('id')!r:.40}"
+        if image_id not in images:
+            raise DatasetError(f"{where}: image_id {image_id!r} is not in 'images'")
+        if category_id not in class_of:
+            raise DatasetError(f"{where}: category_id {category_id!r}, expected one of {sorted(class_of)}")
+        if not (isinstance(bbox, list) and len(bbox) == 4 and all(_finite_number(v) for v in bbox)):
+            raise DatasetError(f"{where}: bbox {bbox!r:.80}, expected [x, y, width, height] of 4 finite numbers")
+        if bbox[2] < 0 or bbox[3] < 0:
+            raise DatasetError(f"{where}: bbox {bbox!r} has a negative width or height")
+        if ann.get("iscrowd", 0) not in (0, 1) or isinstance(ann.get("iscrowd", 0), float):
+            raise DatasetError(f"{where}: iscrowd {ann.get('iscrowd')!r:.40}, expected 0 or 1")
+        return image_id
 
     def text(self, record: Any, kind: str, key: str) -> str:
         value = _field(self.path, kind, record, key)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from PIL import Image
+from reference.resize import reference_resize
 
 from harness.core.detections import Letterbox
 from harness.core.errors import HarnessError
@@ -170,3 +171,29 @@ def test_letterbox_raises_when_the_image_would_shrink_to_nothing() -> None:
 def test_resize_rejects_non_rgb_arrays() -> None:
     with pytest.raises(HarnessError, match=r"expected uint8 \(H, W, 3\)"):
         resize(np.zeros((4, 4), np.uint8), (2, 2))
+
+
+def _reference_letterbox(image: np.ndarray, input_hw: tuple[int, int]) -> np.ndarray:
+    geometry = Letterbox.fit(image.shape[:2], input_hw)
+    new_h, new_w = round(image.shape[0] * geometry.scale_y), round(image.shape[1] * geometry.scale_x)
+    top, left = round(geometry.pad_y - 0.1), round(geometry.pad_x - 0.1)
+    canvas = np.full((*input_hw, 3), 114, dtype=np.uint8)
+    canvas[top : top + new_h, left : left + new_w] = reference_resize(image, (new_h, new_w))
+    return canvas
+
+
+@pytest.mark.fixtures
+def test_opencv_letterbox_equals_the_former_numpy_one_on_every_fixture_image(shared_fixtures) -> None:
+    folders = [shared_fixtures / "datasets" / "coco128_val16", shared_fixtures / "datasets" / "fire_smoke_val"]
+    paths = [p for f in folders for p in sorted(f.rglob("*.jpg"))][:80]
+    assert len(paths) >= 60
+    for path in paths:
+        image = load_image(path)
+        for size in ((640, 640), (320, 320), (97, 211)):
+            np.testing.assert_array_equal(letterbox(image, size)[0], _reference_letterbox(image, size), str(path))
+
+
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 300), st.integers(1, 300), st.integers(0, 2**32 - 1))
+def test_opencv_resize_equals_the_former_numpy_resize_on_random_sizes(h, w, out_h, out_w, seed) -> None:
+    image = np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(resize(image, (out_h, out_w)), reference_resize(image, (out_h, out_w)))

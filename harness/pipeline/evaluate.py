@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TextIO
 
@@ -30,6 +32,7 @@ from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
 
 PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
+PREFETCH = 4  # images read ahead of the one being inferred
 
 
 def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], given: Sequence[int]) -> np.ndarray:
@@ -82,23 +85,33 @@ def _progress(label: str, total: int, progress: bool | None, stream: TextIO) -> 
 def _frames(
     path: DetectionPath, samples: Sequence[Sample], cache: CacheFile | None, bar: Progress | None
 ) -> Iterator[tuple[FrameResult, bool]]:
-    """Each sample's frame, and whether it came from the cache."""
-    for sample in samples:
-        frame = cache.get(sample.sha256) if cache is not None else None
-        cached = frame is not None
-        if frame is None:
-            image = load_image(sample.path)
-            if image.shape[:2] != sample.original_hw:
-                raise HarnessError(
-                    f"image {sample.image_id!r}: {image.shape[0]}x{image.shape[1]} when read, but "
-                    f"{sample.original_hw[0]}x{sample.original_hw[1]} when the dataset was listed (changed since?)"
-                )
-            frame = path.detect(image)
-            if cache is not None:
-                cache.put(sample.sha256, sample.image_id, frame)
-        if bar is not None:
-            bar.step(cached)
-        yield frame, cached
+    """Each sample's frame, and whether it came from the cache. The images the cache does not hold
+    are read on a thread pool up to :data:`PREFETCH` images ahead, while the path infers."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hailo-harness-read") as pool:
+        ahead: deque[tuple[Sample, FrameResult | None, Future[np.ndarray] | None]] = deque()
+        queue = iter(samples)
+        while True:
+            while len(ahead) < PREFETCH and (sample := next(queue, None)) is not None:
+                cached = cache.get(sample.sha256) if cache is not None else None
+                ahead.append((sample, cached, None if cached is not None else pool.submit(load_image, sample.path)))
+            if not ahead:
+                return
+            sample, frame, reading = ahead.popleft()
+            was_cached = frame is not None
+            if reading is not None:
+                image = reading.result()
+                if image.shape[:2] != sample.original_hw:
+                    raise HarnessError(
+                        f"image {sample.image_id!r}: {image.shape[0]}x{image.shape[1]} when read, but "
+                        f"{sample.original_hw[0]}x{sample.original_hw[1]} when the dataset was listed (changed since?)"
+                    )
+                frame = path.detect(image)
+                if cache is not None:
+                    cache.put(sample.sha256, sample.image_id, frame)
+            assert frame is not None
+            if bar is not None:
+                bar.step(was_cached)
+            yield frame, was_cached
 
 
 def _cells(frames: Sequence[FrameResult], threshold: float) -> CellsAboveThreshold | None:

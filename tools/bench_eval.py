@@ -161,6 +161,8 @@ def main() -> None:
         print(json.dumps(measure(args.data, args.one, args.seed, args.trace)))
         return
     if not (args.data / "data.yaml").is_file():
+        if args.data.exists() and any(args.data.iterdir()):  # never write into someone's dataset
+            sys.exit(f"bench_eval: --data {args.data} holds files but no data.yaml: give an empty or new folder")
         start = time.perf_counter()
         write_dataset(args.data, Recipe(seed=args.seed, train=0, val=max(args.sizes), calib=0))
         print(f"generated {max(args.sizes)} synthetic images in {args.data} ({time.perf_counter() - start:.0f} s)")

@@ -30,13 +30,6 @@ def _probability(text: str) -> float:
     return value
 
 
-def _share(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise ValueError("expected a share from 0 to 1")
-    return value
-
-
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -114,7 +107,7 @@ _OPTIONS = (
     Option(
         "max_unreadable",
         "the share of the dataset's images that may be unreadable (left out, and said so) before the run is refused",
-        _share,
+        _probability,
         defaults.MAX_UNREADABLE,
         metavar="SHARE",
     ),

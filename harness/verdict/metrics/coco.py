@@ -24,6 +24,7 @@ import numpy as np
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval, Params
 
+from harness.core import defaults
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import GroundTruth
@@ -107,7 +108,7 @@ def evaluate(
     ground_truth: Sequence[GroundTruth],
     predictions: Sequence[Detections],
     names: Sequence[str],
-    score_threshold: float = 0.25,
+    score_threshold: float = defaults.SCORE_THRESHOLD,
 ) -> CocoMetrics:
     """COCO mAP overall and per class of ``predictions`` (one :class:`Detections` per image, pixel
     boxes in the same frame as the ground truth, class ids indexing ``names``)."""

@@ -26,4 +26,3 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     moves pytest's rootdir to that file's folder, which may be the read-only shared fixtures."""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider")
     return pytester
-

@@ -62,23 +62,23 @@ def assert_same(a: Detections, b: Detections) -> None:
     np.testing.assert_array_equal(a.boxes, b.boxes)
 
 
-# greedy_per_class computes all same-class IoUs at once for small sets, one kept box at a time otherwise.
-IOU_STRATEGIES = pytest.mark.parametrize("iou_matrix_limit", [nms.IOU_MATRIX_LIMIT, 0], ids=["matrix", "per-kept-box"])
+# greedy_per_class settles a class in blocks of candidates: one block, and blocks of 3 (many blocks).
+IOU_STRATEGIES = pytest.mark.parametrize("nms_block", [nms.NMS_BLOCK, 3], ids=["one-block", "blocks-of-3"])
 
 
 @IOU_STRATEGIES
 @given(candidates=candidate_sets(), config=configs(NmsMode.HAILORT))
-def test_fast_nms_equals_reference_in_hailort_mode(iou_matrix_limit, candidates, config):
+def test_fast_nms_equals_reference_in_hailort_mode(nms_block, candidates, config):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nms, "IOU_MATRIX_LIMIT", iou_matrix_limit)
+        patch.setattr(nms, "NMS_BLOCK", nms_block)
         assert_same(nms_hailort(*candidates, config), reference_nms_hailort(*candidates, config))
 
 
 @IOU_STRATEGIES
 @given(candidates=candidate_sets(), config=configs(NmsMode.ULTRALYTICS))
-def test_fast_nms_equals_reference_in_ultralytics_mode(iou_matrix_limit, candidates, config):
+def test_fast_nms_equals_reference_in_ultralytics_mode(nms_block, candidates, config):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nms, "IOU_MATRIX_LIMIT", iou_matrix_limit)
+        patch.setattr(nms, "NMS_BLOCK", nms_block)
         assert_same(nms_ultralytics(*candidates, config), reference_nms_ultralytics(*candidates, config))
 
 

@@ -20,6 +20,8 @@ Shared by both modes, so that the fast code and the loop reference agree bit for
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from harness.core.detections import Detections
@@ -29,9 +31,8 @@ from harness.core.settings import DecodeConfig
 # class id * max_wh so that one NMS over all boxes never suppresses across classes.
 ULTRALYTICS_CLASS_OFFSET = np.float32(7680)
 
-# Up to this many (classes x candidates x candidates) IoUs, greedy_per_class computes all same-class
-# IoUs at once instead of one kept box at a time: the same values, fewer numpy calls per kept box.
-IOU_MATRIX_LIMIT = 1 << 20
+# Candidates of one class whose IoUs greedy_per_class settles together (a 512 x 512 matrix, 1 MiB).
+NMS_BLOCK = 512
 
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -77,40 +78,58 @@ def greedy_per_class(
 
     In each class the best-ranked box still alive is kept and suppresses the alive boxes of its
     class whose IoU with it is ``>= iou_threshold`` (``suppress_at_equal``) or ``> iou_threshold``;
-    suppressed boxes suppress nothing. All classes advance together, so the loop runs once per
-    kept box of the fullest class, at most ``max_per_class`` times, never once per cell. Up to
-    ``IOU_MATRIX_LIMIT`` IoUs, all same-class IoUs are computed up front (the same float32 values).
+    suppressed boxes suppress nothing; the first ``max_per_class`` kept boxes of a class are the
+    result. A class is taken in blocks of :data:`NMS_BLOCK` candidates by rank: those overlapping a
+    box kept from an earlier block go, then the block's own greedy answer is found as the fixed
+    point of "kept = alive and not suppressed by a kept box ranked above" (Cluster-NMS; the
+    recursion has one solution, greedy's), so no Python loop runs per kept box.
     """
-    n = len(scores)
-    if n == 0 or max_per_class <= 0:
+    if len(scores) == 0 or max_per_class <= 0:
         return np.zeros(0, dtype=np.int64)
     by_rank = np.argsort(-scores, kind="stable")
     order = by_rank[np.argsort(class_ids[by_rank], kind="stable")]
     _, starts, counts = np.unique(class_ids[order], return_index=True, return_counts=True)
-    row = np.repeat(np.arange(len(counts)), counts)
-    col = np.arange(n) - np.repeat(starts, counts)
-    padded = np.zeros((len(counts), counts.max(), 4), dtype=np.float32)
-    padded[row, col] = boxes[order]
-    index = np.full(padded.shape[:2], -1, dtype=np.int64)
-    index[row, col] = order
-    alive = index >= 0
-    kept = np.zeros_like(alive)
     suppresses = at_least if suppress_at_equal else above
-    overlap = None
-    if alive.size * alive.shape[1] <= IOU_MATRIX_LIMIT:
-        overlap = suppresses(box_iou(padded[:, :, None, :], padded[:, None, :, :]), iou_threshold)
-    for _ in range(max_per_class):
-        rows = np.flatnonzero(alive.any(axis=1))
-        if rows.size == 0:
+    kept = [
+        order[start : start + 1]  # a class's only candidate is kept
+        if count == 1
+        else _greedy_ranked(order[start : start + count], boxes, iou_threshold, suppresses, max_per_class)
+        for start, count in zip(starts.tolist(), counts.tolist(), strict=True)
+    ]
+    return np.concatenate(kept)
+
+
+def _greedy_ranked(
+    ranked: np.ndarray,
+    boxes: np.ndarray,
+    iou_threshold: float,
+    suppresses: Callable[[np.ndarray, float], np.ndarray],
+    max_kept: int,
+) -> np.ndarray:
+    """Greedy NMS of one class's candidates ``ranked`` best first: the first ``max_kept`` kept."""
+    kept: list[np.ndarray] = []
+    kept_boxes = np.zeros((0, 4), dtype=np.float32)
+    n_kept = 0
+    for start in range(0, len(ranked), NMS_BLOCK):
+        block = ranked[start : start + NMS_BLOCK]
+        candidates = boxes[block].astype(np.float32)
+        earlier = suppresses(box_iou(kept_boxes[:, None, :], candidates[None, :, :]), iou_threshold)
+        alive = np.asarray(~earlier.any(axis=0), dtype=bool)
+        # outranks[i, j]: box i, ranked above j and alive, would suppress j
+        outranks = np.triu(suppresses(box_iou(candidates[:, None, :], candidates[None, :, :]), iou_threshold), 1)
+        outranks &= alive[:, None]  # a box gone to an earlier block suppresses nothing
+        keep = alive
+        while True:
+            settled = alive & ~(outranks & keep[:, None]).any(axis=0)
+            if np.array_equal(settled, keep):
+                break
+            keep = settled
+        kept.append(block[keep][: max_kept - n_kept])
+        n_kept += len(kept[-1])
+        if n_kept >= max_kept:
             break
-        head = alive[rows].argmax(axis=1)
-        kept[rows, head] = True
-        alive[rows, head] = False
-        if overlap is None:
-            alive[rows] &= ~suppresses(box_iou(padded[rows, head][:, None, :], padded[rows]), iou_threshold)
-        else:
-            alive[rows] &= ~overlap[rows, head]
-    return index[kept]
+        kept_boxes = np.concatenate([kept_boxes, candidates[keep]])
+    return np.concatenate(kept)
 
 
 def nms_hailort(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig) -> Detections:

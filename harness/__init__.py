@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _API = {
-    "JobConfig": "harness.pipeline.job",
+    "JobConfig": "harness.pipeline.spec",
     "JobResult": "harness.pipeline.job",
     "run_job": "harness.pipeline.job",
     "PathSpec": "harness.pipeline.spec",
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from harness.conformance.suite import run_conformance
     from harness.inputs.hef.reader import read_hef
     from harness.pipeline.factory import RunContext, evaluate, load_dataset, open_path, prepare_run
-    from harness.pipeline.job import JobConfig, JobResult, run_job
-    from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+    from harness.pipeline.job import JobResult, run_job
+    from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 
 
 def __getattr__(name: str) -> Any:

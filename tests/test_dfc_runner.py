@@ -10,17 +10,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from harness.backends.dfc import (
-    CompileRequest,
-    DfcError,
-    EmulationStage,
-    HarRunner,
-    compile_hef,
-    compiled_nms_thresholds,
-)
+from harness.backends.dfc import CompileRequest, DfcError, HarRunner, compile_hef, compiled_nms_thresholds
 from harness.backends.dfc.runner import output_specs
 from harness.core.errors import HarnessError, SpecError
-from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EmulationStage
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
 from harness.inputs.dataset import load_yolo

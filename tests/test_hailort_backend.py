@@ -38,8 +38,8 @@ from harness.formats.quant import dequantize
 from harness.inputs.preprocess import letterbox, load_image
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import NmsBufferPath, RawHeadsPath
-from harness.pipeline.job import JobConfig, run_job, summary_lines
-from harness.pipeline.spec import Backend, PathSpec
+from harness.pipeline.job import run_job, summary_lines
+from harness.pipeline.spec import Backend, JobConfig, PathSpec
 
 DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 INPUT_HW = (256, 256)

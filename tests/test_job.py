@@ -13,8 +13,8 @@ from harness.core.errors import HarnessError
 from harness.inputs.dataset import DatasetError
 from harness.inputs.demo import OFF_DOMAIN, demo_data
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.job import JobConfig, planned_gates, run_job, summary_lines
-from harness.pipeline.spec import SettingsSpec
+from harness.pipeline.job import run_job, summary_lines
+from harness.pipeline.spec import JobConfig, SettingsSpec, planned_gates
 
 
 @pytest.fixture(scope="module")

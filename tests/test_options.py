@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.dfc.runner import EmulationStage
 from harness.backends.dfc.scripts import NmsSettings
 from harness.backends.emulator import EmulatorOptions
 from harness.core import defaults
 from harness.core.errors import HarnessError
+from harness.core.path_names import EmulationStage
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT

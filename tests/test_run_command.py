@@ -9,8 +9,8 @@ import pytest
 from harness.cli import main as cli
 from harness.cli.commands import run as run_command
 from harness.core.specs import FormatType
-from harness.pipeline.job import JobConfig, JobResult
-from harness.pipeline.spec import Backend
+from harness.pipeline.job import JobResult
+from harness.pipeline.spec import Backend, JobConfig
 
 
 @pytest.fixture

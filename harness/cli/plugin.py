@@ -1,5 +1,8 @@
 """The pytest plugin (entry point ``pytest11: hailo_harness``).
 
+It is loaded by every pytest run where the package is installed, so it imports the evaluation
+(onnx, onnxruntime, the backends) only when an option asks for gates.
+
 Options are also ini keys (``[tool.pytest.ini_options]`` or ``pytest.ini``). The harness' gates
 are collected as ordinary test items under ``hailo-harness``, so they show up, fail and report
 like any test, also in JUnit XML and under pytest-xdist.
@@ -12,21 +15,22 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.backends.dfc import DfcNotInstalled, load_sdk
 from harness.backends.hailort import hardware_skip_reason
 from harness.conformance.suite import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.hef.reader import read_hef
-from harness.pipeline.factory import load_dataset
-from harness.pipeline.job import JobConfig, JobResult, planned_gates, run_job
 from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
-from harness.verdict.gates import GateId
+from harness.pipeline.spec import JobConfig, planned_gates
+from harness.verdict.gate_id import GateId
+
+if TYPE_CHECKING:
+    from harness.pipeline.job import JobResult
 from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
 
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
@@ -121,6 +125,8 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
     HEF's score threshold is held against the evaluation's: the one given, or the job's if gates run."""
     config = parent.config
     given = _text(config, "score_threshold") is not None or _evaluates(values)
+    from harness.pipeline.factory import load_dataset
+
     try:
         ctx = CheckContext(
             hef=read_hef(hef),
@@ -157,6 +163,8 @@ _JOB_RESULT = pytest.StashKey[object]()
 def _run_job_once(config: pytest.Config) -> JobResult:
     """The job behind every gate item, run once per session (per worker under xdist; the prediction
     and calibration caches are shared on disk)."""
+    from harness.pipeline.job import JobResult, run_job
+
     if _JOB_RESULT not in config.stash:
         try:
             config.stash[_JOB_RESULT] = run_job(config.stash[_JOB], log=lambda line: None)
@@ -203,6 +211,8 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     if job.har is not None:
+        from harness.backends.dfc import DfcNotInstalled, load_sdk
+
         try:
             load_sdk()  # the stages need the Dataflow Compiler: a usage error here, not a failure per gate
         except DfcNotInstalled as error:

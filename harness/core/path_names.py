@@ -3,9 +3,18 @@ carry one of these; nothing else says which backend produced them."""
 
 from __future__ import annotations
 
+from enum import Enum
+
 ONNX = "onnx"  # the float export in onnxruntime: the reference
 EMULATED_HAILO = "emulated-hailo"  # the export as an emulated HEF on the CPU
 HAILO = "hailo"  # a HEF on a Hailo device
 # The Dataflow Compiler's emulator on an optimized HAR: float with the model script's changes, quantized.
 DFC_FP_OPTIMIZED, DFC_QUANTIZED = "dfc-fp-optimized", "dfc-quantized"
 DEVICE_PATHS = (EMULATED_HAILO, HAILO, DFC_FP_OPTIMIZED, DFC_QUANTIZED)  # paths fed like a HEF: uint8 NHWC 0-255
+
+
+class EmulationStage(str, Enum):
+    """The DFC emulator's views of an optimized HAR: float with the model script's changes, and quantized."""
+
+    FP_OPTIMIZED = "fp_optimized"
+    QUANTIZED = "quantized"

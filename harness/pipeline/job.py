@@ -15,77 +15,19 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.backends.dfc.runner import EmulationStage
 from harness.backends.emulator.localisation import layer_sqnr, worst_layers
-from harness.core import defaults
 from harness.core.errors import HarnessError
-from harness.core.path_names import EMULATED_HAILO, ONNX
-from harness.inputs.dataset import dataset_name
-from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, GOLDEN_ROOT
+from harness.core.path_names import EMULATED_HAILO
 from harness.pipeline.factory import RunContext, check, emulated_hef, evaluate, load_dataset, prepare_run
-from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec
+from harness.pipeline.spec import REFERENCE, Backend, JobConfig, planned_gates
 from harness.report import write_reports
-from harness.verdict.gates import (
-    BASELINE_KINDS,
-    GateId,
-    GateResult,
-    gate_path_agreement,
-    gate_stages,
-    missing_golden_gates,
-    run_gates,
-)
+from harness.verdict.gate_id import GateId
+from harness.verdict.gates import GateResult, gate_path_agreement, gate_stages, missing_golden_gates, run_gates
 from harness.verdict.golden import bless, golden_from_result, golden_path, load_golden, missing_golden_message
 from harness.verdict.metrics.coco import paired_bootstrap
 from harness.verdict.result import PathResult
 
 LOCALISATION_FRAMES = 16
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    """A job, as data: the model's export, the labelled set (None: the demo's), the Hailo path,
-    an optional optimized HAR whose DFC stages run too, the settings, and where baselines, reports
-    and caches live."""
-
-    onnx: Path = DEMO_ONNX
-    dataset: Path | None = None
-    images: Path | None = None  # the image folder of a COCO dataset
-    split: str = "val"
-    max_unreadable: float = defaults.MAX_UNREADABLE
-    hailo: PathSpec = field(default_factory=lambda: PathSpec(Backend.EMULATOR))
-    har: Path | None = None
-    settings: SettingsSpec = field(default_factory=SettingsSpec)
-    golden_root: Path = GOLDEN_ROOT
-    report_dir: Path = defaults.REPORT_DIR
-    cache_dir: Path = defaults.CACHE_DIR
-    update_golden: bool = False
-    bless_token: str | None = None  # one per test run: its pytest-xdist workers bless the baselines once
-    invocation: tuple[str, ...] = ("hailo-harness", "run")
-    progress: bool | None = None
-
-    @property
-    def stages(self) -> tuple[PathSpec, ...]:
-        """The HAR's emulation stages, fp-optimized then quantized."""
-        if self.har is None:
-            return ()
-        return tuple(PathSpec(Backend.DFC, har=self.har, stage=stage) for stage in EmulationStage)
-
-    @property
-    def dataset_name(self) -> str:
-        if self.images is not None:  # a COCO file's samples are read from its image folder
-            return Path(self.images).name
-        return dataset_name(self.dataset) if self.dataset is not None else DEMO_DATASET_NAME
-
-
-def planned_gates(config: JobConfig) -> tuple[GateId, ...]:
-    """The gates the job yields, in order, known before it runs (the plugin collects them as items):
-    the baseline gates of the ONNX and the Hailo path, their agreement, and the stage gate with a HAR."""
-    data, hailo = config.dataset_name, config.hailo.path_name
-    ids = [GateId(kind, data, path) for path in (ONNX, hailo) for kind in BASELINE_KINDS]
-    ids.append(GateId("path_agreement", data, hailo))
-    if config.har is not None:
-        ids.append(GateId("stages", data))
-    return tuple(ids)
 
 
 @dataclass(frozen=True)

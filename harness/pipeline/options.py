@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.backends.dfc.runner import EmulationStage
 from harness.backends.hailort import OUTPUT_FORMATS
 from harness.core import defaults
 from harness.core.errors import HarnessError
+from harness.core.path_names import EmulationStage
 from harness.core.settings import NmsMode, Preprocess
 from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT, IN_DOMAIN, OFF_DOMAIN
-from harness.pipeline.job import JobConfig
-from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 
 
 def _probability(text: str) -> float:

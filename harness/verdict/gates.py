@@ -16,6 +16,7 @@ from typing import Literal
 
 from harness.core.settings import SettingsMismatch
 from harness.verdict.diagnosis import Finding, collect_evidence, diagnose, matched_share
+from harness.verdict.gate_id import BASELINE_KINDS, GateId
 from harness.verdict.golden import DEFAULT_TOLERANCES, Golden, dataset_name
 from harness.verdict.metrics.agreement import agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
@@ -29,24 +30,6 @@ SCORE_DRIFT_LIMIT = 0.1
 MapMetric = Literal["map50", "map50_95"]
 _MAP_LABEL = {"map50": "mAP@0.5", "map50_95": "mAP@0.5:0.95"}
 _MAP_KIND = {"map50": "map", "map50_95": "map50_95"}  # gate names test_map[...] and test_map50_95[...]
-
-
-@dataclass(frozen=True)
-class GateId:
-    """Which gate: its ``kind`` (``map``, ``map50_95``, ``score_saturation``, ``box_count``,
-    ``path_agreement``, ``stages``), the dataset's name and the path's (None for a gate over every
-    path of a run). ``str()`` is the name reports and pytest items show; nothing parses it back."""
-
-    kind: str
-    dataset: str
-    path: str | None = None
-
-    def __str__(self) -> str:
-        where = self.dataset if self.path is None else f"{self.dataset}-{self.path}"
-        return f"test_{self.kind}[{where}]"
-
-
-BASELINE_KINDS = ("map", "map50_95", "score_saturation", "box_count")  # held against a golden baseline
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from harness.backends.dfc.compiler import (
     load_sdk,
     scan_log,
 )
-from harness.backends.dfc.runner import EmulationStage, HarRunner, check_compiled_thresholds, compiled_nms_thresholds
+from harness.backends.dfc.runner import HarRunner, check_compiled_thresholds, compiled_nms_thresholds
 from harness.backends.dfc.scripts import (
     DfcScriptError,
     LayerTable,
@@ -42,7 +42,6 @@ __all__ = [
     "DfcError",
     "DfcNotInstalled",
     "DfcScriptError",
-    "EmulationStage",
     "HarRunner",
     "LayerTable",
     "LogWarning",

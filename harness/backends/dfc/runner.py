@@ -25,7 +25,6 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from enum import Enum
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, TypeVar
@@ -35,6 +34,7 @@ import numpy as np
 from harness.backends.base import InputSpec
 from harness.backends.dfc.compiler import DfcError, load_sdk
 from harness.core.errors import HarnessError, SpecError
+from harness.core.path_names import EmulationStage
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.formats.nms_buffer import BBOX_PARAMS
 
@@ -44,13 +44,6 @@ HAR_SUFFIX = "_optimized.har"  # compile_hef writes <stem>_optimized.har beside 
 _PROBE_GREY = 114  # the letterbox colour: a probe frame as evaluation would pad it
 
 T = TypeVar("T")
-
-
-class EmulationStage(str, Enum):
-    """The DFC emulator's views of an optimized HAR: float with the model script's changes, and quantized."""
-
-    FP_OPTIMIZED = "fp_optimized"
-    QUANTIZED = "quantized"
 
 
 _INFERENCE_CONTEXTS = {EmulationStage.FP_OPTIMIZED: "SDK_FP_OPTIMIZED", EmulationStage.QUANTIZED: "SDK_QUANTIZED"}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import harness.pipeline.job as job_module
 from harness.cli import main as cli
-from harness.cli.commands import run as run_command
 from harness.core.specs import FormatType
 from harness.pipeline.job import JobResult
 from harness.pipeline.spec import Backend, JobConfig
@@ -22,7 +22,7 @@ def configs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[JobConfig]:
         seen.append(config)
         return JobResult(results=(), gates=(), reports={})
 
-    monkeypatch.setattr(run_command, "run_job", fake_job)
+    monkeypatch.setattr(job_module, "run_job", fake_job)  # run imports it when it runs
     monkeypatch.chdir(tmp_path)
     return seen
 

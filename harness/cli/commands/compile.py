@@ -37,8 +37,6 @@ from harness.inputs.calibration import calibration_paths
 from harness.inputs.onnx_graph import load_model
 from harness.pipeline.options import add_options
 
-HELP = "write and check the DFC model script (.alls) and NMS config for an ONNX, then compile a HEF with the DFC"
-
 _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
 
 

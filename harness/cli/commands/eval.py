@@ -9,20 +9,16 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.core.errors import HarnessError
-from harness.inputs.dataset import Dataset
-from harness.pipeline.factory import evaluate, load_dataset, prepare_run
 from harness.pipeline.options import EVAL_OPTIONS, add_options, onnx_of, path_spec, settings_spec
-from harness.verdict.result import PathResult
 
-HELP = (
-    "run a model through one backend over a labelled YOLO dataset and report COCO mAP, box counts and "
-    "score distribution (predictions cached per image, so an interrupted run resumes)"
-)
+if TYPE_CHECKING:
+    from harness.inputs.dataset import Dataset
+    from harness.verdict.result import PathResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -136,6 +132,8 @@ def format_result(result: PathResult, dataset: Dataset) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.pipeline.factory import evaluate, load_dataset, prepare_run  # the evaluation, once the options hold
+
     values = vars(args)
     spec = path_spec(values, single=True)  # a wrong combination of options is refused before any image is read
     dataset = load_dataset(args.dataset, args.split, args.cache, args.images)

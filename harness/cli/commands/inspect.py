@@ -8,8 +8,6 @@ import json
 from harness.inputs.hef.inspect import render_text, summary
 from harness.inputs.hef.reader import read_hef
 
-HELP = "describe a HEF (architecture, streams, quantization, NMS op) and how its outputs reach the host"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("hef", help="path of the .hef file")

@@ -6,13 +6,7 @@ import argparse
 import sys
 import time
 
-from harness.pipeline.job import run_job, summary_lines
 from harness.pipeline.options import JOB_OPTIONS, add_options, job_config
-
-HELP = (
-    "run the full gate: the ONNX and the Hailo path (emulated, or a HEF on a device) vs golden baselines, "
-    "optionally the Dataflow Compiler's emulation stages of a HAR; reports written"
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.pipeline.job import run_job, summary_lines  # the evaluation, once the options hold
+
     start = time.monotonic()
     config = job_config(vars(args), invocation=("hailo-harness", "run", *sys.argv[2:]))
     job = run_job(config, log=lambda line: print(line, file=sys.stderr))

@@ -9,11 +9,6 @@ from pathlib import Path
 from harness.conformance.verify_decode import format_report, report_as_dict, verify_decode
 from harness.core.errors import HarnessError
 
-HELP = (
-    "cut an Ultralytics ONNX export at its six head outputs, decode them, and compare boxes, scores and "
-    "detections after NMS with the model's own decoded output"
-)
-
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 
 

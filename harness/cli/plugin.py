@@ -19,19 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.backends.hailort import hardware_skip_reason
-from harness.conformance.suite import PROPERTIES, Decoder, Property, check_property, load_decoder, run_conformance
-from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
 from harness.inputs.demo import DEMO_ONNX
-from harness.inputs.hef.reader import read_hef
 from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
 from harness.pipeline.spec import JobConfig, planned_gates
 from harness.verdict.gate_id import GateId
 
 if TYPE_CHECKING:
+    from harness.conformance.suite import Decoder, Property
+    from harness.core.checks import CheckResult
     from harness.pipeline.job import JobResult
-from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
 
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
 
@@ -91,6 +88,8 @@ class ConformanceItem(GateItem):
         self.prop = prop
 
     def runtest(self) -> None:
+        from harness.conformance.suite import check_property, load_decoder
+
         failure = check_property(load_decoder(self.decoder_target), self.prop)
         if failure:
             raise GateFailure(f"decoder {self.decoder_target} breaks '{self.prop.sentence}': {failure}")
@@ -125,7 +124,9 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
     HEF's score threshold is held against the evaluation's: the one given, or the job's if gates run."""
     config = parent.config
     given = _text(config, "score_threshold") is not None or _evaluates(values)
+    from harness.inputs.hef.reader import read_hef
     from harness.pipeline.factory import load_dataset
+    from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
 
     try:
         ctx = CheckContext(
@@ -234,6 +235,8 @@ class HarnessSuite(pytest.Collector):
             items.extend(_job_gate_items(self, values))
         target = _text(self.config, "decoder")
         if target:
+            from harness.conformance.suite import PROPERTIES, load_decoder
+
             try:
                 load_decoder(target)  # a bad target is a usage error at collection, not seven failures
             except HarnessError as error:
@@ -276,6 +279,8 @@ def _skip_unavailable(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("hailo_hw"):
             if "hailo_hw" not in reasons:
+                from harness.backends.hailort import hardware_skip_reason
+
                 reasons["hailo_hw"] = hardware_skip_reason()
             if reasons["hailo_hw"]:
                 item.add_marker(pytest.mark.skip(reason=str(reasons["hailo_hw"])))
@@ -294,6 +299,8 @@ def decoder_conformance() -> Callable[[Decoder], None]:
     """``decoder_conformance(my_decode)`` asserts that every conformance property holds for it."""
 
     def check(decoder: Decoder) -> None:
+        from harness.conformance.suite import run_conformance
+
         failures = {k: v for k, v in run_conformance(decoder).items() if v}
         assert not failures, "decoder breaks:\n" + "\n".join(f"- {k}: {v}" for k, v in failures.items())
 

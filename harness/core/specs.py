@@ -121,3 +121,7 @@ class OutputSpec:
     @property
     def channels(self) -> int:
         return self.shape[-1]
+
+
+# The output types a host can ask HailoRT for, by name: dequantized by HailoRT, or the device's own.
+OUTPUT_FORMATS = {"float32": FormatType.FLOAT32, "uint8": FormatType.UINT8}

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.inputs.synthetic import Recipe, write_dataset
-
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEMO_ONNX = PROJECT_ROOT / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 GOLDEN_ROOT = PROJECT_ROOT / "golden"
-DEMO_RECIPE = Recipe(seed=0, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)
-DEMO_DATASET_NAME = f"synthetic_fire_smoke_seed{DEMO_RECIPE.seed}"
+DEMO_SEED = 0
+DEMO_DATASET_NAME = f"synthetic_fire_smoke_seed{DEMO_SEED}"
 # The demo set's calibration splits, by name: frames of the classes, and frames that show none of them.
 IN_DOMAIN, OFF_DOMAIN = "in-domain", "off-domain"
 _SPLITS = {IN_DOMAIN: "calib", OFF_DOMAIN: "calib_offdomain"}
@@ -24,10 +22,12 @@ def demo_root(cache_dir: Path) -> Path:
 
 def demo_data(cache_dir: Path) -> Path:
     """The demo set's folder, generated into ``cache_dir`` when first asked for."""
+    from harness.inputs.synthetic import Recipe, write_dataset  # the generator, when the set is missing
+
     out = demo_root(cache_dir)
     done = out / ".complete"
     if not done.exists():
-        write_dataset(out, DEMO_RECIPE)
+        write_dataset(out, Recipe(seed=DEMO_SEED, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256))
         done.touch()
     return out
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.backends.hailort import OUTPUT_FORMATS
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
 from harness.core.settings import NmsMode, Preprocess
+from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 

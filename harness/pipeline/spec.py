@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.conformance.suite import Decoder
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO, ONNX, EmulationStage
 from harness.core.settings import EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
-from harness.inputs.dataset import dataset_name
 from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, GOLDEN_ROOT
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
 
@@ -145,6 +143,8 @@ class JobConfig:
     def dataset_name(self) -> str:
         if self.images is not None:  # a COCO file's samples are read from its image folder
             return Path(self.images).name
+        from harness.inputs.dataset import dataset_name  # reads a yaml: only when asked
+
         return dataset_name(self.dataset) if self.dataset is not None else DEMO_DATASET_NAME
 
 

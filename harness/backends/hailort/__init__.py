@@ -12,10 +12,9 @@ from harness.backends.hailort.errors import (
     HefNotCompatibleError,
     InferenceTimeoutError,
 )
-from harness.backends.hailort.runner import OUTPUT_FORMATS, Api, HailoRTRunner, hardware_skip_reason
+from harness.backends.hailort.runner import Api, HailoRTRunner, hardware_skip_reason
 
 __all__ = [
-    "OUTPUT_FORMATS",
     "Api",
     "DeviceFailureError",
     "HailoRTError",

@@ -303,7 +303,6 @@ class _InferModel:
 
 # The output types the runner asks HailoRT for, by their command-line names: FLOAT32 (HailoRT dequantizes)
 # or UINT8 (the device's own UINT8/UINT16, dequantized by the harness from the HEF's quant infos).
-OUTPUT_FORMATS = {"float32": FormatType.FLOAT32, "uint8": FormatType.UINT8}
 
 
 @dataclass(frozen=True)

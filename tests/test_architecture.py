@@ -35,8 +35,8 @@ def test_the_public_api_loads_each_name_from_its_room_when_first_used():
 
 def test_the_plugin_and_the_command_list_load_without_the_evaluation():
     """The plugin is loaded by every pytest run where the package is installed, and the command list
-    by every ``hailo-harness --help``: neither may pay for onnx, onnxruntime, OpenCV or pycocotools."""
-    heavy = ("onnx", "onnxruntime", "cv2", "pycocotools", "matplotlib")
+    by every ``hailo-harness --help``: neither may pay for numpy, onnx, onnxruntime, OpenCV or pycocotools."""
+    heavy = ("numpy", "onnx", "onnxruntime", "cv2", "pycocotools", "matplotlib")
     program = (
         "import sys, harness.cli.plugin, harness.cli.main as cli; cli.build_parser(''); "
         f"print([m for m in {heavy!r} if m in sys.modules])"

@@ -249,42 +249,42 @@ def backend_of(values: Mapping[str, Any], single: bool) -> Backend:
     return Backend.EMULATOR
 
 
+def _value(values: Mapping[str, Any], name: str) -> Any:
+    """An option's value, its table default where it was not given."""
+    value = values.get(name)
+    return OPTIONS[name].default if value is None else value
+
+
 def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False) -> PathSpec:
-    """The path the options describe (see :func:`backend_of`), checked against its backend.
-    ``hef_checked``: a ``--hef`` beside another backend is read for its static checks (the plugin)."""
+    """The path the options describe (see :func:`backend_of`), checked against its backend by
+    :meth:`PathSpec.validate`. A job's ``--har`` adds stages beside its Hailo path, so only a single
+    path takes it; ``hef_checked``: a ``--hef`` beside another backend is read for its static checks
+    (the plugin), so the path does not take it."""
     backend = backend_of(values, single)
-    if values.get("hef") is not None and backend is not Backend.HAILORT and not hef_checked:
-        raise HarnessError(f"--hef belongs to --backend hailort, not --backend {backend.value}")
     spec = PathSpec(
         backend=backend,
-        hef=values.get("hef") if backend is Backend.HAILORT else None,
-        har=values.get("har") if backend is Backend.DFC else None,
-        stage=values.get("stage", OPTIONS["stage"].default),
+        hef=None if hef_checked and backend is not Backend.HAILORT else values.get("hef"),
+        har=values.get("har") if single or backend is Backend.DFC else None,
+        stage=_value(values, "stage"),
         calibration=None if values.get("calibration") is None else str(values["calibration"]),
-        calibration_count=values.get("calibration_count", OPTIONS["calibration_count"].default),
-        sigmoid_inside=values.get("sigmoid_inside", OPTIONS["sigmoid_inside"].default),
-        hef_nms=values.get("hef_nms", OPTIONS["hef_nms"].default),
+        calibration_count=_value(values, "calibration_count"),
+        sigmoid_inside=_value(values, "sigmoid_inside"),
+        hef_nms=_value(values, "hef_nms"),
         hailo_devices=tuple(values.get("hailo_device") or ()),
-        hailo_format=OUTPUT_FORMATS[values.get("hailo_format") or OPTIONS["hailo_format"].default],
+        hailo_format=OUTPUT_FORMATS[_value(values, "hailo_format")],
     )
-    if single and values.get("har") is not None and backend is not Backend.DFC:
-        raise HarnessError(f"--har belongs to --backend dfc, not --backend {backend.value}")
     spec.validate()
     return spec
 
 
 def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
-    def get(name: str) -> Any:
-        value = values.get(name)
-        return OPTIONS[name].default if value is None else value
-
     return SettingsSpec(
-        score_threshold=get("score_threshold"),
-        iou_threshold=get("iou_threshold"),
-        max_per_class=get("max_per_class"),
-        max_total=get("max_total"),
-        nms_mode=NmsMode(get("nms")),
-        preprocess=Preprocess(get("preprocess")),
+        score_threshold=_value(values, "score_threshold"),
+        iou_threshold=_value(values, "iou_threshold"),
+        max_per_class=_value(values, "max_per_class"),
+        max_total=_value(values, "max_total"),
+        nms_mode=NmsMode(_value(values, "nms")),
+        preprocess=Preprocess(_value(values, "preprocess")),
         map_class=tuple(values.get("map_class") or ()),
     )
 
@@ -305,11 +305,6 @@ def job_config(
 ) -> JobConfig:
     """The job the options describe: the Hailo path (emulator unless ``--backend`` or ``--hef`` say
     otherwise), the HAR's stages, the settings and the folders (``hef_checked``: see :func:`path_spec`)."""
-
-    def get(name: str) -> Any:
-        value = values.get(name)
-        return OPTIONS[name].default if value is None else value
-
     hailo = path_spec(values, single=False, hef_checked=hef_checked)
     if hailo.backend not in (Backend.EMULATOR, Backend.HAILORT):
         raise HarnessError(
@@ -319,14 +314,14 @@ def job_config(
         onnx=onnx_of(values),
         dataset=values.get("dataset"),
         images=values.get("images"),
-        split=get("split"),
-        max_unreadable=get("max_unreadable"),
+        split=_value(values, "split"),
+        max_unreadable=_value(values, "max_unreadable"),
         hailo=hailo,
         har=values.get("har"),
         settings=settings_spec(values),
-        golden_root=get("golden"),
-        report_dir=get("report"),
-        cache_dir=get("cache"),
+        golden_root=_value(values, "golden"),
+        report_dir=_value(values, "report"),
+        cache_dir=_value(values, "cache"),
         update_golden=bool(values.get("update_golden")),
         invocation=invocation,
         progress=progress,

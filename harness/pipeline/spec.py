@@ -69,14 +69,16 @@ class PathSpec:
     def validate(self) -> None:
         """Refuse, naming the options, what this backend cannot run or does not take."""
         name = self.backend.value
+        if self.hef is not None and self.backend is not Backend.HAILORT:
+            raise HarnessError(f"--hef belongs to --backend hailort, not --backend {name}")
+        if self.har is not None and self.backend is not Backend.DFC:
+            raise HarnessError(f"--har belongs to --backend dfc, not --backend {name}")
         if self.backend is Backend.HAILORT and self.hef is None:
             raise HarnessError("--backend hailort: needs --hef M.hef (the compiled model to run on the device)")
         if self.backend is Backend.DFC and self.har is None:
             raise HarnessError("--backend dfc: needs --har M.har (the optimized HAR to emulate)")
         if self.hailo_devices and self.backend is not Backend.HAILORT:
             raise HarnessError(f"--hailo-device belongs to --backend hailort, not --backend {name}")
-        if self.hef is not None and self.backend is not Backend.HAILORT:
-            raise HarnessError(f"--hef belongs to --backend hailort, not --backend {name}")
         if self.calibration is not None and self.backend is not Backend.EMULATOR:
             raise HarnessError(f"--calibration belongs to --backend emulator, not --backend {name}")
 

@@ -14,9 +14,11 @@ _PACKAGES = ("numpy", "onnx", "onnxruntime", "pycocotools")
 _ROOT = Path(__file__).resolve().parents[1]  # the harness package
 
 
+@functools.cache
 def environment() -> tuple[tuple[str, str], ...]:
     """Python and the versions of the packages that shape results; HailoRT's and the Dataflow
-    Compiler's where they are installed (found by their distributions, without importing them)."""
+    Compiler's where they are installed (found by their distributions, without importing them).
+    Read once per process: every cache key and every result's provenance asks for it."""
     found = [("python", platform.python_version())]
     for package in _PACKAGES:
         try:

@@ -71,7 +71,7 @@ class Bench:
 
     @property
     def original_hw(self) -> dict[str, tuple[int, int]]:
-        return {s.image_id: s.original_hw for s in self.dataset.samples}
+        return self.dataset.original_hw
 
     def path(self, stack: ExitStack, spec: PathSpec, settings: EvalSettings | None = None) -> DetectionPath:
         return stack.enter_context(open_path(spec, self.run, settings))

@@ -120,6 +120,11 @@ class Dataset:
         return sum(len(s.ground_truth) for s in self.samples)
 
     @property
+    def original_hw(self) -> dict[str, tuple[int, int]]:
+        """Each sample's (height, width) by image id."""
+        return {s.image_id: s.original_hw for s in self.samples}
+
+    @property
     def ground_truths(self) -> tuple[GroundTruth, ...]:
         return tuple(s.ground_truth for s in self.samples)
 
@@ -165,7 +170,7 @@ def require_evaluable(dataset: Dataset, max_unreadable: float = defaults.MAX_UNR
         )
     if not dataset.samples:
         raise DatasetError(f"dataset {dataset.root}: no readable images")
-    if not any(len(s.ground_truth) for s in dataset.samples):
+    if not dataset.n_boxes:
         folder = _label_path(dataset.samples[0].path).parent
         raise DatasetError(
             f"dataset {dataset.root}: 0 labelled objects in {len(dataset.samples)} images "

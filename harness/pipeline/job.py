@@ -46,21 +46,18 @@ class JobResult:
 
 
 def _baseline_gates(
-    config: JobConfig, run: RunContext, reference: PathResult, hailo: PathResult, changes: list[str]
+    config: JobConfig,
+    run: RunContext,
+    reference: PathResult,
+    hailo: PathResult,
+    files: dict[str, Path],
+    original_hw: dict[str, tuple[int, int]],
 ) -> list[GateResult]:
-    """Both paths against their golden baselines (written first with ``update_golden``), the Hailo
-    path against the reference too; the DFC stages are held to the float model only (gate_stages)."""
+    """Both paths against their golden baselines ``files`` (by path name), the Hailo path against the
+    reference too; the DFC stages are held to the float model only (gate_stages)."""
     truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in run.dataset.samples]
     names = [c.name for c in reference.metrics.per_class]
     bootstrap = paired_bootstrap(truths, reference.predictions, hailo.predictions, names)
-    original_hw = {s.image_id: s.original_hw for s in run.dataset.samples}
-    files = {
-        result.path: golden_path(config.golden_root, config.onnx, result.path, Path(result.provenance.dataset).name)
-        for result in (reference, hailo)
-    }
-    if config.update_golden:  # both baselines or neither
-        entries = [(files[r.path], golden_from_result(r)) for r in (reference, hailo)]
-        changes.extend(bless(entries, config.bless_token))
     gates: list[GateResult] = []
     for result in (reference, hailo):
         file = files[result.path]
@@ -98,21 +95,28 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     if hailo.fps is not None or config.hailo.backend is Backend.HAILORT:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
         log(f"{fps} frames per second measured on the device")
-    changes: list[str] = []
-    gates = _baseline_gates(config, run, reference, hailo, changes)
+    files = {
+        r.path: golden_path(config.golden_root, config.onnx, r.path, Path(r.provenance.dataset).name)
+        for r in (reference, hailo)
+    }
+    changes: tuple[str, ...] = ()
+    if config.update_golden:  # both baselines or neither
+        changes = bless([(files[r.path], golden_from_result(r)) for r in (reference, hailo)], config.bless_token)
+    original_hw = dataset.original_hw
+    gates = _baseline_gates(config, run, reference, hailo, files, original_hw)
     if config.stages:
-        gates.append(gate_stages(results, original_hw={s.image_id: s.original_hw for s in dataset.samples}))
-    produced = tuple(g.id for g in gates)
-    if produced != planned_gates(config):
-        planned = [str(g) for g in planned_gates(config)]
-        raise HarnessError(f"the job produced gates {[str(g) for g in produced]}, planned {planned}")
+        gates.append(gate_stages(results, original_hw=original_hw))
+    planned = planned_gates(config)
+    if tuple(g.id for g in gates) != planned:
+        produced = [g.name for g in gates]
+        raise HarnessError(f"the job produced gates {produced}, planned {[str(g) for g in planned]}")
     layers: list[dict[str, object]] = []
     if config.hailo.backend is Backend.EMULATOR and not all(g.passed for g in gates if g.id.path == EMULATED_HAILO):
         # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
         frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
         layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
     reports = write_reports(config.report_dir, results, gates, dataset, layers)
-    return JobResult(results, tuple(gates), reports, tuple(changes))
+    return JobResult(results, tuple(gates), reports, changes)
 
 
 def summary_lines(job: JobResult) -> Sequence[str]:

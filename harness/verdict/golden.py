@@ -180,7 +180,7 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
     (folder,) = folders
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(folder):
-        recover(folder, locked=True)
+        _recover_locked(folder)
         # Outside the baselines' folder, so that it never shows in their review diff; one per folder.
         marker = (
             Path(tempfile.gettempdir())
@@ -210,21 +210,23 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
             for tmp, _ in steps:
                 _remove(tmp)
             raise
-        recover(folder, locked=True)
+        _recover_locked(folder)
         if token is not None:
             os.replace(_write_temporary(marker, lambda fh: fh.write(token)), marker)
     return tuple(summaries)
 
 
-def recover(folder: Path, locked: bool = False) -> None:
+def recover(folder: Path) -> None:
     """Finish a blessing a kill interrupted after its journal was committed, and remove the
-    temporary files of one interrupted before it: afterwards ``folder`` holds one whole set."""
+    temporary files of one interrupted before it: afterwards ``folder`` holds one whole set. Takes
+    the folder's lock only when there is something to do (a reader's common case costs two globs)."""
+    if folder.is_dir() and ((folder / _JOURNAL).exists() or _strays(folder)):
+        with _locked(folder):
+            _recover_locked(folder)
+
+
+def _recover_locked(folder: Path) -> None:
     journal = folder / _JOURNAL
-    if not locked:
-        if folder.is_dir() and (journal.exists() or _strays(folder)):
-            with _locked(folder):
-                recover(folder, locked=True)
-        return
     if journal.exists():
         for tmp, target in json.loads(journal.read_text(encoding="utf-8")):
             if Path(tmp).exists():

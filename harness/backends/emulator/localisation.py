@@ -42,7 +42,6 @@ from harness.formats.quant import dequantize
 from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 
-DEFAULT_FRAMES = 16
 WORST = 10
 
 

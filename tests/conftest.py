@@ -18,11 +18,3 @@ def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     monkeypatch.setitem(sys.modules, "hailo_sdk_client", fake)
     yield fake
     fake.reset()
-
-
-@pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytester runs that write no pytest cache: a path option written with a space (``--hef m.hef``)
-    moves pytest's rootdir to that file's folder, which may be the read-only shared fixtures."""
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider")
-    return pytester

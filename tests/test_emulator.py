@@ -34,11 +34,11 @@ from harness.decode.nms import nms_hailort
 from harness.decode.yolo import decode_candidates
 from harness.formats.nms_buffer import by_class_size, decode_nms
 from harness.formats.quant import dequantize, quantize
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 from harness.inputs.synthetic import OFFDOMAIN_SPLIT, Recipe, split_frame
 
-DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 INPUT_HW = (256, 256)
 CALIBRATION_COUNT = 8
 RECIPE = Recipe(seed=0, train=0, val=8, calib=CALIBRATION_COUNT, offdomain_calib=CALIBRATION_COUNT, imgsz=256)

@@ -16,6 +16,7 @@ from harness.backends.onnx.runner import FullHeadRunner
 from harness.cli import main as cli
 from harness.cli.commands.eval import coco_image_id
 from harness.inputs.dataset import load_yolo
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
@@ -129,9 +130,6 @@ def test_calibration_belongs_to_the_emulator_backend(model, dataset, capsys):
 def test_coco_image_id_is_the_numeric_stem_or_the_dataset_id():
     assert coco_image_id("images/val2017/000000000802.jpg") == 802
     assert coco_image_id("images/val/fire_01.jpg") == "images/val/fire_01.jpg"
-
-
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 
 
 def test_eval_emulator_backend_runs_the_emulated_hef_with_raw_heads_or_its_nms(tmp_path, capsys):

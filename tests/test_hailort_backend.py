@@ -35,13 +35,13 @@ from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.preprocess import letterbox, load_image
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import NmsBufferPath, RawHeadsPath
 from harness.pipeline.job import run_job, summary_lines
 from harness.pipeline.spec import Backend, JobConfig, PathSpec
 
-DEMO = Path(__file__).resolve().parent.parent / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 INPUT_HW = (256, 256)
 CALIBRATION = 8
 PROFILES = {"4.18": HAILORT_4_18, "5.1": HAILORT_5_1}

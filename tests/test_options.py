@@ -13,7 +13,7 @@ from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
-from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT
+from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.options import (
     DOCTOR_OPTIONS,
     EVAL_OPTIONS,
@@ -43,7 +43,7 @@ def test_a_surface_that_is_given_nothing_gets_the_defaults_of_the_settings_the_p
     assert config.hailo == PathSpec(Backend.EMULATOR)
     assert (config.onnx, config.golden_root, config.report_dir, config.cache_dir) == (
         DEMO_ONNX,
-        GOLDEN_ROOT,
+        defaults.GOLDEN_DIR,
         defaults.REPORT_DIR,
         defaults.CACHE_DIR,
     )

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 
 pytest_plugins = ["pytester"]
@@ -96,10 +97,6 @@ def test_static_check_results_are_junit_properties(pytester, shared_fixtures):
     assert "320x320x3" in xml
 
 
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-
-
 def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
     result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--collect-only", "-q")
     out = result.stdout.str()
@@ -153,19 +150,31 @@ sys.modules["hailo_sdk_client"] = fake_hailo_sdk_client
 
 
 def test_gates_run_under_xdist_and_attach_their_numbers_to_junit_xml(pytester):
-    result = pytester.runpytest_subprocess(
-        "--onnx", str(DEMO), "--golden", str(GOLDEN), "-n", "2", "-p", "xdist", "--junitxml=gates.xml"
-    )
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "-n", "2", "-p", "xdist", "--junitxml=gates.xml")
     result.assert_outcomes(passed=9)
     xml = (pytester.path / "gates.xml").read_text()
     assert '<property name="observed"' in xml and '<property name="baseline"' in xml
     assert 'name="test_map[synthetic_fire_smoke_seed0-emulated-hailo]"' in xml
 
 
-def test_missing_baseline_fails_with_the_command_that_creates_it(pytester):
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--golden", "empty", "-k", "test_box_count and onnx")
+def test_missing_baseline_fails_with_the_command_that_creates_it(pytester, tmp_path):
+    data = tmp_path / "small"
+    write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
+    args = ("--onnx", str(DEMO), "--dataset", str(data), "--golden", "empty", "-k", "test_box_count and onnx")
+    result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(failed=1, deselected=8)
     result.stdout.fnmatch_lines(["*no baseline at empty/*create the baseline with: pytest *--update-golden*"])
+
+
+def test_the_demo_is_held_against_its_shipped_baselines_until_the_project_blesses_its_own(pytester):
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "-k", "test_map and onnx]")
+    result.assert_outcomes(passed=2, deselected=7)
+    assert not (pytester.path / "golden").exists()
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--update-golden", "-k", "test_map and onnx]")
+    result.assert_outcomes(passed=2, deselected=7)
+    blessed = pytester.path / "golden" / DEMO.stem
+    assert len(list(blessed.glob("*.json"))) == 2, "the blessing goes to the project's rootdir"
+    assert (pytester.path / "reports" / "latest" / "report.json").exists()
 
 
 def test_hardware_and_compiler_markers_skip_with_a_reason_here(pytester):
@@ -223,3 +232,20 @@ def test_a_hef_that_no_static_check_applies_to_fails_instead_of_skipping_everyth
     result = pytester.runpytest_subprocess("--hef", str(shared_fixtures / "hef" / "hailo10h_lightface_slim.hef"))
     result.assert_outcomes(failed=1, skipped=9)
     result.stdout.fnmatch_lines(["*none of the 9 static checks applies to *, so nothing was checked*"])
+
+
+@pytest.mark.parametrize("spelling", ["--hef PATH", "--hef=PATH"])
+def test_a_path_option_in_either_spelling_leaves_the_users_rootdir_and_config_where_they_are(pytester, spelling):
+    """A HEF inside another checkout: pytest would otherwise take that checkout's config as the run's."""
+    project, other = pytester.mkdir("project"), pytester.mkdir("other")  # other: like a sibling checkout
+    (project / "pytest.ini").write_text("[pytest]\nmarkers =\n    mine: a marker only the user's project declares\n")
+    (project / "test_mine.py").write_text("import pytest\n\n@pytest.mark.mine\ndef test_mine():\n    pass\n")
+    (other / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-k nothing_of_yours"\n')
+    (other / "model.hef").write_bytes(b"not a HEF")
+    hef = str(other / "model.hef")
+    option = ["--hef", hef] if spelling == "--hef PATH" else [f"--hef={hef}"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        result = pytester.runpytest_subprocess(*option, "--strict-markers", "-k", "test_mine")
+    result.stdout.fnmatch_lines([f"rootdir: {project}", "configfile: pytest.ini"])
+    result.assert_outcomes(passed=1, deselected=1)

@@ -10,8 +10,8 @@ provided locally, and any attempt to open an internet connection raises.
     /work/train-venv/bin/pip install ultralytics pillow numpy pyyaml onnx
     PYTHONPATH=. nice -n 10 /work/train-venv/bin/python tools/train_demo.py
 
-writes ``datasets/demo/fire_smoke_yolo11n_256.onnx`` (float32, opset 17, input 1x3x256x256, output
-1x6x1344) and ``datasets/demo/MODEL_CARD.md``.
+writes ``harness/data/demo/fire_smoke_yolo11n_256.onnx`` (float32, opset 17, input 1x3x256x256, output
+1x6x1344) and ``harness/data/demo/MODEL_CARD.md``.
 """
 
 from __future__ import annotations
@@ -172,7 +172,9 @@ Per epoch (cumulative seconds since the start of training, validation mAP during
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=ROOT / "datasets" / "demo", help="folder for the ONNX and card")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "harness" / "data" / "demo", help="folder for the ONNX and card"
+    )
     raw = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(raw)
     command = shlex.join(["nice", "-n", "10", "/work/train-venv/bin/python", "tools/train_demo.py", *raw])

@@ -10,8 +10,11 @@ like any test, also in JUnit XML and under pytest-xdist.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import os
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -45,27 +48,89 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_decoder", DECODER_HELP)
 
 
+# The options whose value is a path, written ``--hef PATH`` as often as ``--hef=PATH``.
+_PATH_FLAGS = frozenset(OPTIONS[n].flag for n in JOB_OPTIONS if OPTIONS[n].parse is Path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Keep the user's rootdir and ini file. pytest chooses them before it loads this plugin, from
+    the command line's paths, and so reads the value of ``--hef PATH`` as a test path: a HEF outside
+    the project would move the rootdir there (and adopt another checkout's config). With the
+    options known, the setup is chosen again without those values and, where it differs, put back."""
+    user_args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *early_config.invocation_params.args]
+    values = {user_args[i + 1] for i, a in enumerate(user_args[:-1]) if a in _PATH_FLAGS}
+    if not values:
+        return
+    from _pytest.config.findpaths import determine_setup
+
+    known = parser.parse_known_args(user_args, namespace=copy.copy(early_config.option))
+    try:
+        rootpath, inipath, inicfg, ignored = determine_setup(
+            inifile=known.inifilename,
+            override_ini=known.override_ini,
+            args=[a for a in known.file_or_dir if a not in values],
+            rootdir_cmd_arg=known.rootdir or None,
+            invocation_dir=early_config.invocation_params.dir,
+        )
+        if (rootpath, inipath) == (early_config.rootpath, early_config.inipath):
+            return
+        derived = str(early_config.inipath.parent if early_config.inipath else early_config.rootpath)
+        early_config._rootpath, early_config._inipath = rootpath, inipath
+        early_config._inicfg, early_config._ignored_config_files = inicfg, ignored
+        early_config._inicache.clear()
+        parser.extra_info.update(rootdir=str(rootpath), inifile=str(inipath))
+    except (AttributeError, TypeError, ValueError) as error:  # another pytest's internals
+        flags = ", ".join(sorted(f for f in _PATH_FLAGS if f in user_args))
+        raise pytest.UsageError(
+            f"{flags}: pytest read the value as a test path and chose its rootdir from it ({error}); "
+            "write the option as --name=PATH"
+        ) from error
+    args[:] = [*early_config.getini("addopts"), *user_args]  # the user's own ini file's addopts
+    early_config.known_args_namespace = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
+    if known.confcutdir is None and early_config.known_args_namespace.confcutdir in (None, derived):
+        early_config.known_args_namespace.confcutdir = str(inipath.parent if inipath else rootpath)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "hailo_hw: needs a Hailo device and hailo_platform (HailoRT)")
     config.addinivalue_line("markers", "dfc: needs the Hailo Dataflow Compiler (hailo_sdk_client)")
 
 
-def _text(config: pytest.Config, name: str) -> str | None:
-    """An option's text: the command line's, else the ini key's; None when neither is set."""
+def _given(config: pytest.Config, name: str) -> tuple[str | None, Path | None]:
+    """An option's text, the command line's else the ini key's (None when neither is set), and the
+    folder a relative path in it is relative to: the ini file's for an ini key (None for the command
+    line's, relative to the working directory as written)."""
     value = config.getoption(f"harness_{name}")
     if isinstance(value, list):
         value = ",".join(value)
-    if value in (None, False, ""):
-        value = config.getini(f"harness_{name}")
-    return str(value) if value not in (None, False, "", []) else None
+    if value not in (None, False, ""):
+        return str(value), None
+    value = config.getini(f"harness_{name}")
+    if value in (None, False, "", []):
+        return None, None
+    return str(value), config.inipath.parent if config.inipath else config.rootpath
+
+
+def _text(config: pytest.Config, name: str) -> str | None:
+    return _given(config, name)[0]
 
 
 def _values(config: pytest.Config) -> dict[str, Any]:
-    """Every job option's value, parsed by the option table; a bad value is a usage error naming it."""
-    try:
-        return {name: from_text(name, _text(config, name)) for name in JOB_OPTIONS}
-    except HarnessError as error:
-        raise pytest.UsageError(str(error)) from error
+    """Every job option's value, parsed by the option table; a bad value is a usage error naming it.
+    An ini key's relative path is relative to its ini file, and the defaults (``golden/``,
+    ``.harness-cache/``, ``reports/latest/``) lie in the user's project: pytest's rootdir."""
+    values = {}
+    for name in JOB_OPTIONS:
+        text, base = _given(config, name)
+        try:
+            value = from_text(name, text)
+        except HarnessError as error:
+            raise pytest.UsageError(str(error)) from error
+        if isinstance(value, Path) and not value.is_absolute() and (base or text is None):
+            value = (base or config.rootpath) / value
+        values[name] = value
+    return values
 
 
 class GateFailure(Exception):
@@ -291,7 +356,10 @@ def _skip_unavailable(items: list[pytest.Item]) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     _skip_unavailable(items)
     suite = HarnessSuite.from_parent(session, name="hailo-harness", nodeid="hailo-harness")
-    items.extend(suite.collect())
+    gates = suite.collect()
+    # Reported as collected, so that pytest's "collected N items" counts the gates too.
+    config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, [*gates]))
+    items.extend(gates)
 
 
 @pytest.fixture

@@ -16,7 +16,9 @@ MAX_TOTAL = 300
 MAX_CANDIDATES = 30000
 # Images quantization ranges are measured on (the emulator, `compile`); the field report's count.
 CALIBRATION_COUNT = 64
-# Where a run keeps its caches (predictions, emulated HEFs, the generated demo set) and its reports.
+# Where a run keeps its baselines, caches (predictions, emulated HEFs, the generated demo set) and
+# reports: relative to the user's project (the working directory; the plugin: pytest's rootdir).
+GOLDEN_DIR = Path("golden")
 CACHE_DIR = Path(".harness-cache")
 REPORT_DIR = Path("reports") / "latest"
 # Images larger than this are refused unread (a 12000x12000 PNG of 140 KB decodes to 432 MB of RGB);

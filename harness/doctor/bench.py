@@ -17,14 +17,14 @@ from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings
 from harness.doctor.description import hef_description
 from harness.inputs.dataset import Dataset, DatasetError
-from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT
+from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import (
     DetectionPath,
 )
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate, load_dataset, open_path, prepare_run
-from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec
-from harness.verdict.golden import Golden, golden_from_result, golden_path, load_golden
+from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec, golden_roots
+from harness.verdict.golden import Golden, baseline_file, golden_from_result, load_golden
 from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
 from harness.verdict.result import PathResult
 
@@ -112,7 +112,7 @@ class Bench:
 
 
 def _baseline(golden_root: Path, onnx: Path, clean: PathResult, dataset: Dataset) -> tuple[Golden, str]:
-    file = golden_path(golden_root, onnx, clean.path, Path(dataset.root).name)
+    file = baseline_file(golden_roots(golden_root, onnx), onnx, clean.path, Path(dataset.root).name)
     if file.exists():
         golden = load_golden(file)
         if golden.provenance.dataset_manifest == dataset.manifest:
@@ -129,7 +129,7 @@ def open_bench(
     max_unreadable: float = defaults.MAX_UNREADABLE,
     calibration: str | None = None,
     cache_dir: Path = defaults.CACHE_DIR,
-    golden_root: Path = GOLDEN_ROOT,
+    golden_root: Path = defaults.GOLDEN_DIR,
     settings: SettingsSpec | None = None,
 ) -> Bench:
     """The bench of ``onnx`` on ``dataset`` (default: the demo validation set; a COCO file with its

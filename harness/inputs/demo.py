@@ -1,13 +1,17 @@
 """The shipped default: the demo model and its synthetic fire/smoke set (val and both calibration
-splits), generated once into the cache, deterministically (datasets/demo/MODEL_CARD.md: seed 0)."""
+splits), generated once into the cache, deterministically (harness/data/demo/MODEL_CARD.md: seed 0).
+
+The model and its baselines ship inside the package (package data); everything a run writes goes to
+the user's project, never to the install."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEMO_ONNX = PROJECT_ROOT / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
-GOLDEN_ROOT = PROJECT_ROOT / "golden"
+PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
+DEMO_ONNX = PACKAGE_DATA / "demo" / "fire_smoke_yolo11n_256.onnx"
+# The demo's baselines as shipped: read where a project has not blessed its own (never written).
+SHIPPED_GOLDEN = PACKAGE_DATA / "golden"
 DEMO_SEED = 0
 DEMO_DATASET_NAME = f"synthetic_fire_smoke_seed{DEMO_SEED}"
 # The demo set's calibration splits, by name: frames of the classes, and frames that show none of them.

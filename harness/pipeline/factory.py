@@ -114,6 +114,22 @@ def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSour
     return folder, spec.calibration_count
 
 
+def calibration_note(spec: PathSpec, run: RunContext) -> str:
+    """What the path was calibrated on, in words, for the report."""
+    if spec.backend is Backend.EMULATOR:
+        source, count = calibration_source(spec, run)
+        if isinstance(source, list):
+            return f"the first {count} of the evaluated images (the emulator's quantization ranges)"
+        named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
+        where = f"the demo set's {named} frames" if named else "the folder"
+        return f"{count} images of {where} `{source}` (the emulator's quantization ranges)"
+    if spec.backend is Backend.DFC:
+        return f"the calibration compiled into {spec.har} (a HAR does not record its images)"
+    if spec.backend is Backend.HAILORT:
+        return f"the calibration compiled into {spec.hef} (a HEF does not record its images)"
+    return "none (the float export)"
+
+
 def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
     """The emulated HEF of ``spec`` (cached by content in the run's cache folder)."""
     source, count = calibration_source(spec, run)

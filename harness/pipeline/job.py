@@ -18,12 +18,27 @@ import numpy as np
 from harness.backends.emulator.localisation import layer_sqnr, worst_layers
 from harness.core.errors import HarnessError
 from harness.core.path_names import EMULATED_HAILO
-from harness.pipeline.factory import RunContext, check, emulated_hef, evaluate, load_dataset, prepare_run
-from harness.pipeline.spec import REFERENCE, Backend, JobConfig, planned_gates
+from harness.pipeline.factory import (
+    RunContext,
+    calibration_note,
+    check,
+    emulated_hef,
+    evaluate,
+    load_dataset,
+    prepare_run,
+)
+from harness.pipeline.spec import REFERENCE, Backend, JobConfig, golden_roots, planned_gates
 from harness.report import write_reports
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import GateResult, gate_path_agreement, gate_stages, missing_golden_gates, run_gates
-from harness.verdict.golden import bless, golden_from_result, golden_path, load_golden, missing_golden_message
+from harness.verdict.golden import (
+    baseline_file,
+    bless,
+    golden_from_result,
+    golden_path,
+    load_golden,
+    missing_golden_message,
+)
 from harness.verdict.metrics.coco import paired_bootstrap
 from harness.verdict.result import PathResult
 
@@ -95,13 +110,14 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     if hailo.fps is not None or config.hailo.backend is Backend.HAILORT:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
         log(f"{fps} frames per second measured on the device")
-    files = {
-        r.path: golden_path(config.golden_root, config.onnx, r.path, Path(r.provenance.dataset).name)
-        for r in (reference, hailo)
-    }
+    data = Path(reference.provenance.dataset).name
     changes: tuple[str, ...] = ()
-    if config.update_golden:  # both baselines or neither
-        changes = bless([(files[r.path], golden_from_result(r)) for r in (reference, hailo)], config.bless_token)
+    if config.update_golden:  # both baselines or neither, always into the project's folder
+        pair = (reference, hailo)
+        blessed = [(golden_path(config.golden_root, config.onnx, r.path, data), golden_from_result(r)) for r in pair]
+        changes = bless(blessed, config.bless_token)
+    roots = golden_roots(config.golden_root, config.onnx)
+    files = {r.path: baseline_file(roots, config.onnx, r.path, data) for r in (reference, hailo)}
     original_hw = dataset.original_hw
     gates = _baseline_gates(config, run, reference, hailo, files, original_hw)
     if config.stages:
@@ -115,7 +131,8 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
         frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
         layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
-    reports = write_reports(config.report_dir, results, gates, dataset, layers)
+    calibration = calibration_note(config.hailo, run)
+    reports = write_reports(config.report_dir, results, gates, dataset, layers, calibration, files)
     return JobResult(results, tuple(gates), reports, changes)
 
 

@@ -18,7 +18,7 @@ from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
 from harness.core.settings import NmsMode, Preprocess
 from harness.core.specs import OUTPUT_FORMATS
-from harness.inputs.demo import DEMO_ONNX, GOLDEN_ROOT, IN_DOMAIN, OFF_DOMAIN
+from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 
 
@@ -176,7 +176,7 @@ _OPTIONS = (
         metavar="DATASET=MODEL",
         kind="repeat",
     ),
-    Option("golden", "golden baselines folder", Path, GOLDEN_ROOT, metavar="DIR"),
+    Option("golden", "golden baselines folder", Path, defaults.GOLDEN_DIR, metavar="DIR"),
     Option("report", "folder for the Markdown / JSON / HTML reports", Path, defaults.REPORT_DIR, metavar="DIR"),
     Option("cache", "cache folder (predictions, emulated HEFs, the demo set)", Path, defaults.CACHE_DIR, metavar="DIR"),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),

@@ -15,7 +15,7 @@ from harness.core.errors import HarnessError
 from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO, ONNX, EmulationStage
 from harness.core.settings import EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
-from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, GOLDEN_ROOT
+from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, SHIPPED_GOLDEN
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
 
 if TYPE_CHECKING:
@@ -109,6 +109,12 @@ class SettingsSpec:
         )
 
 
+def golden_roots(golden_root: Path, onnx: Path) -> tuple[Path, ...]:
+    """Where a model's baselines are read: the project's folder, then, for the demo model, the
+    baselines shipped with the package (a blessing writes to the project's folder only)."""
+    return (golden_root, SHIPPED_GOLDEN) if Path(onnx).resolve() == DEMO_ONNX else (golden_root,)
+
+
 REFERENCE = PathSpec(Backend.ONNX)  # the float export: what every other path is held against
 
 
@@ -126,7 +132,7 @@ class JobConfig:
     hailo: PathSpec = field(default_factory=lambda: PathSpec(Backend.EMULATOR))
     har: Path | None = None
     settings: SettingsSpec = field(default_factory=SettingsSpec)
-    golden_root: Path = GOLDEN_ROOT
+    golden_root: Path = defaults.GOLDEN_DIR
     report_dir: Path = defaults.REPORT_DIR
     cache_dir: Path = defaults.CACHE_DIR
     update_golden: bool = False

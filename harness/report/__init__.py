@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +24,16 @@ def write_reports(
     gates: Sequence[GateResult],
     dataset: Dataset,
     worst_layers: Sequence[dict[str, Any]] = (),
+    calibration: str | None = None,
+    baselines: Mapping[str, Path] | None = None,
 ) -> dict[str, Path]:
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
-    reference path (the ONNX) the others were compared with, all on the same images of ``dataset``."""
+    reference path (the ONNX) the others were compared with, all on the same images of ``dataset``;
+    ``calibration`` says what the Hailo path was calibrated on, ``baselines`` which file each path
+    was held against (path name -> file)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    document = report_document(results, gates, dataset, worst_layers)
+    document = report_document(results, gates, dataset, worst_layers, calibration, baselines)
     charts, images = pictures(results, dataset)
     files = {"markdown": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
     files["markdown"].write_text(render_markdown(document), encoding="utf-8")

@@ -4,6 +4,7 @@ script and nothing fetched from anywhere."""
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -12,6 +13,7 @@ from harness.report.markdown import (
     LAYER_HEADER,
     STAGE_HEADER,
     fps,
+    inputs,
     interval,
     layer_rows,
     num,
@@ -54,6 +56,7 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
         f"<p>Dataset <code>{escape(dataset['root'])}</code>: {dataset['n_images']} images, "
         f"{dataset['n_boxes']} labelled boxes, classes {escape(', '.join(dataset['names']))}; "
         f"manifest <code>{escape(dataset['manifest'])}</code></p>",
+        *(f"<p>{_code(line)}</p>" for line in inputs(document) if line),
         "<h2>Gates</h2>",
         _table(
             ["gate", "result", "baseline", "observed", "tolerance", "bootstrap interval (vs reference)"],
@@ -179,6 +182,11 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
         "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _code(text: str) -> str:
+    """A Markdown line with `code` spans, as HTML."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", escape(text))
 
 
 def _n(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-SCHEMA_VERSION = 2  # 2: paths[].fps, stages
+SCHEMA_VERSION = 3  # 2: paths[].fps, stages; 3: calibration, baselines
 
 
 def report_document(
@@ -28,11 +28,17 @@ def report_document(
     gates: Sequence[GateResult],
     dataset: Dataset,
     worst_layers: Sequence[dict[str, Any]] = (),
+    calibration: str | None = None,
+    baselines: Mapping[str, Path] | None = None,
     tolerance: float = DEFAULT_TOLERANCES.map50_drop,
 ) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
         "passed": all(g.passed for g in gates),
+        "calibration": calibration,
+        "baselines": [
+            {"path": path, "file": str(file), "exists": file.exists()} for path, file in (baselines or {}).items()
+        ],
         "dataset": {
             "root": str(dataset.root),
             "names": list(dataset.names),

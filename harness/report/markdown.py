@@ -15,6 +15,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         f"Dataset `{dataset['root']}`: {dataset['n_images']} images, {dataset['n_boxes']} labelled boxes, "
         f"classes {', '.join(dataset['names'])}; manifest `{dataset['manifest']}`.",
         "",
+        *inputs(document),
         "## Gates",
         "",
         table(
@@ -109,6 +110,16 @@ def render_markdown(document: dict[str, Any]) -> str:
             f"environment: {environment}; settings: {settings(p['settings'])}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def inputs(document: dict[str, Any]) -> list[str]:
+    """The calibration set and the baseline files, one line each (none where the run had none)."""
+    lines = []
+    if document["calibration"]:
+        lines += [f"Calibration: {document['calibration']}.", ""]
+    for b in document["baselines"]:
+        lines += [f"Baseline of {b['path']}: `{b['file']}`" + ("." if b["exists"] else " (none yet)."), ""]
+    return lines
 
 
 def path_kind(path: dict[str, Any]) -> str:

@@ -102,6 +102,15 @@ def golden_path(
     return Path(root) / stem / f"{dataset}--{path}.json"
 
 
+def baseline_file(
+    roots: Sequence[str | os.PathLike[str]], model: str | os.PathLike[str], path: str, dataset: str | os.PathLike[str]
+) -> Path:
+    """The baseline read for a path: the first of ``roots`` that holds one (a project's own folder
+    first, then read-only ones); the first root's file, where a blessing writes, when none does."""
+    files = [golden_path(root, model, path, dataset) for root in roots]
+    return next((f for f in files if f.exists()), files[0])
+
+
 def dataset_name(result: PathResult) -> str:
     """The dataset's name in baseline paths and gate names: the last component of where it was read
     (``/data/fire_smoke_val`` -> ``fire_smoke_val``); which images and labels is the manifest's job."""

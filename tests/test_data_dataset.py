@@ -217,6 +217,16 @@ def test_a_folder_takes_names_given_or_from_its_one_yaml(tmp_path):
         load_yolo(root)
 
 
+def test_a_split_the_folder_does_not_have_is_refused_naming_the_splits_it_has(tmp_path):
+    root = _folder(tmp_path)
+    _image(root / "images" / "calib" / "other.jpg", (40, 30))
+    assert [s.image_id for s in load_yolo(root, "val").samples] == ["images/val/plain.jpg"]
+    with pytest.raises(
+        DatasetError, match=r"no images/test/ folder \(split 'test'\); its splits are \['calib', 'val'\]"
+    ):
+        load_yolo(root, "test")
+
+
 def test_manifest_is_stable_and_changes_with_labels_names_and_file_names(tmp_path):
     root = _folder(tmp_path)
     first = load_yolo(root).manifest

@@ -103,7 +103,8 @@ def test_the_command_line_and_the_plugin_text_parse_every_option_to_the_same_val
         ("score_threshold", "2", "--score-threshold '2': expected a number from 0 to 1"),
         ("score_threshold", "-1", "--score-threshold '-1': expected a number from 0 to 1"),
         ("score_threshold", "nan", "--score-threshold 'nan': expected a number from 0 to 1"),
-        ("score_threshold", "abc", "--score-threshold 'abc': expected a probability"),
+        ("score_threshold", "abc", "--score-threshold 'abc': expected a number from 0 to 1"),
+        ("max_total", "many", "--max-total 'many': expected a whole number of at least 1"),
         ("calibration_count", "0", "--calibration-count '0': expected a whole number of at least 1"),
         ("backend", "tpu", "--backend 'tpu': expected one of ['onnx', 'emulator', 'hailort', 'dfc']"),
         ("map_class", "human", "--map-class 'human': expected DATASET_NAME=MODEL_NAME"),
@@ -114,6 +115,20 @@ def test_a_bad_value_is_refused_naming_the_option_the_value_and_what_was_expecte
     with pytest.raises(HarnessError) as caught:
         from_text(name, text)
     assert str(caught.value) == expected
+
+
+def test_a_folder_option_with_a_file_in_its_place_is_refused_when_parsed_not_after_the_run(tmp_path):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine")
+    for name in ("report", "cache", "golden"):
+        with pytest.raises(HarnessError) as caught:
+            from_text(name, str(existing))
+        flag = "--" + name
+        assert (
+            str(caught.value) == f"{flag} {str(existing)!r}: expected a folder (made when missing), found a file there"
+        )
+    assert from_text("report", str(tmp_path / "new")) == tmp_path / "new"
+    assert existing.read_text() == "mine"
 
 
 def test_argparse_refuses_the_same_bad_values_before_anything_runs():

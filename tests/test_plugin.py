@@ -167,14 +167,21 @@ def test_missing_baseline_fails_with_the_command_that_creates_it(pytester, tmp_p
 
 
 def test_the_demo_is_held_against_its_shipped_baselines_until_the_project_blesses_its_own(pytester):
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "-k", "test_map and onnx]")
-    result.assert_outcomes(passed=2, deselected=7)
-    assert not (pytester.path / "golden").exists()
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--update-golden", "-k", "test_map and onnx]")
-    result.assert_outcomes(passed=2, deselected=7)
+    """Run from a subfolder: the defaults lie in the rootdir, an ini key's path is relative to its file."""
+    pytester.makeini("[pytest]\nharness_report = ci-report\n")
+    sub = pytester.mkdir("sub")
+    args = ("--onnx", str(DEMO), "-k", "test_map and onnx]")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(sub)
+        result = pytester.runpytest_subprocess(*args)
+        result.assert_outcomes(passed=2, deselected=7)
+        assert not (pytester.path / "golden").exists()
+        result = pytester.runpytest_subprocess(*args, "--update-golden")
+        result.assert_outcomes(passed=2, deselected=7)
     blessed = pytester.path / "golden" / DEMO.stem
     assert len(list(blessed.glob("*.json"))) == 2, "the blessing goes to the project's rootdir"
-    assert (pytester.path / "reports" / "latest" / "report.json").exists()
+    assert (pytester.path / "ci-report" / "report.json").exists()
+    assert (pytester.path / ".harness-cache").is_dir() and list(sub.iterdir()) == []
 
 
 def test_hardware_and_compiler_markers_skip_with_a_reason_here(pytester):

@@ -49,7 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # The options whose value is a path, written ``--hef PATH`` as often as ``--hef=PATH``.
-_PATH_FLAGS = frozenset(OPTIONS[n].flag for n in JOB_OPTIONS if OPTIONS[n].parse is Path)
+_PATH_FLAGS = frozenset(OPTIONS[n].flag for n in JOB_OPTIONS if OPTIONS[n].is_path)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -123,12 +123,14 @@ def _values(config: pytest.Config) -> dict[str, Any]:
     values = {}
     for name in JOB_OPTIONS:
         text, base = _given(config, name)
+        if text is not None and base is not None and OPTIONS[name].is_path:
+            text = str(base / text)  # as absolute before it is parsed (and checked)
         try:
             value = from_text(name, text)
         except HarnessError as error:
             raise pytest.UsageError(str(error)) from error
-        if isinstance(value, Path) and not value.is_absolute() and (base or text is None):
-            value = (base or config.rootpath) / value
+        if text is None and isinstance(value, Path):
+            value = config.rootpath / value
         values[name] = value
     return values
 

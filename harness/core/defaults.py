@@ -21,6 +21,8 @@ CALIBRATION_COUNT = 64
 GOLDEN_DIR = Path("golden")
 CACHE_DIR = Path(".harness-cache")
 REPORT_DIR = Path("reports") / "latest"
+# The dataset split evaluated (a COCO annotations file is one split, whatever its name).
+SPLIT = "val"
 # Images larger than this are refused unread (a 12000x12000 PNG of 140 KB decodes to 432 MB of RGB);
 # 8K UHD is 33 MP.
 MAX_IMAGE_PIXELS = 40_000_000

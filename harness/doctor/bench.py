@@ -124,7 +124,7 @@ def open_bench(
     onnx: Path = DEMO_ONNX,
     dataset: Path | None = None,
     first: int | None = None,
-    split: str = "val",
+    split: str = defaults.SPLIT,
     images: Path | None = None,
     max_unreadable: float = defaults.MAX_UNREADABLE,
     calibration: str | None = None,

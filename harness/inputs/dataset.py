@@ -179,14 +179,16 @@ def require_evaluable(dataset: Dataset, max_unreadable: float = defaults.MAX_UNR
         )
 
 
-def load_yolo(source: str | os.PathLike[str], split: str = "val", names: Sequence[str] | None = None) -> Dataset:
+def load_yolo(
+    source: str | os.PathLike[str], split: str = defaults.SPLIT, names: Sequence[str] | None = None
+) -> Dataset:
     """A YOLO-layout dataset from a dataset yaml or a folder.
 
     - yaml (Ultralytics' ``path``/``val``/``names``): ``path`` relative to the yaml's folder
       (absent: the yaml's folder; Ultralytics itself tries the working directory first);
       ``<split>`` a folder, a ``.txt`` list of images or a list of folders, relative to ``path``
       (as in Ultralytics, a ``../``-prefixed value that does not exist is retried without it).
-    - folder: images in ``images/<split>`` (or ``images/`` when it has no such subfolder), class
+    - folder: images in ``images/<split>`` (or a flat ``images/`` folder, which has no splits), class
       names from ``names`` or else from the one dataset yaml in the folder.
     """
     source = Path(source)
@@ -200,8 +202,11 @@ def load_yolo(source: str | os.PathLike[str], split: str = "val", names: Sequenc
     images = source / "images" / split
     if not images.is_dir():
         images = source / "images"
-    if not images.is_dir():
-        raise DatasetError(f"{source}: no images/{split}/ or images/ folder")
+        if not images.is_dir():
+            raise DatasetError(f"{source}: no images/{split}/ or images/ folder")
+        splits = sorted(p.name for p in images.iterdir() if p.is_dir())
+        if splits:  # a split that is not there is not the whole folder
+            raise DatasetError(f"{source}: no images/{split}/ folder (split {split!r}); its splits are {splits}")
     if names is None:
         found = sorted(p for p in source.iterdir() if p.suffix in _YAML_SUFFIXES)
         if len(found) != 1:

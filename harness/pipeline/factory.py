@@ -55,7 +55,7 @@ class RunContext:
 
 def load_dataset(
     source: str | os.PathLike[str] | None,
-    split: str = "val",
+    split: str = defaults.SPLIT,
     cache_dir: Path = defaults.CACHE_DIR,
     images: str | os.PathLike[str] | None = None,
 ) -> Dataset:
@@ -64,6 +64,8 @@ def load_dataset(
     if source is not None and Path(source).suffix.lower() == ".json":
         if images is None:
             raise HarnessError(f"--dataset {source}: a COCO annotations file needs --images DIR (its image folder)")
+        if split != defaults.SPLIT:
+            raise HarnessError(f"--split {split}: a COCO annotations file holds one split; give that split's file")
         return load_coco(source, images)
     if images is not None:
         raise HarnessError(f"--images {images}: belongs to a COCO --dataset annotations.json")

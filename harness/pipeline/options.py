@@ -23,17 +23,31 @@ from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 
 
 def _probability(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise ValueError("expected a number from 0 to 1")
     return value
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
         raise ValueError("expected a whole number of at least 1")
     return value
+
+
+def _folder(text: str) -> Path:
+    """A folder the run writes into: made when missing, refused when a file is in its place."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ValueError("expected a folder (made when missing), found a file there")
+    return path
 
 
 def _class_pair(text: str) -> tuple[str, str]:
@@ -58,6 +72,10 @@ class Option:
     choices: tuple[str, ...] = ()
     metavar: str | None = None
     kind: Kind = "value"
+
+    @property
+    def is_path(self) -> bool:
+        return self.parse in (Path, _folder)
 
     @property
     def flag(self) -> str:
@@ -101,7 +119,7 @@ _OPTIONS = (
         Path,
         metavar="D",
     ),
-    Option("split", "dataset split", default="val"),
+    Option("split", "dataset split", default=defaults.SPLIT),
     Option("images", "the image folder of a COCO --dataset annotations.json", Path, metavar="DIR"),
     Option(
         "max_unreadable",
@@ -176,9 +194,11 @@ _OPTIONS = (
         metavar="DATASET=MODEL",
         kind="repeat",
     ),
-    Option("golden", "golden baselines folder", Path, defaults.GOLDEN_DIR, metavar="DIR"),
-    Option("report", "folder for the Markdown / JSON / HTML reports", Path, defaults.REPORT_DIR, metavar="DIR"),
-    Option("cache", "cache folder (predictions, emulated HEFs, the demo set)", Path, defaults.CACHE_DIR, metavar="DIR"),
+    Option("golden", "golden baselines folder", _folder, defaults.GOLDEN_DIR, metavar="DIR"),
+    Option("report", "folder for the Markdown / JSON / HTML reports", _folder, defaults.REPORT_DIR, metavar="DIR"),
+    Option(
+        "cache", "cache folder (predictions, emulated HEFs, the demo set)", _folder, defaults.CACHE_DIR, metavar="DIR"
+    ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
 )
 OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}

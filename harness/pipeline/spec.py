@@ -127,7 +127,7 @@ class JobConfig:
     onnx: Path = DEMO_ONNX
     dataset: Path | None = None
     images: Path | None = None  # the image folder of a COCO dataset
-    split: str = "val"
+    split: str = defaults.SPLIT
     max_unreadable: float = defaults.MAX_UNREADABLE
     hailo: PathSpec = field(default_factory=lambda: PathSpec(Backend.EMULATOR))
     har: Path | None = None

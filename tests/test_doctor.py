@@ -39,8 +39,14 @@ def test_doctor_text_names_the_selected_modes_and_sums_up(doctor_cache, capsys):
     code = doctor.run(
         _args("--first", "30", "--cache", str(doctor_cache), "--mode", "bgr_input", "--mode", "nms_classes_wrong")
     )
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
     table = [line.split() for line in out if line.startswith(("bgr_input ", "nms_classes_wrong "))]
+    progress = [line for line in captured.err.splitlines() if line.startswith("doctor: ")]
+    assert progress[0] == "doctor: the clean controls"
+    assert progress[1].startswith("doctor: mode 1/2 bgr_input: caught, diagnosed channels_swapped (")
+    assert progress[2].startswith("doctor: mode 2/2 nms_classes_wrong: caught, diagnosed nms_classes_vs_onnx (")
+    assert progress[3] == "doctor: 5 clean runs, each on 80% of the images"
     assert table == [
         ["bgr_input", "yes", "yes", "channels_swapped", "channels_swapped", "yes"],
         ["nms_classes_wrong", "yes", "yes", "nms_classes_vs_onnx", "nms_classes_vs_onnx", "yes"],

@@ -11,7 +11,7 @@ import pytest
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import DatasetError
-from harness.inputs.demo import OFF_DOMAIN, demo_data
+from harness.inputs.demo import OFF_DOMAIN, SHIPPED_GOLDEN, demo_data
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import run_job, summary_lines
 from harness.pipeline.spec import JobConfig, SettingsSpec, planned_gates
@@ -24,8 +24,20 @@ def config(tmp_path_factory) -> JobConfig:
 
 
 def test_main_job_on_the_demo_passes_every_gate_against_the_shipped_golden(config):
-    job = run_job(config, log=lambda line: None)
+    lines: list[str] = []
+    job = run_job(config, log=lines.append)
     assert [g.name for g in job.gates if not g.passed] == []
+    # One line per stage, each before its work: what it is doing and how much of it.
+    stages = [line.split(":")[0] for line in lines]
+    expected = ["demo set", "demo set", "dataset synthetic_fire_smoke_seed0", "onnx", "onnx"]
+    expected += ["emulated HEF of fire_smoke_yolo11n_256.onnx", "Hailo path", "emulated-hailo", "emulated-hailo"]
+    assert stages == [*expected, "reports"], lines
+    assert lines[2] == "dataset synthetic_fire_smoke_seed0: 100 images, 193 labelled boxes"
+    assert lines[3] == "onnx: predicting 100 images"
+    document = json.loads(job.reports["json"].read_text())
+    assert document["calibration"].startswith("64 images of the demo set's in-domain frames")
+    assert [b["path"] for b in document["baselines"]] == ["onnx", "emulated-hailo"]
+    assert all(Path(b["file"]).is_relative_to(SHIPPED_GOLDEN) for b in document["baselines"])
     names = {g.name for g in job.gates}
     assert "test_map[synthetic_fire_smoke_seed0-emulated-hailo]" in names
     assert "test_path_agreement[synthetic_fire_smoke_seed0-emulated-hailo]" in names

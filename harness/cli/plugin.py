@@ -10,6 +10,7 @@ like any test, also in JUnit XML and under pytest-xdist.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import os
@@ -235,7 +236,7 @@ def _run_job_once(config: pytest.Config) -> JobResult:
 
     if _JOB_RESULT not in config.stash:
         try:
-            config.stash[_JOB_RESULT] = run_job(config.stash[_JOB], log=lambda line: None)
+            config.stash[_JOB_RESULT] = run_job(config.stash[_JOB], log=_live_lines(config))
         except HarnessError as error:
             config.stash[_JOB_RESULT] = error
     job = config.stash[_JOB_RESULT]
@@ -243,6 +244,21 @@ def _run_job_once(config: pytest.Config) -> JobResult:
         raise GateFailure(f"the evaluation could not run: {job}")
     assert isinstance(job, JobResult)
     return job
+
+
+def _live_lines(config: pytest.Config) -> Callable[[str], None]:
+    """The job's progress lines on pytest's terminal as they happen (not captured; pytest-xdist's
+    workers have no terminal: their lines are dropped)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return lambda line: None
+
+    def write(line: str) -> None:
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.write_line(f"hailo-harness: {line}")
+
+    return write
 
 
 class JobGateItem(GateItem):

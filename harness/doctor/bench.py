@@ -4,7 +4,7 @@ their baselines: everything a failure mode is injected into."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,18 +131,17 @@ def open_bench(
     cache_dir: Path = defaults.CACHE_DIR,
     golden_root: Path = defaults.GOLDEN_DIR,
     settings: SettingsSpec | None = None,
+    log: Callable[[str], None] = lambda line: None,
 ) -> Bench:
     """The bench of ``onnx`` on ``dataset`` (default: the demo validation set; a COCO file with its
     ``images`` folder), its ``first`` images if given. ``calibration``: as the emulator's everywhere
     (a folder, ``in-domain`` / ``off-domain``; default the demo's in-domain split on the demo set,
-    else the dataset's images)."""
-    full = load_dataset(dataset, split, Path(cache_dir), images)
+    else the dataset's images). ``log`` gets a line per step of the bench's set-up."""
+    full = load_dataset(dataset, split, Path(cache_dir), images, log)
     data = subset(full, range(min(first, len(full.samples)))) if first else full
     if not data.samples:
         raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
-    run = prepare_run(
-        onnx, full, settings, Path(cache_dir), progress=False, log=lambda line: None, max_unreadable=max_unreadable
-    )
+    run = prepare_run(onnx, full, settings, Path(cache_dir), progress=False, log=log, max_unreadable=max_unreadable)
     spec = PathSpec(Backend.EMULATOR, calibration=calibration)
     reference = evaluate(REFERENCE, run, data)
     hef: EmulatedHef | None
@@ -151,7 +150,8 @@ def open_bench(
     except HarnessError as error:
         hef, refusal, spec = None, str(error), REFERENCE
     subject = evaluate(spec, run, data) if hef is not None else reference
-    bench = Bench(run, data, spec, hef, refusal, reference, subject)
+    # The modes' own evaluations are the doctor's lines to tell (harness.doctor.table.run_doctor).
+    bench = Bench(replace(run, log=lambda line: None), data, spec, hef, refusal, reference, subject)
     baselines, sources = {}, {}
     for clean in {reference.path: reference, subject.path: subject}.values():
         baselines[clean.path], sources[clean.path] = _baseline(golden_root, bench.onnx, clean, data)

@@ -4,7 +4,8 @@ the clean controls and clean runs it is measured against."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
@@ -201,17 +202,32 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
     return tuple(out)
 
 
-def run_doctor(bench: Bench, modes: Sequence[Mode] = MODES, seeds: Sequence[int] = CLEAN_SEEDS) -> DoctorTable:
+def run_doctor(
+    bench: Bench,
+    modes: Sequence[Mode] = MODES,
+    seeds: Sequence[int] = CLEAN_SEEDS,
+    log: Callable[[str], None] = lambda line: None,
+) -> DoctorTable:
     """Every mode of ``modes`` injected into ``bench`` (see :func:`~harness.doctor.bench.open_bench`),
-    after the clean controls and the clean runs on ``seeds``."""
+    after the clean controls and the clean runs on ``seeds``; ``log`` gets a line per step."""
     hailo = bench.hef.label if bench.hef is not None else f"none: {bench.emulator_refusal}"
+    log("doctor: the clean controls")
+    clean = controls(bench)
+    rows = []
+    for number, mode in enumerate(modes, start=1):
+        start = time.monotonic()
+        rows.append(row := run_mode(bench, mode))
+        caught = "caught" if row.gate_failed else "not caught"
+        took = time.monotonic() - start
+        log(f"doctor: mode {number}/{len(modes)} {mode.name}: {caught}, diagnosed {row.diagnosis} ({took:.1f} s)")
+    log(f"doctor: {len(seeds)} clean runs, each on {CLEAN_SHARE:.0%} of the images")
     return DoctorTable(
         model=str(bench.onnx),
         dataset=str(bench.dataset.root),
         n_images=len(bench.dataset.samples),
         hailo_path=hailo,
         baselines=dict(bench.baseline_sources),
-        controls=controls(bench),
-        rows=tuple(run_mode(bench, mode) for mode in modes),
+        controls=clean,
+        rows=tuple(rows),
         clean_runs=clean_runs(bench, seeds),
     )

@@ -6,6 +6,8 @@ the user's project, never to the install."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -24,15 +26,22 @@ def demo_root(cache_dir: Path) -> Path:
     return Path(cache_dir) / "demo-data" / DEMO_DATASET_NAME
 
 
-def demo_data(cache_dir: Path) -> Path:
-    """The demo set's folder, generated into ``cache_dir`` when first asked for."""
-    from harness.inputs.synthetic import Recipe, write_dataset  # the generator, when the set is missing
-
+def demo_data(cache_dir: Path, log: Callable[[str], None] | None = None) -> Path:
+    """The demo set's folder, generated into ``cache_dir`` when first asked for (``log`` is told)."""
     out = demo_root(cache_dir)
     done = out / ".complete"
     if not done.exists():
-        write_dataset(out, Recipe(seed=DEMO_SEED, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256))
+        from harness.inputs.synthetic import Recipe, write_dataset  # the generator, when the set is missing
+
+        recipe = Recipe(seed=DEMO_SEED, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)
+        if log is not None:
+            total = recipe.val + recipe.calib + recipe.offdomain_calib
+            log(f"demo set: generating {total} images (seed {DEMO_SEED}, once) into {out}")
+        start = time.monotonic()
+        write_dataset(out, recipe)
         done.touch()
+        if log is not None:
+            log(f"demo set: written in {time.monotonic() - start:.1f} s")
     return out
 
 

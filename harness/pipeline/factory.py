@@ -6,6 +6,7 @@ all come here."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -50,7 +51,14 @@ class RunContext:
         return Path(self.dataset.root).resolve() == demo_root(self.cache_dir).resolve()
 
     def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
-        return evaluate_path(path, dataset or self.dataset, self.cache, self.progress)
+        """``path`` over the dataset, with a line before and after it (and a bar on a terminal)."""
+        dataset = dataset or self.dataset
+        self.log(f"{path.name}: predicting {len(dataset.samples)} images")
+        start = time.monotonic()
+        result = evaluate_path(path, dataset, self.cache, self.progress)
+        cached = f", {result.provenance.from_cache} from the prediction cache" if result.provenance.from_cache else ""
+        self.log(f"{path.name}: {len(dataset.samples)} images in {time.monotonic() - start:.1f} s{cached}")
+        return result
 
 
 def load_dataset(
@@ -58,9 +66,10 @@ def load_dataset(
     split: str = defaults.SPLIT,
     cache_dir: Path = defaults.CACHE_DIR,
     images: str | os.PathLike[str] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> Dataset:
     """A YOLO dataset (yaml or folder), or a COCO JSON with its ``images`` folder; None: the demo
-    validation set, generated into the cache."""
+    validation set, generated into the cache (``log`` is told when it is)."""
     if source is not None and Path(source).suffix.lower() == ".json":
         if images is None:
             raise HarnessError(f"--dataset {source}: a COCO annotations file needs --images DIR (its image folder)")
@@ -69,7 +78,7 @@ def load_dataset(
         return load_coco(source, images)
     if images is not None:
         raise HarnessError(f"--images {images}: belongs to a COCO --dataset annotations.json")
-    return load_yolo(source if source is not None else demo_data(cache_dir), split)
+    return load_yolo(source if source is not None else demo_data(cache_dir, log), split)
 
 
 def prepare_run(
@@ -143,7 +152,7 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         iou_threshold=run.settings.iou_threshold,
         max_proposals_per_class=run.settings.max_per_class,
     )
-    return build_emulated_hef(run.onnx, source, options, run.cache_dir / "emulator")
+    return build_emulated_hef(run.onnx, source, options, run.cache_dir / "emulator", progress=run.log)
 
 
 def check(spec: PathSpec, settings: EvalSettings) -> None:

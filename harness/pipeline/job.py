@@ -92,7 +92,8 @@ def _baseline_gates(
 
 def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
-    dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images)
+    dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
+    log(f"dataset {config.dataset_name}: {len(dataset.samples)} images, {dataset.n_boxes} labelled boxes")
     run = prepare_run(
         config.onnx,
         dataset,
@@ -130,8 +131,10 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     if config.hailo.backend is Backend.EMULATOR and not all(g.passed for g in gates if g.id.path == EMULATED_HAILO):
         # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
         frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
+        log(f"localisation: per-tensor SQNR of the emulated HEF against the float graph on {len(frames)} images")
         layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
     calibration = calibration_note(config.hailo, run)
+    log(f"reports: writing {config.report_dir}")
     reports = write_reports(config.report_dir, results, gates, dataset, layers, calibration, files)
     return JobResult(results, tuple(gates), reports, changes)
 

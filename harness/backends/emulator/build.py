@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -129,10 +130,11 @@ def build_emulated_hef(
     calibration_images: CalibrationSource,
     options: EmulatorOptions | None = None,
     cache_dir: str | os.PathLike[str] = DEFAULT_CACHE_DIR,
+    progress: Callable[[str], None] | None = None,
 ) -> EmulatedHef:
     """Cut a float Ultralytics ONNX at its heads, give it a HEF's uint8 NHWC input, quantize it on the
     first ``options.calibration_count`` calibration images (a folder or a list of paths), or reuse
-    the cached result."""
+    the cached result; ``progress`` is told before the quantization starts."""
     options = options or EmulatorOptions()
     source = Path(onnx_path)
     try:
@@ -144,6 +146,10 @@ def build_emulated_hef(
     cached = Path(cache_dir) / f"{key}.onnx"
     model = _load_cached(cached)
     if model is None:
+        if progress is not None:
+            progress(
+                f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)"
+            )
         graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
         start = time.perf_counter()
         model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)

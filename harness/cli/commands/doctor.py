@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from harness.core.errors import HarnessError
 from harness.pipeline.options import DOCTOR_OPTIONS, add_options, onnx_of, settings_spec
@@ -17,6 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", action="append", metavar="NAME", help="run only this mode of the catalogue (repeatable)"
     )
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache,
         golden_root=args.golden,
         settings=settings_spec(values),
+        log=_stderr,
     )
-    table = run_doctor(bench, modes)
+    table = run_doctor(bench, modes, log=_stderr)
     print(json.dumps(table_dict(table), indent=2) if args.json else "\n".join(table_lines(table)))
     return 0 if not table.problems else 1

@@ -186,7 +186,7 @@ def test_a_failing_gate_lists_the_likely_causes_and_a_passing_gate_none(truths, 
     assert not box.passed
     assert [c.name for c in box.causes][:2] == ["box_flood", "cells_flood"]
     assert (
-        "likely causes, most specific first:\n    1. " in box.message
+        "likely causes, most specific first:\n  1. " in box.message
         and "fix: decode by the output's spec" in box.message
     )
     assert not gates["test_path_agreement"].passed
@@ -232,7 +232,7 @@ def test_stage_gate_names_the_first_degraded_stage_with_its_diagnosis(truths):
     assert gate.observed == results[2].metrics.map50 < results[0].metrics.map50 - 0.02
     assert "the first stage past the tolerance is quantized" in gate.message
     assert "lost in quantization" in gate.message
-    assert [line.split()[0] for line in gate.message.splitlines()[2:5]] == ["float", "fp_optimized", "quantized"]
+    assert [line.split()[0] for line in gate.text.splitlines()[1:4]] == ["float", "fp_optimized", "quantized"]
     assert gate.causes and gate.causes[0].name == "score_cap"
 
 

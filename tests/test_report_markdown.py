@@ -2,6 +2,7 @@ import pytest
 import synthetic_results as sr
 
 from harness.report import write_reports
+from harness.verdict.gates import causes_lines
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +29,15 @@ def test_markdown_summary_has_pass_or_fail_per_gate_with_numbers_and_interval(ca
         assert f"| `{gate.name}` | {verdict} |" in text
     map_gate = next(g for g in case.gates if g.name.startswith("test_map["))
     iv = map_gate.interval
-    numbers = f"| {map_gate.baseline:.4f} | {map_gate.observed:.4f} | 0.0200 |"
+    numbers = f"| {map_gate.baseline:.4f} | {map_gate.observed:.4f} | drop <= 0.0200 |"
     assert f"{numbers} {iv.point:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}] |" in text
-    for gate in failed:  # every failure's whole message, causes included
-        assert gate.message in text
+    for gate in failed:  # every failure's own text, and its causes once for the gates that share them
+        assert gate.text in text
+    diagnosed = [g for g in failed if g.diagnosed]
+    assert len(diagnosed) >= 2 and len({g.causes for g in diagnosed}) == 1, "the case's failures share their causes"
+    block = "\n".join(causes_lines(diagnosed[0].causes))
+    assert text.count(block) == 1
+    assert text.count("likely causes, most specific first:") == 1
 
 
 def test_markdown_labels_emulated_paths_and_records_provenance_and_environment(case_and_files):

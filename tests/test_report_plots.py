@@ -5,12 +5,12 @@ import sys
 import numpy as np
 import pytest
 import synthetic_results as sr
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from harness.core.detections import Detections
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import GroundTruth
-from harness.report.plots import ReportError, ground_truths, pictures, precision_recall, worst_images
+from harness.report.plots import ReportError, _label, ground_truths, pictures, precision_recall, worst_images
 from harness.verdict.metrics.coco import per_image_matches
 
 BOX = [10.0, 10.0, 50.0, 60.0]
@@ -61,3 +61,17 @@ def test_results_on_other_images_are_refused(tmp_path):
         pictures([case.onnx, stranger], case.dataset)
     with pytest.raises(ReportError, match=r"images \['elsewhere.png'\] are not samples of the dataset"):
         ground_truths(stranger, case.dataset)
+
+
+def test_box_labels_stay_inside_the_panel_and_never_cover_each_other():
+    panel = Image.new("RGB", (120, 90), "white")
+    draw, font = ImageDraw.Draw(panel), ImageFont.load_default(size=12)
+    placed: list[tuple[float, float, float, float]] = []
+    boxes = [np.array([100, 5, 119, 30], np.float32)] * 8 + [np.array([0, 60, 40, 89], np.float32)]
+    for box in boxes:  # eight boxes in the same corner, at the right edge, and one at the bottom
+        _label(draw, box, "smoke 0.99", "#d62728", font, placed)
+    assert 2 <= len(placed) < len(boxes), "some labels fit, not all eight on one spot"
+    for i, (x0, y0, x1, y1) in enumerate(placed):
+        assert 0 <= x0 and x1 <= 120 and 0 <= y0 and y1 <= 90, "a label leaves the panel"
+        for a0, b0, a1, b1 in placed[i + 1 :]:
+            assert not (x0 < a1 and a0 < x1 and y0 < b1 and b0 < y1), "two labels overlap"

@@ -188,8 +188,8 @@ def load_yolo(
       (absent: the yaml's folder; Ultralytics itself tries the working directory first);
       ``<split>`` a folder, a ``.txt`` list of images or a list of folders, relative to ``path``
       (as in Ultralytics, a ``../``-prefixed value that does not exist is retried without it).
-    - folder: images in ``images/<split>`` (or a flat ``images/`` folder, which has no splits), class
-      names from ``names`` or else from the one dataset yaml in the folder.
+    - folder: images in ``images/<split>``, a flat ``images/`` folder (which has no splits), or where
+      the folder's one dataset yaml puts the split; class names from ``names`` or else from that yaml.
     """
     source = Path(source)
     if source.is_file():
@@ -199,16 +199,23 @@ def load_yolo(
         return _read_yolo(_yaml_root(source, config), _yaml_images(source, config, split), _yaml_names(source, config))
     if not source.is_dir():
         raise DatasetError(f"{source}: no such dataset yaml or folder")
+    found = sorted(p for p in source.iterdir() if p.suffix in _YAML_SUFFIXES)
     images = source / "images" / split
     if not images.is_dir():
         images = source / "images"
         if not images.is_dir():
             raise DatasetError(f"{source}: no images/{split}/ or images/ folder")
         splits = sorted(p.name for p in images.iterdir() if p.is_dir())
-        if splits:  # a split that is not there is not the whole folder
-            raise DatasetError(f"{source}: no images/{split}/ folder (split {split!r}); its splits are {splits}")
+        if splits:  # split folders, but not this one: the folder's yaml says where the split is, or nothing does
+            config = _read_yaml(found[0]) if len(found) == 1 else {}
+            if split not in config:
+                raise DatasetError(f"{source}: no images/{split}/ folder (split {split!r}); its splits are {splits}")
+            return (
+                load_yolo(found[0], split)
+                if names is None
+                else _read_yolo(_yaml_root(found[0], config), _yaml_images(found[0], config, split), tuple(names))
+            )
     if names is None:
-        found = sorted(p for p in source.iterdir() if p.suffix in _YAML_SUFFIXES)
         if len(found) != 1:
             raise DatasetError(
                 f"{source}: class names not given and {len(found)} yaml files found ({[p.name for p in found]}), "

@@ -30,7 +30,15 @@ from harness.pipeline.factory import (
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, golden_roots, planned_gates
 from harness.report import write_reports
 from harness.verdict.gate_id import GateId
-from harness.verdict.gates import GateResult, gate_path_agreement, gate_stages, missing_golden_gates, run_gates
+from harness.verdict.gates import (
+    GateResult,
+    causes_lines,
+    gate_path_agreement,
+    gate_stages,
+    missing_golden_gates,
+    run_gates,
+    shared_causes,
+)
 from harness.verdict.golden import (
     baseline_file,
     bless,
@@ -40,6 +48,7 @@ from harness.verdict.golden import (
     missing_golden_message,
 )
 from harness.verdict.metrics.coco import paired_bootstrap
+from harness.verdict.metrics.distribution import SATURATION_LEVEL
 from harness.verdict.result import PathResult
 
 LOCALISATION_FRAMES = 16
@@ -139,19 +148,26 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     return JobResult(results, tuple(gates), reports, changes)
 
 
+def _gates_phrase(names: Sequence[str]) -> str:
+    return f"why {names[0]} failed" if len(names) == 1 else f"why these {len(names)} gates failed ({', '.join(names)})"
+
+
 def summary_lines(job: JobResult) -> Sequence[str]:
     lines = []
     for r in job.results:
         lines.append(
             f"{r.label:>24}: mAP@0.5 {r.metrics.map50:.4f}  mAP@0.5:0.95 {r.metrics.map50_95:.4f}  "
-            f"boxes/image {r.box_counts.mean:.2f}  saturation {r.scores.saturation:.3f}  images {r.metrics.n_images}"
+            f"boxes/image {r.box_counts.mean:.2f}  scores >= {SATURATION_LEVEL}: {r.scores.saturation:.1%}  "
+            f"highest score {r.highest_score:.3f}  images {r.metrics.n_images}"
             + (f"  {r.fps:.1f} frames/s on the device" if r.fps else "")
         )
     lines.append("")
     for g in job.gates:
         lines.append(f"{'PASS' if g.passed else 'FAIL'}  {g.name}")
         if not g.passed:
-            lines.extend(f"      {line}" for line in g.message.splitlines())
+            lines.extend(f"      {line}" for line in g.text.splitlines())
+    for names, causes in shared_causes(job.gates):  # once, not under each gate that shares them
+        lines += ["", f"{_gates_phrase(names)}:", *(f"  {line}" for line in causes_lines(causes))]
     lines.append("")
     lines.extend(f"report: {p}" for p in job.reports.values())
     failed = sum(not g.passed for g in job.gates)

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.report.markdown import (
     LAYER_HEADER,
+    LAYER_NOTE,
     STAGE_HEADER,
     fps,
     inputs,
@@ -59,14 +60,14 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
         *(f"<p>{_code(line)}</p>" for line in inputs(document) if line),
         "<h2>Gates</h2>",
         _table(
-            ["gate", "result", "baseline", "observed", "tolerance", "bootstrap interval (vs reference)"],
+            ["gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)"],
             [
                 [
                     f"<code>{escape(g['name'])}</code>",
                     '<span class="pass">pass</span>' if g["passed"] else '<span class="fail">FAIL</span>',
                     _n(num(g["baseline"])),
                     _n(num(g["observed"])),
-                    _n(num(g["tolerance"])),
+                    _n(escape(g["allowed"] or "-")),
                     _n(escape(interval(g["interval"]))),
                 ]
                 for g in gates
@@ -75,13 +76,19 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
     ]
     if failed:
         parts.append("<h2>Failures</h2>")
-        parts += [f"<h3><code>{escape(g['name'])}</code></h3><pre>{escape(g['message'])}</pre>" for g in failed]
+        parts += [f"<h3><code>{escape(g['name'])}</code></h3><pre>{escape(g['text'])}</pre>" for g in failed]
+    if document["diagnoses"]:
+        parts.append("<h2>Likely causes</h2>")
+        for d in document["diagnoses"]:
+            names = ", ".join(f"<code>{escape(n)}</code>" for n in d["gates"])
+            parts.append(f"<p>Of {names}:</p><pre>{escape(chr(10).join(d['lines']))}</pre>")
     if document["stages"]:
         parts.append("<h2>Stages (float &rarr; fp-optimized &rarr; quantized &rarr; hardware)</h2>")
         parts.append(f"<p>{escape(stage_verdict(document['stages']))}</p>")
         parts.append(_table(STAGE_HEADER, [[escape(c) for c in row] for row in stage_rows(document["stages"])]))
     if document["worst_layers"]:
         parts.append("<h2>Worst layers (emulated HEF vs float graph, per-tensor SQNR)</h2>")
+        parts.append(f"<p>{escape(LAYER_NOTE)}</p>")
         rows = [[escape(cell) for cell in row] for row in layer_rows(document["worst_layers"])]
         parts.append(_table(LAYER_HEADER, rows))
     parts += [
@@ -96,6 +103,7 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
                 "p95",
                 "max",
                 "scores >= 0.99",
+                "highest score",
                 "frames/s",
             ],
             [
@@ -108,6 +116,7 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
                     _n(num(p["box_counts"]["p95"], 1)),
                     _n(str(p["box_counts"]["max"])),
                     _n(f"{p['scores']['saturation']:.1%}"),
+                    _n(num(p["highest_score"], 3)),
                     _n(escape(fps(p))),
                 ]
                 for p in paths

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.inputs.dataset import Dataset
-from harness.verdict.gates import GateResult
+from harness.verdict.gates import GateResult, causes_lines, shared_causes
 from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-SCHEMA_VERSION = 3  # 2: paths[].fps, stages; 3: calibration, baselines
+SCHEMA_VERSION = 3  # 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score
 
 
 def report_document(
@@ -49,6 +49,8 @@ def report_document(
             "unreadable": [asdict(u) for u in dataset.unreadable],
         },
         "gates": [_gate(g) for g in gates],
+        # The failing gates' likely causes, once per group of gates that share them.
+        "diagnoses": [{"gates": list(names), "lines": causes_lines(causes)} for names, causes in shared_causes(gates)],
         "paths": [_path(r) for r in results],
         # Per-tensor SQNR of the emulated HEF against its float graph, worst first (backends/emulator/localisation)
         "worst_layers": [dict(row) for row in worst_layers],
@@ -89,8 +91,10 @@ def _gate(gate: GateResult) -> dict[str, Any]:
         "baseline": gate.baseline,
         "observed": gate.observed,
         "tolerance": gate.tolerance,
+        "allowed": gate.allowed,
         "interval": asdict(gate.interval) if gate.interval else None,
         "causes": [asdict(c) for c in gate.causes],
+        "text": gate.text,
         "message": gate.message,
     }
 
@@ -102,6 +106,7 @@ def _path(result: PathResult) -> dict[str, Any]:
         "label": result.label,
         "emulated": result.emulated,
         "fps": result.fps,
+        "highest_score": result.highest_score,
         "metrics": asdict(result.metrics),
         "box_counts": asdict(result.box_counts),
         "scores": asdict(result.scores),

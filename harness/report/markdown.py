@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from harness.inputs.demo import SHIPPED_GOLDEN
 
 
 def render_markdown(document: dict[str, Any]) -> str:
@@ -19,14 +22,14 @@ def render_markdown(document: dict[str, Any]) -> str:
         "## Gates",
         "",
         table(
-            ["gate", "result", "baseline", "observed", "tolerance", "bootstrap interval (vs reference)"],
+            ["gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)"],
             [
                 [
                     f"`{g['name']}`",
                     "pass" if g["passed"] else "**FAIL**",
                     num(g["baseline"]),
                     num(g["observed"]),
-                    num(g["tolerance"]),
+                    g["allowed"] or "-",
                     interval(g["interval"]),
                 ]
                 for g in gates
@@ -37,12 +40,16 @@ def render_markdown(document: dict[str, Any]) -> str:
     if failed:
         lines += ["## Failures", ""]
         for g in failed:
-            lines += [f"### `{g['name']}`", "", "```", g["message"], "```", ""]
+            lines += [f"### `{g['name']}`", "", "```", g["text"], "```", ""]
+    if document["diagnoses"]:
+        lines += ["## Likely causes", ""]
+        for d in document["diagnoses"]:
+            lines += [f"Of {', '.join(f'`{n}`' for n in d['gates'])}:", "", "```", *d["lines"], "```", ""]
     if document["stages"]:
         lines += ["## Stages (float -> fp-optimized -> quantized -> hardware)", ""]
         lines += [stage_verdict(document["stages"]), "", table(STAGE_HEADER, stage_rows(document["stages"])), ""]
     if document["worst_layers"]:
-        lines += ["## Worst layers (emulated HEF vs float graph, per-tensor SQNR)", ""]
+        lines += ["## Worst layers (emulated HEF vs float graph, per-tensor SQNR)", "", LAYER_NOTE, ""]
         lines += [table(LAYER_HEADER, layer_rows(document["worst_layers"])), ""]
     lines += [
         "## Paths",
@@ -57,7 +64,8 @@ def render_markdown(document: dict[str, Any]) -> str:
                 "boxes/image mean",
                 "p95",
                 "max",
-                ">= 0.99",
+                "scores >= 0.99",
+                "highest score",
                 "frames/s",
             ],
             [
@@ -71,6 +79,7 @@ def render_markdown(document: dict[str, Any]) -> str:
                     num(p["box_counts"]["p95"], 1),
                     str(p["box_counts"]["max"]),
                     f"{p['scores']['saturation']:.1%}",
+                    num(p["highest_score"], 3),
                     fps(p),
                 ]
                 for p in paths
@@ -118,7 +127,15 @@ def inputs(document: dict[str, Any]) -> list[str]:
     if document["calibration"]:
         lines += [f"Calibration: {document['calibration']}.", ""]
     for b in document["baselines"]:
-        lines += [f"Baseline of {b['path']}: `{b['file']}`" + ("." if b["exists"] else " (none yet)."), ""]
+        shipped = Path(b["file"]).is_relative_to(SHIPPED_GOLDEN)
+        note = (
+            " (none yet)"
+            if not b["exists"]
+            else " (shipped with the package: --update-golden blesses the project's own)"
+            if shipped
+            else ""
+        )
+        lines += [f"Baseline of {b['path']}: `{b['file']}`{note}.", ""]
     return lines
 
 
@@ -151,6 +168,10 @@ def stage_verdict(stages: dict[str, Any]) -> str:
 
 
 LAYER_HEADER = ["tensor", "op", "own SQNR dB", "accumulated SQNR dB"]
+LAYER_NOTE = (
+    "Lowest accumulated SQNR first (all the noise up to the tensor); own SQNR is the noise its own uint8 "
+    "range adds. Tensors that add none (a Transpose, a Reshape) are left out: they carry the noise before them."
+)
 
 
 def layer_rows(layers: list[dict[str, Any]]) -> list[list[str]]:

@@ -185,24 +185,48 @@ def _draw(
         draw = ImageDraw.Draw(panel)
         for box in truth.boxes * scale:
             draw.rectangle(box.tolist(), outline=TRUTH_COLOUR, width=2)
-        for box, score, class_id in zip(det.boxes * scale, det.scores, det.class_ids, strict=True):
+        boxes = det.boxes * scale
+        for box in boxes:
             draw.rectangle(box.tolist(), outline=_colour(i), width=2)
+        placed: list[tuple[float, float, float, float]] = []
+        for k in np.argsort(-det.scores, kind="stable"):  # the surest boxes get their labels first
+            class_id = int(det.class_ids[k])
             name = names[class_id] if 0 <= class_id < len(names) else str(class_id)
-            _label(draw, (float(box[0]), float(box[1])), f"{name} {score:.2f}", _colour(i), font)
+            _label(draw, boxes[k], f"{name} {det.scores[k]:.2f}", _colour(i), font, placed)
         x = i * (image.width + 6)
         canvas.paste(panel, (x, header))
-        ImageDraw.Draw(canvas).text((x, 2), f"{result.label}: {len(det)} boxes", fill=_colour(i), font=heading)
+        unlabelled = f" ({len(det) - len(placed)} without a label: no room)" if len(placed) < len(det) else ""
+        title = f"{result.label}: {len(det)} boxes{unlabelled}"
+        ImageDraw.Draw(canvas).text((x, 2), title, fill=_colour(i), font=heading)
     out = io.BytesIO()
     canvas.save(out, format="PNG", optimize=True)
     return out.getvalue()
 
 
-def _label(draw: ImageDraw.ImageDraw, at: tuple[float, float], text: str, colour: str, font: Any) -> None:
-    """White text on a chip of the path's colour, just above the box's top-left corner."""
+def _label(
+    draw: ImageDraw.ImageDraw,
+    box: np.ndarray,
+    text: str,
+    colour: str,
+    font: Any,
+    placed: list[tuple[float, float, float, float]],
+) -> None:
+    """White text on a chip of the path's colour beside the box (above its top-left corner, else
+    inside it, else below it), inside the panel and clear of the chips ``placed`` before; a box
+    with no such place keeps no label."""
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
-    x, y = at[0], max(0.0, at[1] - (bottom - top) - 4)
-    draw.rectangle((x, y, x + right - left + 4, y + bottom - top + 4), fill=colour)
-    draw.text((x + 2 - left, y + 2 - top), text, fill="white", font=font)
+    w, h = right - left + 4, bottom - top + 4
+    width, height = draw.im.size
+    x0, y0, _, y1 = (float(v) for v in box)
+    x = min(max(0.0, x0), max(0.0, width - w))
+    for y in (y0 - h, y0, y1):
+        y = min(max(0.0, y), max(0.0, height - h))
+        chip = (x, y, x + w, y + h)
+        if not any(chip[0] < o[2] and o[0] < chip[2] and chip[1] < o[3] and o[1] < chip[3] for o in placed):
+            placed.append(chip)
+            draw.rectangle(chip, fill=colour)
+            draw.text((x + 2 - left, y + 2 - top), text, fill="white", font=font)
+            return
 
 
 def _finish(ax: Any, integer_x: bool = False) -> None:

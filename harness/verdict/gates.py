@@ -37,7 +37,9 @@ class GateResult:
     """``baseline``/``observed``/``tolerance`` are ``None`` where no number was compared (settings
     differ, no baseline); the agreement gate has no baseline and its ``tolerance`` is the floor.
     ``interval`` is the paired bootstrap interval of this path minus the reference path, where one
-    was measured; ``causes`` are the diagnosis of a failing gate."""
+    was measured; ``causes`` are the diagnosis of a failing gate; ``text`` what the gate measured
+    and why it failed, without the causes (a run's failing gates share them: say them once), and
+    ``diagnosed`` whether the causes belong to its failure report (not for a refusal or a NaN)."""
 
     id: GateId
     passed: bool
@@ -46,11 +48,38 @@ class GateResult:
     tolerance: float | None
     interval: DifferenceInterval | None
     causes: tuple[Finding, ...]
-    message: str
+    text: str
+    diagnosed: bool = False
+    allowed: str = ""  # the tolerance in words: "drop <= 0.0200", "+-25% relative", "at least 80% matched"
 
     @property
     def name(self) -> str:
         return str(self.id)
+
+    @property
+    def message(self) -> str:
+        """The whole failure report of this gate alone: its text, then its likely causes."""
+        return "\n".join([self.text, *(causes_lines(self.causes) if self.diagnosed else ())])
+
+
+def shared_causes(gates: Sequence[GateResult]) -> list[tuple[tuple[str, ...], tuple[Finding, ...]]]:
+    """The failing gates grouped by the causes they share (a run's gates are diagnosed once, so
+    its failures share one list): each group's gate names and their causes, in gate order."""
+    groups: dict[tuple[str, tuple[Finding, ...]], list[str]] = {}
+    for gate in gates:
+        if not gate.passed and gate.diagnosed:
+            groups.setdefault((gate.id.path or "", gate.causes), []).append(gate.name)
+    return [(tuple(names), causes) for (_, causes), names in groups.items()]
+
+
+def causes_lines(causes: Sequence[Finding]) -> list[str]:
+    """The likely causes of a failure, most specific first, with their evidence and fix."""
+    if not causes:
+        return ["likely causes: none of the known failure modes matches the evidence"]
+    lines = ["likely causes, most specific first:"]
+    for i, finding in enumerate(causes, start=1):
+        lines += [f"  {i}. {finding.cause}", f"     evidence: {finding.evidence}", f"     fix: {finding.fix}"]
+    return lines
 
 
 def gate_id(kind: str, result: PathResult) -> GateId:
@@ -89,7 +118,7 @@ def gate_map(
             f"95 % paired bootstrap interval [{interval.low:+.4f}, {interval.high:+.4f}] "
             f"({bootstrap.resamples if bootstrap else 0} resamples)"
         )
-    return _result(name, passed, baseline, observed, drop, interval, causes, lines)
+    return _result(name, passed, baseline, observed, drop, interval, causes, lines, f"drop <= {drop:.4f}")
 
 
 def gate_score_saturation(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
@@ -105,7 +134,7 @@ def gate_score_saturation(result: PathResult, golden: Golden, causes: Sequence[F
         f"share of scores >= 0.99 of {result.label}: {observed:.4f} against baseline {baseline:.4f} "
         f"(change {observed - baseline:+.4f}, allowed +-{allowed:.4f}; {result.scores.n_boxes} boxes)"
     ]
-    return _result(name, passed, baseline, observed, allowed, None, causes, lines)
+    return _result(name, passed, baseline, observed, allowed, None, causes, lines, f"+-{allowed:.4f} absolute")
 
 
 def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
@@ -124,7 +153,7 @@ def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding]
         f"(change {(seen.mean - base.mean) / scale:+.1%}, allowed +-{rel:.0%}); "
         f"p95 {seen.p95:.1f} vs {base.p95:.1f}, max {seen.max} vs {base.max}, total {seen.total} vs {base.total}"
     ]
-    return _result(name, passed, base.mean, seen.mean, rel, None, causes, lines)
+    return _result(name, passed, base.mean, seen.mean, rel, None, causes, lines, f"+-{rel:.0%} relative")
 
 
 def gate_path_agreement(
@@ -134,14 +163,14 @@ def gate_path_agreement(
     (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least ``floor``."""
     name = gate_id("path_agreement", candidate)
     try:
-        reference.settings.require_same(candidate.settings, f"{name}: {reference.label} vs {candidate.label}")
+        reference.settings.require_same(candidate.settings, f"{reference.label} vs {candidate.label}")
     except SettingsMismatch as error:
         return _result(name, False, None, None, None, None, causes, [str(error)])
     if reference.image_ids != candidate.image_ids:
         only_ref = sorted(set(reference.image_ids) - set(candidate.image_ids))[:5]
         only_cand = sorted(set(candidate.image_ids) - set(reference.image_ids))[:5]
         text = (
-            f"{name}: {reference.label} and {candidate.label} did not run on the same images in the same order "
+            f"{reference.label} and {candidate.label} did not run on the same images in the same order "
             f"({len(reference.image_ids)} vs {len(candidate.image_ids)} images; only in {reference.label}: "
             f"{only_ref}, only in {candidate.label}: {only_cand})"
         )
@@ -162,7 +191,7 @@ def gate_path_agreement(
             f"the matched boxes' scores moved by {counts.mean_abs_score_drift:.4f} on average, more than "
             f"{SCORE_DRIFT_LIMIT}: the two paths score the same objects differently"
         )
-    return _result(name, passed, None, share, floor, None, causes, lines)
+    return _result(name, passed, None, share, floor, None, causes, lines, f"at least {floor:.0%} matched")
 
 
 def gate_stages(
@@ -181,11 +210,11 @@ def gate_stages(
         if result is reference:
             continue
         try:
-            reference.settings.require_same(result.settings, f"{name}: {reference.label} vs {result.label}")
+            reference.settings.require_same(result.settings, f"{reference.label} vs {result.label}")
         except SettingsMismatch as error:
             return _result(name, False, None, None, tolerance, None, (), [str(error)])
         if result.image_ids != reference.image_ids:
-            text = f"{name}: {result.label} did not run on the same images as {reference.label}"
+            text = f"{result.label} did not run on the same images as {reference.label}"
             return _result(name, False, None, None, tolerance, None, (), [text])
     maps = {stage: r.metrics.map50 for stage, r in staged.items()}
     found = first_degraded_stage(maps, tolerance)
@@ -193,12 +222,13 @@ def gate_stages(
         f"  {stage:<13} {r.label:<28} mAP@0.5 {maps[stage]:.4f}  drop {maps['float'] - maps[stage]:+.4f}"
         for stage, r in staged.items()
     ]
+    per_stage = f"drop <= {tolerance:.4f} per stage"
     if found is None:
         head = f"no stage loses more than {tolerance:g} mAP@0.5 against the float model:"
-        return _result(name, True, maps["float"], min(maps.values()), tolerance, None, (), [head, *rows])
+        return _result(name, True, maps["float"], min(maps.values()), tolerance, None, (), [head, *rows], per_stage)
     head = f"the first stage past the tolerance is {found.stage}: {found.message}"
     causes = tuple(diagnose(collect_evidence(staged[found.stage], reference, original_hw)))
-    return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows])
+    return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows], per_stage)
 
 
 def missing_golden_gates(result: PathResult, message: str) -> tuple[GateResult, ...]:
@@ -240,18 +270,18 @@ def _incomparable(name: GateId, result: PathResult, golden: Golden) -> GateResul
     """A failed gate when ``result`` cannot be held against ``golden`` at all."""
     if (golden.path, golden.dataset) != (result.path, dataset_name(result)):
         text = (
-            f"{name}: the baseline is of path {golden.path} on {golden.dataset}, this run is path {result.path} "
+            f"the baseline is of path {golden.path} on {golden.dataset}, this run is path {result.path} "
             f"on {dataset_name(result)}"
         )
         return _result(name, False, None, None, None, None, (), [text])
     try:
-        golden.settings.require_same(result.settings, f"{name}: baseline vs {result.label}")
+        golden.settings.require_same(result.settings, f"baseline vs {result.label}")
     except SettingsMismatch as error:
         return _result(name, False, None, None, None, None, (), [str(error)])
     old, new = golden.provenance.dataset_manifest, result.provenance.dataset_manifest
     if old != new:
         text = (
-            f"{name}: the baseline was measured on dataset manifest {old[:16]}, this run on {new[:16]}: the images "
+            f"the baseline was measured on dataset manifest {old[:16]}, this run on {new[:16]}: the images "
             "or labels changed; review the run and update the baseline"
         )
         return _result(name, False, None, None, None, None, (), [text])
@@ -267,22 +297,15 @@ def _result(
     interval: DifferenceInterval | None,
     causes: Sequence[Finding],
     lines: list[str],
+    allowed: str = "",
 ) -> GateResult:
     kept = tuple(causes) if not passed else ()
-    body = [f"{name} {'passed' if passed else 'FAILED'}", *(f"  {line}" for line in lines)]
-    if not passed:
-        if kept:
-            body.append("  likely causes, most specific first:")
-            for i, finding in enumerate(kept, start=1):
-                body += [
-                    f"    {i}. {finding.cause}",
-                    f"       evidence: {finding.evidence}",
-                    f"       fix: {finding.fix}",
-                ]
-        elif observed is not None and math.isnan(observed):
-            body.append(
-                "  nothing was measured (NaN): no ground truth or no predictions to hold; a gate never passes so"
-            )
-        elif observed is not None:
-            body.append("  likely causes: none of the known failure modes matches the evidence")
-    return GateResult(name, passed, baseline, observed, tolerance, interval, kept, "\n".join(body))
+    nan = not passed and observed is not None and math.isnan(observed)
+    if nan:
+        lines = [
+            *lines,
+            "nothing was measured (NaN): no ground truth or no predictions to hold; a gate never passes so",
+        ]
+    diagnosed = not passed and not nan and (bool(kept) or observed is not None)
+    text = "\n".join(lines)
+    return GateResult(name, passed, baseline, observed, tolerance, interval, kept, text, diagnosed, allowed)

@@ -3,6 +3,7 @@ reports work on. It never says which backend produced it beyond ``path`` and ``e
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from harness.core.detections import Detections
@@ -49,3 +50,10 @@ class PathResult:
     @property
     def label(self) -> str:
         return f"{self.path} (emulated)" if self.emulated and self.path != "onnx" else self.path
+
+    @property
+    def highest_score(self) -> float:
+        """The highest score of any box (NaN without boxes): far below 1, a cap on every score,
+        the opposite of saturation."""
+        scores = [float(d.scores.max()) for d in self.predictions if len(d.scores)]
+        return max(scores, default=math.nan)

@@ -43,6 +43,8 @@ from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 
 WORST = 10
+# Own SQNR above this: the tensor's quantization adds no noise that matters (uint8 steps give ~50 dB).
+LOSSLESS_DB = 100.0
 
 
 @dataclass(frozen=True)
@@ -111,9 +113,11 @@ def layer_sqnr(hef: EmulatedHef, images: Sequence[str | os.PathLike[str]]) -> tu
 
 
 def worst_layers(layers: Sequence[LayerSqnr], count: int = WORST) -> list[dict[str, object]]:
-    """Rows for a report: the ``count`` tensors with the lowest accumulated SQNR, then the one whose
-    own quantization adds the most noise if it is not among them."""
-    rows = list(layers[:count])
+    """Rows for a report: the ``count`` tensors with the lowest accumulated SQNR among those that add
+    noise of their own (a tensor above :data:`LOSSLESS_DB` of its own, a Transpose or a Reshape,
+    only carries the noise made before it), then the one whose own quantization adds the most noise
+    if it is not among them."""
+    rows = [layer for layer in layers if layer.local_db <= LOSSLESS_DB][:count]
     local = min(layers, key=lambda layer: layer.local_db, default=None)
     if local is not None and local not in rows:
         rows.append(local)

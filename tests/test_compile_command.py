@@ -16,9 +16,8 @@ from PIL import Image
 from harness.backends.dfc.compiler import DfcNotInstalled
 from harness.cli.commands import compile as compile_command
 from harness.core.errors import HarnessError
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, load_model
-
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 
 
 @pytest.fixture
@@ -93,7 +92,7 @@ def test_dry_run_with_the_translated_graph_checks_names_against_it(
 
 
 def test_dry_run_refuses_a_calibration_folder_with_too_few_images(calibration: Path, tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="2 images, expected at least calibration_count = 5"):
+    with pytest.raises(HarnessError, match=r"2 images, expected at least 5 \(--calibration-count N asks for fewer\)"):
         _run("--onnx", DEMO, "--calibration", calibration, "--calibration-count", "5", "--out", tmp_path, "--dry-run")
 
 

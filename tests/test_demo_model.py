@@ -1,14 +1,11 @@
 """The shipped demo model is a real Ultralytics export whose heads the harness finds and decodes exactly."""
 
-from pathlib import Path
-
 import onnx
 
 from harness.conformance.verify_decode import verify_decode
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, load_model, model_input
 from harness.inputs.synthetic import Recipe, write_dataset
-
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 
 
 def test_demo_model_is_a_float_two_class_yolo11n_export_at_256():

@@ -23,9 +23,9 @@ from harness.backends.dfc.compiler import (
     scan_log,
 )
 from harness.backends.dfc.scripts import failures, names_from_parsed, onnx_facts, parsed_layers, validate_files
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, load_model
 
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 DFC_CALL_ORDER = [
     "ClientRunner",
     "translate_onnx_model",

@@ -17,13 +17,13 @@ from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EmulationSt
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
 from harness.inputs.dataset import load_yolo
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.preprocess import load_image
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath
 from harness.verdict.diagnosis import matched_share
 from harness.verdict.metrics.agreement import agreement
 
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 SETTINGS = EvalSettings((256, 256), score_threshold=0.2)
 
 

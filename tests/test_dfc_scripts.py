@@ -33,9 +33,8 @@ from harness.backends.dfc.scripts import (
     validate_scripts,
     write_scripts,
 )
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import HeadTensor, load_model
-
-DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "fire_smoke_yolo11n_256.onnx"
 
 # hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov8n.alls (commit 52b78424)
 ZOO_YOLOV8N_ALLS = (

@@ -146,3 +146,13 @@ def test_every_rule_names_measured_evidence_fields_and_formats_with_them():
     for rule in RULES:
         assert set(rule.needs) <= names, rule.name
         assert rule.cause and rule.fix
+
+
+def test_a_count_of_one_box_reads_as_one_box_in_a_cause(truths):
+    healthy = _healthy(truths)
+    one = [healthy[0].select(slice(0, 1)), *(p.select(slice(0, 0)) for p in healthy[1:])]
+    reference = sr.result(healthy, truths)
+    findings = diagnose(collect_evidence(_hailo(truths, one), reference))
+    cause = next(f.cause for f in findings if f.name == "input_normalised_twice")
+    n = sum(len(p) for p in healthy)
+    assert cause.startswith(f"hailo returns 1 box where onnx returns {n} boxes on the same images")

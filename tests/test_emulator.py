@@ -245,7 +245,10 @@ def test_off_domain_calibration_lowers_the_class_limvals_max(
 def test_too_few_calibration_images_raise_naming_the_folder_and_the_count(
     demo_onnx: Path, images: dict[str, Path], cache_dir: Path
 ) -> None:
-    with pytest.raises(HarnessError, match=rf"{CALIBRATION_COUNT} images, expected at least calibration_count = 64"):
+    with pytest.raises(
+        HarnessError,
+        match=rf"{CALIBRATION_COUNT} images, expected at least 64 \(--calibration-count N asks for fewer\)",
+    ):
         build_emulated_hef(demo_onnx, images["in_domain"], _options(calibration_count=64), cache_dir)
 
 

@@ -94,7 +94,7 @@ def model(tmp_path: Path) -> Path:
 
 def test_class_names_in_another_order_are_an_error_unless_mapped(tmp_path, model):
     dataset = _dataset(tmp_path / "d", ["smoke", "fire"])
-    with pytest.raises(DatasetError, match="the same names in another order; map them explicitly"):
+    with pytest.raises(DatasetError, match="the same names in another order; map them with --map-class DATASET=MODEL"):
         evaluate_path(OraclePath(dataset, ("fire", "smoke"), model), dataset)
     mapped = evaluate_path(OraclePath(dataset, ("fire", "smoke"), model, class_map=(1, 0)), dataset)
     assert mapped.metrics.map50 == pytest.approx(1.0) and mapped.metrics.map50_95 == pytest.approx(1.0)

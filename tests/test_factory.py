@@ -75,7 +75,9 @@ def test_other_class_names_are_refused_when_the_run_is_prepared_and_accepted_whe
     (tmp_path / "labels").symlink_to(data / "labels" / "val")
     (tmp_path / "data.yaml").write_text("names: {0: flame, 1: smoke}\n")
     renamed = load_yolo(tmp_path)
-    with pytest.raises(DatasetError, match="map them explicitly"):
+    with pytest.raises(
+        DatasetError, match=r"map them with --map-class DATASET=MODEL, once per class \(e.g. --map-class flame=fire\)"
+    ):
         prepare_run(DEMO_ONNX, renamed, cache_dir=tmp_path / "cache")
     mapped = prepare_run(DEMO_ONNX, renamed, SettingsSpec(map_class=(("flame", "fire"),)), tmp_path / "cache")
     assert mapped.settings.class_map == (0, 1)

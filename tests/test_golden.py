@@ -205,6 +205,8 @@ def test_a_missing_baseline_is_an_error_and_its_message_gives_the_command_that_c
     assert text.endswith("hailo-harness run --hef 'my model.hef' --dataset ds --update-golden")
     assert str(file) in text
     assert missing_golden_message(file, ["pytest", "--hef", "m.hef"]).endswith("pytest --hef m.hef --update-golden")
+    with_report = missing_golden_message(file, ["pytest"], "reports/latest/report.html")
+    assert "; review this run's report reports/latest/report.html, then create the baseline with" in with_report
 
 
 @pytest.mark.parametrize(

@@ -163,7 +163,13 @@ def test_missing_baseline_fails_with_the_command_that_creates_it(pytester, tmp_p
     args = ("--onnx", str(DEMO), "--dataset", str(data), "--golden", "empty", "-k", "test_box_count and onnx")
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(failed=1, deselected=8)
-    result.stdout.fnmatch_lines(["*no baseline at empty/*create the baseline with: pytest *--update-golden*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*no baseline at empty/*review this run's report */report.html, then create the baseline with: "
+            "pytest *--update-golden*",
+            "report: */report.html",
+        ]
+    )
 
 
 def test_the_demo_is_held_against_its_shipped_baselines_until_the_project_blesses_its_own(pytester):
@@ -256,3 +262,12 @@ def test_a_path_option_in_either_spelling_leaves_the_users_rootdir_and_config_wh
         result = pytester.runpytest_subprocess(*option, "--strict-markers", "-k", "test_mine")
     result.stdout.fnmatch_lines([f"rootdir: {project}", "configfile: pytest.ini"])
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_an_export_the_emulator_cannot_take_is_one_usage_error_not_a_failure_per_gate(pytester, shared_fixtures):
+    onnx = shared_fixtures / "onnx" / "yolo11n_coco80_320_int8.onnx"
+    dataset = shared_fixtures / "datasets" / "coco128_val16"
+    result = pytester.runpytest_subprocess(f"--onnx={onnx}", f"--dataset={dataset}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*yolo11n_coco80_320_int8.onnx*quantized ops*expected a float export*"])
+    assert "FAILED" not in result.stdout.str()

@@ -38,10 +38,30 @@ HELP = {
 }
 
 
+DESCRIPTION = """\
+Accuracy-regression tests for YOLO detectors compiled for Hailo accelerators: the ONNX
+export and the Hailo path (a HEF on a device, or emulated without one, and labelled so)
+on the same labelled images, held against golden baselines, with reports that say why a
+run regressed."""
+EPILOG = """first steps:
+  hailo-harness run                     the main job on the shipped demo (no Hailo hardware needed)
+  hailo-harness run --onnx M.onnx --dataset data.yaml --update-golden
+                                        bless your model's first baselines into ./golden
+  hailo-harness inspect M.hef           what a HEF holds, read without HailoRT
+  pytest --onnx=M.onnx --dataset=data.yaml   the same gates as test items in your pytest run
+
+'hailo-harness COMMAND --help' shows a command's options and their defaults."""
+
+
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The parser with every command listed, and the options of ``chosen`` (None: of every command),
     whose module alone is imported."""
-    parser = argparse.ArgumentParser(prog="hailo-harness", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="hailo-harness",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"hailo-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module_name in COMMANDS.items():

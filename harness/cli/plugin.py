@@ -229,19 +229,22 @@ _JOB = pytest.StashKey[JobConfig]()
 _JOB_RESULT = pytest.StashKey[object]()
 
 
-def _run_job_once(config: pytest.Config) -> JobResult:
+def _run_job_once(item: pytest.Item) -> JobResult:
     """The job behind every gate item, run once per session (per worker under xdist; the prediction
-    and calibration caches are shared on disk)."""
+    and calibration caches are shared on disk). A job that could not run fails its first item with
+    the error, and the others with a pointer to it."""
     from harness.pipeline.job import JobResult, run_job
 
+    config = item.config
     if _JOB_RESULT not in config.stash:
         try:
             config.stash[_JOB_RESULT] = run_job(config.stash[_JOB], log=_live_lines(config))
         except HarnessError as error:
-            config.stash[_JOB_RESULT] = error
+            config.stash[_JOB_RESULT] = (error, item.name)
+            raise GateFailure(f"the evaluation could not run: {error}") from error
     job = config.stash[_JOB_RESULT]
-    if isinstance(job, HarnessError):
-        raise GateFailure(f"the evaluation could not run: {job}")
+    if isinstance(job, tuple):
+        raise GateFailure(f"the evaluation could not run: see {job[1]} for why")
     assert isinstance(job, JobResult)
     return job
 
@@ -267,7 +270,7 @@ class JobGateItem(GateItem):
         self.gate_id = gate_id
 
     def runtest(self) -> None:
-        job = _run_job_once(self.config)
+        job = _run_job_once(self)
         gate = job.gate(self.gate_id)
         if gate is None:
             raise GateFailure(f"{self.name}: the run produced no such gate (gates: {[g.name for g in job.gates]})")
@@ -278,7 +281,7 @@ class JobGateItem(GateItem):
         self.user_properties.extend(("cause", c.name) for c in gate.causes)
         self.user_properties.append(("report", str(job.reports["html"])))
         if not gate.passed:
-            raise GateFailure(gate.message)
+            raise GateFailure(f"{gate.message}\nreport: {job.reports['html']}")
 
     def reportinfo(self) -> tuple[str, int, str]:
         return "hailo-harness", 0, f"gate {self.name}"
@@ -301,6 +304,12 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
             load_sdk()  # the stages need the Dataflow Compiler: a usage error here, not a failure per gate
         except DfcNotInstalled as error:
             raise pytest.UsageError(f"--har {job.har}: {error}") from error
+    from harness.pipeline.factory import preflight
+
+    try:
+        preflight(job)  # what can be refused before the job: once, not once per gate
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from error
     config.stash[_JOB] = job
     return [JobGateItem.from_parent(parent, name=str(gate), gate_id=gate) for gate in planned_gates(job)]
 

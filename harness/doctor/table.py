@@ -99,8 +99,7 @@ def _first_failure(gates: Sequence[GateResult]) -> str:
     failed = [g for g in gates if not g.passed]
     if not failed:
         return ""
-    lines = failed[0].message.splitlines()
-    return f"{failed[0].name}: {lines[1].strip() if len(lines) > 1 else lines[0]}"
+    return f"{failed[0].name}: {failed[0].text.splitlines()[0]}"
 
 
 def _row(mode: Mode, how: str, gate_failed: bool, gate: str, name: str, text: str) -> DoctorRow:

@@ -30,7 +30,8 @@ def calibration_paths(source: CalibrationSource, count: int) -> tuple[Path, ...]
             raise HarnessError(f"calibration images: files {missing[:5]} of the list do not exist")
     if len(paths) < count:
         raise HarnessError(
-            f"calibration images ({where}): {len(paths)} images, expected at least calibration_count = {count}"
+            f"calibration images ({where}): {len(paths)} images, expected at least {count} "
+            "(--calibration-count N asks for fewer)"
         )
     return tuple(paths[:count])
 

@@ -145,7 +145,12 @@ def class_map(
         if dataset_names != model_names:
             same_set = sorted(dataset_names) == sorted(model_names)
             what = "the same names in another order" if same_set else "different names"
-            raise DatasetError(f"class names: {lists} are {what}; map them explicitly (dataset name -> model name)")
+            example = (
+                f" (e.g. --map-class {dataset_names[0]}={model_names[0]})" if dataset_names and model_names else ""
+            )
+            raise DatasetError(
+                f"class names: {lists} are {what}; map them with --map-class DATASET=MODEL, once per class{example}"
+            )
         return np.arange(len(dataset_names), dtype=np.int64)
     unknown = sorted(set(explicit) - set(dataset_names))
     if unknown:

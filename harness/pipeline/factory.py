@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.backends.base import Runner
 from harness.backends.dfc import HarRunner, check_compiled_thresholds
-from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef
+from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef, check_export
 from harness.backends.hailort import HailoRTRunner
 from harness.backends.onnx.runner import FloatHeadsRunner
 from harness.core import defaults
@@ -27,7 +27,7 @@ from harness.inputs.onnx_graph import load_model, model_input
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, onnx_class_names, runner_path
 from harness.pipeline.evaluate import evaluate_path
-from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec, SettingsSpec
 from harness.verdict.result import PathResult
 
 
@@ -153,6 +153,15 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         max_proposals_per_class=run.settings.max_per_class,
     )
     return build_emulated_hef(run.onnx, source, options, run.cache_dir / "emulator", progress=run.log)
+
+
+def preflight(config: JobConfig) -> None:
+    """Refuse a job before anything runs where it can be known without the data: each path's options,
+    and an export the emulator cannot take (one clear error, not one failure per gate)."""
+    for spec in (REFERENCE, *config.stages, config.hailo):
+        spec.validate()
+    if config.hailo.backend is Backend.EMULATOR:
+        check_export(config.onnx, EmulatorOptions(sigmoid_inside=config.hailo.sigmoid_inside))
 
 
 def check(spec: PathSpec, settings: EvalSettings) -> None:

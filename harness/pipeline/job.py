@@ -25,10 +25,11 @@ from harness.pipeline.factory import (
     emulated_hef,
     evaluate,
     load_dataset,
+    preflight,
     prepare_run,
 )
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, golden_roots, planned_gates
-from harness.report import write_reports
+from harness.report import report_files, write_reports
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
     GateResult,
@@ -87,7 +88,8 @@ def _baseline_gates(
         file = files[result.path]
         is_hailo = result is hailo
         if not file.exists():
-            gates.extend(missing_golden_gates(result, missing_golden_message(file, config.invocation)))
+            message = missing_golden_message(file, config.invocation, report_files(config.report_dir)["html"])
+            gates.extend(missing_golden_gates(result, message))
             if is_hailo:
                 gates.append(gate_path_agreement(reference, hailo))
             continue
@@ -101,6 +103,7 @@ def _baseline_gates(
 
 def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
+    preflight(config)
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
     log(f"dataset {config.dataset_name}: {len(dataset.samples)} images, {dataset.n_boxes} labelled boxes")
     run = prepare_run(

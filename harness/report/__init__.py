@@ -15,7 +15,13 @@ from harness.report.plots import ReportError, pictures
 from harness.verdict.gates import GateResult
 from harness.verdict.result import PathResult
 
-__all__ = ["ReportError", "write_reports"]
+__all__ = ["ReportError", "report_files", "write_reports"]
+
+
+def report_files(out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Where :func:`write_reports` writes, by format."""
+    out = Path(out_dir)
+    return {"markdown": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
 
 
 def write_reports(
@@ -35,7 +41,7 @@ def write_reports(
     out.mkdir(parents=True, exist_ok=True)
     document = report_document(results, gates, dataset, worst_layers, calibration, baselines)
     charts, images = pictures(results, dataset)
-    files = {"markdown": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
+    files = report_files(out)
     files["markdown"].write_text(render_markdown(document), encoding="utf-8")
     write_json(files["json"], document)
     files["html"].write_text(render_html(document, charts, images), encoding="utf-8")

@@ -201,7 +201,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="input_normalised_twice",
         # mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls: normalization([0,0,0],[255,255,255]) in the HEF.
-        cause="{path} returns {n_boxes} boxes where {reference_path} returns {reference_n_boxes} on the same "
+        cause="{path} returns {boxes} where {reference_path} returns {reference_boxes} on the same "
         "images: the network sees a near-black input, as when the host divides by 255 and the HEF's "
         "normalization layer divides again",
         needs=("n_boxes", "reference_n_boxes", "reference_path"),
@@ -239,7 +239,7 @@ RULES: tuple[Rule, ...] = (
             and e.class_flipped > e.matched
             and e.class_flipped >= 0.3 * e.reference_n_boxes
         ),
-        fix="map dataset classes to model classes by name (settings class_map) and compile the HEF's NMS "
+        fix="map dataset classes to model classes by name (--map-class DATASET=MODEL) and compile the HEF's NMS "
         "with the class order the model was trained with",
     ),
     Rule(
@@ -352,6 +352,8 @@ def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Findin
             continue
         if rule.holds(evidence):
             values = {f.name: getattr(evidence, f.name) for f in fields(evidence)}
+            for key, count in (("boxes", evidence.n_boxes), ("reference_boxes", evidence.reference_n_boxes)):
+                values[key] = f"{count} box{'' if count == 1 else 'es'}"
             text = "; ".join(f"{EVIDENCE_LABELS.get(n, n)} {_show(getattr(evidence, n))}" for n in rule.needs)
             findings.append(Finding(rule.name, rule.cause.format(**values), text, rule.fix))
     return findings

@@ -133,12 +133,15 @@ def golden_from_result(result: PathResult, tolerances: Tolerances = DEFAULT_TOLE
     )
 
 
-def missing_golden_message(file: str | os.PathLike[str], invocation: Sequence[str]) -> str:
+def missing_golden_message(
+    file: str | os.PathLike[str], invocation: Sequence[str], report: str | os.PathLike[str] | None = None
+) -> str:
     """What a gate says when ``file`` does not exist: the command that creates it is the run's own
     command line (``invocation``, e.g. ``["hailo-harness", "run", ...]`` or ``["pytest", ...]``)
-    with ``--update-golden`` added."""
+    with ``--update-golden`` added; ``report``: the run's report to review first."""
     command = shlex.join([*invocation, UPDATE_FLAG])
-    return f"no baseline at {file}; review this run's report, then create the baseline with: {command}"
+    review = f"review this run's report {report}" if report is not None else "review this run's report"
+    return f"no baseline at {file}; {review}, then create the baseline with: {command}"
 
 
 def load_golden(file: str | os.PathLike[str]) -> Golden:

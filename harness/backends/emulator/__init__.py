@@ -1,6 +1,6 @@
 """Emulator backend: an ONNX quantized by onnxruntime into an emulated HEF, run on the CPU (emulation, not a device)."""
 
-from harness.backends.emulator.build import DEFAULT_CACHE_DIR, EmulatedHef, build_emulated_hef
+from harness.backends.emulator.build import DEFAULT_CACHE_DIR, EmulatedHef, build_emulated_hef, check_export
 from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
 from harness.backends.emulator.runner import EmulatorRunner
 
@@ -11,4 +11,5 @@ __all__ = [
     "EmulatorOptions",
     "EmulatorRunner",
     "build_emulated_hef",
+    "check_export",
 ]

@@ -125,6 +125,13 @@ def _store(model: onnx.ModelProto, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def check_export(onnx_path: str | os.PathLike[str], options: EmulatorOptions | None = None) -> None:
+    """Refuse, before any work, an export the emulator cannot build a HEF from (quantized ops, heads
+    not found, an input that is not RGB): the checks :func:`build_emulated_hef` starts with."""
+    options = options or EmulatorOptions()
+    hef_graph(load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside)
+
+
 def build_emulated_hef(
     onnx_path: str | os.PathLike[str],
     calibration_images: CalibrationSource,

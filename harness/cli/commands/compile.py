@@ -41,16 +41,30 @@ _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--onnx", type=Path, required=True, help="float Ultralytics YOLOv8 / YOLO11 export")
-    parser.add_argument("--calibration", type=Path, required=True, help="folder of calibration images")
+    parser.add_argument(
+        "--onnx", type=Path, required=True, metavar="M.onnx", help="float Ultralytics YOLOv8 / YOLO11 export"
+    )
+    parser.add_argument("--calibration", type=Path, required=True, metavar="DIR", help="folder of calibration images")
     add_options(parser, ["calibration_count"])
-    parser.add_argument("--hw-arch", choices=HW_ARCHS, default="hailo8")
-    parser.add_argument("--out", type=Path, help="output folder (default runs/compile/<onnx stem>)")
+    parser.add_argument("--hw-arch", choices=HW_ARCHS, default="hailo8", help="target device (default hailo8)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="output folder (default runs/compile/<onnx stem>)")
     parser.add_argument("--dry-run", action="store_true", help="write and check the scripts without the DFC")
-    parser.add_argument("--end-nodes", nargs="+", help="the head nodes to cut at (default: found by structure)")
+    parser.add_argument(
+        "--end-nodes", nargs="+", metavar="N", help="the head nodes to cut at (default: found by structure)"
+    )
     names = parser.add_mutually_exclusive_group()
-    names.add_argument("--hn", type=Path, help="with --dry-run: the translated graph's HN JSON (layer names, shapes)")
-    names.add_argument("--layer-map", type=Path, help="with --dry-run: JSON object ONNX end node -> parsed layer name")
+    names.add_argument(
+        "--hn",
+        type=Path,
+        metavar="HN.json",
+        help="with --dry-run: the translated graph's HN JSON (layer names, shapes)",
+    )
+    names.add_argument(
+        "--layer-map",
+        type=Path,
+        metavar="MAP.json",
+        help="with --dry-run: JSON object ONNX end node -> parsed layer name",
+    )
     add_options(parser, ["score_threshold", "iou_threshold", "max_per_class", "cache"])  # the NMS op's
 
 

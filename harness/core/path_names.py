@@ -18,3 +18,7 @@ class EmulationStage(str, Enum):
 
     FP_OPTIMIZED = "fp_optimized"
     QUANTIZED = "quantized"
+
+
+# How a replayed path's runtime begins (backends/replay): its outputs were recorded before, not made now.
+REPLAYED_FROM = "replayed from "

@@ -7,25 +7,30 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
+from harness import __version__
 from harness.backends.base import Runner
 from harness.backends.dfc import HarRunner, check_compiled_thresholds
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef, check_export
 from harness.backends.hailort import HailoRTRunner
 from harness.backends.onnx.runner import FloatHeadsRunner
+from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError
 from harness.core import defaults
 from harness.core.errors import HarnessError
+from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings
+from harness.core.specs import OutputSpec
 from harness.inputs.calibration import CalibrationSource
 from harness.inputs.dataset import Dataset, class_map, load_coco, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
 from harness.inputs.onnx_graph import load_model, model_input
 from harness.pipeline.cache import PredictionCache
-from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, onnx_class_names, runner_path
+from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_sha256, onnx_class_names, runner_path
 from harness.pipeline.evaluate import evaluate_path
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec, SettingsSpec
 from harness.verdict.result import PathResult
@@ -50,14 +55,16 @@ class RunContext:
     def is_demo(self) -> bool:
         return Path(self.dataset.root).resolve() == demo_root(self.cache_dir).resolve()
 
-    def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
-        """``path`` over the dataset, with a line before and after it (and a bar on a terminal)."""
+    def evaluate(self, path: DetectionPath, dataset: Dataset | None = None, cached: bool = True) -> PathResult:
+        """``path`` over the dataset, with a line before and after it (and a bar on a terminal);
+        ``cached``: predictions from and into the prediction cache."""
         dataset = dataset or self.dataset
         self.log(f"{path.name}: predicting {len(dataset.samples)} images")
         start = time.monotonic()
-        result = evaluate_path(path, dataset, self.cache, self.progress)
-        cached = f", {result.provenance.from_cache} from the prediction cache" if result.provenance.from_cache else ""
-        self.log(f"{path.name}: {len(dataset.samples)} images in {time.monotonic() - start:.1f} s{cached}")
+        result = evaluate_path(path, dataset, self.cache if cached else None, self.progress)
+        hits = result.provenance.from_cache
+        said = f", {hits} from the prediction cache" if hits else ""
+        self.log(f"{path.name}: {len(dataset.samples)} images in {time.monotonic() - start:.1f} s{said}")
         return result
 
 
@@ -198,28 +205,84 @@ def open_path(spec: PathSpec, run: RunContext, settings: EvalSettings | None = N
 
 @contextmanager
 def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None = None) -> Iterator[OpenRunner]:
-    """The runner of ``spec`` fed like a HEF (the float export: cut at its heads); closed afterwards."""
+    """The runner of ``spec`` fed like a HEF (the float export: cut at its heads), recording its
+    outputs into ``spec.record`` if asked; closed afterwards."""
     settings = settings or run.settings
     check(spec, settings)
     with ExitStack() as stack:
-        if spec.backend is Backend.ONNX:
-            yield OpenRunner(stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads")
-        elif spec.backend is Backend.EMULATOR:
-            hef = emulated_hef(spec, run)
-            run.log(f"Hailo path: {hef.label}")
-            yield OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash)
-        elif spec.backend is Backend.HAILORT:
-            assert spec.hef is not None
-            devices = spec.hailo_devices or None
-            device = stack.enter_context(HailoRTRunner(spec.hef, format_type=spec.hailo_format, device_ids=devices))
-            run.log(f"Hailo path: {device.label}")
-            # the two formats dequantize in different places: cached apart
-            yield OpenRunner(device, spec.hef, spec.hailo_format.name.lower())
-        else:
-            assert spec.har is not None
-            har = stack.enter_context(HarRunner(spec.har, spec.stage, settings.input_hw))
-            run.log(f"stage {spec.stage.value}: {har.label}")
-            yield OpenRunner(har, spec.har, "")
+        opened = _open_runner(spec, run, settings, stack)
+        if spec.record is not None:
+            recording = _recording(spec, opened, settings)
+            recorder = stack.enter_context(RecordingRunner(opened.runner, spec.record, recording))
+            run.log(f"{spec.path_name}: recording its outputs into {spec.record}")
+            opened = OpenRunner(recorder, opened.model_file, opened.variant)
+        yield opened
+
+
+def _open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> OpenRunner:
+    if spec.backend is Backend.ONNX:
+        return OpenRunner(stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads")
+    if spec.backend is Backend.EMULATOR:
+        hef = emulated_hef(spec, run)
+        run.log(f"Hailo path: {hef.label}")
+        return OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash)
+    if spec.backend is Backend.HAILORT:
+        assert spec.hef is not None
+        devices = spec.hailo_devices or None
+        device = stack.enter_context(HailoRTRunner(spec.hef, format_type=spec.hailo_format, device_ids=devices))
+        run.log(f"Hailo path: {device.label}")
+        # the two formats dequantize in different places: cached apart
+        return OpenRunner(device, spec.hef, spec.hailo_format.name.lower())
+    if spec.backend is Backend.REPLAY:
+        assert spec.replay is not None
+        replay = stack.enter_context(ReplayRunner(spec.replay))
+        _check_replay(spec, replay.recording, settings)
+        run.log(f"Hailo path: {replay.label}")
+        return OpenRunner(replay, spec.replay, "")
+    assert spec.har is not None
+    har = stack.enter_context(HarRunner(spec.har, spec.stage, settings.input_hw))
+    run.log(f"stage {spec.stage.value}: {har.label}")
+    return OpenRunner(har, spec.har, "")
+
+
+def _shaping(settings: EvalSettings, outputs: Iterable[OutputSpec]) -> dict[str, object]:
+    """The settings that shape a runner's outputs: the input's size and fit, and the thresholds of an
+    NMS compiled into the model (an emulated HEF's are the run's)."""
+    shaping: dict[str, object] = {"input_hw": list(settings.input_hw), "preprocess": settings.preprocess.value}
+    if any(o.is_nms for o in outputs):
+        shaping |= {k: getattr(settings, k) for k in ("score_threshold", "iou_threshold", "max_per_class")}
+    return shaping
+
+
+def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings) -> Recording:
+    runner = opened.runner
+    return Recording(
+        path=spec.path_name,
+        emulated=spec.path_name != HAILO,
+        runtime=runner.label,
+        model_file=str(opened.model_file),
+        model_sha256=file_sha256(opened.model_file),
+        inputs=tuple(runner.input_specs.values()),
+        outputs=tuple(runner.output_specs.values()),
+        shaping=_shaping(settings, runner.output_specs.values()),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        harness_version=__version__,
+    )
+
+
+def _check_replay(spec: PathSpec, recording: Recording, settings: EvalSettings) -> None:
+    """Refuse a store that does not belong to this run, naming the field: another HEF, or settings
+    that shape the outputs otherwise."""
+    if spec.hef is not None and file_sha256(spec.hef) != recording.model_sha256:
+        raise StoreError(
+            f"--replay {spec.replay}: recorded from {recording.model_file} (sha256 {recording.model_sha256[:16]}), "
+            f"not from --hef {spec.hef}"
+        )
+    expected = _shaping(settings, recording.outputs)
+    differ = {k: (v, expected.get(k)) for k, v in recording.shaping.items() if expected.get(k) != v}
+    if differ:
+        said = "; ".join(f"{k} recorded {was}, this run {now}" for k, (was, now) in differ.items())
+        raise StoreError(f"--replay {spec.replay}: recorded under other settings that shape its outputs: {said}")
 
 
 def path_over(
@@ -236,6 +299,7 @@ def path_over(
 
 
 def evaluate(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:
-    """``spec`` evaluated on the run's dataset (or ``dataset``, a part of it)."""
+    """``spec`` evaluated on the run's dataset (or ``dataset``, a part of it); a recording path
+    infers every image (the prediction cache would leave the store without them)."""
     with open_path(spec, run) as path:
-        return run.evaluate(path, dataset)
+        return run.evaluate(path, dataset, cached=spec.record is None)

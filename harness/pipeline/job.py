@@ -163,6 +163,7 @@ def summary_lines(job: JobResult) -> Sequence[str]:
             f"boxes/image {r.box_counts.mean:.2f}  scores >= {SATURATION_LEVEL}: {r.scores.saturation:.1%}  "
             f"highest score {r.highest_score:.3f}  images {r.metrics.n_images}"
             + (f"  {r.fps:.1f} frames/s on the device" if r.fps else "")
+            + (f"\n{'':>26}{r.provenance.runtime}" if r.replayed else "")
         )
     lines.append("")
     for g in job.gates:

@@ -131,9 +131,22 @@ _OPTIONS = (
     Option(
         "backend",
         "onnx: the float export; emulator: the export as an emulated HEF on the CPU; hailort: --hef on a "
-        "Hailo device (default with --hef); dfc: --har in the Dataflow Compiler's emulator",
+        "Hailo device (default with --hef); dfc: --har in the Dataflow Compiler's emulator; replay: the outputs "
+        "in --replay STORE (default with --replay)",
         Backend,
         choices=_choices(Backend),
+    ),
+    Option(
+        "record",
+        "write the Hailo path's raw outputs per image to this store file (append-only, resumable), for --replay",
+        Path,
+        metavar="STORE",
+    ),
+    Option(
+        "replay",
+        "serve the Hailo path from a store --record wrote (the same images and preprocessing), e.g. in hosted CI",
+        Path,
+        metavar="STORE",
     ),
     Option(
         "calibration",
@@ -204,7 +217,18 @@ _OPTIONS = (
 OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}
 
 # Which surface takes which options.
-PATH_OPTIONS = ("onnx", "hef", "har", "backend", "calibration", "calibration_count", "hailo_device", "hailo_format")
+PATH_OPTIONS = (
+    "onnx",
+    "hef",
+    "har",
+    "backend",
+    "record",
+    "replay",
+    "calibration",
+    "calibration_count",
+    "hailo_device",
+    "hailo_format",
+)
 SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
 DATASET_OPTIONS = ("dataset", "images", "split", "max_unreadable")
 JOB_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "golden", "report", "cache", "update_golden")
@@ -262,6 +286,8 @@ def backend_of(values: Mapping[str, Any], single: bool) -> Backend:
     Hailo path nothing means the emulator (``--har`` there adds the DFC's stages)."""
     if values.get("backend") is not None:
         return Backend(values["backend"])
+    if values.get("replay") is not None:
+        return Backend.REPLAY
     if values.get("hef") is not None:
         return Backend.HAILORT
     if single:
@@ -283,7 +309,7 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
     backend = backend_of(values, single)
     spec = PathSpec(
         backend=backend,
-        hef=None if hef_checked and backend is not Backend.HAILORT else values.get("hef"),
+        hef=None if hef_checked and backend not in (Backend.HAILORT, Backend.REPLAY) else values.get("hef"),
         har=values.get("har") if single or backend is Backend.DFC else None,
         stage=_value(values, "stage"),
         calibration=None if values.get("calibration") is None else str(values["calibration"]),
@@ -292,6 +318,8 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
         hef_nms=_value(values, "hef_nms"),
         hailo_devices=tuple(values.get("hailo_device") or ()),
         hailo_format=OUTPUT_FORMATS[_value(values, "hailo_format")],
+        record=values.get("record"),
+        replay=values.get("replay"),
     )
     spec.validate()
     return spec
@@ -326,9 +354,10 @@ def job_config(
     """The job the options describe: the Hailo path (emulator unless ``--backend`` or ``--hef`` say
     otherwise), the HAR's stages, the settings and the folders (``hef_checked``: see :func:`path_spec`)."""
     hailo = path_spec(values, single=False, hef_checked=hef_checked)
-    if hailo.backend not in (Backend.EMULATOR, Backend.HAILORT):
+    if hailo.backend not in (Backend.EMULATOR, Backend.HAILORT, Backend.REPLAY):
         raise HarnessError(
-            f"--backend {hailo.backend.value}: a job's Hailo path is emulator or hailort (--har adds the DFC's stages)"
+            f"--backend {hailo.backend.value}: a job's Hailo path is emulator, hailort or replay "
+            "(--har adds the DFC's stages)"
         )
     return JobConfig(
         onnx=onnx_of(values),

@@ -27,6 +27,7 @@ class Backend(str, enum.Enum):
     EMULATOR = "emulator"  # the export quantized into an emulated HEF on the CPU
     HAILORT = "hailort"  # a compiled HEF on a Hailo device
     DFC = "dfc"  # an optimized HAR in the Dataflow Compiler's emulator
+    REPLAY = "replay"  # a Hailo path's outputs recorded before (--record), served for the same inputs
 
 
 _STAGE_PATHS = {EmulationStage.FP_OPTIMIZED: DFC_FP_OPTIMIZED, EmulationStage.QUANTIZED: DFC_QUANTIZED}
@@ -41,6 +42,8 @@ class PathSpec:
     images. ``sigmoid_inside`` / ``hef_nms`` (emulator): the class sigmoid and HailoRT's NMS op
     compiled in, as a HEF from a model script with both. ``decoder``: a host decoder with the
     harness decoder's signature over the raw head outputs instead of the harness's own decoding.
+    ``record``: an output store the path's raw outputs are written to; ``replay`` (backend replay):
+    the store to serve them from (with ``hef``: the HEF they must have been recorded from).
     """
 
     backend: Backend = Backend.ONNX
@@ -54,10 +57,17 @@ class PathSpec:
     hailo_devices: tuple[str, ...] = ()
     hailo_format: FormatType = FormatType.FLOAT32
     decoder: Decoder | None = None
+    record: Path | None = None
+    replay: Path | None = None
 
     @property
     def path_name(self) -> str:
-        """The name results, baselines and gates of this path carry."""
+        """The name results, baselines and gates of this path carry (a replay: the recorded path's)."""
+        if self.backend is Backend.REPLAY:
+            from harness.backends.replay import read_recording  # reads the store's header
+
+            assert self.replay is not None
+            return read_recording(self.replay).path
         if self.backend is Backend.ONNX:
             return ONNX
         if self.backend is Backend.EMULATOR:
@@ -69,8 +79,14 @@ class PathSpec:
     def validate(self) -> None:
         """Refuse, naming the options, what this backend cannot run or does not take."""
         name = self.backend.value
-        if self.hef is not None and self.backend is not Backend.HAILORT:
-            raise HarnessError(f"--hef belongs to --backend hailort, not --backend {name}")
+        if self.hef is not None and self.backend not in (Backend.HAILORT, Backend.REPLAY):
+            raise HarnessError(f"--hef belongs to --backend hailort (or replay), not --backend {name}")
+        if (self.replay is None) != (self.backend is not Backend.REPLAY):
+            raise HarnessError("--replay STORE and --backend replay go together")
+        if self.record is not None and self.backend not in (Backend.EMULATOR, Backend.HAILORT, Backend.DFC):
+            raise HarnessError(f"--record belongs to a Hailo path (emulator, hailort or dfc), not --backend {name}")
+        if self.record is not None and self.record.exists() and not self.record.is_file():
+            raise HarnessError(f"--record {self.record}: expected a store file, found a folder")
         if self.har is not None and self.backend is not Backend.DFC:
             raise HarnessError(f"--har belongs to --backend dfc, not --backend {name}")
         if self.backend is Backend.HAILORT and self.hef is None:

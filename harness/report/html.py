@@ -169,7 +169,7 @@ def _provenance(path: dict[str, Any]) -> str:
 
 def _path_badge(path: dict[str, Any]) -> str:
     kind = path_kind(path)
-    return f'{escape(path["path"])} <span class="badge {kind}">{kind}</span>'
+    return f'{escape(path["path"])} <span class="badge {kind.split(",")[0]}">{escape(kind)}</span>'
 
 
 def _environment(environment: dict[str, str]) -> str:

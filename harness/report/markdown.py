@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.core.path_names import REPLAYED_FROM
 from harness.inputs.demo import SHIPPED_GOLDEN
 
 
@@ -143,7 +144,9 @@ def path_kind(path: dict[str, Any]) -> str:
     """``host`` for the ONNX reference, ``emulated`` for a Hailo path without Hailo hardware, else ``hardware``."""
     if path["path"] == "onnx":
         return "host"
-    return "emulated" if path["emulated"] else "hardware"
+    kind = "emulated" if path["emulated"] else "hardware"
+    runtime = path["provenance"]["runtime"]
+    return f"{kind}, {runtime.partition(' (')[0]}" if runtime.startswith(REPLAYED_FROM) else kind
 
 
 def fps(path: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from harness.core.detections import Detections
+from harness.core.path_names import REPLAYED_FROM
 from harness.core.settings import EvalSettings
 from harness.verdict.metrics.coco import CocoMetrics
 from harness.verdict.metrics.distribution import BoxCounts, CellsAboveThreshold, ScoreDistribution
@@ -48,8 +49,16 @@ class PathResult:
     fps: float | None = None  # frames per second measured on Hailo hardware; None: not measured (or cached)
 
     @property
+    def replayed(self) -> bool:
+        """Its outputs were recorded by an earlier run (on a device or emulated) and served again."""
+        return self.provenance.runtime.startswith(REPLAYED_FROM)
+
+    @property
     def label(self) -> str:
-        return f"{self.path} (emulated)" if self.emulated and self.path != "onnx" else self.path
+        marks = [
+            m for m, on in (("emulated", self.emulated and self.path != "onnx"), ("replayed", self.replayed)) if on
+        ]
+        return f"{self.path} ({', '.join(marks)})" if marks else self.path
 
     @property
     def highest_score(self) -> float:

@@ -1,0 +1,94 @@
+"""The replay backend: a recorded Hailo path's outputs served for the same inputs, and the recorder
+that writes them while any other runner works."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from harness.backends.base import InputSpec, Runner
+from harness.backends.replay.store import Recording, StoreError, StoreReader, StoreWriter, feed_key
+from harness.core.path_names import REPLAYED_FROM
+from harness.core.specs import OutputSpec
+
+
+class ReplayRunner:
+    """A :class:`~harness.backends.base.Runner` over a store: for each input, the outputs recorded
+    for exactly that input (the same image, preprocessed the same way); any other input is refused."""
+
+    def __init__(self, store: str | os.PathLike[str]) -> None:
+        self._store = StoreReader(store)
+        self.recording = self._store.recording
+
+    @property
+    def label(self) -> str:
+        r = self.recording
+        return f"{REPLAYED_FROM}{r.runtime}, recorded {r.created} ({len(self._store)} inputs in {self._store.file})"
+
+    @property
+    def input_specs(self) -> Mapping[str, InputSpec]:
+        return {i.name: i for i in self.recording.inputs}
+
+    @property
+    def output_specs(self) -> Mapping[str, OutputSpec]:
+        return {o.name: o for o in self.recording.outputs}
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        key = feed_key(feed)
+        if key not in self._store:
+            shaping = ", ".join(f"{k} {v}" for k, v in self.recording.shaping.items())
+            raise StoreError(
+                f"output store {self._store.file}: no outputs recorded for this input (key {key[:16]}): it was "
+                f"recorded on other images or with other preprocessing (recorded with {shaping})"
+            )
+        return self._store.get(key)
+
+    def __enter__(self) -> ReplayRunner:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+class RecordingRunner:
+    """``runner`` as it is, each of its outputs also appended to the store at ``file``."""
+
+    def __init__(self, runner: Runner, file: str | os.PathLike[str], recording: Recording) -> None:
+        self._runner = runner
+        self.file = Path(file)
+        self._writer = StoreWriter(file, recording)
+
+    @property
+    def label(self) -> str:
+        return self._runner.label
+
+    @property
+    def fps(self) -> float | None:
+        return getattr(self._runner, "fps", None)
+
+    @property
+    def input_specs(self) -> Mapping[str, InputSpec]:
+        return self._runner.input_specs
+
+    @property
+    def output_specs(self) -> Mapping[str, OutputSpec]:
+        return self._runner.output_specs
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outputs = self._runner.infer(feed)
+        self._writer.put(feed_key(feed), outputs)
+        return outputs
+
+    def __enter__(self) -> RecordingRunner:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._writer.close()

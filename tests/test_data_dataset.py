@@ -8,7 +8,15 @@ from PIL import Image
 
 from harness.core import defaults
 from harness.core.errors import HarnessError
-from harness.inputs.dataset import DatasetError, GroundTruth, class_map, load_coco, load_yolo, require_evaluable
+from harness.inputs.dataset import (
+    DatasetError,
+    GroundTruth,
+    class_map,
+    load_coco,
+    load_images,
+    load_yolo,
+    require_evaluable,
+)
 from harness.inputs.preprocess import load_image
 
 # --- the real fixtures ---------------------------------------------------------------------------
@@ -391,3 +399,18 @@ def test_unreadable_images_beyond_the_allowed_share_are_refused_and_within_it_ac
     with pytest.raises(DatasetError, match=r"more than --max-unreadable 0\.3 allows"):
         require_evaluable(dataset, 0.3)
     require_evaluable(dataset, 0.34)
+
+
+def test_a_folder_of_images_without_labels_is_a_label_free_set_with_a_manifest(tmp_path):
+    _image(tmp_path / "cam" / "a.jpg", (40, 30))
+    _image(tmp_path / "cam" / "night" / "b.png", (20, 10), fmt="PNG")
+    (tmp_path / "cam" / "notes.txt").write_text("not an image")
+    found = load_images(tmp_path / "cam")
+    assert not found.labelled and found.names == () and found.n_boxes == 0
+    assert [s.image_id for s in found.samples] == ["a.jpg", "night/b.png"]
+    require_evaluable(found)  # no labels is what the set is, not a refusal
+    _image(tmp_path / "cam" / "a.jpg", (40, 31))
+    assert load_images(tmp_path / "cam").manifest != found.manifest
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match="no image files in it"):
+        load_images(tmp_path / "empty")

@@ -240,6 +240,22 @@ def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_label_free_baseline_has_no_map_and_says_so_and_a_labelled_one_still_needs_its_map(tmp_path, run):
+    no_truth = tuple(sr.replaced(c, n_ground_truth=0) for c in run.metrics.per_class)
+    metrics = sr.replaced(run.metrics, map50=math.nan, map50_95=math.nan, per_class=no_truth)
+    free = golden_from_result(sr.replaced(run, metrics=metrics))
+    assert not free.labelled
+    file = tmp_path / "free.json"
+    write_golden(file, free)
+    back = load_golden(file)
+    assert not back.labelled and math.isnan(back.metrics.map50) and back.box_counts == free.box_counts
+    data = json.loads(file.read_text())
+    data["labelled"] = True  # hand-edited into a labelled baseline without a mAP: refused
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=r"field metrics\.map50 is None, expected a share in \[0, 1\]$"):
+        load_golden(file)
+
+
 # --- blessing a set --------------------------------------------------------------------------------
 
 _BLESS_LOOP = """

@@ -2,6 +2,7 @@
 64 off-domain frames must fail its gates with the score cap named as the cause."""
 
 import json
+import math
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -11,10 +12,11 @@ import pytest
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import DatasetError
-from harness.inputs.demo import OFF_DOMAIN, SHIPPED_GOLDEN, demo_data
+from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, SHIPPED_GOLDEN, demo_data
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import run_job, summary_lines
 from harness.pipeline.spec import JobConfig, SettingsSpec, planned_gates
+from harness.verdict.golden import load_golden
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +148,29 @@ def test_a_set_without_labels_is_refused_before_a_baseline_or_report_is_written(
     with pytest.raises(DatasetError, match=r"0 labelled objects in 2 images \(2 without a label file"):
         run_job(config, log=lambda line: None)
     assert not (tmp_path / "golden").exists() and not (tmp_path / "report").exists()
+
+
+def test_images_without_labels_are_held_to_the_onnx_path_and_label_free_baselines_naming_the_cap(config, tmp_path):
+    images = demo_data(config.cache_dir) / "images" / "val"
+    free = replace(
+        config,
+        images=images,
+        hailo=replace(config.hailo, calibration=IN_DOMAIN),
+        golden_root=tmp_path / "golden",
+        report_dir=tmp_path / "report",
+        update_golden=True,
+    )
+    blessed = run_job(free, log=lambda line: None)
+    kinds = ["test_score_saturation", "test_box_count"]
+    expected = [f"{k}[val-{p}]" for p in ("onnx", "emulated-hailo") for k in kinds]
+    assert [g.name for g in blessed.gates] == [*expected, "test_path_agreement[val-emulated-hailo]"]
+    assert blessed.passed and [str(g) for g in planned_gates(free)] == [g.name for g in blessed.gates]
+    golden = load_golden(tmp_path / "golden" / "fire_smoke_yolo11n_256" / "val--emulated-hailo.json")
+    assert not golden.labelled and math.isnan(golden.metrics.map50)
+    assert "Label-free run: these images have no labels" in blessed.reports["markdown"].read_text()
+    # the field report without labels: calibrated off-domain, the agreement fails and the cap is named
+    off = replace(free, hailo=replace(config.hailo, calibration=OFF_DOMAIN), update_golden=False)
+    job = run_job(replace(off, report_dir=tmp_path / "report-off"), log=lambda line: None)
+    failed = [g for g in job.gates if not g.passed]
+    assert [g.name for g in failed] == ["test_path_agreement[val-emulated-hailo]"]
+    assert failed[0].causes[0].name == "score_cap"

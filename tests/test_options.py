@@ -106,7 +106,7 @@ def test_the_command_line_and_the_plugin_text_parse_every_option_to_the_same_val
         ("score_threshold", "abc", "--score-threshold 'abc': expected a number from 0 to 1"),
         ("max_total", "many", "--max-total 'many': expected a whole number of at least 1"),
         ("calibration_count", "0", "--calibration-count '0': expected a whole number of at least 1"),
-        ("backend", "tpu", "--backend 'tpu': expected one of ['onnx', 'emulator', 'hailort', 'dfc']"),
+        ("backend", "tpu", "--backend 'tpu': expected one of ['onnx', 'emulator', 'hailort', 'dfc', 'replay']"),
         ("map_class", "human", "--map-class 'human': expected DATASET_NAME=MODEL_NAME"),
         ("update_golden", "maybe", "--update-golden 'maybe': expected true or false"),
     ],
@@ -151,13 +151,13 @@ def test_options_of_another_backend_are_refused_naming_both():
         path_spec({"hef": Path("m.hef"), "calibration": "c"}, single=True)
     with pytest.raises(HarnessError, match="--har belongs to --backend dfc, not --backend onnx"):
         path_spec({"har": Path("m.har"), "backend": "onnx"}, single=True)
-    with pytest.raises(HarnessError, match="--hef belongs to --backend hailort, not --backend emulator"):
+    with pytest.raises(HarnessError, match=r"--hef belongs to --backend hailort \(or replay\), not --backend emulator"):
         path_spec({"hef": Path("m.hef"), "backend": "emulator"}, single=False)
     beside = path_spec({"hef": Path("m.hef"), "backend": "emulator"}, single=False, hef_checked=True)
     assert beside == PathSpec(Backend.EMULATOR)  # the plugin reads that HEF for its static checks only
     with pytest.raises(HarnessError, match="--backend dfc: needs --har"):
         path_spec({"backend": "dfc"}, single=True)
-    with pytest.raises(HarnessError, match="a job's Hailo path is emulator or hailort"):
+    with pytest.raises(HarnessError, match="a job's Hailo path is emulator, hailort or replay"):
         job_config({"backend": "onnx"}, invocation=())
 
 

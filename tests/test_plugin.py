@@ -225,7 +225,7 @@ def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_
     [
         (
             ("--onnx", "onnx/yolov8n_coco80_640_int8.onnx"),
-            "*the evaluation gates need labelled images: give --dataset*",
+            "*the evaluation gates need images: give --dataset D (labelled*or --images DIR (without labels)*",
         ),
         (("--dataset", "datasets/coco128_val16"), "*--dataset *coco128_val16: needs --onnx M.onnx*"),
         (("--backend", "hailort"), "*--backend: belong to the evaluation gates, which need --onnx and --dataset*"),

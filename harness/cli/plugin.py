@@ -220,9 +220,11 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
 
 
 def _evaluates(values: dict[str, Any]) -> bool:
-    """The evaluation gates need labelled images: ``--dataset``, or the demo model's own set."""
+    """The evaluation gates need images: ``--dataset``, ``--images`` (without labels), or the demo
+    model's own set."""
     onnx = values["onnx"]
-    return onnx is not None and (values["dataset"] is not None or Path(onnx).resolve() == DEMO_ONNX)
+    given = values["dataset"] is not None or values["images"] is not None
+    return onnx is not None and (given or Path(onnx).resolve() == DEMO_ONNX)
 
 
 _JOB = pytest.StashKey[JobConfig]()
@@ -355,14 +357,16 @@ def _refuse_half_options(config: pytest.Config, values: dict[str, Any]) -> None:
         return
     if onnx is not None:
         raise pytest.UsageError(
-            f"--onnx {onnx}: the evaluation gates need labelled images: give --dataset D (only the demo model "
-            "brings its own), or --hef M.hef for the HEF's static checks"
+            f"--onnx {onnx}: the evaluation gates need images: give --dataset D (labelled; only the demo model "
+            "brings its own) or --images DIR (without labels), or --hef M.hef for the HEF's static checks"
         )
     if dataset is not None:
         raise pytest.UsageError(f"--dataset {dataset}: needs --onnx M.onnx (the model to evaluate on it) or --hef")
     given = [OPTIONS[n].flag for n in _GATE_ONLY if config.getoption(f"harness_{n}") not in (None, False, [])]
     if given:
-        raise pytest.UsageError(f"{', '.join(given)}: belong to the evaluation gates, which need --onnx and --dataset")
+        raise pytest.UsageError(
+            f"{', '.join(given)}: belong to the evaluation gates, which need --onnx and --dataset (or --images)"
+        )
 
 
 def _skip_unavailable(items: list[pytest.Item]) -> None:

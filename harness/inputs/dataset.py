@@ -106,6 +106,8 @@ class Dataset:
     ``manifest`` is the sha256 of the class names and, for every image file found (readable or not),
     sorted by relative path: the path, the sha256 of its bytes and the sha256 of its labels
     (label-file bytes for YOLO, the image's annotations for COCO) or ``"missing"``.
+    ``labelled`` is False for a folder of images without labels (:func:`load_images`): its names
+    are the model's, given when the run is prepared.
     """
 
     root: Path
@@ -114,6 +116,7 @@ class Dataset:
     missing_labels: tuple[str, ...]
     unreadable: tuple[Unreadable, ...]
     manifest: str
+    labelled: bool = True
 
     @property
     def n_boxes(self) -> int:
@@ -175,7 +178,7 @@ def require_evaluable(dataset: Dataset, max_unreadable: float = defaults.MAX_UNR
         )
     if not dataset.samples:
         raise DatasetError(f"dataset {dataset.root}: no readable images")
-    if not dataset.n_boxes:
+    if dataset.labelled and not dataset.n_boxes:
         folder = _label_path(dataset.samples[0].path).parent
         raise DatasetError(
             f"dataset {dataset.root}: 0 labelled objects in {len(dataset.samples)} images "
@@ -366,6 +369,27 @@ def _read_yolo(root: Path, images: list[Path], names: tuple[str, ...]) -> Datase
             truth = _parse_labels(label_path, label_bytes, hw, len(names))
         samples.append(Sample(path, image_id, digest, hw, truth))
     return Dataset(root, names, tuple(samples), tuple(missing), tuple(unreadable), _manifest(names, entries))
+
+
+def load_images(folder: str | os.PathLike[str]) -> Dataset:
+    """A folder of images without labels (recursively): what a label-free run holds the Hailo path
+    to the ONNX path on. Its class names are the model's (see :func:`with_names`)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise DatasetError(f"--images {root}: no such folder of images")
+    samples, unreadable, entries = [], [], []
+    empty = GroundTruth(np.zeros((0, 4)), np.zeros(0))
+    for path in sorted(_list_images(root), key=lambda p: _relative(p, root)):
+        image_id = _relative(path, root)
+        digest, hw = _read_image(path)
+        entries.append((image_id, digest, "unlabelled"))
+        if isinstance(hw, str):
+            unreadable.append(Unreadable(image_id, hw))
+        else:
+            samples.append(Sample(path, image_id, digest, hw, empty))
+    if not entries:
+        raise DatasetError(f"--images {root}: no image files in it (or below it)")
+    return Dataset(root, (), tuple(samples), (), tuple(unreadable), _manifest((), entries), labelled=False)
 
 
 def _parse_labels(path: Path, data: bytes, hw: tuple[int, int], n_classes: int) -> GroundTruth:

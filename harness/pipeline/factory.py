@@ -5,6 +5,7 @@ all come here."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -26,7 +27,7 @@ from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings
 from harness.core.specs import OutputSpec
 from harness.inputs.calibration import CalibrationSource
-from harness.inputs.dataset import Dataset, class_map, load_coco, load_yolo, require_evaluable
+from harness.inputs.dataset import Dataset, class_map, load_coco, load_images, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
 from harness.inputs.onnx_graph import load_model, model_input
 from harness.pipeline.cache import PredictionCache
@@ -75,8 +76,9 @@ def load_dataset(
     images: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Dataset:
-    """A YOLO dataset (yaml or folder), or a COCO JSON with its ``images`` folder; None: the demo
-    validation set, generated into the cache (``log`` is told when it is)."""
+    """A YOLO dataset (yaml or folder), or a COCO JSON with its ``images`` folder; ``images`` alone:
+    a folder of images without labels (a label-free run); neither: the demo validation set,
+    generated into the cache (``log`` is told when it is)."""
     if source is not None and Path(source).suffix.lower() == ".json":
         if images is None:
             raise HarnessError(f"--dataset {source}: a COCO annotations file needs --images DIR (its image folder)")
@@ -84,7 +86,9 @@ def load_dataset(
             raise HarnessError(f"--split {split}: a COCO annotations file holds one split; give that split's file")
         return load_coco(source, images)
     if images is not None:
-        raise HarnessError(f"--images {images}: belongs to a COCO --dataset annotations.json")
+        if source is not None:
+            raise HarnessError(f"--images {images}: belongs to a COCO --dataset annotations.json, not to {source}")
+        return load_images(images)
     return load_yolo(source if source is not None else demo_data(cache_dir, log), split)
 
 
@@ -109,6 +113,8 @@ def prepare_run(
     names = onnx_class_names(model, str(onnx))
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
+    if not dataset.labelled:  # images without labels: their classes are the model's
+        dataset = dataclasses.replace(dataset, names=names)
     mapping = class_map(dataset.names, names, dict(settings.map_class) or None)  # refused now, not per path
     # Without an explicit map the evaluation matches the names again for each dataset it is given.
     given = tuple(int(i) for i in mapping) if settings.map_class else ()

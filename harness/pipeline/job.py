@@ -76,28 +76,31 @@ def _baseline_gates(
     reference: PathResult,
     hailo: PathResult,
     files: dict[str, Path],
-    original_hw: dict[str, tuple[int, int]],
 ) -> list[GateResult]:
     """Both paths against their golden baselines ``files`` (by path name), the Hailo path against the
-    reference too; the DFC stages are held to the float model only (gate_stages)."""
-    truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in run.dataset.samples]
+    reference too (with the paired bootstrap of their mAP where there are labels); the DFC stages
+    are held to the float model only (gate_stages)."""
     names = [c.name for c in reference.metrics.per_class]
-    bootstrap = paired_bootstrap(truths, reference.predictions, hailo.predictions, names)
+    bootstrap = None
+    if config.labelled:
+        truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in run.dataset.samples]
+        bootstrap = paired_bootstrap(truths, reference.predictions, hailo.predictions, names)
+    kinds, original_hw = config.baseline_kinds, run.dataset.original_hw
     gates: list[GateResult] = []
     for result in (reference, hailo):
         file = files[result.path]
         is_hailo = result is hailo
         if not file.exists():
             message = missing_golden_message(file, config.invocation, report_files(config.report_dir)["html"])
-            gates.extend(missing_golden_gates(result, message))
+            gates.extend(missing_golden_gates(result, message, kinds))
             if is_hailo:
                 gates.append(gate_path_agreement(reference, hailo))
             continue
         golden = load_golden(file)
         if is_hailo:
-            gates.extend(run_gates(result, golden, reference, bootstrap, original_hw))
+            gates.extend(run_gates(result, golden, reference, bootstrap, original_hw, kinds=kinds))
         else:
-            gates.extend(run_gates(result, golden, original_hw=original_hw))
+            gates.extend(run_gates(result, golden, original_hw=original_hw, kinds=kinds))
     return gates
 
 
@@ -105,7 +108,8 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
     preflight(config)
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
-    log(f"dataset {config.dataset_name}: {len(dataset.samples)} images, {dataset.n_boxes} labelled boxes")
+    what = f"{dataset.n_boxes} labelled boxes" if dataset.labelled else "no labels (held to the ONNX path)"
+    log(f"dataset {config.dataset_name}: {len(dataset.samples)} images, {what}")
     run = prepare_run(
         config.onnx,
         dataset,
@@ -131,8 +135,8 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         changes = bless(blessed, config.bless_token)
     roots = golden_roots(config.golden_root, config.onnx)
     files = {r.path: baseline_file(roots, config.onnx, r.path, data) for r in (reference, hailo)}
-    original_hw = dataset.original_hw
-    gates = _baseline_gates(config, run, reference, hailo, files, original_hw)
+    original_hw = run.dataset.original_hw
+    gates = _baseline_gates(config, run, reference, hailo, files)
     if config.stages:
         gates.append(gate_stages(results, original_hw=original_hw))
     planned = planned_gates(config)
@@ -147,7 +151,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
     calibration = calibration_note(config.hailo, run)
     log(f"reports: writing {config.report_dir}")
-    reports = write_reports(config.report_dir, results, gates, dataset, layers, calibration, files)
+    reports = write_reports(config.report_dir, results, gates, run.dataset, layers, calibration, files)
     return JobResult(results, tuple(gates), reports, changes)
 
 
@@ -158,8 +162,13 @@ def _gates_phrase(names: Sequence[str]) -> str:
 def summary_lines(job: JobResult) -> Sequence[str]:
     lines = []
     for r in job.results:
+        maps = (
+            f"mAP@0.5 {r.metrics.map50:.4f}  mAP@0.5:0.95 {r.metrics.map50_95:.4f}"
+            if r.labelled
+            else "no labels: mAP n/a"
+        )
         lines.append(
-            f"{r.label:>24}: mAP@0.5 {r.metrics.map50:.4f}  mAP@0.5:0.95 {r.metrics.map50_95:.4f}  "
+            f"{r.label:>24}: {maps}  "
             f"boxes/image {r.box_counts.mean:.2f}  scores >= {SATURATION_LEVEL}: {r.scores.saturation:.1%}  "
             f"highest score {r.highest_score:.3f}  images {r.metrics.n_images}"
             + (f"  {r.fps:.1f} frames/s on the device" if r.fps else "")

@@ -120,7 +120,13 @@ _OPTIONS = (
         metavar="D",
     ),
     Option("split", "dataset split", default=defaults.SPLIT),
-    Option("images", "the image folder of a COCO --dataset annotations.json", Path, metavar="DIR"),
+    Option(
+        "images",
+        "the image folder of a COCO --dataset annotations.json; without --dataset, images without labels: "
+        "the Hailo path is held to the ONNX path and to label-free baselines (no mAP)",
+        Path,
+        metavar="DIR",
+    ),
     Option(
         "max_unreadable",
         "the share of the dataset's images that may be unreadable (left out, and said so) before the run is refused",

@@ -16,7 +16,7 @@ from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HA
 from harness.core.settings import EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, SHIPPED_GOLDEN
-from harness.verdict.gate_id import BASELINE_KINDS, GateId
+from harness.verdict.gate_id import BASELINE_KINDS, LABEL_FREE_KINDS, GateId
 
 if TYPE_CHECKING:
     from harness.conformance.suite import Decoder
@@ -164,6 +164,15 @@ class JobConfig:
         return tuple(PathSpec(Backend.DFC, har=self.har, stage=stage) for stage in EmulationStage)
 
     @property
+    def labelled(self) -> bool:
+        """False for a folder of images without labels (``images`` without ``dataset``)."""
+        return not (self.dataset is None and self.images is not None)
+
+    @property
+    def baseline_kinds(self) -> tuple[str, ...]:
+        return BASELINE_KINDS if self.labelled else LABEL_FREE_KINDS
+
+    @property
     def dataset_name(self) -> str:
         if self.images is not None:  # a COCO file's samples are read from its image folder
             return Path(self.images).name
@@ -176,7 +185,7 @@ def planned_gates(config: JobConfig) -> tuple[GateId, ...]:
     """The gates the job yields, in order, known before it runs (the plugin collects them as items):
     the baseline gates of the ONNX and the Hailo path, their agreement, and the stage gate with a HAR."""
     data, hailo = config.dataset_name, config.hailo.path_name
-    ids = [GateId(kind, data, path) for path in (ONNX, hailo) for kind in BASELINE_KINDS]
+    ids = [GateId(kind, data, path) for path in (ONNX, hailo) for kind in config.baseline_kinds]
     ids.append(GateId("path_agreement", data, hailo))
     if config.har is not None:
         ids.append(GateId("stages", data))

@@ -45,6 +45,7 @@ def report_document(
             "n_images": len(dataset.samples),
             "n_boxes": dataset.n_boxes,
             "manifest": dataset.manifest,
+            "labelled": dataset.labelled,
             "missing_labels": len(dataset.missing_labels),
             "unreadable": [asdict(u) for u in dataset.unreadable],
         },

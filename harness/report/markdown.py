@@ -122,9 +122,18 @@ def render_markdown(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+LABEL_FREE = (
+    "Label-free run: these images have no labels, so mAP, precision and recall cannot be known and no "
+    "gate holds them. The Hailo path is held to the ONNX path (boxes matched, score drift) and both to "
+    "their label-free baselines (boxes per image, score saturation); a model wrong in the same way on "
+    "both paths (a bad export, wrong class names) is not caught without labels."
+)
+
+
 def inputs(document: dict[str, Any]) -> list[str]:
-    """The calibration set and the baseline files, one line each (none where the run had none)."""
-    lines = []
+    """What the run could not know without labels, the calibration set and the baseline files, one
+    line each (none where the run had none)."""
+    lines = [] if document["dataset"]["labelled"] else [LABEL_FREE, ""]
     if document["calibration"]:
         lines += [f"Calibration: {document['calibration']}.", ""]
     for b in document["baselines"]:

@@ -70,7 +70,9 @@ def pictures(results: Sequence[PathResult], dataset: Dataset) -> tuple[list[Pict
         if r.image_ids != results[0].image_ids:
             raise ReportError(f"report: {r.label} ran on other images than {results[0].label}")
     truths = ground_truths(results[0], dataset)
-    charts = [precision_recall_chart(results, truths), score_histogram_chart(results), box_count_chart(results)]
+    charts = [score_histogram_chart(results), box_count_chart(results)]
+    if dataset.labelled:  # images without labels have no precision-recall curve to draw
+        charts.insert(0, precision_recall_chart(results, truths))
     return charts, worst_images(results, dataset, truths)
 
 
@@ -145,7 +147,7 @@ def worst_images(
     against_truth = np.zeros(n, dtype=np.int64)
     for i in range(n):
         truth = Detections(truths[i].boxes, np.ones(len(truths[i])), truths[i].class_ids)
-        for result in results:
+        for result in results if dataset.labelled else ():
             a = agreement([truth], [result.predictions[i]])
             against_truth[i] += a.missed + a.extra + a.class_flipped
         for result in results[1:]:
@@ -158,9 +160,8 @@ def worst_images(
     for i in order:
         image_id = results[0].image_ids[i]
         png = _draw(samples[image_id], truths[i], [r.predictions[i] for r in results], results, names)
-        caption = (
-            f"{between[i]} boxes differ between paths, {against_truth[i]} differ from the ground truth "
-            f"(green: ground truth)"
+        caption = f"{between[i]} boxes differ between paths" + (
+            f", {against_truth[i]} differ from the ground truth (green: ground truth)" if dataset.labelled else ""
         )
         pictures.append(Picture(image_id, caption, png))
     return pictures

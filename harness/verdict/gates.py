@@ -10,7 +10,7 @@ dataset manifest (other images or labels).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -231,10 +231,12 @@ def gate_stages(
     return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows], per_stage)
 
 
-def missing_golden_gates(result: PathResult, message: str) -> tuple[GateResult, ...]:
-    """The baseline gates of a run without a baseline, each failing with ``message`` (see
+def missing_golden_gates(
+    result: PathResult, message: str, kinds: Sequence[str] = BASELINE_KINDS
+) -> tuple[GateResult, ...]:
+    """The baseline gates (``kinds``) of a run without a baseline, each failing with ``message`` (see
     :func:`harness.verdict.golden.missing_golden_message`), so a missing baseline is never a silent pass."""
-    return tuple(GateResult(gate_id(k, result), False, None, None, None, None, (), message) for k in BASELINE_KINDS)
+    return tuple(GateResult(gate_id(k, result), False, None, None, None, None, (), message) for k in kinds)
 
 
 def run_gates(
@@ -244,9 +246,11 @@ def run_gates(
     bootstrap: PairedBootstrap | None = None,
     original_hw: Mapping[str, tuple[int, int]] | None = None,
     floor: float = AGREEMENT_FLOOR,
+    kinds: Sequence[str] = BASELINE_KINDS,
 ) -> tuple[GateResult, ...]:
-    """Every gate of ``result``: against ``golden``, and against ``reference`` when given. The
-    evidence is gathered and diagnosed once; failing gates carry the findings."""
+    """The baseline gates ``kinds`` of ``result`` against ``golden`` (images without labels: the
+    label-free ones), and its agreement with ``reference`` when given. The evidence is gathered and
+    diagnosed once; failing gates carry the findings."""
     usable = (
         reference
         if reference is not None
@@ -255,12 +259,13 @@ def run_gates(
         else None
     )  # an incomparable reference fails the agreement gate; the diagnosis goes without it
     causes = tuple(diagnose(collect_evidence(result, usable, original_hw)))
-    gates = [
-        gate_map(result, golden, "map50", reference, bootstrap, causes),
-        gate_map(result, golden, "map50_95", reference, bootstrap, causes),
-        gate_score_saturation(result, golden, causes),
-        gate_box_count(result, golden, causes),
-    ]
+    makers: dict[str, Callable[[], GateResult]] = {
+        "map": lambda: gate_map(result, golden, "map50", reference, bootstrap, causes),
+        "map50_95": lambda: gate_map(result, golden, "map50_95", reference, bootstrap, causes),
+        "score_saturation": lambda: gate_score_saturation(result, golden, causes),
+        "box_count": lambda: gate_box_count(result, golden, causes),
+    }
+    gates = [makers[kind]() for kind in kinds]
     if reference is not None:
         gates.append(gate_path_agreement(reference, result, floor, causes))
     return tuple(gates)
@@ -278,6 +283,10 @@ def _incomparable(name: GateId, result: PathResult, golden: Golden) -> GateResul
         golden.settings.require_same(result.settings, f"baseline vs {result.label}")
     except SettingsMismatch as error:
         return _result(name, False, None, None, None, None, (), [str(error)])
+    if golden.labelled != result.labelled:
+        said = {True: "with labels", False: "on images without labels"}
+        text = f"the baseline was measured {said[golden.labelled]}, this run {said[result.labelled]}"
+        return _result(name, False, None, None, None, None, (), [text])
     old, new = golden.provenance.dataset_manifest, result.provenance.dataset_manifest
     if old != new:
         text = (

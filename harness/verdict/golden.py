@@ -88,6 +88,7 @@ class Golden:
     tolerances: Tolerances
     settings: EvalSettings
     provenance: Provenance
+    labelled: bool = True  # False: measured on images without labels (no mAP: only its label-free gates)
 
 
 def golden_path(
@@ -130,6 +131,7 @@ def golden_from_result(result: PathResult, tolerances: Tolerances = DEFAULT_TOLE
         tolerances=tolerances,
         settings=result.settings,
         provenance=result.provenance,
+        labelled=result.labelled,
     )
 
 
@@ -278,6 +280,7 @@ def _document(golden: Golden) -> dict[str, Any]:
         "path": golden.path,
         "dataset": golden.dataset,
         "emulated": golden.emulated,
+        "labelled": golden.labelled,
         "metrics": {
             "map50": _number(m.map50),
             "map50_95": _number(m.map50_95),
@@ -505,7 +508,10 @@ class _Reader:
             raise self.fail("schema_version", version, f"{SCHEMA_VERSION} (this harness's baseline schema)")
         metrics = self.take(data, "", "metrics", "an object")
         tolerances = self.take(data, "", "tolerances", "an object")
-        self.known(data, "(top level)", set(_TOP_LEVEL))
+        self.known(data, "(top level)", {*_TOP_LEVEL, "labelled"})
+        labelled = data.get("labelled", True)  # baselines written before label-free runs are labelled
+        if not isinstance(labelled, bool):
+            raise self.fail("labelled", labelled, "true or false")
         self.known(tolerances, "tolerances", {f.name for f in fields(Tolerances)})
         settings = self.take(data, "", "settings", "an object")
         try:
@@ -517,7 +523,7 @@ class _Reader:
             path=self.take(data, "", "path", "a string"),
             dataset=self.take(data, "", "dataset", "a string"),
             emulated=self.take(data, "", "emulated", "true or false"),
-            metrics=self.coco(metrics),
+            metrics=self.coco(metrics, labelled),
             box_counts=self.box_counts(self.take(metrics, "metrics", "box_counts", "an object")),
             scores=self.scores(metrics),
             tolerances=Tolerances(
@@ -525,6 +531,7 @@ class _Reader:
             ),
             settings=eval_settings,
             provenance=self.provenance(self.take(data, "", "provenance", "an object")),
+            labelled=labelled,
         )
 
     def known(self, data: dict[str, Any], field: str, names: set[str]) -> None:
@@ -536,7 +543,7 @@ class _Reader:
     def tolerance(self, tolerances: dict[str, Any], name: str) -> float:
         return float(self.take(tolerances, "tolerances", name, "a finite number >= 0"))
 
-    def coco(self, metrics: dict[str, Any]) -> CocoMetrics:
+    def coco(self, metrics: dict[str, Any], labelled: bool = True) -> CocoMetrics:
         per_class = []
         for i, entry in enumerate(self.take(metrics, "metrics", "per_class", "a list")):
             field = f"metrics.per_class[{i}]"
@@ -549,9 +556,10 @@ class _Reader:
                 )
             )
         return CocoMetrics(
-            # A baseline without a measured mAP (no ground truth) holds nothing: refused, never a pass.
-            map50=float(self.take(metrics, "metrics", "map50", "a share in [0, 1]")),
-            map50_95=float(self.take(metrics, "metrics", "map50_95", "a share in [0, 1]")),
+            # A labelled baseline without a measured mAP holds nothing: refused, never a pass. A
+            # label-free one has none to hold (its runs have no mAP gates).
+            map50=float(self.take(metrics, "metrics", "map50", _MAP_KIND[labelled])),
+            map50_95=float(self.take(metrics, "metrics", "map50_95", _MAP_KIND[labelled])),
             score_threshold=float(self.take(metrics, "metrics", "score_threshold", "a share in [0, 1]")),
             n_images=self.take(metrics, "metrics", "n_images", "an integer >= 0"),
             per_class=tuple(per_class),
@@ -604,6 +612,7 @@ class _Reader:
 
 
 _CLASS_NUMBERS = ("ap50", "ap50_95", "precision", "recall")
+_MAP_KIND = {True: "a share in [0, 1]", False: "a share in [0, 1] or null"}
 _TOP_LEVEL = (
     "schema_version",
     "model",

@@ -49,6 +49,11 @@ class PathResult:
     fps: float | None = None  # frames per second measured on Hailo hardware; None: not measured (or cached)
 
     @property
+    def labelled(self) -> bool:
+        """Measured against ground truth; False on images without labels (no mAP, precision, recall)."""
+        return any(c.n_ground_truth for c in self.metrics.per_class)
+
+    @property
     def replayed(self) -> bool:
         """Its outputs were recorded by an earlier run (on a device or emulated) and served again."""
         return self.provenance.runtime.startswith(REPLAYED_FROM)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import synthetic_results as sr
@@ -156,3 +158,20 @@ def test_a_count_of_one_box_reads_as_one_box_in_a_cause(truths):
     cause = next(f.cause for f in findings if f.name == "input_normalised_twice")
     n = sum(len(p) for p in healthy)
     assert cause.startswith(f"hailo returns 1 box where onnx returns {n} boxes on the same images")
+
+
+def test_a_cap_below_the_operating_threshold_is_named_before_the_near_black_input_that_also_explains_no_boxes(
+    truths,
+):
+    healthy = _healthy(truths)
+    at_half = dataclasses.replace(sr.SETTINGS, score_threshold=0.5)
+    reference = sr.result(healthy, truths, settings=at_half)
+    none = [p.select(slice(0, 0)) for p in healthy]
+    capped = dataclasses.replace(_hailo(truths, none, settings=at_half), score_ceiling=0.3554)
+    findings = diagnose(collect_evidence(capped, reference))
+    assert [f.name for f in findings][:2] == ["score_cap", "input_normalised_twice"]
+    assert findings[0].cause.startswith("every score of hailo is capped at 0.355 (the highest its class outputs'")
+    assert "below your threshold 0.5: it returns 0 boxes where onnx returns" in findings[0].cause
+    # a ceiling above the threshold is no cap: the near-black input is the cause then
+    lit = dataclasses.replace(capped, score_ceiling=0.97)
+    assert diagnose(collect_evidence(lit, reference))[0].name == "input_normalised_twice"

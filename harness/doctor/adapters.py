@@ -42,6 +42,7 @@ class HostPath:
         self.input_hw = inner.input_hw
         self.model_names = inner.model_names
         self.runtime = inner.runtime
+        self.score_ceiling = inner.score_ceiling
         self._before, self._after = before, after
 
     @property
@@ -63,6 +64,10 @@ class ListedRunner:
         if sorted(order) != sorted(specs):
             raise SpecError(f"output order {list(order)}: expected the runner's outputs {sorted(specs)}")
         self._runner, self._order = runner, tuple(order)
+
+    @property
+    def score_ceiling(self) -> float | None:
+        return getattr(self._runner, "score_ceiling", None)
 
     @property
     def label(self) -> str:

@@ -71,6 +71,8 @@ class DetectionPath(Protocol):
     input_hw: tuple[int, int]
     model_names: tuple[str, ...] | None
     runtime: str  # what runs the model, e.g. "onnxruntime 1.20.1" or a HailoRT runner's device and version
+    # The highest score its class outputs can represent where the runner knows it (an emulated HEF), else None.
+    score_ceiling: float | None
 
     @property
     def fps(self) -> float | None: ...
@@ -129,6 +131,7 @@ class OnnxPath:
     variant = ""
     fps = None
     runtime = f"onnxruntime {ort.__version__} on the CPU"
+    score_ceiling: float | None = None  # float scores: no cap
 
     def __init__(
         self,
@@ -215,6 +218,7 @@ class _RunnerPath:
         self.model_names = _names(model_names)
         self._runner = runner
         self.runtime = runner.label
+        self.score_ceiling: float | None = getattr(runner, "score_ceiling", None)
         self._input_name = _image_input(runner.input_specs, settings.input_hw)
         self._specs: dict[str, OutputSpec] = dict(runner.output_specs)
         self._check_outputs()

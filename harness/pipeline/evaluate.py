@@ -184,4 +184,5 @@ def evaluate_path(
         scores=score_distribution(predictions),
         cells=_cells(frames, settings.score_threshold),
         fps=path.fps,
+        score_ceiling=path.score_ceiling,
     )

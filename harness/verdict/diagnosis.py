@@ -80,6 +80,7 @@ class Evidence:
     truth_class_flipped: int | None = None
     reversed_channels_matched_share: float | None = None
     decoder_conformance: str | None = None
+    score_ceiling: float | None = None
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,26 @@ class Finding:
 
 def _double_sigmoid(e: Evidence) -> bool:
     assert e.min_score is not None and e.max_score is not None
-    return (
-        e.n_boxes >= MIN_BOXES
-        and e.score_threshold < SIGMOID_0
-        and e.min_score >= SIGMOID_0 - 1e-6
-        and e.max_score <= SIGMOID_1 + 1e-4
+    # Scores through a second sigmoid start at sigmoid(0) = 0.5, and those that passed the threshold t
+    # first at sigmoid(t): a floor above t that no score goes under is the evidence (a threshold of
+    # 0.5 included, up to t ~ 0.66 where sigmoid(t) falls below t).
+    # A second sigmoid before the NMS at t = 0.5 lets every cell through, all scored in [0.5, 0.731]:
+    # a flood against the reference with scores only there is the evidence then.
+    floor = max(SIGMOID_0, 1 / (1 + math.exp(-e.score_threshold)))
+    inside = e.n_boxes >= MIN_BOXES and e.max_score <= SIGMOID_1 + 1e-4
+    floored = e.score_threshold < floor and e.min_score >= floor - 1e-6
+    flood = (
+        e.min_score >= SIGMOID_0 - 1e-6
+        and e.reference_boxes_per_image is not None
+        and e.boxes_per_image >= 3 * max(e.reference_boxes_per_image, 1.0)  # as box_flood's
     )
+    return inside and (floored or flood)
+
+
+_CALIBRATE_ON_THE_CLASSES = (
+    "calibrate on images of the task that show the classes (e.g. the training or validation images), "
+    "recompile, and check that the class outputs' limvals_max in hailo-harness inspect is near 1"
+)
 
 
 def _score_cap(e: Evidence) -> bool:
@@ -188,6 +203,18 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="score_cap",
+        # Before any rule that explains "too few boxes": a cap under the operating threshold leaves
+        # none, and the quantization range says so whatever the boxes look like.
+        cause="every score of {path} is capped at {score_ceiling:.3f} (the highest its class outputs' "
+        "quantization range can represent), below your threshold {score_threshold:g}: it returns {boxes} "
+        "where {reference_path} returns {reference_boxes}, as after calibrating on images that show none "
+        "of the classes",
+        needs=("score_ceiling", "reference_n_boxes", "reference_path"),
+        holds=lambda e: e.score_ceiling < e.score_threshold and e.reference_n_boxes >= MIN_BOXES,
+        fix=_CALIBRATE_ON_THE_CLASSES,
+    ),
+    Rule(
+        name="score_cap",
         # hailort: hailort/libhailort/include/hailo/quantization.hpp: values are clipped to
         # [limvals_min, limvals_max] of the output's calibrated range.
         cause="{at_cap} of {n_boxes} scores stopped at the same highest value {max_score:.3f} (within 0.001), "
@@ -195,8 +222,7 @@ RULES: tuple[Rule, ...] = (
         "as after calibrating on images that show none of the classes",
         needs=("max_score", "at_cap", "n_boxes"),
         holds=_score_cap,
-        fix="calibrate on images of the task that show the classes (e.g. the training or validation images), "
-        "recompile, and check that the class outputs' limvals_max in hailo-harness inspect is near 1",
+        fix=_CALIBRATE_ON_THE_CLASSES,
     ),
     Rule(
         name="input_normalised_twice",
@@ -341,6 +367,7 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "truth_class_flipped": "boxes on a ground-truth box of another class",
     "reversed_channels_matched_share": "matched share with red and blue exchanged",
     "decoder_conformance": "decoder conformance",
+    "score_ceiling": "highest representable score",
 }
 
 
@@ -386,6 +413,7 @@ def collect_evidence(
         max_score=top,
         at_cap=int((np.abs(scores - top) <= CAP_TIE).sum()) if top is not None else None,
         cells_share=result.cells.share if result.cells else None,
+        score_ceiling=result.score_ceiling,
     )
     if reference is None:
         return evidence

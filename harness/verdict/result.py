@@ -47,6 +47,7 @@ class PathResult:
     scores: ScoreDistribution
     cells: CellsAboveThreshold | None = None  # raw-head paths only
     fps: float | None = None  # frames per second measured on Hailo hardware; None: not measured (or cached)
+    score_ceiling: float | None = None  # the highest score its class outputs can represent, where known
 
     @property
     def labelled(self) -> bool:

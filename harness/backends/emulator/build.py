@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import google.protobuf.message
+import numpy as np
 import onnx
 import onnxruntime
 
@@ -59,6 +60,13 @@ class EmulatedHef:
     @property
     def input_hw(self) -> tuple[int, int]:
         return self.input.hw
+
+    @property
+    def score_ceiling(self) -> float:
+        """The highest score any class output can represent: its range's top (through the sigmoid
+        when that is not inside). Far below 1, every score is capped there."""
+        tops = [h.quant[0].limvals_max for h in self.heads[1::2]]  # box, class per stride
+        return max(tops) if self.options.sigmoid_inside else float(1 / (1 + np.exp(-max(tops))))
 
     @property
     def quant(self) -> dict[str, QuantInfo]:

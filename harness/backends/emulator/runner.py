@@ -66,6 +66,10 @@ class EmulatorRunner:
         return self.hef.label
 
     @property
+    def score_ceiling(self) -> float:
+        return self.hef.score_ceiling
+
+    @property
     def input_specs(self) -> dict[str, InputSpec]:
         return {self.hef.input.name: self.hef.input}
 

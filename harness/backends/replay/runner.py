@@ -73,6 +73,10 @@ class RecordingRunner:
         return getattr(self._runner, "fps", None)
 
     @property
+    def score_ceiling(self) -> float | None:
+        return getattr(self._runner, "score_ceiling", None)
+
+    @property
     def input_specs(self) -> Mapping[str, InputSpec]:
         return self._runner.input_specs
 

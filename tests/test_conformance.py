@@ -24,6 +24,8 @@ def test_the_harness_decoder_satisfies_every_property():
         (wrong_decoders.no_half_cell, "finds every planted object", conformance.HALF_CELL),
         (wrong_decoders.fcr_channel_first, "reads FCR heads channel-last", conformance.FCR_CHANNEL_FIRST),
         (wrong_decoders.paired_by_order, "pairs heads by grid", conformance.PAIRED_ACROSS_GRIDS),
+        (wrong_decoders.dfl_interleaved, "finds every planted object", conformance.DFL_INTERLEAVED),
+        (wrong_decoders.every_head_channel_first, "finds every planted object", conformance.CHANNEL_FIRST),
     ],
 )
 def test_each_wrong_decoder_fails_with_its_mistake_named(decoder, sentence, words):
@@ -42,11 +44,16 @@ def test_wrong_decoders_pass_the_properties_their_mistake_does_not_touch():
     ]
 
 
-def test_a_decoder_that_raises_is_reported_not_propagated():
+def test_a_decoder_that_raises_is_reported_with_its_type_message_and_the_line_that_raised():
     def broken(outputs, specs, config):
         raise KeyError("cv2.0")
 
-    assert "raised KeyError" in check_property(broken, PROPERTIES[0])
+    assert "raised KeyError: 'cv2.0' at " in check_property(broken, PROPERTIES[0])
+    failure = check_property(wrong_decoders.raises_without_a_message, PROPERTIES[0])
+    line = next(i for i, text in enumerate(open(wrong_decoders.__file__), 1) if "raise StopIteration" in text)
+    assert failure.endswith(
+        f"raised StopIteration: (no message) at {wrong_decoders.__file__}:{line} in raises_without_a_message"
+    )
 
 
 def test_a_decoder_returning_another_type_is_named():

@@ -69,3 +69,27 @@ def paired_by_order(outputs, specs, config):
             a = a[np.arange(h) * sh // h][:, np.arange(w) * sw // w]  # nearest resize to the grid it was paired to
             fixed[name], fixed_specs[name] = a, replace(specs[name], shape=(h, w, a.shape[2]))
     return decode(fixed, fixed_specs, config)
+
+
+def dfl_interleaved(outputs, specs, config):
+    """Reads the box heads' 4 x 16 DFL bins bin-major (channel bin * 4 + side) instead of side-major."""
+    fixed = dict(outputs)
+    for pair in pair_heads(specs, config.input_hw):
+        h, w, c = specs[pair.box_name].shape
+        a = np.asarray(outputs[pair.box_name])
+        fixed[pair.box_name] = a.reshape(h, w, c // 4, 4).transpose(0, 1, 3, 2).reshape(h, w, c)
+    return decode(fixed, specs, config)
+
+
+def every_head_channel_first(outputs, specs, config):
+    """Reads every head as if it were [C, H, W] in memory."""
+    fixed = {}
+    for name, spec in specs.items():
+        h, w, c = spec.shape
+        fixed[name] = np.asarray(outputs[name]).reshape(c, h, w).transpose(1, 2, 0)
+    return decode(fixed, specs, config)
+
+
+def raises_without_a_message(outputs, specs, config):
+    """Gives up on the first output, the way a generator run dry does."""
+    raise StopIteration

@@ -14,6 +14,8 @@ its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1
 from __future__ import annotations
 
 import importlib
+import os
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -37,6 +39,8 @@ SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
 HALF_CELL = "anchor centres off by half a cell"
 FCR_CHANNEL_FIRST = "FCR head read as channel-first (FCR is channel-last on the host)"
+DFL_INTERLEAVED = "DFL bins read interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
+CHANNEL_FIRST = "every head read channel-first (host outputs are channel-last: (H, W, C))"
 PAIRED_ACROSS_GRIDS = (
     "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
 )
@@ -227,12 +231,61 @@ def _describe(d: Detections) -> str:
     return f"class {d.class_ids[top]} score {d.scores[top]:.3f} box {np.round(d.boxes[top], 1).tolist()}"
 
 
-def _run(decoder: Decoder, scene: Scene) -> str | None:
+def _interleave_dfl(scene: Scene) -> Scene:
+    """The scene's box heads laid out bin-major (channel ``bin * 4 + side``): what a decoder that
+    reads the bins interleaved needs to see to get the planted boxes."""
+    outputs = dict(scene.outputs)
+    for name, spec in scene.specs.items():
+        if name.startswith("box"):
+            h, w, c = spec.shape
+            outputs[name] = np.ascontiguousarray(
+                np.asarray(outputs[name]).reshape(h, w, 4, c // 4).transpose(0, 1, 3, 2).reshape(h, w, c)
+            )
+    return replace(scene, outputs=outputs)
+
+
+def _channel_first(scene: Scene) -> Scene:
+    """Every output's memory laid out (C, H, W) under its (H, W, C) shape: what a decoder that
+    reads every head channel-first needs to see to get the planted objects."""
+    outputs = {}
+    for name, value in scene.outputs.items():
+        a = np.asarray(value)
+        outputs[name] = np.ascontiguousarray(a.transpose(2, 0, 1)).reshape(a.shape)
+    return replace(scene, outputs=outputs)
+
+
+# A decoder that finds the planted objects only in data laid out the wrong way makes that mistake.
+_LENSES: tuple[tuple[str, Callable[[Scene], Scene]], ...] = (
+    (DFL_INTERLEAVED, _interleave_dfl),
+    (CHANNEL_FIRST, _channel_first),
+)
+
+
+def _raised(error: BaseException) -> str:
+    """The exception's type, message and where in the decoder's code it was raised."""
+    frames = traceback.extract_tb(error.__traceback__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    theirs = [f for f in frames if os.path.dirname(os.path.abspath(f.filename)) != here] or frames
+    where = f" at {theirs[-1].filename}:{theirs[-1].lineno} in {theirs[-1].name}" if theirs else ""
+    return f"raised {type(error).__name__}: {str(error) or '(no message)'}{where}"
+
+
+def _call(decoder: Decoder, scene: Scene) -> str | None:
     try:
         got = decoder(scene.outputs, scene.specs, scene.config)
     except Exception as error:  # a user's decoder may raise anything: report it, don't crash the suite
-        return f"raised {type(error).__name__}: {error}"
+        return _raised(error)
     return diagnose(got, scene)
+
+
+def _run(decoder: Decoder, scene: Scene) -> str | None:
+    failure = _call(decoder, scene)
+    if failure is None or not failure.startswith("expected "):
+        return failure
+    for mistake, lens in _LENSES:
+        if _call(decoder, lens(scene)) is None:
+            return f"{mistake}: {failure}"
+    return failure
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from harness.backends.dfc.compiler import DfcNotInstalled
+from harness.backends.dfc.compiler import DfcNotInstalled, calibration_shortfall
 from harness.cli.commands import compile as compile_command
 from harness.core.errors import HarnessError
 from harness.inputs.demo import DEMO_ONNX as DEMO
@@ -50,6 +50,16 @@ def test_dry_run_writes_both_files_and_marks_the_placeholder_names(
     assert "SKIP  layer_names" in text and "FAIL" not in text
     assert "change_output_activation(UNRESOLVED_cls_stride8, sigmoid)" in alls.read_text()
     assert json.loads(nms.read_text())["classes"] == 2
+
+
+def test_too_few_calibration_images_for_the_dfcs_optimization_level_is_warned_before_compiling(
+    calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(*_base(calibration, tmp_path / "out"), "--dry-run") == 0
+    err = capsys.readouterr().err
+    assert "warning: 2 calibration images, below the 1024 the Dataflow Compiler wants for optimization level 2" in err
+    assert "give --calibration-count 1024 or more images" in err
+    assert calibration_shortfall(1024) is None and calibration_shortfall(1023) is not None
 
 
 def test_dry_run_with_a_layer_map_uses_the_given_names(

@@ -38,6 +38,7 @@ def test_main_job_on_the_demo_passes_every_gate_against_the_shipped_golden(confi
     assert lines[3] == "onnx: predicting 100 images"
     document = json.loads(job.reports["json"].read_text())
     assert document["calibration"].startswith("64 images of the demo set's in-domain frames")
+    assert "a HEF compiled from them: 64 calibration images, below the 1024" in document["calibration"]
     assert [b["path"] for b in document["baselines"]] == ["onnx", "emulated-hailo"]
     assert all(Path(b["file"]).is_relative_to(SHIPPED_GOLDEN) for b in document["baselines"])
     names = {g.name for g in job.gates}

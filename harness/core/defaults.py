@@ -16,6 +16,11 @@ MAX_TOTAL = 300
 MAX_CANDIDATES = 30000
 # Images quantization ranges are measured on (the emulator, `compile`); the field report's count.
 CALIBRATION_COUNT = 64
+# The calibration images the DFC wants for its default optimization level (2); with fewer it lowers
+# the level and says so only in its log ("... less data than the recommended amount (1024)", as
+# harness/backends/dfc/compiler.py's KNOWN_SIGNS quote it).
+DFC_OPTIMIZATION_LEVEL = 2
+DFC_FULL_OPTIMIZATION_IMAGES = 1024
 # Where a run keeps its baselines, caches (predictions, emulated HEFs, the generated demo set) and
 # reports: relative to the user's project (the working directory; the plugin: pytest's rootdir).
 GOLDEN_DIR = Path("golden")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.backends.base import Runner
-from harness.backends.dfc import HarRunner, check_compiled_thresholds
+from harness.backends.dfc import HarRunner, calibration_shortfall, check_compiled_thresholds
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef, check_export
 from harness.backends.hailort import HailoRTRunner
 from harness.backends.onnx.runner import FloatHeadsRunner
@@ -139,14 +139,19 @@ def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSour
 
 
 def calibration_note(spec: PathSpec, run: RunContext) -> str:
-    """What the path was calibrated on, in words, for the report."""
+    """What the path was calibrated on, in words, for the report (and what the DFC would make of it)."""
     if spec.backend is Backend.EMULATOR:
         source, count = calibration_source(spec, run)
         if isinstance(source, list):
-            return f"the first {count} of the evaluated images (the emulator's quantization ranges)"
-        named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
-        where = f"the demo set's {named} frames" if named else "the folder"
-        return f"{count} images of {where} `{source}` (the emulator's quantization ranges)"
+            note = f"the first {count} of the evaluated images (the emulator's quantization ranges)"
+        else:
+            named = (
+                spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
+            )
+            where = f"the demo set's {named} frames" if named else "the folder"
+            note = f"{count} images of {where} `{source}` (the emulator's quantization ranges)"
+        shortfall = calibration_shortfall(count)
+        return f"{note}; a HEF compiled from them: {shortfall}" if shortfall else note
     if spec.backend is Backend.DFC:
         return f"the calibration compiled into {spec.har} (a HAR does not record its images)"
     if spec.backend is Backend.HAILORT:

@@ -96,6 +96,20 @@ def sdk_version(sdk: ModuleType) -> str:
         return "unknown"
 
 
+def calibration_shortfall(count: int, level: int = defaults.DFC_OPTIMIZATION_LEVEL) -> str | None:
+    """What the DFC will do with ``count`` calibration images that it does not say until its log:
+    below :data:`~harness.core.defaults.DFC_FULL_OPTIMIZATION_IMAGES` it lowers optimization level
+    ``level``. None when the count is enough."""
+    needed = defaults.DFC_FULL_OPTIMIZATION_IMAGES
+    if count >= needed:
+        return None
+    return (
+        f"{count} calibration images, below the {needed} the Dataflow Compiler wants for optimization level "
+        f"{level}: it lowers the level and says so only in its log, so the quantization is optimized less "
+        f"(scores and boxes may drift from the float model); give --calibration-count {needed} or more images"
+    )
+
+
 @dataclass(frozen=True)
 class LogSign:
     pattern: str  # regular expression, case-insensitive, searched in each log line

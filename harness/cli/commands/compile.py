@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.backends.dfc.compiler import HW_ARCHS, CompileRequest, compile_hef, load_sdk
+from harness.backends.dfc.compiler import HW_ARCHS, CompileRequest, calibration_shortfall, compile_hef, load_sdk
 from harness.backends.dfc.scripts import (
     LayerTable,
     NmsSettings,
@@ -114,6 +114,9 @@ def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings) -> int:
 def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / "compile" / args.onnx.stem
     settings = NmsSettings(args.score_threshold, args.iou_threshold, args.max_per_class)
+    shortfall = calibration_shortfall(len(calibration_paths(args.calibration, args.calibration_count)))
+    if shortfall:  # before any work: the DFC itself says so only in its log
+        print(f"warning: {shortfall}", file=sys.stderr)
     if args.dry_run:
         return _dry_run(args, out, settings)
     if args.hn is not None or args.layer_map is not None:

@@ -159,7 +159,23 @@ def test_path_agreement_fails_when_the_same_boxes_are_scored_differently(truths,
     squeezed = sr.result(sr.with_scores(onnx.predictions, lambda s: 1 / (1 + np.exp(-s))), truths, path="hailo")
     gate = gate_path_agreement(onnx, squeezed)
     assert not gate.passed and gate.observed == 1.0
-    assert f"more than {SCORE_DRIFT_LIMIT}: the two paths score the same objects differently" in gate.message
+    assert (
+        f"more than {SCORE_DRIFT_LIMIT}, and not by one common shift: the two paths score the same objects"
+        in gate.message
+    )
+
+
+def test_the_same_boxes_with_every_score_shifted_are_a_confidence_shift_with_the_matching_threshold(truths, onnx):
+    lower = sr.result(sr.with_scores(onnx.predictions, lambda s: s - 0.05), truths, path="hailo")
+    gate = gate_path_agreement(onnx, lower)
+    assert gate.passed and gate.observed == 1.0  # 0.05 lower, as Ultralytics measured YOLO26 on a Hailo-8L
+    assert "the same boxes, every score shifted by -0.0500: a confidence shift, not different boxes" in gate.message
+    assert "--score-threshold 0.15 on this path (0.2 - 0.05)" in gate.message
+    far = sr.result(sr.with_scores(onnx.predictions, lambda s: s - 0.2), truths, path="hailo")
+    assert not gate_path_agreement(onnx, far).passed
+    assert "more than the limit 0.1 here" in gate_path_agreement(onnx, far).message
+    same = gate_path_agreement(onnx, onnx)
+    assert same.passed and "the same boxes with the same scores" in same.message
 
 
 def test_path_agreement_needs_same_settings_and_images(truths, onnx, hailo):

@@ -22,7 +22,8 @@ class AgreementError(HarnessError):
 class Agreement:
     """Counts over all images. Every reference box is matched, class-flipped or missed; every
     candidate box is matched, class-flipped or extra. Score drift is candidate minus reference score
-    over the matched pairs (0.0 when none matched)."""
+    over the matched pairs (0.0 when none matched); its standard deviation tells one common shift
+    (near 0) from scores moved each its own way."""
 
     n_reference: int
     n_candidate: int
@@ -32,6 +33,7 @@ class Agreement:
     extra: int
     mean_score_drift: float
     mean_abs_score_drift: float
+    score_drift_std: float = 0.0
 
 
 def agreement(
@@ -73,6 +75,7 @@ def agreement(
         extra=n_cand - matched - flipped,
         mean_score_drift=float(drift.mean()) if len(drift) else 0.0,
         mean_abs_score_drift=float(np.abs(drift).mean()) if len(drift) else 0.0,
+        score_drift_std=float(drift.std()) if len(drift) else 0.0,
     )
 
 

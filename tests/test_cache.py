@@ -40,6 +40,7 @@ class CountingPath:
     def __init__(self, model: Path, settings: EvalSettings = SETTINGS, fail_at: int = 0, error: type = RuntimeError):
         self.model_file, self.model_sha256 = model, file_sha256(model)
         self.runtime = "a test path"
+        self.score_ceiling = None
         self.settings, self.input_hw = settings, settings.input_hw
         self.fail_at, self.error, self.calls = fail_at, error, 0
 

@@ -59,6 +59,7 @@ class OraclePath:
     def __init__(self, dataset: Dataset, model_names: tuple[str, ...] | None, model: Path, class_map=()) -> None:
         self.model_file, self.model_sha256, self.model_names = model, file_sha256(model), model_names
         self.runtime = "a test path"
+        self.score_ceiling = None
         self.settings = EvalSettings(input_hw=(32, 32), class_map=class_map)
         self.input_hw = self.settings.input_hw
         ids = {name: i for i, name in enumerate(model_names or ())}

@@ -18,8 +18,9 @@ from harness.core.detections import (
     yxyx_normalized_to_xyxy_pixels,
 )
 from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
-from harness.core.specs import FormatOrder, OutputSpec
-from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, pair_heads
+from harness.formats.quant import dequantize
 
 
 def sigmoid_on_probabilities(
@@ -39,6 +40,24 @@ def fcr_read_channel_first(
             h, w, c = spec.shape
             fixed[name] = np.asarray(outputs[name]).reshape(c, h, w).transpose(1, 2, 0)
     return decode(fixed, specs, config)
+
+
+BOX_RANGE = 0.25  # the box convs' collapsed quantization range: DFL logits in [-1, 1]
+
+
+def box_range_collapsed(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """The raw outputs as a HEF whose box convs were quantized to a range far too narrow gives them
+    (only the box branch; the class outputs as they are): every DFL logit clipped to
+    +-:data:`BOX_RANGE`, so each side's bin distribution flattens toward its middle."""
+    fixed, fixed_specs = dict(outputs), dict(specs)
+    for pair in pair_heads(specs, config.input_hw):
+        spec = specs[pair.box_name]
+        logits = dequantize(outputs[pair.box_name], spec.quant) if spec.is_quantized else outputs[pair.box_name]
+        fixed[pair.box_name] = np.clip(np.asarray(logits, np.float32), -BOX_RANGE, BOX_RANGE)
+        fixed_specs[pair.box_name] = replace(spec, format_type=FormatType.FLOAT32, quant=())
+    return decode(fixed, fixed_specs, config)
 
 
 def paired_by_listing_order(

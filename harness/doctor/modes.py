@@ -18,6 +18,8 @@ from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
 from harness.doctor.description import with_nms
 from harness.doctor.mistakes import (
+    BOX_RANGE,
+    box_range_collapsed,
     fcr_read_channel_first,
     normalised_again,
     paired_by_listing_order,
@@ -145,6 +147,10 @@ def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, fcr_read_channel_first))
 
 
+def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, box_range_collapsed))
+
+
 def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
     """A copy of the dataset description: the same images and labels, the first two names swapped."""
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hailo-harness-doctor-")))
@@ -258,6 +264,14 @@ MODES: tuple[Mode, ...] = (
         "host decoder reshaping FCR outputs as [C, H, W]",
         "fcr_read_channel_first",
         _fcr_read_channel_first,
+    ),
+    Mode(
+        "box_range_collapsed",
+        "box convs quantized on a range far too coarse (the DFC at a reduced optimization level)",
+        f"the raw-output HEF's DFL logits clipped to +-{BOX_RANGE:g}, the class outputs as they are",
+        "box_regression_collapse",
+        _box_range_collapsed,
+        needs_emulator=True,
     ),
     Mode(
         "class_names_swapped",

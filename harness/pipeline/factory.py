@@ -6,6 +6,8 @@ all come here."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -13,6 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.backends.base import Runner
@@ -35,6 +38,9 @@ from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_s
 from harness.pipeline.evaluate import evaluate_path
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec, SettingsSpec
 from harness.verdict.result import PathResult
+
+if TYPE_CHECKING:
+    from harness.conformance.suite import Decoder
 
 
 @dataclass(frozen=True)
@@ -296,6 +302,17 @@ def _check_replay(spec: PathSpec, recording: Recording, settings: EvalSettings) 
         raise StoreError(f"--replay {spec.replay}: recorded under other settings that shape its outputs: {said}")
 
 
+def _decoder_tag(decoder: Decoder) -> str:
+    """A host decoder's name and a digest of its module's source: an edit to it is another cache entry."""
+    name = getattr(decoder, "__name__", "decoder")
+    try:
+        source = inspect.getsourcefile(decoder)
+        digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16] if source else "unknown"
+    except (TypeError, OSError):
+        digest = "unknown"
+    return f"{name}@{digest}"
+
+
 def path_over(
     opened: OpenRunner, spec: PathSpec, run: RunContext, settings: EvalSettings | None = None
 ) -> DetectionPath:
@@ -303,8 +320,7 @@ def path_over(
     decoding of its NMS buffer or its raw heads."""
     settings, name = settings or run.settings, spec.path_name
     if spec.decoder is not None:
-        tag = getattr(spec.decoder, "__name__", "decoder")
-        variant = f"{opened.variant}+{tag}"
+        variant = f"{opened.variant}+{_decoder_tag(spec.decoder)}"
         return DecoderPath(opened.runner, settings, opened.model_file, spec.decoder, name, run.names, variant)
     return runner_path(opened.runner, settings, opened.model_file, name, run.names, opened.variant)
 

@@ -81,6 +81,9 @@ class Evidence:
     reversed_channels_matched_share: float | None = None
     decoder_conformance: str | None = None
     score_ceiling: float | None = None
+    box_size_ratio: float | None = None
+    box_size_spread: float | None = None
+    reference_box_size_spread: float | None = None
 
 
 @dataclass(frozen=True)
@@ -331,6 +334,23 @@ RULES: tuple[Rule, ...] = (
         "and that outputs are de-quantised exactly once; hailo-harness verify-decode compares with the ONNX",
     ),
     Rule(
+        name="box_regression_collapse",
+        # Ultralytics' Hailo integration, Hailo-8L (July 2026): 128 calibration images made the DFC drop
+        # to optimization level 1; classes and scores held while every box came out 374-383 px wide.
+        cause="{path}'s boxes are {box_size_ratio:.1f}x the reference's in median size and alike "
+        "(size spread {box_size_spread:.0%} against {reference_box_size_spread:.0%}), while it returns "
+        "{boxes} against {reference_boxes} with scores up to {max_score:.2f}: the box branch's regression "
+        "collapsed, as when the DFL convs are quantized on a range too coarse",
+        needs=("box_size_ratio", "box_size_spread", "reference_box_size_spread", "max_score", "reference_n_boxes"),
+        holds=lambda e: (
+            (e.box_size_ratio >= 1.5 or e.box_size_ratio <= 0.67)
+            and e.box_size_spread <= 0.6 * e.reference_box_size_spread
+            and 0.5 * e.reference_n_boxes <= e.n_boxes <= 2 * e.reference_n_boxes
+        ),
+        fix="calibrate on at least 1024 images so the DFC keeps its optimization level, or give the box convs "
+        "16-bit precision in the model script (quantization_param(<box convs>, precision_mode=a16_w16))",
+    ),
+    Rule(
         name="quantisation_loss",
         cause="mAP@0.5 {map50:.3f} against {reference_map50:.3f} on the reference while {matched_share:.0%} of the "
         "boxes agree: accuracy is lost in quantisation",
@@ -368,6 +388,9 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "reversed_channels_matched_share": "matched share with red and blue exchanged",
     "decoder_conformance": "decoder conformance",
     "score_ceiling": "highest representable score",
+    "box_size_ratio": "median box size against the reference",
+    "box_size_spread": "box size spread",
+    "reference_box_size_spread": "reference box size spread",
 }
 
 
@@ -384,6 +407,28 @@ def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Findin
             text = "; ".join(f"{EVIDENCE_LABELS.get(n, n)} {_show(getattr(evidence, n))}" for n in rule.needs)
             findings.append(Finding(rule.name, rule.cause.format(**values), text, rule.fix))
     return findings
+
+
+def _sizes(result: PathResult) -> np.ndarray:
+    """sqrt(width * height) of every box, in pixels."""
+    boxes = [p.boxes for p in result.predictions if len(p)]
+    if not boxes:
+        return np.zeros(0)
+    b = np.concatenate(boxes).astype(np.float64)
+    return np.sqrt(np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None))
+
+
+def _box_sizes(evidence: Evidence, result: PathResult, reference: PathResult) -> Evidence:
+    """The median box size against the reference's, and each one's spread (coefficient of variation)."""
+    mine, theirs = _sizes(result), _sizes(reference)
+    if len(mine) < MIN_BOXES or len(theirs) < MIN_BOXES or np.median(theirs) <= 0:
+        return evidence
+    return replace(
+        evidence,
+        box_size_ratio=float(np.median(mine) / np.median(theirs)),
+        box_size_spread=float(mine.std() / max(mine.mean(), 1e-9)),
+        reference_box_size_spread=float(theirs.std() / max(theirs.mean(), 1e-9)),
+    )
 
 
 def collect_evidence(
@@ -423,6 +468,7 @@ def collect_evidence(
     counts = agreement(reference.predictions, result.predictions)
     swapped = agreement(reference.predictions, _swapped(result, original_hw))
     ref_scores = [p.scores for p in reference.predictions if len(p)]
+    evidence = _box_sizes(evidence, result, reference)
     return replace(
         evidence,
         reference_path=reference.label,

@@ -19,12 +19,14 @@ from harness.doctor.bench import Bench
 from harness.doctor.description import with_nms
 from harness.doctor.mistakes import (
     BOX_RANGE,
+    SCORE_SHIFT,
     box_range_collapsed,
     fcr_read_channel_first,
     normalised_again,
     paired_by_listing_order,
     records_read_x_first,
     reversed_channels,
+    scores_shifted,
     sigmoid_on_probabilities,
     sigmoid_on_scores,
 )
@@ -104,6 +106,11 @@ def _host_sigmoid_on_probabilities(bench: Bench, stack: ExitStack) -> Injected:
 
 def _host_sigmoid_on_nms_scores(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(HostPath(bench.subject_path(stack), "sigmoid on scores", after=sigmoid_on_scores))
+
+
+def _scores_shifted(bench: Bench, stack: ExitStack) -> Injected:
+    inner = bench.subject_path(stack)
+    return Injected(HostPath(inner, f"scores shifted {SCORE_SHIFT:+g}", after=scores_shifted(bench.settings)))
 
 
 def _raw_decoder_on_nms_buffer(bench: Bench, stack: ExitStack) -> Injected:
@@ -213,6 +220,13 @@ MODES: tuple[Mode, ...] = (
         "wrapper applying a sigmoid to every detection score of the path under test",
         "sigmoid_applied_twice",
         _host_sigmoid_on_nms_scores,
+    ),
+    Mode(
+        "scores_shifted_on_device",
+        "the device scores the same objects uniformly lower",
+        f"every score of the path under test moved by {SCORE_SHIFT:+g}, the boxes kept",
+        "confidence_shift",
+        _scores_shifted,
     ),
     Mode(
         "raw_decoder_on_nms_buffer",

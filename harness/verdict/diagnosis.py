@@ -81,6 +81,8 @@ class Evidence:
     reversed_channels_matched_share: float | None = None
     decoder_conformance: str | None = None
     score_ceiling: float | None = None
+    score_drift: float | None = None
+    score_drift_std: float | None = None
     box_size_ratio: float | None = None
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None
@@ -334,6 +336,19 @@ RULES: tuple[Rule, ...] = (
         "and that outputs are de-quantised exactly once; hailo-harness verify-decode compares with the ONNX",
     ),
     Rule(
+        name="confidence_shift",
+        # Ultralytics' Hailo integration measured YOLO26 scores ~0.05 lower on a Hailo-8L.
+        cause="{path} finds the same boxes as {reference_path} ({matched_share:.0%} matched) with every score "
+        "shifted by {score_drift:+.3f} (spread {score_drift_std:.3f}): a confidence shift of the device, not "
+        "different boxes; compare at the matching operating point (the threshold shifted by the same amount)",
+        needs=("score_drift", "score_drift_std", "matched_share"),
+        holds=lambda e: (
+            e.matched_share >= 0.7 and abs(e.score_drift) >= 0.05 and e.score_drift_std <= 0.5 * abs(e.score_drift)
+        ),
+        fix="hold the path at the reference's operating point (--score-threshold shifted by the drift), or "
+        "recalibrate: a uniform shift comes from the class outputs' quantization, not from the decoding",
+    ),
+    Rule(
         name="box_regression_collapse",
         # Ultralytics' Hailo integration, Hailo-8L (July 2026): 128 calibration images made the DFC drop
         # to optimization level 1; classes and scores held while every box came out 374-383 px wide.
@@ -388,6 +403,8 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "reversed_channels_matched_share": "matched share with red and blue exchanged",
     "decoder_conformance": "decoder conformance",
     "score_ceiling": "highest representable score",
+    "score_drift": "mean score drift",
+    "score_drift_std": "score drift spread",
     "box_size_ratio": "median box size against the reference",
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",
@@ -484,6 +501,8 @@ def collect_evidence(
         extra=counts.extra,
         matched_share=matched_share(counts),
         swapped_matched_share=matched_share(swapped),
+        score_drift=counts.mean_score_drift if counts.matched else None,
+        score_drift_std=counts.score_drift_std if counts.matched else None,
     )
 
 

@@ -2,6 +2,8 @@
 
 import argparse
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +60,22 @@ def test_doctor_text_names_the_selected_modes_and_sums_up(doctor_cache, capsys):
 def test_a_non_positive_image_count_is_refused():
     with pytest.raises(HarnessError, match="--first 0"):
         doctor.run(_args("--first", "0"))
+
+
+def test_a_baseline_measured_at_another_operating_threshold_is_not_the_doctors_reference(tmp_path):
+    from types import SimpleNamespace
+
+    import synthetic_results as syn
+
+    from harness.doctor.bench import _baseline
+    from harness.verdict.golden import golden_from_result, golden_path, write_golden
+
+    truth = syn.truths(4)
+    at_02 = syn.result(syn.predictions(truth), truth)
+    at_05 = syn.result(syn.predictions(truth), truth, settings=replace(syn.SETTINGS, score_threshold=0.5))
+    onnx = Path("m.onnx")
+    dataset = SimpleNamespace(root="/data/sets/fire_smoke_val", manifest=syn.MANIFEST, samples=range(4))
+    write_golden(golden_path(tmp_path, onnx, "onnx", "fire_smoke_val"), golden_from_result(at_02))
+    assert _baseline(tmp_path, onnx, at_02, dataset)[1].startswith("golden ")
+    golden, source = _baseline(tmp_path, onnx, at_05, dataset)
+    assert source.startswith("clean run") and golden.settings.score_threshold == 0.5

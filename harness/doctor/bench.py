@@ -115,7 +115,8 @@ def _baseline(golden_root: Path, onnx: Path, clean: PathResult, dataset: Dataset
     file = baseline_file(golden_roots(golden_root, onnx), onnx, clean.path, Path(dataset.root).name)
     if file.exists():
         golden = load_golden(file)
-        if golden.provenance.dataset_manifest == dataset.manifest:
+        # a baseline of other images or other settings (another operating threshold) holds nothing here
+        if golden.provenance.dataset_manifest == dataset.manifest and not golden.settings.differences(clean.settings):
             return golden, f"golden {file}"
     return golden_from_result(clean), f"clean run of {clean.label} on the same {len(dataset.samples)} images"
 

@@ -90,6 +90,23 @@ HAILORT_4_18 = Profile(
         ),
     },
 )
+# 4.23.0 (the hailo8 branch's head, built from source and held to this fake by tests/test_hailort_oracle.py):
+# no legacy HAILO_NMS order, InferModel's NMS get_buffer() one frame, the 5.x exception classes.
+HAILORT_4_23 = Profile(
+    "4.23.0",
+    legacy_nms=False,
+    classes={
+        **_COMMON,
+        "HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE": (
+            "HailoRTHEFNotCompatibleWithDevice",
+            "HEF file is not compatible with device. See hailort.log for more information",
+        ),
+        "HAILO_DRIVER_OPERATION_FAILED": (
+            "HailoRTDriverOperationFailedException",
+            "Failure in hailort driver ioctl. run 'dmesg | grep hailo' for more information",
+        ),
+    },
+)
 HAILORT_5_1 = Profile(
     "5.1.1",
     legacy_nms=False,
@@ -128,10 +145,11 @@ def _format_order(profile: Profile) -> type[enum.IntEnum]:
 
 
 class HailoStreamInterface(enum.IntEnum):
+    # hailort: include/hailo/hailort.h, hailo_stream_interface_t (held to hailo_platform by test_hailort_oracle.py)
     PCIe = 0
-    INTEGRATED = 1
-    ETH = 2
-    MIPI = 3
+    ETH = 1
+    MIPI = 2
+    INTEGRATED = 3
 
 
 class HailoSchedulingAlgorithm(enum.IntEnum):
@@ -314,6 +332,7 @@ class FakeHailoRT:
         self.released = 0
         self._models = {os.path.realpath(path): self._model(hef, Path(path).stem) for path, hef in hefs.items()}
         self.pyhailort = self._pyhailort_module()
+        self.api: dict[str, Any] = {}
         self.module = self._platform_module()
 
     # ------------------------------------------------------------------------------------ setup
@@ -701,7 +720,7 @@ class FakeHailoRT:
                 self._stream = stream
                 self._buffer: np.ndarray | None = None
 
-            def frame_bytes(self) -> int:
+            def _frame_bytes(self) -> int:
                 fmt = self._stream.format
                 item = (
                     1
@@ -717,11 +736,11 @@ class FakeHailoRT:
             def set_buffer(self, buffer: np.ndarray) -> None:
                 if not buffer.flags.c_contiguous:
                     raise exc.HailoRTException("Buffer must be C_CONTIGUOUS")
-                if buffer.nbytes != self.frame_bytes():  # HailoRT checks the buffer is one frame exactly
+                if buffer.nbytes != self._frame_bytes():  # HailoRT checks the buffer is one frame exactly
                     raise exc.HailoRTInvalidArgumentException("Invalid argument. See hailort.log for more information")
                 self._buffer = buffer
 
-            def write(self, data: np.ndarray | bytes) -> None:
+            def _write(self, data: np.ndarray | bytes) -> None:
                 """What the device + host ops write into the user's memory: the bytes, whatever its dtype."""
                 assert self._buffer is not None
                 raw = np.frombuffer(data if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes(), np.uint8)
@@ -790,11 +809,11 @@ class FakeHailoRT:
                         stream = b.output(info.name)
                         order = nms_order_name(stream._stream.format)
                         if order == "HAILO_NMS_BY_SCORE":
-                            stream.write(by_class_to_by_score(outputs[info.name], info.nms_shape))
+                            stream._write(by_class_to_by_score(outputs[info.name], info.nms_shape))
                         elif is_nms(stream._stream.format):
-                            stream.write(outputs[info.name])
+                            stream._write(outputs[info.name])
                         else:
-                            stream.write(fake.to_user(info, outputs[info.name], stream._stream.format.type))
+                            stream._write(fake.to_user(info, outputs[info.name], stream._stream.format.type))
 
         class VDevice:
             def __init__(self, params: VDeviceParams | None = None, *, device_ids: list[str] | None = None) -> None:
@@ -871,4 +890,24 @@ class FakeHailoRT:
         for name, value in exported.items():
             if name not in ("__version__", "pyhailort"):
                 setattr(self.pyhailort, name, value)
+        # What the fake stands in for, by its name in hailo_platform.pyhailort.pyhailort (held to the real
+        # module by tests/test_hailort_oracle.py); the vstream infos are the pybind11 module's (_pyhailort).
+        self.api = {
+            **{k: v for k, v in exported.items() if k not in ("__version__", "pyhailort")},
+            "VDevice": exported["VDevice"],
+            "ConfiguredNetwork": ConfiguredNetwork,
+            "ActivatedNetworkContextManager": ActivatedNetworkContextManager,
+            "EmptyContextManager": EmptyContextManager,
+            **(
+                {
+                    "InferModel": InferModel,
+                    "InferModel.InferStream": InferStream,
+                    "ConfiguredInferModel": ConfiguredInferModel,
+                    "ConfiguredInferModel.Bindings": Bindings,
+                    "ConfiguredInferModel.Bindings.InferStream": BindingStream,
+                }
+                if self.profile.infer_model
+                else {}
+            ),
+        }
         return module

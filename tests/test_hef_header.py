@@ -66,9 +66,10 @@ def test_text_file_is_not_a_hef(files: dict[str, bytes]) -> None:
         parse_header(files["not_a_hef.hef"], "not_a_hef.hef")
 
 
-def test_empty_file_is_not_a_hef() -> None:
-    with pytest.raises(HefError, match=r"not a HEF \(no magic\)"):
+def test_a_file_shorter_than_any_header_fails_as_hailorts_read_does() -> None:
+    with pytest.raises(HefError, match=r"empty.hef: truncated: file has 0 bytes \(an empty file\)") as caught:
         parse_header(b"", "empty.hef")
+    assert caught.value.status == "HAILO_FILE_OPERATION_FAILURE"
 
 
 def test_unknown_header_version_is_unsupported(files: dict[str, bytes]) -> None:

@@ -66,7 +66,8 @@ class Failure:
 _DEVICE_STATUSES = {
     "HAILO_DEVICE_IN_USE": "the device is in use by another process: stop it (hailortcli monitor shows who) or pick "
     "another device",
-    "HAILO_OUT_OF_PHYSICAL_DEVICES": "no free Hailo device matches: check `hailortcli scan` and the device ids given",
+    "HAILO_OUT_OF_PHYSICAL_DEVICES": "no Hailo device found: none is connected and free, or none matches the device "
+    "ids given; `hailortcli scan` lists what HailoRT sees",
     "HAILO_INVALID_DRIVER_VERSION": "the PCIe driver and the HailoRT library differ in version: install the driver "
     "of the same HailoRT version",
 }

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 import xxhash
 
+from harness.core.errors import HEF_CORRUPTED as CORRUPTED
+from harness.core.errors import HEF_FILE_OPERATION_FAILURE as FILE_OPERATION_FAILURE
+from harness.core.errors import HEF_NOT_SUPPORTED as NOT_SUPPORTED
 from harness.core.errors import HefError
 
 MAGIC = 0x01484546
@@ -75,18 +78,27 @@ class HefHeader:
 
 
 def parse_header(data: bytes, source: str) -> HefHeader:
-    """The header at the start of ``data``; ``source`` names the file in errors."""
-    if len(data) < 4 or int.from_bytes(data[:4], "big") != MAGIC:
-        found = data[:4].hex() or "an empty file"
-        raise HefError(f"{source}: not a HEF (no magic): first bytes {found}, expected 01484546")
+    """The header at the start of ``data``; ``source`` names the file in errors. The checks come in
+    HailoRT's order, each refusal with its status (hailort: hailort/libhailort/src/hef/hef.cpp,
+    parse_hef_header_before_distinct, then the version switch, then validate_hef_header): a file too
+    short for its header fails HailoRT's read."""
     if len(data) < _COMMON.size:
-        raise HefError(f"{source}: truncated: file has {len(data)} bytes, the header needs at least {_COMMON.size}")
-    _, version, proto_size = _COMMON.unpack_from(data)
+        found = f"first bytes {data[:4].hex()}" if data else "an empty file"
+        raise HefError(
+            f"{source}: truncated: file has {len(data)} bytes ({found}), a HEF header needs at least {_COMMON.size}",
+            FILE_OPERATION_FAILURE,
+        )
+    magic, version, proto_size = _COMMON.unpack_from(data)
+    if magic != MAGIC and (version not in _DISTINCT or len(data) >= HEADER_SIZES[version]):
+        raise HefError(
+            f"{source}: not a HEF (no magic): first bytes {data[:4].hex()}, expected 01484546", NOT_SUPPORTED
+        )
     if version not in _DISTINCT:
-        raise HefError(f"{source}: unsupported HEF header version {version}, expected one of 0, 1, 2, 3")
+        raise HefError(f"{source}: unsupported HEF header version {version}, expected one of 0, 1, 2, 3", NOT_SUPPORTED)
     if len(data) < HEADER_SIZES[version]:
         raise HefError(
-            f"{source}: truncated: file has {len(data)} bytes, the v{version} header needs {HEADER_SIZES[version]}"
+            f"{source}: truncated: file has {len(data)} bytes, the v{version} header needs {HEADER_SIZES[version]}",
+            FILE_OPERATION_FAILURE,
         )
     fields = _DISTINCT[version].unpack_from(data, _COMMON.size)
     if version == 0:
@@ -97,7 +109,8 @@ def parse_header(data: bytes, source: str) -> HefHeader:
     if ccws_with_padding < padding:
         raise HefError(
             f"{source}: malformed v3 header: ccws_size_with_padding {ccws_with_padding} is smaller than "
-            f"padding size {padding}"
+            f"padding size {padding}",
+            CORRUPTED,
         )
     return HefHeader(
         version,
@@ -114,9 +127,9 @@ def check_size(header: HefHeader, file_size: int, source: str) -> None:
     """Refuse a file shorter (truncated) or longer than its header declares."""
     declared = header.declared_file_size
     if file_size < declared:
-        raise HefError(f"{source}: truncated: header declares {declared} bytes, file has {file_size}")
+        raise HefError(f"{source}: truncated: header declares {declared} bytes, file has {file_size}", CORRUPTED)
     if file_size > declared:
-        raise HefError(f"{source}: size mismatch: header declares {declared} bytes, file has {file_size}")
+        raise HefError(f"{source}: size mismatch: header declares {declared} bytes, file has {file_size}", CORRUPTED)
 
 
 def _digest(kind: ChecksumKind, data: bytes) -> int:
@@ -139,12 +152,14 @@ def verify_checksum(header: HefHeader, data: bytes, source: str) -> None:
     if actual != header.checksum:
         raise HefError(
             f"{source}: checksum mismatch: {kind.value} of the {len(body)} bytes after the header is "
-            f"{_hex(kind, actual)}, header expects {_hex(kind, header.checksum)}"
+            f"{_hex(kind, actual)}, header expects {_hex(kind, header.checksum)}",
+            CORRUPTED,
         )
     if header.proto_checksum:
         actual = _digest(kind, body[: header.proto_size])
         if actual != header.proto_checksum:
             raise HefError(
                 f"{source}: checksum mismatch: {kind.value} of the {header.proto_size}-byte proto is "
-                f"{_hex(kind, actual)}, header expects {_hex(kind, header.proto_checksum)}"
+                f"{_hex(kind, actual)}, header expects {_hex(kind, header.proto_checksum)}",
+                CORRUPTED,
             )

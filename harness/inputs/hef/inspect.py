@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.specs import FormatOrder, NmsShape, OutputSpec
-from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo
+from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo, VStreamInfo
 
 # How a device order reaches a host buffer through a vstream
 # (hailort: hailort/libhailort/src/transform/transform.cpp; default orders: src/hailort_defaults.cpp)
@@ -209,42 +209,59 @@ def _g(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _stream_line(direction: str, stream: StreamInfo) -> str:
-    h, w, c = stream.shape
-    dims = f"{c}" if stream.device_order is FormatOrder.NC else f"{h}x{w}x{c}"
-    padded = "" if stream.padded_shape == stream.shape else " padded {}x{}x{}".format(*stream.padded_shape)
+def _dims(order: FormatOrder, shape: tuple[int, ...]) -> str:
+    """A shape as hailortcli parse-hef prints it: features for NC, HxW for NHW, else HxWxC
+    (hailort: hailort/libhailort/src/hef/hef.cpp, get_shape_str)."""
+    h, w, c = shape
+    if order is FormatOrder.NC:
+        return f"{c}"
+    if order is FormatOrder.NHW:
+        return f"{h}x{w}"
+    return f"{h}x{w}x{c}"
+
+
+def _stream_lines(direction: str, stream: StreamInfo) -> list[str]:
+    """parse-hef's stream info line (the device's type and order, the padded shape HailoRT transfers),
+    then the quantization under it."""
     quant = stream.host_quant
     if stream.is_per_feature:
         scales = [q.scale for q in quant]
         q = f"zp {_g(quant[0].zero_point)}.., scale {_g(min(scales))}..{_g(max(scales))} ({len(quant)} features)"
     else:
         q = f"zp {_g(quant[0].zero_point)}, scale {_g(quant[0].scale)}"
+    padded = "" if stream.padded_shape == stream.shape else "; shape {}x{}x{} before padding".format(*stream.shape)
     limvals = f"limvals [{_g(quant[0].limvals_min)}, {_g(quant[0].limvals_max)}]"
-    return (
-        f"{direction} {stream.name} {stream.data_type.name}, {stream.device_order.name}({dims}){padded}; {q}; {limvals}"
-    )
+    dims = _dims(stream.device_order, stream.padded_shape)
+    return [
+        f"{direction} {stream.name} {stream.data_type.name}, {stream.device_order.name}({dims})",
+        f"    quantization: {q}; {limvals}{padded}",
+    ]
+
+
+def _vstream_line(direction: str, vstream: VStreamInfo) -> str:
+    """parse-hef's vstream info line: the device's type in the default host order, as HailoRT lists it
+    before the user picks a host format (hailort: hailort/libhailort/src/hef/hef.cpp, get_shape_str)."""
+    if vstream.nms is not None:
+        shape = vstream.nms
+        dims = (
+            f"HAILO NMS BY CLASS(number of classes: {shape.number_of_classes}, maximum bounding boxes per class: "
+            f"{shape.max_bboxes_per_class}, maximum frame size: {nms_frame_bytes(shape)})"
+        )
+    else:
+        dims = f"{vstream.order.name}({_dims(vstream.order, (vstream.height, vstream.width, vstream.features))})"
+    return f"{direction} {vstream.name} {vstream.type.name}, {dims}"
 
 
 def _group_lines(group: NetworkGroupInfo) -> list[str]:
-    lines = [f"Network group name: {group.name}", "    VStream infos:"]
-    for stream in group.inputs:
-        h, w, c = stream.shape
-        lines.append(f"        Input  {stream.name} {stream.data_type.name}, {stream.host_order.name}({h}x{w}x{c})")
-    specs = _host_specs(group)
-    if specs is None:
+    lines = [f"Network group name: {group.name}", "    Stream infos:"]
+    for direction, streams in (("Input ", group.inputs), ("Output", group.outputs)):
+        lines += [f"        {line}" for stream in streams for line in _stream_lines(direction, stream)]
+    lines.append("    VStream infos:")
+    lines += [f"        {_vstream_line('Input ', v)}" for v in group.input_vstreams]
+    if group.logits_op is not None or (group.nms is not None and group.nms.bbox_decoding_only):
         lines.append("        Output of a post-process op this reader does not describe")
     else:
-        for spec in specs:
-            if spec.nms is not None:
-                shape = spec.nms
-                lines.append(
-                    f"        Output {spec.name} {spec.format_type.name}, HAILO NMS BY CLASS(number of classes: "
-                    f"{shape.number_of_classes}, maximum bounding boxes per class: {shape.max_bboxes_per_class}, "
-                    f"maximum frame size: {nms_frame_bytes(shape)})"
-                )
-            else:
-                dims = "x".join(str(d) for d in spec.shape)
-                lines.append(f"        Output {spec.name} {spec.format_type.name}, {spec.format_order.name}({dims})")
+        lines += [f"        {_vstream_line('Output', v)}" for v in group.output_vstreams]
     if group.nms is not None:
         nms = group.nms
         lines += [
@@ -263,9 +280,15 @@ def _group_lines(group: NetworkGroupInfo) -> list[str]:
             lines.append(f"            Regression length: {nms.regression_length}")
         for d in nms.bbox_decoders:
             lines.append(f"            Decoder stride {d.stride}: boxes {d.box_stream}, classes {d.class_stream}")
-    lines.append("    Stream infos:")
-    lines += [f"        {_stream_line('Input ', s)}" for s in group.inputs]
-    lines += [f"        {_stream_line('Output', s)}" for s in group.outputs]
+    specs = _host_specs(group)
+    if specs is not None:
+        lines.append(
+            "    Host outputs, as the harness reads them "
+            "(FLOAT32: de-quantized by HailoRT; --hailo-format uint8 keeps the device's type):"
+        )
+        for spec in specs:
+            shape = "x".join(str(d) for d in spec.shape)
+            lines.append(f"        {spec.name} {spec.format_type.name}, {spec.format_order.name}({shape})")
     lines.append("    Derived:")
     for f in output_facts(group):
         role = f" [{f.role}]" if f.role else ""
@@ -291,9 +314,11 @@ def render_text(info: HefInfo) -> str:
     lines = [
         f"HEF: {info.path}",
         f"Header version: {info.header_version}, checksum {info.checksum_kind.value} {integrity}",
-        f"Architecture HEF was compiled for: {info.hw_arch.name}",
-        f"Runs on: {', '.join(info.devices) or 'no known device'} ({', '.join(device_families(info)) or '-'})",
-        f"SDK version: {info.sdk_version}",
+        # parse-hef's own lines, HailoRT 4.x's then 5.x's (hailort: libhailort/src/hef/hef.cpp, get_description)
+        f"Architecture HEF was compiled for: {info.device_arch}",
+        f"HEF Compatible for: {', '.join(info.devices) or 'UNKNOWN ARCHITECTURE'}",
+        f"HEF Compiler Version: {info.sdk_version}",
+        f"hw_arch in the HEF: {info.hw_arch.name}, run by {', '.join(device_families(info)) or 'no HailoRT line'}",
     ]
     for group in info.network_groups:
         lines += _group_lines(group)

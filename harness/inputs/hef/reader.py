@@ -57,6 +57,19 @@ DEVICES_BY_ARCH: dict[HwArch, tuple[str, ...]] = {
     HwArch.HAILO10H: (),
 }
 
+# What HailoRT 4.x calls the HEF's architecture ("Architecture HEF was compiled for" in parse-hef)
+# (hailort v4.23.0: hailort/libhailort/src/device_common/device_internal.cpp, DeviceBase::hef_arch_to_device_arch)
+DEVICE_ARCH_4X: dict[HwArch, str] = {
+    HwArch.SAGE_A0: "HAILO8_A0",
+    **dict.fromkeys((HwArch.HAILO8, HwArch.HAILO8P, HwArch.HAILO8R, HwArch.SAGE_B0, HwArch.PAPRIKA_B0), "HAILO8"),
+    HwArch.HAILO8L: "HAILO8L",
+    **dict.fromkeys((HwArch.HAILO15H, HwArch.GINGER, HwArch.LAVENDER), "HAILO15H"),
+    **dict.fromkeys((HwArch.PLUTO, HwArch.HAILO15L), "HAILO15L"),
+    HwArch.HAILO15M: "HAILO15M",
+    HwArch.HAILO10H: "HAILO10H",
+    HwArch.MARS: "MARS",
+}
+
 # hailort: hailort/libhailort/src/hef/hef.cpp, is_multi_layout: these keep one core op per cluster layout
 _MULTI_LAYOUT_ARCHS = (HwArch.HAILO8L, HwArch.HAILO15M)
 
@@ -91,6 +104,8 @@ _TYPE_BY_DATA_BYTES = {1: FormatType.UINT8, 2: FormatType.UINT16}
 _EXTENSION_OUTPUT_SCALE_PER_FEATURE = 25  # ProtoHEFExtensionType (hailort: hailort/libhailort/hef.proto)
 _BBOX_PARAMS = 5  # HailoRTCommon::BBOX_PARAMS: y_min, x_min, y_max, x_max, score
 _ZERO_QUANT = QuantInfo(0.0, 0.0, 0.0, 0.0)  # INVALID_QUANT_INFO (hailort: include/hailo/hailort.h)
+# "In order to pass is_qp_valid check in pyhailort" (hailort: src/net_flow/ops/nms_post_process.cpp)
+_NMS_QUANT = QuantInfo(0.0, 1.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -173,12 +188,65 @@ class NmsOpConfig:
 
 
 @dataclass(frozen=True)
+class VStreamInfo:
+    """``hailo_vstream_info_t`` as HailoRT gives it before the user picks a host format: the device's type
+    in the default host order, the layer's shape (not padded), its per-tensor quant info; an NMS
+    output always FLOAT32 with quant {0, 1, 0, 0}.
+
+    hailort: hailort/libhailort/src/hef/layer_info.hpp, get_vstream_info_from_layer_info_impl;
+    src/net_flow/ops/nms_post_process.cpp, NmsOpMetadata::get_output_vstream_info.
+    """
+
+    name: str
+    order: FormatOrder
+    type: FormatType
+    height: int
+    width: int
+    features: int
+    quant: QuantInfo
+    nms: NmsShape | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape pyhailort's ``VStreamInfo.shape`` reports (hailort: bindings/python/src/pyhailort.cpp)."""
+        if self.nms is not None:
+            return (self.nms.number_of_classes, _BBOX_PARAMS, self.nms.max_bboxes_per_class)
+        if self.order is FormatOrder.NC:
+            return (self.features,)
+        if self.order is FormatOrder.NHW:
+            return (self.height, self.width)
+        return (self.height, self.width, self.features)
+
+
+def _vstream(stream: StreamInfo) -> VStreamInfo:
+    if stream.nms is not None:
+        return VStreamInfo(stream.name, stream.host_order, FormatType.FLOAT32, 0, 0, 0, stream.quant, stream.nms)
+    return VStreamInfo(stream.name, stream.host_order, stream.data_type, *stream.shape, stream.quant)
+
+
+@dataclass(frozen=True)
 class NetworkGroupInfo:
     name: str
     inputs: tuple[StreamInfo, ...]
     outputs: tuple[StreamInfo, ...]
     nms: NmsOpConfig | None = None
     logits_op: str | None = None
+
+    @property
+    def input_vstreams(self) -> tuple[VStreamInfo, ...]:
+        return tuple(_vstream(s) for s in self.inputs)
+
+    @property
+    def output_vstreams(self) -> tuple[VStreamInfo, ...]:
+        """HailoRT's output vstream infos: an NMS op's one output in place of the core outputs it consumes."""
+        if self.nms is not None and not self.nms.bbox_decoding_only:
+            shape = self.nms.nms_shape
+            return (
+                VStreamInfo(
+                    self.nms.output_name, FormatOrder.NMS_BY_CLASS, FormatType.FLOAT32, 0, 0, 0, _NMS_QUANT, shape
+                ),
+            )
+        return tuple(_vstream(s) for s in self.outputs)
 
     def output_specs(self, format_type: FormatType = FormatType.FLOAT32) -> tuple[OutputSpec, ...]:
         """The outputs as the host receives them through vstreams / InferModel.
@@ -232,6 +300,11 @@ class HefInfo:
     truncated: bool
     file_size: int
     network_groups: tuple[NetworkGroupInfo, ...]
+
+    @property
+    def device_arch(self) -> str:
+        """HailoRT 4.x's name for the HEF's architecture (:data:`DEVICE_ARCH_4X`)."""
+        return DEVICE_ARCH_4X.get(self.hw_arch, "UNKNOWN ARCHITECTURE")
 
     @property
     def header_version(self) -> int:

@@ -16,7 +16,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from harness.core.errors import HefError
+from harness.core.errors import HEF_CORRUPTED, HefError
+
+
+class ProtoError(HefError):
+    """A proto that does not decode: HailoRT refuses it as corrupted ("Failed parsing HEF file")."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, HEF_CORRUPTED)
+
 
 VARINT = 0
 FIXED64 = 1
@@ -34,13 +42,13 @@ def read_varint(data: bytes | memoryview, pos: int, path: str) -> tuple[int, int
     end = len(data)
     for i in range(_MAX_VARINT_BYTES):
         if pos + i >= end:
-            raise HefError(f"malformed proto field {path}: varint runs past the end of the data")
+            raise ProtoError(f"malformed proto field {path}: varint runs past the end of the data")
         byte = data[pos + i]
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
             return result & 0xFFFF_FFFF_FFFF_FFFF, pos + i + 1
         shift += 7
-    raise HefError(f"malformed proto field {path}: varint longer than {_MAX_VARINT_BYTES} bytes")
+    raise ProtoError(f"malformed proto field {path}: varint longer than {_MAX_VARINT_BYTES} bytes")
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
             raise
         number, wire_type = key >> 3, key & 7
         if number == 0:
-            raise HefError(f"malformed proto field {path}: field number 0")
+            raise ProtoError(f"malformed proto field {path}: field number 0")
         field_path = f"{path}.#{number}"
         if wire_type == VARINT:
             try:
@@ -81,7 +89,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
             if pos + size > end:
                 if partial:
                     return records, True
-                raise HefError(f"malformed proto field {field_path}: {size}-byte value runs past the end of the data")
+                raise ProtoError(f"malformed proto field {field_path}: {size}-byte value runs past the end of the data")
             value = int.from_bytes(data[pos : pos + size], "little")
             pos += size
             record = Record(number, wire_type, value)
@@ -94,7 +102,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
                 raise
             if pos + length > end:
                 if not partial:
-                    raise HefError(
+                    raise ProtoError(
                         f"malformed proto field {field_path}: length {length} runs past the end of the data "
                         f"({end - pos} bytes left)"
                     )
@@ -103,7 +111,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
             record = Record(number, wire_type, bytes(data[pos : pos + length]))
             pos += length
         else:
-            raise HefError(f"malformed proto field {field_path}: unsupported wire type {wire_type}")
+            raise ProtoError(f"malformed proto field {field_path}: unsupported wire type {wire_type}")
         records.setdefault(number, []).append(record)
     return records, False
 
@@ -129,7 +137,7 @@ class Message:
         for record in found:
             if record.wire_type not in wire_types:
                 expected = " or ".join(_WIRE_TYPE_NAMES[w] for w in wire_types)
-                raise HefError(
+                raise ProtoError(
                     f"malformed proto field {self.path}.{name}: wire type "
                     f"{_WIRE_TYPE_NAMES.get(record.wire_type, record.wire_type)}, expected {expected}"
                 )
@@ -159,7 +167,7 @@ class Message:
                 continue
             raw = _payload(record)
             if len(raw) % 8:
-                raise HefError(f"malformed proto field {self.path}.{name}: packed doubles of {len(raw)} bytes")
+                raise ProtoError(f"malformed proto field {self.path}.{name}: packed doubles of {len(raw)} bytes")
             values.extend(struct.unpack(f"<{len(raw) // 8}d", raw))
         return tuple(values)
 
@@ -170,7 +178,7 @@ class Message:
         try:
             return _payload(found[-1]).decode("utf-8")
         except UnicodeDecodeError as error:
-            raise HefError(f"malformed proto field {self.path}.{name}: not UTF-8 ({error.reason})") from None
+            raise ProtoError(f"malformed proto field {self.path}.{name}: not UTF-8 ({error.reason})") from None
 
     def strings(self, number: int, name: str) -> tuple[str, ...]:
         out = []
@@ -178,7 +186,7 @@ class Message:
             try:
                 out.append(_payload(record).decode("utf-8"))
             except UnicodeDecodeError as error:
-                raise HefError(f"malformed proto field {self.path}.{name}[{i}]: not UTF-8 ({error.reason})") from None
+                raise ProtoError(f"malformed proto field {self.path}.{name}[{i}]: not UTF-8 ({error.reason})") from None
         return tuple(out)
 
     def message(self, number: int, name: str) -> Message:

@@ -1,0 +1,389 @@
+"""HailoRT's own code as the oracle: what the harness reads from a HEF, prints about it and fakes of
+hailo_platform, held against libhailort, hailortcli and hailo_platform built from source
+(tools/build_hailort.sh). HailoRT runs in its build's own venv (it pins numpy < 2), driven through
+tests/hailort_oracle/dump.py, one process per HEF.
+
+Builds are found through HARNESS_HAILORT (build folders separated by ':'); without one these tests
+skip saying so, and with HARNESS_REQUIRE_HAILORT=VERSION[,VERSION] (as .ci/run sets it) they fail.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.core.errors import HefError
+from harness.core.specs import FormatType
+from harness.inputs.hef.inspect import render_text
+from harness.inputs.hef.reader import HefInfo, StreamInfo, VStreamInfo, parse_hef
+
+VERSIONS = ("4.23.0", "5.2.0")
+ROOT = Path(__file__).resolve().parent.parent
+DUMP = ROOT / "tests" / "hailort_oracle" / "dump.py"
+BACKEND = ROOT / "tests" / "hailort_oracle" / "backend.py"
+
+
+@dataclass(frozen=True)
+class Build:
+    version: str
+    root: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "venv" / "bin" / "python"
+
+    @property
+    def hailortcli(self) -> Path:
+        return self.root / "bin" / "hailortcli"
+
+    def run(self, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+        """One HailoRT process; its hailort.log goes to ``cwd``, never into the project."""
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HAILORT_LOGGER_PATH": str(cwd)}
+        return subprocess.run(
+            [str(a) for a in args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd, env=env
+        )
+
+    def dump(self, *args: str | Path, cwd: Path, script: Path = DUMP) -> dict:
+        done = self.run(self.python, script, *args, cwd=cwd)
+        if done.returncode < 0:
+            return {"crashed": signal.Signals(-done.returncode).name}
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+
+def _builds() -> dict[str, Build]:
+    found = {}
+    for folder in filter(None, os.environ.get("HARNESS_HAILORT", "").split(":")):
+        version_file = Path(folder) / "VERSION"
+        if version_file.is_file():
+            found[version_file.read_text().strip()] = Build(version_file.read_text().strip(), Path(folder))
+    return found
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def build(request) -> Build:
+    version = request.param
+    builds = _builds()
+    if version not in builds:
+        reason = f"no HailoRT {version} build in HARNESS_HAILORT (run tools/build_hailort.sh {version})"
+        if version in os.environ.get("HARNESS_REQUIRE_HAILORT", "").split(","):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return builds[version]
+
+
+# ----------------------------------------------------------------------------------- the fakes
+
+
+def _parameters(obj: object) -> list[str] | None:
+    try:
+        return [p.name for p in inspect.signature(obj).parameters.values()]  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _real_parameters(described: list | None) -> list[str] | None:
+    return None if described is None else [name for name, _, _ in described]
+
+
+# Objects hailo_platform makes and hands out (from configure, create_infer_model, create_bindings...):
+# the harness never calls their constructors, so only their other members are compared.
+MADE_BY_HAILORT = {
+    "ConfiguredNetwork",
+    "ActivatedNetworkContextManager",
+    "EmptyContextManager",
+    "InferModel",
+    "InferModel.InferStream",
+    "ConfiguredInferModel",
+    "ConfiguredInferModel.Bindings",
+    "ConfiguredInferModel.Bindings.InferStream",
+}
+
+
+def _fake_members(name: str, cls: type) -> dict[str, object]:
+    public = {k: v for k, v in vars(cls).items() if not k.startswith("_") or k == "__init__"}
+    if name in MADE_BY_HAILORT:
+        public.pop("__init__", None)
+    return public
+
+
+# Checked only on a device: what the fake computes (outputs, NMS forms, statuses of a failing device),
+# and the members of classes the pybind11 module defines without text signatures (VStreamInfo,
+# QuantInfo, NmsShape, HailoFormat: their fields are compared through the HEF infos above).
+UNCHECKED_WITHOUT_DEVICE = ("inference results", "device fault statuses", "pybind11 member signatures")
+
+
+def test_every_class_method_and_enum_the_fake_provides_is_hailo_platforms_with_the_same_parameters(build, tmp_path):
+    import fake_hailo_platform as fakes
+
+    profile = fakes.HAILORT_4_23 if build.version.startswith("4.") else fakes.HAILORT_5_1
+    fake = fakes.FakeHailoRT({}, profile)
+    exceptions = sorted({name for name, _ in profile.classes.values()} | {"HailoRTException"})
+    real = build.dump("api", *fake.api, *exceptions, cwd=tmp_path)
+    mismatches, unchecked = [], []
+    for name, obj in fake.api.items():
+        described = real[name]
+        if described is None:
+            mismatches.append(f"{name}: not in hailo_platform {build.version}")
+        elif isinstance(obj, type) and issubclass(obj, enum.Enum):
+            members = {m.name: int(m.value) for m in obj}
+            wrong = {k: v for k, v in members.items() if described.get("members", {}).get(k) != v}
+            if described["kind"] != "enum" or wrong:
+                mismatches.append(f"{name}: members {wrong} are not the real enum's")
+        elif isinstance(obj, type):
+            if described["kind"] != "class":
+                mismatches.append(f"{name}: a class in the fake, a {described['kind']} in hailo_platform")
+                continue
+            for member, value in _fake_members(name, obj).items():
+                if member not in described["members"]:
+                    mismatches.append(f"{name}.{member}: not in hailo_platform {build.version}")
+                    continue
+                real_member = described["members"][member]
+                if isinstance(value, property) or not callable(value):
+                    if real_member != "attribute":
+                        mismatches.append(f"{name}.{member}: an attribute in the fake, a method in hailo_platform")
+                    continue
+                if real_member == "attribute":
+                    mismatches.append(f"{name}.{member}: a method in the fake, an attribute in hailo_platform")
+                    continue
+                expected = _real_parameters(real_member)
+                if expected is None:
+                    unchecked.append(f"{name}.{member}")
+                elif _parameters(value) != expected:
+                    mismatches.append(f"{name}.{member}: parameters {_parameters(value)}, hailo_platform {expected}")
+        else:
+            expected = _real_parameters(described.get("signature"))
+            if expected is not None and _parameters(obj) != expected:
+                mismatches.append(f"{name}: parameters {_parameters(obj)}, hailo_platform {expected}")
+    for name in exceptions:
+        bases = (real[name] or {}).get("bases", [])
+        if name != "HailoRTException" and "HailoRTException" not in bases:
+            mismatches.append(f"{name}: not a HailoRTException in hailo_platform {build.version}")
+    assert not mismatches, "\n".join(mismatches)
+    assert len(fake.api) >= 12 and len(unchecked) < len(fake.api), unchecked
+
+
+# ----------------------------------------------------------------------------------- HEF reading
+
+INTACT = ("hef/hailo8_mnist_cnn.hef", "hef/hailo8_arcface_mobilefacenet.hef", "hef/hailo10h_lightface_slim.hef")
+DAMAGED = ("hef_bad/hailo8l_yolov8s_nms_truncated.hef", "hef_bad/not_a_hef.hef")
+# Where HailoRT itself fails, with what it does and why; the harness reads these files.
+HAILORT_DEFECTS = {
+    # 4.23.0 is the Hailo-8 line (hailort branch hailo8): it dies reading a Hailo-10H HEF (header v3)
+    ("4.23.0", "hef/hailo10h_lightface_slim.hef"): "SIGSEGV",
+}
+
+
+def _order_name(hailort_name: str) -> str:
+    return hailort_name.removeprefix("HAILO_")
+
+
+def _quant(q) -> list[float]:
+    return [q.zero_point, q.scale, q.limvals_min, q.limvals_max]
+
+
+def _stream_record(stream: StreamInfo) -> dict:
+    assert stream.nms is None, f"{stream.name}: an on-chip NMS stream is not in the fixtures"
+    h, w, c = stream.padded_shape
+    shape = [c] if stream.device_order.name == "NC" else [h, w] if stream.device_order.name == "NHW" else [h, w, c]
+    return {
+        "name": stream.name,
+        "shape": shape,
+        "order": stream.device_order.name,
+        "type": stream.data_type.name,
+        "quant": _quant(stream.quant),
+        "nms": None,
+        "data_bytes": {"UINT8": 1, "UINT16": 2}[stream.data_type.name],
+    }
+
+
+def _vstream_record(vstream: VStreamInfo) -> dict:
+    return {
+        "name": vstream.name,
+        "shape": list(vstream.shape),
+        "order": vstream.order.name,
+        "type": vstream.type.name,
+        "quant": _quant(vstream.quant),
+        "nms": None if vstream.nms is None else [vstream.nms.number_of_classes, vstream.nms.max_bboxes_per_class],
+    }
+
+
+def harness_view(info: HefInfo) -> dict:
+    """What the harness reads, in the records tests/hailort_oracle/dump.py makes of hailo_platform's infos."""
+    return {
+        "network_groups": [
+            {
+                "name": group.name,
+                "input_streams": [_stream_record(s) for s in group.inputs],
+                "output_streams": [_stream_record(s) for s in group.outputs],
+                "input_vstreams": [_vstream_record(v) for v in group.input_vstreams],
+                "output_vstreams": [_vstream_record(v) for v in group.output_vstreams],
+            }
+            for group in info.network_groups
+        ]
+    }
+
+
+def hailort_view(dumped: dict) -> dict:
+    for group in dumped.get("network_groups", ()):
+        for infos in group.values():
+            for info in infos if isinstance(infos, list) else ():
+                info["order"] = _order_name(info["order"])
+    return dumped
+
+
+def harness_read(data: bytes, source: str) -> dict:
+    """The harness's strict read, as the oracle's JSON: its records, or its refusal's HailoRT status."""
+    try:
+        return harness_view(parse_hef(data, source))
+    except HefError as error:
+        return {"error": "HefError", "status": error.status, "message": str(error)}
+
+
+def assert_same_reading(build: Build, path: Path, data: bytes, what: str, tmp_path: Path) -> dict:
+    """HailoRT and the harness read ``path`` (bytes ``data``) alike: the same infos, or the same refusal."""
+    hailort = hailort_view(build.dump("hef", path, cwd=tmp_path))
+    ours = harness_read(data, str(path))
+    if "error" in hailort:
+        assert ours.get("status") == hailort["status"], f"{what}: HailoRT {hailort}, the harness {ours}"
+    else:
+        assert ours == hailort, f"{what}: the harness and HailoRT {build.version} read it differently"
+    return hailort
+
+
+def hailort_fails_on(build: Build, fixture: str, path: Path, tmp_path: Path) -> bool:
+    """Whether ``fixture`` is one HailoRT ``build`` fails on (:data:`HAILORT_DEFECTS`); the failure is
+    asserted, so a HailoRT that reads the file makes the test say so, and the harness must read it."""
+    defect = HAILORT_DEFECTS.get((build.version, fixture))
+    if defect is None:
+        return False
+    assert build.dump("hef", path, cwd=tmp_path) == {"crashed": defect}
+    assert parse_hef(path.read_bytes(), str(path)).network_groups
+    return True
+
+
+def test_the_oracle_covers_every_fixture_hef(shared_fixtures):
+    found = sorted(str(p.relative_to(shared_fixtures)) for p in shared_fixtures.glob("hef*/*.hef"))
+    assert found == sorted(INTACT + DAMAGED)
+
+
+@pytest.mark.parametrize("fixture", INTACT + DAMAGED)
+def test_hailort_and_the_harness_read_each_fixture_hef_alike(build, fixture, shared_fixtures, tmp_path):
+    path = shared_fixtures / fixture
+    if hailort_fails_on(build, fixture, path, tmp_path):
+        return
+    read = assert_same_reading(build, path, path.read_bytes(), fixture, tmp_path)
+    assert ("error" in read) == (fixture in DAMAGED)
+
+
+def mutations(data: bytes) -> dict[str, bytes]:
+    """Damage a reader meets: cuts (inside the header, the proto, the last byte), a byte added, bytes
+    flipped (in the proto, the last one), another header version, another magic."""
+    header = {0: 32, 1: 24, 2: 28, 3: 56}[int.from_bytes(data[4:8], "big")]
+
+    def flipped(at: int) -> bytes:
+        return data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
+
+    return {
+        "empty": b"",
+        "cut to 3 bytes": data[:3],
+        "cut to 11 bytes": data[:11],
+        "cut inside the header": data[: header - 1],
+        "cut inside the proto": data[: header + (len(data) - header) // 2],
+        "last byte cut": data[:-1],
+        "a byte appended": data + b"\0",
+        "a proto byte flipped": flipped(header + 40),
+        "last byte flipped": flipped(len(data) - 1),
+        "header version 7": data[:4] + (7).to_bytes(4, "big") + data[8:],
+        "another magic": b"\x02" + data[1:],
+    }
+
+
+@pytest.mark.parametrize("fixture", INTACT)
+def test_hailort_refuses_each_damaged_hef_with_the_status_the_harness_names(build, fixture, shared_fixtures, tmp_path):
+    if hailort_fails_on(build, fixture, shared_fixtures / fixture, tmp_path):
+        return
+    statuses = set()
+    for what, data in mutations((shared_fixtures / fixture).read_bytes()).items():
+        path = tmp_path / f"{what.replace(' ', '_')}.hef"
+        path.write_bytes(data)
+        statuses.add(assert_same_reading(build, path, data, f"{fixture}, {what}", tmp_path).get("status"))
+    assert {"HAILO_HEF_FILE_CORRUPTED", "HAILO_HEF_NOT_SUPPORTED"} <= statuses
+
+
+# ----------------------------------------------------------------------------------- inspect text
+
+_HEADER_LINES = ("Architecture HEF was compiled for:", "HEF Compatible for:", "HEF Compiler Version:")
+
+
+def described(text: str) -> dict[str, list[str]]:
+    """What a HEF description says line by line that both describers say: the architecture lines, the
+    network groups, and the stream and vstream info lines of each."""
+    found: dict[str, list[str]] = {"header": [], "groups": [], "Stream infos:": [], "VStream infos:": []}
+    section = None
+    for line in (raw.strip() for raw in text.splitlines()):
+        if line.startswith(_HEADER_LINES):
+            found["header"].append(line)
+        elif line.startswith("Network group name:"):
+            found["groups"].append(line.split(",")[0])  # HailoRT adds its context count
+        elif line in ("Stream infos:", "VStream infos:"):
+            section = line
+        elif section and line.startswith(("Input ", "Output ")):
+            found[section].append(line)
+        elif line.endswith(":") or line.startswith(("Host outputs", "Operation:")):
+            section = None
+    return found
+
+
+@pytest.mark.parametrize("streams", [False, True], ids=["vstreams", "with --parse-streams"])
+@pytest.mark.parametrize("fixture", INTACT)
+def test_inspect_says_what_hailortcli_parse_hef_says(build, fixture, streams, shared_fixtures, tmp_path):
+    path = shared_fixtures / fixture
+    if hailort_fails_on(build, fixture, path, tmp_path):
+        return
+    done = build.run(build.hailortcli, "parse-hef", path, *(["--parse-streams"] if streams else []), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    theirs, ours = described(done.stdout), described(render_text(parse_hef(path.read_bytes(), str(path))))
+    assert theirs["header"] and set(theirs["header"]) <= set(ours["header"]), (theirs["header"], ours["header"])
+    assert theirs["groups"] == ours["groups"]
+    assert theirs["VStream infos:"] == ours["VStream infos:"] and theirs["VStream infos:"]
+    if streams:
+        assert theirs["Stream infos:"] == ours["Stream infos:"] and theirs["Stream infos:"]
+    else:
+        assert not theirs["Stream infos:"]
+
+
+# ----------------------------------------------------------------------------------- hailort backend
+
+
+@pytest.mark.parametrize("fixture", INTACT)
+def test_the_hailort_backend_over_the_real_hailo_platform_reads_the_hef_and_says_no_device_was_found(
+    build, fixture, shared_fixtures, tmp_path
+):
+    path = shared_fixtures / fixture
+    if hailort_fails_on(build, fixture, path, tmp_path):
+        return
+    real = build.dump(path, cwd=tmp_path, script=BACKEND)
+    info = parse_hef(path.read_bytes(), str(path))
+    group = info.network_groups[0]
+    assert real["configure_params"] == [group.name]
+    assert [(i["name"], tuple(i["shape"]), i["order"]) for i in real["inputs"]] == [
+        (v.name, v.shape, v.order.name) for v in group.input_vstreams
+    ]
+    for format_type in (FormatType.FLOAT32, FormatType.UINT8):
+        specs = [
+            (s.name, list(s.shape), s.format_order.name, s.format_type.name, [_quant(q) for q in s.quant])
+            for s in info.output_specs(format_type)
+        ]
+        assert [tuple(o.values()) for o in real["outputs"][format_type.name]] == [tuple(s) for s in specs]
+    error = real["runner"]
+    assert error["error"] == "DeviceFailureError", error
+    assert "no Hailo device found" in error["message"] and "HAILO_OUT_OF_PHYSICAL_DEVICES" in error["message"]

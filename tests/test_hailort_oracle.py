@@ -15,15 +15,22 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_formats_layout import geometries
 
 from harness.core.errors import HefError
-from harness.core.specs import FormatType
+from harness.core.specs import FormatOrder, FormatType, QuantInfo
+from harness.formats.layout import device_to_host, frame_bytes, host_to_device
+from harness.formats.quant import dequantize, quantize
 from harness.inputs.hef.inspect import render_text
-from harness.inputs.hef.reader import HefInfo, StreamInfo, VStreamInfo, parse_hef
+from harness.inputs.hef.reader import DEFAULT_HOST_ORDER, HefInfo, StreamInfo, VStreamInfo, parse_hef
 
 VERSIONS = ("4.23.0", "5.2.0")
 ROOT = Path(__file__).resolve().parent.parent
@@ -387,3 +394,134 @@ def test_the_hailort_backend_over_the_real_hailo_platform_reads_the_hef_and_says
     error = real["runner"]
     assert error["error"] == "DeviceFailureError", error
     assert "no Hailo device found" in error["message"] and "HAILO_OUT_OF_PHYSICAL_DEVICES" in error["message"]
+
+
+# ----------------------------------------------------------------------------------- transforms
+
+TRANSFORM_DRIVER = ROOT / "tests" / "hailort_oracle" / "transform.cpp"
+
+
+class Transforms:
+    """HailoRT's OutputTransformContext / InputTransformContext, one driver process per build
+    (tests/hailort_oracle/transform.cpp, compiled against the build's headers and libhailort)."""
+
+    def __init__(self, build: Build, folder: Path) -> None:
+        binary = folder / "transform"
+        lib = next((build.root / "lib").glob("libhailort.so*"))
+        include = build.root / "src" / "hailort" / "libhailort" / "include"
+        compiled = subprocess.run(
+            ["g++", "-std=c++17", "-O1", f"-I{include}", str(TRANSFORM_DRIVER), "-o", str(binary),
+             f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert compiled.returncode == 0, compiled.stderr[-3000:]
+        env = {**os.environ, "HAILORT_LOGGER_PATH": str(folder)}
+        self.process = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=folder, env=env)
+
+    def __call__(
+        self,
+        direction: str,
+        src: tuple[FormatOrder, FormatType],
+        dst: tuple[FormatOrder, FormatType],
+        host: tuple[int, ...],
+        device: tuple[int, ...],
+        quant: Sequence[QuantInfo],
+        data: bytes,
+    ) -> tuple[int, bytes]:
+        """``(status, bytes)`` of one frame through HailoRT; NC shapes are HailoRT's (1, 1, C)."""
+        host3, device3 = ((1, 1, *host) if len(host) == 1 else host), ((1, 1, *device) if len(device) == 1 else device)
+        fields = [direction, *(int(v) for v in (*src, *dst)), *host3, *device3, len(quant)]
+        fields += [repr(float(x)) for q in quant for x in (q.zero_point, q.scale, q.limvals_min, q.limvals_max)]
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(" ".join(map(str, [*fields, len(data)])).encode() + b"\n" + data)
+        stdin.flush()
+        status, size = (int(v) for v in stdout.readline().split())
+        return status, stdout.read(size)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def transforms(build, tmp_path_factory) -> Iterator[Transforms]:
+    driver = Transforms(build, tmp_path_factory.mktemp(f"transforms-{build.version}"))
+    yield driver
+    driver.close()
+
+
+def _quants(draw, channels: int, dtype: np.dtype) -> list[QuantInfo]:
+    top = np.iinfo(dtype).max
+    count = draw(st.sampled_from([1, channels])) if channels > 1 else 1
+    quants = []
+    for _ in range(count):
+        zp = draw(st.integers(0, top))
+        scale = draw(st.floats(1 / 1024, 4.0, width=32))
+        quants.append(QuantInfo(float(zp), float(scale), float((0 - zp) * scale), float((top - zp) * scale)))
+    return quants
+
+
+@st.composite
+def output_cases(draw):
+    """A device frame of any order and type the harness handles, its padding, and quant infos (per tensor
+    or per feature)."""
+    order, shape, dtype, padded = draw(geometries())
+    quant = _quants(draw, shape[-1], dtype)
+    seed = draw(st.integers(0, 2**32 - 1))
+    _, aligned = frame_bytes(order, padded, dtype)
+    frame = np.random.default_rng(seed).integers(0, np.iinfo(dtype).max, aligned // dtype.itemsize, dtype=dtype)
+    return order, shape, dtype, padded, quant, frame.tobytes()
+
+
+FORMAT_TYPE = {np.dtype(np.uint8): FormatType.UINT8, np.dtype(np.uint16): FormatType.UINT16}
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=output_cases())
+def test_hailorts_output_transform_gives_the_harness_layout_and_dequantization_for_every_order_and_type(
+    transforms, case
+):
+    order, shape, dtype, padded, quant, frame = case
+    device_type = FORMAT_TYPE[dtype]
+    host_order = DEFAULT_HOST_ORDER[order]
+    host = device_to_host(frame, order, shape, dtype, padded)
+    status, raw = transforms("d2h", (order, device_type), (host_order, device_type), shape, padded, quant, frame)
+    assert status == 0, f"HailoRT status {status}"
+    np.testing.assert_array_equal(np.frombuffer(raw, dtype).reshape(shape), host)
+    status, floats = transforms(
+        "d2h", (order, device_type), (host_order, FormatType.FLOAT32), shape, padded, quant, frame
+    )
+    assert status == 0, f"HailoRT status {status}"
+    np.testing.assert_array_equal(np.frombuffer(floats, np.float32).reshape(shape), dequantize(host, quant))
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=output_cases())
+def test_hailorts_input_transform_writes_the_device_frame_the_harness_writes(transforms, case):
+    order, shape, dtype, padded, quant, frame = case
+    assume(order is not FormatOrder.NC)  # an input is an image: host NHWC to any device image order
+    host = device_to_host(frame, order, shape, dtype, padded)
+    device_type = FORMAT_TYPE[dtype]
+    status, raw = transforms(
+        "h2d", (FormatOrder.NHWC, device_type), (order, device_type), shape, padded, quant[:1], host.tobytes()
+    )
+    assert status == 0, f"HailoRT status {status}"
+    ours = host_to_device(host, order, padded)
+    np.testing.assert_array_equal(np.frombuffer(raw, dtype)[: ours.size], ours)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=output_cases(), seed=st.integers(0, 2**32 - 1))
+def test_hailorts_input_transform_quantizes_float_frames_as_the_harness_does(transforms, case, seed):
+    order, shape, dtype, padded, quant, _ = case
+    assume(order is not FormatOrder.NC)
+    lo, hi = quant[0].limvals_min, quant[0].limvals_max
+    margin = (hi - lo) / 4  # values past both limits too: they are clipped
+    floats = np.random.default_rng(seed).uniform(lo - margin, hi + margin, shape).astype(np.float32)
+    src, dst = (FormatOrder.NHWC, FormatType.FLOAT32), (order, FORMAT_TYPE[dtype])
+    status, raw = transforms("h2d", src, dst, shape, padded, quant[:1], floats.tobytes())
+    assert status == 0, f"HailoRT status {status}"
+    ours = host_to_device(quantize(floats, quant[:1], dtype), order, padded)
+    np.testing.assert_array_equal(np.frombuffer(raw, dtype)[: ours.size], ours)

@@ -155,8 +155,10 @@ def host_to_device(
 ) -> np.ndarray:
     """Dense host array (uint8/uint16) -> one device frame as a 1-D array of its elements.
 
-    Padding is zero and the frame is 8-byte aligned, as HailoRT's input transform writes it; the
-    inverse of :func:`device_to_host`.
+    Padding is zero and the frame is 8-byte aligned, as HailoRT's input transform writes it: the
+    inverse of :func:`device_to_host`, but for NHWC with padded features, whose rows HailoRT copies
+    dense (``W x C`` elements) and zero-pads at the row's end (hailort: transform.cpp,
+    ``transform__h2d_NHWC_to_NHWC``; held to it by tests/test_hailort_oracle.py).
     """
     array = np.asarray(array)
     dt = _device_dtype(array.dtype, name)
@@ -174,6 +176,8 @@ def host_to_device(
         rows = np.zeros((h, w, padded[2]), dtype=dt)
         rows[:, :, :c] = array
         device[:h, :, :w, :] = rows.reshape(h, w, -1, F8CR_BLOCK).transpose(0, 2, 1, 3)
-    else:
+    elif order is FormatOrder.FCR:
         device[:h, :w, :c] = array
+    else:
+        device.reshape(padded[0], -1)[:h, : w * c] = array.reshape(h, w * c)
     return frame

@@ -30,6 +30,18 @@ def device_offset(order: FormatOrder, padded: tuple[int, ...], row: int, col: in
     raise ValueError(f"no device layout for {order.name}")
 
 
+def input_offset(
+    order: FormatOrder, padded: tuple[int, ...], shape: tuple[int, ...], row: int, col: int, feature: int
+) -> int:
+    """Where HailoRT's input transform writes host element ``[row, col, feature]``: as the output side
+    reads it, but for NHWC, whose rows it copies dense (``W x C``) and zero-pads at the row's end
+    (``transform__h2d_NHWC_to_NHWC``)."""
+    if order == FormatOrder.NHWC:
+        _, wp, cp = padded
+        return row * wp * cp + col * shape[2] + feature
+    return device_offset(order, padded, row, col, feature)
+
+
 def _host_indices(shape: tuple[int, ...]) -> list[tuple[int, int, int]]:
     if len(shape) == 1:
         return [(0, 0, f) for f in range(shape[0])]
@@ -60,5 +72,5 @@ def host_to_device(host: np.ndarray, order: FormatOrder, padded: tuple[int, ...]
     device = np.zeros(elements, dtype=host.dtype)
     for r, c, f in _host_indices(host.shape):
         index = (f,) if host.ndim == 1 else (r, c, f)
-        device[device_offset(order, padded, r, c, f)] = host[index]
+        device[input_offset(order, padded, host.shape, r, c, f)] = host[index]
     return device

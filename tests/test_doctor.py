@@ -79,3 +79,20 @@ def test_a_baseline_measured_at_another_operating_threshold_is_not_the_doctors_r
     assert _baseline(tmp_path, onnx, at_02, dataset)[1].startswith("golden ")
     golden, source = _baseline(tmp_path, onnx, at_05, dataset)
     assert source.startswith("clean run") and golden.settings.score_threshold == 0.5
+
+
+def test_without_labels_the_doctor_runs_the_label_free_gates_and_leaves_out_the_modes_of_class_names(
+    doctor_cache, capsys
+):
+    from harness.inputs.demo import demo_data
+
+    frames = demo_data(doctor_cache) / "images" / "val"
+    code = doctor.run(_args("--first", "30", "--cache", str(doctor_cache), "--images", str(frames), "--json"))
+    table = json.loads(capsys.readouterr().out)
+    rows = {r["mode"]: r for r in table["modes"]}
+    assert {name for name, r in rows.items() if not r["injected"]} == {"class_names_swapped", "class_map_wrong"}
+    for row in (*table["controls"], *(r for r in rows.values() if r["injected"])):
+        assert row["correct"], row
+        assert "test_map" not in (row["gate"] or ""), row  # no mAP gate without labels
+    assert all(r["map50_difference"] is None for r in table["clean_runs"])
+    assert code == 0

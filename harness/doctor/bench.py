@@ -139,10 +139,11 @@ def open_bench(
     (a folder, ``in-domain`` / ``off-domain``; default the demo's in-domain split on the demo set,
     else the dataset's images). ``log`` gets a line per step of the bench's set-up."""
     full = load_dataset(dataset, split, Path(cache_dir), images, log)
-    data = subset(full, range(min(first, len(full.samples)))) if first else full
-    if not data.samples:
+    if not full.samples:
         raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
     run = prepare_run(onnx, full, settings, Path(cache_dir), progress=False, log=log, max_unreadable=max_unreadable)
+    full = run.dataset  # images without labels take the model's class names here
+    data = subset(full, range(min(first, len(full.samples)))) if first else full
     spec = PathSpec(Backend.EMULATOR, calibration=calibration)
     reference = evaluate(REFERENCE, run, data)
     hef: EmulatedHef | None

@@ -72,6 +72,7 @@ class Mode:
     expected: str
     inject: Inject
     needs_emulator: bool = False
+    needs_labels: bool = False  # the mistake lives in the dataset's class names
     detail: str = ""
     gap: str = ""
 
@@ -293,6 +294,7 @@ MODES: tuple[Mode, ...] = (
         "dataset copy (same images and labels) with the first two class names swapped",
         "class_names_reordered",
         _class_names_swapped,
+        needs_labels=True,
     ),
     Mode(
         "class_map_wrong",
@@ -300,6 +302,7 @@ MODES: tuple[Mode, ...] = (
         "settings class_map mapping dataset class i to model class i + 1",
         "dataset_class_order",
         _class_map_wrong,
+        needs_labels=True,
     ),
     Mode(
         "nms_classes_wrong",

@@ -42,10 +42,14 @@ def table_lines(table: DoctorTable) -> list[str]:
         lines.append("")
         for c in table.clean_runs:
             iv = c.map50_difference
+            difference = (
+                "no mAP (no labels)"
+                if iv is None
+                else f"mAP@0.5 difference {iv.point:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}]"
+            )
             lines.append(
-                f"clean run seed {c.seed}: {c.n_images} images, agreement {c.matched_share:.1%}, mAP@0.5 difference "
-                f"{iv.point:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}], findings {list(c.findings)}: "
-                f"{'PASS' if c.passed else 'FAIL'}"
+                f"clean run seed {c.seed}: {c.n_images} images, agreement {c.matched_share:.1%}, {difference}, "
+                f"findings {list(c.findings)}: {'PASS' if c.passed else 'FAIL'}"
             )
     problems = table.problems
     lines.append("")
@@ -94,7 +98,9 @@ def table_dict(table: DoctorTable) -> dict[str, Any]:
                 "seed": c.seed,
                 "n_images": c.n_images,
                 "matched_share": number(c.matched_share),
-                "map50_difference": {
+                "map50_difference": None
+                if c.map50_difference is None
+                else {
                     "point": number(c.map50_difference.point),
                     "low": number(c.map50_difference.low),
                     "high": number(c.map50_difference.high),

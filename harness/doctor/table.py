@@ -23,6 +23,7 @@ from harness.pipeline.detect import (
 from harness.pipeline.factory import evaluate
 from harness.pipeline.spec import REFERENCE
 from harness.verdict.diagnosis import collect_evidence, diagnose
+from harness.verdict.gate_id import BASELINE_KINDS, LABEL_FREE_KINDS
 from harness.verdict.gates import GateResult, gate_path_agreement, run_gates
 from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.metrics.coco import DifferenceInterval, paired_bootstrap
@@ -63,7 +64,7 @@ class CleanRun:
     seed: int
     n_images: int
     matched_share: float
-    map50_difference: DifferenceInterval
+    map50_difference: DifferenceInterval | None  # None without labels: no mAP to differ
     findings: tuple[str, ...]
     passed: bool
 
@@ -111,7 +112,8 @@ def _row(mode: Mode, how: str, gate_failed: bool, gate: str, name: str, text: st
 def _path_row(bench: Bench, mode: Mode, how: str, path: DetectionPath, result: PathResult) -> DoctorRow:
     """``result`` of ``path`` held to its baseline and the reference, then diagnosed."""
     reference = bench.reference_for(result)
-    gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw)
+    kinds = BASELINE_KINDS if bench.dataset.labelled else LABEL_FREE_KINDS
+    gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw, kinds=kinds)
     failed = any(not g.passed for g in gates)
     findings = diagnose(doctor_evidence(bench, result, reference, path if failed else None))
     if not findings:
@@ -140,6 +142,9 @@ def run_mode(bench: Bench, mode: Mode) -> DoctorRow:
     injection broke; an error the harness raises is the run refused, named by :data:`REFUSALS`."""
     if mode.needs_emulator and bench.hef is None:
         why = f"not run: needs an emulated HEF; {bench.emulator_refusal}"
+        return DoctorRow(mode.name, mode.expected, False, why, None, "", "", "", None, mode.gap)
+    if mode.needs_labels and not bench.dataset.labelled:
+        why = "not run: the mistake lives in the dataset's class names, and images without labels have none"
         return DoctorRow(mode.name, mode.expected, False, why, None, "", "", "", None, mode.gap)
     with ExitStack() as stack:
         try:
@@ -192,9 +197,11 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
         reference = evaluate(REFERENCE, bench.run, sample)
         hailo = evaluate(bench.subject_spec, bench.run, sample)
         gate = gate_path_agreement(reference, hailo)
-        truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in sample.samples]
-        interval = paired_bootstrap(truths, reference.predictions, hailo.predictions, names).map50
-        within = (interval.low <= 0 <= interval.high) or interval.low >= -drop
+        interval, within = None, True
+        if bench.dataset.labelled:
+            truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in sample.samples]
+            interval = paired_bootstrap(truths, reference.predictions, hailo.predictions, names).map50
+            within = (interval.low <= 0 <= interval.high) or interval.low >= -drop
         findings = tuple(f.name for f in diagnose(collect_evidence(hailo, reference)))
         share_seen = gate.observed if gate.observed is not None else math.nan
         out.append(CleanRun(seed, n, share_seen, interval, findings, gate.passed and within and not findings))

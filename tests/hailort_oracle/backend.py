@@ -16,7 +16,11 @@ from harness.core.errors import HarnessError
 from harness.core.specs import FormatOrder, FormatType
 
 
-def _spec(spec):
+def _spec(make, info):
+    try:
+        spec = make(info)
+    except HarnessError as error:
+        return {"name": info.name, "refused": str(error)}
     return {
         "name": spec.name,
         "shape": list(spec.shape),
@@ -32,9 +36,9 @@ params = hailo_platform.ConfigureParams.create_from_hef(hef, interface=hailo_pla
 outputs = hef.get_output_vstream_infos()
 result = {
     "configure_params": sorted(params),
-    "inputs": [_spec(input_spec(i)) for i in hef.get_input_vstream_infos()],
+    "inputs": [_spec(input_spec, i) for i in hef.get_input_vstream_infos()],
     "outputs": {
-        t.name: [_spec(output_spec(i, t, FormatOrder.NMS_BY_CLASS)) for i in outputs]
+        t.name: [_spec(lambda info, t=t: output_spec(info, t, FormatOrder.NMS_BY_CLASS), i) for i in outputs]
         for t in (FormatType.FLOAT32, FormatType.UINT8)
     },
 }

@@ -26,6 +26,15 @@ from harness.formats.quant import dequantize
 log = logging.getLogger(__name__)
 
 
+def yolov8_nms_op(
+    raw: Mapping[str, np.ndarray], heads: Mapping[str, OutputSpec], config: DecodeConfig, spec: OutputSpec
+) -> np.ndarray:
+    """HailoRT's YOLOv8 NMS post-process op on one frame's raw heads: the HAILO_NMS_BY_CLASS buffer
+    (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.cpp; held to that op's own code
+    by tests/test_hailort_oracle.py)."""
+    return encode_nms_by_class(decode(raw, heads, config), spec, config.input_hw)
+
+
 class EmulatorRunner:
     """An emulated HEF as a :class:`~harness.backends.base.Runner`.
 
@@ -103,8 +112,7 @@ class EmulatorRunner:
         raw = self.raw_heads(feed)
         if self._nms is not None:
             ((name, spec),) = self._output_specs.items()
-            dets = decode(raw, self._heads, self._nms)
-            return {name: encode_nms_by_class(dets, spec, self.hef.input_hw)}
+            return {name: yolov8_nms_op(raw, self._heads, self._nms, spec)}
         if self.hef.options.output_format is FormatType.UINT8:
             return raw
         return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}

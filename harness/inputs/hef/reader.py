@@ -226,11 +226,22 @@ def _vstream(stream: StreamInfo) -> VStreamInfo:
 
 @dataclass(frozen=True)
 class NetworkGroupInfo:
+    """``outputs`` are the boundary output streams in the contexts' order, as HailoRT lists its stream
+    infos; ``sorted_outputs_order`` the order of their vstreams (hailort: src/hef/core_op_metadata.cpp,
+    get_output_layer_infos; hef.proto, sorted_outputs_order)."""
+
     name: str
     inputs: tuple[StreamInfo, ...]
     outputs: tuple[StreamInfo, ...]
     nms: NmsOpConfig | None = None
     logits_op: str | None = None
+    sorted_outputs_order: tuple[str, ...] = ()
+
+    @property
+    def sorted_outputs(self) -> tuple[StreamInfo, ...]:
+        """The output streams in their vstreams' order (the order hosts receive them in)."""
+        order = self.sorted_outputs_order
+        return tuple(sorted(self.outputs, key=lambda s: order.index(s.name) if s.name in order else len(order)))
 
     @property
     def input_vstreams(self) -> tuple[VStreamInfo, ...]:
@@ -246,7 +257,7 @@ class NetworkGroupInfo:
                     self.nms.output_name, FormatOrder.NMS_BY_CLASS, FormatType.FLOAT32, 0, 0, 0, _NMS_QUANT, shape
                 ),
             )
-        return tuple(_vstream(s) for s in self.outputs)
+        return tuple(_vstream(s) for s in self.sorted_outputs)
 
     def output_specs(self, format_type: FormatType = FormatType.FLOAT32) -> tuple[OutputSpec, ...]:
         """The outputs as the host receives them through vstreams / InferModel.
@@ -270,7 +281,7 @@ class NetworkGroupInfo:
                     nms=shape,
                 ),
             )
-        return tuple(_output_spec(stream, format_type) for stream in self.outputs)
+        return tuple(_output_spec(stream, format_type) for stream in self.sorted_outputs)
 
 
 def _output_spec(stream: StreamInfo, format_type: FormatType) -> OutputSpec:
@@ -423,8 +434,7 @@ def _network_group(group: Message, arch: HwArch, per_feature: bool | None) -> Ne
             is_output = layer.uint(1, "direction") == 1  # DEVICE_TO_HOST = 1
             outputs_or_inputs = outputs if is_output else inputs
             outputs_or_inputs.append(_stream(layer, is_output, transposed_net, per_feature))
-    order = core.strings(4, "sorted_outputs_order")
-    outputs.sort(key=lambda s: order.index(s.name) if s.name in order else len(order))
+    order = tuple(core.strings(4, "sorted_outputs_order"))
     nms = None
     logits = None
     for op in ops:
@@ -433,7 +443,7 @@ def _network_group(group: Message, arch: HwArch, per_feature: bool | None) -> Ne
         elif op.has(6):
             logits_type = op.message(6, "logits_op").uint(1, "logits_type")
             logits = {0: "argmax", 1: "softmax"}.get(logits_type, f"logits type {logits_type}")
-    return NetworkGroupInfo(name, tuple(inputs), tuple(outputs), nms, logits)
+    return NetworkGroupInfo(name, tuple(inputs), tuple(outputs), nms, logits, order)
 
 
 def _stream(layer: Message, is_output: bool, transposed_net: bool, per_feature: bool | None) -> StreamInfo:

@@ -137,3 +137,13 @@ def test_a_hef_without_a_network_group_fails_one_check_that_says_so(hef):
     (only,) = run_checks(CheckContext(replace(hef, network_groups=())))
     assert (only.name, only.passed) == ("network_group", False)
     assert "network groups: found none (the file was read tolerantly), expected at least one" in only.message
+
+
+def test_a_box_output_whose_range_passes_88_7_fails_for_the_nan_boxes_hailorts_nms_op_would_give(hef):
+    group = hef.network_groups[0]
+    assert _results(CheckContext(hef))["box_logit_range"].passed is True  # the real HEF: box logits up to 12.4
+    box = group.nms.bbox_decoders[0].box_stream
+    q = QuantInfo(0, 0.5, 0.0, 127.5)
+    outputs = tuple(replace(s, quant=q, quant_infos=(q,)) if s.name == box else s for s in group.outputs)
+    r = _results(CheckContext(_with_group(hef, outputs=outputs)))["box_logit_range"]
+    assert r.passed is False and box in r.message and "127.5" in r.message and "NaN box" in r.message

@@ -302,6 +302,35 @@ def check_score_threshold(ctx: CheckContext) -> CheckResult:
     return CheckResult.ok(name, f"score threshold {nms.score_threshold:g} == evaluation's")
 
 
+# ln(FLT_MAX): HailoRT's YOLOv8 NMS op takes the softmax of the DFL bins without subtracting their
+# maximum (hailort: libhailort/src/net_flow/ops/softmax_post_process.cpp, SoftmaxPostProcessOp::softmax),
+# so a bin past this overflows to inf and its box comes out NaN (held by tests/test_hailort_oracle.py).
+DFL_OVERFLOW = math.log(3.4028234663852886e38)  # FLT_MAX
+
+
+def check_box_logit_range(ctx: CheckContext) -> CheckResult:
+    name = "box_logit_range"
+    nms = ctx.group.nms
+    if nms is None or nms.kind != "yolov8":
+        return CheckResult.skipped(name, "needs a HEF with the YOLOv8 NMS op")
+    streams = _streams(ctx.group)
+    boxes = [streams[d.box_stream] for d in nms.bbox_decoders if d.box_stream in streams]
+    over = [(s, max(q.limvals_max for q in s.host_quant)) for s in boxes]
+    over = [(s, top) for s, top in over if top > DFL_OVERFLOW]
+    if over:
+        stream, top = over[0]
+        return CheckResult.failed(
+            name,
+            f"box output {stream.name} quantization range (limvals_max)",
+            f"{top:g}",
+            f"at most {DFL_OVERFLOW:.1f}: HailoRT's NMS op exponentiates DFL logits without subtracting their "
+            "maximum, and a logit past that overflows to a NaN box",
+            "recalibrate (a box output range this wide also wastes its 8 bits), or decode the raw heads on the host",
+        )
+    highest = max((max(q.limvals_max for q in s.host_quant) for s in boxes), default=math.nan)
+    return CheckResult.ok(name, f"box outputs reach at most {highest:g} (< {DFL_OVERFLOW:.1f}): no NaN boxes")
+
+
 STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     check_input_shape,
     check_nms_classes_vs_onnx,
@@ -311,6 +340,7 @@ STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     check_decoder_pairing,
     check_sigmoid_present,
     check_class_score_range,
+    check_box_logit_range,
     check_score_threshold,
 )
 

@@ -76,3 +76,13 @@ def test_a_hef_or_har_without_its_export_is_refused_not_paired_with_the_demo_mod
     assert cli.main(["run", "--hef", "m.hef"]) == 2
     assert "--hef: needs --onnx M.onnx (the model's export, for its class names)" in capsys.readouterr().err
     assert configs == []
+
+
+@pytest.mark.parametrize("flag", ["--har", "--hef", "--replay"])
+def test_a_model_file_that_is_not_there_is_refused_before_anything_runs(
+    flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "--onnx", "m.onnx", flag, "/nope.file"]) == 2
+    assert f"{flag} /nope.file: expected a file, found nothing" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing generated, nothing written

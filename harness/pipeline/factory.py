@@ -184,6 +184,7 @@ def preflight(config: JobConfig) -> None:
     and an export the emulator cannot take (one clear error, not one failure per gate)."""
     for spec in (REFERENCE, *config.stages, config.hailo):
         spec.validate()
+        spec.check_files()
     if config.hailo.backend is Backend.EMULATOR:
         check_export(config.onnx, EmulatorOptions(sigmoid_inside=config.hailo.sigmoid_inside))
 
@@ -192,6 +193,7 @@ def check(spec: PathSpec, settings: EvalSettings) -> None:
     """Refuse ``spec`` before anything runs: options its backend does not take or lacks, and a HAR
     whose compiled NMS thresholds are not the evaluation's (every stage would differ by them alone)."""
     spec.validate()
+    spec.check_files()
     if spec.backend is Backend.DFC and spec.har is not None:
         check_compiled_thresholds(spec.har, settings.score_threshold, settings.iou_threshold)
 

@@ -98,6 +98,13 @@ class PathSpec:
         if self.calibration is not None and self.backend is not Backend.EMULATOR:
             raise HarnessError(f"--calibration belongs to --backend emulator, not --backend {name}")
 
+    def check_files(self) -> None:
+        """Refuse, naming the option, a model file or store that is not there (before any work)."""
+        for flag, given in (("--hef", self.hef), ("--har", self.har), ("--replay", self.replay)):
+            if given is not None and not Path(given).is_file():
+                found = "a folder" if Path(given).is_dir() else "nothing"
+                raise HarnessError(f"{flag} {given}: expected a file, found {found}")
+
 
 @dataclass(frozen=True)
 class SettingsSpec:

@@ -48,3 +48,21 @@ def test_markdown_labels_emulated_paths_and_records_provenance_and_environment(c
     assert "environment: hailort 4.23.0, onnxruntime 1.20.1" in text
     assert f"manifest `{case.dataset.manifest}`" in text
     assert "| hailo (emulated) | smoke |" in text  # per-class rows of every path
+
+
+def test_a_path_whose_scores_stop_far_below_one_is_called_a_cap_not_shown_as_zero_saturation(tmp_path):
+    from harness.core.detections import Detections
+
+    case = sr.report_case(tmp_path / "data")
+    capped = sr.result(
+        [Detections(p.boxes, p.scores * 0 + 0.355, p.class_ids) for p in case.hailo.predictions],
+        case.dataset.ground_truths,
+        path="hailo",
+        emulated=True,
+        image_ids=case.hailo.image_ids,
+        manifest=case.dataset.manifest,
+    )
+    files = write_reports(tmp_path / "report", [case.onnx, capped], case.gates, case.dataset)
+    for text in (files["markdown"].read_text(), files["html"].read_text()):
+        assert "no score above 0.355. That is a cap, the opposite of saturation" in text
+        assert text.count("the opposite of saturation") == 1  # the reference path reaches 0.97: no note

@@ -13,6 +13,7 @@ from harness.report.markdown import (
     LAYER_HEADER,
     LAYER_NOTE,
     STAGE_HEADER,
+    cap_notes,
     fps,
     inputs,
     interval,
@@ -122,6 +123,7 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
                 for p in paths
             ],
         ),
+        *(f"<p>{escape(note)}</p>" for note in cap_notes(paths)),
         "<h2>Per class</h2>",
         _table(
             ["path", "class", "ground truth", "predictions", "AP50", "AP50:95", "precision", "recall"],

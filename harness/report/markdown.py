@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.core.path_names import REPLAYED_FROM
 from harness.inputs.demo import SHIPPED_GOLDEN
+from harness.verdict.hef_checks import DEFAULT_MIN_SCORE_CAP
 
 
 def render_markdown(document: dict[str, Any]) -> str:
@@ -86,6 +87,7 @@ def render_markdown(document: dict[str, Any]) -> str:
                 for p in paths
             ],
         ),
+        *(f"\n{note}" for note in cap_notes(paths)),
         "",
         "## Per class",
         "",
@@ -147,6 +149,20 @@ def inputs(document: dict[str, Any]) -> list[str]:
         )
         lines += [f"Baseline of {b['path']}: `{b['file']}`{note}.", ""]
     return lines
+
+
+def cap_notes(paths: list[dict[str, Any]]) -> list[str]:
+    """A sentence for each path whose scores stop well below 1: a cap, which "scores >= 0.99" (the
+    saturation) cannot show, being its opposite."""
+    return [
+        f"{p['label']}: no score above {p['highest_score']:.3f}. That is a cap, the opposite of saturation "
+        f"(0 scores >= 0.99 says nothing is pinned at the top): its class outputs cannot represent a higher "
+        "score, as after calibrating on images without the classes."
+        for p in paths
+        if p.get("highest_score") is not None
+        and p["highest_score"] < DEFAULT_MIN_SCORE_CAP
+        and p["box_counts"]["total"]
+    ]
 
 
 def path_kind(path: dict[str, Any]) -> str:

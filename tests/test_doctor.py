@@ -55,6 +55,9 @@ def test_doctor_text_names_the_selected_modes_and_sums_up(doctor_cache, capsys):
     ]
     assert "2 of 2 injected modes caught by a gate, 2 of 2 named correctly" in out[-1]
     assert code == (1 if any(line.startswith("PROBLEM") for line in out) else 0)
+    for line in (line.strip() for line in out if line.strip().startswith("gate: ")):
+        gate = line.removeprefix("gate: ").split(":")[0]
+        assert f"{gate}: {gate}" not in line, line  # each gate named once
 
 
 def test_a_non_positive_image_count_is_refused():

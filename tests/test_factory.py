@@ -84,3 +84,11 @@ def test_other_class_names_are_refused_when_the_run_is_prepared_and_accepted_whe
         prepare_run(DEMO_ONNX, renamed, cache_dir=tmp_path / "cache")
     mapped = prepare_run(DEMO_ONNX, renamed, SettingsSpec(map_class=(("flame", "fire"),)), tmp_path / "cache")
     assert mapped.settings.class_map == (0, 1)
+
+
+def test_a_split_with_a_coco_file_is_refused_naming_the_option(tmp_path):
+    from harness.pipeline.factory import load_dataset
+
+    (tmp_path / "annotations.json").write_text("{}")
+    with pytest.raises(HarnessError, match=r"--split test: a COCO annotations file holds one split"):
+        load_dataset(tmp_path / "annotations.json", "test", tmp_path, tmp_path, lambda line: None)

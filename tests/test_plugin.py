@@ -108,6 +108,13 @@ def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
         "test_path_agreement[synthetic_fire_smoke_seed0-emulated-hailo]",
     ):
         assert name in out
+    assert "9 tests collected" in out  # the gates themselves, as many as then run
+
+
+def test_a_bad_option_value_is_a_usage_error_naming_the_option_and_what_was_expected(pytester):
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--score-threshold=abc")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--score-threshold 'abc': expected a number from 0 to 1*"])
 
 
 def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, shared_fixtures):

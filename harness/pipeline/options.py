@@ -50,6 +50,16 @@ def _folder(text: str) -> Path:
     return path
 
 
+def _hef(text: str) -> Path:
+    """A HEF, or an Ultralytics Hailo export folder (``yolo export format=hailo``): the HEF it holds."""
+    path = Path(text)
+    if not path.is_dir():
+        return path
+    from harness.inputs.hef.ultralytics import hef_in  # imported when a folder is given: the plugin stays light
+
+    return hef_in(path)
+
+
 def _class_pair(text: str) -> tuple[str, str]:
     dataset_name, sep, model_name = text.partition("=")
     if not sep or not dataset_name or not model_name:
@@ -75,7 +85,7 @@ class Option:
 
     @property
     def is_path(self) -> bool:
-        return self.parse in (Path, _folder)
+        return self.parse in (Path, _folder, _hef)
 
     @property
     def flag(self) -> str:
@@ -102,8 +112,10 @@ _OPTIONS = (
     ),
     Option(
         "hef",
-        "compiled HEF: its static checks, and the Hailo path runs it on a device (--backend hailort)",
-        Path,
+        "compiled HEF, or the Ultralytics Hailo export folder holding one (its metadata.yaml and "
+        "nms_config.json are checked against it): its static checks, and the Hailo path runs it on a device "
+        "(--backend hailort)",
+        _hef,
         metavar="M.hef",
     ),
     Option(

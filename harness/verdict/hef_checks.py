@@ -15,6 +15,7 @@ from harness.core.checks import CheckResult
 from harness.core.specs import FormatType
 from harness.inputs.hef.inspect import sigmoid
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
+from harness.inputs.hef.ultralytics import METADATA, NMS_CONFIG, UltralyticsExport
 
 # A class output that cannot represent a score above this was calibrated without (enough)
 # positives: every detection is capped below it (the field report's 64 off-domain frames).
@@ -40,6 +41,7 @@ class CheckContext:
     dataset_names: tuple[str, ...] | None = None
     eval_score_threshold: float | None = None
     min_score_cap: float = DEFAULT_MIN_SCORE_CAP
+    export: UltralyticsExport | None = None  # the HEF given as an Ultralytics export folder
 
     @property
     def group(self) -> NetworkGroupInfo:
@@ -331,6 +333,64 @@ def check_box_logit_range(ctx: CheckContext) -> CheckResult:
     return CheckResult.ok(name, f"box outputs reach at most {highest:g} (< {DFL_OVERFLOW:.1f}): no NaN boxes")
 
 
+_NO_EXPORT = "the HEF was not given as an Ultralytics export folder (--hef FOLDER)"
+
+
+def check_export_metadata(ctx: CheckContext) -> CheckResult:
+    """The export's metadata.yaml against the HEF it holds and the ONNX."""
+    name = "export_metadata"
+    export = ctx.export
+    if export is None:
+        return CheckResult.skipped(name, _NO_EXPORT)
+    file, group, hef = export.hef.parent / METADATA, ctx.group, ctx.hef
+    fix = "export again (yolo export format=hailo) so that the folder's files describe its HEF"
+    if group.inputs and export.imgsz != group.inputs[0].shape[:2]:
+        h, w, _ = group.inputs[0].shape
+        return CheckResult.failed(name, f"{file} imgsz", list(export.imgsz), f"[{h}, {w}] (the HEF's input)", fix)
+    if export.hailo_arch.upper() not in (hef.hw_arch.name, *hef.devices):
+        runs_on = ", ".join(d.lower() for d in hef.devices) or "no known device"
+        expected = f"{hef.hw_arch.name.lower()} (the HEF's hw_arch; it runs on {runs_on})"
+        return CheckResult.failed(name, f"{file} hailo_arch", export.hailo_arch, expected, fix)
+    if export.nms != (group.nms is not None):
+        held = "holds" if group.nms is not None else "does not hold"
+        return CheckResult.failed(name, f"{file} nms", export.nms, f"{not export.nms} (the HEF {held} an NMS op)", fix)
+    classes = group.nms.nms_shape.number_of_classes if group.nms is not None else None
+    for count, what in ((classes, "the HEF's NMS op"), (ctx.model.classes if ctx.model else None, "the ONNX")):
+        if count is not None and len(export.names) != count:
+            return CheckResult.failed(name, f"{file} names", list(export.names), f"{count} classes, as in {what}", fix)
+    return CheckResult.ok(name, f"{file}: imgsz, hailo_arch, nms and {len(export.names)} class names match the HEF")
+
+
+def check_export_nms_config(ctx: CheckContext) -> CheckResult:
+    """The export's nms_config.json against the NMS op compiled into the HEF."""
+    name = "export_nms_config"
+    config = ctx.export.nms_config if ctx.export is not None else None
+    if config is None:
+        return CheckResult.skipped(name, f"{_NO_EXPORT}, or it has no {NMS_CONFIG}")
+    assert ctx.export is not None
+    file, nms = ctx.export.hef.parent / NMS_CONFIG, ctx.group.nms
+    fix = "compile from this nms_config.json again, or export again: the HEF's NMS op is what runs"
+    if nms is None:
+        return CheckResult.failed(name, f"{file}", "an NMS configuration", "none: the HEF holds no NMS op", fix)
+    pairs: tuple[tuple[str, object, object], ...] = (
+        ("nms_scores_th", config.score_threshold, nms.score_threshold),
+        ("nms_iou_th", config.iou_threshold, nms.iou_threshold),
+        ("max_proposals_per_class", config.max_proposals_per_class, nms.max_proposals_per_class),
+        ("classes", config.classes, nms.classes),
+        ("regression_length", config.regression_length, nms.regression_length),
+        ("image_dims", list(config.image_dims), [int(nms.image_height), int(nms.image_width)]),
+        ("strides", sorted(d.stride for d in config.bbox_decoders), sorted(d.stride for d in nms.bbox_decoders)),
+    )
+    for key, theirs, ours in pairs:
+        if isinstance(theirs, float) and isinstance(ours, float):
+            same = math.isclose(theirs, ours, abs_tol=1e-6)  # the HEF keeps its thresholds as float32
+        else:
+            same = theirs == ours
+        if not same:
+            return CheckResult.failed(name, f"{file} {key}", theirs, f"{ours} (the HEF's NMS op {nms.name!r})", fix)
+    return CheckResult.ok(name, f"{file} is the NMS op compiled into the HEF")
+
+
 STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     check_input_shape,
     check_nms_classes_vs_onnx,
@@ -342,6 +402,8 @@ STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     check_class_score_range,
     check_box_logit_range,
     check_score_threshold,
+    check_export_metadata,
+    check_export_nms_config,
 )
 
 

@@ -1,0 +1,144 @@
+"""Ultralytics Hailo export folders (``yolo export format=hailo``): read as Ultralytics writes them, held
+against the HEF they hold, taken wherever a HEF is. The folders are made here around the real fixture
+HEFs (linked, not copied), with the files laid out as ultralytics/engine/exporter.py (export_hailo)
+writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main as cli
+from harness.inputs.hef.reader import read_hef
+from harness.inputs.hef.ultralytics import ExportError, export_of, hef_in, read_export
+from harness.pipeline.options import from_text
+from harness.verdict.hef_checks import CheckContext, run_checks
+
+pytest_plugins = ["pytester"]
+
+NMS_CONFIG = {  # the yolov8s NMS op of the fixture HEF, as the export writes it
+    "nms_scores_th": 0.2,
+    "nms_iou_th": 0.7,
+    "image_dims": [640, 640],
+    "max_proposals_per_class": 100,
+    "classes": 3,
+    "regression_length": 16,
+    "background_removal": False,
+    "background_removal_index": 0,
+    "bbox_decoders": [
+        {"name": f"bbox_decoder_{s}", "stride": s, "reg_layer": f"conv{r}", "cls_layer": f"conv{r + 1}"}
+        for s, r in ((8, 41), (16, 52), (32, 62))
+    ],
+}
+
+
+def make_export(root: Path, hef: Path, metadata: dict, nms_config: dict | None) -> Path:
+    folder = root / f"{hef.stem}_hailo_model"
+    folder.mkdir(parents=True)
+    (folder / f"{hef.stem}.hef").symlink_to(hef)
+    (folder / "metadata.yaml").write_text(yaml.safe_dump(metadata))
+    if nms_config is not None:
+        (folder / "nms_config.json").write_text(json.dumps(nms_config, indent=2))
+    return folder
+
+
+def yolo_metadata(**changes) -> dict:
+    base = {
+        "description": "Ultralytics YOLOv8s model",
+        "author": "Ultralytics",
+        "task": "detect",
+        "stride": 32,
+        "batch": 1,
+        "imgsz": [640, 640],
+        "names": {0: "fire", 1: "smoke", 2: "other"},
+        "end2end": False,
+        "hailo_arch": "hailo8l",
+        "nms": True,
+    }
+    return {**base, **changes}
+
+
+@pytest.fixture
+def nms_hef(shared_fixtures) -> Path:
+    return shared_fixtures / "hef_bad" / "hailo8l_yolov8s_nms_truncated.hef"
+
+
+def checks(folder: Path) -> dict:
+    hef = hef_in(folder)
+    context = CheckContext(read_hef(hef, tolerant=True), export=export_of(hef))
+    return {r.name: r for r in run_checks(context) if r.name.startswith("export_")}
+
+
+def test_an_export_is_read_as_ultralytics_writes_it_and_its_files_match_its_hef(tmp_path, nms_hef):
+    folder = make_export(tmp_path, nms_hef, yolo_metadata(), NMS_CONFIG)
+    export = read_export(folder)
+    assert export.hef == folder / f"{nms_hef.stem}.hef" and export.names == ("fire", "smoke", "other")
+    assert (export.imgsz, export.hailo_arch, export.nms) == ((640, 640), "hailo8l", True)
+    assert export.nms_config is not None and [d.stride for d in export.nms_config.bbox_decoders] == [8, 16, 32]
+    results = checks(folder)
+    assert results["export_metadata"].passed and results["export_nms_config"].passed, results
+
+
+@pytest.mark.parametrize(
+    ("metadata", "config", "check", "words"),
+    [
+        ({"imgsz": [320, 320]}, {}, "export_metadata", "metadata.yaml imgsz: found [320, 320], expected [640, 640]"),
+        ({"hailo_arch": "hailo10h"}, {}, "export_metadata", "hailo_arch: found hailo10h, expected hailo8l"),
+        ({"names": {0: "fire", 1: "smoke"}}, {}, "export_metadata", "expected 3 classes, as in the HEF's NMS op"),
+        ({}, {"nms_scores_th": 0.25}, "export_nms_config", "nms_config.json nms_scores_th: found 0.25, expected 0.2"),
+        ({}, {"classes": 80}, "export_nms_config", "nms_config.json classes: found 80, expected 3"),
+        ({}, {"image_dims": [320, 320]}, "export_nms_config", "image_dims: found [320, 320], expected [640, 640]"),
+    ],
+)
+def test_a_file_that_disagrees_with_its_hef_fails_naming_the_file_the_field_and_both_values(
+    tmp_path, nms_hef, metadata, config, check, words
+):
+    folder = make_export(tmp_path, nms_hef, yolo_metadata(**metadata), {**NMS_CONFIG, **config})
+    result = checks(folder)[check]
+    assert result.passed is False and words in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    ("metadata", "config", "words"),
+    [
+        (None, NMS_CONFIG, "no metadata.yaml beside"),
+        (yolo_metadata(), None, "says nms: true, but there is no nms_config.json"),
+        (yolo_metadata(names={1: "fire", 2: "smoke"}), NMS_CONFIG, "field names has indices [1, 2], expected 0..1"),
+        (yolo_metadata(imgsz="640"), NMS_CONFIG, "field imgsz is '640', expected an image size"),
+        (yolo_metadata(), {**NMS_CONFIG, "nms_iou_th": float("nan")}, "field nms_iou_th is nan, expected a number"),
+        (yolo_metadata(), {**NMS_CONFIG, "bbox_decoders": [{"name": "d"}]}, "bbox_decoders[0].stride"),
+    ],
+)
+def test_a_folder_whose_files_are_missing_or_malformed_is_refused_naming_the_file_and_field(
+    tmp_path, nms_hef, metadata, config, words
+):
+    folder = make_export(tmp_path, nms_hef, metadata or {}, config)
+    if metadata is None:
+        (folder / "metadata.yaml").unlink()
+    with pytest.raises(ExportError, match=None) as caught:
+        read_export(folder)
+    assert words in str(caught.value) and str(folder) in str(caught.value)
+
+
+def test_a_folder_with_two_hefs_is_refused_naming_both(tmp_path, nms_hef, shared_fixtures):
+    folder = make_export(tmp_path, nms_hef, yolo_metadata(), NMS_CONFIG)
+    (folder / "other.hef").symlink_to(shared_fixtures / "hef" / "hailo8_mnist_cnn.hef")
+    with pytest.raises(
+        ExportError, match=r"expected one \.hef .*found .*hailo8l_yolov8s_nms_truncated\.hef, other\.hef"
+    ):
+        hef_in(folder)
+
+
+def test_every_surface_takes_the_folder_where_it_takes_a_hef(tmp_path, shared_fixtures, capsys, pytester):
+    mnist = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
+    metadata = yolo_metadata(imgsz=[32, 32], hailo_arch="hailo8", nms=False, names={0: "digit"})
+    folder = make_export(tmp_path, mnist, metadata, None)
+    assert from_text("hef", str(folder)) == folder / "hailo8_mnist_cnn.hef"  # run, eval, the plugin
+    assert cli.main(["inspect", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Ultralytics export: {folder}") and "check export_metadata: ok" in out
+    result = pytester.runpytest_subprocess("--hef", str(folder), "-rA")
+    result.stdout.fnmatch_lines(["*PASSED*test_hef_static[[]export_metadata[]]*"])

@@ -304,6 +304,7 @@ def test_hailort_and_the_harness_read_each_fixture_hef_alike(build, fixture, sha
         return
     read = assert_same_reading(build, path, path.read_bytes(), fixture, tmp_path)
     assert ("error" in read) == (fixture in DAMAGED)
+    assert "error" in read or all(g["input_vstreams"] and g["output_vstreams"] for g in read["network_groups"])
 
 
 def mutations(data: bytes) -> dict[str, bytes]:

@@ -52,13 +52,24 @@ def _could_be_box(channels: int) -> bool:
     return channels % 4 == 0 and channels >= 8
 
 
-def _box_and_class(grid_specs: list[OutputSpec], grid: tuple[int, int]) -> tuple[OutputSpec, OutputSpec]:
+def _box_and_class(
+    grid_specs: list[OutputSpec], grid: tuple[int, int], box_channels: int | None
+) -> tuple[OutputSpec, OutputSpec]:
     a, b = grid_specs
     if a.channels == b.channels:
         raise HeadPairingError(
             f"grid {grid[0]}x{grid[1]}: outputs {_describe(grid_specs)} have the same channel count, so box head "
             f"(4 * reg_max channels) and class head (nc channels) are ambiguous; nc == 4 * reg_max is not supported"
         )
+    if box_channels is not None:  # a head without DFL (YOLO26: 4 distances)
+        plausible = [s for s in (a, b) if s.channels == box_channels]
+        if len(plausible) != 1:
+            raise HeadPairingError(
+                f"grid {grid[0]}x{grid[1]}: expected one box head of {box_channels} channels among "
+                f"{_describe(grid_specs)}"
+            )
+        box = plausible[0]
+        return box, (b if box is a else a)
     plausible = [s for s in (a, b) if _could_be_box(s.channels)]
     if len(plausible) == 2:
         plausible = [s for s in plausible if s.channels == DEFAULT_BOX_CHANNELS]
@@ -71,13 +82,16 @@ def _box_and_class(grid_specs: list[OutputSpec], grid: tuple[int, int]) -> tuple
     return box, (b if box is a else a)
 
 
-def pair_heads(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> tuple[HeadPair, ...]:
+def pair_heads(
+    specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], box_channels: int | None = None
+) -> tuple[HeadPair, ...]:
     """Pair box and class heads by grid size and channel count, never by name or order.
 
     Every output must be a channel-last ``(H, W, C)`` map; each grid must hold exactly two of
     them; ``input_hw`` divided by the grid must give one integral stride. Within a grid the box
     head is the one whose channel count is a multiple of 4 (``4 * reg_max``); when both are, the
-    one with 64 channels (reg_max 16). All box heads share one reg_max and all class heads one nc.
+    one with 64 channels (reg_max 16); with ``box_channels`` (4 for YOLO26, reg_max 1) the one with
+    exactly that many. All box heads share one reg_max and all class heads one nc.
     Raises :class:`~harness.core.errors.HeadPairingError` otherwise. Result: stride ascending.
     """
     if not specs:
@@ -108,7 +122,7 @@ def pair_heads(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> tu
                 f"grid {h}x{w} ({_describe(grid_specs)}): input {in_h}x{in_w} does not give one integral stride "
                 f"(height / grid = {in_h / h:g}, width / grid = {in_w / w:g})"
             )
-        box, cls = _box_and_class(grid_specs, grid)
+        box, cls = _box_and_class(grid_specs, grid, box_channels)
         pairs.append(HeadPair(in_h // h, grid, box.name, cls.name, box.channels // 4))
     pairs.sort(key=lambda p: p.stride)
     for field, channels in (
@@ -205,8 +219,13 @@ class _Heads:
         return np.cumsum([0] + [p.grid[0] * p.grid[1] for p in self.pairs])
 
 
-def _read_heads(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> _Heads:
-    pairs = pair_heads(specs, config.input_hw)
+def _read_heads(
+    outputs: Mapping[str, np.ndarray],
+    specs: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+    box_channels: int | None = None,
+) -> _Heads:
+    pairs = pair_heads(specs, config.input_hw, box_channels)
     class_specs = [specs[p.class_name] for p in pairs]
     class_values = [_to_float(_host_array(outputs, s), s) for s in class_specs]
     probabilities = config.classes_are_probabilities
@@ -230,10 +249,14 @@ def _read_heads(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpe
 
 
 def _dfl_boxes(box_values: np.ndarray, cells: np.ndarray, pair: HeadPair) -> np.ndarray:
-    """DFL (softmax over each side's bins, then the integral) and anchor centres at half cells."""
+    """DFL (softmax over each side's bins, then the integral; with one bin, as YOLO26 has, the value
+    itself) and anchor centres at half cells."""
     bins = box_values.reshape(len(cells), 4, pair.reg_max)
-    e = np.exp(bins - bins.max(axis=2, keepdims=True))
-    distance = (e * np.arange(pair.reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
+    if pair.reg_max == 1:
+        distance = bins[:, :, 0]
+    else:
+        e = np.exp(bins - bins.max(axis=2, keepdims=True))
+        distance = (e * np.arange(pair.reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
     stride = np.float32(pair.stride)
     row, col = np.divmod(cells, pair.grid[1])
     cx = (col.astype(np.float32) + np.float32(0.5)) * stride
@@ -256,7 +279,10 @@ def _decode_anchors(heads: _Heads, anchors: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def decode_candidates(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+    outputs: Mapping[str, np.ndarray],
+    specs: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+    box_channels: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """All anchors of one frame, before any threshold.
 
@@ -264,8 +290,9 @@ def decode_candidates(
     ``(A, nc)``; anchors stride ascending, then row-major, which is the anchor order of the full
     Ultralytics head output ``[1, 4 + nc, A]``. Arrays are host-side channel-last ``(H, W, C)`` or
     ``(1, H, W, C)``, FLOAT32, or UINT8/UINT16 dequantized with the spec's quant infos.
+    ``box_channels``: see :func:`pair_heads`.
     """
-    heads = _read_heads(outputs, specs, config)
+    heads = _read_heads(outputs, specs, config, box_channels)
     return _decode_anchors(heads, np.arange(len(heads.class_values)))
 
 

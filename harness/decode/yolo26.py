@@ -1,0 +1,54 @@
+"""Decoding the six raw head outputs of a YOLO26 detector: per stride a box map of 4 channels (the
+distances left, top, right, bottom in cells: reg_max 1, no DFL) and a class map of ``nc`` channels,
+paired by grid and channels as the YOLOv8 heads are (a class map of 4 channels is ambiguous and refused).
+
+Two heads: the one-to-one head (``one2one_cv2/one2one_cv3``), decoded without NMS: the 300 anchors
+with the best class score, then the 300 best (anchor, class) pairs among them, kept above the score
+threshold; and the one-to-many head (``cv2/cv3``), decoded as YOLOv8's heads are, then the NMS of
+``config.mode``.
+
+ultralytics: ultralytics/nn/modules/head.py (``Detect.postprocess``: top-k of the max class score, then
+top-k of the flattened scores), ultralytics/nn/backends/hailo.py (``_decode_raw``: box maps first, then
+class maps; ``dist2bbox(xywh=False) * stride``; sigmoid on the host), ultralytics/utils/nms.py (an
+end-to-end prediction is kept when its score is above ``conf``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from harness.core.detections import Detections
+from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.specs import OutputSpec
+from harness.decode.nms import above, nms_hailort, nms_ultralytics
+from harness.decode.yolo import decode_candidates
+
+BOX_CHANNELS = 4  # reg_max 1: one distance per side
+
+
+def decode_one2one(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """The one-to-one head: no NMS; at most ``config.max_total`` detections, best first (ties in
+    anchor order, then class order)."""
+    boxes, scores = decode_candidates(outputs, specs, config, BOX_CHANNELS)
+    k = min(config.max_total, len(boxes))
+    anchors = np.argsort(-scores.max(axis=1), kind="stable")[:k]
+    flat = scores[anchors].reshape(-1)
+    best = np.argsort(-flat, kind="stable")[:k]
+    kept = best[above(flat[best], config.score_threshold)]
+    row, class_ids = np.divmod(kept, scores.shape[1])
+    return Detections(boxes[anchors[row]], flat[kept], class_ids)
+
+
+_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
+
+
+def decode_one2many(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """The one-to-many head: every anchor's box and class scores, then the NMS of ``config.mode``."""
+    boxes, scores = decode_candidates(outputs, specs, config, BOX_CHANNELS)
+    return _NMS[config.mode](boxes, scores, config)

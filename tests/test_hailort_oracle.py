@@ -1,7 +1,8 @@
 """HailoRT's own code as the oracle: what the harness reads from a HEF, prints about it and fakes of
 hailo_platform, held against libhailort, hailortcli and hailo_platform built from source
 (tools/build_hailort.sh). HailoRT runs in its build's own venv (it pins numpy < 2), driven through
-tests/hailort_oracle/dump.py, one process per HEF.
+tests/hailort_oracle/: dump.py and backend.py (hailo_platform, one process per HEF), transform.cpp
+(the transform contexts) and yolov8_nms.cpp (the YOLOv8 NMS op).
 
 Builds are found through HARNESS_HAILORT (build folders separated by ':'); without one these tests
 skip saying so, and with HARNESS_REQUIRE_HAILORT=VERSION[,VERSION] (as .ci/run sets it) they fail.
@@ -125,10 +126,10 @@ def _fake_members(name: str, cls: type) -> dict[str, object]:
     return public
 
 
-# Checked only on a device: what the fake computes (outputs, NMS forms, statuses of a failing device),
-# and the members of classes the pybind11 module defines without text signatures (VStreamInfo,
-# QuantInfo, NmsShape, HailoFormat: their fields are compared through the HEF infos above).
-UNCHECKED_WITHOUT_DEVICE = ("inference results", "device fault statuses", "pybind11 member signatures")
+# Not checked here, for want of a device: what the fake computes (outputs, NMS forms, the statuses of a
+# failing device). Not checked by signature: members of the classes the pybind11 module defines
+# without text signatures (VStreamInfo, QuantInfo, NmsShape, HailoFormat); their fields are compared
+# through the HEF infos below.
 
 
 def test_every_class_method_and_enum_the_fake_provides_is_hailo_platforms_with_the_same_parameters(build, tmp_path):

@@ -4,9 +4,11 @@ by the emulator backend, so that the HailoRT runner's contract can be tested wit
 Names, signatures, shapes, orders, NMS forms and exceptions follow hailo-ai/hailort:
 ``hailort/libhailort/bindings/python/platform/hailo_platform/pyhailort/pyhailort.py`` and ``__init__.py``,
 ``hailort/libhailort/bindings/python/src/{pyhailort.cpp, infer_model_api.cpp, bindings_common.hpp}``, in
-two profiles: 4.18 (NMS order ``HAILO_NMS`` = 9, ``HailoRTPCIeDriverException``, InferModel's NMS
+profiles: 4.18 (NMS order ``HAILO_NMS`` = 9, ``HailoRTPCIeDriverException``, InferModel's NMS
 ``get_buffer()`` wrapped in a list of frames) and 5.1 (``HAILO_NMS_BY_CLASS`` / ``HAILO_NMS_BY_SCORE``,
-``HailoRTHEFNotCompatibleWithDevice``, ``HailoRTDriverOperationFailedException``). The NMS list and tf
+``HailoRTHEFNotCompatibleWithDevice``, ``HailoRTDriverOperationFailedException``), and 4.23, which behaves
+as 5.1 does there. The 4.23 and 5.1 profiles are held to hailo_platform 4.23.0 and 5.2.0 built from
+source (``api``, checked by tests/test_hailort_oracle.py). The NMS list and tf
 forms are ports of pyhailort's own Python conversions. Outputs come from an EmulatedHef per HEF path:
 raw heads as the device's uint8 values (dequantized ``(q - zp) * scale`` for FLOAT32), NMS as the
 emulator's HAILO_NMS_BY_CLASS buffer.

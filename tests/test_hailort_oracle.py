@@ -503,7 +503,7 @@ def output_cases(draw):
 FORMAT_TYPE = {np.dtype(np.uint8): FormatType.UINT8, np.dtype(np.uint16): FormatType.UINT16}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)  # the same frames every run
 @given(case=output_cases())
 def test_hailorts_output_transform_gives_the_harness_layout_and_dequantization_for_every_order_and_type(
     transforms, case
@@ -522,7 +522,7 @@ def test_hailorts_output_transform_gives_the_harness_layout_and_dequantization_f
     np.testing.assert_array_equal(np.frombuffer(floats, np.float32).reshape(shape), dequantize(host, quant))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)  # the same frames every run
 @given(case=output_cases())
 def test_hailorts_input_transform_writes_the_device_frame_the_harness_writes(transforms, case):
     order, shape, dtype, padded, quant, frame = case
@@ -537,7 +537,7 @@ def test_hailorts_input_transform_writes_the_device_frame_the_harness_writes(tra
     np.testing.assert_array_equal(np.frombuffer(raw, dtype)[: ours.size], ours)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)  # the same frames every run
 @given(case=output_cases(), seed=st.integers(0, 2**32 - 1))
 def test_hailorts_input_transform_quantizes_float_frames_as_the_harness_does(transforms, case, seed):
     order, shape, dtype, padded, quant, _ = case
@@ -678,7 +678,7 @@ def nms_frames(draw):
     return heads, classes, config, dtype
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)  # the same frames every run
 @given(frame=nms_frames())
 def test_hailorts_yolov8_nms_op_writes_the_nms_by_class_buffer_the_emulator_writes(nms_op, frame):
     heads, classes, config, dtype = frame
@@ -690,9 +690,9 @@ def test_hailorts_yolov8_nms_op_writes_the_nms_by_class_buffer_the_emulator_writ
     theirs_array = np.frombuffer(theirs, np.float32)
     boxes = box_positions(ours, classes)
     # the same counts, classes, order and scores, bit for bit; box corners within float32 rounding
-    # (HailoRT sums the DFL bins in another order: at most a few ulp of a normalised coordinate)
+    # (HailoRT sums the DFL bins in another order: a few ulp of a normalised coordinate)
     np.testing.assert_array_equal(theirs_array[~boxes], ours[~boxes])
-    np.testing.assert_allclose(theirs_array[boxes], ours[boxes], rtol=0, atol=2e-6)
+    np.testing.assert_allclose(theirs_array[boxes], ours[boxes], rtol=1e-6, atol=1e-6)
 
 
 def box_positions(buffer: np.ndarray, classes: int) -> np.ndarray:

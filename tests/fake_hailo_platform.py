@@ -92,38 +92,21 @@ HAILORT_4_18 = Profile(
         ),
     },
 )
+_LINE_5_CLASSES = {
+    **_COMMON,
+    "HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE": (
+        "HailoRTHEFNotCompatibleWithDevice",
+        "HEF file is not compatible with device. See hailort.log for more information",
+    ),
+    "HAILO_DRIVER_OPERATION_FAILED": (
+        "HailoRTDriverOperationFailedException",
+        "Failure in hailort driver ioctl. run 'dmesg | grep hailo' for more information",
+    ),
+}
+HAILORT_5_1 = Profile("5.1.1", legacy_nms=False, classes=_LINE_5_CLASSES)
 # 4.23.0 (the hailo8 branch's head, built from source and held to this fake by tests/test_hailort_oracle.py):
 # no legacy HAILO_NMS order, InferModel's NMS get_buffer() one frame, the 5.x exception classes.
-HAILORT_4_23 = Profile(
-    "4.23.0",
-    legacy_nms=False,
-    classes={
-        **_COMMON,
-        "HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE": (
-            "HailoRTHEFNotCompatibleWithDevice",
-            "HEF file is not compatible with device. See hailort.log for more information",
-        ),
-        "HAILO_DRIVER_OPERATION_FAILED": (
-            "HailoRTDriverOperationFailedException",
-            "Failure in hailort driver ioctl. run 'dmesg | grep hailo' for more information",
-        ),
-    },
-)
-HAILORT_5_1 = Profile(
-    "5.1.1",
-    legacy_nms=False,
-    classes={
-        **_COMMON,
-        "HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE": (
-            "HailoRTHEFNotCompatibleWithDevice",
-            "HEF file is not compatible with device. See hailort.log for more information",
-        ),
-        "HAILO_DRIVER_OPERATION_FAILED": (
-            "HailoRTDriverOperationFailedException",
-            "Failure in hailort driver ioctl. run 'dmesg | grep hailo' for more information",
-        ),
-    },
-)
+HAILORT_4_23 = Profile("4.23.0", legacy_nms=False, classes=_LINE_5_CLASSES)
 
 
 class FormatType(enum.IntEnum):

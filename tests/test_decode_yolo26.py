@@ -115,3 +115,37 @@ def test_a_class_map_of_four_channels_is_refused_as_ambiguous():
     specs = {n: OutputSpec(n, a.shape, FormatOrder.NHWC, FormatType.FLOAT32) for n, a in outputs.items()}
     with pytest.raises(HeadPairingError, match=r"grid 4x4: .*same channel count.*ambiguous"):
         decode_one2one(outputs, specs, config(32, 0.5))
+
+
+def test_the_one_to_one_decoder_reproduces_the_yolo26_exports_own_output_from_its_cut_heads():
+    """The shipped YOLO26n export ends in the one-to-one head's own top-k (output 1x300x6): cutting at
+    the six head convolutions and decoding them must give the same 300 detections."""
+    import onnxruntime as ort
+
+    from harness.inputs.demo import DEMO26_ONNX
+    from harness.inputs.onnx_graph import cut_at_heads, find_yolo26_heads, load_model
+
+    model = load_model(DEMO26_ONNX)
+    heads = find_yolo26_heads(model)
+    assert [(h.role, h.channels, h.grid) for h in heads[:2]] == [("box", 4, (32, 32)), ("class", 2, (32, 32))]
+    frame = np.random.default_rng(0).random((1, 3, 256, 256), dtype=np.float32)
+    (own,) = ort.InferenceSession(model.SerializeToString()).run(None, {"images": frame})
+    cut = ort.InferenceSession(cut_at_heads(model, heads).SerializeToString())
+    maps = dict(zip((h.tensor for h in heads), cut.run([h.tensor for h in heads], {"images": frame}), strict=True))
+    outputs = {name: m[0].transpose(1, 2, 0) for name, m in maps.items()}
+    specs = {n: OutputSpec(n, a.shape, FormatOrder.NHWC, FormatType.FLOAT32) for n, a in outputs.items()}
+    got = decode_one2one(outputs, specs, config(256, 0.0, probabilities=False))
+    own = own[0]
+    assert len(got) == len(own) == 300
+    np.testing.assert_array_equal(got.class_ids, own[:, 5].astype(np.int64))
+    np.testing.assert_allclose(got.scores, own[:, 4], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.boxes, own[:, :4], rtol=0, atol=1e-3)
+
+
+def test_a_yolov8_style_export_is_not_taken_for_a_yolo26_one():
+    from harness.core.errors import GraphError
+    from harness.inputs.demo import DEMO_ONNX
+    from harness.inputs.onnx_graph import find_yolo26_heads, load_model
+
+    with pytest.raises(GraphError, match=r"last convolutions .*dfl/conv/Conv.*expected the six head convolutions"):
+        find_yolo26_heads(load_model(DEMO_ONNX))

@@ -426,6 +426,27 @@ def test_the_hailort_backend_over_the_real_hailo_platform_reads_the_hef_and_says
 TRANSFORM_DRIVER = ROOT / "tests" / "hailort_oracle" / "transform.cpp"
 
 
+class Driver:
+    """A compiled driver's process: one request on stdin, one answer ``STATUS NBYTES\n`` + bytes."""
+
+    def __init__(self, binary: Path, folder: Path) -> None:
+        env = {**os.environ, "HAILORT_LOGGER_PATH": str(folder)}
+        self.process = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=folder, env=env)
+
+    def exchange(self, request: bytes) -> tuple[int, bytes]:
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(request)
+        stdin.flush()
+        status, size = (int(v) for v in stdout.readline().split())
+        return status, stdout.read(size)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
 class Transforms:
     """HailoRT's OutputTransformContext / InputTransformContext, one driver process per build
     (tests/hailort_oracle/transform.cpp, compiled against the build's headers and libhailort)."""
@@ -440,8 +461,7 @@ class Transforms:
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         assert compiled.returncode == 0, compiled.stderr[-3000:]
-        env = {**os.environ, "HAILORT_LOGGER_PATH": str(folder)}
-        self.process = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=folder, env=env)
+        self.driver = Driver(binary, folder)
 
     def __call__(
         self,
@@ -457,24 +477,14 @@ class Transforms:
         host3, device3 = ((1, 1, *host) if len(host) == 1 else host), ((1, 1, *device) if len(device) == 1 else device)
         fields = [direction, *(int(v) for v in (*src, *dst)), *host3, *device3, len(quant)]
         fields += [repr(float(x)) for q in quant for x in (q.zero_point, q.scale, q.limvals_min, q.limvals_max)]
-        stdin, stdout = self.process.stdin, self.process.stdout
-        assert stdin is not None and stdout is not None
-        stdin.write(" ".join(map(str, [*fields, len(data)])).encode() + b"\n" + data)
-        stdin.flush()
-        status, size = (int(v) for v in stdout.readline().split())
-        return status, stdout.read(size)
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait(timeout=30)
+        return self.driver.exchange(" ".join(map(str, [*fields, len(data)])).encode() + b"\n" + data)
 
 
 @pytest.fixture(scope="module")
 def transforms(build, tmp_path_factory) -> Iterator[Transforms]:
-    driver = Transforms(build, tmp_path_factory.mktemp(f"transforms-{build.version}"))
-    yield driver
-    driver.close()
+    transforms = Transforms(build, tmp_path_factory.mktemp(f"transforms-{build.version}"))
+    yield transforms
+    transforms.driver.close()
 
 
 def _quants(draw, channels: int, dtype: np.dtype) -> list[QuantInfo]:
@@ -584,12 +594,9 @@ class Yolov8NmsOp:
         for step in steps:
             done = subprocess.run(step, capture_output=True, text=True, check=False)
             assert done.returncode == 0, done.stderr[-3000:]
-        env = {**os.environ, "HAILORT_LOGGER_PATH": str(folder)}
-        self.process = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=folder, env=env)
+        self.driver = Driver(binary, folder)
 
     def __call__(self, heads: Sequence[Head], classes: int, config: DecodeConfig, dtype: np.dtype) -> tuple[int, bytes]:
-        stdin, stdout = self.process.stdin, self.process.stdout
-        assert stdin is not None and stdout is not None
         h, w = config.input_hw
         fields = [classes, config.max_per_class, repr(config.score_threshold), repr(config.iou_threshold), h, w]
         request = [" ".join(map(str, [*fields, int(FORMAT_TYPE[dtype]), len(heads) // 2])).encode() + b"\n"]
@@ -603,15 +610,7 @@ class Yolov8NmsOp:
                 *(repr(v) for v in (q.zero_point, q.scale, q.limvals_min, q.limvals_max)),
             ]
             request.append(" ".join(map(str, [*numbers, len(head.frame)])).encode() + b"\n" + head.frame)
-        stdin.write(b"".join(request))
-        stdin.flush()
-        status, size = (int(v) for v in stdout.readline().split())
-        return status, stdout.read(size)
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait(timeout=30)
+        return self.driver.exchange(b"".join(request))
 
 
 @dataclass(frozen=True)
@@ -628,9 +627,9 @@ class Head:
 
 @pytest.fixture(scope="module")
 def nms_op(build, tmp_path_factory) -> Iterator[Yolov8NmsOp]:
-    driver = Yolov8NmsOp(build, tmp_path_factory.mktemp(f"yolov8-nms-{build.version}"))
-    yield driver
-    driver.close()
+    op = Yolov8NmsOp(build, tmp_path_factory.mktemp(f"yolov8-nms-{build.version}"))
+    yield op
+    op.driver.close()
 
 
 @st.composite

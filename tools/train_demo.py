@@ -1,17 +1,18 @@
-"""Train the shipped demo detector: a 2-class (fire, smoke) YOLO11n from scratch on the synthetic set.
+"""Train a shipped demo detector: a 2-class (fire, smoke) YOLO11n or YOLO26n from scratch on the synthetic set.
 
 A one-off development tool, not part of the package: Ultralytics and torch live in a separate venv
 and are never runtime dependencies of the harness. Nothing is downloaded: the model is built from
-``yolo11n.yaml`` (no pretrained weights), Ultralytics runs offline with auto-install off, its font is
+``yolo11n.yaml`` / ``yolo26n.yaml`` (no pretrained weights), Ultralytics runs offline with auto-install off, its font is
 provided locally, and any attempt to open an internet connection raises.
 
     python3 -m venv /work/train-venv
     /work/train-venv/bin/pip install torch==2.14.1 torchvision==0.29.1
     /work/train-venv/bin/pip install ultralytics pillow numpy pyyaml onnx
-    PYTHONPATH=. nice -n 10 /work/train-venv/bin/python tools/train_demo.py
+    PYTHONPATH=. nice -n 10 /work/train-venv/bin/python tools/train_demo.py [--arch yolo26n]
 
 writes ``harness/data/demo/fire_smoke_yolo11n_256.onnx`` (float32, opset 17, input 1x3x256x256, output
-1x6x1344) and ``harness/data/demo/MODEL_CARD.md``.
+1x6x1344) and ``MODEL_CARD.md``; with ``--arch yolo26n`` ``fire_smoke_yolo26n_256.onnx`` (the one-to-one
+head exported end to end: output 1x300x6) and ``MODEL_CARD_yolo26n.md``.
 """
 
 from __future__ import annotations
@@ -33,14 +34,32 @@ from pathlib import Path
 from harness.inputs.synthetic import Recipe, write_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL_NAME = "fire_smoke_yolo11n_256.onnx"
+ARCHS = {
+    # arch: (the head's layer, its box and class conv branches, export arguments, the output the export has)
+    "yolo11n": ("model.23", ("cv2", "cv3"), {}, (6, sum((256 // s) ** 2 for s in (8, 16, 32)))),
+    "yolo26n": ("model.23", ("one2one_cv2", "one2one_cv3"), {"end2end": True}, (300, 6)),
+}
 RECIPE = Recipe(seed=0, train=300, val=100, calib=64, offdomain_calib=64, imgsz=256)
 TRAIN_SEED = 0
 IMGSZ = 256
 BATCH = 16
 WORKERS = 0
 OPSET = 17
-HEAD_CONVS = [f"/model.23/{branch}.{i}/{branch}.{i}.2/Conv" for branch in ("cv2", "cv3") for i in range(3)]
+
+
+def head_convs(arch: str) -> list[str]:
+    layer, branches, _, _ = ARCHS[arch]
+    return [f"/{layer}/{branch}.{i}/{branch}.{i}.2/Conv" for branch in branches for i in range(3)]
+
+
+def model_name(arch: str) -> str:
+    return f"fire_smoke_{arch}_256.onnx"
+
+
+def card_name(arch: str) -> str:
+    return "MODEL_CARD.md" if arch == "yolo11n" else f"MODEL_CARD_{arch}.md"
+
+
 MAX_ONNX_BYTES = 15 * 1024 * 1024
 
 _blocked: list[str] = []
@@ -84,20 +103,18 @@ def _epoch_rows(results_csv: Path) -> list[dict[str, str]]:
         return [{k.strip(): v.strip() for k, v in row.items()} for row in csv.DictReader(f)]
 
 
-def _check_onnx(path: Path) -> dict[str, object]:
+def _check_onnx(path: Path, arch: str) -> dict[str, object]:
     import onnx
 
     model = onnx.load(str(path))
     onnx.checker.check_model(model)
     shape = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]  # noqa: E731
     inputs, outputs = [(v.name, shape(v)) for v in model.graph.input], [(v.name, shape(v)) for v in model.graph.output]
-    anchors = sum((IMGSZ // s) ** 2 for s in (8, 16, 32))
-    if outputs != [("output0", [1, 6, anchors])] or inputs != [("images", [1, 3, IMGSZ, IMGSZ])]:
-        raise SystemExit(
-            f"{path}: inputs {inputs}, outputs {outputs}; expected images 1x3x256x256 -> output0 1x6x{anchors}"
-        )
+    expected = [("output0", [1, *ARCHS[arch][3]])]
+    if outputs != expected or inputs != [("images", [1, 3, IMGSZ, IMGSZ])]:
+        raise SystemExit(f"{path}: inputs {inputs}, outputs {outputs}; expected images 1x3x256x256 -> {expected}")
     nodes = {n.name for n in model.graph.node}
-    missing = [name for name in HEAD_CONVS if name not in nodes]
+    missing = [name for name in head_convs(arch) if name not in nodes]
     if missing:
         raise SystemExit(f"{path}: head convs {missing} not found")
     if any(i.data_type != onnx.TensorProto.FLOAT for i in model.graph.initializer if i.dims):
@@ -115,22 +132,42 @@ def _model_card(facts: dict[str, object]) -> str:
         f"| {float(r['metrics/mAP50-95(B)']):.3f} |"
         for r in rows  # type: ignore[union-attr]
     )
-    r = RECIPE
-    return f"""# Demo model: fire/smoke YOLO11n, 256x256
+    r, arch = RECIPE, str(facts["arch"])
+    opset = facts["onnx"]["opset"]  # type: ignore[index]
+    if arch == "yolo11n":
+        title, export_extra = "YOLO11n", ""
+        lines = [
+            f"- Ultralytics ONNX export, float32 weights (not quantized), opset {opset}, no NMS, static shapes,",
+            "  not simplified",
+            f"- input `images` float32 1x3x{IMGSZ}x{IMGSZ} (RGB, /255, letterboxed with grey 114); output `output0` "
+            "float32 1x6x1344",
+            "  (x, y, w, h in input pixels, then two sigmoid class scores; anchors 32x32 + 16x16 + 8x8)",
+            "- the six head convolutions `/model.23/cv2.{0,1,2}/cv2.x.2/Conv` (boxes, 64 channels) and",
+            "  `/model.23/cv3.{0,1,2}/cv3.x.2/Conv` (classes, 2 channels) are inside",
+        ]
+    else:
+        title, export_extra = "YOLO26n", ", end2end=True"
+        lines = [
+            "- Ultralytics ONNX export of the one-to-one head end to end (`end2end=True`), float32 weights",
+            f"  (not quantized), opset {opset}, no NMS, static shapes, not simplified",
+            f"- input `images` float32 1x3x{IMGSZ}x{IMGSZ} (RGB, /255, letterboxed with grey 114); output `output0` "
+            "float32 1x300x6",
+            "  (x1, y1, x2, y2 in input pixels, score, class: the 300 best (anchor, class) pairs, no NMS)",
+            "- the six head convolutions `/model.23/one2one_cv2.{0,1,2}/one2one_cv2.x.2/Conv` (boxes, 4 channels:",
+            "  reg_max 1, no DFL) and `/model.23/one2one_cv3.{0,1,2}/one2one_cv3.x.2/Conv` (classes, 2 channels,",
+            "  logits) are inside",
+        ]
+    the_file = "\n".join(lines)
+    return f"""# Demo model: fire/smoke {title}, 256x256
 
-`{MODEL_NAME}` is a two-class detector (0 = fire, 1 = smoke) trained from scratch on the harness's own
+`{model_name(arch)}` is a two-class detector (0 = fire, 1 = smoke) trained from scratch on the harness's own
 synthetic data, shipped so that the harness can be demonstrated and tested end to end on a real
 Ultralytics export without downloading anything. It knows only synthetic flames and smoke: it is
 not a fire detector for real use.
 
 ## The file
 
-- Ultralytics ONNX export, float32 weights (not quantized), opset {facts["onnx"]["opset"]}, no NMS, static shapes,
-  not simplified
-- input `images` float32 1x3x{IMGSZ}x{IMGSZ} (RGB, /255, letterboxed with grey 114); output `output0` float32 1x6x1344
-  (x, y, w, h in input pixels, then two sigmoid class scores; anchors 32x32 + 16x16 + 8x8)
-- the six head convolutions `/model.23/cv2.{{0,1,2}}/cv2.x.2/Conv` (boxes, 64 channels) and
-  `/model.23/cv3.{{0,1,2}}/cv3.x.2/Conv` (classes, 2 channels) are inside
+{the_file}
 - {facts["onnx"]["bytes"]:,} bytes, sha256 `{facts["sha256"]}`
 
 ## How it was made
@@ -142,11 +179,11 @@ not a fire detector for real use.
 - data: `harness.inputs.synthetic`, the same as `python -m harness.inputs.synthetic --out DIR --seed {r.seed}
   --train {r.train} --val {r.val} --calib {r.calib} --offdomain-calib {r.offdomain_calib} --imgsz {r.imgsz}`
   (PNG frames 240..480 px wide, ~15 % empty; train on `train`, validate on `val`)
-- model `yolo11n.yaml` built from scratch (`pretrained=False`), nc=2
+- model `{arch}.yaml` built from scratch (`pretrained=False`), nc=2
 - training: epochs {facts["epochs"]}, imgsz {IMGSZ}, batch {BATCH}, workers {WORKERS}, seed {TRAIN_SEED}, deterministic,
   `amp=False`, `plots=False`, device cpu, all other settings Ultralytics defaults (optimizer auto, mosaic closed for
   the last 10 epochs)
-- export: `format="onnx", imgsz={IMGSZ}, opset={OPSET}, simplify=False, dynamic=False` (external NMS)
+- export: `format="onnx", imgsz={IMGSZ}, opset={OPSET}, simplify=False, dynamic=False{export_extra}` (external NMS)
 - versions: Ultralytics {facts["ultralytics"]}, torch {facts["torch"]}, torchvision {facts["torchvision"]},
   numpy {facts["numpy"]}, Pillow {facts["pillow"]}, onnx {facts["onnx_version"]}, Python {platform.python_version()}
 - machine: {facts["cpus"]} CPU cores, no GPU; training wall time {facts["train_s"]:.0f} s
@@ -172,6 +209,7 @@ Per epoch (cumulative seconds since the start of training, validation mAP during
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--arch", choices=sorted(ARCHS), default="yolo11n")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "harness" / "data" / "demo", help="folder for the ONNX and card"
     )
@@ -195,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         from ultralytics import YOLO, settings
 
         settings.update({"sync": False})
-        model = YOLO("yolo11n.yaml")
+        model = YOLO(f"{args.arch}.yaml")
         started = time.perf_counter()
         model.train(
             data=str(data_yaml),
@@ -218,13 +256,15 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = work / "runs" / "demo"
         best = YOLO(str(run_dir / "weights" / "best.pt"))
         metrics = best.val(data=str(data_yaml), imgsz=IMGSZ, batch=BATCH, workers=WORKERS, plots=False, device="cpu")
+        extra = ARCHS[args.arch][2]
         exported = Path(
-            best.export(format="onnx", imgsz=IMGSZ, opset=OPSET, simplify=False, dynamic=False, device="cpu")
+            best.export(format="onnx", imgsz=IMGSZ, opset=OPSET, simplify=False, dynamic=False, device="cpu", **extra)
         )
         args.out.mkdir(parents=True, exist_ok=True)
-        target = args.out / MODEL_NAME
+        target = args.out / model_name(args.arch)
         shutil.copyfile(exported, target)
         facts: dict[str, object] = {
+            "arch": args.arch,
             "command": command,
             "epochs": args.epochs,
             "epochs_table": _epoch_rows(run_dir / "results.csv"),
@@ -232,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             "map50": float(metrics.box.map50),
             "map": float(metrics.box.map),
             "per_class": [(float(metrics.box.ap50[i]), float(metrics.box.ap[i])) for i in range(2)],
-            "onnx": _check_onnx(target),
+            "onnx": _check_onnx(target, args.arch),
             "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
             "ultralytics": ultralytics.__version__,
             "torch": torch.__version__,
@@ -243,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "blocked": len(_blocked),
         }
-        (args.out / "MODEL_CARD.md").write_text(_model_card(facts))
+        (args.out / card_name(args.arch)).write_text(_model_card(facts))
     print(f"{target}: mAP@0.5 {facts['map50']:.3f}, mAP@0.5:0.95 {facts['map']:.3f}, {train_s:.0f} s")
     if _blocked:
         print("blocked network attempts:", *_blocked, sep="\n  ")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
 DEMO_ONNX = PACKAGE_DATA / "demo" / "fire_smoke_yolo11n_256.onnx"
+DEMO26_ONNX = PACKAGE_DATA / "demo" / "fire_smoke_yolo26n_256.onnx"  # YOLO26n, the one-to-one head end to end
 # The demo's baselines as shipped: read where a project has not blessed its own (never written).
 SHIPPED_GOLDEN = PACKAGE_DATA / "golden"
 DEMO_SEED = 0

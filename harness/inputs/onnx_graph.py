@@ -319,6 +319,46 @@ def find_heads(model: onnx.ModelProto, end_nodes: Sequence[str] | None = None) -
     return _sorted_heads(_head(graph, tail, t) for t in dict.fromkeys(t for t in tensors.values() if t is not None))
 
 
+def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
+    """The six raw head tensors of a YOLO26 export (reg_max 1, no DFL), stride ascending, box before class.
+
+    Either head exports alike for this: the one-to-one head end to end (output ``[1, 300, 6]``, its
+    tail a top-k) or the one-to-many head (``[1, 4 + nc, anchors]``). The head maps are the outputs of
+    the last convolutions, those with no convolution after them on the way to the output (a YOLOv8
+    export has one more, its DFL conv, and is refused here); box maps have 4 channels, class maps nc.
+    ultralytics: ultralytics/nn/modules/head.py (Detect with reg_max 1: ``dfl`` is an identity).
+    """
+    graph = _Graph.of(model)
+    outputs = [o.name for o in model.graph.output]
+    upstream = set().union(*(graph.ancestors(o) for o in outputs))
+    convs = list(
+        {n.output[0]: n for n in graph.producers.values() if n.op_type == "Conv" and n.output[0] in upstream}.values()
+    )
+    conv_outputs = {n.output[0] for n in convs}
+    downstream_of: dict[str, set[str]] = {t: set() for t in conv_outputs}
+    for node in convs:  # a conv whose input descends from another conv's output
+        for earlier in graph.ancestors(node.input[0]) & conv_outputs:
+            downstream_of[earlier].add(node.output[0])
+    last = [n for n in convs if not downstream_of[n.output[0]]]
+    shapes = {n.output[0]: graph.static_shape(n.output[0]) for n in last}
+    if len(last) != 6 or any(s is None or len(s) != 4 for s in shapes.values()):
+        raise GraphError(
+            f"{graph.name!r}: last convolutions {[(n.name, shapes[n.output[0]]) for n in last]}, expected the six "
+            "head convolutions of a YOLO26 export (a box map of 4 and a class map of nc channels per stride)"
+        )
+    channels = sorted({s[1] for s in shapes.values() if s is not None})
+    if channels[0] != 4 or len(channels) != 2:
+        raise GraphError(
+            f"{graph.name!r}: the last convolutions have {channels} channels, expected 4 (box maps, reg_max 1) and nc "
+            "(class maps); a class map of 4 channels (nc = 4) cannot be told from a box map"
+        )
+    heads = []
+    for node in last:
+        _, c, h, w = shapes[node.output[0]]  # type: ignore[misc]
+        heads.append(HeadTensor(node.output[0], node.name, "box" if c == 4 else "class", c, (h, w)))
+    return _sorted_heads(heads)
+
+
 def _extract(model: onnx.ModelProto, inputs: list[str], outputs: list[str], what: str) -> onnx.ModelProto:
     part = onnx.utils.Extractor(shape_inference.infer_shapes(model)).extract_model(inputs, outputs)
     known = {i.name for i in part.graph.input} | {i.name for i in part.graph.initializer}

@@ -86,8 +86,8 @@ def test_report_as_dict_is_json_with_the_verdict(report: vd.VerifyReport) -> Non
 def test_a_decoder_off_by_half_a_cell_is_caught(
     model_path: Path, images: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def shifted(outputs, specs, config):
-        boxes, scores = decode_candidates(outputs, specs, config)
+    def shifted(outputs, specs, config, box_channels=None):
+        boxes, scores = decode_candidates(outputs, specs, config, box_channels)
         return boxes + np.float32(4), scores  # half a stride-8 cell
 
     monkeypatch.setattr(vd, "decode_candidates", shifted)
@@ -125,7 +125,9 @@ def test_cli_verify_decode_json(command, model_path, image_folder, capsys) -> No
 def test_cli_verify_decode_exits_1_when_the_decoder_disagrees(
     command, model_path, image_folder, monkeypatch, capsys
 ) -> None:
-    monkeypatch.setattr(vd, "decode_candidates", lambda o, s, c: tuple(a * 0 for a in decode_candidates(o, s, c)))
+    monkeypatch.setattr(
+        vd, "decode_candidates", lambda o, s, c, b=None: tuple(a * 0 for a in decode_candidates(o, s, c))
+    )
     assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 1
     assert "DISAGREES" in capsys.readouterr().out
 
@@ -140,3 +142,12 @@ def test_cli_verify_decode_unknown_end_node_exits_2_naming_it(command, model_pat
 def test_cli_verify_decode_folder_without_images_exits_2(command, model_path, tmp_path, capsys) -> None:
     assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(tmp_path)]) == 2
     assert "no image files" in capsys.readouterr().err
+
+
+def test_a_yolo26_export_is_verified_against_its_own_one_to_one_top_k(images: list[Path]) -> None:
+    from harness.inputs.demo import DEMO26_ONNX
+
+    report = verify_decode(DEMO26_ONNX, images[:4], threads=1)
+    assert [(p.stride, p.reg_max) for p in report.pairs] == [(8, 1), (16, 1), (32, 1)]
+    assert report.ok, format_report(report)
+    assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6

@@ -135,7 +135,7 @@ def _model_card(facts: dict[str, object]) -> str:
     r, arch = RECIPE, str(facts["arch"])
     opset = facts["onnx"]["opset"]  # type: ignore[index]
     if arch == "yolo11n":
-        title, export_extra = "YOLO11n", ""
+        title, export_extra, nms_note = "YOLO11n", "", "external NMS"
         lines = [
             f"- Ultralytics ONNX export, float32 weights (not quantized), opset {opset}, no NMS, static shapes,",
             "  not simplified",
@@ -146,7 +146,11 @@ def _model_card(facts: dict[str, object]) -> str:
             "  `/model.23/cv3.{0,1,2}/cv3.x.2/Conv` (classes, 2 channels) are inside",
         ]
     else:
-        title, export_extra = "YOLO26n", ", end2end=True"
+        title, export_extra, nms_note = (
+            "YOLO26n",
+            ", end2end=True",
+            "no NMS: the one-to-one head's top-k is in the graph",
+        )
         lines = [
             "- Ultralytics ONNX export of the one-to-one head end to end (`end2end=True`), float32 weights",
             f"  (not quantized), opset {opset}, no NMS, static shapes, not simplified",
@@ -183,7 +187,7 @@ not a fire detector for real use.
 - training: epochs {facts["epochs"]}, imgsz {IMGSZ}, batch {BATCH}, workers {WORKERS}, seed {TRAIN_SEED}, deterministic,
   `amp=False`, `plots=False`, device cpu, all other settings Ultralytics defaults (optimizer auto, mosaic closed for
   the last 10 epochs)
-- export: `format="onnx", imgsz={IMGSZ}, opset={OPSET}, simplify=False, dynamic=False{export_extra}` (external NMS)
+- export: `format="onnx", imgsz={IMGSZ}, opset={OPSET}, simplify=False, dynamic=False{export_extra}` ({nms_note})
 - versions: Ultralytics {facts["ultralytics"]}, torch {facts["torch"]}, torchvision {facts["torchvision"]},
   numpy {facts["numpy"]}, Pillow {facts["pillow"]}, onnx {facts["onnx_version"]}, Python {platform.python_version()}
 - machine: {facts["cpus"]} CPU cores, no GPU; training wall time {facts["train_s"]:.0f} s

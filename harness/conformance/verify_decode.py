@@ -7,6 +7,10 @@ probabilities must match anchor for anchor, and NMS over it must keep the same d
 computed by the model's decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) from the same head
 maps, which is what the full model computes, without running the backbone twice.
 
+A YOLO26 export (reg_max 1, no DFL: :func:`harness.inputs.onnx_graph.find_yolo26_heads`) is verified
+the same way with :mod:`harness.decode.yolo26`: its one-to-many head against the decoded head output,
+its one-to-one head exported end to end against the export's own top-k rows ``(max_det, 6)``.
+
 When onnxruntime's dynamic quantization has put the DFL conv on 8-bit activations, the reference
 runs that conv in float (:func:`harness.inputs.onnx_graph.dequantize_decode_tail`); otherwise its box
 sides would be off by up to a sixth of a stride from the exact DFL any decoder computes.
@@ -14,9 +18,10 @@ sides would be off by up to a sixth of a stride from the exact DFL any decoder c
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +29,18 @@ import numpy as np
 
 from harness.backends.onnx.runner import DecodeTailRunner, OnnxRunner
 from harness.core.detections import Detections, xywh_to_xyxy
-from harness.core.errors import HarnessError
+from harness.core.errors import GraphError, HarnessError
 from harness.core.settings import DecodeConfig, NmsMode
-from harness.decode.nms import nms_hailort, nms_ultralytics
+from harness.decode.nms import above, nms_hailort, nms_ultralytics
 from harness.decode.yolo import HeadPair, decode, decode_candidates, pair_heads
+from harness.decode.yolo26 import BOX_CHANNELS, decode_one2many, decode_one2one
 from harness.inputs.onnx_graph import (
     HeadTensor,
     cut_at_heads,
     decode_tail,
     dequantize_decode_tail,
     find_heads,
+    find_yolo26_heads,
     full_head_output,
     load_model,
     model_input,
@@ -109,6 +116,38 @@ def same_detections(a: Detections, b: Detections, box_tolerance_px: float, score
     return bool((close.sum(axis=1) == 1).all() and (close.sum(axis=0) == 1).all())
 
 
+def _paired_differences(a: Detections, b: Detections) -> tuple[float, float]:
+    """The largest box and score differences between each detection of ``a`` and its partner in ``b``
+    (same class, nearest box); infinite when the two cannot be paired one to one."""
+    if len(a) != len(b):
+        return math.inf, math.inf
+    distance = np.abs(a.boxes[:, None, :] - b.boxes[None, :, :]).max(axis=2, initial=0)
+    distance[a.class_ids[:, None] != b.class_ids[None, :]] = np.inf
+    partner = distance.argmin(axis=1) if len(a) else np.zeros(0, dtype=np.int64)
+    if len(set(partner.tolist())) != len(a) or not np.isfinite(distance[np.arange(len(a)), partner]).all():
+        return math.inf, math.inf
+    boxes = float(distance[np.arange(len(a)), partner].max(initial=0))
+    return boxes, float(np.abs(a.scores - b.scores[partner]).max(initial=0))
+
+
+def _one_to_one_agreement(
+    image: str, outputs: dict[str, np.ndarray], specs: dict[str, Any], config: DecodeConfig, reference: np.ndarray
+) -> ImageAgreement:
+    """A YOLO26 export's own top-k ``(max_det, 6)`` rows (x1, y1, x2, y2, score, class) against
+    :func:`~harness.decode.yolo26.decode_one2one` at the same number of rows and no threshold, then
+    both above the threshold. Rows whose scores lie within rounding of the last row's may take each
+    other's place (the export's sigmoid and top-k round otherwise), so the rows compared are those
+    clearly above it."""
+    own = Detections(reference[:, :4], reference[:, 4], reference[:, 5].astype(np.int64))
+    ours = decode_one2one(outputs, specs, replace(config, max_total=len(reference), score_threshold=0.0))
+    last = float(own.scores.min(initial=0)) + 1e-5
+    box_diff, score_diff = _paired_differences(ours.select(ours.scores > last), own.select(own.scores > last))
+    kept, expected = decode_one2one(outputs, specs, config), own.select(above(own.scores, config.score_threshold))
+    return ImageAgreement(
+        image, box_diff, score_diff, len(kept), len(expected), same_detections(kept, expected, BOX_TOLERANCE_PX, 1e-5)
+    )
+
+
 def verify_decode(
     onnx_path: str | os.PathLike[str],
     image_paths: Sequence[str | os.PathLike[str]],
@@ -130,20 +169,32 @@ def verify_decode(
     config = config or DecodeConfig(input_hw=input_hw)
     if tuple(config.input_hw) != input_hw:
         raise HarnessError(f"decode config: input_hw {config.input_hw}, expected the model input size {input_hw}")
-    heads = find_heads(model, end_nodes)
-    reference_model = dequantize_decode_tail(model)
+    try:
+        heads, yolo26 = find_heads(model, end_nodes), False
+    except GraphError as error:
+        if end_nodes is not None:
+            raise
+        try:  # no DFL tail: a YOLO26 export (reg_max 1)
+            heads, yolo26 = find_yolo26_heads(model), True
+        except GraphError:
+            raise error from None
+    reference_model = model if yolo26 else dequantize_decode_tail(model)
+    box_channels = BOX_CHANNELS if yolo26 else None
     images = []
     with (
         OnnxRunner(cut_at_heads(model, heads), threads) as cut,
         DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
     ):
         specs = cut.output_specs
-        pairs = pair_heads(specs, input_hw)
+        pairs = pair_heads(specs, input_hw, box_channels)
         for path in image_paths:
             feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
             outputs = cut.infer(feed)
             reference = tail.infer(outputs)
-            boxes, scores = decode_candidates(outputs, specs, config)
+            if yolo26 and reference.shape[-1] == 6:  # the one-to-one head end to end: (max_det, 6)
+                images.append(_one_to_one_agreement(Path(path).name, outputs, specs, config, reference))
+                continue
+            boxes, scores = decode_candidates(outputs, specs, config, box_channels)
             ref_boxes = xywh_to_xyxy(reference[:4].T)
             ref_scores = np.ascontiguousarray(reference[4:].T, dtype=np.float32)
             if boxes.shape != ref_boxes.shape or scores.shape != ref_scores.shape:
@@ -151,7 +202,7 @@ def verify_decode(
                     f"decoded candidates: boxes {boxes.shape}, scores {scores.shape}; expected the reference's "
                     f"{ref_boxes.shape} and {ref_scores.shape} (one per anchor of {tail.output_name!r})"
                 )
-            detections = decode(outputs, specs, config)
+            detections = (decode_one2many if yolo26 else decode)(outputs, specs, config)
             expected = _NMS[config.mode](ref_boxes, ref_scores, config)
             images.append(
                 ImageAgreement(

@@ -347,7 +347,7 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
             "head convolutions of a YOLO26 export (a box map of 4 and a class map of nc channels per stride)"
         )
     channels = sorted({s[1] for s in shapes.values() if s is not None})
-    if channels[0] != 4 or len(channels) != 2:
+    if 4 not in channels or len(channels) != 2:
         raise GraphError(
             f"{graph.name!r}: the last convolutions have {channels} channels, expected 4 (box maps, reg_max 1) and nc "
             "(class maps); a class map of 4 channels (nc = 4) cannot be told from a box map"

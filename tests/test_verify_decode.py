@@ -144,10 +144,14 @@ def test_cli_verify_decode_folder_without_images_exits_2(command, model_path, tm
     assert "no image files" in capsys.readouterr().err
 
 
-def test_a_yolo26_export_is_verified_against_its_own_one_to_one_top_k(images: list[Path]) -> None:
+def test_a_yolo26_export_is_verified_against_its_own_one_to_one_top_k(shared_fixtures: Path) -> None:
+    """On fire/smoke frames, two of which (fire-image_73, smoke-image_11) rank rows near the 300th score
+    in another order than the export's own top-k: rows within rounding of the cut may trade places."""
     from harness.inputs.demo import DEMO26_ONNX
 
-    report = verify_decode(DEMO26_ONNX, images[:4], threads=1)
+    frames = shared_fixtures / "datasets/fire_smoke_val/images/val"
+    chosen = ["fire-image_73.jpg", "smoke-image_11.jpg", *sorted(p.name for p in frames.glob("*.jpg"))[:4]]
+    report = verify_decode(DEMO26_ONNX, [frames / name for name in chosen], threads=1)
     assert [(p.stride, p.reg_max) for p in report.pairs] == [(8, 1), (16, 1), (32, 1)]
     assert report.ok, format_report(report)
     assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6

@@ -116,18 +116,34 @@ def same_detections(a: Detections, b: Detections, box_tolerance_px: float, score
     return bool((close.sum(axis=1) == 1).all() and (close.sum(axis=0) == 1).all())
 
 
-def _paired_differences(a: Detections, b: Detections) -> tuple[float, float]:
-    """The largest box and score differences between each detection of ``a`` and its partner in ``b``
-    (same class, nearest box); infinite when the two cannot be paired one to one."""
-    if len(a) != len(b):
+def _partners(a: Detections, b: Detections, reach_px: float = 1.0) -> np.ndarray:
+    """For each detection of ``a`` the index of its partner in ``b``: same class, box within
+    ``reach_px``, nearest first, each of ``b`` taken once; -1 for none."""
+    distance = np.abs(a.boxes[:, None, :] - b.boxes[None, :, :]).max(axis=2, initial=0.0)
+    distance[(a.class_ids[:, None] != b.class_ids[None, :]) | (distance > reach_px)] = np.inf
+    partner = np.full(len(a), -1)
+    taken = np.zeros(len(b), dtype=bool)
+    for i in np.argsort(distance.min(axis=1, initial=np.inf), kind="stable"):
+        row = np.where(taken, np.inf, distance[i])
+        j = int(row.argmin()) if len(b) else -1
+        if j >= 0 and np.isfinite(row[j]):
+            partner[i], taken[j] = j, True
+    return partner
+
+
+def _paired_differences(a: Detections, b: Detections, cut: float, spare: float) -> tuple[float, float]:
+    """The largest box and score differences between the detections of ``a`` and ``b`` scored above
+    ``cut``, each paired with its partner in the other; infinite when one above ``cut + spare`` has
+    no partner (those within ``spare`` of the cut may have fallen on the other side of it)."""
+    a, b = a.select(a.scores > cut - spare), b.select(b.scores > cut - spare)
+    forward, backward = _partners(a, b), _partners(b, a)
+    if (a.scores[forward < 0] > cut + spare).any() or (b.scores[backward < 0] > cut + spare).any():
         return math.inf, math.inf
-    distance = np.abs(a.boxes[:, None, :] - b.boxes[None, :, :]).max(axis=2, initial=0)
-    distance[a.class_ids[:, None] != b.class_ids[None, :]] = np.inf
-    partner = distance.argmin(axis=1) if len(a) else np.zeros(0, dtype=np.int64)
-    if len(set(partner.tolist())) != len(a) or not np.isfinite(distance[np.arange(len(a)), partner]).all():
-        return math.inf, math.inf
-    boxes = float(distance[np.arange(len(a)), partner].max(initial=0))
-    return boxes, float(np.abs(a.scores - b.scores[partner]).max(initial=0))
+    paired = forward >= 0
+    if not paired.any():
+        return 0.0, 0.0
+    boxes = np.abs(a.boxes[paired] - b.boxes[forward[paired]]).max(initial=0)
+    return float(boxes), float(np.abs(a.scores[paired] - b.scores[forward[paired]]).max(initial=0))
 
 
 def _one_to_one_agreement(
@@ -135,13 +151,12 @@ def _one_to_one_agreement(
 ) -> ImageAgreement:
     """A YOLO26 export's own top-k ``(max_det, 6)`` rows (x1, y1, x2, y2, score, class) against
     :func:`~harness.decode.yolo26.decode_one2one` at the same number of rows and no threshold, then
-    both above the threshold. Rows whose scores lie within rounding of the last row's may take each
-    other's place (the export's sigmoid and top-k round otherwise), so the rows compared are those
-    clearly above it."""
+    both above the threshold. Rows scored within rounding of the last row may take each other's place
+    (the export's sigmoid and top-k round otherwise), so the rows compared are those clearly above it."""
     own = Detections(reference[:, :4], reference[:, 4], reference[:, 5].astype(np.int64))
     ours = decode_one2one(outputs, specs, replace(config, max_total=len(reference), score_threshold=0.0))
-    last = float(own.scores.min(initial=0)) + 1e-5
-    box_diff, score_diff = _paired_differences(ours.select(ours.scores > last), own.select(own.scores > last))
+    last = float(own.scores.min()) if len(own) else 0.0
+    box_diff, score_diff = _paired_differences(ours, own, last, 1e-5)
     kept, expected = decode_one2one(outputs, specs, config), own.select(above(own.scores, config.score_threshold))
     return ImageAgreement(
         image, box_diff, score_diff, len(kept), len(expected), same_detections(kept, expected, BOX_TOLERANCE_PX, 1e-5)

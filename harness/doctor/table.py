@@ -23,7 +23,7 @@ from harness.pipeline.detect import (
 from harness.pipeline.factory import evaluate
 from harness.pipeline.spec import REFERENCE
 from harness.verdict.diagnosis import collect_evidence, diagnose
-from harness.verdict.gate_id import BASELINE_KINDS, LABEL_FREE_KINDS
+from harness.verdict.gate_id import baseline_kinds
 from harness.verdict.gates import GateResult, gate_path_agreement, run_gates
 from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.metrics.coco import DifferenceInterval, paired_bootstrap
@@ -112,7 +112,7 @@ def _row(mode: Mode, how: str, gate_failed: bool, gate: str, name: str, text: st
 def _path_row(bench: Bench, mode: Mode, how: str, path: DetectionPath, result: PathResult) -> DoctorRow:
     """``result`` of ``path`` held to its baseline and the reference, then diagnosed."""
     reference = bench.reference_for(result)
-    kinds = BASELINE_KINDS if bench.dataset.labelled else LABEL_FREE_KINDS
+    kinds = baseline_kinds(bench.dataset.labelled)
     gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw, kinds=kinds)
     failed = any(not g.passed for g in gates)
     findings = diagnose(doctor_evidence(bench, result, reference, path if failed else None))

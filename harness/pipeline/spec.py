@@ -16,7 +16,7 @@ from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HA
 from harness.core.settings import EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, SHIPPED_GOLDEN
-from harness.verdict.gate_id import BASELINE_KINDS, LABEL_FREE_KINDS, GateId
+from harness.verdict.gate_id import GateId, baseline_kinds
 
 if TYPE_CHECKING:
     from harness.conformance.suite import Decoder
@@ -177,7 +177,7 @@ class JobConfig:
 
     @property
     def baseline_kinds(self) -> tuple[str, ...]:
-        return BASELINE_KINDS if self.labelled else LABEL_FREE_KINDS
+        return baseline_kinds(self.labelled)
 
     @property
     def dataset_name(self) -> str:

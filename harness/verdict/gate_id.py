@@ -22,3 +22,8 @@ class GateId:
 
 BASELINE_KINDS = ("map", "map50_95", "score_saturation", "box_count")  # held against a golden baseline
 LABEL_FREE_KINDS = ("score_saturation", "box_count")  # the baseline gates images without labels can hold
+
+
+def baseline_kinds(labelled: bool) -> tuple[str, ...]:
+    """The baseline gates a set of images can hold: all of them with labels, the label-free ones without."""
+    return BASELINE_KINDS if labelled else LABEL_FREE_KINDS

@@ -52,12 +52,9 @@ def _folder(text: str) -> Path:
 
 def _hef(text: str) -> Path:
     """A HEF, or an Ultralytics Hailo export folder (``yolo export format=hailo``): the HEF it holds."""
-    path = Path(text)
-    if not path.is_dir():
-        return path
-    from harness.inputs.hef.ultralytics import hef_in  # imported when a folder is given: the plugin stays light
+    from harness.inputs.hef.ultralytics import hef_of  # imported when --hef is given: the plugin stays light
 
-    return hef_in(path)
+    return hef_of(Path(text))
 
 
 def _class_pair(text: str) -> tuple[str, str]:

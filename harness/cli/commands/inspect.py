@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.inputs.hef.inspect import render_text, summary
 from harness.inputs.hef.reader import HefInfo, read_hef
-from harness.inputs.hef.ultralytics import UltralyticsExport, export_of, hef_in
+from harness.inputs.hef.ultralytics import UltralyticsExport, export_of, hef_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,8 +59,7 @@ def _export_lines(described: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    hef = Path(args.hef)
-    hef = hef_in(hef) if hef.is_dir() else hef
+    hef = hef_of(Path(args.hef))
     info = read_hef(hef, tolerant=args.tolerant)
     export = export_of(hef)
     described = _export(info, export) if export is not None else None

@@ -253,12 +253,13 @@ def _vstream_line(direction: str, vstream: VStreamInfo) -> str:
 
 
 def _group_lines(group: NetworkGroupInfo) -> list[str]:
+    specs = _host_specs(group)
     lines = [f"Network group name: {group.name}", "    Stream infos:"]
     for direction, streams in (("Input ", group.inputs), ("Output", group.outputs)):
         lines += [f"        {line}" for stream in streams for line in _stream_lines(direction, stream)]
     lines.append("    VStream infos:")
     lines += [f"        {_vstream_line('Input ', v)}" for v in group.input_vstreams]
-    if group.logits_op is not None or (group.nms is not None and group.nms.bbox_decoding_only):
+    if specs is None:
         lines.append("        Output of a post-process op this reader does not describe")
     else:
         lines += [f"        {_vstream_line('Output', v)}" for v in group.output_vstreams]
@@ -280,7 +281,6 @@ def _group_lines(group: NetworkGroupInfo) -> list[str]:
             lines.append(f"            Regression length: {nms.regression_length}")
         for d in nms.bbox_decoders:
             lines.append(f"            Decoder stride {d.stride}: boxes {d.box_stream}, classes {d.class_stream}")
-    specs = _host_specs(group)
     if specs is not None:
         lines.append(
             "    Host outputs, as the harness reads them "

@@ -170,6 +170,11 @@ def read_export(folder: Path) -> UltralyticsExport:
     )
 
 
+def hef_of(path: Path) -> Path:
+    """A HEF given as itself, or as the Ultralytics export folder that holds it (:func:`hef_in`)."""
+    return hef_in(path) if path.is_dir() else path
+
+
 def export_of(hef: Path) -> UltralyticsExport | None:
     """The Ultralytics export a HEF belongs to, where a metadata.yaml lies beside it (as HailoBackend
     looks for it), else None."""

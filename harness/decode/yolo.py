@@ -63,20 +63,16 @@ def _box_and_class(
         )
     if box_channels is not None:  # a head without DFL (YOLO26: 4 distances)
         plausible = [s for s in (a, b) if s.channels == box_channels]
-        if len(plausible) != 1:
-            raise HeadPairingError(
-                f"grid {grid[0]}x{grid[1]}: expected one box head of {box_channels} channels among "
-                f"{_describe(grid_specs)}"
-            )
-        box = plausible[0]
-        return box, (b if box is a else a)
-    plausible = [s for s in (a, b) if _could_be_box(s.channels)]
-    if len(plausible) == 2:
-        plausible = [s for s in plausible if s.channels == DEFAULT_BOX_CHANNELS]
+        expected = f"exactly one with {box_channels} channels"
+    else:
+        plausible = [s for s in (a, b) if _could_be_box(s.channels)]
+        if len(plausible) == 2:
+            plausible = [s for s in plausible if s.channels == DEFAULT_BOX_CHANNELS]
+        expected = f"exactly one with 4 * reg_max channels (a multiple of 4, or {DEFAULT_BOX_CHANNELS} when both are)"
     if len(plausible) != 1:
         raise HeadPairingError(
             f"grid {grid[0]}x{grid[1]}: cannot tell the box head from the class head among {_describe(grid_specs)}: "
-            f"expected exactly one with 4 * reg_max channels (a multiple of 4, or {DEFAULT_BOX_CHANNELS} when both are)"
+            f"expected {expected}"
         )
     box = plausible[0]
     return box, (b if box is a else a)

@@ -279,3 +279,34 @@ def test_runner_path_decodes_an_nms_output_as_a_buffer_and_six_heads_as_raw_head
     nms = runner_path(NmsOf(heads, FormatOrder.NMS_BY_SCORE, SETTINGS), SETTINGS, model_path, HAILO)
     assert isinstance(raw, RawHeadsPath) and raw.variant == "v" and not raw.emulated
     assert isinstance(nms, NmsBufferPath) and nms.name == HAILO
+
+
+def test_a_yolo26_export_gives_the_same_detections_on_the_onnx_path_as_its_float_heads_decoded_one_to_one(
+    shared_fixtures: Path,
+):
+    """The ONNX path keeps an end-to-end export's own rows above the threshold; the raw-head path over the
+    same export cut at its heads (no sigmoid inside, as a YOLO26 HEF) decodes them with the one-to-one head."""
+    from harness.backends.onnx.runner import FloatHeadsRunner
+    from harness.core.head_family import HeadFamily
+    from harness.inputs.demo import DEMO26_ONNX
+
+    settings = EvalSettings(input_hw=(256, 256), score_threshold=0.02)
+    frames = sorted((shared_fixtures / "datasets/fire_smoke_val/images/val").glob("*.jpg"))[:6]
+    compared = 0
+    with OnnxPath(DEMO26_ONNX, settings, threads=1) as reference, FloatHeadsRunner(DEMO26_ONNX, threads=1) as runner:
+        heads = runner_path(runner, settings, DEMO26_ONNX, HAILO, family=HeadFamily.YOLO26_ONE2ONE)
+        assert all(spec.channels in (2, 4) for spec in runner.output_specs.values())
+        for path in frames:
+            image = load_image(path)
+            expected, ours = reference.detect(image).detections, heads.detect(image).detections
+            assert same_detections(expected, ours, BOX_TOLERANCE, 1e-5), path.name
+            compared += len(expected)
+    assert compared >= 20
+    assert reference.model_names == ("fire", "smoke")
+
+
+def test_a_yolo26_raw_head_path_refuses_heads_of_another_family(model_path, cut):
+    from harness.core.head_family import HeadFamily
+
+    with pytest.raises(HarnessError, match="4 channels"):
+        RawHeadsPath(HeadsAsHef(cut), SETTINGS, model_path, family=HeadFamily.YOLO26_ONE2ONE)

@@ -387,3 +387,70 @@ def test_end_nodes_given_by_name_cut_where_the_structural_heads_are(demo_onnx: P
     assert [o.name for o in given.model.graph.output] == [h.tensor for h in found.heads]
     with pytest.raises(GraphError, match=r"end nodes not found .*'/model.23/cv2.0/cv2.0.2/Conv'"):
         hef_graph(model, str(demo_onnx), ("/model.23/cv2.0/cv2.0.2/Conv_typo",), sigmoid_inside=False)
+
+
+# ---------------------------------------------------------------------------------------------- YOLO26
+
+
+@pytest.fixture(scope="module")
+def yolo26_hef(images: dict[str, Path], cache_dir: Path) -> EmulatedHef:
+    from harness.inputs.demo import DEMO26_ONNX
+
+    return build_emulated_hef(DEMO26_ONNX, images["in_domain"], _options(sigmoid_inside=False), cache_dir)
+
+
+def test_a_yolo26_export_becomes_six_raw_heads_of_four_box_channels_with_its_family_recorded(
+    yolo26_hef: EmulatedHef,
+) -> None:
+    from harness.core.head_family import HeadFamily
+
+    assert yolo26_hef.family is HeadFamily.YOLO26_ONE2ONE
+    assert [(h.shape[:2], h.channels) for h in yolo26_hef.heads] == [
+        ((32, 32), 4),
+        ((32, 32), 2),
+        ((16, 16), 4),
+        ((16, 16), 2),
+        ((8, 8), 4),
+        ((8, 8), 2),
+    ]
+    assert "yolo26-one2one heads" in yolo26_hef.label and "class logits" in yolo26_hef.label
+    # the class maps stay logits: their representable ranges reach far below 0
+    assert all(h.quant[0].limvals_min < -1 for h in _class_heads(yolo26_hef))
+
+
+def test_a_yolo26_emulated_hef_finds_what_its_float_export_finds_with_confidence(
+    yolo26_hef: EmulatedHef, images: dict[str, Path]
+) -> None:
+    """Through the harness's one-to-one decode, the emulated HEF finds every detection the float
+    export's own end-to-end rows score at 0.5 or more: the same class, IoU at least 0.8."""
+    from harness.core.path_names import EMULATED_HAILO
+    from harness.core.settings import EvalSettings
+    from harness.decode.nms import box_iou
+    from harness.inputs.demo import DEMO26_ONNX
+    from harness.pipeline.detect import OnnxPath, runner_path
+
+    settings = EvalSettings(input_hw=INPUT_HW, score_threshold=0.25)
+    found = 0
+    with OnnxPath(DEMO26_ONNX, settings) as reference, EmulatorRunner(yolo26_hef) as runner:
+        emulated = runner_path(runner, settings, DEMO26_ONNX, EMULATED_HAILO, family=yolo26_hef.family)
+        for path in sorted(images["val"].iterdir()):
+            image = load_image(path)
+            expected = reference.detect(image).detections
+            ours = emulated.detect(image).detections
+            confident = expected.select(expected.scores >= 0.5)
+            for box, class_id in zip(confident.boxes, confident.class_ids, strict=True):
+                same = ours.class_ids == class_id
+                assert same.any() and box_iou(box[None], ours.boxes[same]).max() >= 0.8, path.name
+            found += len(confident)
+    assert found >= 4
+
+
+def test_a_yolo26_emulated_hef_with_the_yolov8_nms_op_is_refused_naming_the_head(
+    images: dict[str, Path], cache_dir: Path
+) -> None:
+    from harness.inputs.demo import DEMO26_ONNX
+
+    with pytest.raises(GraphError, match=r"yolo26-one2one head with HailoRT's YOLOv8 NMS op.*expected nms off"):
+        build_emulated_hef(
+            DEMO26_ONNX, images["in_domain"], _options(nms=True, output_format=FormatType.FLOAT32), cache_dir
+        )

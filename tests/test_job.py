@@ -175,3 +175,22 @@ def test_images_without_labels_are_held_to_the_onnx_path_and_label_free_baseline
     failed = [g for g in job.gates if not g.passed]
     assert [g.name for g in failed] == ["test_path_agreement[val-emulated-hailo]"]
     assert failed[0].causes[0].name == "score_cap"
+
+
+def test_a_yolo26_export_runs_end_to_end_through_an_emulated_hef_without_sigmoid_or_nms(config, tmp_path):
+    """The YOLO26n demo: its ONNX path reads the export's own top-k rows, its emulated HEF ends at the six
+    one-to-one head convolutions (no sigmoid, no NMS op, as Ultralytics compiles it), decoded on the host;
+    a first run blesses its baselines, the next one passes every gate against them."""
+    from harness.inputs.demo import DEMO26_ONNX
+
+    yolo26 = replace(config, onnx=DEMO26_ONNX, golden_root=tmp_path / "golden", report_dir=tmp_path / "report")
+    lines: list[str] = []
+    blessed = run_job(replace(yolo26, update_golden=True), log=lines.append)
+    assert [g.name for g in blessed.gates if not g.passed] == []
+    hef_line = next(line for line in lines if line.startswith("Hailo path:"))
+    assert "class logits, yolo26-one2one heads" in hef_line and "NMS" not in hef_line
+    onnx, emulated = (r.metrics for r in blessed.results)
+    assert onnx.map50 > 0.6 and abs(onnx.map50 - emulated.map50) < 0.05
+    again = run_job(yolo26, log=lambda line: None)
+    assert [g.name for g in again.gates if not g.passed] == []
+    assert len(again.gates) == len(planned_gates(yolo26))

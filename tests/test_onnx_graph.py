@@ -272,3 +272,28 @@ def test_unreadable_onnx_file_raises_naming_it(tmp_path) -> None:
     path.write_bytes(b"\x00garbage")
     with pytest.raises(GraphError, match=r"broken\.onnx"):
         load_model(path)
+
+
+def test_export_heads_names_the_head_family_of_each_export(export) -> None:
+    from harness.core.head_family import HeadFamily
+    from harness.inputs.demo import DEMO26_ONNX
+    from harness.inputs.onnx_graph import export_heads, find_yolo26_heads
+
+    _, model = export
+    assert export_heads(model).family is HeadFamily.YOLOV8
+    assert export_heads(model).heads == find_heads(model)
+    yolo26 = load_model(DEMO26_ONNX)
+    found = export_heads(yolo26)
+    assert found.family is HeadFamily.YOLO26_ONE2ONE and found.heads == find_yolo26_heads(yolo26)
+
+
+def test_export_heads_reports_the_yolov8_refusal_when_no_head_of_either_family_is_found() -> None:
+    from harness.inputs.onnx_graph import export_heads
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 64])
+    node = helper.make_node("Reshape", ["x", "shape"], ["y"])
+    shape = numpy_helper.from_array(np.array([1, 6, 64], dtype=np.int64), "shape")
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y], [shape]))
+    with pytest.raises(GraphError, match="expected exactly one class Sigmoid among them"):
+        export_heads(model)

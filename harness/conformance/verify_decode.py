@@ -29,18 +29,19 @@ import numpy as np
 
 from harness.backends.onnx.runner import DecodeTailRunner, OnnxRunner
 from harness.core.detections import Detections, xywh_to_xyxy
-from harness.core.errors import GraphError, HarnessError
+from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig, NmsMode
+from harness.decode.heads import box_channels, decoder
 from harness.decode.nms import above, nms_hailort, nms_ultralytics
-from harness.decode.yolo import HeadPair, decode, decode_candidates, pair_heads
-from harness.decode.yolo26 import BOX_CHANNELS, decode_one2many, decode_one2one
+from harness.decode.yolo import HeadPair, decode_candidates, pair_heads
+from harness.decode.yolo26 import decode_one2one
 from harness.inputs.onnx_graph import (
     HeadTensor,
     cut_at_heads,
     decode_tail,
     dequantize_decode_tail,
-    find_heads,
-    find_yolo26_heads,
+    export_heads,
     full_head_output,
     load_model,
     model_input,
@@ -184,32 +185,25 @@ def verify_decode(
     config = config or DecodeConfig(input_hw=input_hw)
     if tuple(config.input_hw) != input_hw:
         raise HarnessError(f"decode config: input_hw {config.input_hw}, expected the model input size {input_hw}")
-    try:
-        heads, yolo26 = find_heads(model, end_nodes), False
-    except GraphError as error:
-        if end_nodes is not None:
-            raise
-        try:  # no DFL tail: a YOLO26 export (reg_max 1)
-            heads, yolo26 = find_yolo26_heads(model), True
-        except GraphError:
-            raise error from None
+    found = export_heads(model, end_nodes)
+    heads, yolo26 = found.heads, found.family.host_postprocess
     reference_model = model if yolo26 else dequantize_decode_tail(model)
-    box_channels = BOX_CHANNELS if yolo26 else None
+    channels = box_channels(found.family)
     images = []
     with (
         OnnxRunner(cut_at_heads(model, heads), threads) as cut,
         DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
     ):
         specs = cut.output_specs
-        pairs = pair_heads(specs, input_hw, box_channels)
+        pairs = pair_heads(specs, input_hw, channels)
         for path in image_paths:
             feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
             outputs = cut.infer(feed)
             reference = tail.infer(outputs)
-            if yolo26 and reference.shape[-1] == 6:  # the one-to-one head end to end: (max_det, 6)
+            if found.family is HeadFamily.YOLO26_ONE2ONE:  # end to end: (max_det, 6)
                 images.append(_one_to_one_agreement(Path(path).name, outputs, specs, config, reference))
                 continue
-            boxes, scores = decode_candidates(outputs, specs, config, box_channels)
+            boxes, scores = decode_candidates(outputs, specs, config, channels)
             ref_boxes = xywh_to_xyxy(reference[:4].T)
             ref_scores = np.ascontiguousarray(reference[4:].T, dtype=np.float32)
             if boxes.shape != ref_boxes.shape or scores.shape != ref_scores.shape:
@@ -217,7 +211,7 @@ def verify_decode(
                     f"decoded candidates: boxes {boxes.shape}, scores {scores.shape}; expected the reference's "
                     f"{ref_boxes.shape} and {ref_scores.shape} (one per anchor of {tail.output_name!r})"
                 )
-            detections = (decode_one2many if yolo26 else decode)(outputs, specs, config)
+            detections = decoder(found.family)(outputs, specs, config)
             expected = _NMS[config.mode](ref_boxes, ref_scores, config)
             images.append(
                 ImageAgreement(

@@ -29,6 +29,7 @@ import onnx.utils
 from onnx import numpy_helper, shape_inference
 
 from harness.core.errors import GraphError
+from harness.core.head_family import HeadFamily
 
 Role = Literal["box", "class"]
 
@@ -357,6 +358,36 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
         _, c, h, w = shapes[node.output[0]]  # type: ignore[misc]
         heads.append(HeadTensor(node.output[0], node.name, "box" if c == 4 else "class", c, (h, w)))
     return _sorted_heads(heads)
+
+
+@dataclass(frozen=True)
+class ExportHeads:
+    heads: tuple[HeadTensor, ...]
+    family: HeadFamily
+
+
+def export_heads(model: onnx.ModelProto, end_nodes: Sequence[str] | None = None) -> ExportHeads:
+    """The raw heads of an Ultralytics detect export and its head family: a YOLOv8/YOLO11 decode tail
+    (:func:`find_heads`, which alone takes ``end_nodes``), else a YOLO26 head (:func:`find_yolo26_heads`);
+    the YOLOv8 refusal is the one raised when neither is found."""
+    try:
+        return ExportHeads(find_heads(model, end_nodes), HeadFamily.YOLOV8)
+    except GraphError as error:
+        if end_nodes is not None:
+            raise
+        try:
+            heads = find_yolo26_heads(model)
+        except GraphError:
+            raise error from None
+    return ExportHeads(heads, HeadFamily.YOLO26_ONE2ONE if end_to_end(model) else HeadFamily.YOLO26_ONE2MANY)
+
+
+def end_to_end(model: onnx.ModelProto) -> bool:
+    """Whether the export's head output is end to end, ``[1, max_det, 6]`` rows (x1, y1, x2, y2, score,
+    class in input pixels, ultralytics: ultralytics/nn/modules/head.py ``Detect.postprocess``), not the
+    decoded ``[1, 4 + nc, anchors]``."""
+    shape = _output_shapes(model)[full_head_output(model)]
+    return shape[-1] == 6
 
 
 def _extract(model: onnx.ModelProto, inputs: list[str], outputs: list[str], what: str) -> onnx.ModelProto:

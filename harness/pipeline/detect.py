@@ -5,9 +5,11 @@ or plain resize, per :class:`~harness.core.settings.EvalSettings`), runs the mod
 back detections in ORIGINAL-image pixels (clipped to the image) with model class ids.
 
 - :class:`OnnxPath`: the reference, the full ONNX export (float NCHW input in ``[0, 1]``) and the
-  harness NMS over its own decoded head output ``[1, 4 + nc, anchors]``.
+  harness NMS over its own decoded head output ``[1, 4 + nc, anchors]``, or the export's own rows
+  ``[1, max_det, 6]`` where it is end to end (YOLO26's one-to-one head).
 - :class:`RawHeadsPath`: any runner with a uint8 NHWC 0-255 input (the HEF contract) whose outputs
-  are the six raw heads; decoded by :func:`harness.decode.yolo.decode`.
+  are the six raw heads; decoded by the harness's decoder of the model's head family
+  (:mod:`harness.decode.heads`).
 - :class:`NmsBufferPath`: any such runner whose one output is a HailoRT NMS buffer; decoded by
   :func:`harness.formats.nms_buffer.decode_nms`.
 """
@@ -32,14 +34,16 @@ from harness.backends.onnx.runner import FullHeadRunner
 from harness.conformance.suite import Decoder
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
 from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.nms import nms_hailort, nms_ultralytics
-from harness.decode.yolo import classes_are_probabilities, decode, pair_heads
+from harness.decode.heads import box_channels, decoder
+from harness.decode.nms import above, nms_hailort, nms_ultralytics
+from harness.decode.yolo import classes_are_probabilities, pair_heads
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
-from harness.inputs.onnx_graph import load_model, model_input
+from harness.inputs.onnx_graph import end_to_end, load_model, model_input
 from harness.inputs.preprocess import letterbox, resize, to_nchw_float
 from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_above_threshold
 
@@ -123,8 +127,9 @@ def _names(model_names: Sequence[str] | None) -> tuple[str, ...] | None:
 
 class OnnxPath:
     """The reference path: a full Ultralytics ONNX export run by onnxruntime, NMS by the harness
-    (``settings.nms_mode``) over the model's decoded head output. ``model_names`` default to the
-    export's metadata."""
+    (``settings.nms_mode``) over the model's decoded head output, or an end-to-end export's own rows
+    kept above the score threshold (ultralytics: ultralytics/utils/nms.py keeps an end-to-end
+    prediction whose score is above ``conf``). ``model_names`` default to the export's metadata."""
 
     name = ONNX
     emulated = False
@@ -152,11 +157,16 @@ class OnnxPath:
         self.input_hw = input_hw
         self.model_names = _names(model_names) or onnx_class_names(model, str(self.model_file))
         self._config = settings.decode_config(classes_are_probabilities=True)
+        self._end_to_end = end_to_end(model)
         self._runner = FullHeadRunner(model, threads)
 
     def detect(self, image: np.ndarray) -> FrameResult:
         canvas, geometry = prepare(image, self.settings)
-        head = self._runner.infer({self._input_name: to_nchw_float(canvas)})  # (4 + nc, anchors)
+        head = self._runner.infer({self._input_name: to_nchw_float(canvas)})  # (4 + nc, anchors) or (max_det, 6)
+        if self._end_to_end:
+            rows = head[above(head[:, 4], self.settings.score_threshold)]
+            kept = Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int64))
+            return FrameResult(unletterbox(kept, geometry))
         boxes = xywh_to_xyxy(head[:4].T)
         scores = np.ascontiguousarray(head[4:].T, dtype=np.float32)
         return FrameResult(unletterbox(_NMS[self.settings.nms_mode](boxes, scores, self._config), geometry))
@@ -203,6 +213,7 @@ class _RunnerPath:
         name: str = EMULATED_HAILO,
         model_names: Sequence[str] | None = None,
         variant: str = "",
+        family: HeadFamily = HeadFamily.YOLOV8,
     ) -> None:
         if name not in self.path_names:
             raise HarnessError(
@@ -216,6 +227,7 @@ class _RunnerPath:
         self.settings = settings
         self.input_hw = settings.input_hw
         self.model_names = _names(model_names)
+        self.family = family
         self._runner = runner
         self.runtime = runner.label
         self.score_ceiling: float | None = getattr(runner, "score_ceiling", None)
@@ -237,12 +249,12 @@ class _RunnerPath:
 
 
 def _class_probabilities(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
 ) -> list[np.ndarray]:
-    """Every cell's class probabilities, ``(cells, nc)`` per head, as :func:`decode` scores them:
+    """Every cell's class probabilities, ``(cells, nc)`` per head, as the decoders score them:
     dequantized, and through a float32 sigmoid unless the outputs already hold probabilities."""
     values = []
-    for pair in pair_heads(specs, config.input_hw):
+    for pair in pair_heads(specs, config.input_hw, box_channels(family)):
         spec = specs[pair.class_name]
         raw = np.asarray(outputs[pair.class_name]).reshape(-1, spec.channels)
         values.append((spec, dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)))
@@ -265,12 +277,14 @@ class RawHeadsPath(_RunnerPath):
 
     def _check_outputs(self) -> None:
         self._config = self.settings.decode_config()
-        pair_heads(self._specs, self._config.input_hw)  # fails now, naming the outputs, if they are not six heads
+        self._decode = decoder(self.family)
+        # fails now, naming the outputs, if they are not six heads of the family
+        pair_heads(self._specs, self._config.input_hw, box_channels(self.family))
 
     def detect(self, image: np.ndarray) -> FrameResult:
         outputs, geometry = self._infer(image)
-        detections = decode(outputs, self._specs, self._config)
-        scores = _class_probabilities(outputs, self._specs, self._config)
+        detections = self._decode(outputs, self._specs, self._config)
+        scores = _class_probabilities(outputs, self._specs, self._config, self.family)
         cells = cells_above_threshold(scores, self.settings.score_threshold)
         return FrameResult(unletterbox(detections, geometry), cells)
 
@@ -304,11 +318,12 @@ def runner_path(
     name: str,
     model_names: Sequence[str] | None = None,
     variant: str = "",
+    family: HeadFamily = HeadFamily.YOLOV8,
 ) -> RawHeadsPath | NmsBufferPath:
-    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads."""
+    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads (of ``family``)."""
     nms = any(spec.is_nms for spec in runner.output_specs.values())
     kind = NmsBufferPath if nms else RawHeadsPath
-    return kind(runner, settings, model_file, name, model_names, variant)
+    return kind(runner, settings, model_file, name, model_names, variant, family)
 
 
 class DecoderPath(_RunnerPath):

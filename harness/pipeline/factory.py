@@ -26,13 +26,14 @@ from harness.backends.onnx.runner import FloatHeadsRunner
 from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError
 from harness.core import defaults
 from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
 from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings
 from harness.core.specs import OutputSpec
 from harness.inputs.calibration import CalibrationSource
 from harness.inputs.dataset import Dataset, class_map, load_coco, load_images, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
-from harness.inputs.onnx_graph import load_model, model_input
+from harness.inputs.onnx_graph import export_heads, load_model, model_input
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_sha256, onnx_class_names, runner_path
 from harness.pipeline.evaluate import evaluate_path
@@ -45,14 +46,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every path of one run shares: the model's export (its class names and input size), the
-    dataset, the settings completed for both, the prediction cache (None: infer everything) and the
-    cache folder, and where progress lines go."""
+    """What every path of one run shares: the model's export (its class names, input size and head
+    family), the dataset, the settings completed for both, the prediction cache (None: infer
+    everything) and the cache folder, and where progress lines go."""
 
     onnx: Path
     dataset: Dataset
     settings: EvalSettings
     names: tuple[str, ...]
+    family: HeadFamily
     cache_dir: Path
     cache: PredictionCache | None
     progress: bool | None = None
@@ -126,7 +128,8 @@ def prepare_run(
     given = tuple(int(i) for i in mapping) if settings.map_class else ()
     cache = PredictionCache(Path(cache_dir) / "predictions") if use_cache else None
     resolved = settings.resolve(input_hw, given)
-    return RunContext(onnx, dataset, resolved, names, Path(cache_dir), cache, progress, log)
+    family = export_heads(model).family
+    return RunContext(onnx, dataset, resolved, names, family, Path(cache_dir), cache, progress, log)
 
 
 def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSource, int]:
@@ -166,12 +169,15 @@ def calibration_note(spec: PathSpec, run: RunContext) -> str:
 
 
 def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
-    """The emulated HEF of ``spec`` (cached by content in the run's cache folder)."""
+    """The emulated HEF of ``spec`` (cached by content in the run's cache folder). The class sigmoid
+    and HailoRT's NMS op go in as asked where the head family's HEF has them at all: a YOLO26 HEF
+    has neither (:class:`~harness.core.head_family.HeadFamily`)."""
     source, count = calibration_source(spec, run)
+    host = run.family.host_postprocess
     options = EmulatorOptions(
         calibration_count=count,
-        sigmoid_inside=spec.sigmoid_inside,
-        nms=spec.hef_nms,
+        sigmoid_inside=spec.sigmoid_inside and not host,
+        nms=spec.hef_nms and not host,
         score_threshold=run.settings.score_threshold,
         iou_threshold=run.settings.iou_threshold,
         max_proposals_per_class=run.settings.max_per_class,
@@ -324,7 +330,7 @@ def path_over(
     if spec.decoder is not None:
         variant = f"{opened.variant}+{_decoder_tag(spec.decoder)}"
         return DecoderPath(opened.runner, settings, opened.model_file, spec.decoder, name, run.names, variant)
-    return runner_path(opened.runner, settings, opened.model_file, name, run.names, opened.variant)
+    return runner_path(opened.runner, settings, opened.model_file, name, run.names, opened.variant, run.family)
 
 
 def evaluate(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:

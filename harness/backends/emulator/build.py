@@ -25,16 +25,17 @@ from harness.backends.base import InputSpec
 from harness.backends.emulator.calibration import CalibrationFrames
 from harness.backends.emulator.graph import hef_graph
 from harness.backends.emulator.options import EmulatorOptions
-from harness.backends.emulator.outputs import head_roles, head_specs, host_spec, input_spec, nms_spec
+from harness.backends.emulator.outputs import head_family, head_roles, head_specs, host_spec, input_spec, nms_spec
 from harness.backends.emulator.quantize import quantize
 from harness.core import defaults
 from harness.core.errors import GraphError
+from harness.core.head_family import HeadFamily
 from harness.core.specs import OutputSpec, QuantInfo
 from harness.inputs.calibration import CalibrationSource, calibration_paths, images_digest
 from harness.inputs.onnx_graph import load_model
 
 DEFAULT_CACHE_DIR = defaults.CACHE_DIR / "emulator"
-_CACHE_FORMAT = "hailo-harness emulated HEF 1"
+_CACHE_FORMAT = "hailo-harness emulated HEF 2"
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ class EmulatedHef:
     """A quantized model standing in for a compiled HEF (emulation, not a Hailo device).
 
     ``heads``: the raw head outputs as UINT8 device values with their quant infos, in head order
-    (stride ascending, box before class); ``output_specs`` what a runner hands back under ``options``.
+    (stride ascending, box before class), of the export's head ``family``; ``output_specs`` what a
+    runner hands back under ``options``.
     ``content_hash`` identifies the emulated HEF: model, calibration images and every option.
     """
 
@@ -52,6 +54,7 @@ class EmulatedHef:
     quantized_model: Path
     input: InputSpec
     heads: tuple[OutputSpec, ...]
+    family: HeadFamily
     classes: int
     options: EmulatorOptions
     calibration_images: tuple[Path, ...]
@@ -85,9 +88,10 @@ class EmulatedHef:
         o = self.options
         inside = "sigmoid inside" if o.sigmoid_inside else "class logits"
         nms = ", HailoRT NMS" if o.nms else ""
+        family = f", {self.family.value} heads" if self.family.host_postprocess else ""
         return (
             f"emulated HEF of {self.source.name} [{self.content_hash[:12]}] (onnxruntime uint8/int8, "
-            f"{o.calibration_method.value} calibration on {len(self.calibration_images)} images, {inside}{nms})"
+            f"{o.calibration_method.value} calibration on {len(self.calibration_images)} images, {inside}{nms}{family})"
         )
 
 
@@ -116,6 +120,7 @@ def _load_cached(path: Path) -> onnx.ModelProto | None:
     try:
         model = onnx.load(os.fspath(path))
         head_roles(model)
+        head_family(model)
         return model
     except (OSError, google.protobuf.message.DecodeError, ValueError) as error:
         log.warning("emulated HEF cache entry %s unreadable (%s): quantizing again", path, error)
@@ -133,11 +138,21 @@ def _store(model: onnx.ModelProto, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _check_nms(family: HeadFamily, options: EmulatorOptions, source: str | os.PathLike[str]) -> None:
+    if options.nms and family.host_postprocess:
+        # ultralytics: ultralytics/engine/exporter.py (export_hailo: no nms_postprocess for reg_max 1 heads)
+        raise GraphError(
+            f"ONNX model {os.fspath(source)!r}: a {family.value} head with HailoRT's YOLOv8 NMS op, which decodes "
+            "DFL box maps (regression_length 16); expected nms off: this head's boxes are selected on the host"
+        )
+
+
 def check_export(onnx_path: str | os.PathLike[str], options: EmulatorOptions | None = None) -> None:
     """Refuse, before any work, an export the emulator cannot build a HEF from (quantized ops, heads
     not found, an input that is not RGB): the checks :func:`build_emulated_hef` starts with."""
     options = options or EmulatorOptions()
-    hef_graph(load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside)
+    graph = hef_graph(load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside)
+    _check_nms(graph.family, options, onnx_path)
 
 
 def build_emulated_hef(
@@ -166,6 +181,7 @@ def build_emulated_hef(
                 f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)"
             )
         graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
+        _check_nms(graph.family, options, source)
         start = time.perf_counter()
         model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)
         _store(model, cached)
@@ -181,11 +197,14 @@ def build_emulated_hef(
         log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
     heads = head_specs(model)
     roles = head_roles(model)
+    family = head_family(model)
+    _check_nms(family, options, source)
     return EmulatedHef(
         source=source,
         quantized_model=cached,
         input=input_spec(model),
         heads=heads,
+        family=family,
         classes=next(h.channels for h in heads if roles[h.name] == "class"),
         options=options,
         calibration_images=paths,

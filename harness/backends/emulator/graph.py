@@ -16,7 +16,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.core.errors import GraphError
-from harness.inputs.onnx_graph import HeadTensor, cut_at_heads, find_heads, model_input
+from harness.core.head_family import HeadFamily
+from harness.inputs.onnx_graph import HeadTensor, cut_at_heads, export_heads, model_input
 
 # Ops of an already quantized graph (onnxruntime dynamic or static quantization): quantizing it again
 # would quantize dequantized values, not the model as the Dataflow Compiler sees a float export.
@@ -32,6 +33,7 @@ class HefGraph:
 
     model: onnx.ModelProto
     heads: tuple[HeadTensor, ...]
+    family: HeadFamily
     input_name: str
     input_hw: tuple[int, int]
 
@@ -89,11 +91,12 @@ def _sigmoid_on_class_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor])
 def hef_graph(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None, sigmoid_inside: bool) -> HefGraph:
     """The float model of ``model`` (read from ``source``, named in errors) a HEF is compiled from."""
     input_name, input_hw = model_input(model)
-    heads = find_heads(model, end_nodes)
+    found = export_heads(model, end_nodes)
+    heads = found.heads
     cut = cut_at_heads(model, heads)
     _reject_quantized(cut, source)
     _uint8_nhwc_input(cut, input_name, input_hw)
     if sigmoid_inside:
         _sigmoid_on_class_heads(cut, heads)
     onnx.checker.check_model(cut)
-    return HefGraph(cut, heads, input_name, input_hw)
+    return HefGraph(cut, heads, found.family, input_name, input_hw)

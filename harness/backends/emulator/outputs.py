@@ -21,8 +21,9 @@ import onnx
 from onnx import numpy_helper
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.quantize import HEAD_ROLES_KEY
+from harness.backends.emulator.quantize import HEAD_FAMILY_KEY, HEAD_ROLES_KEY
 from harness.core.errors import GraphError
+from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.formats.nms_buffer import BBOX_PARAMS
 
@@ -68,6 +69,18 @@ def head_roles(model: onnx.ModelProto) -> dict[str, str]:
         raise GraphError(f"emulated HEF model: metadata {HEAD_ROLES_KEY!r} missing: not a model the emulator built")
     roles: dict[str, str] = json.loads(meta[HEAD_ROLES_KEY])
     return roles
+
+
+def head_family(model: onnx.ModelProto) -> HeadFamily:
+    """The head family the emulator recorded for the model's heads."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    try:
+        return HeadFamily(meta[HEAD_FAMILY_KEY])
+    except (KeyError, ValueError):
+        raise GraphError(
+            f"emulated HEF model: metadata {HEAD_FAMILY_KEY!r} is {meta.get(HEAD_FAMILY_KEY)!r}, expected one of "
+            f"{[f.value for f in HeadFamily]}: not a model this emulator built"
+        ) from None
 
 
 def head_specs(model: onnx.ModelProto) -> tuple[OutputSpec, ...]:

@@ -26,8 +26,9 @@ from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
 from harness.core.errors import GraphError
 from harness.inputs.onnx_graph import HeadTensor
 
-# metadata_props key of a quantized model: {head tensor: "box" | "class"}, in head order
+# metadata_props keys of a quantized model: {head tensor: "box" | "class"}, in head order; its HeadFamily value
 HEAD_ROLES_KEY = "hailo_harness.emulator.head_roles"
+HEAD_FAMILY_KEY = "hailo_harness.emulator.head_family"
 
 log = logging.getLogger(__name__)
 
@@ -115,4 +116,6 @@ def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOp
                 calibrate_method=_ORT_METHODS[options.calibration_method],
             )
         quantized = onnx.load(out)
-    return expose_head_quantizers(quantized, graph.heads)
+    model = expose_head_quantizers(quantized, graph.heads)
+    model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_FAMILY_KEY, value=graph.family.value))
+    return model

@@ -17,7 +17,7 @@ import onnxruntime as ort
 from harness.backends.base import InputSpec
 from harness.core.errors import GraphError, SpecError
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.inputs.onnx_graph import cut_at_heads, find_heads, full_head_output, load_model, model_input
+from harness.inputs.onnx_graph import cut_at_heads, export_heads, full_head_output, load_model, model_input
 from harness.inputs.preprocess import to_nchw_float
 
 ModelSource = onnx.ModelProto | str | os.PathLike[str]
@@ -163,17 +163,20 @@ def head_format_order(role: str, grid: tuple[int, int], smallest: int) -> Format
 
 class FloatHeadsRunner:
     """The ONNX cut at its six heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
-    class heads through a sigmoid as a model script compiles it in, float32 channel-last outputs
-    listed with the orders the emulator gives a HEF's heads. Not quantized: it stands in for a
-    raw-output HEF where the emulator cannot quantize the model."""
+    class heads through a sigmoid as a model script compiles it in (YOLOv8 heads; a YOLO26 HEF keeps
+    its class logits), float32 channel-last outputs listed with the orders the emulator gives a
+    HEF's heads. Not quantized: it stands in for a raw-output HEF where the emulator cannot quantize
+    the model."""
 
     def __init__(self, onnx_path: Path, threads: int | None = None) -> None:
         model = load_model(onnx_path)
         input_name, input_hw = model_input(model)
-        heads = find_heads(model)
+        found = export_heads(model)
+        heads = found.heads
         self._runner = OnnxRunner(cut_at_heads(model, heads), threads)
         self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
-        self._classes = {h.tensor for h in heads if h.role == "class"}
+        inside = not found.family.host_postprocess
+        self._classes = {h.tensor for h in heads if h.role == "class" and inside}
         smallest = min(h.grid[0] * h.grid[1] for h in heads)
         self._specs = {
             h.tensor: OutputSpec(

@@ -210,6 +210,24 @@ def test_unletterbox_differs_from_scale_boxes_by_the_rounding_of_the_resized_siz
     assert differing >= 2
 
 
+def test_the_resized_image_maps_back_onto_the_whole_original_only_with_the_resized_ratios(
+    recorded: Recorded,
+) -> None:
+    """Why Ultralytics is right above: the resize puts the original's edges on the rounded size's edges
+    (``cv2.resize`` maps extent onto extent), so the box of the whole resized image must come back as the
+    whole original image; dividing by ``r`` leaves it short wherever the size was rounded."""
+    short = 0
+    for frame in range(len(recorded.meta["frames"])):
+        (oh, ow), fit = recorded.original_hw(frame), Letterbox.fit(recorded.original_hw(frame), recorded.input_hw)
+        new_w, new_h = round(ow * fit.scale_x), round(oh * fit.scale_y)
+        box = np.array([[fit.pad_x, fit.pad_y, fit.pad_x + new_w, fit.pad_y + new_h]], np.float32)
+        whole = Detections(box, np.ones(1, np.float32), np.zeros(1, np.int64))
+        resized = resized_letterbox((oh, ow), recorded.input_hw)
+        np.testing.assert_allclose(unletterbox(whole, resized, clip=False).boxes[0], [0, 0, ow, oh], atol=1e-4)
+        short += not np.allclose(unletterbox(whole, fit, clip=False).boxes[0], [0, 0, ow, oh], atol=1e-3)
+    assert short == 3  # all but the square frame
+
+
 @pytest.mark.fixtures
 def test_harness_frames_are_the_pixels_ultralytics_feeds_a_hailo_model(
     recorded: Recorded, shared_fixtures: Path

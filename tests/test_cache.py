@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import errno
+import hashlib
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +27,19 @@ from harness.core.detections import Detections
 from harness.core.environment import environment
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import Dataset, load_yolo
-from harness.pipeline.cache import CacheError, CacheRepaired, PredictionCache, cache_key, decode_entry, encode_entry
+from harness.pipeline.cache import (
+    BATCH_RECORD,
+    CacheError,
+    CacheFile,
+    CacheRepaired,
+    Entry,
+    PredictionCache,
+    cache_key,
+    decode_batch,
+    encode_batch,
+    record,
+    scan,
+)
 from harness.pipeline.detect import FrameResult, file_sha256
 from harness.pipeline.evaluate import evaluate_path
 from harness.verdict.metrics.distribution import CellsAboveThreshold
@@ -80,7 +101,8 @@ def model(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cache(tmp_path: Path) -> PredictionCache:
-    return PredictionCache(tmp_path / "cache")
+    """Batches of two images, whatever the time between puts: a file's records are known in advance."""
+    return PredictionCache(tmp_path / "cache", batch=2, batch_seconds=3600)
 
 
 def _same(a: tuple[Detections, ...], b: tuple[Detections, ...]) -> bool:
@@ -93,18 +115,71 @@ def _same(a: tuple[Detections, ...], b: tuple[Detections, ...]) -> bool:
     )
 
 
+# Seven images for the tests of the file itself: in batches of two, three full and one of one.
+KEY = {"k": 1}
+SHAS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(7)]
+
+
+def _frame(i: int) -> FrameResult:
+    rng = np.random.default_rng(i)
+    n = i % 4
+    boxes = rng.random((n, 4), dtype=np.float32) * 640
+    dets = Detections(boxes, rng.random(n, dtype=np.float32), rng.integers(0, 2**40, n))
+    return FrameResult(dets, None if i % 3 == 0 else CellsAboveThreshold(0.2, 8400, i, 2 * i))
+
+
+def _same_frame(a: FrameResult, b: FrameResult) -> bool:
+    return _same((a.detections,), (b.detections,)) and a.cells == b.cells
+
+
+def _on_disk(cache: PredictionCache, path: CountingPath) -> int:
+    """How many images the path's cache file holds (opening it writes nothing to a sound file)."""
+    with cache.open(path) as file:
+        return len(file.frames)
+
+
 @pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
 def test_run_interrupted_mid_way_resumes_with_only_the_remaining_images(dataset, model, cache, error):
     uncached = evaluate_path(CountingPath(model), dataset)
     with pytest.raises(error, match="device timeout"):
         evaluate_path(CountingPath(model, fail_at=4, error=error), dataset, cache)
-    lines = cache.file_for(CountingPath(model)).read_bytes().splitlines()
-    assert len(lines) == 1 + 3  # the key, then the three images done before the interruption
+    assert _on_disk(cache, CountingPath(model)) == 3  # the images done before the interruption, written on close
     resumed = CountingPath(model)
     result = evaluate_path(resumed, dataset, cache)
     assert resumed.calls == N_IMAGES - 3
     assert _same(result.predictions, uncached.predictions)
     assert result.cells == uncached.cells and result.metrics == uncached.metrics
+
+
+class KilledPath(CountingPath):
+    """A path whose process is killed outright (SIGKILL: no exception, no close) at call ``kill_at``."""
+
+    def __init__(self, model: Path, kill_at: int) -> None:
+        super().__init__(model)
+        self.kill_at = kill_at
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        if self.calls + 1 == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().detect(image)
+
+
+def _killed_run(model: Path, dataset: Dataset, root: Path, kill_at: int) -> None:
+    evaluate_path(KilledPath(model, kill_at), dataset, PredictionCache(root, batch=2, batch_seconds=3600))
+
+
+def test_a_killed_run_resumes_with_every_completed_batch_and_infers_only_the_rest(dataset, model, cache):
+    uncached = evaluate_path(CountingPath(model), dataset)
+    child = multiprocessing.get_context("fork").Process(target=_killed_run, args=(model, dataset, cache.root, 6))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == -signal.SIGKILL
+    # five images inferred: two batches of two on disk, the fifth unwritten when the process died
+    assert _on_disk(cache, CountingPath(model)) == 4
+    resumed = CountingPath(model)
+    result = evaluate_path(resumed, dataset, cache)
+    assert resumed.calls == N_IMAGES - 4
+    assert _same(result.predictions, uncached.predictions) and result.cells == uncached.cells
 
 
 def test_rerun_with_unchanged_inputs_does_no_inference(dataset, model, cache):
@@ -138,72 +213,233 @@ def test_class_map_alone_does_not_change_the_key(dataset, model, cache):
     assert swapped.calls == 0 and result.settings.class_map == (1, 0)
 
 
-def test_torn_last_line_is_reported_cut_off_and_its_image_redone(dataset, model, cache):
-    first = evaluate_path(CountingPath(model), dataset, cache)
+def test_torn_last_record_is_reported_cut_off_and_its_images_redone(dataset, model, cache):
+    first = evaluate_path(CountingPath(model), dataset, cache)  # three batches of two images
     file = cache.file_for(CountingPath(model))
     data = file.read_bytes()
-    file.write_bytes(data[:-25])  # the write of the last image stopped short
+    file.write_bytes(data[:-25])  # the write of the last batch stopped short
     again = CountingPath(model)
-    with pytest.warns(CacheRepaired, match=rf"line {N_IMAGES + 1} is incomplete"):
+    with pytest.warns(CacheRepaired, match=r"record 4 at byte \d+ has \d+ of its \d+ bytes, an interrupted write"):
         second = evaluate_path(again, dataset, cache)
-    assert again.calls == 1
+    assert again.calls == 2
     assert _same(first.predictions, second.predictions)
     assert file.read_bytes() == data  # repaired in place: the same bytes as an uninterrupted run
 
 
-def test_torn_key_line_starts_the_file_afresh(dataset, model, cache):
+def test_torn_key_record_starts_the_file_afresh(dataset, model, cache):
+    evaluate_path(CountingPath(model), dataset, cache)
     file = cache.file_for(CountingPath(model))
-    file.parent.mkdir(parents=True)
-    file.write_bytes(b'{"cache":{"form')
+    data = file.read_bytes()
+    file.write_bytes(data[:40])  # killed while writing the new file's key
     path = CountingPath(model)
-    with pytest.warns(CacheRepaired, match="line 1 is incomplete"):
+    with pytest.warns(CacheRepaired, match=r"record 1 at byte 12 has 12 of its \d+ bytes"):
         evaluate_path(path, dataset, cache)
     assert path.calls == N_IMAGES
-    assert len(file.read_bytes().splitlines()) == 1 + N_IMAGES
+    assert file.read_bytes() == data
 
 
-def test_a_bad_line_before_the_last_is_an_error_naming_it(dataset, model, cache):
+def test_a_bit_flip_in_a_record_before_the_last_is_an_error_naming_it(dataset, model, cache):
     evaluate_path(CountingPath(model), dataset, cache)
     file = cache.file_for(CountingPath(model))
-    lines = file.read_bytes().splitlines(keepends=True)
-    entry = json.loads(lines[2])
-    entry["boxes"] = entry["boxes"][:-8]
-    lines[2] = json.dumps(entry).encode() + b"\n"
-    file.write_bytes(b"".join(lines))
-    with pytest.raises(CacheError, match=r"line 3: boxes: \d+ bytes, expected \d+"):
+    data = bytearray(file.read_bytes())
+    second = scan(bytes(data), 12, file).records[2]  # the key, then the batches
+    data[second.offset + 40] ^= 0x10
+    file.write_bytes(bytes(data))
+    with pytest.raises(CacheError, match=r"record 3 at byte \d+: \d+ bytes fail their checksum.*delete the file"):
         evaluate_path(CountingPath(model), dataset, cache)
+    assert file.read_bytes() == data  # left as it was found
 
 
-def test_a_file_stating_another_key_is_an_error(dataset, model, cache):
-    evaluate_path(CountingPath(model), dataset, cache)
+def test_a_file_of_the_old_json_lines_format_is_refused_and_left_alone(dataset, model, cache):
     file = cache.file_for(CountingPath(model))
-    lines = file.read_bytes().splitlines(keepends=True)
-    file.write_bytes(lines[0].replace(b'"path":"emulated-hailo"', b'"path":"hailo"') + b"".join(lines[1:]))
-    with pytest.raises(CacheError, match="does not state this cache's key"):
-        evaluate_path(CountingPath(model), dataset, cache)
+    file.parent.mkdir(parents=True)
+    old = b'{"cache":{"format":1,"path":"emulated-hailo"}}\n{"image_sha256":"' + b"a" * 64 + b'","boxes":""}\n'
+    file.write_bytes(old)
+    path = CountingPath(model)
+    with pytest.raises(
+        CacheError, match=r"a JSON-lines cache of format 1 \(an older harness\); this harness reads format 2"
+    ):
+        evaluate_path(path, dataset, cache)
+    assert path.calls == 0 and file.read_bytes() == old
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"HHPCACHE\x07\x00\x00\x00", "a cache of format 7; this harness reads format 2"),
+        (b"\x89PNG\r\n\x1a\n and more", r"starts with b'\\x89PNG.*expected a prediction cache"),
+    ],
+)
+def test_a_file_of_another_format_or_no_cache_at_all_is_refused(tmp_path, content, words):
+    file = tmp_path / "c.bin"
+    file.write_bytes(content)
+    with pytest.raises(CacheError, match=words):
+        CacheFile(file, KEY, 0.2)
+    assert file.read_bytes() == content
+
+
+def test_a_file_stating_another_key_is_an_error(tmp_path):
+    file = tmp_path / "c.bin"
+    with CacheFile(file, {"path": "hailo"}, 0.2) as other:
+        other.put(SHAS[0], "img0", _frame(0))
+    with pytest.raises(CacheError, match=r"""first record b'\{"path":"hailo"\}' does not state this cache's key"""):
+        CacheFile(file, {"path": "emulated-hailo"}, 0.2)
+
+
+def test_a_malformed_batch_under_a_sound_checksum_is_an_error_naming_its_record(tmp_path):
+    file = tmp_path / "c.bin"
+    CacheFile(file, KEY, 0.2).close()
+    payload = encode_batch([Entry(SHAS[0], "img0", _frame(3))])
+    with file.open("ab") as out:
+        out.write(record(BATCH_RECORD, payload[:-2]))  # the image id cut short, the checksum made to match
+    with pytest.raises(CacheError, match=r"record 2 at byte \d+: image ids: 2 bytes left, expected 4"):
+        CacheFile(file, KEY, 0.2)
+
+
+@dataclass(frozen=True)
+class Written:
+    data: bytes
+    ends: list[int]  # the key record's end, then each batch's
+
+    def images_before(self, cut: int) -> int:
+        """Images in the batches that end at or before byte ``cut``."""
+        return min(2 * sum(end <= cut for end in self.ends[1:]), len(SHAS))
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
+    file = tmp_path_factory.mktemp("written") / "c.bin"
+    with CacheFile(file, KEY, 0.2, batch=2, batch_seconds=3600) as cache:
+        ends = [file.stat().st_size]
+        for i, sha in enumerate(SHAS):
+            cache.put(sha, f"images/{i}.jpg", _frame(i))
+            if file.stat().st_size != ends[-1]:
+                ends.append(file.stat().st_size)
+    ends.append(file.stat().st_size)
+    assert len(ends) == 1 + 4
+    return Written(file.read_bytes(), ends)
+
+
+def _opened(data: bytes) -> tuple[dict[str, FrameResult], bytes, list[str]]:
+    """Open ``data`` as a cache file: its frames, the file's bytes after, the warnings given."""
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "c.bin"
+        file.write_bytes(data)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with CacheFile(file, KEY, 0.2) as cache:
+                frames = dict(cache.frames)
+        return frames, file.read_bytes(), [str(w.message) for w in caught if w.category is CacheRepaired]
+
+
+@given(data=st.data())
+def test_a_file_cut_at_any_byte_keeps_every_batch_before_the_cut_and_never_half_reads_one(written, data):
+    cut = data.draw(st.integers(0, len(written.data)), label="cut")
+    frames, after, repaired = _opened(written.data[:cut])
+    kept = written.images_before(cut)
+    assert sorted(frames) == sorted(SHAS[:kept])
+    assert all(_same_frame(frames[sha], _frame(i)) for i, sha in enumerate(SHAS[:kept]))
+    boundary = cut in written.ends or cut == 0
+    assert bool(repaired) == (not boundary)
+    assert after == written.data[: max([end for end in written.ends if end <= cut], default=written.ends[0])]
+
+
+@given(tail=st.integers(1, 500), replaced=st.booleans())
+def test_a_zero_filled_tail_is_cut_off_as_an_interrupted_write(written, tail, replaced):
+    """After a power loss a file can keep its new length with zeros where the last write's data was."""
+    cut = written.ends[-2] if replaced else len(written.data)
+    frames, after, repaired = _opened(written.data[:cut] + bytes(tail))
+    assert sorted(frames) == sorted(SHAS[: written.images_before(cut)])
+    assert after == written.data[:cut] and len(repaired) == 1
+    assert tail < 16 or "are zeros (never written)" in repaired[0]
+
+
+@given(data=st.data())
+def test_a_flipped_bit_is_refused_before_the_last_batch_and_costs_that_batch_alone_in_its_payload(written, data):
+    bit = data.draw(st.integers(0, 8 * len(written.data) - 1), label="bit")
+    flipped = bytearray(written.data)
+    flipped[bit // 8] ^= 1 << (bit % 8)
+    last = written.ends[-2]  # where the last batch's record starts
+    if bit // 8 < last + 16:  # the preamble, the key, an earlier batch or the last one's header
+        with pytest.raises(CacheError, match="delete the file to infer its images again"):
+            _opened(bytes(flipped))
+        return
+    frames, after, repaired = _opened(bytes(flipped))
+    assert sorted(frames) == sorted(SHAS[: written.images_before(last)])
+    assert after == written.data[:last] and repaired and "fails its checksum" in repaired[0]
 
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
-@given(
-    boxes=arrays(np.float32, st.tuples(st.integers(0, 6), st.just(4)), elements=finite32),
-    data=st.data(),
-    cells=st.one_of(st.none(), st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6))),
-)
-def test_cache_entry_round_trips_float32_bit_exactly(boxes, data, cells):
-    n = len(boxes)
-    scores = data.draw(arrays(np.float32, (n,), elements=finite32))
-    class_ids = data.draw(arrays(np.int64, (n,), elements=st.integers(0, 2**40)))
+@st.composite
+def entries(draw: st.DrawFn) -> Entry:
+    n = draw(st.integers(0, 6))
+    boxes = draw(arrays(np.float32, (n, 4), elements=finite32))
+    scores = draw(arrays(np.float32, (n,), elements=finite32))
+    class_ids = draw(arrays(np.int64, (n,), elements=st.integers(0, 2**40)))
+    cells = draw(st.one_of(st.none(), st.tuples(*[st.integers(0, 10**12)] * 3)))
     frame = FrameResult(
         Detections(boxes, scores, class_ids), None if cells is None else CellsAboveThreshold(0.2, *cells)
     )
-    sha, back = decode_entry(encode_entry("ab" * 32, "images/x.jpg", frame).rstrip(b"\n"), 0.2)
-    assert sha == "ab" * 32
-    assert back.detections.boxes.tobytes() == boxes.tobytes()
-    assert back.detections.scores.tobytes() == scores.tobytes()
-    assert np.array_equal(back.detections.class_ids, class_ids)
-    assert back.cells == frame.cells
+    sha = draw(st.binary(min_size=32, max_size=32)).hex()
+    return Entry(sha, draw(st.text(max_size=30)), frame)
+
+
+@given(batch=st.lists(entries(), max_size=8))
+def test_a_batch_round_trips_float32_bit_exactly_with_its_ids_and_cells(batch):
+    back = decode_batch(memoryview(encode_batch(batch)), 0.2)
+    assert [(e.image_sha256, e.image_id) for e in back] == [(e.image_sha256, e.image_id) for e in batch]
+    assert all(_same_frame(a.frame, b.frame) for a, b in zip(back, batch, strict=True))
+
+
+def test_puts_are_written_a_batch_at_a_time_or_once_the_oldest_is_old_enough(tmp_path):
+    file = tmp_path / "c.bin"
+    with CacheFile(file, KEY, 0.2, batch=3, batch_seconds=3600) as cache:
+        sizes = [file.stat().st_size]
+        for i in range(4):
+            cache.put(SHAS[i], f"img{i}", _frame(i))
+            sizes.append(file.stat().st_size)
+        assert sizes[0] == sizes[1] == sizes[2] < sizes[3] == sizes[4]  # written with the third put
+        cache.flush()
+        assert file.stat().st_size > sizes[4]
+    timed = tmp_path / "timed.bin"
+    with CacheFile(timed, KEY, 0.2, batch=3, batch_seconds=0.0) as cache:  # every put is old enough at once
+        sizes = [timed.stat().st_size]
+        for i in range(3):
+            cache.put(SHAS[i], f"img{i}", _frame(i))
+            sizes.append(timed.stat().st_size)
+        assert sizes == sorted(set(sizes))
+
+
+def test_a_failed_write_is_an_error_leaves_the_file_sound_and_its_batch_is_written_later(tmp_path, monkeypatch):
+    file = tmp_path / "c.bin"
+    cache = CacheFile(file, KEY, 0.2, batch=1)
+    cache.put(SHAS[0], "img0", _frame(1))
+    sound = file.read_bytes()
+
+    def disk_full(fd: int, data: memoryview) -> int:
+        os_write(fd, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    os_write = os.write
+    monkeypatch.setattr(cache_module.os, "write", disk_full)
+    with pytest.raises(CacheError, match=r"c.bin: cannot be written \(No space left on device\)"):
+        cache.put(SHAS[1], "img1", _frame(2))
+    monkeypatch.undo()
+    assert file.read_bytes() == sound  # the half-written batch cut off
+    cache.close()
+    frames, _, repaired = _opened(file.read_bytes())
+    assert sorted(frames) == [SHAS[0], SHAS[1]] and not repaired  # written by the close, the disk free again
+
+
+def test_a_put_after_close_or_with_a_bad_sha_is_an_error(tmp_path):
+    cache = CacheFile(tmp_path / "c.bin", KEY, 0.2)
+    with pytest.raises(CacheError, match=r"image 'img0' sha256 'ABC', expected 64 hex digits"):
+        cache.put("ABC", "img0", _frame(0))
+    cache.close()
+    with pytest.raises(CacheError, match="written after close"):
+        cache.put(SHAS[0], "img0", _frame(0))
 
 
 _SECOND_WRITER = """
@@ -216,12 +452,7 @@ with CacheFile(Path(sys.argv[1]), {"k": 1}, 0.2) as cache:
 
 
 def test_a_second_process_waits_for_the_writer_then_reads_its_frames(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from harness.pipeline.cache import CacheFile
-
-    file = tmp_path / "shared.jsonl"
+    file = tmp_path / "shared.bin"
     frame = FrameResult(Detections(np.array([[1, 2, 3, 4]]), np.array([0.5]), np.array([0])))
     with CacheFile(file, {"k": 1}, 0.2) as cache:
         other = subprocess.Popen([sys.executable, "-c", _SECOND_WRITER, str(file)], stdout=subprocess.PIPE, text=True)
@@ -230,6 +461,37 @@ def test_a_second_process_waits_for_the_writer_then_reads_its_frames(tmp_path: P
         cache.put("a" * 64, "img0", frame)
     out, _ = other.communicate(timeout=30)
     assert out.strip() == repr(["a" * 64])
+
+
+_WRITER = """
+import hashlib, sys
+from pathlib import Path
+import numpy as np
+from harness.core.detections import Detections
+from harness.pipeline.cache import CacheFile
+from harness.pipeline.detect import FrameResult
+name, count = sys.argv[2], int(sys.argv[3])
+with CacheFile(Path(sys.argv[1]), {"k": 1}, 0.2, batch=4) as cache:
+    for i in range(count):
+        sha = hashlib.sha256(f"{name}{i}".encode()).hexdigest()
+        if cache.get(sha) is None:
+            cache.put(sha, f"{name}/{i}", FrameResult(Detections(np.full((1, 4), i), [0.5], [i])))
+    print(len(cache.frames))
+"""
+
+
+def test_two_writers_at_once_take_turns_and_the_file_holds_both_ones_frames(tmp_path: Path) -> None:
+    file = tmp_path / "shared.bin"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(file), name, "30"], stdout=subprocess.PIPE, text=True)
+        for name in ("a", "b")
+    ]
+    seen = sorted(int(w.communicate(timeout=60)[0]) for w in writers)
+    assert seen == [30, 60]  # the second to get the lock found the first one's 30 frames
+    frames, after, repaired = _opened(file.read_bytes())
+    expected = {hashlib.sha256(f"{name}{i}".encode()).hexdigest(): i for name in "ab" for i in range(30)}
+    assert frames.keys() == expected.keys() and not repaired and after == file.read_bytes()
+    assert all(frames[sha].detections.class_ids.tolist() == [i] for sha, i in expected.items())
 
 
 def test_another_runtime_device_package_version_or_detection_code_is_another_cache(model, dataset, cache, monkeypatch):

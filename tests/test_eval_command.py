@@ -151,7 +151,7 @@ def test_eval_emulator_backend_runs_the_emulated_hef_with_raw_heads_or_its_nms(t
     assert raw["label"] == nms["label"] == "emulated-hailo (emulated)" and raw["emulated"] is True
     assert raw["cells"]["cells"] == 4 * (32 * 32 + 16 * 16 + 8 * 8) and nms["cells"] is None
     assert raw["n_images"] == nms["n_images"] == 4
-    assert len(list((tmp_path / "cache").glob("predictions/emulated-hailo-*.jsonl"))) == 2
+    assert len(list((tmp_path / "cache").glob("predictions/emulated-hailo-*.bin"))) == 2
 
 
 def test_eval_dfc_backend_runs_each_emulation_stage_of_the_har(tmp_path, capsys, sdk):

@@ -586,5 +586,5 @@ def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_ap
         assert cli.main([*argv, "--hailo-format", name, "--cache", str(tmp_path / "cache"), "--json"]) == 0
         maps.append(json.loads(capsys.readouterr().out)["metrics"]["map50"])
     assert formats == [FormatType.FLOAT32, FormatType.UINT8]
-    assert len(list((tmp_path / "cache").glob("predictions/hailo-*.jsonl"))) == 2
+    assert len(list((tmp_path / "cache").glob("predictions/hailo-*.bin"))) == 2
     assert maps[0] == pytest.approx(maps[1], abs=0.02)  # the same HEF, dequantized by HailoRT or by the harness

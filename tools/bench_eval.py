@@ -7,7 +7,7 @@ folder has none) runs through :class:`harness.pipeline.detect.RawHeadsPath` on a
 one precomputed 640x640 frame of six UINT8 heads with the sigmoid compiled in (as a HEF delivers
 them; :func:`tools.bench_decode.make_frame`, typical scene), so inference costs nothing and
 everything measured is the harness: image loading, letterbox, decode, cells, unletterbox, the
-prediction cache (one fsynced line per image), then COCO metrics and distributions.
+prediction cache (written and fsynced a batch at a time), then COCO metrics and distributions.
 
 Each set size runs in a fresh process, twice: once timed (with ``ru_maxrss``, the process's peak
 resident memory), once under tracemalloc (peak of Python and numpy allocations during the run).
@@ -120,7 +120,7 @@ def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
         start = time.perf_counter()
         evaluate_module.evaluate_path(path, dataset, cache, progress=False)
         cached_total = time.perf_counter() - start
-        cache_bytes = sum(f.stat().st_size for f in Path(folder).glob("*.jsonl"))
+        cache_bytes = sum(f.stat().st_size for f in Path(folder).glob("*.bin"))
     per_image = {k: 1000 * v / size for k, v in seconds.items()}
     return {
         "images": size,

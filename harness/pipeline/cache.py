@@ -1,28 +1,42 @@
 """Per-image predictions of one path, kept on disk as they are produced, so that an interrupted run
 resumes where it stopped and a re-run with unchanged inputs does no inference.
 
-One append-only JSON-lines file per key: the path name, the model's sha256, the path's variant, the
-settings that fix the predictions (all of :class:`~harness.core.settings.EvalSettings` but the class map,
-which only relabels the ground truth) and the harness version. The first line states that key; each
-further line is one image, written whole, flushed and fsynced before the next image is run::
+One append-only binary file per key (``<path name>-<key digest>.bin``): the path name, the model's
+sha256, the path's variant, the settings that fix the predictions (all of
+:class:`~harness.core.settings.EvalSettings` but the class map, which only relabels the ground
+truth), what ran it, the package versions, the harness's detection code and version
+(:func:`cache_key`). All numbers are little-endian::
 
-    {"image_sha256": "...", "image_id": "images/val/a.jpg", "boxes": "<base64 float32 LE>",
-     "scores": "<base64 float32 LE>", "class_ids": [0, 2], "cells": [8400, 19, 21] | null}
+    file    = MAGIC  format:u32  record(KEY_RECORD, key JSON)  record(BATCH_RECORD, batch)*
+    record  = kind:4s  length:u32  crc32(payload):u32  crc32(the 12 bytes before):u32  payload
+    batch   = n:u32  total:u32  cells:i64[n,3]  class_ids:i64[total]  boxes:f32[total,4]
+              scores:f32[total]  counts:u32[n]  id_lengths:u32[n]  has_cells:u8[n]
+              image_sha256:32B[n]  image ids:utf-8
 
-Boxes and scores are the float32 bytes themselves, so a cached prediction is bit-identical to a
-fresh one. A crash mid-write leaves at most the last line incomplete: it is reported
-(:class:`CacheRepaired`), cut off and that image inferred again. A bad line anywhere else is an error.
+A batch holds the frames of up to :data:`BATCH` images (``counts[i]`` detections each, in order);
+boxes and scores are the float32 bytes themselves, so a cached prediction is bit-identical to a
+fresh one. Puts are written and fsynced one batch at a time: every :data:`BATCH` puts, once the
+oldest unwritten put is :data:`BATCH_SECONDS` old, on :meth:`CacheFile.flush` and on close (an
+exception that ends the run still writes the images it completed). A kill loses at most the
+unwritten batch.
+
+A kill mid-write leaves at most the last record incomplete (or, after a power loss, zero-filled or
+failing its checksum): it is reported (:class:`CacheRepaired`), cut off and its images inferred
+again; it is never half-read. A damaged record anywhere else, a file of another format (the
+JSON-lines files of format 1 included) or of another key is a :class:`CacheError`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import os
-import re
+import struct
+import time
 import warnings
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -44,8 +58,16 @@ except ImportError:  # Windows: no advisory locks; one process per cache file th
     fcntl = None  # type: ignore[assignment]
 
 DEFAULT_ROOT = defaults.CACHE_DIR / "predictions"
-FORMAT = 1
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+FORMAT = 2
+MAGIC = b"HHPCACHE"
+BATCH = 64  # puts per batch at most
+BATCH_SECONDS = 1.0  # age of the oldest unwritten put that writes the batch at the next put
+
+KEY_RECORD, BATCH_RECORD = b"KEY ", b"BAT "
+_PREAMBLE = MAGIC + struct.pack("<I", FORMAT)
+_RECORD = struct.Struct("<4sIII")  # kind, payload length, payload crc32, crc32 of these first 12 bytes
+_COUNTS = struct.Struct("<II")  # images, detections
+_OLD_FORMAT = b'{"cache":'  # the first line of a format-1 (JSON lines) file
 
 
 class CacheError(HarnessError):
@@ -53,7 +75,7 @@ class CacheError(HarnessError):
 
 
 class CacheRepaired(UserWarning):
-    """A cache file's incomplete last line (an interrupted write) was cut off; that image is redone."""
+    """A cache file's incomplete last record (an interrupted write) was cut off; its images are redone."""
 
 
 # The harness code that turns a runner's outputs into detections: an edit to it makes a new key.
@@ -79,88 +101,209 @@ def cache_key(path: DetectionPath) -> dict[str, Any]:
 
 
 def _digest(key: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(_key_bytes(key)).hexdigest()
 
 
-def _floats(values: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(values, dtype="<f4").tobytes()).decode("ascii")
+def _key_bytes(key: dict[str, Any]) -> bytes:
+    return json.dumps(key, sort_keys=True, separators=(",", ":")).encode()
 
 
-def encode_entry(image_sha256: str, image_id: str, frame: FrameResult) -> bytes:
-    """One cache line, newline included."""
-    d, c = frame.detections, frame.cells
-    entry = {
-        "image_sha256": image_sha256,
-        "image_id": image_id,
-        "boxes": _floats(d.boxes),
-        "scores": _floats(d.scores),
-        "class_ids": d.class_ids.tolist(),
-        "cells": None if c is None else [c.cells, c.cells_above, c.candidates],
-    }
-    return (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+def record(kind: bytes, payload: bytes) -> bytes:
+    """One framed record: its header, then ``payload``."""
+    head = struct.pack("<4sII", kind, len(payload), zlib.crc32(payload))
+    return head + struct.pack("<I", zlib.crc32(head)) + payload
 
 
-def _decode_floats(text: object, count: int, field: str) -> np.ndarray:
-    if not isinstance(text, str):
-        raise ValueError(f"{field}: {type(text).__name__}, expected base64 text")
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except binascii.Error as error:
-        raise ValueError(f"{field}: not base64 ({error})") from error
-    if len(raw) != 4 * count:
-        raise ValueError(f"{field}: {len(raw)} bytes, expected {4 * count} (float32 x {count})")
-    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+@dataclass(frozen=True)
+class Entry:
+    """One image's cached prediction."""
+
+    image_sha256: str
+    image_id: str
+    frame: FrameResult
 
 
-def decode_entry(line: bytes, threshold: float) -> tuple[str, FrameResult]:
-    """A cache line -> (image sha256, the frame); ValueError says what is wrong with it."""
-    try:
-        entry = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"not JSON ({error})") from error
-    if not isinstance(entry, dict):
-        raise ValueError(f"a JSON {type(entry).__name__}, expected an object")
-    sha = entry.get("image_sha256")
-    if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
-        raise ValueError(f"image_sha256 {sha!r}, expected 64 hex digits")
-    class_ids = entry.get("class_ids")
-    if not isinstance(class_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in class_ids):
-        raise ValueError(f"class_ids {class_ids!r}, expected a list of integers")
-    n = len(class_ids)
-    boxes = _decode_floats(entry.get("boxes"), 4 * n, "boxes").reshape(n, 4)
-    scores = _decode_floats(entry.get("scores"), n, "scores")
-    cells = entry.get("cells")
-    if cells is not None:
-        if not (isinstance(cells, list) and len(cells) == 3 and all(isinstance(c, int) for c in cells)):
-            raise ValueError(f"cells {cells!r}, expected null or [cells, cells_above, candidates]")
-        cells = CellsAboveThreshold(threshold, *cells)
-    return sha, FrameResult(Detections(boxes, scores, np.array(class_ids, dtype=np.int64)), cells)
+def encode_batch(entries: Sequence[Entry]) -> bytes:
+    """The payload of one batch record (see the module's layout)."""
+    dets = [e.frame.detections for e in entries]
+    counts = np.array([len(d) for d in dets], dtype="<u4")
+    cells = np.array(
+        [(0, 0, 0) if (c := e.frame.cells) is None else (c.cells, c.cells_above, c.candidates) for e in entries],
+        dtype="<i8",
+    ).reshape(-1, 3)
+    has_cells = np.array([e.frame.cells is not None for e in entries], dtype=np.uint8)
+    ids = [e.image_id.encode() for e in entries]
+
+    def joined(arrays: list[np.ndarray], dtype: str, width: int) -> bytes:
+        if not arrays:
+            return b""
+        return np.concatenate(arrays).astype(dtype, copy=False).reshape(-1, width).tobytes()
+
+    return b"".join(
+        (
+            _COUNTS.pack(len(entries), int(counts.sum())),
+            cells.tobytes(),
+            joined([d.class_ids for d in dets], "<i8", 1),
+            joined([d.boxes for d in dets], "<f4", 4),
+            joined([d.scores for d in dets], "<f4", 1),
+            counts.tobytes(),
+            np.array([len(i) for i in ids], dtype="<u4").tobytes(),
+            has_cells.tobytes(),
+            bytes.fromhex("".join(e.image_sha256 for e in entries)),
+            *ids,
+        )
+    )
+
+
+class _Reader:
+    """Consecutive arrays out of one payload; ValueError when the payload runs short."""
+
+    def __init__(self, payload: memoryview) -> None:
+        self.payload, self.at = payload, 0
+
+    def take(self, size: int, what: str) -> memoryview:
+        if self.at + size > len(self.payload):
+            raise ValueError(f"{what}: {len(self.payload) - self.at} bytes left, expected {size}")
+        part = self.payload[self.at : self.at + size]
+        self.at += size
+        return part
+
+    def array(self, dtype: str, count: int, what: str) -> np.ndarray:
+        size = np.dtype(dtype).itemsize * count
+        return np.frombuffer(self.take(size, what), dtype=dtype).astype(dtype[1:], copy=True)
+
+
+def decode_batch(payload: memoryview, threshold: float) -> list[Entry]:
+    """A batch record's payload -> its entries; ValueError says what is wrong with it."""
+    if len(payload) < _COUNTS.size:
+        raise ValueError(f"{len(payload)} bytes, expected at least {_COUNTS.size} (image and detection counts)")
+    n, total = _COUNTS.unpack_from(payload)
+    read = _Reader(payload[_COUNTS.size :])
+    cells = read.array("<i8", 3 * n, "cells").reshape(n, 3)
+    class_ids = read.array("<i8", total, "class ids")
+    boxes = read.array("<f4", 4 * total, "boxes").reshape(total, 4)
+    scores = read.array("<f4", total, "scores")
+    counts = read.array("<u4", n, "detection counts").astype(np.int64)
+    id_lengths = read.array("<u4", n, "image id lengths").astype(np.int64)
+    has_cells = read.array("<u1", n, "cells flags")
+    shas = bytes(read.take(32 * n, "image sha256s")).hex()
+    ids = bytes(read.take(int(id_lengths.sum()), "image ids"))
+    if read.at != len(read.payload):
+        raise ValueError(f"{len(read.payload) - read.at} bytes after the image ids, expected none")
+    if int(counts.sum()) != total:
+        raise ValueError(f"detection counts sum to {int(counts.sum())}, expected {total}")
+    if has_cells.max(initial=0) > 1:
+        raise ValueError(f"cells flags {sorted(set(has_cells.tolist()))}, expected 0 or 1")
+    ends, id_ends = np.cumsum(counts).tolist(), np.cumsum(id_lengths).tolist()
+    cell_rows, flags = cells.tolist(), has_cells.tolist()
+    entries, start, id_start = [], 0, 0
+    for i in range(n):
+        end, id_end = ends[i], id_ends[i]
+        frame = FrameResult(
+            Detections(boxes[start:end], scores[start:end], class_ids[start:end]),
+            CellsAboveThreshold(threshold, *cell_rows[i]) if flags[i] else None,
+        )
+        entries.append(Entry(shas[64 * i : 64 * i + 64], ids[id_start:id_end].decode(), frame))
+        start, id_start = end, id_end
+    return entries
+
+
+@dataclass(frozen=True)
+class Record:
+    """One sound record of a file: where it starts, its kind, its payload."""
+
+    offset: int
+    kind: bytes
+    payload: memoryview
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A file's sound records, the length of its sound part and, when more follows, what that is
+    (one interrupted write: to be cut off)."""
+
+    records: list[Record]
+    end: int
+    torn: str | None
+
+
+def scan(data: bytes, start: int, file: Path) -> Scan:
+    """The records of ``data`` from byte ``start``. What follows the sound ones is torn when it can
+    be one interrupted write: a record cut short, a last record failing its checksum or a zero-filled
+    tail; anything else is damage, a :class:`CacheError`."""
+    records: list[Record] = []
+    view, offset, size = memoryview(data), start, len(data)
+    while offset < size:
+        number, rest = len(records) + 1, size - offset
+        where = f"cache {file}: record {number} at byte {offset}"
+        if rest < _RECORD.size:
+            return Scan(records, offset, f"record {number} at byte {offset} has {rest} of its header's 16 bytes")
+        kind, length, crc, head_crc = _RECORD.unpack_from(data, offset)
+        if zlib.crc32(view[offset : offset + 12]) != head_crc or kind not in (KEY_RECORD, BATCH_RECORD):
+            if not np.frombuffer(view[offset:], dtype=np.uint8).any():
+                return Scan(records, offset, f"the {rest} bytes from byte {offset} are zeros (never written)")
+            raise CacheError(
+                f"{where}: header damaged (kind {kind!r}, header checksum mismatch); expected a sound record "
+                "(delete the file to infer its images again)"
+            )
+        end = offset + _RECORD.size + length
+        if end > size:
+            return Scan(records, offset, f"record {number} at byte {offset} has {rest - 16} of its {length} bytes")
+        payload = view[offset + _RECORD.size : end]
+        if zlib.crc32(payload) != crc:
+            if end == size:
+                return Scan(records, offset, f"record {number} at byte {offset}, the last, fails its checksum")
+            raise CacheError(
+                f"{where}: {length} bytes fail their checksum; expected a sound record "
+                "(delete the file to infer its images again)"
+            )
+        records.append(Record(offset, kind, payload))
+        offset = end
+    return Scan(records, offset, None)
 
 
 class CacheFile:
-    """The open cache file of one key: cached frames by image sha256, and appending new ones."""
+    """The open cache file of one key: cached frames by image sha256, and appending new ones.
 
-    def __init__(self, file: Path, key: dict[str, Any], threshold: float) -> None:
-        self.file = file
+    Puts are written a batch at a time (see the module): at most ``batch`` puts, or as soon as the
+    oldest unwritten one is ``batch_seconds`` old, and on :meth:`flush` and :meth:`close`."""
+
+    def __init__(
+        self,
+        file: Path,
+        key: dict[str, Any],
+        threshold: float,
+        batch: int = BATCH,
+        batch_seconds: float = BATCH_SECONDS,
+    ) -> None:
+        if batch < 1:
+            raise CacheError(f"cache {file}: batch {batch}, expected at least 1 put per batch")
+        self.file, self.batch, self.batch_seconds = file, batch, batch_seconds
         self.frames: dict[str, FrameResult] = {}
-        header = (json.dumps({"cache": key}, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        self._pending: list[Entry] = []
+        self._since = 0.0
+        head = _PREAMBLE + record(KEY_RECORD, _key_bytes(key))
         file.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)  # no newline translation
         self._fd: int | None = os.open(file, flags, 0o644)
-        # One writer per key at a time (pytest-xdist workers, parallel CI jobs): a second process
-        # waits here, then finds the first one's frames and infers nothing again.
-        if fcntl is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-        good = self._read(header, threshold)
-        if good == 0:
-            os.ftruncate(self._fd, 0)
-            self._write(header)
-            fsync_folder(file.parent)
-        elif good < file.stat().st_size:
-            os.ftruncate(self._fd, good)
-            os.fsync(self._fd)
+        try:
+            # One writer per key at a time (pytest-xdist workers, parallel CI jobs): a second process
+            # waits here, then finds the first one's frames and infers nothing again.
+            if fcntl is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._end = self._read(head, threshold)
+            if self._end == 0:
+                os.ftruncate(self._fd, 0)
+                self._write(head)
+                fsync_folder(file.parent)
+            elif self._end < file.stat().st_size:
+                os.ftruncate(self._fd, self._end)
+                os.fsync(self._fd)
+        except BaseException:
+            self._release()
+            raise
 
-    def _read(self, header: bytes, threshold: float) -> int:
+    def _read(self, head: bytes, threshold: float) -> int:
         """Load the file's frames; returns the length of its sound part (0: none, start afresh)."""
         try:
             data = self.file.read_bytes()
@@ -168,51 +311,101 @@ class CacheFile:
             return 0
         except OSError as error:
             raise CacheError(f"cache {self.file}: cannot be read ({error.strerror or error})") from error
-        *complete, torn = data.split(b"\n")  # ``torn``: what follows the last newline, empty if nothing
-        if torn:
-            warnings.warn(
-                f"cache {self.file}: line {len(complete) + 1} is incomplete ({len(torn)} bytes without a newline), "
-                "an interrupted write; it is cut off and its image inferred again",
-                CacheRepaired,
-                stacklevel=3,
-            )
-        if not complete:
+        if not data:
             return 0
-        if complete[0] + b"\n" != header:
+        if len(data) <= len(_PREAMBLE) and _PREAMBLE.startswith(data):
+            self._repaired(f"it holds the first {len(data)} bytes of a new cache and no key")
+            return 0
+        if not data.startswith(_PREAMBLE):
+            raise CacheError(f"cache {self.file}: {self._not_ours(data)} (delete the file to infer its images again)")
+        found = scan(data, len(_PREAMBLE), self.file)
+        if found.torn is not None:
+            self._repaired(found.torn)
+        if not found.records:
+            return 0
+        first = found.records[0]
+        if first.kind != KEY_RECORD or first.payload != head[len(_PREAMBLE) + _RECORD.size :]:
             raise CacheError(
-                f"cache {self.file}: first line {complete[0][:200]!r} does not state this cache's key "
-                f"{header.strip()!r}"
+                f"cache {self.file}: first record {bytes(first.payload[:200])!r} does not state this cache's key "
+                f"{head[len(_PREAMBLE) + _RECORD.size :]!r}"
             )
-        good = len(header)
-        for number, line in enumerate(complete[1:], start=2):
+        for number, rec in enumerate(found.records[1:], start=2):
+            if rec.kind != BATCH_RECORD:
+                raise CacheError(f"cache {self.file}: record {number} at byte {rec.offset}: a second key")
             try:
-                sha, frame = decode_entry(line, threshold)
-            except ValueError as error:
+                entries = decode_batch(rec.payload, threshold)
+            except (ValueError, UnicodeDecodeError) as error:
                 raise CacheError(
-                    f"cache {self.file}: line {number}: {error}; expected one image's predictions "
-                    "(delete the file to infer all its images again)"
+                    f"cache {self.file}: record {number} at byte {rec.offset}: {error}; expected a batch of "
+                    "predictions (delete the file to infer its images again)"
                 ) from error
-            self.frames[sha] = frame
-            good += len(line) + 1
-        return good
+            self.frames.update((e.image_sha256, e.frame) for e in entries)
+        return found.end
+
+    def _not_ours(self, data: bytes) -> str:
+        if data.startswith(_OLD_FORMAT):
+            return f"a JSON-lines cache of format 1 (an older harness); this harness reads format {FORMAT}"
+        if data.startswith(MAGIC) and len(data) >= len(_PREAMBLE):
+            (version,) = struct.unpack_from("<I", data, len(MAGIC))
+            return f"a cache of format {version}; this harness reads format {FORMAT}"
+        return f"starts with {data[:16]!r}, expected a prediction cache ({MAGIC!r}, format {FORMAT})"
+
+    def _repaired(self, what: str) -> None:
+        warnings.warn(
+            f"cache {self.file}: {what}, an interrupted write; it is cut off and its images inferred again",
+            CacheRepaired,
+            stacklevel=4,
+        )
 
     def _write(self, data: bytes) -> None:
+        """Append ``data`` and fsync; on failure the file is cut back to its sound part."""
         if self._fd is None:
-            raise CacheError(f"cache {self.file}: written after close")
+            raise CacheError(f"cache {self.file}: written after close (or after a failed write)")
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        os.fsync(self._fd)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError as error:
+            try:
+                os.ftruncate(self._fd, self._end)
+            except OSError:
+                self._release()  # the file may end in a torn record: nothing more is appended to it
+            raise CacheError(f"cache {self.file}: cannot be written ({error.strerror or error})") from error
+        self._end += len(data)
 
     def get(self, image_sha256: str) -> FrameResult | None:
         return self.frames.get(image_sha256)
 
     def put(self, image_sha256: str, image_id: str, frame: FrameResult) -> None:
-        """Append one image's frame, on disk before this returns."""
-        self._write(encode_entry(image_sha256, image_id, frame))
+        """Add one image's frame: on disk with its batch (see the class)."""
+        if self._fd is None:
+            raise CacheError(f"cache {self.file}: written after close (or after a failed write)")
+        if len(image_sha256) != 64 or image_sha256.strip("0123456789abcdef"):
+            raise CacheError(f"cache {self.file}: image {image_id!r} sha256 {image_sha256!r}, expected 64 hex digits")
+        now = time.monotonic()
+        if not self._pending:
+            self._since = now
+        self._pending.append(Entry(image_sha256, image_id, frame))
         self.frames[image_sha256] = frame
+        if len(self._pending) >= self.batch or now - self._since >= self.batch_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the unwritten puts as one batch, on disk before this returns."""
+        if self._pending:
+            self._write(record(BATCH_RECORD, encode_batch(self._pending)))
+            self._pending.clear()
 
     def close(self) -> None:
+        """Flush, then release the file (and its lock)."""
+        if self._fd is not None:
+            try:
+                self.flush()
+            finally:
+                self._release()
+
+    def _release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -227,13 +420,19 @@ class CacheFile:
 
 
 class PredictionCache:
-    """Cache files under ``root`` (default ``.harness-cache/`` in the working directory)."""
+    """Cache files under ``root`` (default ``.harness-cache/`` in the working directory); ``batch`` and
+    ``batch_seconds`` as :class:`CacheFile` takes them."""
 
-    def __init__(self, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str] = DEFAULT_ROOT, batch: int = BATCH, batch_seconds: float = BATCH_SECONDS
+    ) -> None:
         self.root = Path(root)
+        self.batch, self.batch_seconds = batch, batch_seconds
 
     def file_for(self, path: DetectionPath) -> Path:
-        return self.root / f"{path.name}-{_digest(cache_key(path))[:24]}.jsonl"
+        return self.root / f"{path.name}-{_digest(cache_key(path))[:24]}.bin"
 
     def open(self, path: DetectionPath) -> CacheFile:
-        return CacheFile(self.file_for(path), cache_key(path), path.settings.score_threshold)
+        return CacheFile(
+            self.file_for(path), cache_key(path), path.settings.score_threshold, self.batch, self.batch_seconds
+        )

@@ -1,7 +1,9 @@
 """Run one detection path over a labelled dataset and measure it: the :class:`~harness.verdict.result.PathResult`.
 
 Images are read one at a time; each prediction goes to the cache (if any) as soon as it is made,
-so an interrupted run loses nothing and a repeated one infers nothing. Ground truth is relabelled
+which writes them a batch at a time and the rest when the run ends, by an exception too: a run
+interrupted by an exception loses nothing, a killed one at most its unwritten batch, and a
+repeated one infers nothing. Ground truth is relabelled
 to the model's class ids by name (``settings.class_map``, or the identity when the dataset's and
 the model's class names are the same list, order included); metrics follow at
 ``settings.score_threshold``.

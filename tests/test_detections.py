@@ -6,7 +6,7 @@ from random import Random
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -57,6 +57,7 @@ def test_normalised_records_are_y_first() -> None:
 def placements(draw: st.DrawFn) -> tuple[Letterbox, np.ndarray]:
     original_hw, input_hw = draw(sizes), draw(model_sizes)
     letterbox = draw(st.sampled_from([Letterbox.fit, Letterbox.resize]))(original_hw, input_hw)
+    assume(letterbox.scale_x > 0 and letterbox.scale_y > 0)  # an image shrunk to nothing is refused (preprocess)
     oh, ow = original_hw
     corners = draw(hnp.arrays(np.float64, (6, 4), elements=st.floats(0, 1)))
     boxes = corners * np.array([ow, oh, ow, oh])
@@ -81,9 +82,12 @@ def test_unletterbox_clips_to_the_original_image() -> None:
     np.testing.assert_allclose(unletterbox(dets, letterbox, clip=False).boxes, [[-20, -80, 1400, 760]])
 
 
-def ultralytics_letterbox(original_hw: tuple[int, int], input_hw: tuple[int, int]) -> tuple[float, int, int]:
+def ultralytics_letterbox(
+    original_hw: tuple[int, int], input_hw: tuple[int, int]
+) -> tuple[tuple[float, float], int, int]:
     """Ultralytics ``LetterBox.__call__`` defaults (auto=False, scaleup=True, center=True), transcribed:
-    ratio and the (left, top) it pads with and shifts labels by (ultralytics/data/augment.py)."""
+    the (x, y) gains ``scale_boxes`` divides by (the resized size over the original, per axis:
+    ultralytics/utils/ops.py) and the (left, top) it pads with and shifts labels by (ultralytics/data/augment.py)."""
     shape, new_shape = original_hw, input_hw
     r = min(new_shape[0] / shape[0], new_shape[1] / shape[1])
     new_unpad = round(shape[1] * r), round(shape[0] * r)
@@ -93,16 +97,16 @@ def ultralytics_letterbox(original_hw: tuple[int, int], input_hw: tuple[int, int
     top, bottom = round(dh - 0.1), round(dh + 0.1)
     left, right = round(dw - 0.1), round(dw + 0.1)
     assert new_unpad[0] + left + right == new_shape[1] and new_unpad[1] + top + bottom == new_shape[0]
-    return r, left, top
+    return (new_unpad[0] / shape[1], new_unpad[1] / shape[0]), left, top
 
 
 @given(sizes, model_sizes)
 def test_letterbox_fit_matches_ultralytics_letterbox_arithmetic(
     original_hw: tuple[int, int], input_hw: tuple[int, int]
 ) -> None:
-    r, left, top = ultralytics_letterbox(original_hw, input_hw)
+    gains, left, top = ultralytics_letterbox(original_hw, input_hw)
     letterbox = Letterbox.fit(original_hw, input_hw)
-    assert (letterbox.scale_x, letterbox.scale_y) == (r, r)
+    assert (letterbox.scale_x, letterbox.scale_y) == gains
     assert (letterbox.pad_x, letterbox.pad_y) == (left, top)
 
 
@@ -110,17 +114,18 @@ def test_letterbox_fit_matches_ultralytics_letterbox_arithmetic(
     ("original_hw", "input_hw", "scale", "pad_x", "pad_y"),
     [
         ((720, 1280), (640, 640), 0.5, 0, 140),  # COCO-like landscape: 640 x 360, 140 above and below
-        ((480, 641), (640, 640), 640 / 641, 0, 80),  # 479 rows: 161 padding split 80 top / 81 bottom
+        ((480, 641), (640, 640), (640 / 641, 479 / 480), 0, 80),  # 479 rows: 161 padding split 80 top / 81 bottom
         ((427, 640), (640, 640), 1.0, 0, 106),  # 213 padding split 106 / 107
         ((640, 427), (640, 640), 1.0, 106, 0),
         ((640, 640), (640, 640), 1.0, 0, 0),
     ],
 )
 def test_letterbox_fit_pads_left_and_top_with_the_whole_pixels_ultralytics_adds(
-    original_hw: tuple[int, int], input_hw: tuple[int, int], scale: float, pad_x: int, pad_y: int
+    original_hw: tuple[int, int], input_hw: tuple[int, int], scale: float | tuple[float, float], pad_x: int, pad_y: int
 ) -> None:
     letterbox = Letterbox.fit(original_hw, input_hw)
-    assert letterbox.scale_x == letterbox.scale_y == pytest.approx(scale)
+    gains = scale if isinstance(scale, tuple) else (scale, scale)
+    assert (letterbox.scale_x, letterbox.scale_y) == pytest.approx(gains)
     assert (letterbox.pad_x, letterbox.pad_y) == (pad_x, pad_y)
 
 

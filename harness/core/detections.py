@@ -95,15 +95,17 @@ class Letterbox:
         """Keep the aspect ratio, centre the image, pad the rest (Ultralytics ``LetterBox``).
 
         ``pad_x``/``pad_y`` are the whole left/top border Ultralytics actually adds, ``round(dw - 0.1)`` of
-        the half padding ``dw``, and the offset it applies to labels; boxes scale by ``r`` (ultralytics:
-        ultralytics/data/augment.py, ``LetterBox.__call__`` and ``_update_labels(labels, ratio, left, top)``).
+        the half padding ``dw``; each axis scales by the size it was resized to over its original size,
+        ``round(w * r) / w`` and ``round(h * r) / h``, so the resized image's edges map back onto the
+        original's (ultralytics: ultralytics/data/augment.py ``LetterBox.__call__``; ultralytics/utils/ops.py
+        ``scale_boxes``, per-axis gains since 8.4).
         """
         oh, ow = original_hw
         ih, iw = input_hw
         r = min(ih / oh, iw / ow)
         new_w, new_h = round(ow * r), round(oh * r)
         left, top = round((iw - new_w) / 2 - 0.1), round((ih - new_h) / 2 - 0.1)
-        return cls(original_hw, input_hw, r, r, float(left), float(top))
+        return cls(original_hw, input_hw, new_w / ow, new_h / oh, float(left), float(top))
 
     @classmethod
     def resize(cls, original_hw: tuple[int, int], input_hw: tuple[int, int]) -> Letterbox:

@@ -5,10 +5,14 @@ import pytest
 import wrong_decoders
 
 from harness.conformance import suite as conformance
-from harness.conformance.suite import PROPERTIES, SceneRecipe, check_property, make_scene, run_conformance
+from harness.conformance.suite import SceneRecipe, check_property, make_scene, properties, run_conformance
 from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
 from harness.decode.yolo import decode
+from harness.decode.yolo26 import decode_one2many, decode_one2one
+
+PROPERTIES = properties()
 
 
 def test_the_harness_decoder_satisfies_every_property():
@@ -78,3 +82,31 @@ def test_load_decoder_explains_what_is_wrong_with_the_target():
     with pytest.raises(HarnessError, match="has no function 'nope'"):
         conformance.load_decoder("harness.decode.yolo:nope")
     assert conformance.load_decoder("harness.decode.yolo:decode") is decode
+
+
+@pytest.mark.parametrize("family", [HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY])
+@pytest.mark.parametrize("decoder", [decode_one2one, decode_one2many])
+def test_the_harness_yolo26_decoders_satisfy_every_property_of_either_yolo26_head(decoder, family):
+    assert run_conformance(decoder, family=family) == {p.sentence: None for p in properties(family)}
+
+
+def test_a_yolov8_decoder_given_yolo26_heads_fails_every_property_and_a_yolo26_decoder_yolov8_heads():
+    assert all(run_conformance(decode, family=HeadFamily.YOLO26_ONE2ONE).values())
+    assert all(run_conformance(decode_one2one).values())
+
+
+def test_a_yolo26_decoder_pairing_outputs_by_position_is_named_as_paired_across_grids():
+    results = run_conformance(wrong_decoders.yolo26_paired_by_position, family=HeadFamily.YOLO26_ONE2ONE)
+    assert [k for k, v in results.items() if v] == [
+        "pairs heads by grid and channels, whatever the outputs' order or names"
+    ]
+    assert (
+        conformance.PAIRED_ACROSS_GRIDS
+        in results["pairs heads by grid and channels, whatever the outputs' order or names"]
+    )
+
+
+def test_yolo26_scenes_plant_the_four_distances_themselves():
+    scene = make_scene(SceneRecipe(reg_max=1), 0)
+    assert {s.channels for s in scene.specs.values()} == {4, 2}
+    assert len(scene.expected) == SceneRecipe().objects

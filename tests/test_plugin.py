@@ -62,6 +62,36 @@ def test_malformed_decoder_target_names_the_expected_form(pytester):
     result.stderr.fnmatch_lines(["*expected 'package.module:function'*"])
 
 
+def test_decoder_head_runs_the_yolo26_properties_against_a_yolo26_decoder(pytester):
+    pytester.makepyfile(userdec="from harness.decode.yolo26 import decode_one2one as decode\n")
+    result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolo26-one2one", "-q")
+    result.assert_outcomes(passed=7)
+    # the same decoder held to YOLOv8's DFL heads fails every property
+    pytester.runpytest_subprocess("--decoder", "userdec:decode", "-q").assert_outcomes(failed=7)
+
+
+def test_an_unknown_decoder_head_or_one_without_a_decoder_is_a_usage_error(pytester):
+    pytester.makepyfile(userdec=EMPTY_DECODER)
+    result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolo5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--decoder-head yolo5: expected one of ['yolov8', 'yolo26-one2one'*"])
+    result = pytester.runpytest_subprocess("--decoder-head", "yolo26-one2one")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--decoder-head yolo26-one2one: belongs to --decoder*"])
+
+
+def test_conformance_fixture_takes_the_head_family_of_the_decoder(pytester):
+    pytester.makepyfile(
+        test_user="""
+from harness.decode.yolo26 import decode_one2many
+
+def test_yolo26(decoder_conformance):
+    decoder_conformance(decode_one2many, "yolo26-one2many")
+"""
+    )
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)
+
+
 def test_conformance_fixture_passes_the_builtin_decoder(pytester):
     pytester.makepyfile(test_user=BUILTIN_DECODER_TEST)
     pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)

@@ -11,6 +11,7 @@ from harness.core.detections import Detections
 from harness.core.specs import FormatOrder, FormatType
 from harness.decode.nms import nms_hailort
 from harness.decode.yolo import decode, decode_candidates, pair_heads
+from harness.decode.yolo26 import decode_one2one
 from harness.formats.quant import dequantize
 
 
@@ -93,3 +94,16 @@ def every_head_channel_first(outputs, specs, config):
 def raises_without_a_message(outputs, specs, config):
     """Gives up on the first output, the way a generator run dry does."""
     raise StopIteration
+
+
+def yolo26_paired_by_position(outputs, specs, config):
+    """Ultralytics' rule for a YOLO26 HEF: the i-th box map with the i-th class map in output order,
+    each class map's buffer read on its box map's grid (nothing checks the grids)."""
+    boxes = [n for n in outputs if specs[n].channels == 4]
+    classes = [n for n in outputs if specs[n].channels != 4]
+    read, read_specs = {}, {}
+    for box, cls in zip(boxes, classes, strict=True):
+        shape = (*specs[box].shape[:2], specs[cls].channels)
+        read[box], read_specs[box] = outputs[box], specs[box]
+        read[cls], read_specs[cls] = np.resize(outputs[cls], shape), replace(specs[cls], shape=shape)
+    return decode_one2one(read, read_specs, config)

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from harness.pipeline.job import JobResult
 
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
+DECODER_HEAD_HELP = (
+    "the head family --decoder decodes: yolov8 (YOLOv8/YOLO11, default), yolo26-one2one, yolo26-one2many"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(f"harness_{name}", option.help)
     group.addoption("--decoder", dest="harness_decoder", default=None, help=DECODER_HELP)
     parser.addini("harness_decoder", DECODER_HELP)
+    group.addoption("--decoder-head", dest="harness_decoder_head", default=None, help=DECODER_HEAD_HELP)
+    parser.addini("harness_decoder_head", DECODER_HEAD_HELP)
 
 
 # The options whose value is a path, written ``--hef PATH`` as often as ``--hef=PATH``.
@@ -330,14 +335,23 @@ class HarnessSuite(pytest.Collector):
         if _evaluates(values):
             items.extend(_job_gate_items(self, values))
         target = _text(self.config, "decoder")
+        head = _text(self.config, "decoder_head")
+        if head and not target:
+            raise pytest.UsageError(f"--decoder-head {head}: belongs to --decoder package.module:function")
         if target:
-            from harness.conformance.suite import PROPERTIES, load_decoder
+            from harness.conformance.suite import load_decoder, properties
+            from harness.core.head_family import HeadFamily
 
             try:
                 load_decoder(target)  # a bad target is a usage error at collection, not seven failures
+                family = HeadFamily(head or HeadFamily.YOLOV8)
             except HarnessError as error:
                 raise pytest.UsageError(str(error)) from error
-            for prop in PROPERTIES:
+            except ValueError:
+                raise pytest.UsageError(
+                    f"--decoder-head {head}: expected one of {[f.value for f in HeadFamily]}"
+                ) from None
+            for prop in properties(family):
                 slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
                 items.append(
                     ConformanceItem.from_parent(
@@ -396,13 +410,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 @pytest.fixture
-def decoder_conformance() -> Callable[[Decoder], None]:
-    """``decoder_conformance(my_decode)`` asserts that every conformance property holds for it."""
+def decoder_conformance() -> Callable[..., None]:
+    """``decoder_conformance(my_decode)`` asserts that every conformance property holds for it;
+    ``decoder_conformance(my_decode, "yolo26-one2one")`` for a decoder of another head family."""
 
-    def check(decoder: Decoder) -> None:
+    def check(decoder: Decoder, head: str = "yolov8") -> None:
         from harness.conformance.suite import run_conformance
+        from harness.core.head_family import HeadFamily
 
-        failures = {k: v for k, v in run_conformance(decoder).items() if v}
+        failures = {k: v for k, v in run_conformance(decoder, family=HeadFamily(head)).items() if v}
         assert not failures, "decoder breaks:\n" + "\n".join(f"- {k}: {v}" for k, v in failures.items())
 
     return check

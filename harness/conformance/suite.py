@@ -9,6 +9,10 @@ distribution per side, background far below threshold), so the expected detectio
 exactly. When a decoder misses them, the failure names the mistake in plain words by recognising
 its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1] or squeezed into
 [0.5, 0.73], FCR heads read channel-first, heads paired across grids.
+
+The properties are stated per head family (:func:`properties`): YOLOv8/YOLO11 heads carry 4 x 16 DFL
+bins per box; YOLO26 heads (either head: the planted objects neither overlap nor exceed the top-k,
+so the one-to-one and the one-to-many decode find the same) carry the 4 distances themselves.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.formats.quant import dequantize, quantize
@@ -125,14 +130,18 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
         g = int(rng.integers(3))
         s = strides[g]
         row, col = int(rng.integers(h // s)), int(rng.integers(w // s))
-        sides = rng.integers(1, recipe.reg_max - 1, 4)
+        # YOLO26 (reg_max 1) carries the distances themselves, in cells; DFL heads a sharp bin per side
+        sides = rng.uniform(0.5, 6.0, 4) if recipe.reg_max == 1 else rng.integers(1, recipe.reg_max - 1, 4)
         cx, cy = (col + 0.5) * s, (row + 0.5) * s
         box = np.array([cx - sides[0] * s, cy - sides[1] * s, cx + sides[2] * s, cy + sides[3] * s])
         if any(_iou(box, other) > 0.05 for other in planted_boxes):
             continue
         cls = int(rng.integers(recipe.classes))
-        boxes[g][row, col] = 0.0
-        boxes[g][row, col, np.arange(4) * recipe.reg_max + sides] = DFL_PEAK
+        if recipe.reg_max == 1:
+            boxes[g][row, col] = sides
+        else:
+            boxes[g][row, col] = 0.0
+            boxes[g][row, col, np.arange(4) * recipe.reg_max + sides] = DFL_PEAK
         p = rng.uniform(0.6, 0.98)
         classes[g][row, col, cls] = np.log(p / (1 - p))
         planted.append((g, row, col, cls))
@@ -165,7 +174,7 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
         s = strides[g]
         logits = seen_boxes[g][row, col].astype(np.float64).reshape(4, recipe.reg_max)
         prob = np.exp(logits - logits.max(axis=1, keepdims=True))
-        dist = (prob / prob.sum(axis=1, keepdims=True)) @ bins
+        dist = logits[:, 0] if recipe.reg_max == 1 else (prob / prob.sum(axis=1, keepdims=True)) @ bins
         cx, cy = (col + 0.5) * s, (row + 0.5) * s
         expected_boxes.append([cx - dist[0] * s, cy - dist[1] * s, cx + dist[2] * s, cy + dist[3] * s])
         class_value = float(seen_classes[g][row, col, cls])
@@ -298,39 +307,54 @@ def _plain(recipe: SceneRecipe) -> Callable[[Decoder, int], str | None]:
     return lambda decoder, seed: _run(decoder, make_scene(recipe, seed))
 
 
-def _fcr_channel_last(decoder: Decoder, seed: int) -> str | None:
+def _fcr_channel_last(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
     # The field report's mix: FCR box heads, NHWC class heads on two grids and FCR on the third.
-    mixed = SceneRecipe(box_order=FormatOrder.FCR, class_orders=(FormatOrder.NHWC, FormatOrder.NHWC, FormatOrder.FCR))
-    failure = _run(decoder, make_scene(mixed, seed))
-    if failure and _run(decoder, make_scene(SceneRecipe(), seed)) is None:
-        return f"{FCR_CHANNEL_FIRST}: {failure}"
-    return failure
+    orders = (FormatOrder.NHWC, FormatOrder.NHWC, FormatOrder.FCR)
+    mixed = replace(base, box_order=FormatOrder.FCR, class_orders=orders)
+
+    def check(decoder: Decoder, seed: int) -> str | None:
+        failure = _run(decoder, make_scene(mixed, seed))
+        if failure and _run(decoder, make_scene(base, seed)) is None:
+            return f"{FCR_CHANNEL_FIRST}: {failure}"
+        return failure
+
+    return check
 
 
-def _pairing(decoder: Decoder, seed: int) -> str | None:
-    scene = make_scene(SceneRecipe(), seed)
-    rng = np.random.default_rng(seed)
-    order = list(scene.outputs)
-    rng.shuffle(order)
-    names = {k: f"output_{j}" for k, j in zip(order, rng.permutation(len(order)), strict=True)}
-    failure = _run(decoder, scene.renamed(names, order))
-    if failure and _run(decoder, scene) is None:
-        return f"{PAIRED_ACROSS_GRIDS}: {failure}"
-    return failure
+def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
+    def check(decoder: Decoder, seed: int) -> str | None:
+        scene = make_scene(base, seed)
+        rng = np.random.default_rng(seed)
+        order = list(scene.outputs)
+        rng.shuffle(order)
+        names = {k: f"output_{j}" for k, j in zip(order, rng.permutation(len(order)), strict=True)}
+        failure = _run(decoder, scene.renamed(names, order))
+        if failure and _run(decoder, scene) is None:
+            return f"{PAIRED_ACROSS_GRIDS}: {failure}"
+        return failure
+
+    return check
 
 
-PROPERTIES: tuple[Property, ...] = (
-    Property("finds every planted object with its box, score and class", _plain(SceneRecipe(input_hw=(640, 640)))),
-    Property("handles non-square inputs and 80 classes", _plain(SceneRecipe(classes=80, objects=6))),
-    Property("applies the sigmoid to logit class outputs", _plain(SceneRecipe(logits=True))),
-    Property("reads UINT8 outputs through their quant info", _plain(SceneRecipe(format_type=FormatType.UINT8))),
-    Property(
-        "reads UINT8 logit outputs through their quant info",
-        _plain(SceneRecipe(format_type=FormatType.UINT8, logits=True)),
-    ),
-    Property("reads FCR heads channel-last, like NHWC", _fcr_channel_last),
-    Property("pairs heads by grid and channels, whatever the outputs' order or names", _pairing),
-)
+def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
+    """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
+    the scenes planted with its box maps (DFL bins, or YOLO26's 4 distances)."""
+    base = SceneRecipe(reg_max=16 if family is HeadFamily.YOLOV8 else 1)
+    return (
+        Property(
+            "finds every planted object with its box, score and class", _plain(replace(base, input_hw=(640, 640)))
+        ),
+        Property("handles non-square inputs and 80 classes", _plain(replace(base, classes=80, objects=6))),
+        Property("applies the sigmoid to logit class outputs", _plain(replace(base, logits=True))),
+        Property("reads UINT8 outputs through their quant info", _plain(replace(base, format_type=FormatType.UINT8))),
+        Property(
+            "reads UINT8 logit outputs through their quant info",
+            _plain(replace(base, format_type=FormatType.UINT8, logits=True)),
+        ),
+        Property("reads FCR heads channel-last, like NHWC", _fcr_channel_last(base)),
+        Property("pairs heads by grid and channels, whatever the outputs' order or names", _pairing(base)),
+    )
+
 
 SEEDS = (0, 1, 2, 3, 4)
 
@@ -344,6 +368,8 @@ def check_property(decoder: Decoder, prop: Property, seeds: tuple[int, ...] = SE
     return None
 
 
-def run_conformance(decoder: Decoder, seeds: tuple[int, ...] = SEEDS) -> dict[str, str | None]:
-    """Property sentence -> failure (``None`` when it holds)."""
-    return {prop.sentence: check_property(decoder, prop, seeds) for prop in PROPERTIES}
+def run_conformance(
+    decoder: Decoder, seeds: tuple[int, ...] = SEEDS, family: HeadFamily = HeadFamily.YOLOV8
+) -> dict[str, str | None]:
+    """Property sentence -> failure (``None`` when it holds), for a decoder of ``family``'s heads."""
+    return {prop.sentence: check_property(decoder, prop, seeds) for prop in properties(family)}

@@ -2,8 +2,10 @@
 
 It records every call the harness makes (``CALLS``) and behaves as far as the harness can observe:
 translation names the end-node convs ``conv<N>`` under the network's scope with their ONNX node in
-``original_names`` and an output layer after each (the HN's keys); ``load_model_script`` reads the
-NMS config the script names; ``optimize`` logs through a logger that does not propagate, as the
+``original_names`` and an output layer ``output_layer<i>`` after each (the HN's keys);
+``load_model_script`` reads the NMS config the script names and refuses, as the DFC does, a command
+naming a layer the network does not have (``AllocatorScriptParserException``, the DFC's error for a
+model script it cannot apply); ``optimize`` logs through a logger that does not propagate, as the
 DFC's own loggers do; ``compile`` returns HEF bytes or fails as ``FAIL_COMPILE`` says; ``save_har``
 writes the HN, which ``ClientRunner(har=...)`` reads back for emulation.
 
@@ -11,7 +13,8 @@ Emulation computes real outputs, in the DFC's output order (the end nodes'): the
 nodes, fed the NHWC 0-255 frames through the script's ``normalization(mean, std)`` (none without
 one), a sigmoid on the convs the script names, NHWC float. SDK_QUANTIZED then clips each output
 to the range ``optimize`` saw on the calibration frames and rounds it to 256 levels, as an 8-bit
-output would be. With an
+output would be, or to 65536 where the script sets it (its output layer or its conv) to
+``precision_mode=a16_w16``. With an
 ``nms_postprocess`` in the script the outputs go through HailoRT-style NMS into one
 ``(N, classes, 5, max_proposals)`` array, as the Model Zoo reads the emulator's NMS output.
 """
@@ -45,6 +48,7 @@ FAIL_COMPILE: str | None = None  # message of a BackendAllocatorException raised
 HEF_BYTES = b"\x01HEF fake compiled model"
 FIRST_CONV = 51  # number of the first end-node conv; the rest follow in end-node order
 LEVELS = 255  # quantization steps of an 8-bit output
+LEVELS_16 = 65535  # of a 16-bit output
 
 _log = logging.getLogger("hailo_sdk_client.fake")
 _log.setLevel(logging.INFO)
@@ -60,6 +64,10 @@ def reset() -> None:
 
 
 class BackendAllocatorException(Exception):
+    pass
+
+
+class AllocatorScriptParserException(Exception):
     pass
 
 
@@ -135,6 +143,7 @@ class ClientRunner:
             "normalization": None,
             "sigmoid": [],
             "nms": None,
+            "a16": [],
         }
         return self._hn, {}
 
@@ -146,13 +155,26 @@ class ClientRunner:
 
     def load_model_script(self, script: str, append: bool = False) -> None:
         CALLS.append(("load_model_script", {"script": script, "append": append}))
+        assert self._hn is not None, "load_model_script before translation"
+        known = {name.rsplit("/", 1)[-1] for name in self._hn["layers"]}
+        sigmoid = re.findall(r"change_output_activation\(([\w/]+), sigmoid\)", script)
+        wide = [
+            layer.strip().rsplit("/", 1)[-1]
+            for layers, mode in re.findall(r"quantization_param\(\[?([^\]()]*?)\]?,\s*precision_mode=(\w+)\)", script)
+            for layer in layers.split(",")
+            if mode == "a16_w16"
+        ]
+        unknown = sorted({layer.rsplit("/", 1)[-1] for layer in sigmoid + wide} - known)
+        if unknown:
+            raise AllocatorScriptParserException(f"layers {unknown} are not in the network {self._hn['name']}")
+        self._emulation["a16"] = wide
         path = re.search(r'nms_postprocess\("([^"]+)"', script)
         if path:
             self._emulation["nms"] = json.loads(Path(path.group(1)).read_text())  # the DFC reads it here
         norm = re.search(r"normalization\(\[([^\]]*)\],\s*\[([^\]]*)\]\)", script)
         if norm:
             self._emulation["normalization"] = [[float(v) for v in g.split(",")] for g in norm.groups()]
-        self._emulation["sigmoid"] = re.findall(r"change_output_activation\((\w+), sigmoid\)", script)
+        self._emulation["sigmoid"] = sigmoid
 
     def optimize(self, calib_data: Any) -> None:
         array = np.asarray(calib_data)
@@ -239,9 +261,16 @@ class ClientRunner:
         CALLS.append(("infer", {"context": context, "shape": data.shape, "dtype": data.dtype}))
         heads = self._heads(data)
         if context is InferenceContext.SDK_QUANTIZED:
+            assert self._hn is not None
+            outputs = [(n, layer) for n, layer in self._hn["layers"].items() if layer["type"] == "output_layer"]
+            wide = set(self._emulation["a16"])
+            levels = [
+                LEVELS_16 if {n.rsplit("/", 1)[-1], layer["input"][0].rsplit("/", 1)[-1]} & wide else LEVELS
+                for n, layer in outputs
+            ]
             quantized = []
-            for h, (low, high) in zip(heads, self._emulation["ranges"], strict=True):
-                step = (high - low) / LEVELS or 1.0
+            for h, (low, high), steps in zip(heads, self._emulation["ranges"], levels, strict=True):
+                step = (high - low) / steps or 1.0
                 quantized.append((np.rint((np.clip(h, low, high) - low) / step) * step + low).astype(np.float32))
             heads = quantized
         if self._emulation["nms"] is not None:

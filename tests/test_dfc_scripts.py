@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from yolo26_exports import both_heads_export, one_to_many_export
 
 from harness.backends.dfc.scripts import (
     NMS_KEYS,
@@ -33,6 +35,9 @@ from harness.backends.dfc.scripts import (
     validate_scripts,
     write_scripts,
 )
+from harness.backends.dfc.yolo26_script import head_outputs, render_yolo26_alls, validate_yolo26_script
+from harness.core.head_family import HeadFamily
+from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import HeadTensor, load_model
 
@@ -78,13 +83,17 @@ def _unscope(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "bbox_decoders": decoders}
 
 
-def _hn(facts: OnnxFacts, numbers: tuple[int, ...], net: str = "net") -> dict[str, Any]:
-    """An HN as the DFC's translation has it: scoped names, NHWC output shapes, ONNX nodes in original_names."""
+def _hn(
+    facts: OnnxFacts, numbers: tuple[int, ...], net: str = "net", outputs: Sequence[int] | None = None
+) -> dict[str, Any]:
+    """An HN as the DFC's translation has it: scoped names, NHWC output shapes, ONNX nodes in original_names;
+    the heads in end-node order, the i-th feeding ``output_layer<outputs[i]>`` (default i + 1)."""
     layers: dict[str, Any] = {
         f"{net}/input_layer1": {"type": "input_layer", "output": [], "output_shapes": [[-1, 8, 8, 3]]}
     }
-    for i, (head, number) in enumerate(zip(facts.heads, numbers, strict=True)):
-        out = f"{net}/output_layer{i + 1}"
+    numbering = outputs or range(1, len(numbers) + 1)
+    for head, number, output in zip(facts.end_nodes, numbers, numbering, strict=True):
+        out = f"{net}/output_layer{output}"
         layers[f"{net}/conv{number}"] = {
             "type": "conv",
             "output": [out],
@@ -334,3 +343,240 @@ def test_generated_scripts_pass_every_check_for_any_head_layout(layout: tuple[On
     nms = render_nms_json(nms_config(facts, names, NmsSettings(0.25, 0.45, 300)))
     results = validate_scripts(alls, nms, facts, table_from_names(facts, names, "layer map"))
     assert [r for r in results if r.passed is not True] == []
+
+
+# ---------------------------------------------------------------------------------------------- YOLO26
+
+# The end nodes Ultralytics cuts a YOLO26 export at for Hailo: the one-to-one head's last convolutions, the
+# box maps of the three scales, then the class maps (ultralytics 8.4.190: ultralytics/engine/exporter.py,
+# export_hailo: f"/model.{head_index}/{branch_prefix}cv{branch}.{i}/{branch_prefix}cv{branch}.{i}.2/Conv"
+# for branch in (2, 3) for i in scales).
+ULTRALYTICS_END_NODES = [f"/model.23/one2one_cv{b}.{i}/one2one_cv{b}.{i}.2/Conv" for b in (2, 3) for i in range(3)]
+YOLO26_LAYERS = (230, 245, 260, 232, 247, 262)  # box convs of strides 8, 16, 32, then class convs
+CALIBRATION = 64
+# ultralytics: ultralytics/engine/exporter.py, export_hailo's model script for raw_detect (the DFL-free head)
+ULTRALYTICS_YOLO26_ALLS = (
+    "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n"
+    "model_optimization_flavor(optimization_level=2)\n"
+    "post_quantization_optimization(finetune, policy=enabled, dataset_size=64)\n"
+    "quantization_param([output_layer1, output_layer2, output_layer3, output_layer4, output_layer5, output_layer6], "
+    "precision_mode=a16_w16)\n"
+)
+
+
+@functools.cache
+def _demo26() -> OnnxFacts:
+    return onnx_facts(load_model(DEMO26), str(DEMO26))
+
+
+@pytest.fixture
+def demo26() -> OnnxFacts:
+    return _demo26()
+
+
+def _yolo26(facts: OnnxFacts, outputs: Sequence[int] | None = None) -> tuple[str, dict[str, str], LayerTable]:
+    table = parsed_layers(_hn(facts, YOLO26_LAYERS, outputs=outputs))
+    names = names_from_parsed(facts, table)
+    return render_yolo26_alls(head_outputs(facts, names, table), CALIBRATION), names, table
+
+
+def test_a_yolo26_export_is_cut_at_the_real_head_convolutions_box_maps_first(demo26: OnnxFacts) -> None:
+    assert demo26.family is HeadFamily.YOLO26_ONE2ONE
+    assert [h.node for h in demo26.end_nodes] == ULTRALYTICS_END_NODES
+    nodes = {node.name: node for node in load_model(DEMO26).graph.node}
+    assert all(nodes[h.node].op_type == "Conv" and nodes[h.node].output[0] == h.tensor for h in demo26.end_nodes)
+    assert [(h.role, h.channels, h.grid) for h in demo26.end_nodes] == [
+        *(("box", 4, (g, g)) for g in (32, 16, 8)),
+        *(("class", 2, (g, g)) for g in (32, 16, 8)),
+    ]
+
+
+def test_yolov8_and_yolo11_exports_keep_their_end_nodes_box_and_class_per_grid(
+    yolov8n: OnnxFacts, yolo11n: OnnxFacts, demo: OnnxFacts
+) -> None:
+    for facts in (yolov8n, yolo11n, demo):
+        assert facts.family is HeadFamily.YOLOV8 and facts.end_nodes == facts.heads
+        assert [h.role for h in facts.end_nodes] == ["box", "class"] * 3
+
+
+def test_the_yolo26_script_is_ultralytics_with_a16_on_exactly_the_six_output_layers(demo26: OnnxFacts) -> None:
+    alls, names, table = _yolo26(demo26)
+    assert alls == ULTRALYTICS_YOLO26_ALLS
+    script = parse_alls(alls)
+    assert sorted(script.precision) == [(f"output_layer{i}", "a16_w16") for i in range(1, 7)]
+    assert not script.nms and script.nms_reference is None and script.activations == {}
+    assert names == {node: f"conv{n}" for node, n in zip(ULTRALYTICS_END_NODES, YOLO26_LAYERS, strict=True)}
+    results = validate_yolo26_script(alls, demo26, names, table, CALIBRATION)
+    assert [r.name for r in results] == [
+        "layer_names",
+        "a16_w16",
+        "no_nms",
+        "no_activation_change",
+        "normalization",
+        "optimization_level",
+        "finetune",
+    ]
+    assert all(r.passed for r in results)
+
+
+@given(st.permutations(range(1, 7)))
+def test_the_a16_layers_are_the_output_layers_the_parsed_graph_has_the_heads_feed(outputs: list[int]) -> None:
+    facts = _demo26()
+    alls, names, table = _yolo26(facts, outputs)
+    assert [layer for layer, _ in parse_alls(alls).precision] == [f"output_layer{i}" for i in outputs]
+    assert all(r.passed for r in validate_yolo26_script(alls, facts, names, table, CALIBRATION))
+
+
+def _edit(old: str, new: str) -> Callable[[str], str]:
+    def edit(alls: str) -> str:
+        assert old in alls
+        return alls.replace(old, new)
+
+    return edit
+
+
+YOLO26_MISTAKES = {
+    "a16 on five outputs": (
+        _edit(", output_layer6]", "]"),
+        "a16_w16",
+        "found ['output_layer1', 'output_layer2', 'output_layer3', 'output_layer4', 'output_layer5']",
+    ),
+    "a16 on the head convs": (
+        _edit("output_layer1, output_layer2, output_layer3, output_layer4, output_layer5, output_layer6", "conv230"),
+        "a16_w16",
+        "found ['conv230'], expected the six head outputs",
+    ),
+    "a8 on an output as well": (
+        lambda alls: alls + "quantization_param(output_layer4, precision_mode=a8_w8)\n",
+        "a16_w16",
+        "found [('output_layer4', 'a8_w8')]",
+    ),
+    "the YOLOv8 NMS op": (
+        lambda alls: alls + 'nms_postprocess("nms.json", meta_arch=yolov8, engine=cpu)\n',
+        "no_nms",
+        "expected no NMS op",
+    ),
+    "a sigmoid on a class conv": (
+        lambda alls: alls + "change_output_activation(conv232, sigmoid)\n",
+        "no_activation_change",
+        "found {'conv232': 'sigmoid'}",
+    ),
+    "no normalization": (
+        _edit("normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n", ""),
+        "normalization",
+        "found no normalization command",
+    ),
+    "another optimization level": (
+        _edit("optimization_level=2", "optimization_level=0"),
+        "optimization_level",
+        "found 0, expected 2",
+    ),
+    "finetune on another count": (
+        _edit("dataset_size=64", "dataset_size=1024"),
+        "finetune",
+        "found {'policy': 'enabled', 'dataset_size': '1024'}",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(YOLO26_MISTAKES))
+def test_each_yolo26_script_mistake_fails_its_check_alone_naming_found_expected_and_fix(
+    demo26: OnnxFacts, mistake: str
+) -> None:
+    edit, check, detail = YOLO26_MISTAKES[mistake]
+    alls, names, table = _yolo26(demo26)
+    results = {r.name: r for r in validate_yolo26_script(edit(alls), demo26, names, table, CALIBRATION)}
+    assert results[check].passed is False
+    assert detail in results[check].message
+    assert re.fullmatch(r".+: found .+, expected .+\. Fix: .+", results[check].message, re.DOTALL)
+    assert [r.name for r in failures(list(results.values()))] == [check]
+
+
+def test_yolo26_head_layers_are_held_to_the_parsed_graph_and_placeholders_skip(demo26: OnnxFacts) -> None:
+    hn = _hn(demo26, YOLO26_LAYERS)
+    hn["layers"]["net/conv230"]["output_shapes"] = [[-1, 32, 32, 2]]  # the box conv of stride 8 as a class map
+    table = parsed_layers(hn)
+    names = names_from_parsed(demo26, table)  # by original names
+    results = {r.name: r for r in validate_yolo26_script(ULTRALYTICS_YOLO26_ALLS, demo26, names, table, CALIBRATION)}
+    assert results["layer_names"].passed is False
+    assert (
+        "found grid (32, 32), 2 channels, expected a layer of grid (32, 32), 4 channels"
+        in results["layer_names"].message
+    )
+
+    names = placeholder_names(demo26)
+    table = table_from_names(demo26, names, "placeholder")
+    assert head_outputs(demo26, names, table) == tuple(f"output_layer{i}" for i in range(1, 7))
+    results = {r.name: r for r in validate_yolo26_script(ULTRALYTICS_YOLO26_ALLS, demo26, names, table, CALIBRATION)}
+    assert results["layer_names"].passed is None and "placeholders" in results["layer_names"].message
+    assert not failures(list(results.values()))
+
+
+def test_a_head_layer_feeding_no_output_layer_is_refused(demo26: OnnxFacts) -> None:
+    hn = _hn(demo26, YOLO26_LAYERS)
+    hn["layers"]["net/conv262"]["output"] = []
+    table = parsed_layers(hn)
+    names = names_from_parsed(demo26, table)
+    with pytest.raises(DfcScriptError, match=r"-> layer 'conv262': feeds output layers \[\], expected a layer feeding"):
+        head_outputs(demo26, names, table)
+
+
+def test_the_one_to_many_head_is_compiled_only_when_asked_for() -> None:
+    model = one_to_many_export(load_model(DEMO26))
+    with pytest.raises(
+        DfcScriptError,
+        match=r"found YOLO26's one-to-many head .*, expected YOLO26's one-to-one head .* \(the default\)\. Fix: .*"
+        r"--head one2many",
+    ):
+        onnx_facts(model, "m.onnx")
+    facts = onnx_facts(model, "m.onnx", head=HeadFamily.YOLO26_ONE2MANY)
+    assert facts.family is HeadFamily.YOLO26_ONE2MANY
+    assert [h.node for h in facts.end_nodes] == [
+        f"/model.23/cv{b}.{i}/cv{b}.{i}.2/Conv" for b in (2, 3) for i in range(3)
+    ]
+    alls, names, table = _yolo26(facts)
+    assert alls == ULTRALYTICS_YOLO26_ALLS
+    assert all(r.passed for r in validate_yolo26_script(alls, facts, names, table, CALIBRATION))
+
+
+def test_an_end_to_end_export_has_no_one_to_many_head_and_a_yolov8_export_no_head_to_choose() -> None:
+    with pytest.raises(
+        DfcScriptError, match=r"found YOLO26's one-to-one head .*Fix: export the model with end2end=False"
+    ):
+        onnx_facts(load_model(DEMO26), str(DEMO26), head=HeadFamily.YOLO26_ONE2MANY)
+    with pytest.raises(
+        DfcScriptError, match=r"head yolo26-one2one asked for, but the export carries the YOLOv8/YOLO11"
+    ):
+        onnx_facts(load_model(DEMO), str(DEMO), head=HeadFamily.YOLO26_ONE2ONE)
+
+
+def test_an_export_of_both_yolo26_heads_is_refused_as_ambiguous() -> None:
+    with pytest.raises(
+        DfcScriptError,
+        match=r"cannot be compiled: .*last convolutions .*it has 2 outputs .*'output0', \[1, 300, 6\].*'output1', "
+        r"\[1, 6, 1344\].*, expected one head output: an export of both YOLO26 heads cannot be compiled as one",
+    ):
+        onnx_facts(both_heads_export(load_model(DEMO26)), "both.onnx")
+
+
+def test_an_end_to_end_export_whose_head_convolutions_are_not_found_is_refused(tmp_path: Path) -> None:
+    from onnxruntime.quantization import quantize_dynamic
+
+    quantized = tmp_path / "yolo26n_int8.onnx"
+    quantize_dynamic(DEMO26, quantized)  # every Conv becomes a ConvInteger
+    with pytest.raises(
+        DfcScriptError,
+        match=r"yolo26n_int8.onnx: cannot be compiled: found neither a YOLOv8/YOLO11 head .* nor a YOLO26 head "
+        r"\('main_graph': last convolutions \[\], expected the six head convolutions.*Fix: give a float",
+    ):
+        onnx_facts(load_model(quantized), str(quantized))
+
+
+def test_yolo26_end_nodes_must_be_its_six_head_convolutions(demo26: OnnxFacts) -> None:
+    model = load_model(DEMO26)
+    given_nodes = [h.tensor for h in reversed(demo26.heads)]  # tensors, in any order
+    assert onnx_facts(model, str(DEMO26), given_nodes) == demo26
+    with pytest.raises(
+        DfcScriptError, match=r"a YOLO26 export is cut at its six head convolutions, found by structure"
+    ):
+        onnx_facts(model, str(DEMO26), ULTRALYTICS_END_NODES[:5])

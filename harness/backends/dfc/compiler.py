@@ -1,10 +1,11 @@
 """Adapter to the Hailo Dataflow Compiler's Python API (``hailo_sdk_client``, closed source).
 
-ONNX -> translate (end nodes at the six head convs) -> the parsed layer names -> model script and NMS
-config written and checked -> load_model_script -> optimize (letterboxed calibration images) -> compile
--> HEF bytes. HEFs are cached by content under ``.harness-cache/dfc/``; the DFC's log is kept beside
-the HEF and scanned for known bad signs. The optimized HAR is kept beside the HEF for the DFC's
-emulator (:mod:`harness.backends.dfc.runner`).
+ONNX -> translate (end nodes at the six head convs) -> the parsed layer names -> model script (with the
+NMS config for a YOLOv8/YOLO11 head; a YOLO26 head's script has no NMS op) written and checked ->
+load_model_script -> optimize (letterboxed calibration images) -> compile -> HEF bytes. HEFs are cached
+by content under ``.harness-cache/dfc/``; the DFC's log is kept beside the HEF and scanned for known
+bad signs. The optimized HAR is kept beside the HEF for the DFC's emulator
+(:mod:`harness.backends.dfc.runner`).
 
 ``hailo_sdk_client`` is imported here only, and only when a compile or an emulation is asked for.
 Its API as Hailo's own code calls it (written against DFC 3.33, the Model Zoo v2.x line for Hailo-8):
@@ -51,16 +52,18 @@ from harness.backends.dfc.scripts import (
     validate_files,
     write_scripts,
 )
+from harness.backends.dfc.yolo26_script import validate_yolo26_script, write_yolo26_script
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths, images_digest
 from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 
 HW_ARCHS = ("hailo8", "hailo8l", "hailo10h")
 DEFAULT_CACHE_ROOT = defaults.CACHE_DIR / "dfc"
-_CACHE_FORMAT = "hailo-harness dfc 1"
+_CACHE_FORMAT = "hailo-harness dfc 2"  # 2: a parsed layer names the output layers it feeds
 
 T = TypeVar("T")
 
@@ -226,6 +229,7 @@ class CompileRequest:
     hw_arch: str = "hailo8"
     end_nodes: tuple[str, ...] | None = None
     nms: NmsSettings = field(default_factory=NmsSettings)
+    head: HeadFamily | None = None  # the head to compile; None: a YOLOv8 export's, a YOLO26 export's one-to-one
 
     def __post_init__(self) -> None:
         if self.hw_arch not in HW_ARCHS:
@@ -244,6 +248,7 @@ class CompileResult:
     warnings: tuple[LogWarning, ...]
     cached: bool
     key: str
+    facts: OnnxFacts  # the heads compiled, and which head they are
 
 
 def _digest(value: Any) -> str:
@@ -262,7 +267,7 @@ def _translate(sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: 
             os.fspath(request.onnx),
             _net_name(request.onnx),
             start_node_names=[facts.input_name],
-            end_node_names=[head.node for head in facts.heads],
+            end_node_names=[head.node for head in facts.end_nodes],
             net_input_shapes={facts.input_name: [1, 3, h, w]},
         )
         return runner
@@ -276,7 +281,9 @@ def _load_table(file: Path) -> LayerTable | None:
     layers = json.loads(file.read_text(encoding="utf-8"))["layers"]
     return LayerTable(
         tuple(
-            ParsedLayer(d["name"], tuple(d["grid"]), d["channels"], tuple(d["original_names"]), d["is_output"])
+            ParsedLayer(
+                d["name"], tuple(d["grid"]), d["channels"], tuple(d["original_names"]), tuple(d["output_layers"])
+            )
             for d in layers
         ),
         "parsed",
@@ -324,12 +331,32 @@ def _build(runner: Any, alls: str, calibration: np.ndarray, log: Path, entry: Pa
         shutil.rmtree(work, ignore_errors=True)
 
 
+def write_checked_scripts(
+    folder: Path,
+    stem: str,
+    facts: OnnxFacts,
+    names: dict[str, str],
+    table: LayerTable,
+    nms: NmsSettings,
+    calibration_count: int,
+) -> tuple[ScriptFiles, tuple[CheckResult, ...]]:
+    """The model script of the ONNX's head (and the NMS config of a YOLOv8/YOLO11 head) written into
+    ``folder``, and every check of them."""
+    if facts.family is HeadFamily.YOLOV8:
+        files = write_scripts(folder, stem, facts, names, nms)
+        assert files.nms_json is not None
+        return files, validate_files(files.alls, files.nms_json, facts, table)
+    files = write_yolo26_script(folder, stem, facts, names, table, calibration_count)
+    alls = files.alls.read_text(encoding="utf-8")
+    return files, validate_yolo26_script(alls, facts, names, table, calibration_count)
+
+
 def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAULT_CACHE_ROOT) -> CompileResult:
     """Compile ``request.onnx`` into ``out_dir/<stem>.hef`` with the scripts, the log and the optimized HAR
     beside it; a HEF already compiled from the same ONNX, scripts, calibration images, hw_arch and DFC
     version is taken from the cache without calling the DFC."""
     sdk = load_sdk()
-    facts = onnx_facts(load_model(request.onnx), os.fspath(request.onnx), request.end_nodes)
+    facts = onnx_facts(load_model(request.onnx), os.fspath(request.onnx), request.end_nodes, request.head)
     paths = calibration_paths(request.calibration, request.calibration_count)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "compile.log"
@@ -342,12 +369,11 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     }
     # The parsed names follow from the ONNX, the end nodes, hw_arch and the DFC: kept so that a cached
     # HEF is found without translating again.
-    table_key = _digest({**base, "end_nodes": [h.node for h in facts.heads]})
+    table_key = _digest({**base, "end_nodes": [h.node for h in facts.end_nodes]})
     table, runner = _parsed_table(sdk, request, facts, log, cache_root / "parsed" / f"{table_key}.json")
     names = names_from_parsed(facts, table)
     stem = request.onnx.stem
-    scripts = write_scripts(out_dir, stem, facts, names, request.nms)
-    checks = validate_files(scripts.alls, scripts.nms_json, facts, table)
+    scripts, checks = write_checked_scripts(out_dir, stem, facts, names, table, request.nms, len(paths))
     if failures(checks):
         raise DfcScriptError(
             f"compile: the scripts in {out_dir} do not match {request.onnx}: "
@@ -357,7 +383,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
         {
             **base,
             "alls": scripts.alls.read_text(encoding="utf-8"),
-            "nms_json": scripts.nms_json.read_text(encoding="utf-8"),
+            "nms_json": scripts.nms_json.read_text(encoding="utf-8") if scripts.nms_json else None,
             "calibration_sha256": images_digest(paths),
         }
     )
@@ -367,10 +393,14 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
         if runner is None:
             runner = _translate(sdk, request, facts, log)
         # The DFC gets the NMS config by absolute path; the files on disk name it beside the model script.
-        alls = render_alls(facts, names, os.fspath(scripts.nms_json.resolve()))
+        alls = (
+            render_alls(facts, names, os.fspath(scripts.nms_json.resolve()))
+            if scripts.nms_json
+            else scripts.alls.read_text(encoding="utf-8")
+        )
         _build(runner, alls, calibration_array(paths, facts.input_hw), log, entry)
     hef, har = out_dir / f"{stem}.hef", out_dir / f"{stem}_optimized.har"
     shutil.copyfile(entry / "model.hef", hef)
     shutil.copyfile(entry / "optimized.har", har)
     shutil.copyfile(entry / "compile.log", log)
-    return CompileResult(hef, log, har, scripts, checks, scan_log(log.read_text(encoding="utf-8")), cached, key)
+    return CompileResult(hef, log, har, scripts, checks, scan_log(log.read_text(encoding="utf-8")), cached, key, facts)

@@ -1,5 +1,7 @@
 """The Dataflow Compiler's model script (.alls) and NMS config (JSON) for a YOLOv8 / YOLO11 detector,
-written from the ONNX's heads and checked against them before anything is compiled.
+written from the ONNX's heads and checked against them before anything is compiled; what the ONNX says
+for any detector's script (:class:`OnnxFacts`: a YOLO26 export's is written by
+:mod:`~harness.backends.dfc.yolo26_script`) and the layer names both scripts use.
 
 Both files name layers of the DFC's *parsed* graph (``conv41``, ...), not ONNX nodes, and those names
 exist only once the DFC has translated the ONNX. A :class:`LayerTable` carries the names with where
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,8 +31,9 @@ import onnx
 
 from harness.core import defaults
 from harness.core.checks import CheckResult
-from harness.core.errors import HarnessError
-from harness.inputs.onnx_graph import HeadTensor, find_heads, model_input
+from harness.core.errors import GraphError, HarnessError
+from harness.core.head_family import HeadFamily
+from harness.inputs.onnx_graph import ExportHeads, HeadTensor, export_heads, find_yolo26_heads, model_input
 
 PLACEHOLDER_PREFIX = "UNRESOLVED_"
 
@@ -69,9 +72,9 @@ class NmsSettings:
     max_proposals_per_class: int = defaults.MAX_PER_CLASS
 
     def __post_init__(self) -> None:
-        for field, value in (("score_threshold", self.score_threshold), ("iou_threshold", self.iou_threshold)):
+        for option, value in (("score_threshold", self.score_threshold), ("iou_threshold", self.iou_threshold)):
             if not 0.0 <= value <= 1.0:
-                raise DfcScriptError(f"NMS settings: {field} is {value}, expected a value in [0, 1]")
+                raise DfcScriptError(f"NMS settings: {option} is {value}, expected a value in [0, 1]")
         if self.max_proposals_per_class < 1:
             raise DfcScriptError(
                 f"NMS settings: max_proposals_per_class is {self.max_proposals_per_class}, expected >= 1"
@@ -80,12 +83,25 @@ class NmsSettings:
 
 @dataclass(frozen=True)
 class OnnxFacts:
-    """What the ONNX says that both files must agree with: the image input and the six head maps."""
+    """What the ONNX says that the scripts must agree with: the image input, the six head maps and
+    which head they are."""
 
     source: str
     input_name: str
     input_hw: tuple[int, int]
     heads: tuple[HeadTensor, ...]  # stride ascending, box before class per grid
+    family: HeadFamily = HeadFamily.YOLOV8
+
+    @property
+    def end_nodes(self) -> tuple[HeadTensor, ...]:
+        """The heads in the order the DFC is given them as end nodes, which is the order of its output
+        layers and of the HEF's outputs. YOLOv8: box then class per grid, as Ultralytics and the Model Zoo
+        cut it; YOLO26: the three box maps, then the three class maps, the order Ultralytics' Hailo backend
+        decodes (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
+        ``_decode_raw``)."""
+        if self.family is HeadFamily.YOLOV8:
+            return self.heads
+        return tuple(h for h in self.heads if h.role == "box") + tuple(h for h in self.heads if h.role == "class")
 
     @property
     def classes(self) -> int:
@@ -109,11 +125,28 @@ class OnnxFacts:
         return self.input_hw[0] // grid[0]
 
 
-def onnx_facts(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None = None) -> OnnxFacts:
+# What each head is compiled as, in the words of the messages.
+HEAD_WORDS = {
+    HeadFamily.YOLOV8: "the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)",
+    HeadFamily.YOLO26_ONE2ONE: "YOLO26's one-to-one head (one2one_cv2/one2one_cv3; sigmoid and top-k on the host, "
+    "no NMS)",
+    HeadFamily.YOLO26_ONE2MANY: "YOLO26's one-to-many head (cv2/cv3; sigmoid and NMS on the host)",
+}
+
+
+def onnx_facts(
+    model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None = None, head: HeadFamily | None = None
+) -> OnnxFacts:
     """The input and heads of an Ultralytics export (by structure, or at ``end_nodes``), checked to form
-    one box and one class map per grid with whole strides."""
+    one box and one class map per grid with whole strides.
+
+    ``head`` is the head to compile. A YOLO26 export carries one (an end-to-end export the one-to-one
+    head, else the one-to-many head), which must be the one asked for, by default the one-to-one head;
+    a YOLOv8/YOLO11 export has one head and takes no ``head``."""
     input_name, input_hw = model_input(model)
-    heads = find_heads(model, end_nodes)
+    found = _export_heads(model, source, end_nodes)
+    _require_head(found.family, head, source, model)
+    heads = found.heads
     boxes = sorted(h.grid for h in heads if h.role == "box")
     classes = sorted(h.grid for h in heads if h.role == "class")
     if not boxes or boxes != classes or len(set(boxes)) != len(boxes):
@@ -128,7 +161,75 @@ def onnx_facts(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | N
                 f"{source}: head grid {grid[0]}x{grid[1]} for input {h}x{w}: no whole stride, expected the input "
                 "to be the grid times one stride in both directions"
             )
-    return OnnxFacts(source, input_name, input_hw, heads)
+    return OnnxFacts(source, input_name, input_hw, heads, found.family)
+
+
+def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
+    return [
+        (o.name, [d.dim_value if d.HasField("dim_value") else d.dim_param for d in o.type.tensor_type.shape.dim])
+        for o in model.graph.output
+    ]
+
+
+def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None) -> ExportHeads:
+    """The heads and their family; a YOLO26 export's end nodes are its six head convolutions or none."""
+    try:
+        return export_heads(model, end_nodes)
+    except GraphError as error:
+        yolov8_error = error
+    if end_nodes is not None:
+        try:
+            found = export_heads(model)
+        except GraphError:
+            raise yolov8_error from None
+        if found.family is HeadFamily.YOLOV8:
+            raise yolov8_error
+        by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
+        if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
+            return found
+        raise DfcScriptError(
+            f"{source}: end nodes {list(end_nodes)}: a YOLO26 export is cut at its six head convolutions, found by "
+            f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
+        )
+    try:
+        find_yolo26_heads(model)
+    except GraphError as error:
+        yolo26 = f"nor a YOLO26 head ({error})"
+    else:
+        yolo26 = "nor a YOLO26 head: its six head convolutions, but not the one head output that tells which head"
+    both = (
+        f"; it has {len(model.graph.output)} outputs {_outputs(model)}, expected one head output: an export of both "
+        "YOLO26 heads cannot be compiled as one, export one (end2end=True: the one-to-one head, end2end=False: the "
+        "one-to-many head)"
+        if len(model.graph.output) > 1
+        else ""
+    )
+    raise DfcScriptError(
+        f"{source}: cannot be compiled: found neither a YOLOv8/YOLO11 head ({yolov8_error}) {yolo26}{both}. "
+        "Fix: give a float Ultralytics detect export (YOLOv8/YOLO11, or YOLO26 ending in its six head convolutions)"
+    ) from yolov8_error
+
+
+def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:
+    if found is HeadFamily.YOLOV8:
+        if head is not None:
+            raise DfcScriptError(
+                f"{source}: head {head.value} asked for, but the export carries {HEAD_WORDS[found]}, its only head. "
+                "Fix: give no --head (it picks a YOLO26 head)"
+            )
+        return
+    wanted = head or HeadFamily.YOLO26_ONE2ONE
+    if found is not wanted:
+        fix = (
+            "export the model with end2end=True for the one-to-one head, or give --head one2many to compile this "
+            "one (NMS on the host)"
+            if wanted is HeadFamily.YOLO26_ONE2ONE
+            else "export the model with end2end=False: an end-to-end export holds the one-to-one head only"
+        )
+        raise DfcScriptError(
+            f"{source}: outputs {_outputs(model)}: found {HEAD_WORDS[found]}, expected {HEAD_WORDS[wanted]}"
+            f"{'' if head else ' (the default)'}. Fix: {fix}"
+        )
 
 
 @dataclass(frozen=True)
@@ -140,7 +241,11 @@ class ParsedLayer:
     grid: tuple[int, int]
     channels: int
     original_names: tuple[str, ...] = ()
-    is_output: bool = False  # feeds one of the graph's output layers
+    output_layers: tuple[str, ...] = ()  # the graph's output layers it feeds, unscoped
+
+    @property
+    def is_output(self) -> bool:
+        return bool(self.output_layers)
 
 
 @dataclass(frozen=True)
@@ -188,7 +293,7 @@ def parsed_layers(hn: Mapping[str, Any]) -> LayerTable:
                 (int(h), int(w)),
                 int(c),
                 tuple(layer.get("original_names", ())),
-                bool(feeds & output_layers),
+                tuple(sorted(feeds & output_layers)),
             )
         )
     return LayerTable(tuple(found), "parsed")
@@ -250,9 +355,13 @@ def placeholder_names(facts: OnnxFacts) -> dict[str, str]:
 
 
 def table_from_names(facts: OnnxFacts, names: Mapping[str, str], source: LayerSource) -> LayerTable:
-    """A layer table for names not read from a parsed graph: shapes are the ONNX heads'."""
+    """A layer table for names not read from a parsed graph: shapes are the ONNX heads'; each head feeds
+    the output layer the DFC names for its end node, ``output_layer<i>`` in end-node order (ultralytics:
+    ultralytics/engine/exporter.py ``export_hailo`` names them so, one per end node)."""
+    outputs = {h.node: f"output_layer{i}" for i, h in enumerate(facts.end_nodes, start=1)}
     return LayerTable(
-        tuple(ParsedLayer(names[h.node], h.grid, h.channels, (h.node,), True) for h in facts.heads), source
+        tuple(ParsedLayer(names[h.node], h.grid, h.channels, (h.node,), (outputs[h.node],)) for h in facts.heads),
+        source,
     )
 
 
@@ -288,7 +397,14 @@ def render_nms_json(config: Mapping[str, Any]) -> str:
 
 
 def render_alls(facts: OnnxFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
-    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU."""
+    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU.
+
+    As the Model Zoo's yolov8n.alls. Ultralytics' export_hailo writes the same commands and also
+    ``model_optimization_flavor(optimization_level=2)`` and ``post_quantization_optimization(finetune, ...)``;
+    they are left out here on purpose, so that this script stays the Model Zoo's: level 2 is the DFC's
+    default (:data:`~harness.core.defaults.DFC_OPTIMIZATION_LEVEL`), which it lowers itself with too few
+    images or no GPU, and the compile warns of that before it starts
+    (:func:`~harness.backends.dfc.compiler.calibration_shortfall`)."""
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [f"normalization1 = normalization([{mean}], [{std}])"]
     lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, cls in facts.pairs()]
@@ -300,7 +416,7 @@ def render_alls(facts: OnnxFacts, names: Mapping[str, str], nms_json_reference: 
 @dataclass(frozen=True)
 class ScriptFiles:
     alls: Path
-    nms_json: Path
+    nms_json: Path | None  # None: the model script has no NMS op (a YOLO26 head)
     layer_names: Path  # ONNX end node -> layer name, the format --layer-map reads
 
 
@@ -310,9 +426,10 @@ def write_scripts(
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = ScriptFiles(folder / f"{stem}.alls", folder / f"{stem}_nms_config.json", folder / "layer_names.json")
-    files.nms_json.write_text(render_nms_json(nms_config(facts, names, settings)), encoding="utf-8")
-    files.alls.write_text(render_alls(facts, names, files.nms_json.name), encoding="utf-8")
+    nms_json = folder / f"{stem}_nms_config.json"
+    nms_json.write_text(render_nms_json(nms_config(facts, names, settings)), encoding="utf-8")
+    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
+    files.alls.write_text(render_alls(facts, names, nms_json.name), encoding="utf-8")
     files.layer_names.write_text(json.dumps(dict(names), indent=4) + "\n", encoding="utf-8")
     return files
 
@@ -325,12 +442,25 @@ class AllsScript:
     activations: dict[str, str]  # unscoped layer name -> activation
     nms_reference: str | None
     nms_options: dict[str, str]
+    nms: bool = False  # an nms_postprocess command, with or without a path
+    precision: tuple[tuple[str, str], ...] = ()  # (unscoped layer, precision_mode) per quantization_param layer
+    optimization: dict[str, str] = field(default_factory=dict)  # model_optimization_flavor's options
+    post_quantization: dict[str, dict[str, str]] = field(default_factory=dict)  # algorithm -> its options
 
 
 _NORMALIZATION = re.compile(r"=\s*normalization\(\s*\[([^\]]*)\]\s*,\s*\[([^\]]*)\]\s*\)")
 _ACTIVATION = re.compile(r"change_output_activation\(\s*([^,\s()]+)\s*,\s*(\w+)\s*\)")
 _NMS = re.compile(r"nms_postprocess\((.*)\)")
 _NMS_PATH = re.compile(r'^\s*(?:config_path\s*=\s*)?"([^"]*)"\s*$')
+_QUANTIZATION = re.compile(r"quantization_param\(\s*(\[[^\]]*\]|[^,\[\]()]+)\s*,([^()]*)\)")
+_FLAVOR = re.compile(r"model_optimization_flavor\(([^()]*)\)")
+_POST_QUANTIZATION = re.compile(r"post_quantization_optimization\(\s*(\w+)\s*(?:,([^()]*))?\)")
+
+
+def _options(arguments: str) -> dict[str, str]:
+    """``a=1, b=x`` -> ``{"a": "1", "b": "x"}``."""
+    pairs = (argument.split("=", 1) for argument in arguments.split(",") if "=" in argument)
+    return {key.strip(): value.strip() for key, value in pairs}
 
 
 def parse_alls(text: str) -> AllsScript:
@@ -338,7 +468,19 @@ def parse_alls(text: str) -> AllsScript:
     activations: dict[str, str] = {}
     reference = None
     options: dict[str, str] = {}
-    for line in text.splitlines():
+    nms = False
+    precision: list[tuple[str, str]] = []
+    optimization: dict[str, str] = {}
+    post_quantization: dict[str, dict[str, str]] = {}
+    for full_line in text.splitlines():
+        line = full_line.split("#", 1)[0]  # a model script's comments start with #
+        if m := _QUANTIZATION.search(line):
+            mode = _options(m.group(2)).get("precision_mode", "")
+            precision += [(unscoped(t.strip()), mode) for t in m.group(1).strip("[] ").split(",") if t.strip()]
+        if m := _FLAVOR.search(line):
+            optimization |= _options(m.group(1))
+        if m := _POST_QUANTIZATION.search(line):
+            post_quantization[m.group(1)] = _options(m.group(2) or "")
         if m := _NORMALIZATION.search(line):
             try:
                 normalization = tuple(tuple(float(v) for v in group.split(",")) for group in m.groups())
@@ -347,13 +489,23 @@ def parse_alls(text: str) -> AllsScript:
         for layer, activation in _ACTIVATION.findall(line):
             activations[unscoped(layer)] = activation
         if m := _NMS.search(line):
+            nms = True
             for argument in m.group(1).split(","):
                 if path := _NMS_PATH.match(argument):
                     reference = path.group(1)
                 elif "=" in argument:
                     key, value = argument.split("=", 1)
                     options[key.strip()] = value.strip()
-    return AllsScript(normalization, activations, reference, options)  # type: ignore[arg-type]
+    return AllsScript(
+        normalization,  # type: ignore[arg-type]
+        activations,
+        reference,
+        options,
+        nms,
+        tuple(precision),
+        optimization,
+        post_quantization,
+    )
 
 
 @dataclass(frozen=True)
@@ -535,11 +687,12 @@ def _check_sigmoid(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, "every class conv of the NMS config has a sigmoid; box convs are unchanged")
 
 
-def _check_normalization(s: _Scripts) -> CheckResult:
+def check_normalization(alls: AllsScript) -> CheckResult:
+    """The model script divides by 255 inside the HEF, as an Ultralytics export expects its input."""
     name = "normalization"
     expected = NORMALIZATION
-    if s.alls.normalization != expected:
-        found = "no normalization command" if s.alls.normalization is None else list(map(list, s.alls.normalization))
+    if alls.normalization != expected:
+        found = "no normalization command" if alls.normalization is None else list(map(list, alls.normalization))
         return CheckResult.failed(
             name,
             "model script normalization (mean, std)",
@@ -604,7 +757,7 @@ def validate_scripts(
             keys,
             *(CheckResult(check.__name__.removeprefix("_check_"), None, skipped) for check in _NEEDS_NMS_KEYS),
         ]
-    return (*results, _check_normalization(s), _check_nms_postprocess(s))
+    return (*results, check_normalization(s.alls), _check_nms_postprocess(s))
 
 
 def validate_files(alls: Path, nms_json: Path, facts: OnnxFacts, table: LayerTable) -> tuple[CheckResult, ...]:

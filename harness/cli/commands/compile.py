@@ -1,6 +1,11 @@
-"""``hailo-harness compile``: the DFC's model script and NMS config for an ONNX, checked, then a HEF.
+"""``hailo-harness compile``: the DFC's model script (and NMS config) for an ONNX, checked, then a HEF.
 
-The two files name layers of the DFC's parsed graph (``conv41``, ...), known only after the DFC has
+A YOLOv8/YOLO11 export gets a model script with the NMS op and its NMS config; a YOLO26 export (found
+by its head convolutions) gets a model script without NMS op or sigmoid (both run on the host), 16-bit
+head outputs, as Ultralytics compiles it, for the head the export carries: the one-to-one head by
+default, the one-to-many head (NMS on the host) with ``--head one2many``.
+
+The files name layers of the DFC's parsed graph (``conv41``, ...), known only after the DFC has
 translated the ONNX. With the DFC the names come from its translation. With ``--dry-run`` (no DFC
 needed) they come from ``--hn`` (a translated graph's HN JSON), from ``--layer-map`` (a JSON object
 ONNX end node -> parsed layer name, the format of the ``layer_names.json`` written beside the
@@ -17,10 +22,19 @@ import os
 import sys
 from pathlib import Path
 
-from harness.backends.dfc.compiler import HW_ARCHS, CompileRequest, calibration_shortfall, compile_hef, load_sdk
+from harness.backends.dfc.compiler import (
+    HW_ARCHS,
+    CompileRequest,
+    calibration_shortfall,
+    compile_hef,
+    load_sdk,
+    write_checked_scripts,
+)
 from harness.backends.dfc.scripts import (
+    HEAD_WORDS,
     LayerTable,
     NmsSettings,
+    OnnxFacts,
     failures,
     names_from_map,
     names_from_parsed,
@@ -28,21 +42,21 @@ from harness.backends.dfc.scripts import (
     parsed_layers,
     placeholder_names,
     table_from_names,
-    validate_files,
-    write_scripts,
 )
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths
 from harness.inputs.onnx_graph import load_model
 from harness.pipeline.options import add_options
 
 _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
+_HEADS = {"one2one": HeadFamily.YOLO26_ONE2ONE, "one2many": HeadFamily.YOLO26_ONE2MANY}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--onnx", type=Path, required=True, metavar="M.onnx", help="float Ultralytics YOLOv8 / YOLO11 export"
+        "--onnx", type=Path, required=True, metavar="M.onnx", help="float Ultralytics YOLOv8 / YOLO11 / YOLO26 export"
     )
     parser.add_argument("--calibration", type=Path, required=True, metavar="DIR", help="folder of calibration images")
     add_options(parser, ["calibration_count"])
@@ -51,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="write and check the scripts without the DFC")
     parser.add_argument(
         "--end-nodes", nargs="+", metavar="N", help="the head nodes to cut at (default: found by structure)"
+    )
+    parser.add_argument(
+        "--head",
+        choices=tuple(_HEADS),
+        help="YOLO26 only: the head the export carries and the HEF is to carry (default one2one: top-k on the host; "
+        "one2many: an export with end2end=False, NMS on the host)",
     )
     names = parser.add_mutually_exclusive_group()
     names.add_argument(
@@ -80,9 +100,13 @@ def _print_checks(checks: tuple[CheckResult, ...]) -> None:
         print(f"{_MARKS[check.passed]}  {check.name}: {check.message}")
 
 
-def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings) -> int:
-    facts = onnx_facts(load_model(args.onnx), os.fspath(args.onnx), args.end_nodes)
-    calibration_paths(args.calibration, args.calibration_count)
+def _print_head(facts: OnnxFacts) -> None:
+    print(f"head: {HEAD_WORDS[facts.family]}")
+    print(f"end nodes: {' '.join(h.node for h in facts.end_nodes)}")
+
+
+def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibration_count: int) -> int:
+    facts = onnx_facts(load_model(args.onnx), os.fspath(args.onnx), args.end_nodes, _HEADS.get(args.head))
     table: LayerTable
     if args.hn is not None:
         hn = _read_json(args.hn, "HN")
@@ -102,11 +126,12 @@ def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings) -> int:
     else:
         names = placeholder_names(facts)
         table = table_from_names(facts, names, "placeholder")
-    files = write_scripts(out, args.onnx.stem, facts, names, settings)
+    files, checks = write_checked_scripts(out, args.onnx.stem, facts, names, table, settings, calibration_count)
     for path in (files.alls, files.nms_json, files.layer_names):
-        print(f"wrote {path}")
+        if path is not None:
+            print(f"wrote {path}")
+    _print_head(facts)
     print(f"layer names: {table.source}")
-    checks = validate_files(files.alls, files.nms_json, facts, table)
     _print_checks(checks)
     return 1 if failures(checks) else 0
 
@@ -114,11 +139,12 @@ def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings) -> int:
 def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / "compile" / args.onnx.stem
     settings = NmsSettings(args.score_threshold, args.iou_threshold, args.max_per_class)
-    shortfall = calibration_shortfall(len(calibration_paths(args.calibration, args.calibration_count)))
+    calibration_count = len(calibration_paths(args.calibration, args.calibration_count))
+    shortfall = calibration_shortfall(calibration_count)
     if shortfall:  # before any work: the DFC itself says so only in its log
         print(f"warning: {shortfall}", file=sys.stderr)
     if args.dry_run:
-        return _dry_run(args, out, settings)
+        return _dry_run(args, out, settings, calibration_count)
     if args.hn is not None or args.layer_map is not None:
         raise HarnessError("compile: --hn and --layer-map apply to --dry-run; the DFC names the layers itself")
     load_sdk()
@@ -129,8 +155,10 @@ def run(args: argparse.Namespace) -> int:
         hw_arch=args.hw_arch,
         end_nodes=tuple(args.end_nodes) if args.end_nodes else None,
         nms=settings,
+        head=_HEADS.get(args.head),
     )
     result = compile_hef(request, out, cache_root=args.cache / "dfc")
+    _print_head(result.facts)
     _print_checks(result.checks)
     print(f"wrote {result.hef}{' (from the cache)' if result.cached else ''}")
     print(f"wrote {result.har}")

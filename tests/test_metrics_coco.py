@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pycocotools.coco import COCO
-from pycocotools.cocoeval import COCOeval
+from pycocotools.cocoeval import COCOeval, Params
 
 from harness.core.detections import Detections
 from harness.inputs.dataset import GroundTruth, load_yolo
@@ -271,7 +271,7 @@ def test_own_accumulation_equals_pycocotools_on_200_fixture_like_images_resample
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_images=st.integers(1, 12),
-    chunk=st.integers(1, 5),
+    chunk=st.integers(1, 40),
     ties=st.booleans(),
     n_classes=st.integers(1, 3),
 )
@@ -282,7 +282,7 @@ def test_own_accumulation_of_matches_in_chunks_equals_pycocotools_on_random_resa
     truths, preds = _random_images(rng, n_images, n_classes, tie_scores=ties)
     sets = rng.integers(0, n_images, (3, int(rng.integers(1, 2 * n_images + 1))))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(coco, "CHUNK_IMAGES", chunk)
+        patch.setattr(coco, "CHUNK_PAIRS", chunk)
         _assert_own_accumulation_equals_pycocotools(truths, preds, sets, n_classes)
 
 
@@ -294,7 +294,7 @@ def test_over_100_detections_of_a_class_in_an_image_only_the_best_100_count():
     _assert_own_accumulation_equals_pycocotools(truths, preds, np.array([[0, 1, 2, 3], [3, 3, 0, 1]]))
 
 
-# --- matching in chunks of images against one pycocotools run over the whole set -----------------
+# --- matching in chunks of pairs against one pycocotools run over the whole set ------------------
 
 
 def _hard_images(rng, n_images, n_classes, tie_scores=False):
@@ -312,7 +312,7 @@ def _hard_images(rng, n_images, n_classes, tie_scores=False):
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_images=st.integers(1, 12),
-    chunk=st.integers(1, 5),
+    chunk=st.integers(1, 40),
     ties=st.booleans(),
     n_classes=st.integers(1, 3),
 )
@@ -321,14 +321,14 @@ def test_evaluate_in_chunks_equals_one_shot_pycocotools_on_random_sets(seed, n_i
     truths, preds = _hard_images(rng, n_images, n_classes, tie_scores=ties)
     names = tuple(f"class {k}" for k in range(n_classes + 1))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(coco, "CHUNK_IMAGES", chunk)
+        patch.setattr(coco, "CHUNK_PAIRS", chunk)
         _assert_evaluate_equals_one_shot_pycocotools(truths, preds, names, float(rng.choice([0.0, 0.25, 0.5])))
 
 
-def test_matches_of_10_images_in_chunks_of_3_are_those_of_one_chunk(monkeypatch):
+def test_matches_of_10_images_in_chunks_of_7_pairs_are_those_of_one_chunk(monkeypatch):
     truths, preds = _hard_images(np.random.default_rng(21), 10, 2)
     whole = per_image_matches(truths, preds, 3)
-    monkeypatch.setattr(coco, "CHUNK_IMAGES", 3)
+    monkeypatch.setattr(coco, "CHUNK_PAIRS", 7)  # groups split between chunks
     chunked = per_image_matches(truths, preds, 3)
     assert chunked.n_images == whole.n_images == 10
     for a, b in zip(chunked.classes, whole.classes, strict=True):
@@ -361,7 +361,7 @@ def test_evaluate_in_chunks_equals_one_shot_pycocotools_on_the_real_labels(share
     dataset = load_yolo(shared_fixtures / "datasets" / "fire_smoke_val")
     truths = dataset.ground_truths
     preds = _predictions_near(truths, len(dataset.names), np.random.default_rng(13))
-    monkeypatch.setattr(coco, "CHUNK_IMAGES", 7)  # 200 images: 28 full chunks and one of 4
+    monkeypatch.setattr(coco, "CHUNK_PAIRS", 50)  # 200 images: dozens of chunks
     _assert_evaluate_equals_one_shot_pycocotools(truths, preds, dataset.names)
     metrics = evaluate(truths, preds, dataset.names)
     assert 0.1 < metrics.map50_95 < metrics.map50 < 0.9 and len(truths) == metrics.n_images == 200
@@ -392,14 +392,147 @@ def _traced_peak(function, *args):
         tracemalloc.stop()
 
 
-def test_matching_memory_grows_with_the_detections_not_with_pycocotools_bookkeeping(monkeypatch):
-    # one COCOeval over the whole set keeps about 800 bytes per box; the records 36 bytes per detection
-    monkeypatch.setattr(coco, "CHUNK_IMAGES", 8)
+def test_matching_memory_grows_with_the_boxes_not_with_their_pairs(monkeypatch):
+    # 48 images of ~25 ground-truth boxes and detections each hold 17,192 (detection, ground truth)
+    # pairs; in one chunk their IoU bookkeeping costs ~1,000 bytes per box, in chunks of 2,048 pairs
+    # the growth is the records and the box tables alone (73 bytes per box measured)
+    monkeypatch.setattr(coco, "CHUNK_PAIRS", 2048)
     truths, preds = _busy_images(np.random.default_rng(4), 64)
-    per_image_matches(truths[:2], preds[:2], 2)  # first-use allocations of pycocotools and numpy
+    per_image_matches(truths[:2], preds[:2], 2)  # first-use allocations of numpy
     small, large = (_traced_peak(per_image_matches, truths[:n], preds[:n], 2) for n in (16, 64))
     n_boxes = sum(len(t) + len(p) for t, p in zip(truths[16:], preds[16:], strict=True))
     assert large - small < 100 * n_boxes
+
+
+# --- the matcher against COCOeval, flag by flag and stat by stat ---------------------------------
+
+
+def _assert_matches_and_stats_equal_cocoeval(truths, preds, n_classes):
+    """Every kept detection's score and true/false positive flags per threshold, every image's count
+    of ground truth that counts, and mAP@0.5, mAP@0.5:0.95 (``==``) equal a default COCOeval run's."""
+    e = _pycocotools_eval(truths, preds, n_classes)
+    matches = per_image_matches(truths, preds, n_classes)
+    n_areas, n_images = len(e.params.areaRng), len(truths)
+    for k, m in enumerate(matches.classes):
+        for i in range(n_images):
+            entry = e.evalImgs[k * n_areas * n_images + i]  # area range "all", 100 detections
+            mine = m.image == i
+            if entry is None:
+                assert not mine.any() and m.n_positive[i] == 0, (k, i)
+                continue
+            matched, ignored = entry["dtMatches"] > 0, entry["dtIgnore"].astype(bool)
+            assert m.score[mine].tolist() == entry["dtScores"], (k, i)
+            assert np.array_equal(m.true_positive[:, mine], matched & ~ignored), (k, i)
+            assert np.array_equal(m.false_positive[:, mine], ~matched & ~ignored), (k, i)
+            assert m.n_positive[i] == (entry["gtIgnore"] == 0).sum(), (k, i)
+    metrics = evaluate(truths, preds, [str(k) for k in range(n_classes)])
+    if e.stats[1] == -1:
+        assert math.isnan(metrics.map50) and math.isnan(metrics.map50_95)
+    else:
+        assert (metrics.map50, metrics.map50_95) == (e.stats[1], e.stats[0])
+
+
+def test_thresholds_and_recall_points_are_cocoevals_floats():
+    params = Params(iouType="bbox")
+    assert coco.IOU_THRESHOLDS.tolist() == params.iouThrs.tolist()
+    assert coco.RECALL_POINTS.tolist() == params.recThrs.tolist()
+    assert coco.AREA_ALL == tuple(params.areaRng[0]) and coco.MAX_DETECTIONS == params.maxDets[-1]
+
+
+def test_detections_whose_iou_equals_a_threshold_are_matched_as_cocoeval_matches_them():
+    # a 100x1 box against boxes of width 50..100 inside it: IoU exactly w / 100, every threshold met
+    widths = np.arange(50, 101)
+    truths = [_gt([[0, 0, 100, 1]], [0]) for _ in widths]
+    preds = [_det([[0, 0, w, 1]], [0.5], [0]) for w in widths]
+    _assert_matches_and_stats_equal_cocoeval(truths, preds, 1)
+    hits = np.array([m for m in per_image_matches(truths, preds, 1).classes[0].true_positive.sum(0)])
+    assert hits[widths == 50] == 1 and hits[widths == 100] == 10 and np.all(np.diff(hits) >= 0)
+
+
+def test_two_equally_good_partners_go_to_the_later_one_and_a_counted_one_beats_a_crowd_region():
+    # detection 1 has IoU 0.6 with both ground-truth boxes: COCOeval keeps the later one, leaving the
+    # earlier one to detection 2; a crowd region of higher IoU loses to a counted box above the threshold
+    truths = [
+        _gt([[0, 0, 10, 10], [0, 5, 10, 15]], [0, 0]),
+        _gt([[0, 0, 10, 10], [0, 0, 10, 6]], [0, 0], [True, False]),
+    ]
+    preds = [_det([[0, 2.5, 10, 12.5], [0, 0, 10, 10]], [0.9, 0.8], [0, 0]), _det([[0, 0, 10, 10]], [0.9], [0])]
+    _assert_matches_and_stats_equal_cocoeval(truths, preds, 1)
+    m = per_image_matches(truths, preds, 1).classes[0]
+    assert m.true_positive[0].tolist() == [True, True, True]
+    # above IoU 0.6 only the crowd region is left: the detection on it is neither hit nor false positive
+    assert (m.true_positive[3].tolist(), m.false_positive[3].tolist()) == ([False, True, False], [True, False, False])
+
+
+_GRID_BOX = st.tuples(st.integers(0, 12), st.integers(0, 12), st.integers(0, 10), st.integers(0, 10)).map(
+    lambda b: (b[0], b[1], b[0] + b[2], b[1] + b[3])
+)
+# x_max < x_min (negative area: ignored), both flipped (positive area), area 2e10 and exactly 1e10
+_ODD_BOX = st.sampled_from([(5, 5, 3, 9), (4, 4, 2, 2), (0, 0, 2e5, 1e5), (0, 0, 1e5, 1e5)])
+_SCORE = st.one_of(st.sampled_from([0.25, 0.5, 0.75]), st.floats(0, 1, width=32))
+
+
+def _copy_or_box(source, truth_boxes):
+    """A detection's box: ``source`` itself, or the ground-truth box it indexes (``BOX`` past the end)."""
+    if not isinstance(source, int):
+        return source
+    return truth_boxes[source] if source < len(truth_boxes) else BOX
+
+
+@st.composite
+def _hard_sets(draw):
+    """Boxes on a small integer grid (many IoU ties and IoUs exactly at thresholds), crowd regions,
+    duplicate detections, equal scores, boxes outside COCO's area range, empty images, a class only
+    false positives predict, and optionally an image with more than 100 detections of one class."""
+    n_classes = draw(st.integers(1, 3))
+    box = st.one_of(_GRID_BOX, _GRID_BOX, _GRID_BOX, _ODD_BOX)
+    truths, preds = [], []
+    for _ in range(draw(st.integers(1, 5))):
+        gt = draw(st.lists(st.tuples(box, st.integers(0, n_classes - 1), st.booleans()), max_size=6))
+        truths.append(_gt([b for b, _, _ in gt], [c for _, c, _ in gt], [crowd for _, _, crowd in gt]))
+        dets = draw(
+            st.lists(st.tuples(st.one_of(box, st.integers(0, 5)), st.integers(0, n_classes), _SCORE), max_size=12)
+        )
+        boxes = [_copy_or_box(source, [b for b, _, _ in gt]) for source, _, _ in dets]
+        preds.append(_det(boxes, [s for _, _, s in dets], [c for _, c, _ in dets]))
+    if draw(st.integers(0, 3)) == 3:  # one image with 101..130 detections of class 0 on the grid
+        n, rng = draw(st.integers(101, 130)), np.random.default_rng(draw(st.integers(0, 2**16)))
+        corner = rng.integers(0, 12, (n, 2))
+        crowded = _det(
+            np.concatenate([corner, corner + rng.integers(1, 10, (n, 2))], 1), rng.choice([0.2, 0.6], n), [0] * n
+        )
+        preds[0] = Detections.concatenate([preds[0], crowded])
+    return truths, preds, n_classes + 1
+
+
+@given(_hard_sets())
+def test_matches_and_stats_equal_cocoevals_on_sets_of_ties_crowds_duplicates_and_over_100_detections(case):
+    truths, preds, n_classes = case
+    _assert_matches_and_stats_equal_cocoeval(truths, preds, n_classes)
+
+
+@given(_hard_sets(), st.integers(1, 30))
+def test_matches_in_chunks_of_any_number_of_pairs_are_those_of_one_chunk(case, chunk):
+    truths, preds, n_classes = case
+    whole = per_image_matches(truths, preds, n_classes)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(coco, "CHUNK_PAIRS", chunk)
+        chunked = per_image_matches(truths, preds, n_classes)
+    for a, b in zip(chunked.classes, whole.classes, strict=True):
+        for field in ("image", "score", "true_positive", "false_positive", "n_positive"):
+            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("folder", ["fire_smoke_val", "coco128_val16/config.yaml"])
+def test_matches_and_stats_equal_cocoevals_on_the_real_labels(shared_fixtures, folder):
+    dataset = load_yolo(shared_fixtures / "datasets" / folder)
+    truths, rng = dataset.ground_truths, np.random.default_rng(17)
+    preds = _predictions_near(truths, len(dataset.names), rng)
+    # plus a crowd region in every fourth image, and duplicates of a quarter of the detections
+    truths = [_gt(t.boxes, t.class_ids, np.arange(len(t)) == 0) if i % 4 == 0 else t for i, t in enumerate(truths)]
+    preds = [Detections.concatenate([p, p.select(rng.random(len(p)) < 0.25)]) for p in preds]
+    _assert_matches_and_stats_equal_cocoeval(truths, preds, len(dataset.names))
 
 
 # --- paired bootstrap ----------------------------------------------------------------------------

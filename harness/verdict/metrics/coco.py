@@ -1,39 +1,44 @@
-"""COCO box metrics with pycocotools, and a paired bootstrap of the mAP difference between two paths.
+"""COCO box metrics, and a paired bootstrap of the mAP difference between two paths.
 
-pycocotools' ``COCOeval`` is the matcher (boxes, IoU 0.50:0.05:0.95, at most 100 detections per
-image and class, area range "all", crowd regions as COCO has them). Its matching is per image and
-class, so it runs on chunks of :data:`CHUNK_IMAGES` images, each with small in-memory datasets that
-are dropped once :func:`per_image_matches` has taken their compact records: per kept detection its
-score and true/false positive flags per IoU threshold, per image and class the ground truth that
-counts. Memory then grows with the detections, not with pycocotools' bookkeeping.
+Matching and accumulation are this module's own and reproduce pycocotools' ``COCOeval`` for boxes
+(IoU 0.50:0.05:0.95, at most 100 detections per image and class, area range "all", crowd regions as
+COCO has them; cocodataset/cocoapi: PythonAPI/pycocotools/cocoeval.py, common/maskApi.c): the same
+matches, and :func:`evaluate`'s mAPs equal ``COCOeval.stats`` bit for bit.
 
-Accumulation (``COCOeval.accumulate``: 101 recall points) is this module's own, vectorised over
-image sets: :func:`evaluate` accumulates the dataset once, the bootstrap repeats it over resampled
-image sets, with the same matches. An image drawn twice counts twice, exactly as if it were listed
-twice.
+Matching (:func:`per_image_matches`) is vectorised over every (image, class) group at once: the
+(detection, ground truth) pairs of a group meet in float64 IoU exactly as ``bbIou`` computes it,
+pairs below the lowest threshold are dropped, and COCOeval's greedy assignment runs as one loop over
+the detection rank (at most 100 steps) with numpy over pairs x thresholds. Pairs are formed in chunks
+of about :data:`CHUNK_PAIRS`, so memory grows with the detections, not with their pairs. The result
+is a compact record: per kept detection its score and true/false positive flags per IoU threshold,
+per image and class the ground truth that counts.
+
+Accumulation (``COCOeval.accumulate``: 101 recall points) is vectorised over image sets:
+:func:`evaluate` accumulates the dataset once, the bootstrap repeats it over resampled image sets,
+with the same matches. An image drawn twice counts twice, exactly as if it were listed twice. The
+bootstrap averages each class's AP before the classes, so its mAPs agree with ``COCOeval`` to
+rounding (1e-16), not to the bit.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pycocotools.coco import COCO
-from pycocotools.cocoeval import COCOeval, Params
 
 from harness.core import defaults
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import GroundTruth
 
-_PARAMS = Params(iouType="bbox")
-IOU_THRESHOLDS: np.ndarray = _PARAMS.iouThrs
-RECALL_POINTS: np.ndarray = _PARAMS.recThrs
+# Params.setDetParams (pycocotools/cocoeval.py): built the same way, so the values are the same floats
+IOU_THRESHOLDS: np.ndarray = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1, endpoint=True)
+RECALL_POINTS: np.ndarray = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
 MAX_DETECTIONS = 100
-CHUNK_IMAGES = 64  # images matched by one COCOeval
+AREA_ALL = (0.0, 1e5**2)  # Params.areaRng "all": boxes of an area outside it are ignored
+CHUNK_PAIRS = 1 << 18  # (detection, ground truth) pairs whose IoU is computed at once: ~40 MiB at peak
 _ACCUMULATION_CELLS = 1 << 18  # (image set, detection) cells accumulated at once: 2 MiB per float array
 
 
@@ -68,7 +73,7 @@ class CocoMetrics:
 
 @dataclass(frozen=True)
 class ClassMatches:
-    """COCOeval's matches of one class: one entry per kept detection, grouped by image in image
+    """The matches of one class: one entry per kept detection, grouped by image in image
     order, within an image by descending score. ``true_positive``/``false_positive`` are ``(T, D)``
     over :data:`IOU_THRESHOLDS` (a detection matched to a crowd region is neither);
     ``n_positive`` counts the non-crowd ground truth of every image."""
@@ -113,8 +118,10 @@ def evaluate(
     """COCO mAP overall and per class of ``predictions`` (one :class:`Detections` per image, pixel
     boxes in the same frame as the ground truth, class ids indexing ``names``)."""
     matches = per_image_matches(ground_truth, predictions, len(names))
-    ap = _average_precision(matches, np.arange(len(ground_truth))[None])  # (K, T, 1), NaN without ground truth
-    map50, map50_95 = _class_means(ap)
+    everything = np.arange(len(ground_truth))[None]
+    # (K, T, R): interpolated precision at each recall point, NaN without ground truth
+    precision = np.stack([_class_precision(m, everything, matches.n_images)[:, 0] for m in matches.classes])
+    map50, map50_95 = _summary(precision[~np.isnan(precision[:, 0, 0])])
     n_predictions = np.bincount(np.concatenate([p.class_ids for p in predictions]), minlength=len(names))
     per_class = []
     for k, (name, m) in enumerate(zip(names, matches.classes, strict=True)):
@@ -126,15 +133,15 @@ def evaluate(
                 name=name,
                 n_ground_truth=n_pos,
                 n_predictions=int(n_predictions[k]),
-                ap50=float(ap[k, 0, 0]),
-                ap50_95=float(ap[k, :, 0].mean()),
+                ap50=float(precision[k, 0].mean()),
+                ap50_95=float(precision[k].mean()),
                 precision=tp / (tp + fp) if tp + fp else 0.0,
                 recall=tp / n_pos if n_pos else 0.0,
             )
         )
     return CocoMetrics(
-        map50=float(map50[0]),
-        map50_95=float(map50_95[0]),
+        map50=map50,
+        map50_95=map50_95,
         score_threshold=score_threshold,
         n_images=len(ground_truth),
         per_class=tuple(per_class),
@@ -144,14 +151,27 @@ def evaluate(
 def per_image_matches(
     ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int
 ) -> ImageMatches:
-    """COCOeval's per-image, per-class matching of ``predictions`` against ``ground_truth``, run on
-    chunks of :data:`CHUNK_IMAGES` images."""
+    """COCOeval's per-image, per-class matching of ``predictions`` against ``ground_truth``."""
     _check_inputs(ground_truth, predictions, n_classes)
-    chunks = [
-        _chunk_matches(ground_truth[start : start + CHUNK_IMAGES], predictions[start : start + CHUNK_IMAGES], n_classes)
-        for start in range(0, len(ground_truth), CHUNK_IMAGES)
-    ]
-    return _joined(chunks)
+    n_images = len(ground_truth)
+    truths = _truth_table(ground_truth, n_images)
+    kept = _kept_detections(predictions, n_images)
+    hit, on_ignored = _greedy_matches(kept, truths, n_classes * n_images)
+    true_positive = hit & ~on_ignored
+    false_positive = ~hit & ~kept.ignored[None, :]
+    n_positive = np.bincount(truths.group[~truths.ignored], minlength=n_classes * n_images).reshape(n_classes, -1)
+    bounds = np.searchsorted(kept.group, np.arange(n_classes + 1) * n_images)
+    classes = tuple(
+        ClassMatches(
+            image=kept.group[a:b] - k * n_images,
+            score=kept.score[a:b],
+            true_positive=true_positive[:, a:b],
+            false_positive=false_positive[:, a:b],
+            n_positive=n_positive[k],
+        )
+        for k, (a, b) in enumerate(itertools.pairwise(bounds))
+    )
+    return ImageMatches(n_images, classes)
 
 
 def mean_average_precision(matches: ImageMatches, image_sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -197,8 +217,17 @@ def _average_precision(matches: ImageMatches, sets: np.ndarray) -> np.ndarray:
     """``(K, T, B)`` AP of every class over each image set; NaN where the set has no ground truth of it."""
     ap = np.full((len(matches.classes), len(IOU_THRESHOLDS), len(sets)), np.nan)
     for k, m in enumerate(matches.classes):
-        ap[k] = _class_average_precision(m, sets, matches.n_images)
+        ap[k] = _class_precision(m, sets, matches.n_images).mean(-1)
     return ap
+
+
+def _summary(precision: np.ndarray) -> tuple[float, float]:
+    """(mAP@0.5, mAP@0.5:0.95) from the ``(K, T, R)`` precision of the classes with ground truth as
+    ``COCOeval.summarize`` takes them: the mean of all cells in its ``(T, R, K)`` order, so that the
+    sum rounds exactly as its does. NaN without classes."""
+    if not len(precision):
+        return float("nan"), float("nan")
+    return float(np.mean(precision[:, 0].T.ravel())), float(np.mean(precision.transpose(1, 2, 0).ravel()))
 
 
 def _class_means(ap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,20 +240,22 @@ def _class_means(ap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return map50, map50_95
 
 
-def _class_average_precision(m: ClassMatches, sets: np.ndarray, n_images: int) -> np.ndarray:
-    """``(T, B)`` AP of one class over each image set; NaN where the set has no ground truth of it.
-    Sets are accumulated in batches of about :data:`_ACCUMULATION_CELLS` (set, detection) cells."""
+def _class_precision(m: ClassMatches, sets: np.ndarray, n_images: int) -> np.ndarray:
+    """``(T, B, R)`` interpolated precision of one class at each recall point over each image set;
+    NaN where the set has no ground truth of it. Sets are accumulated in batches of about
+    :data:`_ACCUMULATION_CELLS` (set, detection) cells."""
     per_image = np.bincount(m.image, minlength=n_images)
     first = np.cumsum(per_image) - per_image  # each image's first detection
     batch = max(1, _ACCUMULATION_CELLS // (int(per_image[sets].sum(1).max(initial=0)) + 1))
-    ap = np.empty((len(IOU_THRESHOLDS), len(sets)))
+    precision = np.empty((len(IOU_THRESHOLDS), len(sets), len(RECALL_POINTS)))
     for start in range(0, len(sets), batch):
-        ap[:, start : start + batch] = _batch_average_precision(m, sets[start : start + batch], per_image, first)
-    return np.where(m.n_positive[sets].sum(1)[None, :] > 0, ap, np.nan)
+        precision[:, start : start + batch] = _batch_precision(m, sets[start : start + batch], per_image, first)
+    return np.where(m.n_positive[sets].sum(1)[None, :, None] > 0, precision, np.nan)
 
 
-def _batch_average_precision(m: ClassMatches, sets: np.ndarray, per_image: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """``(T, B)`` AP of one class over each image set, 0 where the set has no ground truth of it."""
+def _batch_precision(m: ClassMatches, sets: np.ndarray, per_image: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """``(T, B, R)`` interpolated precision of one class over each image set at each recall point
+    (``COCOeval.accumulate``'s ``q``), 0 where the set has no ground truth of it."""
     n_sets = len(sets)
     # The detections of each set: its images' detections in set order, then stable-sorted by score
     # (COCOeval concatenates per-image detections in image order and merge-sorts by -score).
@@ -240,7 +271,7 @@ def _batch_average_precision(m: ClassMatches, sets: np.ndarray, per_image: np.nd
     padding = np.arange(width)[None, :] >= row_length[:, None]  # (B, width)
     n_positive = np.maximum(m.n_positive[sets].sum(1), 1)[:, None]  # no positives: no hits
     rows = np.arange(n_sets)[:, None]
-    ap = np.empty((len(IOU_THRESHOLDS), n_sets))
+    at_recall = np.empty((len(IOU_THRESHOLDS), n_sets, len(RECALL_POINTS)))
     for t in range(len(IOU_THRESHOLDS)):
         tp = np.zeros((n_sets, width))
         fp = np.zeros((n_sets, width))
@@ -255,8 +286,8 @@ def _batch_average_precision(m: ClassMatches, sets: np.ndarray, per_image: np.nd
         keys = (rows + 1j * recall).ravel()
         found = np.searchsorted(keys, (rows + 1j * RECALL_POINTS[None, :]).ravel(), side="left")
         index = found.reshape(n_sets, len(RECALL_POINTS)) - rows * width
-        ap[t] = np.take_along_axis(envelope, index, axis=1).mean(1)
-    return ap
+        at_recall[t] = np.take_along_axis(envelope, index, axis=1)
+    return at_recall
 
 
 def _check_inputs(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int) -> None:
@@ -264,83 +295,17 @@ def _check_inputs(ground_truth: Sequence[GroundTruth], predictions: Sequence[Det
         raise MetricsError(f"{len(ground_truth)} ground-truth images but {len(predictions)} prediction sets")
     if not ground_truth:
         raise MetricsError("no images to evaluate")
-    for i, (truth, pred) in enumerate(zip(ground_truth, predictions, strict=True)):
+    boxes = np.concatenate([*(t.boxes for t in ground_truth), *(p.boxes for p in predictions)])
+    class_ids = np.concatenate([*(t.class_ids for t in ground_truth), *(p.class_ids for p in predictions)])
+    scores = np.concatenate([p.scores for p in predictions])
+    in_range = not len(class_ids) or (class_ids.min() >= 0 and class_ids.max() < n_classes)
+    if in_range and np.isfinite(boxes).all() and np.isfinite(scores).all():
+        return
+    for i, (truth, pred) in enumerate(zip(ground_truth, predictions, strict=True)):  # name the first bad image
         _check(f"ground truth of image {i}", truth.boxes, truth.class_ids, n_classes)
         _check(f"predictions of image {i}", pred.boxes, pred.class_ids, n_classes)
         if not np.isfinite(pred.scores).all():
             raise MetricsError(f"predictions of image {i}: non-finite scores, expected finite numbers")
-
-
-def _chunk_matches(
-    ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int
-) -> ImageMatches:
-    """The matches of a few images, from a ``COCOeval`` over in-memory datasets of those alone."""
-    gt_anns: list[dict[str, object]] = []
-    dt_anns: list[dict[str, object]] = []
-    for i, (truth, pred) in enumerate(zip(ground_truth, predictions, strict=True)):
-        for box, c, crowd in zip(_xywh(truth.boxes), truth.class_ids.tolist(), truth.crowd.tolist(), strict=True):
-            gt_anns.append(_annotation(len(gt_anns) + 1, i, c, box, iscrowd=int(crowd)))
-        for box, c, s in zip(_xywh(pred.boxes), pred.class_ids.tolist(), pred.scores.tolist(), strict=True):
-            dt_anns.append(_annotation(len(dt_anns) + 1, i, c, box, score=s))
-    images = [{"id": i + 1} for i in range(len(ground_truth))]
-    categories = [{"id": k + 1, "name": str(k)} for k in range(n_classes)]
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt, coco_dt = COCO(), COCO()
-        coco_gt.dataset = {"images": images, "categories": categories, "annotations": gt_anns}
-        coco_dt.dataset = {"images": images, "categories": categories, "annotations": dt_anns}
-        coco_gt.createIndex()
-        coco_dt.createIndex()
-        coco_eval = COCOeval(coco_gt, coco_dt, iouType="bbox")
-        coco_eval.params.areaRng = coco_eval.params.areaRng[:1]  # "all" only
-        coco_eval.params.areaRngLbl = coco_eval.params.areaRngLbl[:1]
-        coco_eval.params.maxDets = [MAX_DETECTIONS]
-        coco_eval.evaluate()
-    return _matches(coco_eval, len(ground_truth), n_classes)
-
-
-def _joined(chunks: Sequence[ImageMatches]) -> ImageMatches:
-    """The matches of consecutive chunks of images as those of one dataset."""
-    offsets = np.cumsum([0] + [c.n_images for c in chunks])
-    classes = []
-    for per_chunk in zip(*(c.classes for c in chunks), strict=True):
-        classes.append(
-            ClassMatches(
-                image=np.concatenate([m.image + offset for m, offset in zip(per_chunk, offsets[:-1], strict=True)]),
-                score=np.concatenate([m.score for m in per_chunk]),
-                true_positive=np.concatenate([m.true_positive for m in per_chunk], axis=1),
-                false_positive=np.concatenate([m.false_positive for m in per_chunk], axis=1),
-                n_positive=np.concatenate([m.n_positive for m in per_chunk]),
-            )
-        )
-    return ImageMatches(int(offsets[-1]), tuple(classes))
-
-
-def _matches(coco_eval: COCOeval, n_images: int, n_classes: int) -> ImageMatches:
-    """Flatten ``COCOeval.evalImgs`` (category-major, then image; one area range) per class."""
-    n_thresholds = len(IOU_THRESHOLDS)
-    classes = []
-    for k in range(n_classes):
-        images, scores, tps, fps = [], [], [], []
-        n_positive = np.zeros(n_images, dtype=np.int64)
-        for i, entry in enumerate(coco_eval.evalImgs[k * n_images : (k + 1) * n_images]):
-            if entry is None:
-                continue
-            matched, ignored = entry["dtMatches"] > 0, entry["dtIgnore"].astype(bool)
-            images.append(np.full(len(entry["dtScores"]), i))
-            scores.append(np.asarray(entry["dtScores"], dtype=np.float64))
-            tps.append(matched & ~ignored)
-            fps.append(~matched & ~ignored)
-            n_positive[i] = int((entry["gtIgnore"] == 0).sum())
-        classes.append(
-            ClassMatches(
-                image=np.concatenate(images).astype(np.int64) if images else np.zeros(0, np.int64),
-                score=np.concatenate(scores) if scores else np.zeros(0),
-                true_positive=np.concatenate(tps, axis=1) if tps else np.zeros((n_thresholds, 0), bool),
-                false_positive=np.concatenate(fps, axis=1) if fps else np.zeros((n_thresholds, 0), bool),
-                n_positive=n_positive,
-            )
-        )
-    return ImageMatches(n_images, tuple(classes))
 
 
 def _check(what: str, boxes: np.ndarray, class_ids: np.ndarray, n_classes: int) -> None:
@@ -350,18 +315,160 @@ def _check(what: str, boxes: np.ndarray, class_ids: np.ndarray, n_classes: int) 
         raise MetricsError(f"{what}: non-finite box coordinates, expected finite pixel x_min, y_min, x_max, y_max")
 
 
-def _xywh(boxes: np.ndarray) -> list[list[float]]:
+@dataclass(frozen=True)
+class _Truths:
+    """The ground truth of every image in one table, sorted by group (``class * n_images + image``).
+    ``ignored``: a crowd region, or outside :data:`AREA_ALL`; it does not count as a positive."""
+
+    xywh: np.ndarray
+    group: np.ndarray
+    crowd: np.ndarray
+    ignored: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The detections COCOeval keeps, in one table sorted by group, within a group by descending
+    score. ``ignored``: outside :data:`AREA_ALL`, which counts only while unmatched."""
+
+    xywh: np.ndarray
+    group: np.ndarray
+    ignored: np.ndarray
+    score: np.ndarray
+
+
+def _truth_table(ground_truth: Sequence[GroundTruth], n_images: int) -> _Truths:
+    """Ground truth per group in its given order (_prepare: ``ignore`` is ``iscrowd``). evaluateImg
+    moves ignored boxes last; :func:`_assign` weighs counted and ignored ones apart, which keeps the
+    order within each kind and needs no such sort."""
+    image = np.repeat(np.arange(n_images), [len(t) for t in ground_truth])
+    xywh = _xywh(np.concatenate([t.boxes for t in ground_truth]))
+    group = np.concatenate([t.class_ids for t in ground_truth]) * n_images + image
+    crowd = np.concatenate([t.crowd for t in ground_truth])
+    order = np.argsort(group, kind="stable")
+    return _Truths(xywh[order], group[order], crowd[order], (crowd | _outside_area(xywh))[order])
+
+
+def _kept_detections(predictions: Sequence[Detections], n_images: int) -> _Kept:
+    """Detections per group in their given order, stable-sorted by descending score and cut at
+    :data:`MAX_DETECTIONS` (evaluateImg: ``np.argsort(-score, kind='mergesort')[0:maxDet]``)."""
+    image = np.repeat(np.arange(n_images), [len(p) for p in predictions])
+    score = np.concatenate([p.scores for p in predictions]).astype(np.float64)
+    group = np.concatenate([p.class_ids for p in predictions]) * n_images + image
+    order = np.argsort(-score, kind="stable")
+    order = order[np.argsort(group[order], kind="stable")]
+    rank = np.arange(len(order)) - np.searchsorted(group[order], group[order], side="left")
+    order = order[rank < MAX_DETECTIONS]
+    xywh = _xywh(np.concatenate([p.boxes for p in predictions])[order])
+    return _Kept(xywh, group[order], _outside_area(xywh), score[order])
+
+
+def _outside_area(xywh: np.ndarray) -> np.ndarray:
+    # evaluateImg: ``area < aRng[0] or area > aRng[1]``, the area being the annotation's w * h
+    area = xywh[:, 2] * xywh[:, 3]
+    return (area < AREA_ALL[0]) | (area > AREA_ALL[1])
+
+
+def _greedy_matches(kept: _Kept, truths: _Truths, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(hit, on_ignored)``, each ``(T, D)`` over the kept detections: whether COCOeval's greedy
+    assignment matches the detection at each IoU threshold, and whether to ignored ground truth."""
+    n_truths = np.bincount(truths.group, minlength=n_groups)
+    first_truth = np.cumsum(n_truths) - n_truths
+    hit = np.zeros((len(IOU_THRESHOLDS), len(kept.group)), bool)
+    on_ignored = np.zeros_like(hit)
+    taken = np.zeros((len(IOU_THRESHOLDS), len(truths.group)), bool)  # ground truth matched at a threshold
+    paired = np.flatnonzero(n_truths[kept.group])  # detections with ground truth of their group
+    n_pairs = n_truths[kept.group[paired]]
+    start = np.cumsum(n_pairs) - n_pairs
+    # Chunks in group-then-rank order: a group split between chunks meets its lower ranks first.
+    for chunk in np.split(paired, np.flatnonzero(np.diff(start // CHUNK_PAIRS)) + 1):
+        if len(chunk):
+            _match_chunk(chunk, kept, truths, first_truth, n_truths, taken, hit, on_ignored)
+    return hit, on_ignored
+
+
+def _match_chunk(
+    detections: np.ndarray,
+    kept: _Kept,
+    truths: _Truths,
+    first_truth: np.ndarray,
+    n_truths: np.ndarray,
+    taken: np.ndarray,
+    hit: np.ndarray,
+    on_ignored: np.ndarray,
+) -> None:
+    """Match ``detections`` (indices into ``kept``) rank by rank, updating ``taken``, ``hit`` and
+    ``on_ignored`` in place. A pair below the lowest threshold can never match and is dropped."""
+    rank = detections - np.searchsorted(kept.group, kept.group[detections], side="left")
+    order = np.argsort(rank, kind="stable")
+    detections, rank = detections[order], rank[order]
+    group = kept.group[detections]
+    count = n_truths[group]
+    pair_detection = np.repeat(np.arange(len(detections)), count)
+    pair_truth = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count - first_truth[group], count)
+    iou = _iou(kept.xywh[detections][pair_detection], truths.xywh[pair_truth], truths.crowd[pair_truth])
+    near = iou >= IOU_THRESHOLDS[0]
+    pair_detection, pair_truth, iou = pair_detection[near], pair_truth[near], iou[near]
+    bounds = np.searchsorted(rank[pair_detection], np.arange(MAX_DETECTIONS + 1))
+    for lo, hi in itertools.pairwise(bounds):
+        if lo == hi:
+            continue
+        _assign(detections, pair_detection[lo:hi], pair_truth[lo:hi], iou[lo:hi], truths, taken, hit, on_ignored)
+
+
+def _assign(
+    detections: np.ndarray,
+    local: np.ndarray,
+    truth: np.ndarray,
+    iou: np.ndarray,
+    truths: _Truths,
+    taken: np.ndarray,
+    hit: np.ndarray,
+    on_ignored: np.ndarray,
+) -> None:
+    """One rank: at most one detection per group, its pairs contiguous (``local`` indexes
+    ``detections``), the ground truth of a pair in COCOeval's order. evaluateImg's scan, per
+    threshold: a candidate is not yet taken (a crowd region may be taken again) and reaches the IoU
+    of the best so far, so the last index attaining the maximum wins; a match to ground truth that
+    counts stops the scan at the first ignored one, so ignored ground truth matches only when no
+    other does. (evaluateImg caps a threshold at 1 - 1e-10, which no COCO threshold reaches.)"""
+    starts = np.flatnonzero(np.diff(local, prepend=-1))
+    segment = np.cumsum(np.diff(local, prepend=-1) != 0) - 1
+    candidate = (~taken[:, truth] | truths.crowd[truth]) & (iou[None, :] >= IOU_THRESHOLDS[:, None])
+    ignored = truths.ignored[truth]
+    chosen = _last_best(candidate & ~ignored, iou, starts, segment)
+    if ignored.any():
+        chosen = np.where(chosen >= 0, chosen, _last_best(candidate & ignored, iou, starts, segment))
+    threshold, matched = np.nonzero(chosen >= 0)
+    partner = truth[chosen[threshold, matched]]
+    detection = detections[local[starts[matched]]]
+    hit[threshold, detection] = True
+    on_ignored[threshold, detection] = truths.ignored[partner]
+    taken[threshold, partner] = True
+
+
+def _last_best(candidate: np.ndarray, iou: np.ndarray, starts: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """``(T, S)``: per threshold and segment of pairs, the index of the last candidate attaining
+    the segment's highest IoU among candidates; -1 where a segment has none."""
+    value = np.where(candidate, iou[None, :], -1.0)
+    best = np.maximum.reduceat(value, starts, axis=1)
+    index = np.where(candidate & (value == best[:, segment]), np.arange(len(iou))[None, :], -1)
+    return np.maximum.reduceat(index, starts, axis=1)
+
+
+def _iou(detections: np.ndarray, truths: np.ndarray, crowd: np.ndarray) -> np.ndarray:
+    """IoU of xywh float64 pairs, operation for operation as maskApi.c ``bbIou`` (cocodataset/cocoapi:
+    common/maskApi.c): a crowd region divides by the detection's area alone."""
+    d, g = detections.T, truths.T
+    w = np.minimum(d[2] + d[0], g[2] + g[0]) - np.maximum(d[0], g[0])
+    h = np.minimum(d[3] + d[1], g[3] + g[1]) - np.maximum(d[1], g[1])
+    intersection = w * h
+    detection_area = d[2] * d[3]
+    union = np.where(crowd, detection_area, detection_area + g[2] * g[3] - intersection)
+    return np.divide(intersection, union, out=np.zeros(len(crowd)), where=(w > 0) & (h > 0))
+
+
+def _xywh(boxes: np.ndarray) -> np.ndarray:
+    """Pixel x_min, y_min, x_max, y_max (float32) -> COCO x, y, w, h in float64."""
     b = boxes.astype(np.float64)
-    return np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1).tolist()
-
-
-def _annotation(ann_id: int, image: int, class_id: int, xywh: list[float], **extra: float) -> dict[str, object]:
-    # ids start at 1: COCOeval stores a match as the partner's id and 0 as "unmatched"
-    return {
-        "id": ann_id,
-        "image_id": image + 1,
-        "category_id": class_id + 1,
-        "bbox": xywh,
-        "area": xywh[2] * xywh[3],
-        **extra,
-    }
+    return np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1)

@@ -237,6 +237,7 @@ def print_compare(found: dict[str, Any], threads: int) -> None:
     print(
         f"\ncompare {case.name}: {case.onnx.name}, {n} images at {found['imgsz']}, conf 0.001 iou 0.7 max_det 300, "
         f"onnxruntime {threads} intra-op threads"
+        # torch: Ultralytics' select_device sets min(8, cpu_count - 1) (ultralytics/utils/torch_utils.py)
         + (f" (torch {u['torch_threads']}, as Ultralytics sets it)" if u else "; Ultralytics not available")
     )
     print(f"{'ms per image':40}{'harness':>10}" + (f"{'ultralytics':>13}" if u else ""))
@@ -250,10 +251,16 @@ def print_compare(found: dict[str, Any], threads: int) -> None:
     line("evaluation (image loop + metrics)", h["seconds"]["evaluate"], None)
     line("command (eval | YOLO() + val())", h["wall_s"], u["load_s"] + u["val_s"] if u else None)
     line("end to end (the whole process)", h["process_s"], u["process_s"] if u else None)
+    inference = {row[0]: row[1:] for row in _stage_rows(found)}["inference"]
+    less = u["process_s"] - inference[1] if u and inference[1] is not None else None
+    line("end to end less inference", h["process_s"] - inference[0], less)
     if u is None:
         print(f"mAP50 {metrics['map50']:.5f}  mAP50-95 {metrics['map50_95']:.5f}")
         return
-    print(f"end to end: the harness {u['process_s'] / h['process_s']:.2f}x as fast as Ultralytics")
+    print(
+        f"end to end: the harness {u['process_s'] / h['process_s']:.2f}x as fast as Ultralytics; "
+        f"less inference: {(less or 0.0) / (h['process_s'] - inference[0]):.2f}x"
+    )
     print(f"{'':40}{'mAP50':>10}{'mAP50-95':>13}")
     print(f"{'harness (its COCO metric, its boxes)':40}{metrics['map50']:>10.5f}{metrics['map50_95']:>13.5f}")
     print(f"{'Ultralytics (yolo val)':40}{u['map50']:>10.5f}{u['map50_95']:>13.5f}")

@@ -79,11 +79,10 @@ def test_eval_text_report_states_settings_metrics_and_classes(model, dataset, ca
     assert not Path(".harness-cache").exists()
 
 
-def test_eval_hailort_backend_without_hailort_says_so_and_names_the_emulator(model, tmp_path, dataset, capsys):
+def test_eval_hailort_backend_without_hailort_says_so_and_names_the_emulator(model, dataset, capsys, shared_fixtures):
     if importlib.util.find_spec("hailo_platform") is not None:
         pytest.skip("HailoRT is installed here")
-    hef = tmp_path / "m.hef"
-    hef.write_bytes(b"hef")
+    hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"  # read for compiled NMS thresholds: it has none
     assert cli.main(["eval", "--hef", str(hef), "--dataset", dataset]) == 2
     assert "needs --onnx M.onnx (the model's export, for its class names)" in capsys.readouterr().err
     assert cli.main(["eval", "--hef", str(hef), "--onnx", model, "--dataset", dataset, "--backend", "hailort"]) == 2
@@ -217,3 +216,24 @@ def test_eval_reads_a_coco_dataset_with_its_image_folder_and_measures_what_the_y
     assert from_coco["n_images"] == 4 and from_coco["box_counts"] == from_yolo["box_counts"]
     assert cli.main([*base, "--dataset", str(tmp_path / "val.json")]) == 2
     assert "a COCO annotations file needs --images DIR" in capsys.readouterr().err
+
+
+def test_eval_of_a_hef_with_a_compiled_nms_is_held_at_its_compiled_thresholds_unless_told_otherwise(
+    model, dataset, tmp_path, capsys
+):
+    """A HEF whose NMS op keeps score >= 0.25 has nothing below it: the evaluation takes its thresholds
+    (and says so) when none is given, and the given one otherwise."""
+    from harness.pipeline.factory import compiled_thresholds, load_dataset, prepare_run
+    from harness.pipeline.spec import Backend, CompiledThresholds, PathSpec, SettingsSpec
+
+    assert compiled_thresholds(PathSpec(Backend.ONNX)) is None
+    compiled = CompiledThresholds(0.25, 0.6, "NMS op compiled into m.hef")
+    data = load_dataset(dataset)
+    lines: list[str] = []
+    run = prepare_run(model, data, SettingsSpec(), tmp_path, log=lines.append)
+    assert (run.settings.score_threshold, run.settings.iou_threshold) == (0.2, 0.7)
+    assert run.thresholds == "score threshold 0.2, IoU threshold 0.7 (the defaults)"
+    resolved = SettingsSpec().resolve((256, 256), (), compiled)
+    assert (resolved.score_threshold, resolved.iou_threshold) == (0.25, 0.6)
+    told = SettingsSpec(score_threshold=0.001).resolve((256, 256), (), compiled)
+    assert (told.score_threshold, told.iou_threshold) == (0.001, 0.6)

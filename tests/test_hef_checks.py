@@ -50,7 +50,7 @@ def test_checks_without_onnx_dataset_or_threshold_skip_with_a_reason(hef):
     results = _results(CheckContext(hef))
     for name in ("input_shape", "nms_classes_vs_onnx", "nms_classes_vs_dataset", "score_threshold"):
         assert results[name].passed is None
-        assert "needs" in results[name].message or "no --onnx" in results[name].message
+        assert any(w in results[name].message for w in ("needs", "no --onnx", "no --score-threshold"))
 
 
 def test_input_size_mismatch_names_both_sizes(hef):

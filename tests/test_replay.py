@@ -16,9 +16,9 @@ from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, Qu
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.factory import evaluate, prepare_run
+from harness.pipeline.factory import compiled_thresholds, evaluate, prepare_run
 from harness.pipeline.options import job_config
-from harness.pipeline.spec import Backend, PathSpec, SettingsSpec, planned_gates
+from harness.pipeline.spec import Backend, CompiledThresholds, PathSpec, SettingsSpec, planned_gates
 
 HEAD = OutputSpec("conv41", (8, 8, 64), FormatOrder.FCR, FormatType.UINT8, (QuantInfo(3.0, 0.05, -0.15, 12.6),))
 NMS = OutputSpec("nms", (2, 5, 100), FormatOrder.NMS_BY_CLASS, FormatType.FLOAT32, nms=NmsShape(2, 100))
@@ -142,6 +142,15 @@ def test_the_emulated_path_replayed_gives_the_same_detections_and_metrics_as_liv
     (tmp / "other.hef").write_bytes(b"another model")
     with pytest.raises(StoreError, match=r"recorded from .*fire_smoke_yolo11n_256.onnx .*not from --hef .*other.hef"):
         evaluate(PathSpec(Backend.REPLAY, replay=store, hef=tmp / "other.hef"), run)
+    # without a threshold given, a run with the replayed path is evaluated at the recorded NMS's thresholds
+    lines: list[str] = []
+    taken = prepare_run(
+        DEMO_ONNX, dataset, SettingsSpec(), tmp / "cache", progress=False, log=lines.append, paths=(replay,)
+    )
+    assert compiled_thresholds(replay) == CompiledThresholds(0.2, 0.7, f"NMS buffer recorded in {store}")
+    assert taken.settings == run.settings
+    assert taken.thresholds.startswith("score threshold 0.2, IoU threshold 0.7: every path evaluated at the score ")
+    assert lines == [f"thresholds: {taken.thresholds}"]
 
 
 def test_replay_is_a_jobs_hailo_path_with_the_recorded_paths_gates(small):

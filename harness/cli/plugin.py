@@ -194,9 +194,9 @@ class StaticCheckItem(GateItem):
 
 def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, Any]) -> list[pytest.Item]:
     """One item per static check; when the inputs cannot be read, one failing item that says why. The
-    HEF's score threshold is held against the evaluation's: the one given, or the job's if gates run."""
+    HEF's score threshold is held against the one given (without one, an evaluation takes the HEF's)."""
     config = parent.config
-    given = _text(config, "score_threshold") is not None or _evaluates(values)
+    given = _text(config, "score_threshold") is not None
     from harness.inputs.hef.reader import read_hef
     from harness.inputs.hef.ultralytics import export_of
     from harness.pipeline.factory import load_dataset

@@ -10,7 +10,7 @@ import hashlib
 import inspect
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.backends.base import Runner
-from harness.backends.dfc import HarRunner, calibration_shortfall, check_compiled_thresholds
+from harness.backends.dfc import HarRunner, calibration_shortfall, check_compiled_thresholds, compiled_nms_thresholds
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef, check_export
 from harness.backends.hailort import HailoRTRunner
 from harness.backends.onnx.runner import FloatHeadsRunner
-from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError
+from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError, read_recording
 from harness.core import defaults
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, HefError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings
@@ -37,7 +37,15 @@ from harness.inputs.onnx_graph import export_heads, load_model, model_input
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_sha256, onnx_class_names, runner_path
 from harness.pipeline.evaluate import evaluate_path
-from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec, SettingsSpec
+from harness.pipeline.spec import (
+    REFERENCE,
+    Backend,
+    CompiledThresholds,
+    JobConfig,
+    PathSpec,
+    SettingsSpec,
+    thresholds_note,
+)
 from harness.verdict.result import PathResult
 
 if TYPE_CHECKING:
@@ -57,6 +65,7 @@ class RunContext:
     family: HeadFamily
     cache_dir: Path
     cache: PredictionCache | None
+    thresholds: str  # where the settings' thresholds come from, in words
     progress: bool | None = None
     log: Callable[[str], None] = print
 
@@ -110,10 +119,13 @@ def prepare_run(
     progress: bool | None = None,
     log: Callable[[str], None] = print,
     max_unreadable: float = defaults.MAX_UNREADABLE,
+    paths: Sequence[PathSpec] = (),
 ) -> RunContext:
     """The run of ``onnx`` on ``dataset``: class names from the export's metadata, matched to the
-    dataset's by name (``settings.map_class`` maps the ones named differently). A dataset with more
-    unreadable images than ``max_unreadable`` allows, or without one labelled object, is refused."""
+    dataset's by name (``settings.map_class`` maps the ones named differently), thresholds not given
+    taken from the NMS compiled into the first of ``paths`` whose model has one (:class:`SettingsSpec`). A
+    dataset with more unreadable images than ``max_unreadable`` allows, or without one labelled
+    object, is refused."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
     model = load_model(onnx)
@@ -127,9 +139,43 @@ def prepare_run(
     # Without an explicit map the evaluation matches the names again for each dataset it is given.
     given = tuple(int(i) for i in mapping) if settings.map_class else ()
     cache = PredictionCache(Path(cache_dir) / "predictions") if use_cache else None
-    resolved = settings.resolve(input_hw, given)
+    compiled = next(filter(None, (compiled_thresholds(p, log) for p in paths)), None)
+    resolved = settings.resolve(input_hw, given, compiled)
+    note = thresholds_note(settings, resolved, compiled)
+    if compiled is not None:
+        log(f"thresholds: {note}")
     family = export_heads(model).family
-    return RunContext(onnx, dataset, resolved, names, family, Path(cache_dir), cache, progress, log)
+    return RunContext(onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log)
+
+
+def compiled_thresholds(spec: PathSpec, log: Callable[[str], None] = print) -> CompiledThresholds | None:
+    """The NMS thresholds compiled into ``spec``'s model: a HEF's NMS op, the NMS config beside a
+    HAR, the settings a replayed NMS buffer was recorded under; None where the path has none (the
+    float export, an emulated HEF: its NMS takes the run's thresholds) or where the harness cannot
+    read its HEF (``log`` is told: HailoRT may still run it)."""
+    if spec.backend is Backend.HAILORT and spec.hef is not None:
+        from harness.inputs.hef.reader import read_hef
+
+        try:
+            groups = read_hef(spec.hef).network_groups
+        except HefError as error:
+            log(f"thresholds: cannot read the NMS compiled into {spec.hef} ({error}); the defaults apply")
+            return None
+        nms = groups[0].nms if groups else None
+        if nms is None or nms.bbox_decoding_only:
+            return None
+        return CompiledThresholds(nms.score_threshold, nms.iou_threshold, f"NMS op compiled into {spec.hef}")
+    if spec.backend is Backend.DFC and spec.har is not None:
+        found = compiled_nms_thresholds(spec.har)
+        return CompiledThresholds(*found, f"NMS config beside {spec.har}") if found else None
+    if spec.backend is Backend.REPLAY and spec.replay is not None:
+        recording = read_recording(spec.replay)
+        shaping = recording.shaping
+        if not any(o.is_nms for o in recording.outputs) or "score_threshold" not in shaping:
+            return None
+        score, iou = float(shaping["score_threshold"]), float(shaping["iou_threshold"])
+        return CompiledThresholds(score, iou, f"NMS buffer recorded in {spec.replay}")
+    return None
 
 
 def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSource, int]:

@@ -118,6 +118,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         progress=config.progress,
         log=log,
         max_unreadable=config.max_unreadable,
+        paths=(config.hailo, *config.stages),
     )
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
@@ -151,7 +152,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
     calibration = calibration_note(config.hailo, run)
     log(f"reports: writing {config.report_dir}")
-    reports = write_reports(config.report_dir, results, gates, run.dataset, layers, calibration, files)
+    reports = write_reports(config.report_dir, results, gates, run.dataset, layers, calibration, files, run.thresholds)
     return JobResult(results, tuple(gates), reports, changes)
 
 

@@ -205,12 +205,17 @@ _OPTIONS = (
     ),
     Option(
         "score_threshold",
-        "score threshold of the evaluation (also held against the HEF's)",
+        f"score threshold of the evaluation (default: the one compiled into the Hailo path's NMS, where it has "
+        f"one, else {defaults.SCORE_THRESHOLD}; held against the HEF's)",
         _probability,
-        defaults.SCORE_THRESHOLD,
         metavar="T",
     ),
-    Option("iou_threshold", "NMS IoU threshold", _probability, defaults.IOU_THRESHOLD, metavar="T"),
+    Option(
+        "iou_threshold",
+        f"NMS IoU threshold (default: the one compiled into the Hailo path's NMS, else {defaults.IOU_THRESHOLD})",
+        _probability,
+        metavar="T",
+    ),
     Option("max_per_class", "detections kept per class", _positive, defaults.MAX_PER_CLASS, metavar="N"),
     Option("max_total", "detections kept per image", _positive, defaults.MAX_TOTAL, metavar="N"),
     Option("nms", "NMS semantics", NmsMode, NmsMode.HAILORT, choices=_choices(NmsMode)),
@@ -342,8 +347,8 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
 
 def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
     return SettingsSpec(
-        score_threshold=_value(values, "score_threshold"),
-        iou_threshold=_value(values, "iou_threshold"),
+        score_threshold=values.get("score_threshold"),  # None: the compiled one, else the default
+        iou_threshold=values.get("iou_threshold"),
         max_per_class=_value(values, "max_per_class"),
         max_total=_value(values, "max_total"),
         nms_mode=NmsMode(_value(values, "nms")),

@@ -107,29 +107,62 @@ class PathSpec:
 
 
 @dataclass(frozen=True)
-class SettingsSpec:
-    """The evaluation settings a user chose; the model's input size and the class map by name
-    complete them into :class:`~harness.core.settings.EvalSettings` (see the factory)."""
+class CompiledThresholds:
+    """The NMS thresholds compiled into a Hailo path's model (``source`` says where, in words)."""
 
-    score_threshold: float = defaults.SCORE_THRESHOLD
-    iou_threshold: float = defaults.IOU_THRESHOLD
+    score_threshold: float
+    iou_threshold: float
+    source: str
+
+
+@dataclass(frozen=True)
+class SettingsSpec:
+    """The evaluation settings a user chose; the model's input size, the class map by name and the
+    thresholds compiled into the Hailo path's model complete them into
+    :class:`~harness.core.settings.EvalSettings` (see the factory).
+
+    A threshold left None is the compiled one where the Hailo path has an NMS compiled in (its
+    buffer holds nothing below it: every path is evaluated there, the commonest false alarm being
+    the float model at 0.001 against a HEF at 0.25), else the default."""
+
+    score_threshold: float | None = None
+    iou_threshold: float | None = None
     max_per_class: int = defaults.MAX_PER_CLASS
     max_total: int = defaults.MAX_TOTAL
     nms_mode: NmsMode = NmsMode.HAILORT
     preprocess: Preprocess = Preprocess.LETTERBOX
     map_class: tuple[tuple[str, str], ...] = ()  # (dataset class name, model class name)
 
-    def resolve(self, input_hw: tuple[int, int], class_map: tuple[int, ...]) -> EvalSettings:
+    def resolve(
+        self, input_hw: tuple[int, int], class_map: tuple[int, ...], compiled: CompiledThresholds | None = None
+    ) -> EvalSettings:
+        score = compiled.score_threshold if compiled else defaults.SCORE_THRESHOLD
+        iou = compiled.iou_threshold if compiled else defaults.IOU_THRESHOLD
         return EvalSettings(
             input_hw=input_hw,
-            score_threshold=self.score_threshold,
-            iou_threshold=self.iou_threshold,
+            score_threshold=score if self.score_threshold is None else self.score_threshold,
+            iou_threshold=iou if self.iou_threshold is None else self.iou_threshold,
             max_per_class=self.max_per_class,
             max_total=self.max_total,
             nms_mode=self.nms_mode,
             preprocess=self.preprocess,
             class_map=class_map,
         )
+
+
+def thresholds_note(settings: SettingsSpec, resolved: EvalSettings, compiled: CompiledThresholds | None) -> str:
+    """Where the evaluation's thresholds come from, in words, for the log and the report."""
+    taken = [n for n in ("score_threshold", "iou_threshold") if getattr(settings, n) is None]
+    values = f"score threshold {resolved.score_threshold:g}, IoU threshold {resolved.iou_threshold:g}"
+    if compiled is None:
+        return f"{values} ({'the defaults' if taken else 'as given'})"
+    if not taken:
+        return (
+            f"{values} as given; {compiled.source} keeps score >= {compiled.score_threshold:g}: below it the "
+            "Hailo path has nothing to match"
+        )
+    words = " and ".join(n.replace("_", " ") for n in taken)
+    return f"{values}: every path evaluated at the {words} {compiled.source} (give --score-threshold to choose another)"
 
 
 def golden_roots(golden_root: Path, onnx: Path) -> tuple[Path, ...]:

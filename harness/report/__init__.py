@@ -32,14 +32,15 @@ def write_reports(
     worst_layers: Sequence[dict[str, Any]] = (),
     calibration: str | None = None,
     baselines: Mapping[str, Path] | None = None,
+    thresholds: str | None = None,
 ) -> dict[str, Path]:
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
     reference path (the ONNX) the others were compared with, all on the same images of ``dataset``;
     ``calibration`` says what the Hailo path was calibrated on, ``baselines`` which file each path
-    was held against (path name -> file)."""
+    was held against (path name -> file), ``thresholds`` where the evaluation's thresholds come from."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    document = report_document(results, gates, dataset, worst_layers, calibration, baselines)
+    document = report_document(results, gates, dataset, worst_layers, calibration, baselines, thresholds)
     charts, images = pictures(results, dataset)
     files = report_files(out)
     files["markdown"].write_text(render_markdown(document), encoding="utf-8")

@@ -20,7 +20,8 @@ from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-SCHEMA_VERSION = 3  # 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score
+# 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score; 4: thresholds
+SCHEMA_VERSION = 4
 
 
 def report_document(
@@ -30,12 +31,14 @@ def report_document(
     worst_layers: Sequence[dict[str, Any]] = (),
     calibration: str | None = None,
     baselines: Mapping[str, Path] | None = None,
+    thresholds: str | None = None,
     tolerance: float = DEFAULT_TOLERANCES.map50_drop,
 ) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
         "passed": all(g.passed for g in gates),
         "calibration": calibration,
+        "thresholds": thresholds,
         "baselines": [
             {"path": path, "file": str(file), "exists": file.exists()} for path, file in (baselines or {}).items()
         ],

@@ -133,9 +133,11 @@ LABEL_FREE = (
 
 
 def inputs(document: dict[str, Any]) -> list[str]:
-    """What the run could not know without labels, the calibration set and the baseline files, one
-    line each (none where the run had none)."""
+    """What the run could not know without labels, where its thresholds come from, the calibration set
+    and the baseline files, one line each (none where the run had none)."""
     lines = [] if document["dataset"]["labelled"] else [LABEL_FREE, ""]
+    if document["thresholds"]:
+        lines += [f"Thresholds: {document['thresholds']}.", ""]
     if document["calibration"]:
         lines += [f"Calibration: {document['calibration']}.", ""]
     for b in document["baselines"]:

@@ -290,8 +290,12 @@ def check_class_score_range(ctx: CheckContext) -> CheckResult:
 def check_score_threshold(ctx: CheckContext) -> CheckResult:
     name = "score_threshold"
     nms = ctx.group.nms
-    if nms is None or ctx.eval_score_threshold is None:
-        return CheckResult.skipped(name, "needs an NMS HEF and an evaluation score threshold")
+    if nms is None:
+        return CheckResult.skipped(name, "needs an NMS HEF")
+    if ctx.eval_score_threshold is None:
+        return CheckResult.skipped(
+            name, f"no --score-threshold given: an evaluation takes the HEF's compiled {nms.score_threshold:g}"
+        )
     if not math.isfinite(nms.score_threshold) or abs(nms.score_threshold - ctx.eval_score_threshold) > 1e-6:
         return CheckResult.failed(
             name,

@@ -138,7 +138,10 @@ def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibra
 
 def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / "compile" / args.onnx.stem
-    settings = NmsSettings(args.score_threshold, args.iou_threshold, args.max_per_class)
+    given = {"score_threshold": args.score_threshold, "iou_threshold": args.iou_threshold}  # None: the default
+    settings = NmsSettings(
+        **{k: v for k, v in given.items() if v is not None}, max_proposals_per_class=args.max_per_class
+    )
     calibration_count = len(calibration_paths(args.calibration, args.calibration_count))
     shortfall = calibration_shortfall(calibration_count)
     if shortfall:  # before any work: the DFC itself says so only in its log

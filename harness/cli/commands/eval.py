@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         progress=args.progress,
         log=lambda line: print(line, file=sys.stderr),
         max_unreadable=args.max_unreadable,
+        paths=(spec,),
     )
     result = evaluate(spec, run)
     if args.save_predictions is not None:

@@ -104,7 +104,6 @@ class Capture:
         from ultralytics.models.yolo.detect.val import DetectionValidator
         from ultralytics.utils import ops
 
-        update = DetectionValidator.update_metrics
         capture = self
 
         def keep(validator: Any, preds: list[dict[str, Any]], batch: dict[str, Any]) -> None:

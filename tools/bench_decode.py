@@ -6,7 +6,9 @@ logits) and from UINT8 outputs with quant infos (sigmoid compiled in, as a Hailo
 
 Three decoders, all at score threshold 0.2, IoU 0.7, per class NMS:
 
-- fast: :func:`harness.decode.yolo.decode`, HailoRT and Ultralytics NMS modes;
+- fast: :func:`harness.decode.yolo.decode`, HailoRT and Ultralytics NMS modes; beside it the YOLO26
+  decoders (:mod:`harness.decode.yolo26`) on the same frame with box maps of the 4 distances themselves
+  (reg_max 1): the one-to-one head (top-k, no NMS) and the one-to-many head (NMS);
 - reference: :mod:`reference.decode`, plain loops (HailoRT mode);
 - naive: a per-cell Python loop like a typical hand-written host decoder (defined here only, for
   comparison): loop over the 8400 cells, DFL per cell, sigmoid, threshold, then a simple NMS.
@@ -30,6 +32,7 @@ import numpy as np
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.yolo import decode, decode_candidates
+from harness.decode.yolo26 import decode_one2many, decode_one2one
 from harness.formats.quant import quantize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loop references live with the tests
@@ -41,12 +44,13 @@ REG_MAX = 16
 SCENES = {"typical": (12, 3, 1), "crowded": (90, 5, 2)}  # objects, blob size in cells, classes per object
 
 
-def _box_logits(rng: np.random.Generator, grid: int) -> np.ndarray:
-    """Peaked DFL bins around a random distance per side, as trained heads give."""
+def _box_logits(rng: np.random.Generator, grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """Peaked DFL bins around a random distance per side, as trained heads give, and those distances
+    (a YOLO26 box map, reg_max 1)."""
     target = rng.uniform(0.5, 6.0, (grid, grid, 4, 1))
     bins = np.arange(REG_MAX)
     logits = -2.0 * (bins - target) ** 2 + rng.normal(0, 0.3, (grid, grid, 4, REG_MAX))
-    return logits.reshape(grid, grid, 4 * REG_MAX).astype(np.float32)
+    return logits.reshape(grid, grid, 4 * REG_MAX).astype(np.float32), target[..., 0].astype(np.float32)
 
 
 def _class_logits(rng: np.random.Generator, grid: int, nc: int, scene: str) -> np.ndarray:
@@ -66,13 +70,16 @@ def _quant_for(values: np.ndarray) -> QuantInfo:
     return QuantInfo(zero_point, scale, lo, hi)
 
 
-def make_frame(nc: int, scene: str, fmt: FormatType, seed: int) -> tuple[dict, dict, tuple[ReferenceHead, ...]]:
+def make_frame(
+    nc: int, scene: str, fmt: FormatType, seed: int, yolo26: bool = False
+) -> tuple[dict, dict, tuple[ReferenceHead, ...]]:
     rng = np.random.default_rng(seed)
     outputs, specs, heads = {}, {}, []
     for i, stride in enumerate(STRIDES):
         grid = INPUT // stride
         box_name, class_name = f"/model.23/cv2.{i}/cv2.{i}.2/Conv", f"/model.23/cv3.{i}/cv3.{i}.2/Conv"
-        box, cls = _box_logits(rng, grid), _class_logits(rng, grid, nc, scene)
+        (dfl, distances), cls = _box_logits(rng, grid), _class_logits(rng, grid, nc, scene)
+        box = distances if yolo26 else dfl
         for name, values in ((box_name, box), (class_name, cls)):
             if fmt is FormatType.UINT8:
                 if name == class_name:
@@ -145,8 +152,9 @@ def median_ms(run: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+COLUMNS = (("fast", 8), ("fast-ul", 8), ("y26-1to1", 9), ("y26-1toN", 9), ("reference", 10), ("naive", 8))
 HEADER = f"{'scene':8} {'nc':>3} {'input':8} {'cands':>6} {'dets':>5} " + " ".join(
-    f"{title:>{width}}" for title, width in (("fast", 8), ("fast-ul", 8), ("reference", 10), ("naive", 8))
+    f"{title:>{width}}" for title, width in COLUMNS
 )
 
 
@@ -164,12 +172,15 @@ def measure(scene: str, nc: int, fmt: FormatType, repeat: int, seed: int) -> str
 
     fast = median_ms(lambda: decode(outputs, specs, hailort), repeat)
     fast_ul = median_ms(lambda: decode(outputs, specs, ultralytics), repeat)
+    outputs26, specs26, _ = make_frame(nc, scene, fmt, seed, yolo26=True)
+    one2one = median_ms(lambda: decode_one2one(outputs26, specs26, hailort), repeat)
+    one2many = median_ms(lambda: decode_one2many(outputs26, specs26, hailort), repeat)
     ref = median_ms(reference, 1)
     naive = median_ms(lambda: naive_decode(outputs, specs, heads, hailort), 3)
     candidates = int((scores >= 0.2).sum())
     return (
         f"{scene:8} {nc:>3} {fmt.name:8} {candidates:>6} {len(detections):>5} "
-        f"{fast:>8.2f} {fast_ul:>8.2f} {ref:>10.0f} {naive:>8.1f}"
+        f"{fast:>8.2f} {fast_ul:>8.2f} {one2one:>9.2f} {one2many:>9.2f} {ref:>10.0f} {naive:>8.1f}"
     )
 
 

@@ -313,12 +313,23 @@ def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], c
     Heads are paired with :func:`pair_heads`; class logits get a sigmoid unless the outputs hold
     probabilities (:func:`classes_are_probabilities`, or ``config.classes_are_probabilities``); NMS
     follows ``config.mode`` (:func:`~harness.decode.nms.nms_hailort` or
-    :func:`~harness.decode.nms.nms_ultralytics`). Only anchors with a class value that can pass the
-    score threshold are box-decoded; the result equals the NMS of :func:`decode_candidates`.
+    :func:`~harness.decode.nms.nms_ultralytics`) over :func:`decode_passing`'s anchors; the result
+    equals the NMS of :func:`decode_candidates`.
     """
-    heads = _read_heads(outputs, specs, config)
+    boxes, scores = decode_passing(outputs, specs, config)
+    return _NMS[config.mode](boxes, scores, config)
+
+
+def decode_passing(
+    outputs: Mapping[str, np.ndarray],
+    specs: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+    box_channels: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decode_candidates` of only the anchors with a class value that can pass the score
+    threshold (the rest can yield no detection): their boxes and class probabilities, in anchor order."""
+    heads = _read_heads(outputs, specs, config, box_channels)
     floor = _class_value_floor(config.score_threshold - _PRESELECT_MARGIN, heads.probabilities)
     hits = np.flatnonzero(heads.class_values >= floor) // heads.class_values.shape[1]
     anchors = hits[np.concatenate([[True], hits[1:] != hits[:-1]])] if hits.size else hits
-    boxes, scores = _decode_anchors(heads, anchors)
-    return _NMS[config.mode](boxes, scores, config)
+    return _decode_anchors(heads, anchors)

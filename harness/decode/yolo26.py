@@ -23,7 +23,7 @@ from harness.core.detections import Detections
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import OutputSpec
 from harness.decode.nms import above, nms_hailort, nms_ultralytics
-from harness.decode.yolo import decode_candidates
+from harness.decode.yolo import decode_passing
 
 BOX_CHANNELS = 4  # reg_max 1: one distance per side
 
@@ -32,10 +32,14 @@ def decode_one2one(
     outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
 ) -> Detections:
     """The one-to-one head: no NMS; at most ``config.max_total`` detections, best first (ties in
-    anchor order, then class order)."""
-    boxes, scores = decode_candidates(outputs, specs, config, BOX_CHANNELS)
-    k = min(config.max_total, len(boxes))
-    anchors = np.argsort(-scores.max(axis=1), kind="stable")[:k]
+    anchor order, then class order). Only anchors that can pass the threshold are ranked: the others
+    rank below every one that passes and keep nothing, so the top-k keeps what it keeps over all."""
+    boxes, scores = decode_passing(outputs, specs, config, BOX_CHANNELS)
+    anchors_in_frame = (
+        sum(spec.shape[-3] * spec.shape[-2] for spec in specs.values()) // 2
+    )  # a box and a class map per grid
+    k = min(config.max_total, anchors_in_frame)  # Ultralytics' k, over every anchor
+    anchors = np.argsort(-scores.max(axis=1, initial=0), kind="stable")[:k]
     flat = scores[anchors].reshape(-1)
     best = np.argsort(-flat, kind="stable")[:k]
     kept = best[above(flat[best], config.score_threshold)]
@@ -49,6 +53,7 @@ _NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 def decode_one2many(
     outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
 ) -> Detections:
-    """The one-to-many head: every anchor's box and class scores, then the NMS of ``config.mode``."""
-    boxes, scores = decode_candidates(outputs, specs, config, BOX_CHANNELS)
+    """The one-to-many head: the boxes and class scores of the anchors that can pass the threshold,
+    then the NMS of ``config.mode``."""
+    boxes, scores = decode_passing(outputs, specs, config, BOX_CHANNELS)
     return _NMS[config.mode](boxes, scores, config)

@@ -135,6 +135,30 @@ def test_unreadable_image_raises_naming_the_file(tmp_path, content: bytes) -> No
         load_image(path)
 
 
+def test_a_jpeg_cut_short_is_refused_not_decoded_half_grey(tmp_path, shared_fixtures) -> None:
+    whole = sorted((shared_fixtures / "datasets/coco128_val16/images/val2017").glob("*.jpg"))[0].read_bytes()
+    for kept in (len(whole) - 2, len(whole) * 9 // 10):
+        (tmp_path / "cut.jpg").write_bytes(whole[:kept])
+        with pytest.raises(HarnessError, match=r"cut\.jpg.*cannot be decoded"):
+            load_image(tmp_path / "cut.jpg")
+
+
+def test_an_image_over_the_pixel_limit_is_refused_from_its_header(tmp_path, monkeypatch) -> None:
+    from harness.core import defaults
+
+    Image.new("RGB", (20, 10)).save(tmp_path / "big.png")
+    monkeypatch.setattr(defaults, "MAX_IMAGE_PIXELS", 199)
+    with pytest.raises(HarnessError, match=r"big\.png.*20x10 pixels, more than the limit of 199"):
+        load_image(tmp_path / "big.png")
+
+
+def test_images_decode_as_opencv_decodes_them_for_ultralytics(shared_fixtures) -> None:
+    import cv2
+
+    for path in sorted((shared_fixtures / "datasets").glob("*/images/*/*.jpg"))[:40]:
+        np.testing.assert_array_equal(load_image(path), cv2.imread(str(path))[..., ::-1])
+
+
 def test_missing_image_raises_naming_the_file(tmp_path) -> None:
     with pytest.raises(HarnessError, match=r"absent\.jpg"):
         load_image(tmp_path / "absent.jpg")

@@ -14,7 +14,7 @@ import os
 
 import cv2
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image
 
 from harness.core import defaults
 from harness.core.detections import Letterbox
@@ -22,19 +22,24 @@ from harness.core.errors import HarnessError
 
 
 def load_image(path: str | os.PathLike[str]) -> np.ndarray:
-    """uint8 ``(H, W, 3)`` RGB, EXIF orientation applied; grey, alpha, palette and CMYK images
-    converted to RGB (alpha dropped, as ``cv2.imread`` does)."""
+    """uint8 ``(H, W, 3)`` RGB decoded as Ultralytics decodes it (``cv2.imread``: EXIF orientation applied;
+    grey, alpha, palette and CMYK images converted to colour, alpha dropped). The size is read from the
+    header first: an image over :data:`~harness.core.defaults.MAX_IMAGE_PIXELS` is refused undecoded."""
+    name = os.fspath(path)
     try:
-        with Image.open(path) as image:
-            if image.width * image.height > defaults.MAX_IMAGE_PIXELS:
-                raise HarnessError(
-                    f"image {os.fspath(path)!r}: {image.width}x{image.height} pixels, more than the limit of "
-                    f"{defaults.MAX_IMAGE_PIXELS:,} pixels"
-                )
-            image.load()
-            return np.asarray(ImageOps.exif_transpose(image).convert("RGB"), dtype=np.uint8)
+        with Image.open(path) as header:  # reads the header, not the pixels
+            width, height = header.size
+        data = np.fromfile(path, dtype=np.uint8)
     except (OSError, ValueError, Image.DecompressionBombError) as error:
-        raise HarnessError(f"image {os.fspath(path)!r}: cannot be read as an image ({error})") from error
+        raise HarnessError(f"image {name!r}: cannot be read as an image ({error})") from error
+    if width * height > defaults.MAX_IMAGE_PIXELS:
+        raise HarnessError(
+            f"image {name!r}: {width}x{height} pixels, more than the limit of {defaults.MAX_IMAGE_PIXELS:,} pixels"
+        )
+    bgr = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise HarnessError(f"image {name!r}: its {width}x{height} pixels cannot be decoded (a damaged or cut file)")
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
 def _check_image(image: np.ndarray) -> np.ndarray:

@@ -184,6 +184,19 @@ def measure(scene: str, nc: int, fmt: FormatType, repeat: int, seed: int) -> str
     )
 
 
+def measure_validation(scene: str, nc: int, repeat: int, seed: int) -> str:
+    """One row at Ultralytics' validation settings: conf 0.001, IoU 0.7, multi-label, max_det 300."""
+    outputs, specs, _ = make_frame(nc, scene, FormatType.FLOAT32, seed)
+    val = DecodeConfig((INPUT, INPUT), score_threshold=0.001, iou_threshold=0.7, max_total=300)
+    ultralytics = dataclasses.replace(val, mode=NmsMode.ULTRALYTICS)
+    _, scores = decode_candidates(outputs, specs, val)
+    candidates = int((scores >= 0.001).sum())
+    detections = len(decode(outputs, specs, ultralytics))
+    fast_ul = median_ms(lambda: decode(outputs, specs, ultralytics), repeat)
+    fast = median_ms(lambda: decode(outputs, specs, val), max(1, repeat // 5))
+    return f"{scene:8} {nc:>3} {candidates:>6} {detections:>5} {fast_ul:>8.2f} {fast:>8.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30, help="runs of the fast path per case (slow paths: fewer)")
@@ -196,6 +209,11 @@ def main() -> None:
         for nc in (2, 80):
             for fmt in (FormatType.FLOAT32, FormatType.UINT8):
                 print(measure(scene, nc, fmt, args.repeat, args.seed), flush=True)
+    print("\nat validation settings (conf 0.001, IoU 0.7, max_det 300, FLOAT32 logits), median ms per frame")
+    print(f"{'scene':8} {'nc':>3} {'cands':>6} {'dets':>5} {'fast-ul':>8} {'fast':>8}")
+    for scene in SCENES:
+        for nc in (2, 80):
+            print(measure_validation(scene, nc, args.repeat, args.seed), flush=True)
 
 
 if __name__ == "__main__":

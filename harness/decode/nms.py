@@ -71,13 +71,12 @@ def greedy_per_class(
     scores: np.ndarray,
     class_ids: np.ndarray,
     iou_threshold: float,
-    suppress_at_equal: bool,
     max_per_class: int,
 ) -> np.ndarray:
     """Greedy NMS run separately per class; returns the kept indices, class ascending, then rank.
 
     In each class the best-ranked box still alive is kept and suppresses the alive boxes of its
-    class whose IoU with it is ``>= iou_threshold`` (``suppress_at_equal``) or ``> iou_threshold``;
+    class whose IoU with it is ``>= iou_threshold`` (HailoRT's rule);
     suppressed boxes suppress nothing; the first ``max_per_class`` kept boxes of a class are the
     result. A class is taken in blocks of :data:`NMS_BLOCK` candidates by rank: those overlapping a
     box kept from an earlier block go, then the block's own greedy answer is found as the fixed
@@ -89,11 +88,10 @@ def greedy_per_class(
     by_rank = np.argsort(-scores, kind="stable")
     order = by_rank[np.argsort(class_ids[by_rank], kind="stable")]
     _, starts, counts = np.unique(class_ids[order], return_index=True, return_counts=True)
-    suppresses = at_least if suppress_at_equal else above
     kept = [
         order[start : start + 1]  # a class's only candidate is kept
         if count == 1
-        else _greedy_ranked(order[start : start + count], boxes, iou_threshold, suppresses, max_per_class)
+        else _greedy_ranked(order[start : start + count], boxes, iou_threshold, at_least, max_per_class)
         for start, count in zip(starts.tolist(), counts.tolist(), strict=True)
     ]
     return np.concatenate(kept)
@@ -106,7 +104,8 @@ def _greedy_ranked(
     suppresses: Callable[[np.ndarray, float], np.ndarray],
     max_kept: int,
 ) -> np.ndarray:
-    """Greedy NMS of one class's candidates ``ranked`` best first: the first ``max_kept`` kept."""
+    """Greedy NMS of candidates ``ranked`` best first (one class, or boxes shifted apart by class): the
+    first ``max_kept`` kept, in rank order; it stops where they are found."""
     kept: list[np.ndarray] = []
     kept_boxes = np.zeros((0, 4), dtype=np.float32)
     n_kept = 0
@@ -158,7 +157,6 @@ def nms_hailort(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig) -> 
         cand_scores,
         class_id,
         config.iou_threshold,
-        suppress_at_equal=True,
         max_per_class=config.max_per_class,
     )
     return Detections(cand_boxes[kept], cand_scores[kept], class_id[kept])
@@ -197,8 +195,11 @@ def nms_ultralytics(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig)
         anchor, class_id, cand_scores = anchor[best_first], class_id[best_first], cand_scores[best_first]
     cand_boxes = boxes[anchor]
     shifted = cand_boxes + (class_id.astype(np.float32) * ULTRALYTICS_CLASS_OFFSET)[:, None]
-    kept = greedy_per_class(
-        shifted, cand_scores, class_id, config.iou_threshold, suppress_at_equal=False, max_per_class=config.max_total
+    if len(cand_scores) == 0 or config.max_total <= 0:
+        return Detections(cand_boxes[:0], cand_scores[:0], class_id[:0])
+    # One greedy pass over every class at once, best first, as torchvision's over the shifted boxes (no
+    # IoU across classes): it stops at the max_total-th kept box, which is where the result ends.
+    kept = _greedy_ranked(
+        np.argsort(-cand_scores, kind="stable"), shifted, config.iou_threshold, above, config.max_total
     )
-    kept = kept[np.lexsort((kept, -cand_scores[kept]))][: max(config.max_total, 0)]
     return Detections(cand_boxes[kept], cand_scores[kept], class_id[kept])

@@ -142,3 +142,38 @@ def test_every_surface_takes_the_folder_where_it_takes_a_hef(tmp_path, shared_fi
     assert out.startswith(f"Ultralytics export: {folder}") and "check export_metadata: ok" in out
     result = pytester.runpytest_subprocess("--hef", str(folder), "-rA")
     result.stdout.fnmatch_lines(["*PASSED*test_hef_static[[]export_metadata[]]*"])
+
+
+def test_an_end2end_flag_that_is_not_the_onnx_head_fails_export_metadata(tmp_path, nms_hef):
+    """metadata.yaml's end2end is the exported model's: true only for YOLO26's one-to-one head."""
+    from harness.core.head_family import HeadFamily
+    from harness.verdict.hef_checks import ModelFacts
+
+    def with_model(folder: Path, family: HeadFamily) -> dict:
+        hef = hef_in(folder)
+        facts = ModelFacts("m.onnx", (640, 640), 3, 3, 64, ((80, 80), (40, 40), (20, 20)), family)
+        context = CheckContext(read_hef(hef, tolerant=True), export=export_of(hef), model=facts)
+        return {r.name: r for r in run_checks(context)}
+
+    folder = make_export(tmp_path / "a", nms_hef, yolo_metadata(end2end=True), NMS_CONFIG)
+    result = with_model(folder, HeadFamily.YOLOV8)["export_metadata"]
+    assert (
+        result.passed is False
+        and "metadata.yaml end2end: found True, expected False (m.onnx carries the yolov8 head)" in result.message
+    )
+    folder = make_export(tmp_path / "b", nms_hef, yolo_metadata(), NMS_CONFIG)
+    assert with_model(folder, HeadFamily.YOLOV8)["export_metadata"].passed
+
+
+def test_the_facts_of_a_yolo26_export_name_its_head_family():
+    from harness.core.head_family import HeadFamily
+    from harness.inputs.demo import DEMO26_ONNX
+    from harness.verdict.hef_checks import facts_from_onnx
+
+    facts = facts_from_onnx(str(DEMO26_ONNX))
+    assert (facts.family, facts.box_channels, facts.classes, facts.grids) == (
+        HeadFamily.YOLO26_ONE2ONE,
+        4,
+        2,
+        ((32, 32), (16, 16), (8, 8)),
+    )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.core.checks import CheckResult
+from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
 from harness.inputs.hef.inspect import sigmoid
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
@@ -32,6 +33,7 @@ class ModelFacts:
     classes: int
     box_channels: int
     grids: tuple[tuple[int, int], ...]
+    family: HeadFamily = HeadFamily.YOLOV8
 
 
 @dataclass(frozen=True)
@@ -362,6 +364,11 @@ def check_export_metadata(ctx: CheckContext) -> CheckResult:
     for count, what in ((classes, "the HEF's NMS op"), (ctx.model.classes if ctx.model else None, "the ONNX")):
         if count is not None and len(export.names) != count:
             return CheckResult.failed(name, f"{file} names", list(export.names), f"{count} classes, as in {what}", fix)
+    # ultralytics: ultralytics/engine/exporter.py (export_hailo: end2end is the model's; YOLO26 heads, reg_max 1,
+    # compile without NMS, the one-to-one head being the end-to-end one)
+    if ctx.model is not None and export.end2end != (ctx.model.family is HeadFamily.YOLO26_ONE2ONE):
+        expected = f"{not export.end2end} ({ctx.model.source} carries the {ctx.model.family.value} head)"
+        return CheckResult.failed(name, f"{file} end2end", export.end2end, expected, fix)
     return CheckResult.ok(name, f"{file}: imgsz, hailo_arch, nms and {len(export.names)} class names match the HEF")
 
 
@@ -421,11 +428,12 @@ def run_checks(ctx: CheckContext) -> tuple[CheckResult, ...]:
 
 def facts_from_onnx(path: str) -> ModelFacts:
     """The input size, class count, box channels and grids of an Ultralytics export, by graph structure."""
-    from harness.inputs.onnx_graph import find_heads, load_model, model_input
+    from harness.inputs.onnx_graph import export_heads, load_model, model_input
 
     model = load_model(path)
     _, input_hw = model_input(model)
-    heads = find_heads(model)
+    found = export_heads(model)
+    heads = found.heads
     boxes = [h for h in heads if h.role == "box"]
     classes = [h for h in heads if h.role == "class"]
     channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
@@ -436,4 +444,5 @@ def facts_from_onnx(path: str) -> ModelFacts:
         classes=classes[0].channels,
         box_channels=boxes[0].channels,
         grids=tuple(h.grid for h in boxes),
+        family=found.family,
     )

@@ -177,3 +177,16 @@ def test_the_facts_of_a_yolo26_export_name_its_head_family():
         2,
         ((32, 32), (16, 16), (8, 8)),
     )
+
+
+def test_the_calibration_an_export_records_is_read_from_its_args_and_inspect_says_it(tmp_path, nms_hef, capsys):
+    from harness.cli import main as cli
+
+    args = {"data": "fire_smoke.yaml", "fraction": 0.5, "quantize": 8}
+    folder = make_export(tmp_path / "a", nms_hef, yolo_metadata(args=args), NMS_CONFIG)
+    assert read_export(folder).calibration == "data=fire_smoke.yaml fraction=0.5"
+    cli.main(["inspect", str(folder), "--tolerant"])
+    assert "    calibration: data=fire_smoke.yaml fraction=0.5" in capsys.readouterr().out
+    bare = make_export(tmp_path / "b", nms_hef, yolo_metadata(args={"data": "d.yaml", "fraction": 1.0}), NMS_CONFIG)
+    assert read_export(bare).calibration == "data=d.yaml"
+    assert read_export(make_export(tmp_path / "c", nms_hef, yolo_metadata(), NMS_CONFIG)).calibration is None

@@ -42,7 +42,8 @@ def _export_lines(described: dict[str, Any]) -> list[str]:
         f"Ultralytics export: {described['folder']}",
         f"    names: {', '.join(described['names'])}; imgsz {described['imgsz'][0]}x{described['imgsz'][1]}; "
         f"hailo_arch {described['hailo_arch']}; task {described['task']}; NMS compiled in: "
-        f"{'yes' if described['nms'] else 'no'}",
+        f"{'yes' if described['nms'] else 'no'}; end2end: {'yes' if described['end2end'] else 'no'}",
+        f"    calibration: {described['calibration'] or 'not recorded (no data= in its args)'}",
     ]
     config = described["nms_config"]
     if config is not None:

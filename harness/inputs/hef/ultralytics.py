@@ -65,6 +65,7 @@ class UltralyticsExport:
     end2end: bool
     task: str
     nms_config: NmsConfigFile | None
+    calibration: str | None = None  # the export's data= and fraction=, the images its calibration came from
 
 
 def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], file: Path, expected: str) -> Any:
@@ -167,7 +168,17 @@ def read_export(folder: Path) -> UltralyticsExport:
         end2end=bool(metadata.get("end2end", False)),
         task=str(metadata.get("task", "detect")),
         nms_config=_nms_config(config_file) if config_file.is_file() else None,
+        calibration=_calibration(metadata.get("args")),
     )
+
+
+def _calibration(args: object) -> str | None:
+    """``data=... fraction=...`` from the export's ``args`` (ultralytics: ultralytics/engine/exporter.py, the hailo
+    row of ``export_formats`` lists data and fraction; ``get_int8_calibration_dataloader`` reads them)."""
+    if not isinstance(args, dict) or not args.get("data"):
+        return None
+    fraction = args.get("fraction")
+    return f"data={args['data']}" + (f" fraction={fraction}" if fraction not in (None, 1, 1.0) else "")
 
 
 def hef_of(path: Path) -> Path:

@@ -22,9 +22,10 @@ from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, Qu
 from harness.decode.yolo import decode, decode_candidates
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import quantize
+from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
 from harness.inputs.preprocess import load_image, to_nchw_float
-from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath, onnx_class_names, prepare, runner_path
+from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath, prepare, runner_path
 from harness.verdict.metrics import agreement, cells_above_threshold
 
 MODEL = "yolo11n_coco80_320_int8.onnx"

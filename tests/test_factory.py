@@ -3,9 +3,12 @@ calibration images chosen by one rule and the class names settled before anythin
 
 import hashlib
 import inspect
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.conformance.suite import run_conformance
@@ -15,8 +18,9 @@ from harness.inputs.dataset import DatasetError, load_yolo
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_root, demo_split
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import DecoderPath, NmsBufferPath, OnnxPath, RawHeadsPath
-from harness.pipeline.factory import calibration_source, evaluate, open_path, prepare_run
-from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec
+from harness.pipeline.factory import calibration_source, evaluate, open_path, preflight, prepare_run
+from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec, SettingsSpec
+from harness.verdict.result import PathResult
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +96,59 @@ def test_a_split_with_a_coco_file_is_refused_naming_the_option(tmp_path):
     (tmp_path / "annotations.json").write_text("{}")
     with pytest.raises(HarnessError, match=r"--split test: a COCO annotations file holds one split"):
         load_dataset(tmp_path / "annotations.json", "test", tmp_path, tmp_path, lambda line: None)
+
+
+def _evaluate_both(data: Path, cache: Path) -> tuple[PathResult, PathResult]:
+    run = prepare_run(DEMO_ONNX, load_yolo(data), cache_dir=cache, progress=False, log=lambda _: None)
+    emulated = PathSpec(Backend.EMULATOR, calibration=str(data / "images" / "calib"), calibration_count=3)
+    return evaluate(REFERENCE, run), evaluate(emulated, run)
+
+
+def test_a_rerun_with_every_prediction_cached_opens_no_onnxruntime_session_and_gives_the_same_results(
+    data, tmp_path, monkeypatch
+):
+    import onnxruntime
+
+    opened: list[object] = []
+    session = onnxruntime.InferenceSession
+
+    def spy(*args, **kwargs):
+        opened.append(args[0])
+        return session(*args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", spy)
+    first = _evaluate_both(data, tmp_path / "cache")
+    assert len(opened) >= 2  # the spy sees the sessions the first run opens: the export's and the emulated HEF's
+    assert [r.provenance.from_cache for r in first] == [0, 0]
+    opened.clear()
+    again = _evaluate_both(data, tmp_path / "cache")
+    assert opened == []
+    assert [r.provenance.from_cache for r in again] == [3, 3]
+    for was, now in zip(first, again, strict=True):
+        assert now.metrics == was.metrics and now.image_ids == was.image_ids
+        for a, b in zip(was.predictions, now.predictions, strict=True):
+            assert np.array_equal(a.boxes, b.boxes) and np.array_equal(a.scores, b.scores)
+            assert np.array_equal(a.class_ids, b.class_ids)
+
+
+def test_a_rerun_with_every_prediction_cached_imports_neither_onnx_nor_onnxruntime(data, tmp_path):
+    preflight(JobConfig(dataset=data, cache_dir=tmp_path / "cache"))
+    _evaluate_both(data, tmp_path / "cache")
+    script = f"""
+import sys
+from pathlib import Path
+from harness.inputs.dataset import load_yolo
+from harness.inputs.demo import DEMO_ONNX
+from harness.pipeline.factory import evaluate, preflight, prepare_run
+from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec
+
+data, cache = Path({str(data)!r}), Path({str(tmp_path / "cache")!r})
+preflight(JobConfig(dataset=data, cache_dir=cache))
+run = prepare_run(DEMO_ONNX, load_yolo(data), cache_dir=cache, progress=False, log=lambda _: None)
+emulated = PathSpec(Backend.EMULATOR, calibration=str(data / "images" / "calib"), calibration_count=3)
+results = [evaluate(spec, run) for spec in (REFERENCE, emulated)]
+print([r.provenance.from_cache for r in results], sorted({{"onnx", "onnxruntime", "matplotlib"}} & set(sys.modules)))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[3, 3] []"

@@ -20,16 +20,15 @@ import difflib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import google.protobuf.message
 import numpy as np
-import onnx
-import onnx.utils
-from onnx import numpy_helper, shape_inference
 
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
+
+if TYPE_CHECKING:  # onnx is imported where a model is read or changed (its import alone takes half a second)
+    import onnx
 
 Role = Literal["box", "class"]
 
@@ -64,6 +63,8 @@ class _Graph:
 
     @classmethod
     def of(cls, model: onnx.ModelProto) -> _Graph:
+        from onnx import shape_inference
+
         inferred = shape_inference.infer_shapes(model)
         graph = inferred.graph
         values = [v for v in (*graph.input, *graph.value_info, *graph.output) if v.type.HasField("tensor_type")]
@@ -145,6 +146,9 @@ class _DecodeTail:
 
 def load_model(path: str | os.PathLike[str]) -> onnx.ModelProto:
     """Read an ONNX file; a missing or unparsable file raises :class:`GraphError` naming it."""
+    import google.protobuf.message
+    import onnx
+
     try:
         return onnx.load(os.fspath(path))
     except (OSError, google.protobuf.message.DecodeError) as error:
@@ -229,6 +233,8 @@ def _head(graph: _Graph, tail: _DecodeTail, tensor: str) -> HeadTensor:
     shape = graph.static_shape(tensor)
     if shape is None or len(shape) != 4 or shape[0] != 1:
         raise GraphError(f"head tensor {tensor!r}: shape {graph.shapes.get(tensor)}, expected [1, C, H, W]")
+    import onnx
+
     elem_type = graph.elem_types.get(tensor, onnx.TensorProto.UNDEFINED)
     if elem_type != onnx.TensorProto.FLOAT:
         raise GraphError(
@@ -391,6 +397,9 @@ def end_to_end(model: onnx.ModelProto) -> bool:
 
 
 def _extract(model: onnx.ModelProto, inputs: list[str], outputs: list[str], what: str) -> onnx.ModelProto:
+    import onnx.utils
+    from onnx import shape_inference
+
     part = onnx.utils.Extractor(shape_inference.infer_shapes(model)).extract_model(inputs, outputs)
     known = {i.name for i in part.graph.input} | {i.name for i in part.graph.initializer}
     known |= {out for node in part.graph.node for out in node.output}
@@ -429,6 +438,8 @@ def _only_consumer(consumers: dict[str, list[int]], nodes: list[onnx.NodeProto],
 def _initializer(initializers: dict[str, onnx.TensorProto], name: str, what: str, conv: onnx.NodeProto) -> np.ndarray:
     if name not in initializers:
         raise GraphError(f"decode tail: quantized conv {conv.name!r}: {what} {name!r} is not an initializer")
+    from onnx import numpy_helper
+
     return numpy_helper.to_array(initializers[name]).astype(np.float32)
 
 
@@ -442,6 +453,9 @@ def dequantize_decode_tail(model: onnx.ModelProto) -> onnx.ModelProto:
     ``(w_q - w_zero_point) * w_scale``; the rest of the graph is untouched. A model without such a
     chain is returned as it is (the same object).
     """
+    import onnx
+    from onnx import numpy_helper
+
     graph = _Graph.of(model)
     output = full_head_output(model)
     heads = _structural_heads(graph, _find_tail(graph, output))

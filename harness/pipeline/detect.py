@@ -16,24 +16,19 @@ back detections in ORIGINAL-image pixels (clipped to the image) with model class
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 
 from harness.backends.base import InputSpec, Runner
-from harness.backends.onnx.runner import FullHeadRunner
-from harness.conformance.suite import Decoder
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
-from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.environment import environment
+from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
@@ -43,9 +38,13 @@ from harness.decode.nms import above, nms_hailort, nms_ultralytics
 from harness.decode.yolo import classes_are_probabilities, pair_heads
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
-from harness.inputs.onnx_graph import end_to_end, load_model, model_input
+from harness.inputs.export_facts import ExportFacts, export_facts, file_sha256
 from harness.inputs.preprocess import letterbox, resize, to_nchw_float
 from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_above_threshold
+
+if TYPE_CHECKING:
+    from harness.backends.onnx.runner import FullHeadRunner
+    from harness.conformance.suite import Decoder
 
 _NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 
@@ -84,36 +83,6 @@ class DetectionPath(Protocol):
     def detect(self, image: np.ndarray) -> FrameResult: ...
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file's bytes; an unreadable file raises a :class:`HarnessError` naming it."""
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as error:
-        raise HarnessError(f"model {os.fspath(path)!r}: cannot be read ({error.strerror or error})") from error
-    return digest.hexdigest()
-
-
-def onnx_class_names(model: onnx.ModelProto, source: str = "ONNX model") -> tuple[str, ...] | None:
-    """Class names from an Ultralytics export's metadata ``names`` (a Python dict literal
-    ``{0: 'person', ...}``, ultralytics: ultralytics/engine/exporter.py, read back with
-    ``ast.literal_eval`` in ultralytics/nn/backends/base.py); None when the model has no such entry."""
-    raw = next((p.value for p in model.metadata_props if p.key == "names"), None)
-    if raw is None:
-        return None
-    try:
-        names = ast.literal_eval(raw)
-    except (ValueError, SyntaxError) as error:
-        raise GraphError(f"{source}: metadata 'names' {raw[:80]!r} is not a literal ({error})") from error
-    if isinstance(names, dict) and sorted(names) == list(range(len(names))):
-        names = [names[i] for i in range(len(names))]
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise GraphError(f"{source}: metadata 'names' {raw[:80]!r}, expected {{0: 'name', 1: ...}} or a list")
-    return tuple(names)
-
-
 def prepare(image: np.ndarray, settings: EvalSettings) -> tuple[np.ndarray, Letterbox]:
     """uint8 ``(H, W, 3)`` -> the uint8 model-input image and where the original sits in it."""
     if settings.preprocess is Preprocess.RESIZE:
@@ -129,13 +98,15 @@ class OnnxPath:
     """The reference path: a full Ultralytics ONNX export run by onnxruntime, NMS by the harness
     (``settings.nms_mode``) over the model's decoded head output, or an end-to-end export's own rows
     kept above the score threshold (ultralytics: ultralytics/utils/nms.py keeps an end-to-end
-    prediction whose score is above ``conf``). ``model_names`` default to the export's metadata."""
+    prediction whose score is above ``conf``). ``model_names`` default to the export's metadata.
+    ``facts``: the export's (:func:`~harness.inputs.export_facts.export_facts`), read from the model
+    where not given. The onnxruntime session opens on the first frame inferred: a path whose every
+    prediction is cached loads no model."""
 
     name = ONNX
     emulated = False
     variant = ""
     fps = None
-    runtime = f"onnxruntime {ort.__version__} on the CPU"
     score_ceiling: float | None = None  # float scores: no cap
 
     def __init__(
@@ -144,21 +115,37 @@ class OnnxPath:
         settings: EvalSettings,
         model_names: Sequence[str] | None = None,
         threads: int | None = None,
+        facts: ExportFacts | None = None,
     ) -> None:
         self.model_file = Path(onnx_path)
-        model = load_model(self.model_file)
-        self._input_name, input_hw = model_input(model)
+        facts = facts or export_facts(self.model_file)
+        input_hw = facts.input_hw
         if tuple(settings.input_hw) != input_hw:
             raise HarnessError(
                 f"{self.model_file}: settings input_hw {tuple(settings.input_hw)}, expected the model input {input_hw}"
             )
-        self.model_sha256 = file_sha256(self.model_file)
+        self.model_sha256 = facts.sha256
         self.settings = settings
         self.input_hw = input_hw
-        self.model_names = _names(model_names) or onnx_class_names(model, str(self.model_file))
+        self.model_names = _names(model_names) or facts.names
+        self.runtime = f"onnxruntime {dict(environment())['onnxruntime']} on the CPU"
+        self._input_name = facts.input_name
         self._config = settings.decode_config(classes_are_probabilities=True)
-        self._end_to_end = end_to_end(model)
-        self._runner = FullHeadRunner(model, threads)
+        self._end_to_end = facts.end_to_end
+        self._threads = threads
+        self._session: FullHeadRunner | None = None
+        self._closed = False
+
+    @property
+    def _runner(self) -> FullHeadRunner:
+        """The export's onnxruntime session, opened on first use."""
+        if self._closed:
+            raise RuntimeError(f"{self.model_file}: onnxruntime session used after close")
+        if self._session is None:
+            from harness.backends.onnx.runner import FullHeadRunner
+
+            self._session = FullHeadRunner(self.model_file, self._threads)
+        return self._session
 
     def detect(self, image: np.ndarray) -> FrameResult:
         canvas, geometry = prepare(image, self.settings)
@@ -172,7 +159,9 @@ class OnnxPath:
         return FrameResult(unletterbox(_NMS[self.settings.nms_mode](boxes, scores, self._config), geometry))
 
     def close(self) -> None:
-        self._runner.close()
+        self._closed = True
+        if self._session is not None:
+            self._session.close()
 
     def __enter__(self) -> OnnxPath:
         return self

@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.backends.base import Runner
-from harness.backends.dfc import HarRunner, calibration_shortfall, check_compiled_thresholds, compiled_nms_thresholds
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, EmulatorRunner, build_emulated_hef, check_export
-from harness.backends.hailort import HailoRTRunner
-from harness.backends.onnx.runner import FloatHeadsRunner
+from harness.backends.emulator.build import export_check
 from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError, read_recording
 from harness.core import defaults
 from harness.core.errors import HarnessError, HefError
@@ -33,9 +31,9 @@ from harness.core.specs import OutputSpec
 from harness.inputs.calibration import CalibrationSource
 from harness.inputs.dataset import Dataset, class_map, load_coco, load_images, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
-from harness.inputs.onnx_graph import export_heads, load_model, model_input
+from harness.inputs.export_facts import ExportFacts, export_facts, record_passed
 from harness.pipeline.cache import PredictionCache
-from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_sha256, onnx_class_names, runner_path
+from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_sha256, runner_path
 from harness.pipeline.evaluate import evaluate_path
 from harness.pipeline.spec import (
     REFERENCE,
@@ -56,7 +54,8 @@ if TYPE_CHECKING:
 class RunContext:
     """What every path of one run shares: the model's export (its class names, input size and head
     family), the dataset, the settings completed for both, the prediction cache (None: infer
-    everything) and the cache folder, and where progress lines go."""
+    everything) and the cache folder, and where progress lines go. ``facts``: the export's, as the
+    paths need them before inferring (read from the model where None)."""
 
     onnx: Path
     dataset: Dataset
@@ -68,6 +67,7 @@ class RunContext:
     thresholds: str  # where the settings' thresholds come from, in words
     progress: bool | None = None
     log: Callable[[str], None] = print
+    facts: ExportFacts | None = None
 
     @property
     def is_demo(self) -> bool:
@@ -128,9 +128,8 @@ def prepare_run(
     object, is refused."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
-    model = load_model(onnx)
-    _, input_hw = model_input(model)
-    names = onnx_class_names(model, str(onnx))
+    facts = export_facts(onnx, cache_dir)  # kept in the cache folder: a rerun loads no model
+    input_hw, names = facts.input_hw, facts.names
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
     if not dataset.labelled:  # images without labels: their classes are the model's
@@ -144,8 +143,16 @@ def prepare_run(
     note = thresholds_note(settings, resolved, compiled)
     if compiled is not None:
         log(f"thresholds: {note}")
-    family = export_heads(model).family
-    return RunContext(onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log)
+    family = facts.family or _heads_refused(onnx)
+    return RunContext(onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log, facts=facts)
+
+
+def _heads_refused(onnx: Path) -> HeadFamily:
+    """The error :func:`~harness.inputs.onnx_graph.export_heads` names for an export whose heads its
+    facts say were not found."""
+    from harness.inputs.onnx_graph import export_heads, load_model
+
+    return export_heads(load_model(onnx)).family  # raises: its facts were read by the same code
 
 
 def compiled_thresholds(spec: PathSpec, log: Callable[[str], None] = print) -> CompiledThresholds | None:
@@ -166,6 +173,8 @@ def compiled_thresholds(spec: PathSpec, log: Callable[[str], None] = print) -> C
             return None
         return CompiledThresholds(nms.score_threshold, nms.iou_threshold, f"NMS op compiled into {spec.hef}")
     if spec.backend is Backend.DFC and spec.har is not None:
+        from harness.backends.dfc import compiled_nms_thresholds  # each backend imported where it is used
+
         found = compiled_nms_thresholds(spec.har)
         return CompiledThresholds(*found, f"NMS config beside {spec.har}") if found else None
     if spec.backend is Backend.REPLAY and spec.replay is not None:
@@ -205,6 +214,8 @@ def calibration_note(spec: PathSpec, run: RunContext) -> str:
             )
             where = f"the demo set's {named} frames" if named else "the folder"
             note = f"{count} images of {where} `{source}` (the emulator's quantization ranges)"
+        from harness.backends.dfc import calibration_shortfall
+
         shortfall = calibration_shortfall(count)
         return f"{note}; a HEF compiled from them: {shortfall}" if shortfall else note
     if spec.backend is Backend.DFC:
@@ -228,7 +239,10 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         iou_threshold=run.settings.iou_threshold,
         max_proposals_per_class=run.settings.max_per_class,
     )
-    return build_emulated_hef(run.onnx, source, options, run.cache_dir / "emulator", progress=run.log)
+    sha256 = run.facts.sha256 if run.facts is not None else None
+    return build_emulated_hef(
+        run.onnx, source, options, run.cache_dir / "emulator", progress=run.log, onnx_sha256=sha256
+    )
 
 
 def preflight(config: JobConfig) -> None:
@@ -238,7 +252,12 @@ def preflight(config: JobConfig) -> None:
         spec.validate()
         spec.check_files()
     if config.hailo.backend is Backend.EMULATOR:
-        check_export(config.onnx, EmulatorOptions(sigmoid_inside=config.hailo.sigmoid_inside))
+        options = EmulatorOptions(sigmoid_inside=config.hailo.sigmoid_inside)
+        facts = export_facts(config.onnx, config.cache_dir)  # the export checked once per content
+        passed = export_check(options)
+        if passed not in facts.passed:
+            check_export(config.onnx, options)
+            record_passed(facts, passed, config.cache_dir)
 
 
 def check(spec: PathSpec, settings: EvalSettings) -> None:
@@ -247,6 +266,8 @@ def check(spec: PathSpec, settings: EvalSettings) -> None:
     spec.validate()
     spec.check_files()
     if spec.backend is Backend.DFC and spec.har is not None:
+        from harness.backends.dfc import check_compiled_thresholds
+
         check_compiled_thresholds(spec.har, settings.score_threshold, settings.iou_threshold)
 
 
@@ -267,7 +288,7 @@ def open_path(spec: PathSpec, run: RunContext, settings: EvalSettings | None = N
     settings = settings or run.settings
     if spec.backend is Backend.ONNX and spec.decoder is None:
         check(spec, settings)
-        with OnnxPath(run.onnx, settings, run.names) as path:
+        with OnnxPath(run.onnx, settings, run.names, facts=run.facts) as path:
             yield path
         return
     with open_runner(spec, run, settings) as opened:
@@ -292,6 +313,8 @@ def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None =
 
 def _open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> OpenRunner:
     if spec.backend is Backend.ONNX:
+        from harness.backends.onnx.runner import FloatHeadsRunner  # onnx and onnxruntime: where they run
+
         return OpenRunner(stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads")
     if spec.backend is Backend.EMULATOR:
         hef = emulated_hef(spec, run)
@@ -300,6 +323,8 @@ def _open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings, stack:
     if spec.backend is Backend.HAILORT:
         assert spec.hef is not None
         devices = spec.hailo_devices or None
+        from harness.backends.hailort import HailoRTRunner
+
         device = stack.enter_context(HailoRTRunner(spec.hef, format_type=spec.hailo_format, device_ids=devices))
         run.log(f"Hailo path: {device.label}")
         # the two formats dequantize in different places: cached apart
@@ -311,6 +336,8 @@ def _open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings, stack:
         run.log(f"Hailo path: {replay.label}")
         return OpenRunner(replay, spec.replay, "")
     assert spec.har is not None
+    from harness.backends.dfc import HarRunner
+
     har = stack.enter_context(HarRunner(spec.har, spec.stage, settings.input_hw))
     run.log(f"stage {spec.stage.value}: {har.label}")
     return OpenRunner(har, spec.har, "")

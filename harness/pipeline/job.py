@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.backends.emulator.localisation import layer_sqnr, worst_layers
 from harness.core.errors import HarnessError
 from harness.core.path_names import EMULATED_HAILO
 from harness.pipeline.factory import (
@@ -29,7 +28,6 @@ from harness.pipeline.factory import (
     prepare_run,
 )
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, golden_roots, planned_gates
-from harness.report import report_files, write_reports
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
     GateResult,
@@ -91,6 +89,8 @@ def _baseline_gates(
         file = files[result.path]
         is_hailo = result is hailo
         if not file.exists():
+            from harness.report import report_files
+
             message = missing_golden_message(file, config.invocation, report_files(config.report_dir)["html"])
             gates.extend(missing_golden_gates(result, message, kinds))
             if is_hailo:
@@ -147,11 +147,15 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     layers: list[dict[str, object]] = []
     if config.hailo.backend is Backend.EMULATOR and not all(g.passed for g in gates if g.id.path == EMULATED_HAILO):
         # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
+        from harness.backends.emulator.localisation import layer_sqnr, worst_layers  # onnx: only here
+
         frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
         log(f"localisation: per-tensor SQNR of the emulated HEF against the float graph on {len(frames)} images")
         layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
     calibration = calibration_note(config.hailo, run)
     log(f"reports: writing {config.report_dir}")
+    from harness.report import write_reports  # the report writers (and matplotlib): once the paths have run
+
     reports = write_reports(config.report_dir, results, gates, run.dataset, layers, calibration, files, run.thresholds)
     return JobResult(results, tuple(gates), reports, changes)
 

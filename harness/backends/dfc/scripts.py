@@ -25,15 +25,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import onnx
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily
 from harness.inputs.onnx_graph import ExportHeads, HeadTensor, export_heads, find_yolo26_heads, model_input
+
+if TYPE_CHECKING:
+    import onnx
 
 PLACEHOLDER_PREFIX = "UNRESOLVED_"
 

@@ -2,7 +2,8 @@
 
 The cache key is the sha256 of the ONNX bytes, the calibration images' bytes (in use order), the
 settings that change quantization and the onnxruntime version; the quantized model is stored as
-``<cache dir>/<key>.onnx`` and reused while all of those stay the same.
+``<cache dir>/<key>.onnx`` and reused while all of those stay the same, what a run needs of it
+beside it as ``<key>.json`` (:mod:`harness.backends.emulator.facts`): a rerun loads no model.
 """
 
 from __future__ import annotations
@@ -15,24 +16,26 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import google.protobuf.message
 import numpy as np
-import onnx
-import onnxruntime
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.calibration import CalibrationFrames
-from harness.backends.emulator.graph import hef_graph
+from harness.backends.emulator.facts import facts_of, read_facts, write_facts
 from harness.backends.emulator.options import EmulatorOptions
-from harness.backends.emulator.outputs import head_family, head_roles, head_specs, host_spec, input_spec, nms_spec
-from harness.backends.emulator.quantize import quantize
+from harness.backends.emulator.outputs import head_family, head_roles, host_spec, nms_spec
 from harness.core import defaults
+from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import OutputSpec, QuantInfo
 from harness.inputs.calibration import CalibrationSource, calibration_paths, images_digest
-from harness.inputs.onnx_graph import load_model
+
+if TYPE_CHECKING:  # onnx and onnxruntime are imported where a model is read or quantized (onnx alone: 0.5 s)
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader
+
+    from harness.backends.emulator.graph import HefGraph
 
 DEFAULT_CACHE_DIR = defaults.CACHE_DIR / "emulator"
 _CACHE_FORMAT = "hailo-harness emulated HEF 2"
@@ -95,12 +98,12 @@ class EmulatedHef:
         )
 
 
-def _cache_key(onnx_bytes: bytes, images: str, options: EmulatorOptions) -> str:
+def _cache_key(onnx_sha256: str, images: str, options: EmulatorOptions) -> str:
     digest = hashlib.sha256()
     for part in (
         _CACHE_FORMAT,
-        onnxruntime.__version__,
-        hashlib.sha256(onnx_bytes).hexdigest(),
+        dict(environment())["onnxruntime"],
+        onnx_sha256,
         images,
         json.dumps(options.quantization_settings(), sort_keys=True),
     ):
@@ -117,6 +120,9 @@ def _content_hash(key: str, options: EmulatorOptions) -> str:
 def _load_cached(path: Path) -> onnx.ModelProto | None:
     if not path.is_file():
         return None
+    import google.protobuf.message
+    import onnx
+
     try:
         model = onnx.load(os.fspath(path))
         head_roles(model)
@@ -129,6 +135,8 @@ def _load_cached(path: Path) -> onnx.ModelProto | None:
 
 def _store(model: onnx.ModelProto, path: Path) -> None:
     """Write ``path`` whole or not at all (a concurrent reader never sees half a model)."""
+    import onnx
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
@@ -147,9 +155,20 @@ def _check_nms(family: HeadFamily, options: EmulatorOptions, source: str | os.Pa
         )
 
 
+def export_check(options: EmulatorOptions) -> str:
+    """What :func:`check_export` checks of an export under ``options``, named for a record that an
+    export passed it: the code that checks and the options it reads."""
+    code = code_digest("backends/emulator/build.py", "backends/emulator/graph.py", "inputs/onnx_graph.py")
+    read = f"end_nodes={list(options.end_nodes or ())} sigmoid_inside={options.sigmoid_inside} nms={options.nms}"
+    return f"emulator export check {code[:16]}: {read}"
+
+
 def check_export(onnx_path: str | os.PathLike[str], options: EmulatorOptions | None = None) -> None:
     """Refuse, before any work, an export the emulator cannot build a HEF from (quantized ops, heads
     not found, an input that is not RGB): the checks :func:`build_emulated_hef` starts with."""
+    from harness.backends.emulator.graph import hef_graph
+    from harness.inputs.onnx_graph import load_model
+
     options = options or EmulatorOptions()
     graph = hef_graph(load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside)
     _check_nms(graph.family, options, onnx_path)
@@ -161,52 +180,82 @@ def build_emulated_hef(
     options: EmulatorOptions | None = None,
     cache_dir: str | os.PathLike[str] = DEFAULT_CACHE_DIR,
     progress: Callable[[str], None] | None = None,
+    onnx_sha256: str | None = None,
 ) -> EmulatedHef:
     """Cut a float Ultralytics ONNX at its heads, give it a HEF's uint8 NHWC input, quantize it on the
     first ``options.calibration_count`` calibration images (a folder or a list of paths), or reuse
-    the cached result; ``progress`` is told before the quantization starts."""
+    the cached result; ``progress`` is told before the quantization starts. ``onnx_sha256``: the
+    export's, where the caller has it (else read here)."""
     options = options or EmulatorOptions()
     source = Path(onnx_path)
-    try:
-        onnx_bytes = source.read_bytes()
-    except OSError as error:
-        raise GraphError(f"ONNX model {os.fspath(source)!r}: cannot be read ({error})") from error
+    if onnx_sha256 is None:
+        try:
+            onnx_sha256 = hashlib.sha256(source.read_bytes()).hexdigest()
+        except OSError as error:
+            raise GraphError(f"ONNX model {os.fspath(source)!r}: cannot be read ({error})") from error
     paths = calibration_paths(calibration_images, options.calibration_count)
-    key = _cache_key(onnx_bytes, images_digest(paths), options)
+    key = _cache_key(onnx_sha256, images_digest(paths), options)
     cached = Path(cache_dir) / f"{key}.onnx"
-    model = _load_cached(cached)
-    if model is None:
-        if progress is not None:
-            progress(
-                f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)"
-            )
-        graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
-        _check_nms(graph.family, options, source)
-        start = time.perf_counter()
-        model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)
-        _store(model, cached)
-        log.info(
-            "emulated HEF of %s: quantized in %.1f s (%s calibration on %d images), cached as %s",
-            source.name,
-            time.perf_counter() - start,
-            options.calibration_method.value,
-            len(paths),
-            cached,
-        )
+    kept = cached.with_suffix(".json")
+    facts = read_facts(kept, key, cached)
+    if facts is None:
+        facts = facts_of(_quantized(source, paths, options, cached, progress))
+        write_facts(kept, facts, key, cached)
     else:
-        log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
-    heads = head_specs(model)
-    roles = head_roles(model)
-    family = head_family(model)
-    _check_nms(family, options, source)
+        log.info(
+            "emulated HEF of %s: quantized model reused from the cache, %s (facts from %s)", source.name, cached, kept
+        )
+    _check_nms(facts.family, options, source)
     return EmulatedHef(
         source=source,
         quantized_model=cached,
-        input=input_spec(model),
-        heads=heads,
-        family=family,
-        classes=next(h.channels for h in heads if roles[h.name] == "class"),
+        input=facts.input,
+        heads=facts.heads,
+        family=facts.family,
+        classes=facts.classes,
         options=options,
         calibration_images=paths,
         content_hash=_content_hash(key, options),
     )
+
+
+def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOptions) -> onnx.ModelProto:
+    """:func:`harness.backends.emulator.quantize.quantize`, imported with onnxruntime's quantization
+    tools when a model is quantized, not when a cached one is described."""
+    from harness.backends.emulator import quantize as quantization
+
+    return quantization.quantize(graph, frames, options)
+
+
+def _quantized(
+    source: Path,
+    paths: tuple[Path, ...],
+    options: EmulatorOptions,
+    cached: Path,
+    progress: Callable[[str], None] | None,
+) -> onnx.ModelProto:
+    """The quantized model cached as ``cached``, or quantized now and cached there."""
+    model = _load_cached(cached)
+    if model is not None:
+        log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
+        return model
+    from harness.backends.emulator.calibration import CalibrationFrames
+    from harness.backends.emulator.graph import hef_graph
+    from harness.inputs.onnx_graph import load_model
+
+    if progress is not None:
+        progress(f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)")
+    graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
+    _check_nms(graph.family, options, source)
+    start = time.perf_counter()
+    model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)
+    _store(model, cached)
+    log.info(
+        "emulated HEF of %s: quantized in %.1f s (%s calibration on %d images), cached as %s",
+        source.name,
+        time.perf_counter() - start,
+        options.calibration_method.value,
+        len(paths),
+        cached,
+    )
+    return model

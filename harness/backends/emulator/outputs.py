@@ -15,17 +15,18 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.quantize import HEAD_FAMILY_KEY, HEAD_ROLES_KEY
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.formats.nms_buffer import BBOX_PARAMS
+
+if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not by the specs it describes
+    import onnx
 
 # The name HailoRT gives the YOLOv8 NMS op's output (network name prefix left out).
 NMS_OUTPUT = "yolov8_nms_postprocess"
@@ -46,6 +47,8 @@ def input_spec(model: onnx.ModelProto) -> InputSpec:
 
 def _quant_info(model: onnx.ModelProto, tensor: str) -> QuantInfo:
     """Quant info of the head ``tensor``, from the ``QuantizeLinear`` writing it (per tensor)."""
+    from onnx import numpy_helper
+
     node = next((n for n in model.graph.node if tensor in n.output), None)
     if node is None or node.op_type != "QuantizeLinear" or len(node.input) < 3:
         raise GraphError(
@@ -64,6 +67,8 @@ def _quant_info(model: onnx.ModelProto, tensor: str) -> QuantInfo:
 
 def head_roles(model: onnx.ModelProto) -> dict[str, str]:
     """``{head tensor: "box" | "class"}`` in head order (stride ascending, box first), as the emulator recorded it."""
+    from harness.backends.emulator.quantize import HEAD_ROLES_KEY
+
     meta = {p.key: p.value for p in model.metadata_props}
     if HEAD_ROLES_KEY not in meta:
         raise GraphError(f"emulated HEF model: metadata {HEAD_ROLES_KEY!r} missing: not a model the emulator built")
@@ -73,6 +78,8 @@ def head_roles(model: onnx.ModelProto) -> dict[str, str]:
 
 def head_family(model: onnx.ModelProto) -> HeadFamily:
     """The head family the emulator recorded for the model's heads."""
+    from harness.backends.emulator.quantize import HEAD_FAMILY_KEY
+
     meta = {p.key: p.value for p in model.metadata_props}
     try:
         return HeadFamily(meta[HEAD_FAMILY_KEY])

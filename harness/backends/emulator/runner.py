@@ -10,9 +10,9 @@ import logging
 import os
 from collections.abc import Mapping
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnxruntime as ort
 
 from harness.backends.base import InputSpec
 from harness.backends.emulator.build import EmulatedHef
@@ -22,6 +22,9 @@ from harness.core.specs import FormatType, OutputSpec
 from harness.decode.yolo import decode
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import dequantize
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +50,9 @@ class EmulatorRunner:
 
     def __init__(self, hef: EmulatedHef, threads: int | None = None) -> None:
         self.hef = hef
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        self._session: ort.InferenceSession | None = ort.InferenceSession(
-            os.fspath(hef.quantized_model), options, providers=["CPUExecutionProvider"]
-        )
+        self._threads = threads
+        self._opened: ort.InferenceSession | None = None  # on the first frame: a cached rerun opens none
+        self._closed = False
         self._heads = {h.name: h for h in hef.heads}
         self._output_specs = hef.output_specs
         self._nms = (
@@ -69,6 +68,23 @@ class EmulatorRunner:
             else None
         )
         log.info("%s: runner ready", self.label)
+
+    @property
+    def _session(self) -> ort.InferenceSession:
+        """The quantized model's onnxruntime session, opened on first use."""
+        if self._closed:
+            raise RuntimeError(f"{self.label}: runner used after close")
+        if self._opened is None:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            if self._threads is not None:
+                options.intra_op_num_threads = self._threads
+            self._opened = ort.InferenceSession(
+                os.fspath(self.hef.quantized_model), options, providers=["CPUExecutionProvider"]
+            )
+        return self._opened
 
     @property
     def label(self) -> str:
@@ -101,8 +117,6 @@ class EmulatorRunner:
 
     def raw_heads(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One frame's raw head outputs as the device writes them: uint8 ``(H, W, C)``."""
-        if self._session is None:
-            raise RuntimeError(f"{self.label}: runner used after close")
         frame = self._frame(feed)
         names = list(self._heads)
         maps = self._session.run(names, {self.hef.input.name: frame})
@@ -118,7 +132,8 @@ class EmulatorRunner:
         return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}
 
     def close(self) -> None:
-        self._session = None
+        self._closed = True
+        self._opened = None
 
     def __enter__(self) -> EmulatorRunner:
         return self

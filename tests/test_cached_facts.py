@@ -1,0 +1,202 @@
+"""What a rerun reads instead of its models: an export's facts and a cached emulated HEF's, kept in
+JSON sidecars keyed by content. A sidecar that is corrupt, of another format, of another export or
+of another quantized model is logged and read from the model again, never trusted."""
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import onnx
+import pytest
+
+from harness.backends.emulator import EmulatedHef, EmulatorOptions, build_emulated_hef
+from harness.backends.emulator import build as emulator_build
+from harness.core.errors import GraphError
+from harness.core.head_family import HeadFamily
+from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, demo_split
+from harness.inputs.export_facts import export_facts, facts_of, file_sha256, record_passed, sidecar_path
+from harness.inputs.onnx_graph import load_model
+from harness.pipeline import factory
+from harness.pipeline.spec import Backend, JobConfig, PathSpec
+
+DEMO26_ONNX = DEMO_ONNX.with_name("fire_smoke_yolo26n_256.onnx")
+
+# Each way an export's sidecar is not this run's: a field and a value it cannot hold.
+STALE_EXPORT = {
+    "format": 999,
+    "sha256": "0" * 64,
+    "code": "an older reader",
+    "input_hw": [256],
+    "names": "fire",
+    "family": "yolo99",
+    "end_to_end": "no",
+    "passed": None,
+}
+
+
+def _model_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading an ONNX model from here on fails the test: the facts must come from the sidecar."""
+
+    def refuse(path: object) -> None:
+        raise AssertionError(f"model {path} read although its facts are kept")
+
+    monkeypatch.setattr("harness.inputs.onnx_graph.load_model", refuse)
+
+
+@pytest.fixture(scope="module")
+def headless(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo export without the class sigmoid of its decode tail: its heads cannot be found."""
+    model = load_model(DEMO_ONNX)
+    nodes = [n for n in model.graph.node if n.op_type != "Sigmoid"]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    file = tmp_path_factory.mktemp("headless") / "headless.onnx"
+    onnx.save(model, file)
+    return file
+
+
+@pytest.mark.parametrize("export", [DEMO_ONNX, DEMO26_ONNX], ids=["yolo11n", "yolo26n"])
+def test_a_rerun_takes_an_exports_facts_from_its_sidecar_and_they_are_the_models(
+    export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = export_facts(export, tmp_path)
+    assert first == facts_of(load_model(export), file_sha256(export), str(export))
+    assert first.input_name == "images" and first.input_hw == (256, 256) and first.names == ("fire", "smoke")
+    assert first.family is (HeadFamily.YOLOV8 if export == DEMO_ONNX else HeadFamily.YOLO26_ONE2ONE)
+    assert first.end_to_end is (export == DEMO26_ONNX)
+    assert sidecar_path(tmp_path, first.sha256).is_file()
+    _model_unread(monkeypatch)
+    assert export_facts(export, tmp_path) == first
+
+
+@pytest.mark.parametrize("change", [*STALE_EXPORT, "not json", "not an object"])
+def test_a_corrupt_or_stale_export_sidecar_is_logged_and_rebuilt_from_the_model(
+    change: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = export_facts(DEMO_ONNX, tmp_path)
+    file = sidecar_path(tmp_path, good.sha256)
+    data = json.loads(file.read_text())
+    if change == "not json":
+        file.write_text('{"format": 1, "sha2')
+    elif change == "not an object":
+        file.write_text("[]")
+    else:
+        file.write_text(json.dumps(data | {change: STALE_EXPORT[change]}))
+    with caplog.at_level(logging.WARNING, logger="harness.inputs.export_facts"):
+        assert export_facts(DEMO_ONNX, tmp_path) == good
+    assert f"export facts {file} not used" in caplog.text
+    if change in STALE_EXPORT:
+        assert f"field {change!r}" in caplog.text
+    assert json.loads(file.read_text()) == data  # rebuilt whole
+
+
+def test_a_sidecar_is_keyed_by_the_exports_content_not_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "renamed.onnx"
+    shutil.copyfile(DEMO_ONNX, copy)
+    facts = export_facts(DEMO_ONNX, tmp_path / "cache")
+    _model_unread(monkeypatch)
+    assert export_facts(copy, tmp_path / "cache") == facts
+
+
+def test_an_export_whose_heads_are_not_found_keeps_no_sidecar_and_every_run_says_why(
+    headless: Path, tmp_path: Path
+) -> None:
+    facts = export_facts(headless, tmp_path)
+    assert facts.family is None and facts.input_hw == (256, 256)
+    assert record_passed(facts, "a check", tmp_path).passed == ("a check",)
+    assert not sidecar_path(tmp_path, facts.sha256).exists()
+    for _ in range(2):
+        with pytest.raises(GraphError, match="expected exactly one class Sigmoid"):
+            factory.preflight(JobConfig(onnx=headless, cache_dir=tmp_path))
+
+
+def test_preflight_checks_an_export_for_the_emulator_once_per_content_and_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[Path] = []
+    check_export = factory.check_export
+
+    def spy(export: Path, options: EmulatorOptions) -> None:
+        checked.append(export)
+        check_export(export, options)
+
+    monkeypatch.setattr(factory, "check_export", spy)
+    config = JobConfig(cache_dir=tmp_path)
+    factory.preflight(config)
+    factory.preflight(config)
+    assert checked == [config.onnx]
+    facts = export_facts(config.onnx, tmp_path)
+    assert facts.passed == (emulator_build.export_check(EmulatorOptions(sigmoid_inside=True)),)
+    factory.preflight(JobConfig(cache_dir=tmp_path, hailo=PathSpec(Backend.EMULATOR, sigmoid_inside=False)))
+    assert checked == [config.onnx] * 2  # other options: another check
+    sidecar_path(tmp_path, facts.sha256).write_text("{")
+    factory.preflight(config)
+    assert checked == [config.onnx] * 3  # the record lost with its sidecar: checked again
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return sorted(demo_split(tmp_path_factory.mktemp("demo"), IN_DOMAIN).iterdir())[:4]
+
+
+def _build(calibration: list[Path], cache: Path) -> EmulatedHef:
+    options = EmulatorOptions(calibration_count=4, sigmoid_inside=True, nms=True)
+    return build_emulated_hef(DEMO_ONNX, calibration, options, cache)
+
+
+def test_a_cached_emulated_hef_is_described_from_its_sidecar_as_from_its_model(
+    calibration: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _build(calibration, tmp_path)
+    assert first.quantized_model.with_suffix(".json").is_file()
+
+    def unread(path: Path) -> None:
+        raise AssertionError(f"quantized model {path} loaded although its facts are kept")
+
+    monkeypatch.setattr(emulator_build, "_load_cached", unread)
+    again = _build(calibration, tmp_path)
+    assert again == first
+    assert again.output_specs == first.output_specs and again.score_ceiling == first.score_ceiling
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["not json", "format", "key", "model_sha256", "heads", "quant", "order", "family", "classes", "model rewritten"],
+)
+def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
+    change: str, calibration: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = _build(calibration, tmp_path)
+    kept = first.quantized_model.with_suffix(".json")
+    data = json.loads(kept.read_text())
+    head, rest = data["heads"][0], data["heads"][1:]
+    changed = {
+        "format": {"format": 0},
+        "key": {"key": "another"},
+        "model_sha256": {"model_sha256": "0" * 64},
+        "heads": {"heads": []},
+        "quant": {"heads": [head | {"quant": [[1.0, "0.1", 0.0, 1.0]]}, *rest]},
+        "order": {"heads": [head | {"order": "NCHWX"}, *rest]},
+        "family": {"family": "yolo99"},
+        "classes": {"classes": 0},
+    }
+    if change == "not json":
+        kept.write_text("{")
+    elif change == "model rewritten":  # the quantized model replaced by other bytes: its facts are read again
+        model = onnx.load(first.quantized_model)
+        model.doc_string = "written again"
+        onnx.save(model, first.quantized_model)
+    else:
+        kept.write_text(json.dumps(data | changed[change]))
+    with caplog.at_level(logging.WARNING, logger="harness.backends.emulator.facts"):
+        again = _build(calibration, tmp_path)
+    assert f"emulated HEF facts {kept} not used" in caplog.text
+    assert again == first
+    rebuilt = json.loads(kept.read_text())
+    assert {k: v for k, v in rebuilt.items() if k != "model_sha256"} == {
+        k: v for k, v in data.items() if k != "model_sha256"
+    }
+    assert rebuilt["model_sha256"] == file_sha256(first.quantized_model)

@@ -101,6 +101,17 @@ def test_a_sidecar_is_keyed_by_the_exports_content_not_its_name(
     assert export_facts(copy, tmp_path / "cache") == facts
 
 
+def test_a_cache_folder_that_cannot_be_written_keeps_no_facts_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "a file"
+    blocked.write_text("")  # the cache folder's place taken by a file: nothing can be written below it
+    with caplog.at_level(logging.WARNING, logger="harness.inputs.export_facts"):
+        facts = export_facts(DEMO_ONNX, blocked)
+    assert facts == export_facts(DEMO_ONNX) and "not kept" in caplog.text
+    assert blocked.read_text() == "" and list(tmp_path.iterdir()) == [blocked]
+
+
 def test_an_export_whose_heads_are_not_found_keeps_no_sidecar_and_every_run_says_why(
     headless: Path, tmp_path: Path
 ) -> None:

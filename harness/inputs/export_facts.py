@@ -140,14 +140,18 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
 
 
 def write_sidecar(path: Path, facts: ExportFacts) -> None:
-    """Write ``path`` whole or not at all (a concurrent reader never sees half of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``path`` whole or not at all (a concurrent reader never sees half of it); where it
+    cannot be written the run goes on (logged): the next one reads the model again."""
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(_json(facts), sort_keys=True))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.write_text(json.dumps(_json(facts), sort_keys=True))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as error:
+        log.warning("export facts %s not kept (%s): the next run reads them from the model again", path, error)
 
 
 def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:

@@ -79,13 +79,17 @@ def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
 
 
 def write_facts(path: Path, facts: HefFacts, key: str, model: Path) -> None:
-    """Keep ``facts`` of the quantized ``model`` (cache ``key``) in ``path``, whole or not at all."""
+    """Keep ``facts`` of the quantized ``model`` (cache ``key``) in ``path``, whole or not at all;
+    where it cannot be written the run goes on (logged): the next one reads the model again."""
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(_json(facts, key, _sha256(model)), sort_keys=True))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.write_text(json.dumps(_json(facts, key, _sha256(model)), sort_keys=True))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as error:
+        log.warning("emulated HEF facts %s not kept (%s): the next run reads them from the model again", path, error)
 
 
 def _shape(value: Any, field: str) -> tuple[int, ...]:

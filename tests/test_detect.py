@@ -311,3 +311,22 @@ def test_a_yolo26_raw_head_path_refuses_heads_of_another_family(model_path, cut)
 
     with pytest.raises(HarnessError, match="4 channels"):
         RawHeadsPath(HeadsAsHef(cut), SETTINGS, model_path, family=HeadFamily.YOLO26_ONE2ONE)
+
+
+def test_a_batch_gives_each_image_the_detections_it_gets_alone_on_every_path(model_path, cut, images):
+    heads = HeadsAsHef(cut)  # no infer_batch: the path feeds it frame by frame
+    with OnnxPath(model_path, SETTINGS, threads=1) as reference:
+        paths = [
+            reference,
+            RawHeadsPath(heads, SETTINGS, model_path),
+            NmsBufferPath(NmsOf(heads, FormatOrder.NMS_BY_CLASS, SETTINGS), SETTINGS, model_path),
+        ]
+        for path in paths:
+            batched = path.detect_batch(images)
+            alone = [path.detect(image) for image in images]
+            assert len(batched) == len(images) and sum(len(f.detections) for f in alone) > 10
+            for got, expected in zip(batched, alone, strict=True):
+                np.testing.assert_array_equal(got.detections.boxes, expected.detections.boxes)
+                np.testing.assert_array_equal(got.detections.scores, expected.detections.scores)
+                np.testing.assert_array_equal(got.detections.class_ids, expected.detections.class_ids)
+                assert got.cells == expected.cells

@@ -26,7 +26,7 @@ from harness.backends.emulator import (
     build,
     build_emulated_hef,
 )
-from harness.backends.emulator.graph import hef_graph
+from harness.backends.emulator.graph import BATCH, _batch_dimension, hef_graph
 from harness.core.errors import GraphError, HarnessError, SpecError
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
@@ -126,6 +126,66 @@ def test_float_or_nchw_input_is_rejected_naming_the_input_and_the_contract(sigmo
             runner.infer({"images": np.ascontiguousarray(frame.transpose(0, 3, 1, 2))})
         with pytest.raises(SpecError, match=r"feed has inputs \['input'\], expected \['images'\]"):
             runner.infer({"input": frame})
+
+
+def test_a_batch_of_frames_in_one_call_gives_each_frame_what_it_gives_alone_to_the_bit(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path, sigmoid_hef: EmulatedHef
+) -> None:
+    model = onnx.load(sigmoid_hef.quantized_model)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == BATCH
+    frames = _frames(images["val"])
+    nms_hef = _nms_hef(demo_onnx, images, cache_dir, sigmoid_inside=True)
+    for hef in (sigmoid_hef, nms_hef):
+        with EmulatorRunner(hef) as runner:
+            batched = runner.infer_batch({"images": np.concatenate(frames)})
+            alone = [runner.infer({"images": frame}) for frame in frames]
+        assert len(batched) == len(frames)
+        for got, expected in zip(batched, alone, strict=True):
+            assert got.keys() == expected.keys()
+            for name in expected:
+                assert got[name].dtype == expected[name].dtype
+                np.testing.assert_array_equal(got[name], expected[name])
+
+
+def test_a_feed_of_no_frames_or_several_frames_to_infer_is_refused_naming_the_shape(sigmoid_hef: EmulatedHef) -> None:
+    frame = _first_calibration_frame(sigmoid_hef)
+    with EmulatorRunner(sigmoid_hef) as runner:
+        with pytest.raises(SpecError, match=r"uint8 \(2, 256, 256, 3\), expected uint8 \(1, 256, 256, 3\)"):
+            runner.infer({"images": np.concatenate([frame, frame])})
+        with pytest.raises(SpecError, match=r"uint8 \(0, 256, 256, 3\), expected uint8 \(n, 256, 256, 3\)"):
+            runner.infer_batch({"images": frame[:0]})
+        with pytest.raises(SpecError, match=r"uint8 \(256, 256, 3\), expected uint8 \(n, 256, 256, 3\)"):
+            runner.infer_batch({"images": frame[0]})
+
+
+def _reshaping_model(shape: list[int]) -> onnx.ModelProto:
+    """x [1, 2, 4, 4] -> Reshape to the constant ``shape`` -> Relu -> y, every shape fixed at batch 1."""
+    out = [1, 2, 16] if shape[0] in (0, 1) else [32]
+    nodes = [
+        onnx.helper.make_node("Reshape", ["x", "shape"], ["r"]),
+        onnx.helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    graph = onnx.helper.make_graph(
+        nodes,
+        "reshaping",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, out)],
+        [onnx.numpy_helper.from_array(np.array(shape, np.int64), "shape")],
+    )
+    return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+
+
+def test_a_reshape_led_by_the_batch_keeps_it_and_one_folding_the_batch_away_leaves_the_graph_at_batch_one() -> None:
+    batched = _batch_dimension(_reshaping_model([1, 2, -1]), "x", ["y"])
+    shape = onnx.numpy_helper.to_array(batched.graph.initializer[0])
+    assert shape.tolist() == [0, 2, -1]
+    assert batched.graph.output[0].type.tensor_type.shape.dim[0].dim_param == BATCH
+    x = np.random.default_rng(0).normal(size=(3, 2, 4, 4)).astype(np.float32)
+    session = ort.InferenceSession(batched.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = session.run(["y"], {"x": x})
+    np.testing.assert_array_equal(y, np.maximum(x.reshape(3, 2, 16), 0))
+    flat = _reshaping_model([-1])
+    assert _batch_dimension(flat, "x", ["y"]) is flat
 
 
 def test_outputs_carry_the_orders_of_a_compiled_hef_in_host_layout(sigmoid_hef: EmulatedHef) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,8 +17,12 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings, NmsMode
 from harness.inputs.dataset import Dataset, DatasetError, load_yolo
+from harness.inputs.demo import DEMO_ONNX
+from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import FrameResult, OnnxPath, file_sha256
 from harness.pipeline.evaluate import evaluate_path
+from harness.pipeline.factory import RunContext, evaluate, load_dataset, prepare_run
+from harness.pipeline.spec import Backend, PathSpec
 
 # What Ultralytics 8.4.190 `yolo val` reports for this model on these 16 images (imgsz 640, batch 1,
 # conf 0.001, iou 0.7, CPU): mAP50 0.733, mAP50-95 0.596. The harness differs by its resize of two
@@ -143,3 +149,64 @@ def test_an_image_changed_since_the_dataset_was_listed_is_an_error(tmp_path, mod
     Image.fromarray(np.zeros((10, 10, 3), np.uint8)).save(tmp_path / "d" / "images" / "2.png")
     with pytest.raises(HarnessError, match=r"'images/2.png': 10x10 when read, but 30x42 when the dataset was listed"):
         evaluate_path(path, dataset)
+
+
+class BatchOraclePath(OraclePath):
+    """The oracle taking batches, keeping the size of each."""
+
+    def __init__(self, dataset: Dataset, model_names: tuple[str, ...] | None, model: Path) -> None:
+        super().__init__(dataset, model_names, model)
+        self.batches: list[int] = []
+
+    def detect_batch(self, images: list[np.ndarray]) -> list[FrameResult]:
+        self.batches.append(len(images))
+        return [self.detect(image) for image in images]
+
+
+def _same_predictions(a: Sequence[Detections], b: Sequence[Detections]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x.boxes, y.boxes)
+        np.testing.assert_array_equal(x.scores, y.scores)
+        np.testing.assert_array_equal(x.class_ids, y.class_ids)
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_images_are_inferred_a_batch_at_a_time_and_come_back_in_their_places_cached_or_not(tmp_path, model, batch):
+    dataset = _dataset(tmp_path / "d", ["fire", "smoke"], count=11)
+    names = ("fire", "smoke")
+    one_by_one = evaluate_path(OraclePath(dataset, names, model), dataset)
+    uncached = BatchOraclePath(dataset, names, model)
+    _same_predictions(evaluate_path(uncached, dataset, batch=batch).predictions, one_by_one.predictions)
+    assert uncached.batches == [batch] * (11 // batch) + ([11 % batch] if 11 % batch else [])
+    cache = PredictionCache(tmp_path / "cache")
+    evaluate_path(
+        OraclePath(dataset, names, model), dataclasses.replace(dataset, samples=dataset.samples[2:9:3]), cache
+    )
+    path = BatchOraclePath(dataset, names, model)
+    result = evaluate_path(path, dataset, cache, batch=batch)  # images 2, 5 and 8 from the cache
+    assert result.provenance.from_cache == 3 and sum(path.batches) == 8 and max(path.batches) <= batch
+    _same_predictions(result.predictions, one_by_one.predictions)
+    assert result.metrics == one_by_one.metrics
+
+
+def test_a_batch_of_no_images_is_refused(tmp_path, model):
+    dataset = _dataset(tmp_path / "d", ["fire", "smoke"])
+    with pytest.raises(HarnessError, match="batch 0: expected a whole number of at least 1"):
+        evaluate_path(OraclePath(dataset, ("fire", "smoke"), model), dataset, batch=0)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunContext:
+    cache = tmp_path_factory.mktemp("demo")
+    dataset = load_dataset(None, cache_dir=cache)
+    return prepare_run(DEMO_ONNX, dataset, cache_dir=cache, use_cache=False, progress=False, log=lambda line: None)
+
+
+@pytest.mark.parametrize("backend", [Backend.ONNX, Backend.EMULATOR])
+def test_the_demo_set_gives_the_same_detections_at_batch_one_and_eight(demo_run, backend):
+    one = evaluate(PathSpec(backend), dataclasses.replace(demo_run, batch=1))
+    eight = evaluate(PathSpec(backend), dataclasses.replace(demo_run, batch=8))
+    assert len(one.predictions) == 100 and sum(len(p) for p in one.predictions) > 100
+    _same_predictions(one.predictions, eight.predictions)
+    assert one.metrics == eight.metrics

@@ -2,6 +2,7 @@
 options turn into the same path, settings and job."""
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,14 @@ def test_eval_doctor_and_the_job_share_their_path_and_settings_options():
     spec = path_spec(_parse(EVAL_OPTIONS, "--har", "m.har", "--stage", "fp_optimized"), single=True)
     assert (spec.backend, spec.stage, spec.path_name) == (Backend.DFC, EmulationStage.FP_OPTIMIZED, "dfc-fp-optimized")
     assert path_spec(_parse(EVAL_OPTIONS, "--hef", "m.hef"), single=True).hailo_format is FormatType.FLOAT32
+
+
+def test_batch_is_a_whole_number_of_at_least_one_taken_by_every_surface_that_runs_paths():
+    assert "batch" in JOB_OPTIONS and "batch" in EVAL_OPTIONS and "batch" not in DOCTOR_OPTIONS
+    assert _parse(EVAL_OPTIONS)["batch"] == defaults.BATCH
+    assert job_config(_parse(JOB_OPTIONS, "--batch", "16"), invocation=("test",)).batch == 16
+    assert job_config(_parse(JOB_OPTIONS), invocation=("test",)).batch == defaults.BATCH
+    assert from_text("batch", "4") == 4 and from_text("batch", "") == defaults.BATCH
+    for text in ("0", "-2", "1.5", "eight"):
+        with pytest.raises(HarnessError, match=rf"--batch '{re.escape(text)}': expected a whole number of at least 1"):
+            from_text("batch", text)

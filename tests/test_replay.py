@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.backends.base import InputSpec
-from harness.backends.replay import Recording, ReplayRunner, StoreError, feed_key, read_recording
+from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError, feed_key, read_recording
 from harness.backends.replay.store import StoreReader, StoreWriter
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.dataset import load_yolo
@@ -108,6 +108,45 @@ def test_replay_serves_recorded_inputs_and_refuses_any_other_naming_what_differs
         assert np.array_equal(runner.infer(_feed(0))["conv41"], _outputs(0)["conv41"])
         with pytest.raises(StoreError, match=r"no outputs recorded for this input .* other preprocessing"):
             runner.infer(_feed(1))
+
+
+class _Batched:
+    """Takes a batch in one call (and nothing else): each frame's head is its pixel sum modulo 256."""
+
+    label = "a runner taking batches"
+
+    def __init__(self) -> None:
+        self.input_specs = {i.name: i for i in RECORDING.inputs}
+        self.output_specs = {"conv41": HEAD}
+        self.calls: list[int] = []
+
+    def infer(self, feed):
+        raise AssertionError("a batch is inferred in one call")
+
+    def infer_batch(self, feed):
+        frames = feed["images"]
+        self.calls.append(len(frames))
+        return [{"conv41": np.full(HEAD.shape, int(f.sum()) % 256, np.uint8)} for f in frames]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def test_a_batch_recorded_in_one_call_is_replayed_frame_by_frame_under_each_frames_own_key(tmp_path):
+    file, inner = tmp_path / "run.rec", _Batched()
+    feeds = [_feed(seed) for seed in range(3)]
+    with RecordingRunner(inner, file, dataclasses.replace(RECORDING, outputs=(HEAD,))) as recorder:
+        batched = recorder.infer_batch({"images": np.concatenate([f["images"] for f in feeds])})
+    assert inner.calls == [3]
+    store = StoreReader(file)
+    assert len(store) == 3 and all(feed_key(f) in store for f in feeds)
+    with ReplayRunner(file) as replay:
+        for feed, outputs in zip(feeds, batched, strict=True):
+            assert np.array_equal(replay.infer(feed)["conv41"], outputs["conv41"])
+            assert outputs["conv41"][0, 0, 0] == int(feed["images"].sum()) % 256
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,12 @@
-"""What every backend runner offers: its inputs, its outputs as the host receives them, one frame at a time."""
+"""What every backend runner offers: its inputs, its outputs as the host receives them, one frame at a time;
+and what a runner that takes a batch of frames in one call offers besides."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -51,3 +52,20 @@ class Runner(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+@runtime_checkable
+class BatchRunner(Runner, Protocol):
+    """A runner that also takes a batch: ``{input name: (n, *shape)}`` in one call -> one
+    ``{output name: array}`` per frame, each as :meth:`Runner.infer` gives it."""
+
+    def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]: ...
+
+
+def infer_frames(runner: Runner, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """``{input name: (n, *shape)}`` -> one output dict per frame: in one call where ``runner`` takes
+    a batch, else frame by frame, each fed as a batch of one."""
+    if isinstance(runner, BatchRunner):
+        return runner.infer_batch(feed)
+    count = len(next(iter(feed.values())))
+    return [runner.infer({name: array[i : i + 1] for name, array in feed.items()}) for i in range(count)]

@@ -2,7 +2,9 @@
 
 A path takes a uint8 ``(H, W, 3)`` RGB image, prepares it as its model expects (letterbox with 114
 or plain resize, per :class:`~harness.core.settings.EvalSettings`), runs the model, decodes, and hands
-back detections in ORIGINAL-image pixels (clipped to the image) with model class ids.
+back detections in ORIGINAL-image pixels (clipped to the image) with model class ids. The paths here
+also take a batch (:meth:`OnnxPath.detect_batch`): each image prepared alone, the batch inferred in one
+runner call where the runner takes one, each frame decoded alone; the same detections as one by one.
 
 - :class:`OnnxPath`: the reference, the full ONNX export (float NCHW input in ``[0, 1]``) and the
   harness NMS over its own decoded head output ``[1, 4 + nc, anchors]``, or the export's own rows
@@ -17,15 +19,15 @@ back detections in ORIGINAL-image pixels (clipped to the image) with model class
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from harness.backends.base import InputSpec, Runner
+from harness.backends.base import InputSpec, Runner, infer_frames
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
 from harness.core.environment import environment
 from harness.core.errors import HarnessError, SpecError
@@ -81,6 +83,23 @@ class DetectionPath(Protocol):
     def fps(self) -> float | None: ...
 
     def detect(self, image: np.ndarray) -> FrameResult: ...
+
+
+@runtime_checkable
+class BatchDetectionPath(DetectionPath, Protocol):
+    """A path that also takes a batch: one :class:`FrameResult` per image, as :meth:`detect` gives it."""
+
+    def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]: ...
+
+
+def detect_frames(path: DetectionPath, images: Iterable[np.ndarray]) -> Iterator[FrameResult]:
+    """Each image's frame: all in one batch where ``path`` takes batches, else each image taken and
+    detected as the one before is handed on."""
+    if isinstance(path, BatchDetectionPath):
+        yield from path.detect_batch(list(images))
+    else:
+        for image in images:
+            yield path.detect(image)
 
 
 def prepare(image: np.ndarray, settings: EvalSettings) -> tuple[np.ndarray, Letterbox]:
@@ -148,8 +167,16 @@ class OnnxPath:
         return self._session
 
     def detect(self, image: np.ndarray) -> FrameResult:
-        canvas, geometry = prepare(image, self.settings)
-        head = self._runner.infer({self._input_name: to_nchw_float(canvas)})  # (4 + nc, anchors) or (max_det, 6)
+        return self.detect_batch([image])[0]
+
+    def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]:
+        prepared = [prepare(image, self.settings) for image in images]
+        batch = to_nchw_float(np.stack([canvas for canvas, _ in prepared]))
+        heads = self._runner.infer_batch({self._input_name: batch})
+        return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
+
+    def _decode(self, head: np.ndarray, geometry: Letterbox) -> FrameResult:
+        """One frame's head output, ``(4 + nc, anchors)`` or ``(max_det, 6)``, as detections on its image."""
         if self._end_to_end:
             rows = head[above(head[:, 4], self.settings.score_threshold)]
             kept = Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int64))
@@ -232,9 +259,17 @@ class _RunnerPath:
         """The device's measured frames per second (a runner that measures it: HailoRT's)."""
         return None if self.emulated else getattr(self._runner, "fps", None)
 
-    def _infer(self, image: np.ndarray) -> tuple[dict[str, np.ndarray], Letterbox]:
-        canvas, geometry = prepare(image, self.settings)
-        return self._runner.infer({self._input_name: canvas[None]}), geometry
+    def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
+        """One frame's runner outputs as detections on its image."""
+        raise NotImplementedError
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        return self.detect_batch([image])[0]
+
+    def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]:
+        prepared = [prepare(image, self.settings) for image in images]
+        outputs = infer_frames(self._runner, {self._input_name: np.stack([canvas for canvas, _ in prepared])})
+        return [self._decode(frame, geometry) for frame, (_, geometry) in zip(outputs, prepared, strict=True)]
 
 
 def _class_probabilities(
@@ -266,13 +301,12 @@ class RawHeadsPath(_RunnerPath):
 
     def _check_outputs(self) -> None:
         self._config = self.settings.decode_config()
-        self._decode = decoder(self.family)
+        self._decode_heads = decoder(self.family)
         # fails now, naming the outputs, if they are not six heads of the family
         pair_heads(self._specs, self._config.input_hw, box_channels(self.family))
 
-    def detect(self, image: np.ndarray) -> FrameResult:
-        outputs, geometry = self._infer(image)
-        detections = self._decode(outputs, self._specs, self._config)
+    def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
+        detections = self._decode_heads(outputs, self._specs, self._config)
         scores = _class_probabilities(outputs, self._specs, self._config, self.family)
         cells = cells_above_threshold(scores, self.settings.score_threshold)
         return FrameResult(unletterbox(detections, geometry), cells)
@@ -292,8 +326,7 @@ class NmsBufferPath(_RunnerPath):
             raise SpecError(f"runner outputs {found}: expected exactly one, of order NMS_BY_CLASS or NMS_BY_SCORE")
         self._spec = nms[0]
 
-    def detect(self, image: np.ndarray) -> FrameResult:
-        outputs, geometry = self._infer(image)
+    def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         if self._spec.name not in outputs:
             raise SpecError(f"output {self._spec.name!r}: missing from the runner's outputs ({sorted(outputs)})")
         detections = decode_nms(outputs[self._spec.name], self._spec, self.input_hw)
@@ -341,6 +374,5 @@ class DecoderPath(_RunnerPath):
     def _check_outputs(self) -> None:
         self._config = self.settings.decode_config()
 
-    def detect(self, image: np.ndarray) -> FrameResult:
-        outputs, geometry = self._infer(image)
+    def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         return FrameResult(unletterbox(self.decoder(outputs, self._specs, self._config), geometry))

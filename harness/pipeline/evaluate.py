@@ -1,9 +1,12 @@
 """Run one detection path over a labelled dataset and measure it: the :class:`~harness.verdict.result.PathResult`.
 
-Images are read one at a time; each prediction goes to the cache (if any) as soon as it is made,
+Images the cache does not hold are read on a thread pool while the path infers, and inferred a batch
+at a time (``batch`` images in one runner call where the path takes a batch, with the same detections
+as one by one; else one by one); each prediction goes to the cache (if any) as soon as it is made,
 which writes them a batch at a time and the rest when the run ends, by an exception too: a run
-interrupted by an exception loses nothing, a killed one at most its unwritten batch, and a
-repeated one infers nothing. Ground truth is relabelled
+interrupted by an exception loses at most the batch in its runner (nothing where the path infers one
+by one), a killed one at most the cache's unwritten batch, and a repeated one infers nothing. Ground
+truth is relabelled
 to the model's class ids by name (``settings.class_map``, or the identity when the dataset's and
 the model's class names are the same list, order included); metrics follow at
 ``settings.score_threshold``.
@@ -17,24 +20,26 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TextIO
 
 import numpy as np
 
 from harness import __version__
+from harness.core import defaults
 from harness.core.environment import environment
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import Dataset, DatasetError, Sample, class_map
 from harness.inputs.preprocess import load_image
 from harness.pipeline.cache import CacheFile, PredictionCache
-from harness.pipeline.detect import DetectionPath, FrameResult
+from harness.pipeline.detect import DetectionPath, FrameResult, detect_frames
 from harness.verdict.metrics import box_counts, evaluate, score_distribution
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
 
 PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
-PREFETCH = 4  # images read ahead of the one being inferred
+PREFETCH = 4  # images read ahead of the batch being inferred, at the least (a whole next batch where larger)
 
 
 def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], given: Sequence[int]) -> np.ndarray:
@@ -84,36 +89,69 @@ def _progress(label: str, total: int, progress: bool | None, stream: TextIO) -> 
     return Progress(label, total, stream) if progress else None
 
 
+@dataclass
+class _Entry:
+    """A sample on its way: its frame once cached or inferred, the image being read until then."""
+
+    sample: Sample
+    frame: FrameResult | None
+    reading: Future[np.ndarray] | None
+    cached: bool
+
+
+def _image(entry: _Entry) -> np.ndarray:
+    assert entry.reading is not None
+    image = entry.reading.result()
+    sample = entry.sample
+    if image.shape[:2] != sample.original_hw:
+        raise HarnessError(
+            f"image {sample.image_id!r}: {image.shape[0]}x{image.shape[1]} when read, but "
+            f"{sample.original_hw[0]}x{sample.original_hw[1]} when the dataset was listed (changed since?)"
+        )
+    return image
+
+
 def _frames(
-    path: DetectionPath, samples: Sequence[Sample], cache: CacheFile | None, bar: Progress | None
+    path: DetectionPath,
+    samples: Sequence[Sample],
+    cache: CacheFile | None,
+    bar: Progress | None,
+    batch: int = defaults.BATCH,
 ) -> Iterator[tuple[FrameResult, bool]]:
-    """Each sample's frame, and whether it came from the cache. The images the cache does not hold
-    are read on a thread pool up to :data:`PREFETCH` images ahead, while the path infers."""
+    """Each sample's frame, in order, and whether it came from the cache. The images the cache does
+    not hold are read on a thread pool, up to a batch and :data:`PREFETCH` (or a second batch) ahead,
+    and inferred ``batch`` at a time while the next are read; cached ones wait in the same window
+    (twice as long), so a batch is whole unless the cache holds most of its neighbours."""
+    if batch < 1:
+        raise HarnessError(f"batch {batch}: expected a whole number of at least 1")
+    reads_ahead = batch + max(PREFETCH, batch)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hailo-harness-read") as pool:
-        ahead: deque[tuple[Sample, FrameResult | None, Future[np.ndarray] | None]] = deque()
+        ahead: deque[_Entry] = deque()
         queue = iter(samples)
+        reading = 0  # entries in ahead still without a frame
         while True:
-            while len(ahead) < PREFETCH and (sample := next(queue, None)) is not None:
+            while reading < reads_ahead and len(ahead) < 2 * reads_ahead and (sample := next(queue, None)) is not None:
                 cached = cache.get(sample.sha256) if cache is not None else None
-                ahead.append((sample, cached, None if cached is not None else pool.submit(load_image, sample.path)))
+                if cached is None:
+                    ahead.append(_Entry(sample, None, pool.submit(load_image, sample.path), False))
+                    reading += 1
+                else:
+                    ahead.append(_Entry(sample, cached, None, True))
             if not ahead:
                 return
-            sample, frame, reading = ahead.popleft()
-            was_cached = frame is not None
-            if reading is not None:
-                image = reading.result()
-                if image.shape[:2] != sample.original_hw:
-                    raise HarnessError(
-                        f"image {sample.image_id!r}: {image.shape[0]}x{image.shape[1]} when read, but "
-                        f"{sample.original_hw[0]}x{sample.original_hw[1]} when the dataset was listed (changed since?)"
-                    )
-                frame = path.detect(image)
-                if cache is not None:
-                    cache.put(sample.sha256, sample.image_id, frame)
-            assert frame is not None
+            if ahead[0].frame is None:
+                pending = [entry for entry in ahead if entry.frame is None][:batch]
+                images = (_image(entry) for entry in pending)
+                for entry, frame in zip(pending, detect_frames(path, images), strict=True):
+                    entry.frame, entry.reading = frame, None
+                    if cache is not None:
+                        cache.put(entry.sample.sha256, entry.sample.image_id, frame)
+                reading -= len(pending)
+            entry = ahead.popleft()
+            assert entry.frame is not None
             if bar is not None:
-                bar.step(was_cached)
-            yield frame, was_cached
+                bar.step(entry.cached)
+            yield entry.frame, entry.cached
 
 
 def _cells(frames: Sequence[FrameResult], threshold: float) -> CellsAboveThreshold | None:
@@ -136,12 +174,14 @@ def evaluate_path(
     cache: PredictionCache | None = None,
     progress: bool | None = None,
     stream: TextIO | None = None,
+    batch: int = defaults.BATCH,
 ) -> PathResult:
     """Predict every readable sample of ``dataset`` with ``path`` (from ``cache`` where it has them)
     and measure the predictions.
 
     ``progress``: None shows a bar on ``stream`` (default stderr) when it is a terminal and the set
-    has more than :data:`PROGRESS_MIN_IMAGES` images; True always; False never.
+    has more than :data:`PROGRESS_MIN_IMAGES` images; True always; False never. ``batch``: images
+    inferred together where the path takes a batch (its detections are the same at any batch).
     """
     if not dataset.samples:
         raise DatasetError(f"dataset {dataset.root}: no readable images to evaluate")
@@ -156,10 +196,10 @@ def evaluate_path(
     stream = sys.stderr if stream is None else stream
     bar = _progress(f"eval {path.name}", len(dataset.samples), progress, stream)
     if cache is None:
-        done = list(_frames(path, dataset.samples, None, bar))
+        done = list(_frames(path, dataset.samples, None, bar, batch))
     else:
         with cache.open(path) as cache_file:
-            done = list(_frames(path, dataset.samples, cache_file, bar))
+            done = list(_frames(path, dataset.samples, cache_file, bar, batch))
     frames = [frame for frame, _ in done]
     predictions = tuple(f.detections for f in frames)
     ground_truth = [s.ground_truth.mapped(mapping) for s in dataset.samples]

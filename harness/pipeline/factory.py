@@ -54,8 +54,9 @@ if TYPE_CHECKING:
 class RunContext:
     """What every path of one run shares: the model's export (its class names, input size and head
     family), the dataset, the settings completed for both, the prediction cache (None: infer
-    everything) and the cache folder, and where progress lines go. ``facts``: the export's, as the
-    paths need them before inferring (read from the model where None)."""
+    everything) and the cache folder, where progress lines go, and how many images a path infers
+    together. ``facts``: the export's, as the paths need them before inferring (read from the
+    model where None)."""
 
     onnx: Path
     dataset: Dataset
@@ -67,6 +68,7 @@ class RunContext:
     thresholds: str  # where the settings' thresholds come from, in words
     progress: bool | None = None
     log: Callable[[str], None] = print
+    batch: int = defaults.BATCH
     facts: ExportFacts | None = None
 
     @property
@@ -79,7 +81,7 @@ class RunContext:
         dataset = dataset or self.dataset
         self.log(f"{path.name}: predicting {len(dataset.samples)} images")
         start = time.monotonic()
-        result = evaluate_path(path, dataset, self.cache if cached else None, self.progress)
+        result = evaluate_path(path, dataset, self.cache if cached else None, self.progress, batch=self.batch)
         hits = result.provenance.from_cache
         said = f", {hits} from the prediction cache" if hits else ""
         self.log(f"{path.name}: {len(dataset.samples)} images in {time.monotonic() - start:.1f} s{said}")
@@ -120,6 +122,7 @@ def prepare_run(
     log: Callable[[str], None] = print,
     max_unreadable: float = defaults.MAX_UNREADABLE,
     paths: Sequence[PathSpec] = (),
+    batch: int = defaults.BATCH,
 ) -> RunContext:
     """The run of ``onnx`` on ``dataset``: class names from the export's metadata, matched to the
     dataset's by name (``settings.map_class`` maps the ones named differently), thresholds not given
@@ -144,7 +147,9 @@ def prepare_run(
     if compiled is not None:
         log(f"thresholds: {note}")
     family = facts.family or _heads_refused(onnx)
-    return RunContext(onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log, facts=facts)
+    return RunContext(
+        onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log, batch, facts=facts
+    )
 
 
 def _heads_refused(onnx: Path) -> HeadFamily:

@@ -119,6 +119,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         log=log,
         max_unreadable=config.max_unreadable,
         paths=(config.hailo, *config.stages),
+        batch=config.batch,
     )
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs

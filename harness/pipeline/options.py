@@ -176,6 +176,14 @@ _OPTIONS = (
         defaults.CALIBRATION_COUNT,
         metavar="N",
     ),
+    Option(
+        "batch",
+        "images inferred together, in one call where the backend takes a batch (the emulator, HailoRT; the "
+        "float export runs them one at a time); the detections are the same at any batch",
+        _positive,
+        defaults.BATCH,
+        metavar="N",
+    ),
     Option("sigmoid_inside", "emulator: the class sigmoid compiled into the HEF", default=True, kind="toggle"),
     Option(
         "hef_nms",
@@ -248,6 +256,7 @@ PATH_OPTIONS = (
     "calibration_count",
     "hailo_device",
     "hailo_format",
+    "batch",
 )
 SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
 DATASET_OPTIONS = ("dataset", "images", "split", "max_unreadable")
@@ -392,6 +401,7 @@ def job_config(
         report_dir=_value(values, "report"),
         cache_dir=_value(values, "cache"),
         update_golden=bool(values.get("update_golden")),
+        batch=_value(values, "batch"),
         invocation=invocation,
         progress=progress,
     )

@@ -177,8 +177,8 @@ REFERENCE = PathSpec(Backend.ONNX)  # the float export: what every other path is
 @dataclass(frozen=True)
 class JobConfig:
     """A job, as data: the model's export, the labelled set (None: the demo's), the Hailo path,
-    an optional optimized HAR whose DFC stages run too, the settings, and where baselines, reports
-    and caches live."""
+    an optional optimized HAR whose DFC stages run too, the settings, where baselines, reports
+    and caches live, and how many images every path infers together (``batch``)."""
 
     onnx: Path = DEMO_ONNX
     dataset: Path | None = None
@@ -192,6 +192,7 @@ class JobConfig:
     report_dir: Path = defaults.REPORT_DIR
     cache_dir: Path = defaults.CACHE_DIR
     update_golden: bool = False
+    batch: int = defaults.BATCH
     bless_token: str | None = None  # one per test run: its pytest-xdist workers bless the baselines once
     invocation: tuple[str, ...] = ("hailo-harness", "run")
     progress: bool | None = None

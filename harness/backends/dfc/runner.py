@@ -133,7 +133,7 @@ class HarRunner:
             )
             self._client = client
             probe = np.full((1, *input_hw, 3), _PROBE_GREY, dtype=np.uint8)
-            self._output_specs = output_specs(self.infer_batch(probe), self._source)
+            self._output_specs = output_specs(self._arrays(probe), self._source)
         except BaseException:
             self._stack.close()
             raise
@@ -158,7 +158,7 @@ class HarRunner:
     def output_specs(self) -> dict[str, OutputSpec]:
         return dict(self._output_specs)
 
-    def infer_batch(self, images: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _arrays(self, images: np.ndarray) -> tuple[np.ndarray, ...]:
         """``images``: ``(N, H, W, 3)`` RGB 0-255, fed as float32 (the HAR normalizes); the outputs in
         the DFC's order, each with the batch first."""
         batch = np.asarray(images)
@@ -178,15 +178,19 @@ class HarRunner:
             )
         return arrays
 
-    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+        """``{input: (n, H, W, 3)}`` in one call of the DFC's emulator -> one ``{output: array}`` per frame."""
         if set(feed) != {INPUT_NAME}:
             raise SpecError(f"{self._source}: feed has inputs {sorted(feed)}, expected [{INPUT_NAME!r}]")
-        if np.asarray(feed[INPUT_NAME]).shape[:1] != (1,):
-            raise SpecError(f"{self._source}: infer takes one frame (1, H, W, 3); infer_batch takes several")
-        arrays = self.infer_batch(feed[INPUT_NAME])
+        arrays = self._arrays(feed[INPUT_NAME])
         if len(arrays) != len(self._output_specs):
             raise SpecError(f"{self._source}: {len(arrays)} outputs, the probe frame gave {len(self._output_specs)}")
-        return {name: a[0] for name, a in zip(self._output_specs, arrays, strict=True)}
+        return [{name: a[i] for name, a in zip(self._output_specs, arrays, strict=True)} for i in range(len(arrays[0]))]
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if set(feed) == {INPUT_NAME} and np.asarray(feed[INPUT_NAME]).shape[:1] != (1,):
+            raise SpecError(f"{self._source}: infer takes one frame (1, H, W, 3); infer_batch takes several")
+        return self.infer_batch(feed)[0]
 
     def close(self) -> None:
         self._stack.close()

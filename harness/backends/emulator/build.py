@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # onnx and onnxruntime are imported where a model is read or 
     from harness.backends.emulator.graph import HefGraph
 
 DEFAULT_CACHE_DIR = defaults.CACHE_DIR / "emulator"
-_CACHE_FORMAT = "hailo-harness emulated HEF 2"
+_CACHE_FORMAT = "hailo-harness emulated HEF 3"
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Runs an emulated HEF with onnxruntime, one frame at a time, handing back what a HailoRT host receives.
+"""Runs an emulated HEF with onnxruntime, a frame or a batch at a time, handing back what a HailoRT host receives.
 
 Emulation, not a device: the quantization is onnxruntime's (uint8 activations, int8 weights), not the
 Dataflow Compiler's, and every label says so. The interface is the one a hardware runner offers.
@@ -44,6 +44,7 @@ class EmulatorRunner:
     ``infer({input: uint8 (1, H, W, 3)})`` gives per raw head ``(H, W, C)`` uint8 device values or
     float32 dequantized with the head's quant info (HailoRT's rule), or, with NMS, the one
     HAILO_NMS_BY_CLASS float32 buffer of the HailoRT YOLOv8 NMS op run on the dequantized heads.
+    ``infer_batch({input: uint8 (n, H, W, 3)})`` gives the same for each of ``n`` frames.
     """
 
     emulated = True
@@ -102,34 +103,56 @@ class EmulatorRunner:
     def output_specs(self) -> dict[str, OutputSpec]:
         return dict(self._output_specs)
 
-    def _frame(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
+    def _frames(self, feed: Mapping[str, np.ndarray], batch: int | None) -> np.ndarray:
+        """The feed's frames, uint8 ``(n, H, W, 3)``: ``batch`` of them where given, else at least one."""
         spec = self.hef.input
         if set(feed) != {spec.name}:
             raise SpecError(f"{self.label}: feed has inputs {sorted(feed)}, expected {[spec.name]}")
         array = np.asarray(feed[spec.name])
-        expected = (1, *spec.shape)
-        if array.dtype != np.uint8 or array.shape != expected:
+        n = array.shape[0] if array.ndim == len(spec.shape) + 1 else 0
+        if array.dtype != np.uint8 or array.shape[1:] != spec.shape or n < 1 or batch not in (None, n):
+            expected = str((batch, *spec.shape)) if batch else f"(n, {', '.join(map(str, spec.shape))})"
             raise SpecError(
                 f"{self.label}: input {spec.name!r}: {array.dtype} {array.shape}, expected uint8 {expected} "
                 "NHWC RGB 0-255 (the /255 normalization is inside the HEF)"
             )
         return array
 
+    def _raw(self, frames: np.ndarray) -> list[dict[str, np.ndarray]]:
+        """Each frame's raw head outputs as the device writes them, uint8 ``(H, W, C)``: all frames in
+        one onnxruntime call where the graph takes a batch, else one call per frame."""
+        from harness.backends.emulator.graph import BATCH  # onnx: imported once a frame is inferred
+
+        session = self._session
+        names = list(self._heads)
+        takes_batch = session.get_inputs()[0].shape[0] == BATCH
+        chunks = [frames] if takes_batch else [frames[i : i + 1] for i in range(len(frames))]
+        runs = [session.run(names, {self.hef.input.name: chunk}) for chunk in chunks]
+        return [
+            {name: np.ascontiguousarray(m[i].transpose(1, 2, 0)) for name, m in zip(names, maps, strict=True)}
+            for maps in runs
+            for i in range(len(maps[0]))
+        ]
+
     def raw_heads(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One frame's raw head outputs as the device writes them: uint8 ``(H, W, C)``."""
-        frame = self._frame(feed)
-        names = list(self._heads)
-        maps = self._session.run(names, {self.hef.input.name: frame})
-        return {name: np.ascontiguousarray(m[0].transpose(1, 2, 0)) for name, m in zip(names, maps, strict=True)}
+        return self._raw(self._frames(feed, 1))[0]
 
-    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        raw = self.raw_heads(feed)
+    def _outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One frame's outputs as the host receives them, from its raw heads."""
         if self._nms is not None:
             ((name, spec),) = self._output_specs.items()
             return {name: yolov8_nms_op(raw, self._heads, self._nms, spec)}
         if self.hef.options.output_format is FormatType.UINT8:
             return raw
         return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self._outputs(self.raw_heads(feed))
+
+    def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+        """``{input: uint8 (n, H, W, 3)}`` -> one output dict per frame, as :meth:`infer` gives it."""
+        return [self._outputs(raw) for raw in self._raw(self._frames(feed, None))]
 
     def close(self) -> None:
         self._closed = True

@@ -153,6 +153,13 @@ class FullHeadRunner(_Closing):
     def infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
         return self._session.run(feed)[self.output_name][0]
 
+    def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """``{input: (n, C, H, W) float32}`` -> each frame's decoded head output, one frame per run: an
+        Ultralytics export is traced at batch 1 unless exported dynamic (ultralytics:
+        ultralytics/engine/exporter.py, ``dynamic``), and its reshapes keep that batch."""
+        count = len(next(iter(feed.values())))
+        return [self.infer({name: array[i : i + 1] for name, array in feed.items()}) for i in range(count)]
+
 
 def head_format_order(role: str, grid: tuple[int, int], smallest: int) -> FormatOrder:
     """The emulator's host orders for a HEF's heads (the field report's mix): box heads FCR, class

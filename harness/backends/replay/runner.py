@@ -10,7 +10,7 @@ from types import TracebackType
 
 import numpy as np
 
-from harness.backends.base import InputSpec, Runner
+from harness.backends.base import InputSpec, Runner, infer_frames
 from harness.backends.replay.store import Recording, StoreError, StoreReader, StoreWriter, feed_key
 from harness.core.path_names import REPLAYED_FROM
 from harness.core.specs import OutputSpec
@@ -57,7 +57,8 @@ class ReplayRunner:
 
 
 class RecordingRunner:
-    """``runner`` as it is, each of its outputs also appended to the store at ``file``."""
+    """``runner`` as it is (taking a batch where it does), each frame's outputs also appended to the store
+    at ``file``."""
 
     def __init__(self, runner: Runner, file: str | os.PathLike[str], recording: Recording) -> None:
         self._runner = runner
@@ -88,6 +89,14 @@ class RecordingRunner:
         outputs = self._runner.infer(feed)
         self._writer.put(feed_key(feed), outputs)
         return outputs
+
+    def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+        """A batch in one call where the runner takes one; each frame recorded under the key of its own
+        feed as a batch of one, as :meth:`infer` records it and :class:`ReplayRunner` looks it up."""
+        frames = infer_frames(self._runner, feed)
+        for i, outputs in enumerate(frames):
+            self._writer.put(feed_key({name: array[i : i + 1] for name, array in feed.items()}), outputs)
+        return frames
 
     def __enter__(self) -> RecordingRunner:
         return self

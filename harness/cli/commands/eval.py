@@ -147,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         log=lambda line: print(line, file=sys.stderr),
         max_unreadable=args.max_unreadable,
         paths=(spec,),
+        batch=args.batch,
     )
     result = evaluate(spec, run)
     if args.save_predictions is not None:

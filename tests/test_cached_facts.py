@@ -175,7 +175,19 @@ def test_a_cached_emulated_hef_is_described_from_its_sidecar_as_from_its_model(
 
 @pytest.mark.parametrize(
     "change",
-    ["not json", "format", "key", "model_sha256", "heads", "quant", "order", "family", "classes", "model rewritten"],
+    [
+        "not json",
+        "format",
+        "code",
+        "key",
+        "model_sha256",
+        "heads",
+        "quant",
+        "order",
+        "family",
+        "classes",
+        "model rewritten",
+    ],
 )
 def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
     change: str, calibration: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -186,6 +198,7 @@ def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
     head, rest = data["heads"][0], data["heads"][1:]
     changed = {
         "format": {"format": 0},
+        "code": {"code": "an older reader"},
         "key": {"key": "another"},
         "model_sha256": {"model_sha256": "0" * 64},
         "heads": {"heads": []},

@@ -4,8 +4,8 @@
 Reading them takes the model itself (and importing onnx, half a second alone), so they are kept in a
 small JSON sidecar per export content, ``<cache dir>/exports/<sha256>.json``: a rerun reads the
 sidecar and loads the model only where a runner infers a frame. A sidecar is trusted only whole:
-its format number, the export's sha256 and the digest of the code that read it must be this run's,
-every field of its type; anything else is logged and the facts are read from the model again.
+its format number, the export's sha256 and what read it (the digest of the code, the onnx version)
+must be this run's, every field of its type; anything else is logged and the facts are read from the model again.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.core.environment import code_digest
+from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily
 
@@ -124,11 +124,16 @@ def record_passed(facts: ExportFacts, check: str, cache_dir: str | os.PathLike[s
     return facts
 
 
+def _reader() -> str:
+    """What reads the facts: the digest of its code and the onnx it runs on (its shape inference)."""
+    return f"{code_digest(*_READER)} onnx {dict(environment()).get('onnx', 'not installed')}"
+
+
 def _json(facts: ExportFacts) -> dict[str, Any]:
     return {
         "kind": _KIND,
         "format": FORMAT,
-        "code": code_digest(*_READER),
+        "code": _reader(),
         "sha256": facts.sha256,
         "input_name": facts.input_name,
         "input_hw": list(facts.input_hw),
@@ -157,7 +162,7 @@ def write_sidecar(path: Path, facts: ExportFacts) -> None:
 def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
     """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
     run's or not of its type."""
-    expected = {"kind": _KIND, "format": FORMAT, "code": code_digest(*_READER), "sha256": sha256}
+    expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256}
     for field, value in expected.items():
         if data.get(field) != value:
             raise ValueError(f"field {field!r} is {str(data.get(field))[:80]!r}, expected {value!r}")

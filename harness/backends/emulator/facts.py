@@ -2,8 +2,9 @@
 their quant infos, its head family and class count), kept beside the quantized model as
 ``<key>.json``: a rerun reads them without loading the model (nor importing onnx).
 
-They are trusted only whole: the format number, the emulated HEF's cache key and the sha256 of the
-quantized model beside them must match, every field of its type; anything else is logged and they
+They are trusted only whole: the format number, the emulated HEF's cache key, the sha256 of the
+quantized model beside them and the digest of the code that read them must match, every field of
+its type; anything else is logged and they
 are read from the model again.
 """
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.backends.base import InputSpec
 from harness.backends.emulator.outputs import head_family, head_roles, head_specs, input_spec
+from harness.core.environment import code_digest
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 _KIND = "hailo-harness emulated HEF facts"
+# The code the facts are read by: an edit to it reads them again.
+_READER = ("backends/emulator/outputs.py", "backends/emulator/facts.py")
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,7 @@ def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
     return {
         "kind": _KIND,
         "format": FORMAT,
+        "code": code_digest(*_READER),
         "key": key,
         "model_sha256": model_sha256,
         "input": {"name": i.name, "shape": list(i.shape), "order": i.format_order.name, "type": i.format_type.name},
@@ -112,7 +117,13 @@ def _quant(value: Any, field: str) -> tuple[QuantInfo, ...]:
 def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
     """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
     HEF's or not of its type."""
-    expected = {"kind": _KIND, "format": FORMAT, "key": key, "model_sha256": _sha256(model)}
+    expected = {
+        "kind": _KIND,
+        "format": FORMAT,
+        "code": code_digest(*_READER),
+        "key": key,
+        "model_sha256": _sha256(model),
+    }
     for field, value in expected.items():
         if data.get(field) != value:
             raise ValueError(f"field {field!r} is {str(data.get(field))[:80]!r}, expected {value!r}")

@@ -55,9 +55,10 @@ class Runner(Protocol):
 
 
 @runtime_checkable
-class BatchRunner(Runner, Protocol):
-    """A runner that also takes a batch: ``{input name: (n, *shape)}`` in one call -> one
-    ``{output name: array}`` per frame, each as :meth:`Runner.infer` gives it."""
+class BatchRunner(Protocol):
+    """What a :class:`Runner` that also takes a batch offers besides: ``{input name: (n, *shape)}`` in
+    one call -> one ``{output name: array}`` per frame, each as :meth:`Runner.infer` gives it. Its one
+    member is what ``isinstance`` checks: no property of the runner is read to tell."""
 
     def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]: ...
 

@@ -86,8 +86,9 @@ class DetectionPath(Protocol):
 
 
 @runtime_checkable
-class BatchDetectionPath(DetectionPath, Protocol):
-    """A path that also takes a batch: one :class:`FrameResult` per image, as :meth:`detect` gives it."""
+class BatchDetectionPath(Protocol):
+    """What a :class:`DetectionPath` that also takes a batch offers besides: one :class:`FrameResult`
+    per image, as :meth:`detect` gives it (its one member is what ``isinstance`` checks)."""
 
     def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]: ...
 

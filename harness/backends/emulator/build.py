@@ -240,13 +240,14 @@ def _quantized(
         log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
         return model
     from harness.backends.emulator.calibration import CalibrationFrames
-    from harness.backends.emulator.graph import hef_graph
+    from harness.backends.emulator.graph import batched, hef_graph
     from harness.inputs.onnx_graph import load_model
 
     if progress is not None:
         progress(f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)")
     graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
     _check_nms(graph.family, options, source)
+    graph = batched(graph)  # the emulated HEF takes a batch of frames in one run where its graph can
     start = time.perf_counter()
     model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)
     _store(model, cached)

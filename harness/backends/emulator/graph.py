@@ -5,18 +5,18 @@ A HEF takes raw uint8 RGB 0-255 NHWC frames; the ``normalization([0,0,0],[255,25
 Model Zoo's model scripts is compiled in (mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls). Here
 that is ``Cast`` to float, ``Div`` by 255 and ``Transpose`` NHWC -> NCHW inside the graph.
 
-The graph takes a batch of frames where the export allows it: its leading dimension is :data:`BATCH`.
+:func:`batched` lets the graph take a batch of frames where the export allows it: its leading dimension is
+then :data:`BATCH`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.core.errors import GraphError
@@ -38,7 +38,7 @@ BATCH = "batch"  # the symbolic leading dimension of a graph that takes any numb
 class HefGraph:
     """The float model: input ``input_name`` uint8 ``(N, H, W, 3)``; one output per head, named as the
     head tensor, ``[N, C, H, W]`` float (class heads after their sigmoid when it is inside). ``N`` is
-    :data:`BATCH` where the export lets the graph take any number of frames, else 1."""
+    1, or :data:`BATCH` once :func:`batched` lets the graph take any number of frames."""
 
     model: onnx.ModelProto
     heads: tuple[HeadTensor, ...]
@@ -110,6 +110,8 @@ def _takes_a_batch(model: onnx.ModelProto, name: str) -> bool:
     frame = [d.dim_value for d in value.type.tensor_type.shape.dim[1:]]
     dtype = helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
     frames = np.random.default_rng(0).integers(0, 256, (2, *frame)).astype(dtype)
+    import onnxruntime as ort  # only where a graph is batched: checking an export needs none
+
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.intra_op_num_threads = 1
@@ -180,6 +182,12 @@ def hef_graph(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | No
     _uint8_nhwc_input(cut, input_name, input_hw)
     if sigmoid_inside:
         _sigmoid_on_class_heads(cut, heads)
-    cut = _batch_dimension(cut, input_name, [h.tensor for h in heads])
     onnx.checker.check_model(cut)
     return HefGraph(cut, heads, found.family, input_name, input_hw)
+
+
+def batched(graph: HefGraph) -> HefGraph:
+    """``graph`` taking any number of frames where two frames in one run give what each gives alone
+    (see :func:`_batch_dimension`), else as it is."""
+    model = _batch_dimension(graph.model, graph.input_name, [h.tensor for h in graph.heads])
+    return replace(graph, model=model)

@@ -7,6 +7,7 @@ built once per module; runtime-only settings (output format, NMS) reuse them fro
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from pathlib import Path
@@ -145,6 +146,24 @@ def test_a_batch_of_frames_in_one_call_gives_each_frame_what_it_gives_alone_to_t
             for name in expected:
                 assert got[name].dtype == expected[name].dtype
                 np.testing.assert_array_equal(got[name], expected[name])
+
+
+def test_an_emulated_hef_whose_graph_keeps_batch_one_runs_a_batch_frame_by_frame_with_the_same_outputs(
+    sigmoid_hef: EmulatedHef, images: dict[str, Path], tmp_path: Path
+) -> None:
+    model = onnx.load(sigmoid_hef.quantized_model)
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_value = 1
+    fixed = tmp_path / "batch_one.onnx"
+    onnx.save(model, fixed)
+    frames = _frames(images["val"])
+    with EmulatorRunner(sigmoid_hef) as runner:
+        expected = runner.infer_batch({"images": np.concatenate(frames)})
+    with EmulatorRunner(dataclasses.replace(sigmoid_hef, quantized_model=fixed)) as runner:
+        got = runner.infer_batch({"images": np.concatenate(frames)})
+    assert len(got) == len(frames)
+    for a, b in zip(got, expected, strict=True):
+        assert a.keys() == b.keys() and all(np.array_equal(a[name], b[name]) for name in b)
 
 
 def test_a_feed_of_no_frames_or_several_frames_to_infer_is_refused_naming_the_shape(sigmoid_hef: EmulatedHef) -> None:

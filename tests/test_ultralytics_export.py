@@ -190,3 +190,46 @@ def test_the_calibration_an_export_records_is_read_from_its_args_and_inspect_say
     bare = make_export(tmp_path / "b", nms_hef, yolo_metadata(args={"data": "d.yaml", "fraction": 1.0}), NMS_CONFIG)
     assert read_export(bare).calibration == "data=d.yaml"
     assert read_export(make_export(tmp_path / "c", nms_hef, yolo_metadata(), NMS_CONFIG)).calibration is None
+
+
+def test_a_hef_run_alone_takes_its_model_facts_from_the_export_files_instead_of_an_onnx(tmp_path, shared_fixtures):
+    """eval --hef FOLDER without --onnx: class names, input size and head family from metadata.yaml and
+    the HEF; a run that needs the export (the job's ONNX path) still asks for --onnx."""
+    from harness.core.errors import HarnessError
+    from harness.core.head_family import HeadFamily
+    from harness.pipeline.factory import model_facts
+    from harness.pipeline.options import onnx_of
+
+    hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
+    names = {i: str(i) for i in range(10)}
+    meta = yolo_metadata(imgsz=[32, 32], names=names, nms=False, end2end=True, hailo_arch="hailo8")
+    folder = make_export(tmp_path, hef, meta, None)
+    inside = hef_in(folder)  # what the --hef option's parser makes of the folder
+    assert onnx_of({"hef": inside}, hef_alone=True) == inside
+    assert model_facts(inside, tmp_path / "cache") == model_facts(folder, tmp_path / "cache")
+    facts = model_facts(folder, tmp_path / "cache")
+    assert (facts.input_hw, facts.names, facts.family) == ((32, 32), tuple(names.values()), HeadFamily.YOLO26_ONE2ONE)
+    assert facts.input_name.endswith("input_layer1")
+    with pytest.raises(
+        HarnessError, match=r"--hef: needs --onnx M.onnx .*\(or a HEF in its Ultralytics export folder\)"
+    ):
+        onnx_of({"hef": hef}, hef_alone=True)
+    with pytest.raises(HarnessError, match=r"--hef: needs --onnx M.onnx \(the model's export, for its class names\)$"):
+        onnx_of({"hef": inside})
+    with pytest.raises(HarnessError, match=r"a HEF without its Ultralytics export's metadata.yaml"):
+        model_facts(hef, tmp_path / "cache")
+    wrong = make_export(tmp_path / "w", hef, {**meta, "imgsz": [64, 64]}, None)
+    with pytest.raises(HarnessError, match=r"imgsz \[64, 64\], but the HEF's input .* is 32x32"):
+        model_facts(wrong, tmp_path / "cache")
+
+
+def test_the_calibration_note_of_a_hef_path_says_what_its_export_recorded(tmp_path, nms_hef):
+    from harness.pipeline.factory import calibration_note
+    from harness.pipeline.spec import Backend, PathSpec
+
+    args = {"data": "fire_smoke.yaml", "fraction": 0.25}
+    folder = make_export(tmp_path, nms_hef, yolo_metadata(args=args), NMS_CONFIG)
+    note = calibration_note(PathSpec(Backend.HAILORT, hef=hef_in(folder)), None)  # type: ignore[arg-type]
+    assert note.endswith(
+        "(a HEF does not record its images; its Ultralytics export says data=fire_smoke.yaml fraction=0.25)"
+    )

@@ -27,6 +27,8 @@ from harness.core.head_family import HeadFamily
 if TYPE_CHECKING:
     import onnx
 
+    from harness.inputs.hef.ultralytics import UltralyticsExport
+
 FORMAT = 1
 _KIND = "hailo-harness export facts"
 # The code the facts are read by: an edit to it reads them again.
@@ -91,6 +93,29 @@ def facts_of(model: onnx.ModelProto, sha256: str, source: str) -> ExportFacts:
         family = None
     names = onnx_class_names(model, source)
     return ExportFacts(sha256, input_name, input_hw, names, end_to_end(model), family)
+
+
+def ultralytics_facts(export: UltralyticsExport) -> ExportFacts:
+    """The facts of the model an Ultralytics Hailo export was compiled from, read from its files alone:
+    the HEF's input, metadata.yaml's names, imgsz and end2end. Ultralytics compiles the NMS op into a
+    YOLOv8/YOLO11 detector and none into YOLO26's heads (reg_max 1), the one-to-one head being the end-to-end
+    one (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``: ``raw_detect``, ``nms``)."""
+    from harness.inputs.hef.reader import read_hef
+
+    groups = read_hef(export.hef).network_groups
+    if not groups or not groups[0].inputs:
+        raise HarnessError(f"{export.hef}: no network group with an input, expected a compiled detector")
+    image = groups[0].inputs[0]
+    if tuple(image.shape[:2]) != export.imgsz:
+        raise HarnessError(
+            f"{export.folder}: metadata.yaml imgsz {list(export.imgsz)}, but the HEF's input {image.name} is "
+            f"{image.shape[0]}x{image.shape[1]}: export again so that its files describe its HEF"
+        )
+    if export.nms:
+        family = HeadFamily.YOLOV8
+    else:
+        family = HeadFamily.YOLO26_ONE2ONE if export.end2end else HeadFamily.YOLO26_ONE2MANY
+    return ExportFacts(file_sha256(export.hef), image.name, export.imgsz, export.names, export.end2end, family)
 
 
 def sidecar_path(cache_dir: str | os.PathLike[str], sha256: str) -> Path:

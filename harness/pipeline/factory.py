@@ -31,7 +31,7 @@ from harness.core.specs import OutputSpec
 from harness.inputs.calibration import CalibrationSource
 from harness.inputs.dataset import Dataset, class_map, load_coco, load_images, load_yolo, require_evaluable
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_data, demo_root, demo_split
-from harness.inputs.export_facts import ExportFacts, export_facts, record_passed
+from harness.inputs.export_facts import ExportFacts, export_facts, record_passed, ultralytics_facts
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import DecoderPath, DetectionPath, OnnxPath, file_sha256, runner_path
 from harness.pipeline.evaluate import evaluate_path
@@ -131,7 +131,7 @@ def prepare_run(
     object, is refused."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
-    facts = export_facts(onnx, cache_dir)  # kept in the cache folder: a rerun loads no model
+    facts = model_facts(onnx, cache_dir)
     input_hw, names = facts.input_hw, facts.names
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
@@ -150,6 +150,19 @@ def prepare_run(
     return RunContext(
         onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log, batch, facts=facts
     )
+
+
+def model_facts(model: Path, cache_dir: Path) -> ExportFacts:
+    """The facts of the model a run evaluates: its ONNX export's (kept in the cache folder: a rerun loads
+    no model), or, given a HEF (or its folder) that Ultralytics exported, what the export's files say."""
+    if model.is_dir() or model.suffix == ".hef":
+        from harness.inputs.hef.ultralytics import export_of, hef_of
+
+        export = export_of(hef_of(model))
+        if export is None:
+            raise HarnessError(f"{model}: a HEF without its Ultralytics export's metadata.yaml, expected --onnx M.onnx")
+        return ultralytics_facts(export)
+    return export_facts(model, cache_dir)
 
 
 def _heads_refused(onnx: Path) -> HeadFamily:
@@ -226,7 +239,11 @@ def calibration_note(spec: PathSpec, run: RunContext) -> str:
     if spec.backend is Backend.DFC:
         return f"the calibration compiled into {spec.har} (a HAR does not record its images)"
     if spec.backend is Backend.HAILORT:
-        return f"the calibration compiled into {spec.hef} (a HEF does not record its images)"
+        from harness.inputs.hef.ultralytics import export_of
+
+        export = export_of(spec.hef)
+        said = f"; its Ultralytics export says {export.calibration}" if export and export.calibration else ""
+        return f"the calibration compiled into {spec.hef} (a HEF does not record its images{said})"
     return "none (the float export)"
 
 

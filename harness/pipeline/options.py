@@ -366,14 +366,24 @@ def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
     )
 
 
-def onnx_of(values: Mapping[str, Any]) -> Path:
+def onnx_of(values: Mapping[str, Any], hef_alone: bool = False) -> Path:
     """The model's export; the demo's only where no other model file is named (a HEF or HAR carries
-    no class names: its export gives them)."""
+    no class names: its export gives them). ``hef_alone``: a path that runs the HEF alone (a single
+    hailort or replay path) may take an Ultralytics export's files instead; the HEF is returned."""
     if values.get("onnx") is not None:
         return Path(values["onnx"])
+    hef = values.get("hef")
+    if hef_alone and hef is not None and values.get("har") is None:
+        from harness.inputs.hef.ultralytics import export_of
+
+        if export_of(hef) is not None:
+            return Path(hef)
     given = [OPTIONS[n].flag for n in ("hef", "har") if values.get(n) is not None]
     if given:
-        raise HarnessError(f"{' and '.join(given)}: needs --onnx M.onnx (the model's export, for its class names)")
+        alone = " (or a HEF in its Ultralytics export folder)" if hef_alone and hef is not None else ""
+        raise HarnessError(
+            f"{' and '.join(given)}: needs --onnx M.onnx (the model's export, for its class names){alone}"
+        )
     return DEMO_ONNX
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from harness.core.errors import HarnessError
 from harness.pipeline.options import EVAL_OPTIONS, add_options, onnx_of, path_spec, settings_spec
+from harness.pipeline.spec import Backend
 
 if TYPE_CHECKING:
     from harness.inputs.dataset import Dataset
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     spec = path_spec(values, single=True)  # a wrong combination of options is refused before any image is read
     dataset = load_dataset(args.dataset, args.split, args.cache, args.images)
     run = prepare_run(
-        onnx_of(values),
+        onnx_of(values, hef_alone=spec.backend in (Backend.HAILORT, Backend.REPLAY)),
         dataset,
         settings_spec(values),
         args.cache,

@@ -241,7 +241,7 @@ def calibration_note(spec: PathSpec, run: RunContext) -> str:
     if spec.backend is Backend.HAILORT:
         from harness.inputs.hef.ultralytics import export_of
 
-        export = export_of(spec.hef)
+        export = export_of(spec.hef) if spec.hef is not None else None
         said = f"; its Ultralytics export says {export.calibration}" if export and export.calibration else ""
         return f"the calibration compiled into {spec.hef} (a HEF does not record its images{said})"
     return "none (the float export)"

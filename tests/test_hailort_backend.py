@@ -568,8 +568,8 @@ def test_the_job_on_a_device_reports_its_fps_next_to_the_accuracy(
 def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_apart(
     make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
+    import harness.backends.hailort as hailort_backend
     from harness.cli import main as cli
-    from harness.pipeline import factory
 
     make_fake()
     formats: list[FormatType] = []
@@ -578,7 +578,7 @@ def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_ap
         formats.append(kwargs["format_type"])  # type: ignore[arg-type]
         return HailoRTRunner(hef, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(factory, "HailoRTRunner", recording)
+    monkeypatch.setattr(hailort_backend, "HailoRTRunner", recording)  # the factory imports it when a path runs
     write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=0))
     argv = ["eval", "--hef", str(hef_files["heads"]), "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn")]
     maps = []

@@ -131,7 +131,7 @@ def prepare_run(
     object, is refused."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
-    facts = model_facts(onnx, cache_dir)
+    facts = model_facts(onnx, cache_dir if use_cache else None)  # --no-cache: nothing kept
     input_hw, names = facts.input_hw, facts.names
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
@@ -152,7 +152,7 @@ def prepare_run(
     )
 
 
-def model_facts(model: Path, cache_dir: Path) -> ExportFacts:
+def model_facts(model: Path, cache_dir: Path | None) -> ExportFacts:
     """The facts of the model a run evaluates: its ONNX export's (kept in the cache folder: a rerun loads
     no model), or, given a HEF (or its folder) that Ultralytics exported, what the export's files say."""
     if model.is_dir() or model.suffix == ".hef":

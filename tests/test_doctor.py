@@ -99,3 +99,13 @@ def test_without_labels_the_doctor_runs_the_label_free_gates_and_leaves_out_the_
         assert "test_map" not in (row["gate"] or ""), row  # no mAP gate without labels
     assert all(r["map50_difference"] is None for r in table["clean_runs"])
     assert code == 0
+
+
+def test_a_yolo26_export_is_refused_before_any_mode_naming_its_head_and_what_checks_it(tmp_path):
+    from harness.doctor.bench import open_bench
+    from harness.inputs.demo import DEMO26_ONNX
+
+    lines: list[str] = []
+    with pytest.raises(HarnessError, match=r"a yolo26-one2one export; the failure catalogue is built for YOLOv8"):
+        open_bench(onnx=DEMO26_ONNX, first=4, cache_dir=tmp_path, golden_root=tmp_path / "golden", log=lines.append)
+    assert not any(line.startswith("onnx: predicting") for line in lines)  # refused before any path ran

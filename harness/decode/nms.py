@@ -112,8 +112,11 @@ def _greedy_ranked(
     for start in range(0, len(ranked), NMS_BLOCK):
         block = ranked[start : start + NMS_BLOCK]
         candidates = boxes[block].astype(np.float32)
-        earlier = suppresses(box_iou(kept_boxes[:, None, :], candidates[None, :, :]), iou_threshold)
-        alive = np.asarray(~earlier.any(axis=0), dtype=bool)
+        if len(kept_boxes):
+            earlier = suppresses(box_iou(kept_boxes[:, None, :], candidates[None, :, :]), iou_threshold)
+            alive = np.asarray(~earlier.any(axis=0), dtype=bool)
+        else:  # the first block: nothing kept before it
+            alive = np.ones(len(block), dtype=bool)
         # outranks[i, j]: box i, ranked above j and alive, would suppress j
         outranks = np.triu(suppresses(box_iou(candidates[:, None, :], candidates[None, :, :]), iou_threshold), 1)
         outranks &= alive[:, None]  # a box gone to an earlier block suppresses nothing

@@ -26,39 +26,23 @@ ultralytics/data/base.py (``load_image``), ultralytics/utils/metrics.py (``DetMe
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-SECONDS: dict[str, float] = {}
+# run as a script, tools/ is on the path; bench_stages imports the harness only where it hooks it
+from bench_stages import StageClock
+from bench_stages import pin_threads as pin_onnxruntime
+
+CLOCK = StageClock()  # seconds per stage; a call inside a call of its own stage counts once
+timed = CLOCK.wrap
 CAPTURE = "capture"  # this script's own copying of boxes, left out of val_s
-_ACTIVE: set[str] = set()
-
-
-def timed(stage: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` adding its wall time to ``SECONDS[stage]`` (inner calls of the same stage count once)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if stage in _ACTIVE:
-            return function(*args, **kwargs)
-        _ACTIVE.add(stage)
-        start = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            SECONDS[stage] = SECONDS.get(stage, 0.0) + time.perf_counter() - start
-            _ACTIVE.discard(stage)
-
-    return wrapper
 
 
 def offline(config_dir: Path) -> None:
@@ -77,20 +61,10 @@ def offline(config_dir: Path) -> None:
 
 def pin_threads(threads: int) -> None:
     """torch and every onnxruntime session on ``threads`` intra-op threads (one inter-op)."""
-    import onnxruntime
     import torch
 
     torch.set_num_threads(threads)
-    base = onnxruntime.InferenceSession
-
-    class Pinned(base):  # type: ignore[misc, valid-type]
-        def __init__(self, model: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
-            sess_options = sess_options or onnxruntime.SessionOptions()
-            sess_options.intra_op_num_threads = threads
-            sess_options.inter_op_num_threads = 1
-            super().__init__(model, sess_options, *args, **kwargs)
-
-    onnxruntime.InferenceSession = Pinned
+    pin_onnxruntime(threads)
 
 
 class Capture:
@@ -230,9 +204,9 @@ def main() -> None:
         },
         "torch_threads": torch.get_num_threads(),
         "load_s": load_s,
-        "val_s": val_s - SECONDS.get(CAPTURE, 0.0),
+        "val_s": val_s - CLOCK.seconds.get(CAPTURE, 0.0),
         "speed": dict(metrics.speed),
-        "stages": SECONDS,
+        "stages": CLOCK.seconds,
         "map50": float(metrics.box.map50),
         "map50_95": float(metrics.box.map),
         "rescored": rescored,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
+from harness.core.files import read_sidecar, write_sidecar
 from harness.core.head_family import HeadFamily
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 _KIND = "hailo-harness export facts"
+WHAT = "export facts"
 # The code the facts are read by: an edit to it reads them again.
 _READER = ("inputs/onnx_graph.py", "inputs/export_facts.py")
 
@@ -128,14 +129,14 @@ def export_facts(onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike
     ``cache_dir`` they are read from the model."""
     sha256 = file_sha256(onnx_path)
     if cache_dir is not None:
-        found = read_sidecar(sidecar_path(cache_dir, sha256), sha256)
+        found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256), WHAT, log)
         if found is not None:
             return found
     from harness.inputs.onnx_graph import load_model
 
     facts = facts_of(load_model(onnx_path), sha256, os.fspath(onnx_path))
     if cache_dir is not None and facts.family is not None:
-        write_sidecar(sidecar_path(cache_dir, sha256), facts)
+        write_sidecar(sidecar_path(cache_dir, sha256), _json(facts), WHAT, log)
     return facts
 
 
@@ -145,7 +146,7 @@ def record_passed(facts: ExportFacts, check: str, cache_dir: str | os.PathLike[s
         return facts
     facts = replace(facts, passed=(*facts.passed, check))
     if facts.family is not None:
-        write_sidecar(sidecar_path(cache_dir, facts.sha256), facts)
+        write_sidecar(sidecar_path(cache_dir, facts.sha256), _json(facts), WHAT, log)
     return facts
 
 
@@ -167,21 +168,6 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
         "family": None if facts.family is None else facts.family.value,
         "passed": list(facts.passed),
     }
-
-
-def write_sidecar(path: Path, facts: ExportFacts) -> None:
-    """Write ``path`` whole or not at all (a concurrent reader never sees half of it); where it
-    cannot be written the run goes on (logged): the next one reads the model again."""
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.write_text(json.dumps(_json(facts), sort_keys=True))
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except OSError as error:
-        log.warning("export facts %s not kept (%s): the next run reads them from the model again", path, error)
 
 
 def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
@@ -214,23 +200,3 @@ def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
         HeadFamily(data["family"]),
         tuple(passed),
     )
-
-
-def read_sidecar(path: Path, sha256: str) -> ExportFacts | None:
-    """The facts kept in ``path`` for the export of ``sha256``; None where there are none, or where
-    they are unreadable or not this run's (logged: they are read from the model again)."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        log.warning("export facts %s unreadable (%s): reading them from the model again", path, error)
-        return None
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError(f"a JSON {type(data).__name__}, expected an object")
-        return _fields(data, sha256)
-    except ValueError as error:  # json.JSONDecodeError is one
-        log.warning("export facts %s not used (%s): reading them from the model again", path, error)
-        return None

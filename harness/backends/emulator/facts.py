@@ -11,9 +11,7 @@ are read from the model again.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.backends.base import InputSpec
 from harness.backends.emulator.outputs import head_family, head_roles, head_specs, input_spec
 from harness.core.environment import code_digest
+from harness.core.files import read_sidecar, write_sidecar
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 _KIND = "hailo-harness emulated HEF facts"
+WHAT = "emulated HEF facts"
 # The code the facts are read by: an edit to it reads them again.
 _READER = ("backends/emulator/outputs.py", "backends/emulator/facts.py")
 
@@ -84,17 +84,9 @@ def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
 
 
 def write_facts(path: Path, facts: HefFacts, key: str, model: Path) -> None:
-    """Keep ``facts`` of the quantized ``model`` (cache ``key``) in ``path``, whole or not at all;
-    where it cannot be written the run goes on (logged): the next one reads the model again."""
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
-    try:
-        try:
-            tmp.write_text(json.dumps(_json(facts, key, _sha256(model)), sort_keys=True))
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except OSError as error:
-        log.warning("emulated HEF facts %s not kept (%s): the next run reads them from the model again", path, error)
+    """Keep ``facts`` of the quantized ``model`` (cache ``key``) in ``path``, whole or not at all; where
+    it cannot be written the run goes on (logged): the next one reads the model again."""
+    write_sidecar(path, _json(facts, key, _sha256(model)), WHAT, log)
 
 
 def _shape(value: Any, field: str) -> tuple[int, ...]:
@@ -161,13 +153,4 @@ def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
 def read_facts(path: Path, key: str, model: Path) -> HefFacts | None:
     """The facts kept in ``path`` for the quantized ``model`` of cache ``key``; None where there are
     none, or where they or the model are unreadable or not this HEF's (logged: read from the model again)."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict):
-            raise ValueError(f"a JSON {type(data).__name__}, expected an object")
-        return _fields(data, key, model)
-    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError
-        log.warning("emulated HEF facts %s not used (%s): reading them from the model again", path, error)
-        return None
+    return read_sidecar(path, lambda data: _fields(data, key, model), WHAT, log)

@@ -1,0 +1,376 @@
+"""The one strict reader of every JSON and YAML document the harness reads, whoever wrote it.
+
+A document is refused, naming its file, the key path and what was expected, where a lenient reader
+would silently pick a meaning: a key given twice (a merge that "accepted both" sides), a key no
+schema reads, a number as a string, a float where an integer is meant, ``"false"`` or ``1`` as a
+bool, NaN or infinity, a number of thousands of digits. Bombs are bounded before they cost
+anything: the document's size (:data:`MAX_BYTES`), its nesting depth (:data:`MAX_DEPTH`), and YAML
+aliases and anchors (refused outright: no file the harness reads needs them).
+
+:func:`parse_json` / :func:`parse_yaml` (text) and :func:`read_json` / :func:`read_yaml` (a file)
+give plain Python values; :class:`Fields` reads one object of them typed, key by key, and
+:meth:`Fields.done` refuses the keys nobody read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from harness.core.errors import HarnessError
+
+MAX_BYTES = 64 * 1024 * 1024  # the largest document read (a COCO file of a big validation set fits)
+MAX_DEPTH = 64  # objects and lists nested deeper than any file the harness reads
+MAX_DIGITS = 40  # the longest integer literal (an int64 has 19 digits)
+
+
+class DocumentError(HarnessError):
+    """A JSON or YAML document refused: names the file, the key path and what was expected."""
+
+
+def _where(source: str, path: str) -> str:
+    return f"{source}: field {path}" if path else source
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --- JSON --------------------------------------------------------------------------------------
+
+
+def _json_pairs(source: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise DocumentError(f"{source}: key {key!r} given twice in one object, expected each key once")
+            out[key] = value
+        return out
+
+    return pairs
+
+
+def _json_int(source: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if len(text.lstrip("-")) > MAX_DIGITS:
+            raise DocumentError(f"{source}: an integer of {len(text)} digits, expected at most {MAX_DIGITS}")
+        return int(text)
+
+    return parse
+
+
+def _json_float(source: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise DocumentError(f"{source}: the number {text[:40]!r} is too large for a float, expected a finite number")
+        return value
+
+    return parse
+
+
+def _json_constant(source: str) -> Callable[[str], Any]:
+    def parse(name: str) -> Any:
+        raise DocumentError(f"{source}: {name} is not a JSON number, expected a finite number or null")
+
+    return parse
+
+
+def parse_json(text: str | bytes, source: str) -> Any:
+    """The JSON value in ``text`` (``source`` names it in errors), strictly: see the module."""
+    if len(text) > MAX_BYTES:
+        raise DocumentError(f"{source}: {len(text)} bytes, expected a document of at most {MAX_BYTES}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DocumentError(f"{source}: not UTF-8 text (byte {error.start}), expected a JSON document") from None
+    _check_json_depth(text, source)
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_json_pairs(source),
+            parse_int=_json_int(source),
+            parse_float=_json_float(source),
+            parse_constant=_json_constant(source),
+        )
+    except json.JSONDecodeError as error:
+        raise DocumentError(
+            f"{source}: not valid JSON at line {error.lineno} column {error.colno} ({error.msg})"
+        ) from None
+    except (ValueError, RecursionError) as error:  # a limit of Python's own (int digits, recursion)
+        raise DocumentError(f"{source}: not a readable JSON document ({type(error).__name__}: {error})") from None
+
+
+def _check_json_depth(text: str, source: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` before parsing (brackets inside strings aside)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise DocumentError(f"{source}: nested deeper than {MAX_DEPTH} levels, expected a flatter document")
+        elif char in "]}":
+            depth -= 1
+
+
+# --- YAML --------------------------------------------------------------------------------------
+
+
+def parse_yaml(text: str | bytes, source: str) -> Any:
+    """The YAML value in ``text`` (``source`` names it in errors), strictly: see the module. Plain
+    YAML 1.1 scalars keep their YAML types (``yes`` is a bool, as in Ultralytics' own reads)."""
+    import yaml
+
+    if len(text) > MAX_BYTES:
+        raise DocumentError(f"{source}: {len(text)} bytes, expected a document of at most {MAX_BYTES}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DocumentError(f"{source}: not UTF-8 text (byte {error.start}), expected a YAML document") from None
+
+    # The pure-Python loader: the C one composes nodes where aliases and depth cannot be seen.
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise DocumentError(
+                    f"{source}: line {mark.line + 1}: a YAML alias, expected plain values (aliases are not read)"
+                )
+            event = self.peek_event()
+            if getattr(event, "anchor", None) is not None:
+                raise DocumentError(
+                    f"{source}: line {event.start_mark.line + 1}: a YAML anchor &{event.anchor}, "
+                    "expected plain values (anchors are not read)"
+                )
+            Loader.depth += 1
+            try:
+                if Loader.depth > MAX_DEPTH:
+                    raise DocumentError(
+                        f"{source}: nested deeper than {MAX_DEPTH} levels, expected a flatter document"
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                Loader.depth -= 1
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, str | int) or isinstance(key, bool):
+                    raise DocumentError(
+                        f"{source}: line {key_node.start_mark.line + 1}: key {_show(key)}, expected a string or "
+                        "an integer"
+                    )
+                if key in seen:
+                    raise DocumentError(
+                        f"{source}: line {key_node.start_mark.line + 1}: key {key!r} given twice in one mapping, "
+                        "expected each key once"
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_yaml_int(self, node: Any) -> int:
+            if len(str(node.value).lstrip("+-").replace("_", "")) > MAX_DIGITS:
+                raise DocumentError(
+                    f"{source}: line {node.start_mark.line + 1}: an integer of {len(node.value)} digits, "
+                    f"expected at most {MAX_DIGITS}"
+                )
+            return int(super().construct_yaml_int(node))
+
+        def construct_yaml_float(self, node: Any) -> float:
+            value = float(super().construct_yaml_float(node))
+            if not math.isfinite(value):
+                raise DocumentError(
+                    f"{source}: line {node.start_mark.line + 1}: {str(node.value)[:40]!r} is not a finite number"
+                )
+            return value
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
+    try:
+        loader = Loader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as error:
+        raise DocumentError(f"{source}: not valid YAML ({' '.join(str(error).split())})") from None
+    except (ValueError, RecursionError, TypeError) as error:
+        raise DocumentError(f"{source}: not a readable YAML document ({type(error).__name__}: {error})") from None
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def read_bytes(path: str | os.PathLike[str], what: str = "document") -> bytes:
+    """A document file's bytes, at most :data:`MAX_BYTES` (a device or a huge file is refused
+    unread), or a :class:`DocumentError` naming the file and why it cannot be read."""
+    file = Path(path)
+    try:
+        with open(file, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise DocumentError(f"{file}: no such {what} file") from None
+    except IsADirectoryError:
+        raise DocumentError(f"{file}: a folder, expected a {what} file") from None
+    except OSError as error:
+        raise DocumentError(f"{file}: the {what} cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_BYTES:
+        raise DocumentError(f"{file}: larger than {MAX_BYTES} bytes, expected a {what} of at most that")
+    return data
+
+
+def read_json(path: str | os.PathLike[str], what: str = "JSON document") -> Any:
+    return parse_json(read_bytes(path, what), str(path))
+
+
+def read_yaml(path: str | os.PathLike[str], what: str = "YAML document") -> Any:
+    return parse_yaml(read_bytes(path, what), str(path))
+
+
+# --- typed reads ---------------------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_MISSING = object()
+
+
+class Fields:
+    """Typed reads of one object (a mapping) of a parsed document. Each read names the key it
+    took; :meth:`done` refuses any key no read took. Errors name ``source``, the key path from the
+    document's top and what was expected."""
+
+    def __init__(self, data: Any, source: str, path: str = "") -> None:
+        self.source, self.path = source, path
+        if not isinstance(data, Mapping):
+            self.fail(None, data, "an object of fields")
+        self.data: Mapping[Any, Any] = data
+        self.taken: set[Any] = set()
+
+    def key_path(self, key: Any) -> str:
+        return f"{self.path}.{key}" if self.path else str(key)
+
+    def fail(self, key: Any, value: Any, expected: str) -> NoReturn:
+        where = self.path if key is None else self.key_path(key)
+        raise DocumentError(f"{_where(self.source, where or '(top level)')} is {_show(value)}, expected {expected}")
+
+    def has(self, key: Any) -> bool:
+        return key in self.data
+
+    def raw(self, key: Any, default: Any = _MISSING) -> Any:
+        """The value itself, unchecked (the caller checks it and names the key through :meth:`fail`)."""
+        self.taken.add(key)
+        if key not in self.data:
+            if default is _MISSING:
+                raise DocumentError(f"{_where(self.source, self.key_path(key))} is missing")
+            return default
+        return self.data[key]
+
+    def _get(self, key: Any, default: Any, check: Callable[[Any], bool], expected: str) -> Any:
+        if key not in self.data and default is not _MISSING:
+            self.taken.add(key)
+            return default
+        value = self.raw(key)
+        if not check(value):
+            self.fail(key, value, expected)
+        return value
+
+    def string(self, key: Any, default: Any = _MISSING, *, nonempty: bool = False) -> Any:
+        return self._get(
+            key, default, lambda v: isinstance(v, str) and (bool(v) or not nonempty),
+            "a non-empty string" if nonempty else "a string",
+        )
+
+    def boolean(self, key: Any, default: Any = _MISSING) -> Any:
+        return self._get(key, default, lambda v: isinstance(v, bool), "true or false")
+
+    def integer(self, key: Any, default: Any = _MISSING, *, lo: int | None = None, hi: int | None = None) -> Any:
+        return self._get(key, default, lambda v: _is_int(v) and _within(v, lo, hi), _range("an integer", lo, hi))
+
+    def number(
+        self, key: Any, default: Any = _MISSING, *, lo: float | None = None, hi: float | None = None,
+        nullable: bool = False,
+    ) -> Any:
+        expected = _range("a number", lo, hi) + (" or null" if nullable else "")
+        if key not in self.data and default is not _MISSING:
+            self.taken.add(key)
+            return default
+        value = self._get(key, _MISSING, lambda v: (nullable and v is None) or (_is_number(v) and _within(v, lo, hi)), expected)
+        return None if value is None else float(value)
+
+    def object(self, key: Any, default: Any = _MISSING) -> Any:
+        if key not in self.data and default is not _MISSING:
+            self.taken.add(key)
+            return default
+        return Fields(self.raw(key), self.source, self.key_path(key))
+
+    def list(self, key: Any, default: Any = _MISSING, *, nonempty: bool = False) -> Any:
+        return self._get(
+            key, default, lambda v: isinstance(v, list) and (bool(v) or not nonempty),
+            "a non-empty list" if nonempty else "a list",
+        )
+
+    def objects(self, key: Any, default: Any = _MISSING) -> Any:
+        """A list of objects, each as :class:`Fields` named ``key[i]``."""
+        if key not in self.data and default is not _MISSING:
+            self.taken.add(key)
+            return default
+        items = self.list(key)
+        return [Fields(item, self.source, f"{self.key_path(key)}[{i}]") for i, item in enumerate(items)]
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """Every key and value (all taken: the caller reads each)."""
+        self.taken.update(self.data)
+        return iter(self.data.items())
+
+    def done(self) -> None:
+        """Refuse the keys no read took (hand-edited or misspelt keys are never silently ignored)."""
+        unknown = [key for key in self.data if key not in self.taken]
+        if unknown:
+            expected = sorted(map(str, self.taken))
+            raise DocumentError(
+                f"{_where(self.source, self.path or '(top level)')} has unknown keys {sorted(map(str, unknown))}, "
+                f"expected only {expected}"
+            )
+
+
+def _within(value: float, lo: float | None, hi: float | None) -> bool:
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+def _range(kind: str, lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"{kind} from {lo:g} to {hi:g}"
+    if lo is not None:
+        return f"{kind} >= {lo:g}"
+    if hi is not None:
+        return f"{kind} <= {hi:g}"
+    return kind

@@ -275,3 +275,28 @@ def test_a_nan_on_either_side_fails_every_number_gate_and_never_passes(hailo):
     ]
     assert [g.passed for g in gates] == [False] * 5
     assert all("nothing was measured (NaN)" in g.message for g in gates[:4])
+
+
+def test_another_models_baseline_fails_every_baseline_gate_naming_both_models(hailo):
+    other = sr.replaced(golden_from_result(hailo), model="yolo11n_coco")
+    gates = run_gates(hailo, other)
+    assert gates and not any(g.passed for g in gates)
+    assert all("the baseline is of model yolo11n_coco" in g.text and g.baseline is None for g in gates)
+
+
+def test_a_baseline_of_an_earlier_export_says_which_export_it_was_blessed_from(hailo):
+    golden = golden_from_result(hailo)
+    newer = sr.replaced(hailo, provenance=sr.replaced(hailo.provenance, model_sha256="ab" * 32))
+    (gate,) = run_gates(newer, golden, kinds=("map",))
+    assert gate.passed
+    assert f"baseline blessed from model sha256 {golden.provenance.model_sha256[:12]} on" in gate.text
+    assert "this run's model sha256 abababababab" in gate.text
+
+
+def test_a_gate_held_to_a_baseline_blessed_weak_says_it_cannot_fail(hailo):
+    zero = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, map50=0.0))
+    weak = golden_from_result(zero, accept_weak=True)
+    by_kind = {g.id.kind: g for g in run_gates(zero, weak)}
+    assert by_kind["map"].passed and "WEAK BASELINE, blessed with --accept-weak-baseline" in by_kind["map"].text
+    assert by_kind["map"].weak.startswith("map50_drop 0.02 >= baseline map50 0")
+    assert by_kind["box_count"].weak == ""

@@ -1,3 +1,4 @@
+import errno
 import json
 import math
 import os
@@ -20,6 +21,7 @@ from harness.verdict.golden import (
     golden_path,
     load_golden,
     missing_golden_message,
+    weaknesses,
     write_golden,
 )
 
@@ -168,18 +170,21 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
         (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected 1"),
         (
             lambda d: d["tolerances"].update(map50_drop=-0.1),
-            r"field tolerances\.map50_drop is -0\.1, expected a finite number >= 0",
+            r"field tolerances\.map50_drop is -0\.1, expected a number from 0 to 1",
         ),
         (
             lambda d: d["metrics"]["box_counts"].update(max=2.5),
             r"field metrics\.box_counts\.max is 2\.5, expected an integer",
         ),
-        (lambda d: d["settings"].update(conf=0.2), r"field settings: settings fields unknown \['conf'\]"),
+        (lambda d: d["settings"].update(conf=0.2), r"field settings has unknown keys \['conf'\]"),
         (
             lambda d: d["provenance"].update(created="yesterday"),
             r"field provenance\.created is 'yesterday', expected an ISO",
         ),
-        (lambda d: d["metrics"]["score_histogram"].pop("0.50-0.55"), r"field metrics\.score_histogram is \["),
+        (
+            lambda d: d["metrics"]["score_histogram"].pop("0.50-0.55"),
+            r"field metrics\.score_histogram\.0\.50-0\.55 is missing, expected an integer >= 0",
+        ),
         (lambda d: d.update(metrics=[]), r"field metrics is \[\], expected an object"),
         (
             lambda d: d["tolerances"].update(map_drop=0.05),
@@ -210,26 +215,107 @@ def test_a_missing_baseline_is_an_error_and_its_message_gives_the_command_that_c
 
 
 @pytest.mark.parametrize(
-    ("field", "key", "literal", "expected"),
-    [
-        ("metrics", "map50", "NaN", "a share in [0, 1]"),
-        ("metrics", "map50_95", "-Infinity", "a share in [0, 1]"),
-        ("metrics", "saturation", "NaN", "a share in [0, 1]"),
-        ("tolerances", "map50_drop", "Infinity", "a finite number >= 0"),
-        ("tolerances", "saturation_abs", "NaN", "a finite number >= 0"),
-    ],
+    ("field", "key", "literal"), [("metrics", "map50", "NaN"), ("tolerances", "map50_drop", "Infinity")]
 )
-def test_a_non_finite_number_in_a_hand_edited_baseline_is_refused_naming_the_field(
-    tmp_path, run, field, key, literal, expected
+def test_a_non_finite_number_in_a_hand_edited_baseline_is_refused_naming_the_file_and_the_literal(
+    tmp_path, run, field, key, literal
 ):
     file = tmp_path / "g.json"
     write_golden(file, golden_from_result(run))
     data = json.loads(file.read_text())
     data[field][key] = "@"
     file.write_text(json.dumps(data).replace('"@"', literal))  # JSON from Python writes NaN and Infinity so
-    with pytest.raises(GoldenError) as caught:
+    with pytest.raises(GoldenError, match=rf"^{file}: {literal} is not a JSON number"):
         load_golden(file)
-    assert str(caught.value).startswith(f"{file}: field {field}.{key} is ") and str(caught.value).endswith(expected)
+
+
+@pytest.mark.parametrize("block", ["tolerances", "metrics", "settings"])
+def test_a_key_given_twice_by_a_merge_that_accepted_both_sides_is_refused_naming_the_key(tmp_path, run, block):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    text = file.read_text()
+    data = json.loads(text)
+    second = json.dumps(data[block], indent=2)
+    merged = text.rstrip().removesuffix("}").rstrip() + f',\n  "{block}": {second}\n}}\n'
+    file.write_text(merged)
+    with pytest.raises(GoldenError, match=rf"^{file}: key '{block}' given twice in one object"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (("metrics", "box_counts"), {"median": 2}, r"field metrics\.box_counts has unknown keys \['median'\]"),
+        (("metrics", "per_class", 0), {"f1": 0.5}, r"field metrics\.per_class\[0\] has unknown keys \['f1'\]"),
+        (("provenance",), {"signed_by": "x"}, r"field provenance has unknown keys \['signed_by'\]"),
+        (("settings",), {"score_threshold": "0.2"}, r"field settings\.score_threshold is '0\.2', expected a number"),
+        (("settings",), {"input_hw": [256.9, 256.2]}, r"field settings\.input_hw is \[256\.9, 256\.2\]"),
+        (("settings",), {"max_total": 300.0}, r"field settings\.max_total is 300\.0, expected an integer"),
+        ((), {"emulated": "false"}, r"field emulated is 'false', expected true or false"),
+        ((), {"labelled": 1}, r"field labelled is 1, expected true or false"),
+    ],
+)
+def test_unknown_keys_at_any_depth_and_coerced_values_are_refused_naming_the_key_path(
+    tmp_path, run, where, value, message
+):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    node = data
+    for key in where:
+        node = node[key]
+    node.update(value)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: {message}"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        ({"map50_drop": 1.0}, r"map50_drop 1 >= baseline map50 .*: the mAP@0\.5 gate can never fail"),
+        ({"map50_95_drop": 0.99}, r"map50_95_drop 0\.99 >= baseline map50_95 .*: the mAP@0\.5:0\.95 gate can never"),
+        (
+            {"saturation_abs": 1.0},
+            r"saturation_abs 1 around baseline saturation .* the score saturation gate can never",
+        ),
+        ({"box_count_rel": 1.0}, r"box_count_rel 1 >= 1: a run without a single box passes the box count gate"),
+        ({"map50_drop": 1e6}, r"field tolerances\.map50_drop is 1000000\.0, expected a number from 0 to 1"),
+    ],
+)
+def test_a_hand_edited_tolerance_that_can_never_fail_is_refused_saying_why(tmp_path, run, tolerances, message):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    data["tolerances"].update(tolerances)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: .*{message}"):
+        load_golden(file)
+
+
+def test_a_baseline_of_map_zero_is_blessed_only_knowingly_and_then_keeps_saying_so(tmp_path, run):
+    zero = sr.replaced(run, metrics=sr.replaced(run.metrics, map50=0.0, map50_95=0.0))
+    file = tmp_path / "g.json"
+    with pytest.raises(
+        GoldenError, match=r"map50_drop 0\.02 >= baseline map50 0: .*--update-golden --accept-weak-base"
+    ):
+        write_golden(file, golden_from_result(zero))
+    assert list(tmp_path.iterdir()) == []
+    write_golden(file, golden_from_result(zero, accept_weak=True))
+    back = load_golden(file)
+    assert back.accepted_weak == ("map50_cannot_fail", "map50_95_cannot_fail")
+    assert [w.code for w in weaknesses(back)] == list(back.accepted_weak)
+
+
+def test_a_set_with_too_few_labelled_objects_or_no_detection_is_weak(run):
+    few = tuple(sr.replaced(c, n_ground_truth=2) for c in run.metrics.per_class)
+    assert "few_objects" in [
+        w.code
+        for w in weaknesses(golden_from_result(sr.replaced(run, metrics=sr.replaced(run.metrics, per_class=few))))
+    ]
+    none = sr.replaced(run, box_counts=sr.replaced(run.box_counts, total=0))
+    assert "no_detections" in [w.code for w in weaknesses(golden_from_result(none))]
+    assert weaknesses(golden_from_result(run)) == ()
 
 
 def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):
@@ -271,7 +357,7 @@ generation = {start}
 print("ready", flush=True)
 while True:
     generation += 1
-    metrics = dataclasses.replace(run.metrics, map50=generation / 1e6)
+    metrics = dataclasses.replace(run.metrics, map50=0.5 + generation / 1e6)
     golden = golden_from_result(dataclasses.replace(run, metrics=metrics))
     bless([(folder / "ds--onnx.json", dataclasses.replace(golden, path="onnx")), (folder / "ds--hailo.json", golden)])
 """
@@ -321,3 +407,90 @@ def test_a_set_with_one_bad_baseline_writes_neither(tmp_path, run):
             ]
         )
     assert not folder.exists()
+
+
+# --- faults and links ------------------------------------------------------------------------------
+
+
+def test_a_symlinked_baseline_stays_a_link_and_its_target_gets_the_new_baseline(tmp_path, run):
+    kept = tmp_path / "store" / "ds--hailo.json"
+    kept.parent.mkdir()
+    folder = tmp_path / "m"
+    write_golden(kept, golden_from_result(run))
+    folder.mkdir()
+    (folder / "ds--hailo.json").symlink_to(kept)
+    write_golden(folder / "ds--hailo.json", golden_from_result(_later(run)))
+    assert (folder / "ds--hailo.json").is_symlink()
+    assert load_golden(kept).provenance.model_sha256 == _later(run).provenance.model_sha256
+    assert [p.name for p in kept.parent.iterdir()] == ["ds--hailo.json"]  # no temporary file left beside it
+
+
+def test_a_rewritten_baseline_keeps_its_mode_and_a_new_one_follows_the_umask(tmp_path, run):
+    file = tmp_path / "g.json"
+    old = os.umask(0o022)
+    try:
+        write_golden(file, golden_from_result(run))
+    finally:
+        os.umask(old)
+    assert file.stat().st_mode & 0o777 == 0o644
+    file.chmod(0o664)
+    write_golden(file, golden_from_result(_later(run)))
+    assert file.stat().st_mode & 0o777 == 0o664
+
+
+def test_a_full_disk_while_blessing_keeps_the_old_baselines_and_says_so(tmp_path, run, monkeypatch):
+    folder = tmp_path / "m"
+    write_golden(folder / "ds--hailo.json", golden_from_result(run))
+    before = (folder / "ds--hailo.json").read_bytes()
+    calls = iter(range(100))
+
+    def full(fd):
+        if next(calls) >= 1:  # the first temporary file is written; the second finds the disk full
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(GoldenError, match=r"not written: .*No space left on device; the previous baselines are kept"):
+        write_golden(folder / "ds--hailo.json", golden_from_result(_later(run)))
+    monkeypatch.undo()
+    assert (folder / "ds--hailo.json").read_bytes() == before
+    assert [p.name for p in folder.rglob(".*")] == []
+
+
+def test_a_read_only_folder_refuses_a_blessing_clearly_and_gates_read_a_committed_one_through_its_journal(
+    tmp_path, run, monkeypatch
+):
+    folder = tmp_path / "m"
+    write_golden(folder / "ds--hailo.json", golden_from_result(run))
+    newer = golden_from_result(_later(run))
+    real_replace = os.replace
+
+    def killed(src, dst):  # a blessing killed right after its journal was committed
+        if not str(dst).endswith(".blessing.json"):
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        bless([(folder / "ds--hailo.json", newer)])
+
+    def read_only(src, dst):
+        raise OSError(errno.EROFS, "Read-only file system", str(dst))
+
+    monkeypatch.setattr(os, "replace", read_only)
+    assert load_golden(folder / "ds--hailo.json").provenance.model_sha256 == newer.provenance.model_sha256
+    with pytest.raises(GoldenError, match=r"^baselines in .*m not written: .*Read-only file system; the previous"):
+        bless([(folder / "ds--hailo.json", golden_from_result(run))])
+    monkeypatch.undo()
+    assert load_golden(folder / "ds--hailo.json").provenance.model_sha256 == newer.provenance.model_sha256
+    assert not (folder / ".blessing.json").exists()
+
+
+def test_a_journal_that_names_files_outside_its_blessing_is_refused_and_nothing_is_moved(tmp_path, run):
+    folder = tmp_path / "m"
+    write_golden(folder / "ds--hailo.json", golden_from_result(run))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (folder / ".blessing.json").write_text(json.dumps([[str(victim), str(folder / "ds--hailo.json")]]))
+    with pytest.raises(GoldenError, match=r"\.blessing\.json: entry .*expected a blessing's own temporary"):
+        load_golden(folder / "ds--hailo.json")
+    assert victim.read_text() == "keep me"

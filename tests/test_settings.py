@@ -17,8 +17,29 @@ def test_comparing_results_under_different_thresholds_is_an_error_naming_the_fie
 
 
 def test_unknown_or_missing_fields_are_named():
-    with pytest.raises(HarnessError, match=r"unknown \['conf'\] / missing \['input_hw'\]"):
+    with pytest.raises(HarnessError, match=r"^golden/x\.json: field settings\.input_hw is missing"):
         EvalSettings.from_dict({"conf": 0.2}, "golden/x.json")
+    with pytest.raises(HarnessError, match=r"^golden/x\.json: field settings has unknown keys \['conf'\]"):
+        EvalSettings.from_dict({"conf": 0.2, "input_hw": [640, 640]}, "golden/x.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("score_threshold", "0.2", "a number from 0 to 1"),
+        ("score_threshold", True, "a number from 0 to 1"),
+        ("input_hw", [256.9, 256.2], "[height, width], two integers > 0"),
+        ("max_total", 300.0, "an integer >= 1"),
+        ("nms_mode", "HAILORT", "one of 'hailort', 'ultralytics'"),
+        ("class_map", [0, "1"], "a list of model class ids"),
+    ],
+)
+def test_a_setting_is_never_coerced_from_another_type(field, value, expected):
+    data = {**EvalSettings((640, 640)).to_dict(), field: value}
+    with pytest.raises(
+        HarnessError, match=rf"field settings\.{field} is .*, expected {expected.replace('[', '.').replace(']', '.')}"
+    ):
+        EvalSettings.from_dict(data, "g.json")
 
 
 def test_decode_config_carries_the_settings():

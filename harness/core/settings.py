@@ -7,10 +7,11 @@ difference alone looks like a regression, so it is an error, never a number.)
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.core import defaults
+from harness.core.documents import Fields
 from harness.core.errors import HarnessError
 
 
@@ -85,27 +86,25 @@ class EvalSettings:
         return d
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "settings") -> EvalSettings:
-        names = {f.name for f in fields(cls)}
-        unknown, missing = set(data) - names, {"input_hw"} - set(data)
-        if unknown or missing:
-            raise HarnessError(
-                f"{source}: settings fields unknown {sorted(unknown)} / missing {sorted(missing)}; "
-                f"expected {sorted(names)}"
-            )
-        try:
-            return cls(
-                input_hw=(int(data["input_hw"][0]), int(data["input_hw"][1])),
-                score_threshold=float(data.get("score_threshold", defaults.SCORE_THRESHOLD)),
-                iou_threshold=float(data.get("iou_threshold", defaults.IOU_THRESHOLD)),
-                max_per_class=int(data.get("max_per_class", defaults.MAX_PER_CLASS)),
-                max_total=int(data.get("max_total", defaults.MAX_TOTAL)),
-                nms_mode=NmsMode(data.get("nms_mode", "hailort")),
-                preprocess=Preprocess(data.get("preprocess", "letterbox")),
-                class_map=tuple(int(i) for i in data.get("class_map", ())),
-            )
-        except (TypeError, ValueError, IndexError, KeyError) as error:
-            raise HarnessError(f"{source}: invalid settings {data!r}: {error}") from error
+    def from_dict(cls, data: Any, source: str = "settings", path: str = "settings") -> EvalSettings:
+        """The settings written by :meth:`to_dict`, read strictly (see :mod:`harness.core.documents`):
+        every field typed as written (no number as a string, no float for an integer), no unknown field;
+        errors name ``source`` and the field's ``path``."""
+        f = Fields(data, source, path)
+        settings = cls(
+            input_hw=tuple(f.value("input_hw", _is_hw, "[height, width], two integers > 0")),  # type: ignore[arg-type]
+            score_threshold=f.number("score_threshold", defaults.SCORE_THRESHOLD, lo=0, hi=1),
+            iou_threshold=f.number("iou_threshold", defaults.IOU_THRESHOLD, lo=0, hi=1),
+            max_per_class=f.integer("max_per_class", defaults.MAX_PER_CLASS, lo=1),
+            max_total=f.integer("max_total", defaults.MAX_TOTAL, lo=1),
+            nms_mode=NmsMode(f.value("nms_mode", _one_of(NmsMode), _names(NmsMode), NmsMode.HAILORT.value)),
+            preprocess=Preprocess(
+                f.value("preprocess", _one_of(Preprocess), _names(Preprocess), Preprocess.LETTERBOX.value)
+            ),
+            class_map=tuple(f.value("class_map", _is_ids, "a list of model class ids (integers >= 0)", [])),
+        )
+        f.done()
+        return settings
 
     def differences(self, other: EvalSettings) -> list[str]:
         """``field: this vs other`` for every field that differs."""
@@ -116,3 +115,23 @@ class EvalSettings:
         diff = self.differences(other)
         if diff:
             raise SettingsMismatch(f"{what}: results measured under different settings ({'; '.join(diff)})")
+
+
+def _is_hw(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(_is_count(v) and v > 0 for v in value)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_ids(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_count(v) and v >= 0 for v in value)
+
+
+def _one_of(kind: type[enum.Enum]) -> Any:
+    return lambda value: value in {m.value for m in kind}
+
+
+def _names(kind: type[enum.Enum]) -> str:
+    return "one of " + ", ".join(repr(m.value) for m in kind)

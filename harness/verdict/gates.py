@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from harness.core.settings import SettingsMismatch
 from harness.verdict.diagnosis import Finding, collect_evidence, diagnose, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
-from harness.verdict.golden import DEFAULT_TOLERANCES, Golden, dataset_name
+from harness.verdict.golden import ACCEPT_WEAK_FLAG, DEFAULT_TOLERANCES, Golden, dataset_name, weaknesses
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
@@ -55,6 +56,7 @@ class GateResult:
     text: str
     diagnosed: bool = False
     allowed: str = ""  # the tolerance in words: "drop <= 0.0200", "+-25% relative", "at least 80% matched"
+    weak: str = ""  # why this gate cannot fail or measures too little: its baseline was blessed weak knowingly
 
     @property
     def name(self) -> str:
@@ -288,14 +290,39 @@ def run_gates(
         "score_saturation": lambda: gate_score_saturation(result, golden, causes),
         "box_count": lambda: gate_box_count(result, golden, causes),
     }
-    gates = [makers[kind]() for kind in kinds]
+    gates = [_identified(makers[kind](), result, golden) for kind in kinds]
     if reference is not None:
         gates.append(gate_path_agreement(reference, result, floor, causes))
     return tuple(gates)
 
 
+def _identified(gate: GateResult, result: PathResult, golden: Golden) -> GateResult:
+    """``gate`` saying which export its baseline was blessed from where this run's is another (a new
+    version of the same model, the normal case), and that it cannot fail where its baseline was
+    blessed weak knowingly (:data:`~harness.verdict.golden.ACCEPT_WEAK_FLAG`)."""
+    lines = [gate.text]
+    old, new = golden.provenance, result.provenance
+    if old.model_sha256 != new.model_sha256:
+        lines.append(
+            f"baseline blessed from model sha256 {old.model_sha256[:12]} on {old.created}; this run's model sha256 "
+            f"{new.model_sha256[:12]}"
+        )
+    weak = "; ".join(w.text for w in weaknesses(golden) if gate.id.kind in w.kinds and w.code in golden.accepted_weak)
+    if weak:
+        lines.append(f"WEAK BASELINE, blessed with {ACCEPT_WEAK_FLAG}: {weak}")
+    return replace(gate, text="\n".join(lines), weak=weak)
+
+
 def _incomparable(name: GateId, result: PathResult, golden: Golden) -> GateResult | None:
-    """A failed gate when ``result`` cannot be held against ``golden`` at all."""
+    """A failed gate when ``result`` cannot be held against ``golden`` at all: another model's,
+    path's or dataset's baseline, other settings, labels or images."""
+    model = Path(result.provenance.model_path).stem
+    if golden.model != model:
+        text = (
+            f"the baseline is of model {golden.model} (blessed from {golden.provenance.model_path}), this run is "
+            f"of model {model}: another model's baseline is never held to this one"
+        )
+        return _result(name, False, None, None, None, None, (), [text])
     if (golden.path, golden.dataset) != (result.path, dataset_name(result)):
         text = (
             f"the baseline is of path {golden.path} on {golden.dataset}, this run is path {result.path} "

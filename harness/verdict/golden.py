@@ -30,11 +30,12 @@ import shlex
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 from harness.core.settings import EvalSettings
@@ -89,6 +90,74 @@ class Golden:
     settings: EvalSettings
     provenance: Provenance
     labelled: bool = True  # False: measured on images without labels (no mAP: only its label-free gates)
+    accepted_weak: tuple[str, ...] = ()  # the weaknesses blessed knowingly (ACCEPT_WEAK_FLAG), by code
+
+
+# Labelled objects below which a mAP measures too little to hold a model to (one object more or less
+# found moves it by 10 % or more).
+MIN_OBJECTS = 10
+ACCEPT_WEAK_FLAG = "--accept-weak-baseline"
+
+
+@dataclass(frozen=True)
+class Weakness:
+    """Why a baseline's gates ``kinds`` hold a run to nothing, or to too little: ``code`` is kept in a
+    baseline blessed with :data:`ACCEPT_WEAK_FLAG`, ``text`` says it."""
+
+    code: str
+    kinds: tuple[str, ...]
+    text: str
+
+
+WEAKNESSES = (
+    "map50_cannot_fail",
+    "map50_95_cannot_fail",
+    "saturation_cannot_fail",
+    "box_count_cannot_fail",
+    "no_detections",
+    "few_objects",
+)
+
+
+def weaknesses(golden: Golden) -> tuple[Weakness, ...]:
+    """The gates of ``golden`` that can never fail or measure too little: a mAP drop as large as the
+    mAP itself (a mAP of 0 included), a saturation tolerance that covers every share from 0 to 1, a
+    box count tolerance that lets a run without a box pass, a baseline run without a detection, or
+    fewer than :data:`MIN_OBJECTS` labelled objects."""
+    found = []
+    t = golden.tolerances
+    if golden.labelled:
+        for metric, kind, label in (("map50", "map", "mAP@0.5"), ("map50_95", "map50_95", "mAP@0.5:0.95")):
+            base, drop = getattr(golden.metrics, metric), getattr(t, f"{metric}_drop")
+            if drop >= base:
+                text = f"{metric}_drop {drop:g} >= baseline {metric} {base:g}: the {label} gate can never fail"
+                found.append(Weakness(f"{metric}_cannot_fail", (kind,), text))
+        objects = sum(c.n_ground_truth for c in golden.metrics.per_class)
+        if objects < MIN_OBJECTS:
+            text = f"{objects} labelled objects, fewer than {MIN_OBJECTS}: too few to measure a mAP"
+            found.append(Weakness("few_objects", ("map", "map50_95"), text))
+    saturation = golden.scores.saturation
+    if t.saturation_abs >= max(saturation, 1 - saturation):
+        text = (
+            f"saturation_abs {t.saturation_abs:g} around baseline saturation {saturation:g} covers every share "
+            "from 0 to 1: the score saturation gate can never fail"
+        )
+        found.append(Weakness("saturation_cannot_fail", ("score_saturation",), text))
+    if t.box_count_rel >= 1:
+        text = f"box_count_rel {t.box_count_rel:g} >= 1: a run without a single box passes the box count gate"
+        found.append(Weakness("box_count_cannot_fail", ("box_count",), text))
+    if golden.box_counts.total == 0:
+        text = "the baseline run made no detection: its box count and score gates hold a run to nothing found"
+        found.append(Weakness("no_detections", ("box_count", "score_saturation"), text))
+    return tuple(found)
+
+
+def _refusal(found: Sequence[Weakness]) -> str:
+    return (
+        "; ".join(w.text for w in found)
+        + f"; a baseline that cannot fail is kept only when blessed knowingly with {UPDATE_FLAG} {ACCEPT_WEAK_FLAG}"
+        " (the report then says so)"
+    )
 
 
 def golden_path(
@@ -118,9 +187,12 @@ def dataset_name(result: PathResult) -> str:
     return Path(result.provenance.dataset).name
 
 
-def golden_from_result(result: PathResult, tolerances: Tolerances = DEFAULT_TOLERANCES) -> Golden:
-    """The baseline that ``result`` would write: its metrics, settings and provenance."""
-    return Golden(
+def golden_from_result(
+    result: PathResult, tolerances: Tolerances = DEFAULT_TOLERANCES, accept_weak: bool = False
+) -> Golden:
+    """The baseline that ``result`` would write: its metrics, settings and provenance; ``accept_weak``
+    (:data:`ACCEPT_WEAK_FLAG`): its weaknesses are blessed knowingly, else refused when written."""
+    golden = Golden(
         model=Path(result.provenance.model_path).stem,
         path=result.path,
         dataset=dataset_name(result),
@@ -133,6 +205,7 @@ def golden_from_result(result: PathResult, tolerances: Tolerances = DEFAULT_TOLE
         provenance=result.provenance,
         labelled=result.labelled,
     )
+    return replace(golden, accepted_weak=tuple(w.code for w in weaknesses(golden))) if accept_weak else golden
 
 
 def missing_golden_message(
@@ -148,7 +221,14 @@ def missing_golden_message(
 
 def load_golden(file: str | os.PathLike[str]) -> Golden:
     file = Path(file)
-    recover(file.parent)  # a blessing interrupted after its commit is finished first
+    try:
+        recover(file.parent)  # a blessing interrupted after its commit is finished first
+    except OSError:
+        # A folder this reader cannot write (read-only, full): the committed set is read through
+        # its journal, as the recovery would have left it.
+        pending = dict(_journal(file.parent)).get(file)
+        if pending is not None and pending.exists():
+            return _load(pending)
     return _load(file)
 
 
@@ -160,11 +240,9 @@ def _load(file: Path) -> Golden:
     except (OSError, UnicodeDecodeError) as error:
         raise GoldenError(f"{file}: cannot be read ({error})") from error
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise GoldenError(
-            f"{file}: not valid JSON at line {error.lineno} column {error.colno} ({error.msg})"
-        ) from error
+        data = parse_json(text, str(file))
+    except DocumentError as error:
+        raise GoldenError(str(error)) from None
     return _Reader(file).golden(data)
 
 
@@ -192,41 +270,56 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
     if len(folders) != 1:
         raise GoldenError(f"baselines {[str(f) for f, _ in documents]}: one set lies in one model folder")
     (folder,) = folders
-    folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder):
-        _recover_locked(folder)
-        # Outside the baselines' folder, so that it never shows in their review diff; one per folder.
-        marker = (
-            Path(tempfile.gettempdir())
-            / f"hailo-harness-blessed-{hashlib.sha256(bytes(folder.resolve())).hexdigest()[:16]}"
-        )
-        if token is not None and marker.is_file() and marker.read_text(encoding="utf-8") == token:
-            return tuple(f"{file}: blessed by another worker of this test run" for file, _ in documents)
-        steps: list[tuple[Path, Path]] = []
-        summaries = []
-        try:
-            for file, document in documents:
-                previous_bytes, previous, history = _previous(file)
-                if previous_bytes is not None:
-                    assert history is not None
-                    history.parent.mkdir(parents=True, exist_ok=True)
-                    steps.append(
-                        (_write_temporary(history, functools.partial(_write_bytes, previous_bytes), True), history)
-                    )
-                    summaries.append(_changed_summary(file, previous, document, history))
-                else:
-                    summaries.append(_created_summary(file, document))
-                steps.append((_write_temporary(file, functools.partial(_dump, document)), file))
-            journal = [[str(tmp), str(target)] for tmp, target in steps]
-            os.replace(_write_temporary(folder / _JOURNAL, lambda fh: json.dump(journal, fh)), folder / _JOURNAL)
-            fsync_folder(folder)
-        except BaseException:
-            for tmp, _ in steps:
-                _remove(tmp)
-            raise
-        _recover_locked(folder)
-        if token is not None:
-            os.replace(_write_temporary(marker, lambda fh: fh.write(token)), marker)
+    committed = False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with _locked(folder):
+            _recover_locked(folder)
+            # Outside the baselines' folder, so that it never shows in their review diff; one per folder.
+            marker = (
+                Path(tempfile.gettempdir())
+                / f"hailo-harness-blessed-{hashlib.sha256(bytes(folder.resolve())).hexdigest()[:16]}"
+            )
+            if token is not None and marker.is_file() and marker.read_text(encoding="utf-8") == token:
+                return tuple(f"{file}: blessed by another worker of this test run" for file, _ in documents)
+            steps: list[tuple[Path, Path]] = []
+            summaries = []
+            try:
+                for file, document in documents:
+                    previous_bytes, previous, history = _previous(file)
+                    if previous_bytes is not None:
+                        assert history is not None
+                        history.parent.mkdir(parents=True, exist_ok=True)
+                        write = functools.partial(_write_bytes, previous_bytes)
+                        steps.append((_write_temporary(history, write, True), history))
+                        summaries.append(_changed_summary(file, previous, document, history))
+                    else:
+                        summaries.append(_created_summary(file, document))
+                    steps.append((_write_temporary(file, functools.partial(_dump, document)), file))
+                journal = [[str(tmp), str(target)] for tmp, target in steps]
+                written = _write_temporary(folder / _JOURNAL, lambda fh: json.dump(journal, fh))
+                os.replace(written, folder / _JOURNAL)
+                committed = True
+                fsync_folder(folder)
+            except BaseException:
+                if not committed:
+                    for tmp, _ in steps:
+                        _remove(tmp)
+                raise
+            _recover_locked(folder)
+            if token is not None:
+                os.replace(_write_temporary(marker, lambda fh: fh.write(token)), marker)
+    except OSError as error:
+        where = error.filename or folder
+        if committed:
+            raise GoldenError(
+                f"baselines in {folder}: the new set is committed, but {where} could not be put in place "
+                f"({error.strerror or error}); the next run that reads or blesses them finishes it"
+            ) from None
+        raise GoldenError(
+            f"baselines in {folder} not written: {where}: {error.strerror or error}; the previous baselines are "
+            "kept unchanged"
+        ) from None
     return tuple(summaries)
 
 
@@ -242,13 +335,41 @@ def recover(folder: Path) -> None:
 def _recover_locked(folder: Path) -> None:
     journal = folder / _JOURNAL
     if journal.exists():
-        for tmp, target in json.loads(journal.read_text(encoding="utf-8")):
-            if Path(tmp).exists():
-                os.replace(tmp, target)
+        for target, tmp in _journal(folder):
+            if tmp.exists():
+                os.replace(tmp, _real(target))
         fsync_folder(folder)
         journal.unlink()
     for stray in _strays(folder):
         _remove(stray)
+
+
+def _journal(folder: Path) -> list[tuple[Path, Path]]:
+    """The committed blessing's (baseline or history file, its temporary file) pairs; none where no
+    blessing is pending. Each pair must be one this module writes: a file in ``folder`` (or its
+    history) and a temporary file of its name beside the file it stands for (a symlink's target)."""
+    journal = folder / _JOURNAL
+    if not journal.exists():
+        return []
+    try:
+        entries = parse_json(journal.read_bytes(), str(journal))
+    except DocumentError as error:
+        raise GoldenError(f"{error}; expected the journal of an interrupted blessing (remove it to drop it)") from None
+    pairs = []
+    for entry in entries if isinstance(entries, list) else [entries]:
+        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(p, str) for p in entry)):
+            raise GoldenError(f"{journal}: entry {entry!r:.80}, expected [temporary file, baseline file]")
+        tmp, target = Path(entry[0]), Path(entry[1])
+        inside = target.parent == folder or target.parent.parent == folder / _HISTORY
+        if not inside or tmp.parent != _real(target).parent or not tmp.name.startswith(f".{target.name}."):
+            raise GoldenError(f"{journal}: entry {entry!r:.120}, expected a blessing's own temporary and baseline file")
+        pairs.append((target, tmp))
+    return pairs
+
+
+def _real(target: Path) -> Path:
+    """Where a write to ``target`` goes: a symlink's target (a linked baseline stays linked)."""
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
 
 
 def _strays(folder: Path) -> list[Path]:
@@ -281,6 +402,7 @@ def _document(golden: Golden) -> dict[str, Any]:
         "dataset": golden.dataset,
         "emulated": golden.emulated,
         "labelled": golden.labelled,
+        **({"accepted_weak": list(golden.accepted_weak)} if golden.accepted_weak else {}),
         "metrics": {
             "map50": _number(m.map50),
             "map50_95": _number(m.map50_95),
@@ -344,10 +466,14 @@ def _write_bytes(data: bytes, fh: Any) -> None:
 
 
 def _write_temporary(target: Path, write: Callable[[Any], object], binary: bool = False) -> Path:
-    """A fully written and flushed temporary file beside ``target``; removed again if writing fails."""
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    """A fully written and flushed temporary file beside where ``target`` is written (a symlink's
+    target), with ``target``'s mode (a new file's: 0o666 less the umask); removed again if writing
+    fails."""
+    real = _real(target)
+    fd, name = tempfile.mkstemp(dir=real.parent, prefix=f".{target.name}.", suffix=".tmp")
     tmp = Path(name)
     try:
+        os.fchmod(fd, _mode(real))
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
             write(fh)
             fh.flush()
@@ -356,6 +482,16 @@ def _write_temporary(target: Path, write: Callable[[Any], object], binary: bool 
         _remove(tmp)
         raise
     return tmp
+
+
+def _mode(file: Path) -> int:
+    """The permission bits a rewrite of ``file`` keeps: its own, or a new file's (0o666 less the umask)."""
+    try:
+        return file.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _remove(path: Path) -> None:
@@ -472,155 +608,136 @@ def _parse_created(text: str) -> datetime:
 
 
 class _Reader:
-    """Reads a baseline document; every error names the file, the field and what was expected."""
+    """Reads a baseline document strictly (:mod:`harness.core.documents`): every error names the
+    file, the field and what was expected; no key is read twice or left unread."""
 
     def __init__(self, file: Path) -> None:
         self.file = file
 
-    def fail(self, field: str, found: Any, expected: str) -> GoldenError:
-        return GoldenError(f"{self.file}: field {field} is {found!r:.80}, expected {expected}")
-
-    def take(self, data: Any, field: str, key: str, kind: str) -> Any:
-        where = f"{field}.{key}" if field else key
-        if not isinstance(data, dict):
-            raise self.fail(field or "(top level)", data, "an object")
-        if key not in data:
-            raise GoldenError(f"{self.file}: field {where} is missing, expected {kind}")
-        value = data[key]
-        checks: dict[str, Callable[[Any], bool]] = {
-            "a finite number": _is_finite,
-            "a finite number >= 0": lambda v: _is_finite(v) and v >= 0,
-            "a share in [0, 1]": _is_share,
-            "a share in [0, 1] or null": lambda v: v is None or _is_share(v),
-            "an integer >= 0": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-            "a string": lambda v: isinstance(v, str),
-            "true or false": lambda v: isinstance(v, bool),
-            "an object": lambda v: isinstance(v, dict),
-            "a list": lambda v: isinstance(v, list),
-        }
-        if not checks[kind](value):
-            raise self.fail(where, value, kind)
-        return float("nan") if value is None else value
-
     def golden(self, data: Any) -> Golden:
-        version = self.take(data, "", "schema_version", "an integer >= 0")
-        if version != SCHEMA_VERSION:
-            raise self.fail("schema_version", version, f"{SCHEMA_VERSION} (this harness's baseline schema)")
-        metrics = self.take(data, "", "metrics", "an object")
-        tolerances = self.take(data, "", "tolerances", "an object")
-        self.known(data, "(top level)", {*_TOP_LEVEL, "labelled"})
-        labelled = data.get("labelled", True)  # baselines written before label-free runs are labelled
-        if not isinstance(labelled, bool):
-            raise self.fail("labelled", labelled, "true or false")
-        self.known(tolerances, "tolerances", {f.name for f in fields(Tolerances)})
-        settings = self.take(data, "", "settings", "an object")
         try:
-            eval_settings = EvalSettings.from_dict(settings, source=f"{self.file}: field settings")
-        except HarnessError as error:
-            raise GoldenError(str(error)) from error
-        return Golden(
-            model=self.take(data, "", "model", "a string"),
-            path=self.take(data, "", "path", "a string"),
-            dataset=self.take(data, "", "dataset", "a string"),
-            emulated=self.take(data, "", "emulated", "true or false"),
-            metrics=self.coco(metrics, labelled),
-            box_counts=self.box_counts(self.take(metrics, "metrics", "box_counts", "an object")),
-            scores=self.scores(metrics),
-            tolerances=Tolerances(
-                **{name: self.tolerance(tolerances, name) for name in (f.name for f in fields(Tolerances))}
-            ),
-            settings=eval_settings,
-            provenance=self.provenance(self.take(data, "", "provenance", "an object")),
-            labelled=labelled,
+            return self._golden(Fields(data, str(self.file)))
+        except DocumentError as error:
+            raise GoldenError(str(error)) from None
+
+    def _golden(self, top: Fields) -> Golden:
+        version = top.value("schema_version", _is_count, "an integer >= 0")
+        if version != SCHEMA_VERSION:
+            top.fail("schema_version", version, f"{SCHEMA_VERSION} (this harness's baseline schema)")
+        # Baselines written before label-free runs are labelled.
+        labelled = top.boolean("labelled", True)
+        metrics = top.object("metrics")
+        counts = metrics.object("box_counts")
+        total = counts.value("total", _is_count, "an integer >= 0")
+        box_counts = BoxCounts(
+            mean=float(counts.value("mean", _is_non_negative, "a finite number >= 0")),
+            p95=float(counts.value("p95", _is_non_negative, "a finite number >= 0")),
+            max=counts.value("max", _is_count, "an integer >= 0"),
+            total=total,
         )
+        counts.done()
+        tolerances = top.object("tolerances")
+        # Each tolerance bounds a share or a relative change: above 1 it holds nothing (see weaknesses).
+        limits = Tolerances(
+            **{f.name: float(tolerances.value(f.name, _is_share, "a number from 0 to 1")) for f in fields(Tolerances)}
+        )
+        tolerances.done()
+        accepted = tuple(top.value("accepted_weak", _is_codes, f"a list of {sorted(WEAKNESSES)}", []))
+        golden = Golden(
+            model=top.string("model"),
+            path=top.string("path"),
+            dataset=top.string("dataset"),
+            emulated=top.boolean("emulated"),
+            metrics=self.coco(metrics, labelled),
+            box_counts=box_counts,
+            scores=self.scores(metrics, total),
+            tolerances=limits,
+            settings=EvalSettings.from_dict(top.raw("settings"), str(self.file)),
+            provenance=self.provenance(top.object("provenance")),
+            labelled=labelled,
+            accepted_weak=accepted,
+        )
+        metrics.done()
+        top.done()
+        unaccepted = [w for w in weaknesses(golden) if w.code not in accepted]
+        if unaccepted:
+            raise GoldenError(f"{self.file}: {_refusal(unaccepted)}")
+        return golden
 
-    def known(self, data: dict[str, Any], field: str, names: set[str]) -> None:
-        """Hand-edited keys that this schema does not read are refused, not silently ignored."""
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise GoldenError(f"{self.file}: field {field} has unknown keys {unknown}, expected only {sorted(names)}")
-
-    def tolerance(self, tolerances: dict[str, Any], name: str) -> float:
-        return float(self.take(tolerances, "tolerances", name, "a finite number >= 0"))
-
-    def coco(self, metrics: dict[str, Any], labelled: bool = True) -> CocoMetrics:
+    def coco(self, metrics: Fields, labelled: bool = True) -> CocoMetrics:
         per_class = []
-        for i, entry in enumerate(self.take(metrics, "metrics", "per_class", "a list")):
-            field = f"metrics.per_class[{i}]"
+        for entry in metrics.objects("per_class"):
             per_class.append(
                 ClassMetrics(
-                    name=self.take(entry, field, "name", "a string"),
-                    n_ground_truth=self.take(entry, field, "n_ground_truth", "an integer >= 0"),
-                    n_predictions=self.take(entry, field, "n_predictions", "an integer >= 0"),
-                    **{k: float(self.take(entry, field, k, "a share in [0, 1] or null")) for k in _CLASS_NUMBERS},
+                    name=entry.string("name"),
+                    n_ground_truth=entry.value("n_ground_truth", _is_count, "an integer >= 0"),
+                    n_predictions=entry.value("n_predictions", _is_count, "an integer >= 0"),
+                    **{k: _nan(entry.value(k, _is_share_or_null, "a share in [0, 1] or null")) for k in _CLASS_NUMBERS},
                 )
             )
+            entry.done()
+        # A labelled baseline without a measured mAP holds nothing: refused, never a pass. A
+        # label-free one has none to hold (its runs have no mAP gates).
+        check, kind = (_is_share, "a share in [0, 1]") if labelled else (_is_share_or_null, "a share in [0, 1] or null")
         return CocoMetrics(
-            # A labelled baseline without a measured mAP holds nothing: refused, never a pass. A
-            # label-free one has none to hold (its runs have no mAP gates).
-            map50=float(self.take(metrics, "metrics", "map50", _MAP_KIND[labelled])),
-            map50_95=float(self.take(metrics, "metrics", "map50_95", _MAP_KIND[labelled])),
-            score_threshold=float(self.take(metrics, "metrics", "score_threshold", "a share in [0, 1]")),
-            n_images=self.take(metrics, "metrics", "n_images", "an integer >= 0"),
+            map50=_nan(metrics.value("map50", check, kind)),
+            map50_95=_nan(metrics.value("map50_95", check, kind)),
+            score_threshold=float(metrics.value("score_threshold", _is_share, "a share in [0, 1]")),
+            n_images=metrics.value("n_images", _is_count, "an integer >= 0"),
             per_class=tuple(per_class),
         )
 
-    def box_counts(self, counts: dict[str, Any]) -> BoxCounts:
-        field = "metrics.box_counts"
-        return BoxCounts(
-            mean=float(self.take(counts, field, "mean", "a finite number >= 0")),
-            p95=float(self.take(counts, field, "p95", "a finite number >= 0")),
-            max=self.take(counts, field, "max", "an integer >= 0"),
-            total=self.take(counts, field, "total", "an integer >= 0"),
-        )
-
-    def scores(self, metrics: dict[str, Any]) -> ScoreDistribution:
-        histogram = self.take(metrics, "metrics", "score_histogram", "an object")
-        field = "metrics.score_histogram"
-        expected = {*_BIN_KEYS, "below_zero", "above_one"}
-        if set(histogram) != expected:
-            raise self.fail(field, sorted(histogram), f"the keys {sorted(expected)}")
-        counts = tuple(self.take(histogram, field, key, "an integer >= 0") for key in _BIN_KEYS)
-        saturation = float(self.take(metrics, "metrics", "saturation", "a share in [0, 1]"))
-        below = self.take(histogram, field, "below_zero", "an integer >= 0")
-        above = self.take(histogram, field, "above_one", "an integer >= 0")
-        total = self.take(
-            self.take(metrics, "metrics", "box_counts", "an object"), "metrics.box_counts", "total", "an integer >= 0"
-        )
+    def scores(self, metrics: Fields, total: int) -> ScoreDistribution:
+        histogram = metrics.object("score_histogram")
+        counts = tuple(histogram.value(key, _is_count, "an integer >= 0") for key in _BIN_KEYS)
+        below = histogram.value("below_zero", _is_count, "an integer >= 0")
+        above = histogram.value("above_one", _is_count, "an integer >= 0")
+        histogram.done()
+        saturation = float(metrics.value("saturation", _is_share, "a share in [0, 1]"))
         return ScoreDistribution(total, saturation, counts, below, above)
 
-    def provenance(self, data: dict[str, Any]) -> Provenance:
-        field = "provenance"
-        environment = self.take(data, field, "environment", "an object")
-        for key, value in environment.items():
+    def provenance(self, data: Fields) -> Provenance:
+        environment = data.object("environment")
+        versions = tuple(sorted((str(k), v) for k, v in environment.items()))
+        for key, value in versions:
             if not isinstance(value, str):
-                raise self.fail(f"provenance.environment.{key}", value, "a version string")
-        created = self.take(data, field, "created", "a string")
+                environment.fail(key, value, "a version string")
+        created = data.string("created")
         try:
             _parse_created(created)
-        except ValueError as error:
-            raise self.fail("provenance.created", created, "an ISO 8601 time, e.g. 2025-01-02T03:04:05Z") from error
-        return Provenance(
-            model_path=self.take(data, field, "model_path", "a string"),
-            model_sha256=self.take(data, field, "model_sha256", "a string"),
-            dataset=self.take(data, field, "dataset", "a string"),
-            dataset_manifest=self.take(data, field, "dataset_manifest", "a string"),
-            harness_version=self.take(data, field, "harness_version", "a string"),
+        except ValueError:
+            data.fail("created", created, "an ISO 8601 time, e.g. 2025-01-02T03:04:05Z")
+        provenance = Provenance(
+            model_path=data.string("model_path"),
+            model_sha256=data.string("model_sha256"),
+            dataset=data.string("dataset"),
+            dataset_manifest=data.string("dataset_manifest"),
+            harness_version=data.string("harness_version"),
             created=created,
-            environment=tuple(sorted(environment.items())),
+            environment=versions,
         )
+        data.done()
+        return provenance
+
+
+def _nan(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_non_negative(value: Any) -> bool:
+    return _is_finite(value) and value >= 0
+
+
+def _is_share_or_null(value: Any) -> bool:
+    return value is None or _is_share(value)
+
+
+def _is_codes(value: Any) -> bool:
+    return isinstance(value, list) and all(v in WEAKNESSES for v in value) and len(set(value)) == len(value)
 
 
 _CLASS_NUMBERS = ("ap50", "ap50_95", "precision", "recall")
-_MAP_KIND = {True: "a share in [0, 1]", False: "a share in [0, 1] or null"}
-_TOP_LEVEL = (
-    "schema_version",
-    "model",
-    "path",
-    "dataset",
-    "emulated",
-    "metrics",
-    "tolerances",
-    "settings",
-    "provenance",
-)

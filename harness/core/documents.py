@@ -69,7 +69,7 @@ def _json_float(source: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         value = float(text)
         if not math.isfinite(value):
-            raise DocumentError(f"{source}: the number {text[:40]!r} is too large for a float, expected a finite number")
+            raise DocumentError(f"{source}: the number {text[:40]!r} is too large, expected a finite number")
         return value
 
     return parse
@@ -166,9 +166,7 @@ def parse_yaml(text: str | bytes, source: str) -> Any:
             Loader.depth += 1
             try:
                 if Loader.depth > MAX_DEPTH:
-                    raise DocumentError(
-                        f"{source}: nested deeper than {MAX_DEPTH} levels, expected a flatter document"
-                    )
+                    raise DocumentError(f"{source}: nested deeper than {MAX_DEPTH} levels, expected a flatter document")
                 return super().compose_node(parent, index)
             finally:
                 Loader.depth -= 1
@@ -285,57 +283,68 @@ class Fields:
     def has(self, key: Any) -> bool:
         return key in self.data
 
-    def raw(self, key: Any, default: Any = _MISSING) -> Any:
+    def raw(self, key: Any, default: Any = _MISSING, expected: str = "") -> Any:
         """The value itself, unchecked (the caller checks it and names the key through :meth:`fail`)."""
         self.taken.add(key)
         if key not in self.data:
             if default is _MISSING:
-                raise DocumentError(f"{_where(self.source, self.key_path(key))} is missing")
+                said = f", expected {expected}" if expected else ""
+                raise DocumentError(f"{_where(self.source, self.key_path(key))} is missing{said}")
             return default
         return self.data[key]
 
-    def _get(self, key: Any, default: Any, check: Callable[[Any], bool], expected: str) -> Any:
+    def value(self, key: Any, check: Callable[[Any], bool], expected: str, default: Any = _MISSING) -> Any:
+        """The value of ``key`` where ``check`` holds (``default`` where the key is absent, if given)."""
         if key not in self.data and default is not _MISSING:
             self.taken.add(key)
             return default
-        value = self.raw(key)
+        value = self.raw(key, expected=expected)
         if not check(value):
             self.fail(key, value, expected)
         return value
 
     def string(self, key: Any, default: Any = _MISSING, *, nonempty: bool = False) -> Any:
-        return self._get(
-            key, default, lambda v: isinstance(v, str) and (bool(v) or not nonempty),
+        return self.value(
+            key,
+            lambda v: isinstance(v, str) and (bool(v) or not nonempty),
             "a non-empty string" if nonempty else "a string",
+            default,
         )
 
     def boolean(self, key: Any, default: Any = _MISSING) -> Any:
-        return self._get(key, default, lambda v: isinstance(v, bool), "true or false")
+        return self.value(key, lambda v: isinstance(v, bool), "true or false", default)
 
     def integer(self, key: Any, default: Any = _MISSING, *, lo: int | None = None, hi: int | None = None) -> Any:
-        return self._get(key, default, lambda v: _is_int(v) and _within(v, lo, hi), _range("an integer", lo, hi))
+        return self.value(key, lambda v: _is_int(v) and _within(v, lo, hi), _range("an integer", lo, hi), default)
 
     def number(
-        self, key: Any, default: Any = _MISSING, *, lo: float | None = None, hi: float | None = None,
+        self,
+        key: Any,
+        default: Any = _MISSING,
+        *,
+        lo: float | None = None,
+        hi: float | None = None,
         nullable: bool = False,
     ) -> Any:
         expected = _range("a number", lo, hi) + (" or null" if nullable else "")
         if key not in self.data and default is not _MISSING:
             self.taken.add(key)
             return default
-        value = self._get(key, _MISSING, lambda v: (nullable and v is None) or (_is_number(v) and _within(v, lo, hi)), expected)
+        value = self.value(key, lambda v: (nullable and v is None) or (_is_number(v) and _within(v, lo, hi)), expected)
         return None if value is None else float(value)
 
     def object(self, key: Any, default: Any = _MISSING) -> Any:
         if key not in self.data and default is not _MISSING:
             self.taken.add(key)
             return default
-        return Fields(self.raw(key), self.source, self.key_path(key))
+        return Fields(self.raw(key, expected="an object of fields"), self.source, self.key_path(key))
 
     def list(self, key: Any, default: Any = _MISSING, *, nonempty: bool = False) -> Any:
-        return self._get(
-            key, default, lambda v: isinstance(v, list) and (bool(v) or not nonempty),
+        return self.value(
+            key,
+            lambda v: isinstance(v, list) and (bool(v) or not nonempty),
             "a non-empty list" if nonempty else "a list",
+            default,
         )
 
     def objects(self, key: Any, default: Any = _MISSING) -> Any:

@@ -194,3 +194,33 @@ def test_a_yolo26_export_runs_end_to_end_through_an_emulated_hef_without_sigmoid
     again = run_job(yolo26, log=lambda line: None)
     assert [g.name for g in again.gates if not g.passed] == []
     assert len(again.gates) == len(planned_gates(yolo26))
+
+
+def test_a_set_too_small_to_measure_is_blessed_only_knowingly_and_every_run_then_says_its_gates_cannot_fail(
+    config, tmp_path
+):
+    from harness.verdict.golden import GoldenError
+
+    write_dataset(tmp_path / "d", Recipe(seed=9, train=0, val=2, calib=0))
+    small = replace(
+        config,
+        dataset=tmp_path / "d",
+        golden_root=tmp_path / "golden",
+        report_dir=tmp_path / "report",
+        update_golden=True,
+    )
+    with pytest.raises(
+        GoldenError,
+        match=r"labelled objects, fewer than 10: too few to measure a mAP; .*"
+        r"--update-golden --accept-weak-baseline",
+    ):
+        run_job(small, log=lambda line: None)
+    assert not (tmp_path / "golden").exists()
+    blessed = run_job(replace(small, accept_weak_baseline=True), log=lambda line: None)
+    again = run_job(replace(small, update_golden=False), log=lambda line: None)
+    weak = [g.name for g in again.gates if g.weak]
+    assert {"test_map[d-onnx]", "test_map[d-emulated-hailo]"} <= set(weak), weak
+    assert summary_lines(again)[-1].endswith(
+        f"; {len(weak)} of them held to weak baselines that cannot fail (blessed with --accept-weak-baseline)"
+    )
+    assert blessed.golden_changes

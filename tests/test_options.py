@@ -188,3 +188,10 @@ def test_batch_is_a_whole_number_of_at_least_one_taken_by_every_surface_that_run
     for text in ("0", "-2", "1.5", "eight"):
         with pytest.raises(HarnessError, match=rf"--batch '{re.escape(text)}': expected a whole number of at least 1"):
             from_text("batch", text)
+
+
+def test_accepting_a_weak_baseline_belongs_to_a_blessing_and_is_refused_without_one():
+    with pytest.raises(HarnessError, match=r"--accept-weak-baseline: belongs to --update-golden"):
+        job_config(_parse(JOB_OPTIONS, "--accept-weak-baseline"), invocation=("test",))
+    blessing = job_config(_parse(JOB_OPTIONS, "--update-golden", "--accept-weak-baseline"), invocation=("test",))
+    assert blessing.accept_weak_baseline and blessing.update_golden

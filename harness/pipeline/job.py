@@ -39,6 +39,7 @@ from harness.verdict.gates import (
     shared_causes,
 )
 from harness.verdict.golden import (
+    ACCEPT_WEAK_FLAG,
     baseline_file,
     bless,
     golden_from_result,
@@ -133,7 +134,11 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     changes: tuple[str, ...] = ()
     if config.update_golden:  # both baselines or neither, always into the project's folder
         pair = (reference, hailo)
-        blessed = [(golden_path(config.golden_root, config.onnx, r.path, data), golden_from_result(r)) for r in pair]
+        weak = config.accept_weak_baseline
+        blessed = [
+            (golden_path(config.golden_root, config.onnx, r.path, data), golden_from_result(r, accept_weak=weak))
+            for r in pair
+        ]
         changes = bless(blessed, config.bless_token)
     roots = golden_roots(config.golden_root, config.onnx)
     files = {r.path: baseline_file(roots, config.onnx, r.path, data) for r in (reference, hailo)}
@@ -191,5 +196,7 @@ def summary_lines(job: JobResult) -> Sequence[str]:
     lines.extend(f"report: {p}" for p in job.reports.values())
     failed = sum(not g.passed for g in job.gates)
     verdict = "PASSED" if job.passed else "FAILED"
-    lines.append(f"{verdict}: {len(job.gates) - failed} of {len(job.gates)} gates passed")
+    weak = sum(bool(g.weak) for g in job.gates)
+    held = f"; {weak} of them held to weak baselines that cannot fail (blessed with {ACCEPT_WEAK_FLAG})" if weak else ""
+    lines.append(f"{verdict}: {len(job.gates) - failed} of {len(job.gates)} gates passed{held}")
     return lines

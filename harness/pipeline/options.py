@@ -241,6 +241,13 @@ _OPTIONS = (
         "cache", "cache folder (predictions, emulated HEFs, the demo set)", _folder, defaults.CACHE_DIR, metavar="DIR"
     ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
+    Option(
+        "accept_weak_baseline",
+        "with --update-golden: bless baselines whose gates cannot fail or measure too little (mAP 0, no "
+        "detection, fewer than 10 labelled objects); every gate held to them says so",
+        kind="flag",
+        default=False,
+    ),
 )
 OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}
 
@@ -260,7 +267,16 @@ PATH_OPTIONS = (
 )
 SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
 DATASET_OPTIONS = ("dataset", "images", "split", "max_unreadable")
-JOB_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "golden", "report", "cache", "update_golden")
+JOB_OPTIONS = (
+    *PATH_OPTIONS,
+    *DATASET_OPTIONS,
+    *SETTINGS_OPTIONS,
+    "golden",
+    "report",
+    "cache",
+    "update_golden",
+    "accept_weak_baseline",
+)
 DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache")
 EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage")
 
@@ -398,6 +414,8 @@ def job_config(
             f"--backend {hailo.backend.value}: a job's Hailo path is emulator, hailort or replay "
             "(--har adds the DFC's stages)"
         )
+    if values.get("accept_weak_baseline") and not values.get("update_golden"):
+        raise HarnessError("--accept-weak-baseline: belongs to --update-golden (it says how to bless, not how to gate)")
     return JobConfig(
         onnx=onnx_of(values),
         dataset=values.get("dataset"),
@@ -411,6 +429,7 @@ def job_config(
         report_dir=_value(values, "report"),
         cache_dir=_value(values, "cache"),
         update_golden=bool(values.get("update_golden")),
+        accept_weak_baseline=bool(values.get("accept_weak_baseline")),
         batch=_value(values, "batch"),
         invocation=invocation,
         progress=progress,

@@ -192,6 +192,7 @@ class JobConfig:
     report_dir: Path = defaults.REPORT_DIR
     cache_dir: Path = defaults.CACHE_DIR
     update_golden: bool = False
+    accept_weak_baseline: bool = False  # blessing: keep baselines whose gates cannot fail, said by each gate
     batch: int = defaults.BATCH
     bless_token: str | None = None  # one per test run: its pytest-xdist workers bless the baselines once
     invocation: tuple[str, ...] = ("hailo-harness", "run")

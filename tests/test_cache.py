@@ -25,10 +25,12 @@ from PIL import Image
 import harness.pipeline.cache as cache_module
 from harness.core.detections import Detections
 from harness.core.environment import environment
+from harness.core.journal import record, scan
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import Dataset, load_yolo
 from harness.pipeline.cache import (
     BATCH_RECORD,
+    JOURNAL,
     CacheError,
     CacheFile,
     CacheRepaired,
@@ -37,8 +39,6 @@ from harness.pipeline.cache import (
     cache_key,
     decode_batch,
     encode_batch,
-    record,
-    scan,
 )
 from harness.pipeline.detect import FrameResult, file_sha256
 from harness.pipeline.evaluate import evaluate_path
@@ -219,7 +219,9 @@ def test_torn_last_record_is_reported_cut_off_and_its_images_redone(dataset, mod
     data = file.read_bytes()
     file.write_bytes(data[:-25])  # the write of the last batch stopped short
     again = CountingPath(model)
-    with pytest.warns(CacheRepaired, match=r"record 4 at byte \d+ has \d+ of its \d+ bytes, an interrupted write"):
+    with pytest.warns(
+        CacheRepaired, match=r"record 4 at byte \d+: cut short \(\d+ of its \d+ bytes\), an interrupted write"
+    ):
         second = evaluate_path(again, dataset, cache)
     assert again.calls == 2
     assert _same(first.predictions, second.predictions)
@@ -232,22 +234,45 @@ def test_torn_key_record_starts_the_file_afresh(dataset, model, cache):
     data = file.read_bytes()
     file.write_bytes(data[:40])  # killed while writing the new file's key
     path = CountingPath(model)
-    with pytest.warns(CacheRepaired, match=r"record 1 at byte 12 has 12 of its \d+ bytes"):
+    with pytest.warns(CacheRepaired, match=r"record 1 at byte 12: cut short \(12 of its \d+ bytes\)"):
         evaluate_path(path, dataset, cache)
     assert path.calls == N_IMAGES
     assert file.read_bytes() == data
 
 
-def test_a_bit_flip_in_a_record_before_the_last_is_an_error_naming_it(dataset, model, cache):
-    evaluate_path(CountingPath(model), dataset, cache)
+def test_a_flipped_bit_in_a_middle_batch_costs_that_batch_alone_and_keeps_the_file_as_found(dataset, model, cache):
+    first = evaluate_path(CountingPath(model), dataset, cache)
     file = cache.file_for(CountingPath(model))
     data = bytearray(file.read_bytes())
-    second = scan(bytes(data), 12, file).records[2]  # the key, then the batches
+    second = scan(bytes(data), JOURNAL, file).records[2]  # the key, then the batches
     data[second.offset + 40] ^= 0x10
     file.write_bytes(bytes(data))
-    with pytest.raises(CacheError, match=r"record 3 at byte \d+: \d+ bytes fail their checksum.*delete the file"):
-        evaluate_path(CountingPath(model), dataset, cache)
+    again = CountingPath(model)
+    with pytest.warns(CacheRepaired, match=r"record 3 at byte \d+: its \d+ bytes fail their checksum: damaged"):
+        second_run = evaluate_path(again, dataset, cache)
+    assert again.calls == 2  # the damaged batch's two images, the four after and before it kept
+    assert _same(first.predictions, second_run.predictions)
+    (copy,) = file.parent.glob(f"{file.name}.damaged-*")
+    assert copy.read_bytes() == data  # the file as found, kept beside the rewritten one
+    records = scan(file.read_bytes(), JOURNAL, file)
+    assert not records.losses and len(records.records) == 4
+
+
+def test_a_cache_whose_key_record_is_damaged_serves_none_of_its_batches_and_is_left_alone(tmp_path):
+    file = tmp_path / "c.bin"
+    with CacheFile(file, KEY, 0.2, batch=1) as written:
+        written.put(SHAS[0], "img0", _frame(1))
+    data = bytearray(file.read_bytes())
+    data[len(JOURNAL.preamble) + 20] ^= 1  # in the key's payload: the batch after it cannot be tied to any key
+    file.write_bytes(bytes(data))
+    with pytest.raises(CacheError, match=r"record 1 at byte 12: its \d+ bytes fail their checksum: no key to check"):
+        CacheFile(file, KEY, 0.2)
     assert file.read_bytes() == data  # left as it was found
+    keyless = JOURNAL.preamble + record(BATCH_RECORD, encode_batch([Entry(SHAS[0], "img0", _frame(1))]))
+    file.write_bytes(keyless)
+    with pytest.raises(CacheError, match=r"record 1 is of kind b'BAT ', not b'KEY ': no key to check"):
+        CacheFile(file, KEY, 0.2)
+    assert file.read_bytes() == keyless
 
 
 def test_a_file_of_the_old_json_lines_format_is_refused_and_left_alone(dataset, model, cache):
@@ -266,7 +291,7 @@ def test_a_file_of_the_old_json_lines_format_is_refused_and_left_alone(dataset, 
 @pytest.mark.parametrize(
     ("content", "words"),
     [
-        (b"HHPCACHE\x07\x00\x00\x00", "a cache of format 7; this harness reads format 2"),
+        (b"HHPCACHE\x07\x00\x00\x00", "a prediction cache of format 7; this harness reads format 2"),
         (b"\x89PNG\r\n\x1a\n and more", r"starts with b'\\x89PNG.*expected a prediction cache"),
     ],
 )
@@ -351,22 +376,25 @@ def test_a_zero_filled_tail_is_cut_off_as_an_interrupted_write(written, tail, re
     frames, after, repaired = _opened(written.data[:cut] + bytes(tail))
     assert sorted(frames) == sorted(SHAS[: written.images_before(cut)])
     assert after == written.data[:cut] and len(repaired) == 1
-    assert tail < 16 or "are zeros (never written)" in repaired[0]
+    assert f"{tail} bytes of zeros (never written)" in repaired[0]
 
 
 @given(data=st.data())
-def test_a_flipped_bit_is_refused_before_the_last_batch_and_costs_that_batch_alone_in_its_payload(written, data):
+def test_a_flipped_bit_anywhere_after_the_key_costs_its_batch_alone_and_is_named(written, data):
     bit = data.draw(st.integers(0, 8 * len(written.data) - 1), label="bit")
     flipped = bytearray(written.data)
     flipped[bit // 8] ^= 1 << (bit % 8)
-    last = written.ends[-2]  # where the last batch's record starts
-    if bit // 8 < last + 16:  # the preamble, the key, an earlier batch or the last one's header
+    if bit // 8 < written.ends[0]:  # the preamble or the key: nothing can be tied to this cache's key
         with pytest.raises(CacheError, match="delete the file to infer its images again"):
             _opened(bytes(flipped))
         return
+    hit = next(i for i, end in enumerate(written.ends[1:]) if bit // 8 < end)  # the batch the bit is in
+    start, end = written.ends[hit], written.ends[hit + 1]
     frames, after, repaired = _opened(bytes(flipped))
-    assert sorted(frames) == sorted(SHAS[: written.images_before(last)])
-    assert after == written.data[:last] and repaired and "fails its checksum" in repaired[0]
+    lost = SHAS[2 * hit : 2 * hit + 2]
+    assert sorted(frames) == sorted(sha for sha in SHAS if sha not in lost)
+    assert after == written.data[:start] + written.data[end:]  # every other record, byte for byte
+    assert len(repaired) == 1 and f"record {hit + 2} at byte {start}" in repaired[0]
 
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)

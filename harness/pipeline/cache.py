@@ -8,7 +8,7 @@ truth), what ran it, the package versions, the harness's detection code and vers
 (:func:`cache_key`). All numbers are little-endian::
 
     file    = MAGIC  format:u32  record(KEY_RECORD, key JSON)  record(BATCH_RECORD, batch)*
-    record  = kind:4s  length:u32  crc32(payload):u32  crc32(the 12 bytes before):u32  payload
+    record  = a journal record (harness.core.journal): kind, length, checksums, payload
     batch   = n:u32  total:u32  cells:i64[n,3]  class_ids:i64[total]  boxes:f32[total,4]
               scores:f32[total]  counts:u32[n]  id_lengths:u32[n]  has_cells:u8[n]
               image_sha256:32B[n]  image ids:utf-8
@@ -20,10 +20,14 @@ oldest unwritten put is :data:`BATCH_SECONDS` old, on :meth:`CacheFile.flush` an
 exception that ends the run still writes the images it completed). A kill loses at most the
 unwritten batch.
 
-A kill mid-write leaves at most the last record incomplete (or, after a power loss, zero-filled or
-failing its checksum): it is reported (:class:`CacheRepaired`), cut off and its images inferred
-again; it is never half-read. A damaged record anywhere else, a file of another format (the
-JSON-lines files of format 1 included) or of another key is a :class:`CacheError`.
+The file is a :mod:`~harness.core.journal` (framing, lock, repair): one process writes it at a
+time, a second waits for the first and then finds its frames. A kill mid-write leaves at most the
+last record incomplete (or, after a power loss, zero-filled or failing its checksum): it is cut
+off; a damaged record before it costs that record alone (the file is rewritten with every sound
+record, the file as found kept beside it as ``<name>.damaged-<time>``). Either is reported
+(:class:`CacheRepaired`) and its images inferred again; no record is ever half-read. A file of
+another format (the JSON-lines files of format 1 included), of another key, or whose key record
+is damaged is a :class:`CacheError`.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ import os
 import struct
 import time
 import warnings
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,14 +51,9 @@ from harness.core import defaults
 from harness.core.detections import Detections
 from harness.core.environment import code_digest, environment
 from harness.core.errors import HarnessError
-from harness.core.files import fsync_folder
+from harness.core.journal import Format, Scan, Writer
 from harness.pipeline.detect import DetectionPath, FrameResult
 from harness.verdict.metrics.distribution import CellsAboveThreshold
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; one process per cache file there
-    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_ROOT = defaults.CACHE_DIR / "predictions"
 FORMAT = 2
@@ -64,18 +62,27 @@ BATCH = 64  # puts per batch at most
 BATCH_SECONDS = 1.0  # age of the oldest unwritten put that writes the batch at the next put
 
 KEY_RECORD, BATCH_RECORD = b"KEY ", b"BAT "
-_PREAMBLE = MAGIC + struct.pack("<I", FORMAT)
-_RECORD = struct.Struct("<4sIII")  # kind, payload length, payload crc32, crc32 of these first 12 bytes
 _COUNTS = struct.Struct("<II")  # images, detections
-_OLD_FORMAT = b'{"cache":'  # the first line of a format-1 (JSON lines) file
 
 
 class CacheError(HarnessError):
     """A cache file that contradicts its format or its key."""
 
 
+JOURNAL = Format(
+    name="prediction cache",
+    magic=MAGIC,
+    version=FORMAT,
+    kinds=(KEY_RECORD, BATCH_RECORD),
+    error=CacheError,
+    advice="delete the file to infer its images again",
+    older=((b'{"cache":', "a JSON-lines cache of format 1 (an older harness)"),),
+)
+
+
 class CacheRepaired(UserWarning):
-    """A cache file's incomplete last record (an interrupted write) was cut off; its images are redone."""
+    """A cache file's records lost to an interrupted write (cut off) or to damage (the file rewritten
+    without them): each named, their images inferred again."""
 
 
 # The harness code that turns a runner's outputs into detections: an edit to it makes a new key.
@@ -106,12 +113,6 @@ def _digest(key: dict[str, Any]) -> str:
 
 def _key_bytes(key: dict[str, Any]) -> bytes:
     return json.dumps(key, sort_keys=True, separators=(",", ":")).encode()
-
-
-def record(kind: bytes, payload: bytes) -> bytes:
-    """One framed record: its header, then ``payload``."""
-    head = struct.pack("<4sII", kind, len(payload), zlib.crc32(payload))
-    return head + struct.pack("<I", zlib.crc32(head)) + payload
 
 
 @dataclass(frozen=True)
@@ -208,60 +209,6 @@ def decode_batch(payload: memoryview, threshold: float) -> list[Entry]:
     return entries
 
 
-@dataclass(frozen=True)
-class Record:
-    """One sound record of a file: where it starts, its kind, its payload."""
-
-    offset: int
-    kind: bytes
-    payload: memoryview
-
-
-@dataclass(frozen=True)
-class Scan:
-    """A file's sound records, the length of its sound part and, when more follows, what that is
-    (one interrupted write: to be cut off)."""
-
-    records: list[Record]
-    end: int
-    torn: str | None
-
-
-def scan(data: bytes, start: int, file: Path) -> Scan:
-    """The records of ``data`` from byte ``start``. What follows the sound ones is torn when it can
-    be one interrupted write: a record cut short, a last record failing its checksum or a zero-filled
-    tail; anything else is damage, a :class:`CacheError`."""
-    records: list[Record] = []
-    view, offset, size = memoryview(data), start, len(data)
-    while offset < size:
-        number, rest = len(records) + 1, size - offset
-        where = f"cache {file}: record {number} at byte {offset}"
-        if rest < _RECORD.size:
-            return Scan(records, offset, f"record {number} at byte {offset} has {rest} of its header's 16 bytes")
-        kind, length, crc, head_crc = _RECORD.unpack_from(data, offset)
-        if zlib.crc32(view[offset : offset + 12]) != head_crc or kind not in (KEY_RECORD, BATCH_RECORD):
-            if not np.frombuffer(view[offset:], dtype=np.uint8).any():
-                return Scan(records, offset, f"the {rest} bytes from byte {offset} are zeros (never written)")
-            raise CacheError(
-                f"{where}: header damaged (kind {kind!r}, header checksum mismatch); expected a sound record "
-                "(delete the file to infer its images again)"
-            )
-        end = offset + _RECORD.size + length
-        if end > size:
-            return Scan(records, offset, f"record {number} at byte {offset} has {rest - 16} of its {length} bytes")
-        payload = view[offset + _RECORD.size : end]
-        if zlib.crc32(payload) != crc:
-            if end == size:
-                return Scan(records, offset, f"record {number} at byte {offset}, the last, fails its checksum")
-            raise CacheError(
-                f"{where}: {length} bytes fail their checksum; expected a sound record "
-                "(delete the file to infer its images again)"
-            )
-        records.append(Record(offset, kind, payload))
-        offset = end
-    return Scan(records, offset, None)
-
-
 class CacheFile:
     """The open cache file of one key: cached frames by image sha256, and appending new ones.
 
@@ -277,112 +224,69 @@ class CacheFile:
         batch_seconds: float = BATCH_SECONDS,
     ) -> None:
         if batch < 1:
-            raise CacheError(f"cache {file}: batch {batch}, expected at least 1 put per batch")
+            raise CacheError(f"prediction cache {file}: batch {batch}, expected at least 1 put per batch")
         self.file, self.batch, self.batch_seconds = file, batch, batch_seconds
         self.frames: dict[str, FrameResult] = {}
         self._pending: list[Entry] = []
         self._since = 0.0
-        head = _PREAMBLE + record(KEY_RECORD, _key_bytes(key))
-        file.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)  # no newline translation
-        self._fd: int | None = os.open(file, flags, 0o644)
+        self._journal = Writer(file, JOURNAL)  # a second process waits here, then finds this one's frames
         try:
-            # One writer per key at a time (pytest-xdist workers, parallel CI jobs): a second process
-            # waits here, then finds the first one's frames and infers nothing again.
-            if fcntl is not None:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
-            self._end = self._read(head, threshold)
-            if self._end == 0:
-                os.ftruncate(self._fd, 0)
-                self._write(head)
-                fsync_folder(file.parent)
-            elif self._end < file.stat().st_size:
-                os.ftruncate(self._fd, self._end)
-                os.fsync(self._fd)
+            found = self._journal.read()
+            self._load(found, _key_bytes(key), threshold)
+            if found.records:
+                copy = self._journal.repair()
+            else:
+                self._journal.start(KEY_RECORD, _key_bytes(key))
+                copy = None
         except BaseException:
-            self._release()
+            self._journal.close()
             raise
+        for loss in found.losses:
+            if loss.tail:
+                said = f"{loss}, an interrupted write; it is cut off and its images inferred again"
+            else:
+                said = f"{loss}: damaged; its images are inferred again, every sound record kept (as found: {copy})"
+            warnings.warn(f"prediction cache {file}: {said}", CacheRepaired, stacklevel=3)
 
-    def _read(self, head: bytes, threshold: float) -> int:
-        """Load the file's frames; returns the length of its sound part (0: none, start afresh)."""
-        try:
-            data = self.file.read_bytes()
-        except FileNotFoundError:
-            return 0
-        except OSError as error:
-            raise CacheError(f"cache {self.file}: cannot be read ({error.strerror or error})") from error
-        if not data:
-            return 0
-        if len(data) <= len(_PREAMBLE) and _PREAMBLE.startswith(data):
-            self._repaired(f"it holds the first {len(data)} bytes of a new cache and no key")
-            return 0
-        if not data.startswith(_PREAMBLE):
-            raise CacheError(f"cache {self.file}: {self._not_ours(data)} (delete the file to infer its images again)")
-        found = scan(data, len(_PREAMBLE), self.file)
-        if found.torn is not None:
-            self._repaired(found.torn)
+    def _load(self, found: Scan, key: bytes, threshold: float) -> None:
+        """The frames of the file's sound records, once its first record states ``key``."""
         if not found.records:
-            return 0
+            return
         first = found.records[0]
-        if first.kind != KEY_RECORD or first.payload != head[len(_PREAMBLE) + _RECORD.size :]:
+        if first.number != 1 or first.kind != KEY_RECORD:
+            said = found.losses[0] if first.number != 1 else f"record 1 is of kind {first.kind!r}, not {KEY_RECORD!r}"
             raise CacheError(
-                f"cache {self.file}: first record {bytes(first.payload[:200])!r} does not state this cache's key "
-                f"{head[len(_PREAMBLE) + _RECORD.size :]!r}"
+                f"prediction cache {self.file}: {said}: no key to check its batches against, so none is read "
+                "(delete the file to infer its images again)"
             )
-        for number, rec in enumerate(found.records[1:], start=2):
+        if first.payload != key:
+            raise CacheError(
+                f"prediction cache {self.file}: first record {bytes(first.payload[:200])!r} does not state this "
+                f"cache's key {key!r}"
+            )
+        for rec in found.records[1:]:
+            where = f"prediction cache {self.file}: record {rec.number} at byte {rec.offset}"
             if rec.kind != BATCH_RECORD:
-                raise CacheError(f"cache {self.file}: record {number} at byte {rec.offset}: a second key")
+                raise CacheError(f"{where}: a second key")
             try:
                 entries = decode_batch(rec.payload, threshold)
             except (ValueError, UnicodeDecodeError) as error:
                 raise CacheError(
-                    f"cache {self.file}: record {number} at byte {rec.offset}: {error}; expected a batch of "
-                    "predictions (delete the file to infer its images again)"
+                    f"{where}: {error}; expected a batch of predictions (delete the file to infer its images again)"
                 ) from error
             self.frames.update((e.image_sha256, e.frame) for e in entries)
-        return found.end
-
-    def _not_ours(self, data: bytes) -> str:
-        if data.startswith(_OLD_FORMAT):
-            return f"a JSON-lines cache of format 1 (an older harness); this harness reads format {FORMAT}"
-        if data.startswith(MAGIC) and len(data) >= len(_PREAMBLE):
-            (version,) = struct.unpack_from("<I", data, len(MAGIC))
-            return f"a cache of format {version}; this harness reads format {FORMAT}"
-        return f"starts with {data[:16]!r}, expected a prediction cache ({MAGIC!r}, format {FORMAT})"
-
-    def _repaired(self, what: str) -> None:
-        warnings.warn(
-            f"cache {self.file}: {what}, an interrupted write; it is cut off and its images inferred again",
-            CacheRepaired,
-            stacklevel=4,
-        )
-
-    def _write(self, data: bytes) -> None:
-        """Append ``data`` and fsync; on failure the file is cut back to its sound part."""
-        if self._fd is None:
-            raise CacheError(f"cache {self.file}: written after close (or after a failed write)")
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._fd, view) :]
-            os.fsync(self._fd)
-        except OSError as error:
-            try:
-                os.ftruncate(self._fd, self._end)
-            except OSError:
-                self._release()  # the file may end in a torn record: nothing more is appended to it
-            raise CacheError(f"cache {self.file}: cannot be written ({error.strerror or error})") from error
-        self._end += len(data)
 
     def get(self, image_sha256: str) -> FrameResult | None:
         return self.frames.get(image_sha256)
 
     def put(self, image_sha256: str, image_id: str, frame: FrameResult) -> None:
         """Add one image's frame: on disk with its batch (see the class)."""
-        if self._fd is None:
-            raise CacheError(f"cache {self.file}: written after close (or after a failed write)")
+        if self._journal.closed:
+            raise CacheError(f"prediction cache {self.file}: written after close (or after a failed write)")
         if len(image_sha256) != 64 or image_sha256.strip("0123456789abcdef"):
-            raise CacheError(f"cache {self.file}: image {image_id!r} sha256 {image_sha256!r}, expected 64 hex digits")
+            raise CacheError(
+                f"prediction cache {self.file}: image {image_id!r} sha256 {image_sha256!r}, expected 64 hex digits"
+            )
         now = time.monotonic()
         if not self._pending:
             self._since = now
@@ -394,21 +298,16 @@ class CacheFile:
     def flush(self) -> None:
         """Write the unwritten puts as one batch, on disk before this returns."""
         if self._pending:
-            self._write(record(BATCH_RECORD, encode_batch(self._pending)))
+            self._journal.append(BATCH_RECORD, encode_batch(self._pending), sync=True)
             self._pending.clear()
 
     def close(self) -> None:
         """Flush, then release the file (and its lock)."""
-        if self._fd is not None:
+        if not self._journal.closed:
             try:
                 self.flush()
             finally:
-                self._release()
-
-    def _release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+                self._journal.close()
 
     def __enter__(self) -> CacheFile:
         return self

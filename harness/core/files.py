@@ -1,11 +1,14 @@
-"""Durable file names: what atomic writes (a temporary file, then a rename) need besides the file;
-and JSON sidecars, small files of facts kept beside the files they describe to save reading those."""
+"""Durable files: written whole or not at all (:func:`write_atomic`), what atomic writes need besides
+the file (:func:`fsync_folder`); and JSON sidecars, small files of facts kept beside the files they
+describe to save reading those."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,18 +28,51 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Replace the file at ``path`` by ``data``, whole or not at all: a temporary file beside it,
+    written and fsynced, takes its name by one rename. Where anything fails (a full disk, a read-only
+    folder) the temporary is removed, the old file is left as it was and the :class:`OSError` raised
+    names ``path``. A symlink stays a symlink (its target is replaced); an existing file keeps its
+    mode, a new one gets 0o666 less the umask. ``str`` is written as UTF-8, characters UTF-8 cannot
+    hold (the undecodable bytes of a non-UTF-8 file name, as :func:`os.fsdecode` gives them) as
+    backslash escapes."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", errors="backslashreplace")
+    target = Path(os.path.realpath(path))
+    # The target's name cut short, so that a name of up to 255 bytes leaves room for the rest.
+    tmp = target.with_name(f".{target.name[:32]}.{secrets.token_hex(6)}.tmp")
+    try:
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException as error:
+        with contextlib.suppress(OSError):  # none was made where the folder refused it
+            tmp.unlink()
+        if isinstance(error, OSError) and error.errno is not None:  # named as the caller knows it
+            raise OSError(error.errno, error.strerror, os.fspath(path)) from error
+        raise
+    fsync_folder(target.parent)
+
+
 def write_sidecar(path: Path, document: Mapping[str, Any], what: str, log: logging.Logger) -> None:
     """Keep ``document`` as JSON in ``path``, whole or not at all (a concurrent reader never sees half
     of it). A sidecar only saves work: where it cannot be written the run goes on, and ``what`` is
     logged to ``log`` as not kept (the next run reads it from its source again)."""
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.write_text(json.dumps(document, sort_keys=True))
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomic(path, json.dumps(document, sort_keys=True))
     except OSError as error:
         log.warning("%s %s not kept (%s): the next run reads them from the model again", what, path, error)
 

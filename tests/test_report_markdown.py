@@ -1,7 +1,11 @@
+import re
+
 import pytest
 import synthetic_results as sr
 
 from harness.report import write_reports
+from harness.report.json_report import report_document
+from harness.report.markdown import render_markdown
 from harness.verdict.gates import causes_lines
 
 
@@ -66,3 +70,34 @@ def test_a_path_whose_scores_stop_far_below_one_is_called_a_cap_not_shown_as_zer
     for text in (files["markdown"].read_text(), files["html"].read_text()):
         assert "no score above 0.355. That is a cap, the opposite of saturation" in text
         assert text.count("the opposite of saturation") == 1  # the reference path reaches 0.97: no note
+
+
+def _cells(row: str) -> list[str]:
+    """A Markdown table row's cells, split where GitHub splits them (at a ``|`` not escaped)."""
+    return re.split(r"(?<!\\)\|", row.strip())[1:-1]
+
+
+def test_class_file_and_dataset_names_show_as_text_and_cannot_break_a_table_cell(case_and_files):
+    case, _ = case_and_files
+    document = report_document([case.onnx, case.hailo], case.gates, case.dataset)
+    hostile = "<script>alert(1)</script> a|b\nc *d* [e](f) `g`"
+    document["dataset"]["root"] = f"/data/{hostile}"
+    document["dataset"]["names"] = [hostile, "smoke"]
+    document["paths"][0]["metrics"]["per_class"][0]["name"] = hostile
+    document["paths"][0]["provenance"]["model_path"] = f"models/{hostile}.onnx"
+    text = render_markdown(document)
+    assert "<script>" not in text and "&lt;script>alert(1)&lt;/script>" in text, "shown as text, not run as HTML"
+    assert "a\\|b c \\*d\\* \\[e\\](f) \\`g\\`" in text  # one line, no emphasis, link or code made of it
+    row = next(line for line in text.splitlines() if line.startswith("| onnx | &lt;script>"))
+    assert len(_cells(row)) == 8, "the class name stays in its own cell"
+    assert "Dataset /data/&lt;script>alert(1)&lt;/script> a|b c \\*d\\*" in text  # outside a table "|" is text
+    assert "model models/&lt;script>" in text
+
+
+def test_a_gate_message_with_backticks_cannot_close_its_code_block(case_and_files):
+    case, _ = case_and_files
+    document = report_document([case.onnx, case.hailo], case.gates, case.dataset)
+    failed = next(g for g in document["gates"] if not g["passed"])
+    failed["text"] = "class ```\n# not a heading\n<img src=x onerror=alert(1)>"
+    text = render_markdown(document)
+    assert "````\nclass ```\n# not a heading\n<img src=x onerror=alert(1)>\n````" in text

@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core.files import write_atomic
 from harness.inputs.dataset import Dataset
 from harness.report.html import render_html
-from harness.report.json_report import report_document, write_json
+from harness.report.json_report import json_text, report_document
 from harness.report.markdown import render_markdown
 from harness.report.plots import ReportError, pictures
 from harness.verdict.gates import GateResult
@@ -37,13 +38,19 @@ def write_reports(
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
     reference path (the ONNX) the others were compared with, all on the same images of ``dataset``;
     ``calibration`` says what the Hailo path was calibrated on, ``baselines`` which file each path
-    was held against (path name -> file), ``thresholds`` where the evaluation's thresholds come from."""
+    was held against (path name -> file), ``thresholds`` where the evaluation's thresholds come from.
+    Each file is written whole or not at all (:func:`~harness.core.files.write_atomic`): where one cannot
+    be written, its old version stays and the :class:`OSError` names it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     document = report_document(results, gates, dataset, worst_layers, calibration, baselines, thresholds)
     charts, images = pictures(results, dataset)
     files = report_files(out)
-    files["markdown"].write_text(render_markdown(document), encoding="utf-8")
-    write_json(files["json"], document)
-    files["html"].write_text(render_html(document, charts, images), encoding="utf-8")
+    texts = {
+        "markdown": render_markdown(document),
+        "json": json_text(document),
+        "html": render_html(document, charts, images),
+    }
+    for kind, text in texts.items():  # all rendered before any is written
+        write_atomic(files[kind], text)
     return files

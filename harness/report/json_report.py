@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -82,10 +81,9 @@ def _stages(results: Sequence[PathResult], tolerance: float) -> dict[str, Any] |
     }
 
 
-def write_json(file: str | os.PathLike[str], document: dict[str, Any]) -> Path:
-    file = Path(file)
-    file.write_text(json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
-    return file
+def json_text(document: dict[str, Any]) -> str:
+    """``document`` as the report's JSON text (ASCII: a non-UTF-8 file name's bytes are ``\\u`` escapes)."""
+    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def _gate(gate: GateResult) -> dict[str, Any]:

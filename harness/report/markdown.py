@@ -1,7 +1,15 @@
-"""The report as Markdown, rendered from the JSON report document (the HTML report has the plots)."""
+"""The report as Markdown, rendered from the JSON report document (the HTML report has the plots).
+
+Text the harness did not write itself (class, file, dataset and tensor names, paths, runtimes) enters
+only through :func:`escape`, a gate's name through :func:`code_span` and a message through
+:func:`fenced`: it is shown as it is, never read as Markdown or HTML, and cannot break a line or a
+table's cell.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +25,17 @@ def render_markdown(document: dict[str, Any]) -> str:
     lines = [
         f"# Accuracy report: {verdict}",
         "",
-        f"Dataset `{dataset['root']}`: {dataset['n_images']} images, {dataset['n_boxes']} labelled boxes, "
-        f"classes {', '.join(dataset['names'])}; manifest `{dataset['manifest']}`.",
+        f"Dataset {escape(dataset['root'])}: {dataset['n_images']} images, {dataset['n_boxes']} labelled boxes, "
+        f"classes {escape(', '.join(dataset['names']))}; manifest {code_span(dataset['manifest'])}.",
         "",
-        *inputs(document),
+        *inputs(document, escape, escape),
         "## Gates",
         "",
         table(
             ["gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)"],
             [
                 [
-                    f"`{g['name']}`",
+                    code_span(g["name"]),
                     "pass" if g["passed"] else "**FAIL**",
                     num(g["baseline"]),
                     num(g["observed"]),
@@ -42,17 +50,21 @@ def render_markdown(document: dict[str, Any]) -> str:
     if failed:
         lines += ["## Failures", ""]
         for g in failed:
-            lines += [f"### `{g['name']}`", "", "```", g["text"], "```", ""]
+            lines += [f"### {code_span(g['name'])}", "", *fenced(g["text"].splitlines()), ""]
     if document["diagnoses"]:
         lines += ["## Likely causes", ""]
         for d in document["diagnoses"]:
-            lines += [f"Of {', '.join(f'`{n}`' for n in d['gates'])}:", "", "```", *d["lines"], "```", ""]
+            lines += [f"Of {', '.join(code_span(n) for n in d['gates'])}:", "", *fenced(d["lines"]), ""]
     if document["stages"]:
         lines += ["## Stages (float -> fp-optimized -> quantized -> hardware)", ""]
-        lines += [stage_verdict(document["stages"]), "", table(STAGE_HEADER, stage_rows(document["stages"])), ""]
+        rows = [[escape(cell) for cell in row] for row in stage_rows(document["stages"])]
+        lines += [escape(stage_verdict(document["stages"])), "", table(STAGE_HEADER, rows), ""]
     if document["worst_layers"]:
         lines += ["## Worst layers (emulated HEF vs float graph, per-tensor SQNR)", "", LAYER_NOTE, ""]
-        lines += [table(LAYER_HEADER, layer_rows(document["worst_layers"])), ""]
+        lines += [
+            table(LAYER_HEADER, [[escape(cell) for cell in row] for row in layer_rows(document["worst_layers"])]),
+            "",
+        ]
     lines += [
         "## Paths",
         "",
@@ -72,8 +84,8 @@ def render_markdown(document: dict[str, Any]) -> str:
             ],
             [
                 [
-                    p["label"],
-                    path_kind(p),
+                    escape(p["label"]),
+                    escape(path_kind(p)),
                     num(p["metrics"]["map50"]),
                     num(p["metrics"]["map50_95"]),
                     str(p["box_counts"]["total"]),
@@ -87,7 +99,7 @@ def render_markdown(document: dict[str, Any]) -> str:
                 for p in paths
             ],
         ),
-        *(f"\n{note}" for note in cap_notes(paths)),
+        *(f"\n{escape(note)}" for note in cap_notes(paths)),
         "",
         "## Per class",
         "",
@@ -95,8 +107,8 @@ def render_markdown(document: dict[str, Any]) -> str:
             ["path", "class", "ground truth", "predictions", "AP50", "AP50:95", "precision", "recall"],
             [
                 [
-                    p["label"],
-                    c["name"],
+                    escape(p["label"]),
+                    escape(c["name"]),
                     str(c["n_ground_truth"]),
                     str(c["n_predictions"]),
                     num(c["ap50"]),
@@ -116,10 +128,11 @@ def render_markdown(document: dict[str, Any]) -> str:
         prov = p["provenance"]
         environment = ", ".join(f"{k} {v}" for k, v in sorted(prov["environment"].items())) or "not recorded"
         lines += [
-            f"- **{p['label']}**: model `{prov['model_path']}` (sha256 `{prov['model_sha256']}`), "
-            f"dataset {prov['dataset']} (manifest `{prov['dataset_manifest']}`), harness {prov['harness_version']}, "
-            f"measured {prov['created']} by {prov['runtime']} ({_cached(prov['from_cache'], p)}); "
-            f"environment: {environment}; settings: {settings(p['settings'])}",
+            f"- **{escape(p['label'])}**: model {escape(prov['model_path'])} "
+            f"(sha256 {code_span(prov['model_sha256'])}), dataset {escape(prov['dataset'])} "
+            f"(manifest {code_span(prov['dataset_manifest'])}), harness {escape(prov['harness_version'])}, "
+            f"measured {escape(prov['created'])} by {escape(prov['runtime'])} ({_cached(prov['from_cache'], p)}); "
+            f"environment: {escape(environment)}; settings: {escape(settings(p['settings']))}",
         ]
     return "\n".join(lines) + "\n"
 
@@ -132,14 +145,15 @@ LABEL_FREE = (
 )
 
 
-def inputs(document: dict[str, Any]) -> list[str]:
+def inputs(document: dict[str, Any], text: Callable[[str], str], name: Callable[[str], str]) -> list[str]:
     """What the run could not know without labels, where its thresholds come from, the calibration set
-    and the baseline files, one line each (none where the run had none)."""
+    and the baseline files, one line each (none where the run had none); the run's own words go through
+    ``text`` and file names through ``name``."""
     lines = [] if document["dataset"]["labelled"] else [LABEL_FREE, ""]
     if document["thresholds"]:
-        lines += [f"Thresholds: {document['thresholds']}.", ""]
+        lines += [f"Thresholds: {text(document['thresholds'])}.", ""]
     if document["calibration"]:
-        lines += [f"Calibration: {document['calibration']}.", ""]
+        lines += [f"Calibration: {text(document['calibration'])}.", ""]
     for b in document["baselines"]:
         shipped = Path(b["file"]).is_relative_to(SHIPPED_GOLDEN)
         note = (
@@ -149,7 +163,7 @@ def inputs(document: dict[str, Any]) -> list[str]:
             if shipped
             else ""
         )
-        lines += [f"Baseline of {b['path']}: `{b['file']}`{note}.", ""]
+        lines += [f"Baseline of {text(b['path'])}: {name(b['file'])}{note}.", ""]
     return lines
 
 
@@ -211,9 +225,45 @@ def layer_rows(layers: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
+    """A table of Markdown ``rows``: a ``|`` in a cell is escaped, so no cell splits."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+# What Markdown (CommonMark with GitHub's tables, strikethrough and math) may read as markup inside a
+# line, escaped by a backslash; HTML ("<", and "&" of an entity) is escaped as entities, which every
+# renderer reads; "|" is the table's to escape.
+_MARKUP = re.compile(r"([\\`*_\[\]~$])")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).splitlines())
+
+
+def escape(text: object) -> str:
+    """``text`` from outside the harness as Markdown that shows it as it is, on one line: ``<script>``
+    is text (``&lt;script>``), not HTML."""
+    return _MARKUP.sub(r"\\\1", _one_line(text).replace("&", "&amp;").replace("<", "&lt;"))
+
+
+def _ticks(text: str) -> str:
+    """A backtick fence longer than any run of backticks in ``text``."""
+    return "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+
+
+def code_span(text: object) -> str:
+    """``text`` the harness formed (a gate's name, which holds the dataset's; a digest) as a code span,
+    on one line."""
+    line = _one_line(text)
+    ticks, pad = _ticks(line), " " if line[:1] == "`" or line[-1:] == "`" else ""
+    return f"{ticks}{pad}{line}{pad}{ticks}"
+
+
+def fenced(lines: Sequence[str]) -> list[str]:
+    """``lines`` from outside the harness (a gate's message) as a code block that nothing in them closes."""
+    ticks = _ticks("\n".join(lines)).ljust(3, "`")
+    return [ticks, *lines, ticks]
 
 
 def num(value: float | None, digits: int = 4) -> str:

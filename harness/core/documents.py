@@ -4,8 +4,9 @@ A document is refused, naming its file, the key path and what was expected, wher
 would silently pick a meaning: a key given twice (a merge that "accepted both" sides), a key no
 schema reads, a number as a string, a float where an integer is meant, ``"false"`` or ``1`` as a
 bool, NaN or infinity, a number of thousands of digits. Bombs are bounded before they cost
-anything: the document's size (:data:`MAX_BYTES`), its nesting depth (:data:`MAX_DEPTH`), and YAML
-aliases and anchors (refused outright: no file the harness reads needs them).
+anything: the document's size (:data:`MAX_BYTES`, :data:`MAX_YAML_BYTES` for YAML), its nesting
+depth (:data:`MAX_DEPTH`), and YAML aliases and anchors (refused outright: no file the harness reads
+needs them).
 
 :func:`parse_json` / :func:`parse_yaml` (text) and :func:`read_json` / :func:`read_yaml` (a file)
 give plain Python values; :class:`Fields` reads one object of them typed, key by key, and
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -24,6 +26,9 @@ from typing import Any, NoReturn
 from harness.core.errors import HarnessError
 
 MAX_BYTES = 64 * 1024 * 1024  # the largest document read (a COCO file of a big validation set fits)
+# The largest YAML document: YAML is read by the pure-Python loader, at about 0.3 MB/s (dataset and
+# export yamls are a few kB), so that a large one is refused in about 3 s rather than read for minutes.
+MAX_YAML_BYTES = 1024 * 1024
 MAX_DEPTH = 64  # objects and lists nested deeper than any file the harness reads
 MAX_DIGITS = 40  # the longest integer literal (an int64 has 19 digits)
 
@@ -36,6 +41,11 @@ def _where(source: str, path: str) -> str:
     return f"{source}: field {path}" if path else source
 
 
+def _place(source: str, path: str) -> str:
+    """Where a value is: its field, or the document's top level."""
+    return _where(source, path) if path else f"{source}: (top level)"
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -44,42 +54,63 @@ def _show(value: Any) -> str:
 # --- JSON --------------------------------------------------------------------------------------
 
 
-def _json_pairs(source: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+class _Refused:
+    """What a JSON hook refused, left in the value's place until the refusal's key path is found."""
+
+    def __init__(self, found: str, expected: str) -> None:
+        self.found, self.expected = found, expected
+
+
+class _Hooks:
+    """The parse hooks of one JSON document: each refusal is kept in place (:class:`_Refused`), so that
+    the error can name its key path, which the hooks themselves cannot see."""
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def _refuse(self, found: str, expected: str) -> _Refused:
+        self.refused = True
+        return _Refused(found, expected)
+
+    def pairs(self, items: list[tuple[str, Any]]) -> dict[str, Any] | _Refused:
         out: dict[str, Any] = {}
         for key, value in items:
             if key in out:
-                raise DocumentError(f"{source}: key {key!r} given twice in one object, expected each key once")
+                return self._refuse(f"key {key!r} given twice in one object", "each key once")
             out[key] = value
         return out
 
-    return pairs
-
-
-def _json_int(source: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        if len(text.lstrip("-")) > MAX_DIGITS:
-            raise DocumentError(f"{source}: an integer of {len(text)} digits, expected at most {MAX_DIGITS}")
+    def integer(self, text: str) -> int | _Refused:
+        digits = len(text.lstrip("-"))
+        if digits > MAX_DIGITS:
+            return self._refuse(f"an integer of {digits} digits", f"at most {MAX_DIGITS}")
         return int(text)
 
-    return parse
-
-
-def _json_float(source: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
+    def number(self, text: str) -> float | _Refused:
         value = float(text)
         if not math.isfinite(value):
-            raise DocumentError(f"{source}: the number {text[:40]!r} is too large, expected a finite number")
+            return self._refuse(f"the number {text[:40]!r} is too large", "a finite number")
         return value
 
-    return parse
+    def constant(self, name: str) -> _Refused:
+        return self._refuse(f"{name} is not a JSON number", "a finite number or null")
 
 
-def _json_constant(source: str) -> Callable[[str], Any]:
-    def parse(name: str) -> Any:
-        raise DocumentError(f"{source}: {name} is not a JSON number, expected a finite number or null")
-
-    return parse
+def _first_refused(value: Any, path: str = "") -> tuple[str, _Refused] | None:
+    """The key path and the refusal first met in document order (depth is bounded before parsing)."""
+    if isinstance(value, _Refused):
+        return path, value
+    if isinstance(value, dict):
+        children = [(f"{path}.{key}" if path else str(key), child) for key, child in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{path}[{index}]", child) for index, child in enumerate(value)]
+    else:
+        return None
+    for child_path, child in children:
+        found = _first_refused(child, child_path)
+        if found is not None:
+            return found
+    return None
 
 
 def parse_json(text: str | bytes, source: str) -> Any:
@@ -92,13 +123,14 @@ def parse_json(text: str | bytes, source: str) -> Any:
         except UnicodeDecodeError as error:
             raise DocumentError(f"{source}: not UTF-8 text (byte {error.start}), expected a JSON document") from None
     _check_json_depth(text, source)
+    hooks = _Hooks()
     try:
-        return json.loads(
+        value = json.loads(
             text,
-            object_pairs_hook=_json_pairs(source),
-            parse_int=_json_int(source),
-            parse_float=_json_float(source),
-            parse_constant=_json_constant(source),
+            object_pairs_hook=hooks.pairs,
+            parse_int=hooks.integer,
+            parse_float=hooks.number,
+            parse_constant=hooks.constant,
         )
     except json.JSONDecodeError as error:
         raise DocumentError(
@@ -106,6 +138,12 @@ def parse_json(text: str | bytes, source: str) -> Any:
         ) from None
     except (ValueError, RecursionError) as error:  # a limit of Python's own (int digits, recursion)
         raise DocumentError(f"{source}: not a readable JSON document ({type(error).__name__}: {error})") from None
+    found = _first_refused(value) if hooks.refused else None
+    if found is not None:
+        path, refused = found
+        where = f" (field {path})" if path else ""
+        raise DocumentError(f"{source}: {refused.found}{where}, expected {refused.expected}")
+    return value
 
 
 def _check_json_depth(text: str, source: str) -> None:
@@ -139,8 +177,8 @@ def parse_yaml(text: str | bytes, source: str) -> Any:
     YAML 1.1 scalars keep their YAML types (``yes`` is a bool, as in Ultralytics' own reads)."""
     import yaml
 
-    if len(text) > MAX_BYTES:
-        raise DocumentError(f"{source}: {len(text)} bytes, expected a document of at most {MAX_BYTES}")
+    if len(text) > MAX_YAML_BYTES:
+        raise DocumentError(f"{source}: {len(text)} bytes, expected a YAML document of at most {MAX_YAML_BYTES}")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -163,6 +201,8 @@ def parse_yaml(text: str | bytes, source: str) -> Any:
                     f"{source}: line {event.start_mark.line + 1}: a YAML anchor &{event.anchor}, "
                     "expected plain values (anchors are not read)"
                 )
+            if not isinstance(event, yaml.CollectionStartEvent):  # a scalar: no deeper (depth counts as in JSON)
+                return super().compose_node(parent, index)
             Loader.depth += 1
             try:
                 if Loader.depth > MAX_DEPTH:
@@ -222,21 +262,42 @@ def parse_yaml(text: str | bytes, source: str) -> Any:
 
 
 def read_bytes(path: str | os.PathLike[str], what: str = "document") -> bytes:
-    """A document file's bytes, at most :data:`MAX_BYTES` (a device or a huge file is refused
+    """A document file's bytes, at most :data:`MAX_BYTES` (a device, a pipe or a huge file is refused
     unread), or a :class:`DocumentError` naming the file and why it cannot be read."""
     file = Path(path)
     try:
-        with open(file, "rb") as fh:
+        with open(file, "rb", opener=_open_regular) as fh:
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise DocumentError(f"{file}: no such {what} file") from None
     except IsADirectoryError:
         raise DocumentError(f"{file}: a folder, expected a {what} file") from None
+    except _NotRegular:
+        raise DocumentError(
+            f"{file}: not a regular file (a device, a pipe or a socket), expected a {what} file"
+        ) from None
     except OSError as error:
         raise DocumentError(f"{file}: the {what} cannot be read ({error.strerror or error})") from None
     if len(data) > MAX_BYTES:
         raise DocumentError(f"{file}: larger than {MAX_BYTES} bytes, expected a {what} of at most that")
     return data
+
+
+class _NotRegular(OSError):
+    """A path that opens as something else than a file or a folder."""
+
+
+def _open_regular(name: str, flags: int) -> int:
+    """Open without blocking (a pipe without a writer would wait forever) and keep only a regular file."""
+    fd = os.open(name, flags | getattr(os, "O_NONBLOCK", 0))
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise IsADirectoryError(name)
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _NotRegular(name)
+    return fd
 
 
 def read_json(path: str | os.PathLike[str], what: str = "JSON document") -> Any:
@@ -278,7 +339,7 @@ class Fields:
 
     def fail(self, key: Any, value: Any, expected: str) -> NoReturn:
         where = self.path if key is None else self.key_path(key)
-        raise DocumentError(f"{_where(self.source, where or '(top level)')} is {_show(value)}, expected {expected}")
+        raise DocumentError(f"{_place(self.source, where)} is {_show(value)}, expected {expected}")
 
     def has(self, key: Any) -> bool:
         return key in self.data
@@ -366,7 +427,7 @@ class Fields:
         if unknown:
             expected = sorted(map(str, self.taken))
             raise DocumentError(
-                f"{_where(self.source, self.path or '(top level)')} has unknown keys {sorted(map(str, unknown))}, "
+                f"{_place(self.source, self.path)} has unknown keys {sorted(map(str, unknown))}, "
                 f"expected only {expected}"
             )
 

@@ -1,4 +1,5 @@
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +217,44 @@ def test_a_bad_dataset_yaml_is_an_error_naming_the_field(tmp_path, config, messa
         load_yolo(root / "data.yaml")
 
 
+_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_BOMB + "val: images/val\nnames: [a, b]\n", r"data\.yaml: line 1: a YAML anchor &a0"),
+        ("val: images/val\nnames: " + "[" * 200 + "]" * 200 + "\n", r"data\.yaml: nested deeper than 64 levels"),
+        ("val: images/val\nnames: {0: a, '1': b}\n", r"data\.yaml: names keys \[0, '1'\], expected 0\.\.1"),
+        ("val: images/val\nnames: [yes, no]\n", r"data\.yaml: names\[0\] is True, expected a class name"),
+        ("val: images/val\nnames: [a, b]\nnc: " + "9" * 5000 + "\n", r"data\.yaml: line 3: an integer of 5000 digits"),
+        ("val: images/val\nnames: [a, b]\nnc: '2'\n", r"data\.yaml: field nc is '2', expected an integer >= 1"),
+        ("val: images/val\nval: images/x\nnames: [a, b]\n", r"data\.yaml: line 2: key 'val' given twice"),
+        ("val: [images/val, 3]\nnames: [a, b]\n", r"data\.yaml: field val is \['images/val', 3\], expected a folder"),
+        ("path: 5\nval: images/val\nnames: [a, b]\n", r"data\.yaml: field path is 5, expected the dataset's folder"),
+    ],
+)
+def test_a_dataset_yaml_a_lenient_reader_would_guess_at_is_refused_naming_file_and_field(tmp_path, text, message):
+    """Bombs (an alias bomb of 9**9 strings in under 600 bytes, 200 levels) are refused before they cost
+    anything; mixed, coerced, oversized or doubled values are refused, not read as something."""
+    root = _folder(tmp_path)
+    (root / "data.yaml").write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(HarnessError, match=message):
+        load_yolo(root / "data.yaml")
+    assert time.perf_counter() - started < 2
+
+
+def test_an_image_list_that_is_not_utf8_text_is_refused_naming_the_list_and_the_byte(tmp_path):
+    root = _folder(tmp_path)
+    (root / "val.txt").write_bytes(b"images/val/plain.jpg\n\xff\xfe\n")
+    (root / "data.yaml").write_text("val: val.txt\nnames: [fire, smoke]\n")
+    with pytest.raises(DatasetError, match=r"val\.txt: not UTF-8 text \(byte 21\), expected one image path per line"):
+        load_yolo(root / "data.yaml")
+
+
 def test_a_folder_takes_names_given_or_from_its_one_yaml(tmp_path):
     root = _folder(tmp_path)
     assert load_yolo(root).names == ("fire", "smoke")
@@ -350,6 +389,45 @@ def test_a_malformed_coco_record_is_refused_naming_the_record_and_the_field(tmp_
         load_coco(_coco(tmp_path, **override), tmp_path / "imgs")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"bbox": [1, 2, 1' + "0" * 400 + ", 20]", r"an integer of 401 digits \(field annotations\[0\]\.bbox\[2\]\)"),
+        ('"bbox": [1, 2, 1e400, 20]', r"the number '1e400' is too large \(field annotations\[0\]\.bbox\[2\]\)"),
+        (
+            '"bbox": [1, 2, 1e300, 20]',
+            r"annotation id 1: bbox .*, expected \[x, y, width, height\] of 4 finite numbers",
+        ),
+        ('"bbox": [40, 2, 10, 20]', r"annotation id 1: bbox \[40, 2, 10, 20\] lies wholly outside its image 'a\.jpg'"),
+        ('"bbox": [-11, 2, 10, 20]', r"annotation id 1: bbox .* lies wholly outside its image 'a\.jpg' \(id 5, 40x30"),
+        ('"bbox": [1, 2, 10, 20], "iscrowd": true', r"annotation id 1: iscrowd True, expected 0 or 1"),
+        (
+            '"bbox": [1, 2, 10, 20], "bbox": [1, 2, 3, 4]',
+            r"key 'bbox' given twice in one object \(field annotations\[0\]\)",
+        ),
+    ],
+)
+def test_a_coco_value_a_lenient_reader_would_guess_at_is_refused_naming_the_annotation(tmp_path, text, expected):
+    """Huge numbers (which overflowed), boxes wholly off their image (which the YOLO loader refuses and
+    a run would bless as missed), a bool crowd flag and a key given twice."""
+    path = _coco(tmp_path, annotations=[])
+    document = json.loads(path.read_text())
+    document["annotations"] = ["@"]
+    path.write_text(json.dumps(document).replace('"@"', '{"id": 1, "image_id": 5, "category_id": 7, ' + text + "}"))
+    with pytest.raises(HarnessError, match=expected):
+        load_coco(path, tmp_path / "imgs")
+
+
+def test_a_coco_file_nested_past_the_depth_bound_or_not_an_object_is_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"images": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(HarnessError, match=r"deep\.json: nested deeper than 64 levels"):
+        load_coco(path, tmp_path)
+    path.write_text('{"images": {}, "annotations": [], "categories": []}')
+    with pytest.raises(HarnessError, match=r"deep\.json: field images is \{\}, expected a list"):
+        load_coco(path, tmp_path)
+
+
 # --- datasets a run would check nothing on ------------------------------------------------------
 
 
@@ -388,6 +466,16 @@ def test_a_set_without_one_labelled_object_is_refused_naming_where_labels_are_re
     dataset = load_yolo(_small_set(tmp_path / "a", {"x": "", "y": None}))
     with pytest.raises(DatasetError, match=r"0 labelled objects in 2 images \(1 without a label file; labels are read"):
         require_evaluable(dataset)
+
+
+def test_a_set_of_crowd_regions_only_is_refused_like_a_set_without_labels(tmp_path):
+    """Crowd regions count neither as hits nor as misses: a set of them alone holds a model to nothing."""
+    crowd = [{"id": 1, "image_id": 5, "category_id": 7, "bbox": [1, 2, 10, 20], "iscrowd": 1}]
+    dataset = load_coco(_coco(tmp_path, annotations=crowd), tmp_path / "imgs")
+    with pytest.raises(DatasetError, match=r"0 labelled objects in 2 images, only 1 crowd regions \(iscrowd 1"):
+        require_evaluable(dataset)
+    dataset = load_coco(_coco(tmp_path), tmp_path / "imgs")  # one object beside a crowd region: evaluable
+    require_evaluable(dataset)
 
 
 def test_unreadable_images_beyond_the_allowed_share_are_refused_and_within_it_accepted(tmp_path):

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from PIL import Image
 
 from harness.core import defaults
+from harness.core.documents import Fields, read_bytes, read_json, read_yaml
 from harness.core.errors import HarnessError
 
 # EXIF orientations that turn the stored image by 90 degrees (transpose, rotate 270, transverse,
@@ -38,6 +38,8 @@ _EXIF_ORIENTATION = 274
 _IMAGE_SUFFIXES = frozenset(Image.registered_extensions())
 # Ultralytics accepts normalised coordinates up to 1 % outside [0, 1] (ultralytics/data/utils.py).
 _COORD_TOLERANCE = 0.01
+# A COCO bbox value beyond this would not survive the float32 the ground truth is kept in (x + width too).
+_MAX_COCO_VALUE = float(np.finfo(np.float32).max) / 2
 _YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -178,7 +180,15 @@ def require_evaluable(dataset: Dataset, max_unreadable: float = defaults.MAX_UNR
         )
     if not dataset.samples:
         raise DatasetError(f"dataset {dataset.root}: no readable images")
-    if dataset.labelled and not dataset.n_boxes:
+    if not dataset.labelled:
+        return
+    crowd = sum(int(s.ground_truth.crowd.sum()) for s in dataset.samples)
+    if crowd and crowd == dataset.n_boxes:
+        raise DatasetError(
+            f"dataset {dataset.root}: 0 labelled objects in {len(dataset.samples)} images, only {crowd} crowd regions "
+            "(iscrowd 1: neither a hit nor a miss): nothing to hold a model to"
+        )
+    if not dataset.n_boxes:
         folder = _label_path(dataset.samples[0].path).parent
         raise DatasetError(
             f"dataset {dataset.root}: 0 labelled objects in {len(dataset.samples)} images "
@@ -215,8 +225,8 @@ def load_yolo(
             raise DatasetError(f"{source}: no images/{split}/ or images/ folder")
         splits = sorted(p.name for p in images.iterdir() if p.is_dir())
         if splits:  # split folders, but not this one: the folder's yaml says where the split is, or nothing does
-            config = _read_yaml(found[0]) if len(found) == 1 else {}
-            if split not in config:
+            config = _read_yaml(found[0]) if len(found) == 1 else Fields({}, str(source))
+            if not config.has(split):
                 raise DatasetError(f"{source}: no images/{split}/ folder (split {split!r}); its splits are {splits}")
             return (
                 load_yolo(found[0], split)
@@ -244,30 +254,29 @@ def dataset_name(source: str | os.PathLike[str]) -> str:
 
 def load_coco(annotations: str | os.PathLike[str], images: str | os.PathLike[str]) -> Dataset:
     """A COCO detection JSON (``images``, ``annotations`` with ``bbox`` x, y, w, h in pixels,
-    ``categories``) with its image folder. Class ids follow the categories sorted by id; every image
-    listed is a sample (one without annotations shows no object); ``iscrowd`` 1 regions become crowd
-    boxes. The listed width and height must equal the image's size after EXIF orientation. Ids are
-    integers or strings, one kind per field, each listed once; anything else is refused naming the
-    record and the field."""
+    ``categories``; other keys, such as ``info`` and ``licenses``, are not read) with its image folder.
+    Class ids follow the categories sorted by id; every image listed is a sample (one without
+    annotations shows no object); ``iscrowd`` 1 regions become crowd boxes. The listed width and
+    height must equal the image's size after EXIF orientation, and every box must lie at least in
+    part on its image. Ids are integers or strings, one kind per field, each listed once; anything
+    else is refused naming the record and the field."""
     annotations, root = Path(annotations), Path(images)
-    try:
-        data = json.loads(annotations.read_bytes())
-    except (OSError, ValueError, RecursionError) as error:
-        raise DatasetError(f"{annotations}: cannot be read as JSON ({error})") from error
-    for key in ("images", "annotations", "categories"):
-        if not isinstance(data, dict) or not isinstance(data.get(key), list):
-            raise DatasetError(f"{annotations}: field {key!r} missing or not a list, expected a COCO detection file")
+    top = Fields(read_json(annotations, "COCO annotation file"), str(annotations))
+    listed_images, listed_annotations, listed_categories = (
+        top.list(key) for key in ("images", "annotations", "categories")
+    )
     read = _Coco(annotations)
-    categories = sorted(data["categories"], key=lambda c: read.id(c, "category", "id", "category"))
+    categories = sorted(listed_categories, key=lambda c: read.id(c, "category", "id", "category"))
     read.unique([read.id(c, "category", "id", "category") for c in categories], "category", "id")
     class_of = {c["id"]: i for i, c in enumerate(categories)}
     names = tuple(read.text(c, "category", "name") for c in categories)
-    listed = sorted(data["images"], key=lambda im: read.text(im, "image", "file_name"))
+    listed = sorted(listed_images, key=lambda im: read.text(im, "image", "file_name"))
     read.unique([read.id(im, "image", "id", "image") for im in listed], "image", "id")
     read.unique([read.text(im, "image", "file_name") for im in listed], "image", "file_name")
+    frames = {im["id"]: (im["file_name"], *read.size(im)) for im in listed}
     per_image: dict[Any, list[dict[str, Any]]] = {im["id"]: [] for im in listed}
-    for ann in data["annotations"]:
-        per_image[read.annotation(ann, per_image, class_of)].append(ann)
+    for ann in listed_annotations:
+        per_image[read.annotation(ann, frames, class_of)].append(ann)
 
     samples, unreadable, entries = [], [], []
     for im in listed:
@@ -279,10 +288,10 @@ def load_coco(annotations: str | os.PathLike[str], images: str | os.PathLike[str
         if isinstance(hw, str):
             unreadable.append(Unreadable(image_id, hw))
             continue
-        size = (im.get("height"), im.get("width"))
-        if size != hw:
+        listed_hw = frames[im["id"]][1:]
+        if listed_hw != hw:
             raise DatasetError(
-                f"{annotations}: image {image_id!r} height, width {size!r:.60}, but the image is {hw} (EXIF applied)"
+                f"{annotations}: image {image_id!r} height, width {listed_hw}, but the image is {hw} (EXIF applied)"
             )
         xywh = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
         boxes = np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1)
@@ -312,7 +321,18 @@ class _Coco:
             )
         return value
 
-    def annotation(self, ann: Any, images: Mapping[Any, object], class_of: Mapping[Any, int]) -> int | str:
+    def size(self, image: Any) -> tuple[int, int]:
+        """An image record's listed (height, width), each a positive integer."""
+        sides = tuple(_field(self.path, "image", image, key) for key in ("height", "width"))
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sides):
+            raise DatasetError(
+                f"{self.path}: image {image['file_name']!r} height, width {sides!r:.60}, expected positive integers"
+            )
+        return sides[0], sides[1]
+
+    def annotation(
+        self, ann: Any, frames: Mapping[Any, tuple[str, int, int]], class_of: Mapping[Any, int]
+    ) -> int | str:
         """A checked annotation's image id."""
         image_id, category_id = (
             self.id(ann, "annotation", "image_id", "image"),
@@ -320,16 +340,27 @@ class _Coco:
         )
         bbox = _field(self.path, "annotation", ann, "bbox")
         where = f"{self.path}: annotation id {ann.get('id')!r:.40}"
-        if image_id not in images:
+        if image_id not in frames:
             raise DatasetError(f"{where}: image_id {image_id!r} is not in 'images'")
         if category_id not in class_of:
             raise DatasetError(f"{where}: category_id {category_id!r}, expected one of {sorted(class_of)}")
-        if not (isinstance(bbox, list) and len(bbox) == 4 and all(_finite_number(v) for v in bbox)):
-            raise DatasetError(f"{where}: bbox {bbox!r:.80}, expected [x, y, width, height] of 4 finite numbers")
-        if bbox[2] < 0 or bbox[3] < 0:
+        if not (isinstance(bbox, list) and len(bbox) == 4 and all(_coco_value(v) for v in bbox)):
+            raise DatasetError(
+                f"{where}: bbox {bbox!r:.80}, expected [x, y, width, height] of 4 finite numbers "
+                f"(each at most {_MAX_COCO_VALUE:.3g})"
+            )
+        x, y, w, h = bbox
+        if w < 0 or h < 0:
             raise DatasetError(f"{where}: bbox {bbox!r} has a negative width or height")
-        if ann.get("iscrowd", 0) not in (0, 1) or isinstance(ann.get("iscrowd", 0), float):
-            raise DatasetError(f"{where}: iscrowd {ann.get('iscrowd')!r:.40}, expected 0 or 1")
+        file_name, height, width = frames[image_id]
+        if x >= width or y >= height or x + w <= 0 or y + h <= 0:
+            raise DatasetError(
+                f"{where}: bbox {bbox!r} lies wholly outside its image {file_name!r} (id {image_id!r}, "
+                f"{width}x{height} pixels), expected a box on the image"
+            )
+        crowd = ann.get("iscrowd", 0)
+        if isinstance(crowd, bool | float) or crowd not in (0, 1):
+            raise DatasetError(f"{where}: iscrowd {crowd!r:.40}, expected 0 or 1")
         return image_id
 
     def text(self, record: Any, kind: str, key: str) -> str:
@@ -482,50 +513,61 @@ def _list_images(folder: Path) -> list[Path]:
     ]
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise DatasetError(f"{path}: cannot be read as YAML ({error})") from error
-    if not isinstance(config, dict):
-        raise DatasetError(f"{path}: top level is {type(config).__name__}, expected a mapping with 'names'")
-    return config
+def _read_yaml(path: Path) -> Fields:
+    """A dataset yaml's top level. Ultralytics' own keys the harness does not read (``train``,
+    ``download``, ...) are left alone; those it reads are typed."""
+    return Fields(read_yaml(path, "dataset yaml"), str(path))
 
 
-def _yaml_names(path: Path, config: Mapping[str, Any]) -> tuple[str, ...]:
-    names = config.get("names")
+def _yaml_names(path: Path, config: Fields) -> tuple[str, ...]:
+    """``names``: a list of class names, or a mapping of every class index from 0 to its name."""
+    names = config.raw("names", None)
     if isinstance(names, dict):
-        if sorted(names) != list(range(len(names))):
-            raise DatasetError(f"{path}: names keys {sorted(names)}, expected 0..{len(names) - 1}")
+        indices = sorted(names, key=lambda k: (isinstance(k, str), str(k) if isinstance(k, str) else k))
+        if not all(_is_index(k) for k in indices) or indices != list(range(len(names))):
+            raise DatasetError(
+                f"{path}: names keys {indices}, expected 0..{len(names) - 1} (integer class indices, each once)"
+            )
         names = [names[i] for i in range(len(names))]
     if not isinstance(names, list) or not names:
-        raise DatasetError(f"{path}: names {names!r}, expected a list or an id -> name mapping of class names")
-    if "nc" in config and config["nc"] != len(names):
-        raise DatasetError(f"{path}: nc {config['nc']!r} but {len(names)} names")
-    return tuple(str(n) for n in names)
+        raise DatasetError(f"{path}: names {names!r:.80}, expected a list or an id -> name mapping of class names")
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise DatasetError(f"{path}: names[{i}] is {name!r:.60}, expected a class name (a non-empty string)")
+    count = config.integer("nc", None, lo=1)
+    if count is not None and count != len(names):
+        raise DatasetError(f"{path}: nc {count!r} but {len(names)} names")
+    return tuple(names)
 
 
-def _yaml_root(path: Path, config: Mapping[str, Any]) -> Path:
-    root = config.get("path")
-    return path.parent if not root else path.parent / str(root)
+def _is_index(key: object) -> bool:
+    return isinstance(key, int) and not isinstance(key, bool)
 
 
-def _yaml_images(path: Path, config: Mapping[str, Any], split: str) -> list[Path]:
-    value = config.get(split)
+def _yaml_root(path: Path, config: Fields) -> Path:
+    root = config.raw("path", None)
+    if root is not None and not isinstance(root, str):
+        config.fail("path", root, "the dataset's folder (a string)")
+    return path.parent if not root else path.parent / root
+
+
+def _yaml_images(path: Path, config: Fields, split: str) -> list[Path]:
+    value = config.raw(split, None)
     if not value:
         raise DatasetError(f"{path}: no {split!r} entry, expected a folder, a .txt image list or a list of folders")
+    entries = value if isinstance(value, list) else [value]
+    if not all(isinstance(entry, str) and entry for entry in entries):
+        config.fail(split, value, "a folder, a .txt image list or a list of folders (strings)")
     root = _yaml_root(path, config)
     images: list[Path] = []
-    for entry in value if isinstance(value, list) else [value]:
-        entry = str(entry)
+    for entry in entries:
         target = root / entry
         if not target.exists() and entry.startswith("../"):
             target = root / entry[3:]
         if target.is_dir():
             images += _list_images(target)
         elif target.is_file() and target.suffix == ".txt":
-            lines = target.read_text(encoding="utf-8").splitlines()
-            images += [target.parent / line.strip() for line in lines if line.strip()]
+            images += _image_list(target)
         else:
             raise DatasetError(
                 f"{path}: {split} {entry!r} resolves to {target.resolve()}, which is neither a folder nor a .txt list "
@@ -534,12 +576,22 @@ def _yaml_images(path: Path, config: Mapping[str, Any], split: str) -> list[Path
     return images
 
 
+def _image_list(path: Path) -> list[Path]:
+    """The images a ``.txt`` list names, one per line, relative to the list's folder."""
+    data = read_bytes(path, "image list")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {error.start}), expected one image path per line") from None
+    return [path.parent / line.strip() for line in text.splitlines() if line.strip()]
+
+
 def _relative(path: Path, root: Path) -> str:
     return Path(os.path.relpath(path, root)).as_posix()
 
 
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _coco_value(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= _MAX_COCO_VALUE
 
 
 def _manifest(names: Sequence[str], entries: list[tuple[str, str, str]]) -> str:

@@ -108,7 +108,7 @@ def test_a_file_that_disagrees_with_its_hef_fails_naming_the_file_the_field_and_
         (yolo_metadata(), None, "says nms: true, but there is no nms_config.json"),
         (yolo_metadata(names={1: "fire", 2: "smoke"}), NMS_CONFIG, "field names has indices [1, 2], expected 0..1"),
         (yolo_metadata(imgsz="640"), NMS_CONFIG, "field imgsz is '640', expected an image size"),
-        (yolo_metadata(), {**NMS_CONFIG, "nms_iou_th": float("nan")}, "field nms_iou_th is nan, expected a number"),
+        (yolo_metadata(), {**NMS_CONFIG, "nms_iou_th": float("nan")}, "NaN is not a JSON number (field nms_iou_th)"),
         (yolo_metadata(), {**NMS_CONFIG, "bbox_decoders": [{"name": "d"}]}, "bbox_decoders[0].stride"),
     ],
 )
@@ -121,6 +121,67 @@ def test_a_folder_whose_files_are_missing_or_malformed_is_refused_naming_the_fil
     with pytest.raises(ExportError, match=None) as caught:
         read_export(folder)
     assert words in str(caught.value) and str(folder) in str(caught.value)
+
+
+_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)
+)
+
+
+def _decoder(**change) -> dict:
+    return {**NMS_CONFIG, "bbox_decoders": [{**NMS_CONFIG["bbox_decoders"][0], **change}]}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "config", "words"),
+    [
+        (_BOMB + yaml.safe_dump(yolo_metadata()), NMS_CONFIG, "metadata.yaml: line 1: a YAML anchor &a0"),
+        (yolo_metadata(end2end="false"), NMS_CONFIG, "metadata.yaml: field end2end is 'false', expected true or false"),
+        (yolo_metadata(task=1), NMS_CONFIG, "metadata.yaml: field task is 1, expected a non-empty string"),
+        (yolo_metadata(names={0: "a", "1": "b"}), NMS_CONFIG, "field names has indices [0, '1'], expected 0..1"),
+        (yolo_metadata(names={0: "a", 1: 7}), NMS_CONFIG, "field names.1 is 7, expected a class name"),
+        (yolo_metadata(args={"data": 3}), NMS_CONFIG, "field args.data is 3, expected the calibration dataset"),
+        (yolo_metadata(), {**NMS_CONFIG, "background_removal": "false"}, "field background_removal is 'false'"),
+        (yolo_metadata(), {**NMS_CONFIG, "nms_scores_th": "0.2"}, "field nms_scores_th is '0.2', expected a number"),
+        (yolo_metadata(), {**NMS_CONFIG, "classes": 3.0}, "field classes is 3.0, expected an integer >= 1"),
+        (yolo_metadata(), {**NMS_CONFIG, "nms_scores_th": 10**400}, "an integer of 401 digits (field nms_scores_th)"),
+        (
+            yolo_metadata(),
+            _decoder(reg_layer="../../../etc/passwd"),
+            "field bbox_decoders[0].reg_layer is '../../../etc/passwd', expected a layer name",
+        ),
+        (yolo_metadata(), _decoder(cls_layer="conv42, sigmoid)"), "field bbox_decoders[0].cls_layer is 'conv42, sig"),
+        (yolo_metadata(), _decoder(stride=True), "field bbox_decoders[0].stride is True, expected an integer >= 1"),
+    ],
+)
+def test_a_value_a_lenient_reader_would_guess_at_is_refused_naming_the_file_and_field(
+    tmp_path, nms_hef, metadata, config, words
+):
+    """An alias bomb (which hung inspect --tolerant) is refused at its first anchor; "false" is not true,
+    1 is not a task, 10**400 does not overflow, a layer name is a layer name (not a path, not script text)."""
+    folder = make_export(tmp_path, nms_hef, {}, config)
+    (folder / "metadata.yaml").write_text(metadata if isinstance(metadata, str) else yaml.safe_dump(metadata))
+    with pytest.raises(ExportError, match=None) as caught:
+        read_export(folder)
+    assert words in str(caught.value), str(caught.value)
+
+
+def test_a_key_given_twice_in_either_file_is_refused(tmp_path, nms_hef):
+    folder = make_export(tmp_path, nms_hef, yolo_metadata(), NMS_CONFIG)
+    text = (folder / "nms_config.json").read_text()
+    (folder / "nms_config.json").write_text(text.replace('"classes": 3,', '"classes": 3, "classes": 80,'))
+    with pytest.raises(ExportError, match=r"nms_config\.json: key 'classes' given twice in one object"):
+        read_export(folder)
+    (folder / "nms_config.json").write_text(text)
+    (folder / "metadata.yaml").write_text(yaml.safe_dump(yolo_metadata()) + "nms: false\n")
+    with pytest.raises(ExportError, match=r"metadata\.yaml: line \d+: key 'nms' given twice"):
+        read_export(folder)
+
+
+def test_the_keys_ultralytics_writes_besides_those_read_are_left_alone(tmp_path, nms_hef):
+    metadata = yolo_metadata(date="2025-01-01T00:00:00", version="8.3.0", license="AGPL-3.0", channels=3)
+    folder = make_export(tmp_path, nms_hef, metadata, {**NMS_CONFIG, "later_key": 1})
+    assert read_export(folder).names == ("fire", "smoke", "other")
 
 
 def test_a_folder_with_two_hefs_is_refused_naming_both(tmp_path, nms_hef, shared_fixtures):

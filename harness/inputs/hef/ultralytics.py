@@ -11,16 +11,13 @@ plus ``hailo_arch`` and ``nms``; nms_config.json holds ``nms_scores_th``, ``nms_
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from harness.core.documents import DocumentError, Fields, read_json, read_yaml
 from harness.core.errors import HarnessError
+from harness.inputs.layer_names import is_layer_name
 
 METADATA = "metadata.yaml"
 NMS_CONFIG = "nms_config.json"
@@ -68,70 +65,63 @@ class UltralyticsExport:
     calibration: str | None = None  # the export's data= and fraction=, the images its calibration came from
 
 
-def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], file: Path, expected: str) -> Any:
-    value = data.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ExportError(f"{file}: field {key} is {value!r}, expected {expected}")
-    return value
-
-
-def _hw(value: Any, file: Path, key: str) -> tuple[int, int]:
-    sides = [value, value] if isinstance(value, int) and not isinstance(value, bool) else value
-    if not isinstance(sides, list) or len(sides) != 2 or not all(isinstance(v, int) and v > 0 for v in sides):
-        raise ExportError(f"{file}: field {key} is {value!r}, expected an image size [height, width]")
+def _hw(fields: Fields, key: str) -> tuple[int, int]:
+    """An image size: one positive integer for both sides, or ``[height, width]``."""
+    value = fields.raw(key, None)
+    sides = [value, value] if _is_int(value) else value
+    if not isinstance(sides, list) or len(sides) != 2 or not all(_is_int(v) and v > 0 for v in sides):
+        fields.fail(key, value, "an image size [height, width]")
     return sides[0], sides[1]
 
 
-def _load(file: Path, parse: Any) -> Mapping[str, Any]:
-    try:
-        data = parse(file.read_text())
-    except OSError as error:
-        raise ExportError(f"{file}: cannot read it ({error.strerror})") from None
-    except (ValueError, yaml.YAMLError) as error:
-        raise ExportError(f"{file}: not valid {file.suffix[1:].upper()} ({error})") from None
-    if not isinstance(data, dict):
-        raise ExportError(f"{file}: expected a mapping of fields, found {type(data).__name__}")
-    return data
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _names(value: Any, file: Path) -> tuple[str, ...]:
+def _names(fields: Fields) -> tuple[str, ...]:
     """``names``: ``{0: "fire", 1: "smoke"}`` (class index -> name), every index from 0 once."""
+    value = fields.raw("names", None)
     if not isinstance(value, dict) or not value:
-        raise ExportError(f"{file}: field names is {value!r}, expected a mapping of class index to name")
-    if sorted(value) != list(range(len(value))) or not all(isinstance(n, str) and n for n in value.values()):
-        raise ExportError(f"{file}: field names has indices {sorted(value)}, expected 0..{len(value) - 1} with names")
+        fields.fail("names", value, "a mapping of class index to name")
+    indices = sorted(value, key=lambda k: (isinstance(k, str), str(k) if isinstance(k, str) else k))
+    if not all(_is_int(k) for k in indices) or indices != list(range(len(value))):
+        raise DocumentError(
+            f"{fields.source}: field names has indices {indices}, expected 0..{len(value) - 1} (integers, each once)"
+        )
+    for index, name in value.items():
+        if not isinstance(name, str) or not name:
+            raise DocumentError(f"{fields.source}: field names.{index} is {name!r:.60}, expected a class name")
     return tuple(value[i] for i in range(len(value)))
 
 
+def _layer(fields: Fields, key: str) -> Any:
+    """A layer name of the DFC's parsed graph, ``conv41`` or ``yolov8s/conv41``."""
+    value = fields.string(key)
+    if not is_layer_name(value):
+        fields.fail(key, value, "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv41)")
+    return value
+
+
 def _nms_config(file: Path) -> NmsConfigFile:
-    data = _load(file, json.loads)
-    decoders = _field(data, "bbox_decoders", list, file, "a list of decoders")
-    entries = []
-    for i, d in enumerate(decoders):
-        where = f"bbox_decoders[{i}]"
-        if not isinstance(d, dict):
-            raise ExportError(f"{file}: field {where} is {d!r}, expected a decoder object")
-        entries.append(
-            BboxDecoderEntry(
-                _field(d, "name", str, file, f"{where}.name, a string"),
-                _field(d, "stride", int, file, f"{where}.stride, an integer"),
-                _field(d, "reg_layer", str, file, f"{where}.reg_layer, a layer name"),
-                _field(d, "cls_layer", str, file, f"{where}.cls_layer, a layer name"),
-            )
+    """``nms_config.json``: the keys read are typed; others the export may write are left alone."""
+    config = Fields(read_json(file, "NMS configuration"), str(file))
+    entries = [
+        BboxDecoderEntry(
+            decoder.string("name"),
+            decoder.integer("stride", lo=1),
+            _layer(decoder, "reg_layer"),
+            _layer(decoder, "cls_layer"),
         )
-    score = float(_field(data, "nms_scores_th", (int, float), file, "a score threshold in [0, 1]"))
-    iou = float(_field(data, "nms_iou_th", (int, float), file, "an IoU threshold in [0, 1]"))
-    for key, value in (("nms_scores_th", score), ("nms_iou_th", iou)):
-        if not (math.isfinite(value) and 0 <= value <= 1):
-            raise ExportError(f"{file}: field {key} is {value!r}, expected a number in [0, 1]")
+        for decoder in config.objects("bbox_decoders")
+    ]
     return NmsConfigFile(
-        score_threshold=score,
-        iou_threshold=iou,
-        image_dims=_hw(data.get("image_dims"), file, "image_dims"),
-        max_proposals_per_class=_field(data, "max_proposals_per_class", int, file, "a positive integer"),
-        classes=_field(data, "classes", int, file, "the number of classes"),
-        regression_length=_field(data, "regression_length", int, file, "the DFL bins per side (16)"),
-        background_removal=bool(data.get("background_removal", False)),
+        score_threshold=config.number("nms_scores_th", lo=0, hi=1),
+        iou_threshold=config.number("nms_iou_th", lo=0, hi=1),
+        image_dims=_hw(config, "image_dims"),
+        max_proposals_per_class=config.integer("max_proposals_per_class", lo=1),
+        classes=config.integer("classes", lo=1),
+        regression_length=config.integer("regression_length", lo=1),
+        background_removal=config.boolean("background_removal", False),
         bbox_decoders=tuple(entries),
     )
 
@@ -146,39 +136,50 @@ def hef_in(folder: Path) -> Path:
 
 
 def read_export(folder: Path) -> UltralyticsExport:
-    """The export in ``folder``, its files checked field by field."""
+    """The export in ``folder``, its files checked field by field (a file refused names itself and the field)."""
+    try:
+        return _read_export(folder)
+    except DocumentError as error:
+        raise ExportError(str(error)) from None
+
+
+def _read_export(folder: Path) -> UltralyticsExport:
     hef = hef_in(folder)
     metadata_file = hef.parent / METADATA
     if not metadata_file.is_file():
         raise ExportError(f"{folder}: no {METADATA} beside {hef.name}, expected the export's metadata")
-    metadata = _load(metadata_file, yaml.safe_load)
-    nms = metadata.get("nms", False)
-    if not isinstance(nms, bool):
-        raise ExportError(f"{metadata_file}: field nms is {nms!r}, expected true or false")
+    metadata = Fields(read_yaml(metadata_file, "export metadata"), str(metadata_file))
+    nms = metadata.boolean("nms", False)
     config_file = hef.parent / NMS_CONFIG
     if nms and not config_file.is_file():
         raise ExportError(f"{folder}: {METADATA} says nms: true, but there is no {NMS_CONFIG} beside {hef.name}")
     return UltralyticsExport(
         folder=folder,
         hef=hef,
-        names=_names(metadata.get("names"), metadata_file),
-        imgsz=_hw(metadata.get("imgsz"), metadata_file, "imgsz"),
-        hailo_arch=_field(metadata, "hailo_arch", str, metadata_file, "the architecture compiled for (hailo8l)"),
+        names=_names(metadata),
+        imgsz=_hw(metadata, "imgsz"),
+        hailo_arch=metadata.string("hailo_arch", nonempty=True),
         nms=nms,
-        end2end=bool(metadata.get("end2end", False)),
-        task=str(metadata.get("task", "detect")),
+        end2end=metadata.boolean("end2end", False),
+        task=metadata.string("task", "detect", nonempty=True),
         nms_config=_nms_config(config_file) if config_file.is_file() else None,
-        calibration=_calibration(metadata.get("args")),
+        calibration=_calibration(metadata),
     )
 
 
-def _calibration(args: object) -> str | None:
+def _calibration(metadata: Fields) -> str | None:
     """``data=... fraction=...`` from the export's ``args`` (ultralytics: ultralytics/engine/exporter.py, the hailo
     row of ``export_formats`` lists data and fraction; ``get_int8_calibration_dataloader`` reads them)."""
-    if not isinstance(args, dict) or not args.get("data"):
+    args = metadata.object("args", None)
+    if args is None:
         return None
-    fraction = args.get("fraction")
-    return f"data={args['data']}" + (f" fraction={fraction}" if fraction not in (None, 1, 1.0) else "")
+    data = args.raw("data", None)
+    if data is not None and not isinstance(data, str):
+        args.fail("data", data, "the calibration dataset (a string) or null")
+    fraction = args.number("fraction", None, lo=0, hi=1, nullable=True)
+    if not data:
+        return None
+    return f"data={data}" + (f" fraction={fraction:g}" if fraction not in (None, 1.0) else "")
 
 
 def hef_of(path: Path) -> Path:

@@ -4,7 +4,9 @@ error cases, the hand-written protobuf wire decoder, and robustness on arbitrary
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from harness.core.errors import HefError
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
+from harness.inputs.hef import reader
 from harness.inputs.hef.reader import HefInfo, HwArch, parse_hef, read_hef
 from harness.inputs.hef.wire import Message
 
@@ -183,6 +186,43 @@ def test_text_file_is_not_a_hef(shared_fixtures: Path) -> None:
 def test_missing_file_is_a_hef_error(tmp_path: Path) -> None:
     with pytest.raises(HefError, match=r"missing.hef: cannot read the file"):
         read_hef(tmp_path / "missing.hef")
+
+
+def test_a_device_a_pipe_or_a_folder_is_refused_unread_naming_it(tmp_path: Path) -> None:
+    """``inspect /dev/zero`` was killed for memory; a pipe without a writer would wait forever."""
+    os.mkfifo(tmp_path / "pipe.hef")
+    started = time.perf_counter()
+    for path, words in (
+        (Path("/dev/zero"), "/dev/zero: not a regular file"),
+        (tmp_path / "pipe.hef", "pipe.hef: not a regular file (a device, a pipe or a socket), expected a HEF file"),
+        (tmp_path, "a folder, expected a HEF file"),
+    ):
+        for tolerant in (False, True):
+            with pytest.raises(HefError, match=None) as caught:
+                read_hef(path, tolerant=tolerant)
+            assert words in str(caught.value)
+    assert time.perf_counter() - started < 2
+
+
+def test_a_file_over_the_size_bound_is_refused_unread(shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "MAX_HEF_BYTES", 1000)
+    with pytest.raises(HefError, match=r"mnist_cnn\.hef: 130423 bytes, expected a HEF of at most 1000 bytes"):
+        read_hef(shared_fixtures / "hef" / "hailo8_mnist_cnn.hef", tolerant=True)
+
+
+def test_messages_nested_far_deeper_than_the_schema_are_read_without_recursion() -> None:
+    """The wire decoder scans one message at a time; only the fields the reader asks for are descended
+    into, to the schema's fixed depth: nesting in the bytes cannot make it recurse."""
+    nested = b""
+    for _ in range(20_000):
+        nested = b"\x12" + _varint(len(nested)) + nested  # field 2 (network_groups), length-delimited
+    header = struct.pack(">III", 0x01484546, 0, len(nested)) + struct.pack(">I16s", 0, hashlib.md5(nested).digest())
+    info = parse_hef(header + nested, "nested.hef")
+    assert len(info.network_groups) == 1 and info.network_groups[0].outputs == ()
+    message = Message(nested, "m")
+    for _ in range(100):
+        message = message.message(2, "again")
+    assert message.has(2)
 
 
 def test_corrupted_body_byte_is_a_checksum_error_unless_tolerant(mnist_bytes: bytes) -> None:

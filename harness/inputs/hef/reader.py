@@ -8,7 +8,9 @@ infos is in ``hailort/libhailort/src/hef/hef.cpp`` (``HefUtils::fill_layer_info`
 from __future__ import annotations
 
 import enum
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +103,7 @@ DEFAULT_HOST_ORDER = {
 # hailort: hailort/libhailort/include/hailo/hailort_common.hpp, HailoRTCommon::get_format_type
 _TYPE_BY_DATA_BYTES = {1: FormatType.UINT8, 2: FormatType.UINT16}
 
+MAX_HEF_BYTES = 1 << 30  # far above a detector's HEF (tens of MB); a larger file is refused unread
 _EXTENSION_OUTPUT_SCALE_PER_FEATURE = 25  # ProtoHEFExtensionType (hailort: hailort/libhailort/hef.proto)
 _BBOX_PARAMS = 5  # HailoRTCommon::BBOX_PARAMS: y_min, x_min, y_max, x_max, score
 _ZERO_QUANT = QuantInfo(0.0, 0.0, 0.0, 0.0)  # INVALID_QUANT_INFO (hailort: include/hailo/hailort.h)
@@ -339,11 +342,38 @@ class HefInfo:
 def read_hef(path: str | Path, tolerant: bool = False) -> HefInfo:
     """Read and verify a HEF. ``tolerant`` returns what can be read from a truncated or corrupted file."""
     source = str(path)
+    return parse_hef(_read_file(Path(path), source), source, tolerant)
+
+
+def _read_file(path: Path, source: str) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_HEF_BYTES` (a device, a pipe or a folder is
+    refused unread: each would be read without end or not at all)."""
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a pipe without a writer: no wait
     except OSError as error:
         raise HefError(f"{source}: cannot read the file ({error.strerror})") from None
-    return parse_hef(data, source, tolerant)
+    try:
+        _check_file(os.fstat(fd), source)
+    except HefError:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as file:
+        try:
+            data = file.read(MAX_HEF_BYTES + 1)
+        except OSError as error:
+            raise HefError(f"{source}: cannot read the file ({error.strerror})") from None
+    if len(data) > MAX_HEF_BYTES:  # grown while read
+        raise HefError(f"{source}: more than {MAX_HEF_BYTES} bytes, expected a HEF of at most that")
+    return data
+
+
+def _check_file(status: os.stat_result, source: str) -> None:
+    if stat.S_ISDIR(status.st_mode):
+        raise HefError(f"{source}: a folder, expected a HEF file (or an Ultralytics export folder holding one)")
+    if not stat.S_ISREG(status.st_mode):
+        raise HefError(f"{source}: not a regular file (a device, a pipe or a socket), expected a HEF file")
+    if status.st_size > MAX_HEF_BYTES:
+        raise HefError(f"{source}: {status.st_size} bytes, expected a HEF of at most {MAX_HEF_BYTES} bytes")
 
 
 def parse_hef(data: bytes, source: str, tolerant: bool = False) -> HefInfo:

@@ -4,19 +4,31 @@ replay backend serving them for the same inputs (and refusing anything else, nam
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from harness.backends.base import InputSpec
-from harness.backends.replay import Recording, RecordingRunner, ReplayRunner, StoreError, feed_key, read_recording
-from harness.backends.replay.store import StoreReader, StoreWriter
+from harness.backends.replay import (
+    Recording,
+    RecordingRunner,
+    ReplayRunner,
+    StoreDamaged,
+    StoreError,
+    feed_key,
+    read_recording,
+)
+from harness.backends.replay.store import FRAME_RECORD, HEADER_RECORD, JOURNAL, StoreReader, StoreWriter
+from harness.core.journal import HEADER, read, record
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.factory import compiled_thresholds, evaluate, prepare_run
+from harness.pipeline.factory import compiled_thresholds, evaluate, preflight, prepare_run
 from harness.pipeline.options import job_config
 from harness.pipeline.spec import Backend, CompiledThresholds, PathSpec, SettingsSpec, planned_gates
 
@@ -28,6 +40,8 @@ RECORDING = Recording(
     runtime="HailoRT 4.23.0 on Hailo-8 0000:01:00.0",
     model_file="m.hef",
     model_sha256="ab" * 32,
+    export_file="m.onnx",
+    export_sha256="cd" * 32,
     inputs=(InputSpec("images", (64, 64, 3), FormatOrder.NHWC, FormatType.UINT8),),
     outputs=(HEAD, NMS),
     shaping={"input_hw": [64, 64], "preprocess": "letterbox"},
@@ -77,8 +91,9 @@ def test_a_recording_killed_mid_frame_resumes_after_its_last_whole_frame(tmp_pat
     writer.close()
     with open(file, "r+b") as fh:  # the third frame cut short, as by a kill
         fh.truncate(file.stat().st_size - 7)
-    assert len(StoreReader(file)) == 2
-    with pytest.warns(UserWarning, match="bytes of a frame cut short dropped"):
+    with pytest.warns(StoreDamaged, match=r"record 4 at byte \d+: cut short \(\d+ of its \d+ bytes\)"):
+        assert len(StoreReader(file)) == 2
+    with pytest.warns(StoreDamaged, match=r"1 record\(s\) lost: record 4 at byte \d+: cut short"):
         resumed = StoreWriter(file, RECORDING)
     assert resumed.keys == {feed_key(_feed(0)), feed_key(_feed(1))}
     resumed.put(feed_key(_feed(2)), _outputs(2))
@@ -93,7 +108,7 @@ def test_a_store_recorded_another_way_is_not_appended_to_and_the_fields_are_name
     with pytest.raises(StoreError, match=r"recorded with other \['runtime', 'shaping'\]"):
         StoreWriter(file, other)
     (tmp_path / "not.rec").write_bytes(b"PK\x03\x04")
-    with pytest.raises(StoreError, match="not an output store"):
+    with pytest.raises(StoreError, match=r"starts with b'PK\\x03\\x04', expected an output store"):
         read_recording(tmp_path / "not.rec")
 
 
@@ -201,3 +216,197 @@ def test_replay_is_a_jobs_hailo_path_with_the_recorded_paths_gates(small):
     assert [str(g) for g in planned_gates(config)][-1] == "test_path_agreement[d-hailo]"
     with pytest.raises(Exception, match="--record belongs to a Hailo path"):
         PathSpec(Backend.ONNX, record=tmp / "x.rec").validate()
+
+
+def _store(file: Path, frames: int) -> bytes:
+    """A store of ``frames`` inputs (seeds 0 to frames - 1); its bytes."""
+    writer = StoreWriter(file, RECORDING)
+    for seed in range(frames):
+        writer.put(feed_key(_feed(seed)), _outputs(seed))
+    writer.close()
+    return file.read_bytes()
+
+
+@pytest.mark.parametrize("where", ["payload", "header"])
+def test_a_flipped_bit_in_frame_5_of_100_costs_that_frame_alone_and_resuming_keeps_every_other_frame(tmp_path, where):
+    file = tmp_path / "run.rec"
+    sound = _store(file, 100)
+    fifth = read(file, JOURNAL).records[5]  # the header, then frames 0 to 4: the fifth frame is seed 4
+    damaged = bytearray(sound)
+    damaged[fifth.offset + (HEADER.size + 1000 if where == "payload" else 5)] ^= 0x04  # its arrays, or its length
+    file.write_bytes(bytes(damaged))
+    # replay serves the 99 others and says the store is damaged where it cannot serve the fifth
+    with pytest.warns(StoreDamaged, match=rf"1 record\(s\) lost: record 6 at byte {fifth.offset}"):
+        runner = ReplayRunner(file)
+    assert len(runner._store) == 99
+    said = "its frame was lost" if where == "payload" else "may have held it"
+    with pytest.raises(StoreError, match=rf"the store is damaged: .*{said}.*--record .*run.rec resumes the store"):
+        runner.infer(_feed(4))
+    assert np.array_equal(runner.infer(_feed(99))["nms"], _outputs(99)["nms"])
+    # resuming the recording keeps every other frame and the file as found; the fifth is recorded again
+    with pytest.warns(StoreDamaged, match=rf"record 6 at byte {fifth.offset}.*the file as found is kept as .*damaged-"):
+        resumed = StoreWriter(file, RECORDING)
+    assert resumed.keys == {feed_key(_feed(seed)) for seed in range(100) if seed != 4}
+    (copy,) = tmp_path.glob("run.rec.damaged-*")
+    assert copy.read_bytes() == damaged
+    resumed.put(feed_key(_feed(4)), _outputs(4))
+    resumed.close()
+    reader = StoreReader(file)
+    assert len(reader) == 100 and not reader.lost
+    for seed in range(100):
+        assert np.array_equal(reader.get(feed_key(_feed(seed)))["conv41"], _outputs(seed)["conv41"])
+
+
+def test_a_second_recorder_into_the_same_store_is_refused_at_once_naming_the_file(tmp_path):
+    file = tmp_path / "run.rec"
+    first = StoreWriter(file, RECORDING)
+    with pytest.raises(StoreError, match=r"output store .*run.rec: another process is recording into it"):
+        StoreWriter(file, RECORDING)
+    first.put(feed_key(_feed(0)), _outputs(0))
+    first.close()
+    StoreWriter(file, RECORDING).close()  # free again once the first is closed
+    assert len(StoreReader(file)) == 1
+
+
+def _with_frame(file: Path, meta: bytes | dict, data: bytes) -> None:
+    """A store of one sound frame, then a frame of ``meta`` and ``data`` under a sound checksum."""
+    _store(file, 1)
+    text = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
+    with open(file, "ab") as out:
+        out.write(record(FRAME_RECORD, len(text).to_bytes(4, "little") + text + data))
+
+
+KEY = feed_key(_feed(7))
+ARRAYS = [{"name": "conv41", "dtype": "|u1", "shape": [1, 8, 8, 64]}]
+BYTES = zlib.compress(bytes(8 * 8 * 64))
+
+
+@pytest.mark.parametrize(
+    ("meta", "data", "words"),
+    [
+        (b"{not json", BYTES, r"not valid JSON at line 1"),
+        ({"arrays": ARRAYS}, BYTES, r"field key is missing"),
+        ({"key": KEY, "arrays": ARRAYS, "size": 3}, BYTES, r"\(top level\) has unknown keys \['size'\]"),
+        ({"key": 7, "arrays": ARRAYS}, BYTES, r"field key is 7, expected 32 lowercase hex digits"),
+        ({"key": KEY, "arrays": [{**ARRAYS[0], "dtype": "|O"}]}, BYTES, r"field arrays\[0\].dtype is '\|O'"),
+        (
+            {"key": KEY, "arrays": [{**ARRAYS[0], "dtype": "uint8"}]},
+            BYTES,
+            r"field arrays\[0\].dtype is 'uint8', expected a numeric",
+        ),
+        ({"key": KEY, "arrays": [{**ARRAYS[0], "shape": [1, -8]}]}, BYTES, r"field arrays\[0\].shape is \[1, -8\]"),
+        (
+            {"key": KEY, "arrays": [{**ARRAYS[0], "shape": [1 << 40]}]},
+            BYTES,
+            r"field arrays\[0\].shape is \[1099511627776\], expected at most",
+        ),
+    ],
+)
+def test_a_frame_with_a_sound_checksum_but_malformed_meta_is_a_store_error_naming_frame_and_field(
+    tmp_path, meta, data, words
+):
+    file = tmp_path / "run.rec"
+    _with_frame(file, meta, data)
+    with pytest.raises(StoreError, match=rf"output store .*run.rec: record 3 at byte \d+ meta: {words}"):
+        ReplayRunner(file)
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"not zlib at all", r"do not decompress \(zlib: "),
+        (zlib.compress(bytes(100)), r"decompress to 100 bytes and end early, expected the 4096 bytes of arrays"),
+        (zlib.compress(bytes(5000)), r"decompress to more than the 4096 bytes of arrays \['conv41'\]"),
+        (BYTES[:-6], r"decompress to \d+ bytes and end early"),
+        (BYTES + b"more", r"are followed by 4 bytes, expected none"),
+    ],
+)
+def test_a_frame_whose_array_bytes_are_not_its_arrays_is_a_store_error_naming_the_frame(tmp_path, data, words):
+    file = tmp_path / "run.rec"
+    _with_frame(file, {"key": KEY, "arrays": ARRAYS}, data)
+    with (
+        ReplayRunner(file) as runner,
+        pytest.raises(StoreError, match=rf"run.rec: record 3 at byte \d+: its array bytes {words}"),
+    ):
+        runner.infer(_feed(7))
+
+
+def test_a_meta_length_past_the_frame_is_a_store_error(tmp_path):
+    file = tmp_path / "run.rec"
+    _store(file, 1)
+    with open(file, "ab") as out:
+        out.write(record(FRAME_RECORD, (1000).to_bytes(4, "little") + b"{}"))
+    with pytest.raises(StoreError, match=r"record 3 at byte \d+: meta length 1000, more than the 2 bytes after it"):
+        StoreWriter(file, RECORDING)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"emulated": "false"}, r"field emulated is 'false', expected true or false"),
+        ({"model_sha256": "AB" * 32}, r"field model_sha256 is 'ABAB.*', expected 64 lowercase hex digits"),
+        (
+            {"inputs": [{"name": "images", "shape": ["64"], "order": "NHWC", "type": "UINT8"}]},
+            r"field inputs\[0\].shape is \['64'\]",
+        ),
+        (
+            {"outputs": [{**RECORDING.to_json()["outputs"][0], "order": "ZIGZAG"}]},
+            r"field outputs\[0\].order is 'ZIGZAG'",
+        ),
+        ({"shaping": {"input_hw": [64, {"a": 1}]}}, r"field shaping.input_hw is .*, expected a string, a number"),
+        ({"runtime": None}, r"field runtime is None, expected a string"),
+        ({"device": "hailo8"}, r"\(top level\) has unknown keys \['device'\]"),
+    ],
+)
+def test_a_header_field_of_another_type_or_unknown_is_refused_by_name_never_coerced(tmp_path, change, words):
+    file = tmp_path / "run.rec"
+    header = {**RECORDING.to_json(), **change}
+    file.write_bytes(JOURNAL.preamble + record(HEADER_RECORD, json.dumps(header).encode()))
+    with pytest.raises(StoreError, match=rf"output store .*run.rec: header: {words}"):
+        read_recording(file)
+
+
+def test_a_store_of_the_older_format_is_refused_naming_it_and_left_alone(tmp_path):
+    file = tmp_path / "old.rec"
+    old = b'hailo-harness output store 1\n\x10\x00\x00\x00\x00\x00\x00\x00{"path":"hailo"}'
+    file.write_bytes(old)
+    said = r"old.rec: an output store of format 1 \(an older harness\); this harness reads format 2 \(record it again"
+    with pytest.raises(StoreError, match=said):
+        read_recording(file)
+    with pytest.raises(StoreError, match=said):
+        StoreWriter(file, RECORDING)
+    assert file.read_bytes() == old
+
+
+def test_replay_refuses_a_store_recorded_from_another_model_naming_both_files_and_sha256s(small):
+    tmp, dataset, _ = small
+    run = prepare_run(DEMO_ONNX, dataset, cache_dir=tmp / "cache", progress=False, log=lambda line: None)
+    demo = hashlib.sha256(DEMO_ONNX.read_bytes()).hexdigest()
+    store = tmp / "other-model.rec"
+    other = dataclasses.replace(
+        RECORDING, model_file="y11.onnx", model_sha256="ef" * 32, export_file="y11.onnx", export_sha256="ef" * 32
+    )
+    StoreWriter(store, other).close()
+    said = rf"recorded from y11.onnx \(sha256 efefefefefefefef\); this run's model is .*{DEMO_ONNX.name} "
+    with pytest.raises(StoreError, match=said + rf"\(sha256 {demo[:16]}\): a store serves only the model it was"):
+        evaluate(PathSpec(Backend.REPLAY, replay=store), run)
+    with pytest.raises(StoreError, match=said):  # a job refuses it before any path runs
+        preflight(job_config({"replay": store, "dataset": Path("d")}, ("run",)))
+    # a HEF's recording is held to the HEF where --hef is given, else to the export its run was given
+    hef = tmp / "m.hef"
+    hef.write_bytes(b"compiled model")
+    of_hef = dataclasses.replace(
+        RECORDING,
+        model_sha256=hashlib.sha256(b"compiled model").hexdigest(),
+        export_file=str(DEMO_ONNX),
+        export_sha256=demo,
+    )
+    StoreWriter(tmp / "hef.rec", of_hef).close()
+    for given in (None, hef):
+        with pytest.raises(StoreError, match="recorded under other settings"):  # past the model: its own store
+            evaluate(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=given), run)
+    (tmp / "other.hef").write_bytes(b"another compiled model")
+    with pytest.raises(
+        StoreError, match=r"recorded from m.hef \(sha256 .*\) in a run of .*, not from --hef .*other.hef"
+    ):
+        evaluate(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=tmp / "other.hef"), run)

@@ -269,10 +269,13 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
 
 def preflight(config: JobConfig) -> None:
     """Refuse a job before anything runs where it can be known without the data: each path's options,
-    and an export the emulator cannot take (one clear error, not one failure per gate)."""
+    a replayed store of another model, and an export the emulator cannot take (one clear error, not
+    one failure per gate)."""
     for spec in (REFERENCE, *config.stages, config.hailo):
         spec.validate()
         spec.check_files()
+    if config.hailo.backend is Backend.REPLAY and config.hailo.replay is not None:
+        _check_replayed_model(config.hailo, read_recording(config.hailo.replay), config.onnx)
     if config.hailo.backend is Backend.EMULATOR:
         options = EmulatorOptions(sigmoid_inside=config.hailo.sigmoid_inside)
         facts = export_facts(config.onnx, config.cache_dir)  # the export checked once per content
@@ -326,7 +329,7 @@ def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None =
     with ExitStack() as stack:
         opened = _open_runner(spec, run, settings, stack)
         if spec.record is not None:
-            recording = _recording(spec, opened, settings)
+            recording = _recording(spec, opened, settings, run.onnx)
             recorder = stack.enter_context(RecordingRunner(opened.runner, spec.record, recording))
             run.log(f"{spec.path_name}: recording its outputs into {spec.record}")
             opened = OpenRunner(recorder, opened.model_file, opened.variant)
@@ -354,7 +357,7 @@ def _open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings, stack:
     if spec.backend is Backend.REPLAY:
         assert spec.replay is not None
         replay = stack.enter_context(ReplayRunner(spec.replay))
-        _check_replay(spec, replay.recording, settings)
+        _check_replay(spec, replay.recording, settings, run.onnx)
         run.log(f"Hailo path: {replay.label}")
         return OpenRunner(replay, spec.replay, "")
     assert spec.har is not None
@@ -374,7 +377,7 @@ def _shaping(settings: EvalSettings, outputs: Iterable[OutputSpec]) -> dict[str,
     return shaping
 
 
-def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings) -> Recording:
+def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings, export: Path) -> Recording:
     runner = opened.runner
     return Recording(
         path=spec.path_name,
@@ -382,6 +385,8 @@ def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings) -> Re
         runtime=runner.label,
         model_file=str(opened.model_file),
         model_sha256=file_sha256(opened.model_file),
+        export_file=str(export),
+        export_sha256=file_sha256(export),
         inputs=tuple(runner.input_specs.values()),
         outputs=tuple(runner.output_specs.values()),
         shaping=_shaping(settings, runner.output_specs.values()),
@@ -390,19 +395,34 @@ def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings) -> Re
     )
 
 
-def _check_replay(spec: PathSpec, recording: Recording, settings: EvalSettings) -> None:
-    """Refuse a store that does not belong to this run, naming the field: another HEF, or settings
-    that shape the outputs otherwise."""
-    if spec.hef is not None and file_sha256(spec.hef) != recording.model_sha256:
-        raise StoreError(
-            f"--replay {spec.replay}: recorded from {recording.model_file} (sha256 {recording.model_sha256[:16]}), "
-            f"not from --hef {spec.hef}"
-        )
+def _check_replay(spec: PathSpec, recording: Recording, settings: EvalSettings, export: Path) -> None:
+    """Refuse a store that does not belong to this run, naming the field: another model (see
+    :func:`_check_replayed_model`), or settings that shape the outputs otherwise."""
+    _check_replayed_model(spec, recording, export)
     expected = _shaping(settings, recording.outputs)
     differ = {k: (v, expected.get(k)) for k, v in recording.shaping.items() if expected.get(k) != v}
     if differ:
         said = "; ".join(f"{k} recorded {was}, this run {now}" for k, (was, now) in differ.items())
         raise StoreError(f"--replay {spec.replay}: recorded under other settings that shape its outputs: {said}")
+
+
+def _check_replayed_model(spec: PathSpec, recording: Recording, export: Path) -> None:
+    """Refuse a store recorded from another model than this run's: the HEF where ``--hef`` is
+    given, else the run's ``export`` (the one the recording run was given), naming both and their
+    sha256s."""
+    recorded = f"recorded from {recording.model_file} (sha256 {recording.model_sha256[:16]})"
+    if recording.export_sha256 != recording.model_sha256:
+        recorded += f" in a run of {recording.export_file} (sha256 {recording.export_sha256[:16]})"
+    if spec.hef is not None:
+        model, wanted, this = spec.hef, recording.model_sha256, ", not from --hef"
+    else:
+        model, wanted, this = export, recording.export_sha256, "; this run's model is"
+    sha256 = file_sha256(model)
+    if sha256 != wanted:
+        raise StoreError(
+            f"--replay {spec.replay}: {recorded}{this} {model} (sha256 {sha256[:16]}): a store serves only the "
+            "model it was recorded from; record this one into a new store (--record NEW.rec)"
+        )
 
 
 def _decoder_tag(decoder: Decoder) -> str:

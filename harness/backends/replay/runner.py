@@ -40,12 +40,28 @@ class ReplayRunner:
     def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         key = feed_key(feed)
         if key not in self._store:
-            shaping = ", ".join(f"{k} {v}" for k, v in self.recording.shaping.items())
             raise StoreError(
-                f"output store {self._store.file}: no outputs recorded for this input (key {key[:16]}): it was "
-                f"recorded on other images or with other preprocessing (recorded with {shaping})"
+                f"output store {self._store.file}: no outputs recorded for this input (key {key[:16]}): "
+                + self._missing(key)
             )
         return self._store.get(key)
+
+    def _missing(self, key: str) -> str:
+        """Why a key is not in the store: lost to damage (surely, or perhaps where a lost frame's key
+        cannot be read), else other images or other preprocessing."""
+        lost = self._store.lost
+        again = f"record them again on the device (--record {self._store.file} resumes the store)"
+        surely = [str(loss) for loss, lost_key in lost if lost_key == key]
+        if surely:
+            return f"the store is damaged: its frame was lost ({surely[0]}); {again}"
+        unknown = [str(loss) for loss, lost_key in lost if lost_key is None]
+        if unknown:
+            return (
+                f"the store is damaged: {len(unknown)} lost record(s) whose inputs cannot be read "
+                f"({'; '.join(unknown)}) may have held it; {again}"
+            )
+        shaping = ", ".join(f"{k} {v}" for k, v in self.recording.shaping.items())
+        return f"it was recorded on other images or with other preprocessing (recorded with {shaping})"
 
     def __enter__(self) -> ReplayRunner:
         return self

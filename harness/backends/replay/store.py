@@ -1,53 +1,89 @@
 """An output store: a Hailo path's raw outputs per input, as its runner returned them, in one
 append-only file per run, so that a hosted CI job can replay what a device produced.
 
-Layout: :data:`MAGIC`, then frames. A frame is ``<u32 meta length><u32 payload length>``, the meta
-(UTF-8 JSON), the payload (zlib-compressed array bytes) and a CRC-32 of meta and payload. The
-first frame is the :class:`Recording` (no payload); each further frame one input's outputs, keyed
-by :func:`feed_key` (the runner's input bytes: the image and its preprocessing). A frame cut short
-by a killed run is dropped when the store is opened again, and recording resumes after the last
-whole one.
+The file is a :mod:`~harness.core.journal` of format :data:`FORMAT` (framing, lock, repair). Its
+first record (:data:`HEADER_RECORD`) is the :class:`Recording` as JSON; each further one
+(:data:`FRAME_RECORD`) one input's outputs, keyed by :func:`feed_key` (the runner's input bytes:
+the image and its preprocessing)::
+
+    frame = meta length:u32  meta (UTF-8 JSON: key, arrays: name, dtype, shape)  zlib(array bytes)
+
+One process records into a store at a time (a second is refused). Resuming a store cuts off a
+frame cut short by a killed run; a frame damaged before the last costs that frame alone (the file
+rewritten with every sound frame, the file as found kept beside it) and is recorded again. Each
+lost frame is named (:class:`StoreDamaged`), by its key where the damaged record still shows it.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
+import re
 import struct
 import warnings
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, TypeVar
 
 import numpy as np
 import xxhash
 
 from harness.backends.base import InputSpec
+from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
+from harness.core.journal import Format, Loss, Record, Scan, Writer, read, read_record
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 
-MAGIC = b"hailo-harness output store 1\n"
-_FRAME = struct.Struct("<II")
-_CRC = struct.Struct("<I")
+FORMAT = 2
+HEADER_RECORD, FRAME_RECORD = b"HEAD", b"OUTS"
+_META = struct.Struct("<I")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_KEY = re.compile(r"[0-9a-f]{32}")
+_MAX_ELEMENTS = 1 << 31  # the most elements one recorded array holds
+T = TypeVar("T")
+E = TypeVar("E", bound=enum.Enum)
 
 
 class StoreError(HarnessError):
     """An output store that cannot be read, or that does not belong to the run replaying it."""
 
 
+class StoreDamaged(UserWarning):
+    """Frames of an output store lost to an interrupted write or to damage, each named."""
+
+
+JOURNAL = Format(
+    name="output store",
+    magic=b"HHOUTPUT",
+    version=FORMAT,
+    kinds=(HEADER_RECORD, FRAME_RECORD),
+    error=StoreError,
+    advice="record it again with this harness, into a new file: --record NEW.rec",
+    older=((b"hailo-harness output store 1\n", "an output store of format 1 (an older harness)"),),
+    busy=(
+        "another process is recording into it (it holds the file's lock); let that recording end, "
+        "or give --record another file"
+    ),
+)
+
+
 @dataclass(frozen=True)
 class Recording:
     """What a store holds the outputs of: the path (its name, whether it was emulated), what ran it
     (``runtime``: the runner's label, device and version), the model file and its sha256, the
-    runner's input and output specs, the settings that shaped the outputs, and when."""
+    run's export (its ONNX, or a HEF in its Ultralytics export folder) and its sha256, the runner's
+    input and output specs, the settings that shaped the outputs, and when."""
 
     path: str
     emulated: bool
     runtime: str
     model_file: str
     model_sha256: str
+    export_file: str
+    export_sha256: str
     inputs: tuple[InputSpec, ...]
     outputs: tuple[OutputSpec, ...]
     shaping: Mapping[str, Any]
@@ -62,27 +98,31 @@ class Recording:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], file: Path) -> Recording:
-        try:
-            return cls(
-                path=str(data["path"]),
-                emulated=bool(data["emulated"]),
-                runtime=str(data["runtime"]),
-                model_file=str(data["model_file"]),
-                model_sha256=str(data["model_sha256"]),
-                inputs=tuple(_input_spec(i) for i in data["inputs"]),
-                outputs=tuple(_output_spec(o) for o in data["outputs"]),
-                shaping=dict(data["shaping"]),
-                created=str(data["created"]),
-                harness_version=str(data["harness_version"]),
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise StoreError(f"output store {file}: header field {error} missing or malformed") from error
+    def from_json(cls, fields: Fields) -> Recording:
+        """The recording in a header's fields, each of its type; a :class:`DocumentError` names the field."""
+        recording = cls(
+            path=fields.string("path", nonempty=True),
+            emulated=fields.boolean("emulated"),
+            runtime=fields.string("runtime"),
+            model_file=fields.string("model_file", nonempty=True),
+            model_sha256=fields.value("model_sha256", _is(_SHA256), "64 lowercase hex digits"),
+            export_file=fields.string("export_file", nonempty=True),
+            export_sha256=fields.value("export_sha256", _is(_SHA256), "64 lowercase hex digits"),
+            inputs=tuple(_input_spec(i) for i in fields.objects("inputs")),
+            outputs=tuple(_output_spec(o) for o in fields.objects("outputs")),
+            shaping=_shaping(fields.object("shaping")),
+            created=fields.string("created"),
+            harness_version=fields.string("harness_version"),
+        )
+        fields.done()
+        return recording
 
     def differences(self, other: Recording) -> list[str]:
-        """The fields in which ``other`` would record something else (``created`` aside)."""
+        """The fields in which ``other`` would record something else (when and where aside: the
+        date, the harness version and the files' names; their sha256s are compared)."""
         mine, theirs = self.to_json(), other.to_json()
-        return [k for k in mine if k not in ("created", "harness_version") and mine[k] != theirs[k]]
+        aside = ("created", "harness_version", "model_file", "export_file")
+        return [k for k in mine if k not in aside and mine[k] != theirs[k]]
 
 
 def feed_key(feed: Mapping[str, np.ndarray]) -> str:
@@ -96,129 +136,239 @@ def feed_key(feed: Mapping[str, np.ndarray]) -> str:
 
 
 class StoreWriter:
-    """Appends outputs to a store; a store that exists is resumed when it was recorded the same way
-    (its torn last frame, if any, dropped), and refused naming the fields that differ otherwise."""
+    """Appends outputs to a store, this process alone. A store that exists is resumed when it was
+    recorded the same way, made sound first (see the module; each lost frame named), and refused
+    naming the fields that differ otherwise."""
 
     def __init__(self, file: str | os.PathLike[str], recording: Recording) -> None:
         self.file = Path(file)
         self.keys: set[str] = set()
-        if self.file.exists():
-            found, offsets, end = _scan(self.file)
-            differ = found.differences(recording)
-            if differ:
-                raise StoreError(
-                    f"output store {self.file}: recorded with other {differ} ({found.runtime}, {found.created}); "
-                    "give a new file to record this run"
-                )
-            self.keys = set(offsets)
-            torn = self.file.stat().st_size - end
-            if torn:
-                warnings.warn(f"output store {self.file}: {torn} bytes of a frame cut short dropped", stacklevel=2)
-            self._fh: BinaryIO = open(self.file, "r+b")
-            self._fh.truncate(end)
-            self._fh.seek(end)
-        else:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.file, "wb")
-            self._fh.write(MAGIC)
-            self._frame(recording.to_json(), b"")
-
-    def _frame(self, meta: Mapping[str, Any], payload: bytes) -> None:
-        text = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
-        self._fh.write(_FRAME.pack(len(text), len(payload)) + text + payload)
-        self._fh.write(_CRC.pack(zlib.crc32(payload, zlib.crc32(text))))
-        self._fh.flush()
+        self._journal = Writer(self.file, JOURNAL)
+        try:
+            found = self._journal.read()
+            if found.records:
+                stored = _recording(found, self.file)
+                differ = stored.differences(recording)
+                if differ:
+                    raise StoreError(
+                        f"output store {self.file}: recorded with other {differ} ({stored.runtime}, "
+                        f"{stored.created}); give a new file to record this run"
+                    )
+                self.keys = {_frame(r, self.file)[0] for r in found.records[1:]}
+                copy = self._journal.repair()
+            else:
+                self._journal.start(HEADER_RECORD, _json(recording.to_json()))
+                copy = None
+        except BaseException:
+            self._journal.close()
+            raise
+        if found.losses:
+            kept = f"; the file as found is kept as {copy}" if copy else ""
+            warnings.warn(
+                f"output store {self.file}: {_said(_lost(found.losses))}{kept}; "
+                "each lost input is recorded again when this run infers it",
+                StoreDamaged,
+                stacklevel=2,
+            )
 
     def put(self, key: str, outputs: Mapping[str, np.ndarray]) -> None:
         """One input's outputs (once: a key already stored is kept as it is)."""
         if key in self.keys:
             return
         arrays = [(name, np.ascontiguousarray(outputs[name])) for name in sorted(outputs)]
-        meta = {"key": key, "arrays": [[name, a.dtype.str, list(a.shape)] for name, a in arrays]}
-        self._frame(meta, zlib.compress(b"".join(a.tobytes() for _, a in arrays), 1))
+        meta = _json(
+            {"key": key, "arrays": [{"name": n, "dtype": a.dtype.str, "shape": list(a.shape)} for n, a in arrays]}
+        )
+        data = zlib.compress(b"".join(a.tobytes() for _, a in arrays), 1)
+        self._journal.append(FRAME_RECORD, _META.pack(len(meta)) + meta + data, sync=False)
         self.keys.add(key)
 
     def close(self) -> None:
-        if not self._fh.closed:
-            os.fsync(self._fh.fileno())
-            self._fh.close()
+        self._journal.close()
 
 
 class StoreReader:
-    """A store's recording and its outputs by key, read from the file when asked for."""
+    """A store's recording and its outputs by key, read from the file when asked for; ``lost``:
+    its frames lost to damage or an interrupted write, each with its key where the damaged record
+    still shows it (warned of on opening)."""
 
     def __init__(self, file: str | os.PathLike[str]) -> None:
         self.file = Path(file)
-        self.recording, self._offsets, _ = _scan(self.file)
+        found = read(self.file, JOURNAL)
+        self.recording = _recording(found, self.file)
+        self._frames: dict[str, tuple[int, int]] = {}  # key: record number, offset
+        for rec in found.records[1:]:
+            self._frames.setdefault(_frame(rec, self.file)[0], (rec.number, rec.offset))
+        self.lost = _lost(found.losses)
+        if self.lost:
+            warnings.warn(
+                f"output store {self.file}: {_said(self.lost)}; replay serves the other {len(self)} inputs",
+                StoreDamaged,
+                stacklevel=2,
+            )
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._frames)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._offsets
+        return key in self._frames
 
     def get(self, key: str) -> dict[str, np.ndarray]:
-        offset = self._offsets[key]
-        with open(self.file, "rb") as fh:
-            fh.seek(offset)
-            meta, payload = _read_frame(fh, self.file)
-        data = zlib.decompress(payload)
+        """The outputs recorded for ``key``; a :class:`StoreError` names the frame and what is wrong."""
+        number, offset = self._frames[key]
+        payload = read_record(self.file, offset, JOURNAL)
+        where = f"output store {self.file}: record {number} at byte {offset}"
+        _, arrays, compressed = _frame_parts(payload, where)
+        size = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in arrays)
+        stream = zlib.decompressobj()
+        try:
+            data = stream.decompress(compressed, size + 1)
+        except zlib.error as error:
+            raise StoreError(f"{where}: its array bytes do not decompress (zlib: {error})") from None
+        names = [name for name, _, _ in arrays]
+        if len(data) > size:
+            raise StoreError(f"{where}: its array bytes decompress to more than the {size} bytes of arrays {names}")
+        if len(data) < size or not stream.eof:
+            raise StoreError(
+                f"{where}: its array bytes decompress to {len(data)} bytes and end early, expected the {size} "
+                f"bytes of arrays {names}"
+            )
+        if stream.unused_data:
+            raise StoreError(f"{where}: its array bytes are followed by {len(stream.unused_data)} bytes, expected none")
         out, at = {}, 0
-        for name, dtype, shape in meta["arrays"]:
-            array = np.frombuffer(data, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=at)
-            out[name] = array.reshape(shape)
-            at += array.nbytes
+        for name, dtype, shape in arrays:
+            count = int(np.prod(shape))
+            out[name] = np.frombuffer(data, dtype=dtype, count=count, offset=at).reshape(shape)
+            at += count * dtype.itemsize
         return out
 
 
 def read_recording(file: str | os.PathLike[str]) -> Recording:
     """The store's header alone."""
     path = Path(file)
+    payload = read_record(path, len(JOURNAL.preamble), JOURNAL)
+    return _parsed(payload, f"output store {path}: header", Recording.from_json)
+
+
+def _recording(found: Scan, file: Path) -> Recording:
+    """The recording in a store's first record, which must be sound."""
+    first = found.records[0] if found.records else None
+    if first is None or first.number != 1 or first.kind != HEADER_RECORD:
+        said = str(found.losses[0]) if found.losses else "no header record"
+        raise StoreError(
+            f"output store {file}: {said}: its header (what was recorded, from which model) is lost, so none of "
+            "its frames can be replayed or appended to; record again into a new file (--record NEW.rec)"
+        )
+    return _parsed(first.payload, f"output store {file}: header", Recording.from_json)
+
+
+def _frame(rec: Record, file: Path) -> tuple[str, list[tuple[str, np.dtype[Any], tuple[int, ...]]]]:
+    """A sound frame record's key and arrays (name, dtype, shape)."""
+    if rec.kind != FRAME_RECORD:
+        raise StoreError(f"output store {file}: record {rec.number} at byte {rec.offset}: a second header")
+    key, arrays, _ = _frame_parts(rec.payload, f"output store {file}: record {rec.number} at byte {rec.offset}")
+    return key, arrays
+
+
+def _frame_parts(
+    payload: bytes | memoryview, where: str
+) -> tuple[str, list[tuple[str, np.dtype[Any], tuple[int, ...]]], bytes | memoryview]:
+    """A frame's key, its arrays (name, dtype, shape) and their compressed bytes."""
+    if len(payload) < _META.size:
+        raise StoreError(f"{where}: {len(payload)} bytes, expected at least {_META.size} (the meta length)")
+    (length,) = _META.unpack_from(payload)
+    if length > len(payload) - _META.size:
+        raise StoreError(f"{where}: meta length {length}, more than the {len(payload) - _META.size} bytes after it")
+    meta = bytes(payload[_META.size : _META.size + length])
+    key, arrays = _parsed(meta, f"{where} meta", _frame_meta)
+    return key, arrays, payload[_META.size + length :]
+
+
+def _frame_meta(fields: Fields) -> tuple[str, list[tuple[str, np.dtype[Any], tuple[int, ...]]]]:
+    key = fields.value("key", _is(_KEY), "32 lowercase hex digits (an input's key)")
+    arrays = [_array(a) for a in fields.objects("arrays")]
+    fields.done()
+    return key, arrays
+
+
+def _array(fields: Fields) -> tuple[str, np.dtype[Any], tuple[int, ...]]:
+    name = fields.string("name", nonempty=True)
+    text = fields.string("dtype")
     try:
-        with open(path, "rb") as fh:
-            if fh.read(len(MAGIC)) != MAGIC:
-                raise StoreError(f"output store {path}: not an output store (expected it to start {MAGIC!r})")
-            meta, _ = _read_frame(fh, path)
-    except OSError as error:
-        raise StoreError(f"output store {path}: cannot be read ({error.strerror or error})") from error
-    return Recording.from_json(meta, path)
+        dtype = np.dtype(text)
+    except TypeError:
+        fields.fail("dtype", text, "a numpy dtype")
+    if dtype.kind not in "biuf" or dtype.str != text:
+        fields.fail("dtype", text, "a numeric numpy dtype as numpy writes it (e.g. '<f4', '|u1')")
+    shape = _shape(fields, "shape")
+    if int(np.prod(shape, dtype=np.float64)) > _MAX_ELEMENTS:
+        fields.fail("shape", list(shape), f"at most {_MAX_ELEMENTS} elements")
+    fields.done()
+    return name, dtype, shape
 
 
-def _scan(file: Path) -> tuple[Recording, dict[str, int], int]:
-    """The recording, the offset of each whole frame by key, and where the last whole frame ends."""
-    recording = read_recording(file)
-    offsets: dict[str, int] = {}
-    with open(file, "rb") as fh:
-        fh.seek(len(MAGIC))
-        _read_frame(fh, file)
-        end = fh.tell()
-        while True:
-            start = fh.tell()
-            try:
-                meta, _ = _read_frame(fh, file)
-            except _Torn:
-                return recording, offsets, end
-            offsets[str(meta["key"])] = start
-            end = fh.tell()
+def _parsed(text: bytes | memoryview, source: str, read_fields: Callable[[Fields], T]) -> T:
+    """``read_fields`` over the JSON object in ``text``; a malformed one is a :class:`StoreError`."""
+    try:
+        return read_fields(Fields(parse_json(bytes(text), source), source))
+    except DocumentError as error:
+        raise StoreError(str(error)) from None
 
 
-class _Torn(StoreError):
-    """A frame cut short or damaged: where a killed recording stopped."""
+def _lost(losses: list[Loss]) -> list[tuple[Loss, str | None]]:
+    """Each loss with the key its record still shows (unverified: its checksum failed), where it does."""
+    return [(loss, _lost_key(loss)) for loss in losses]
 
 
-def _read_frame(fh: BinaryIO, file: Path) -> tuple[dict[str, Any], bytes]:
-    head = fh.read(_FRAME.size)
-    if len(head) < _FRAME.size:
-        raise _Torn(f"output store {file}: frame header cut short")
-    n_meta, n_payload = _FRAME.unpack(head)
-    body = fh.read(n_meta + n_payload)
-    crc = fh.read(_CRC.size)
-    if len(body) < n_meta + n_payload or len(crc) < _CRC.size:
-        raise _Torn(f"output store {file}: frame cut short")
-    text, payload = body[:n_meta], body[n_meta:]
-    if zlib.crc32(payload, zlib.crc32(text)) != _CRC.unpack(crc)[0]:
-        raise _Torn(f"output store {file}: frame checksum mismatch")
-    return json.loads(text), payload
+def _lost_key(loss: Loss) -> str | None:
+    if loss.payload is None:
+        return None
+    try:
+        return _frame_parts(loss.payload, "")[0]
+    except StoreError:
+        return None
+
+
+def _said(lost: list[tuple[Loss, str | None]]) -> str:
+    """The lost frames in words, each by its record and the key it still shows."""
+    said = [f"{loss}" + (f" (key {key[:16]}, unverified)" if key else "") for loss, key in lost]
+    return f"{len(lost)} record(s) lost: " + "; ".join(said)
+
+
+def _json(document: Mapping[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _is(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def _shape(fields: Fields, key: str) -> tuple[int, ...]:
+    shape = fields.value(
+        key,
+        lambda v: isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v),
+        "a list of non-negative integers",
+    )
+    return tuple(shape)
+
+
+def _enum(fields: Fields, key: str, kind: type[E]) -> E:
+    names = list(kind.__members__)
+    return kind[fields.value(key, lambda v: v in names, f"one of {names}")]
+
+
+def _shaping(fields: Fields) -> dict[str, Any]:
+    """The settings that shaped the outputs: each a string, a number, a bool or a list of numbers."""
+
+    def plain(value: Any) -> bool:
+        return isinstance(value, str | int | float | bool)
+
+    shaping = {}
+    for key, value in fields.items():
+        if not (plain(value) or (isinstance(value, list) and all(plain(v) and not isinstance(v, str) for v in value))):
+            fields.fail(key, value, "a string, a number, true or false, or a list of numbers")
+        shaping[key] = value
+    return shaping
 
 
 def _input_json(spec: InputSpec) -> dict[str, Any]:
@@ -230,8 +380,15 @@ def _input_json(spec: InputSpec) -> dict[str, Any]:
     }
 
 
-def _input_spec(data: Mapping[str, Any]) -> InputSpec:
-    return InputSpec(data["name"], tuple(data["shape"]), FormatOrder[data["order"]], FormatType[data["type"]])
+def _input_spec(fields: Fields) -> InputSpec:
+    spec = InputSpec(
+        fields.string("name", nonempty=True),
+        _shape(fields, "shape"),
+        _enum(fields, "order", FormatOrder),
+        _enum(fields, "type", FormatType),
+    )
+    fields.done()
+    return spec
 
 
 def _output_json(spec: OutputSpec) -> dict[str, Any]:
@@ -245,12 +402,29 @@ def _output_json(spec: OutputSpec) -> dict[str, Any]:
     }
 
 
-def _output_spec(data: Mapping[str, Any]) -> OutputSpec:
-    return OutputSpec(
-        name=data["name"],
-        shape=tuple(data["shape"]),
-        format_order=FormatOrder[data["order"]],
-        format_type=FormatType[data["type"]],
-        quant=tuple(QuantInfo(**q) for q in data["quant"]),
-        nms=NmsShape(**data["nms"]) if data["nms"] is not None else None,
+def _output_spec(fields: Fields) -> OutputSpec:
+    nms = None if fields.raw("nms", expected="an object or null") is None else fields.object("nms")
+    spec = OutputSpec(
+        name=fields.string("name", nonempty=True),
+        shape=_shape(fields, "shape"),
+        format_order=_enum(fields, "order", FormatOrder),
+        format_type=_enum(fields, "type", FormatType),
+        quant=tuple(_quant(q) for q in fields.objects("quant")),
+        nms=None if nms is None else _nms(nms),
     )
+    fields.done()
+    return spec
+
+
+def _quant(fields: Fields) -> QuantInfo:
+    quant = QuantInfo(*(fields.number(k) for k in ("zero_point", "scale", "limvals_min", "limvals_max")))
+    fields.done()
+    return quant
+
+
+def _nms(fields: Fields) -> NmsShape:
+    nms = NmsShape(
+        *(fields.integer(k, lo=0) for k in ("number_of_classes", "max_bboxes_per_class", "max_bboxes_total"))
+    )
+    fields.done()
+    return nms

@@ -82,6 +82,25 @@ def test_dry_run_with_a_layer_map_uses_the_given_names(
         _run(*_base(calibration, out), "--dry-run", "--layer-map", layer_map)
 
 
+@pytest.mark.parametrize(
+    ("option", "text", "words"),
+    [
+        ("--layer-map", '{"a": "conv1", "a": "conv2"}', "names.json: key 'a' given twice in one object"),
+        ("--layer-map", b'{"a": "\xff"}', "names.json: not UTF-8 text (byte 7)"),
+        ("--hn", '{"layers": ' + "[" * 100 + "]" * 100 + "}", "names.json: nested deeper than 64 levels"),
+        ("--hn", '{"layers": {"x": {"output_shapes": [[-1, 1e400, 2, 3]]}}}', "the number '1e400' is too large"),
+    ],
+)
+def test_a_layer_map_or_hn_json_is_read_strictly_naming_the_file(
+    calibration: Path, tmp_path: Path, option: str, text: str | bytes, words: str
+) -> None:
+    given = tmp_path / "names.json"
+    given.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(HarnessError, match=None) as caught:
+        _run(*_base(calibration, tmp_path / "out"), "--dry-run", option, given)
+    assert words in str(caught.value), str(caught.value)
+
+
 def test_dry_run_with_the_translated_graph_checks_names_against_it(
     sdk: ModuleType, calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

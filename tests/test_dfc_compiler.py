@@ -111,6 +111,29 @@ def test_a_second_compile_of_the_same_inputs_does_not_call_the_dfc(
     assert [call for call, _ in sdk.CALLS] == ["ClientRunner", "translate_onnx_model", *DFC_CALL_ORDER[3:]]
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace('"channels": ', '"channels": "', 1),  # not JSON
+        lambda text: text.replace('"channels": ', '"channels": 1.5, "x": ', 1),  # a key no read takes
+        lambda text: text.replace('"name": "', '"name": "../', 1),  # not a layer name
+        lambda text: text.replace('{"layers": [', '{"layers": [], "layers": [', 1),  # a key given twice
+    ],
+)
+def test_a_stored_layer_table_that_is_refused_is_logged_and_the_onnx_translated_again(
+    sdk: ModuleType, calibration: Path, tmp_path: Path, damage, caplog: pytest.LogCaptureFixture
+) -> None:
+    request = CompileRequest(DEMO, calibration, calibration_count=3)
+    first = compile_hef(request, tmp_path / "a", cache_root=tmp_path / "cache")
+    (stored,) = (tmp_path / "cache" / "parsed").glob("*.json")
+    stored.write_text(damage(stored.read_text()))
+    sdk.CALLS.clear()
+    again = compile_hef(request, tmp_path / "b", cache_root=tmp_path / "cache")
+    assert [call for call, _ in sdk.CALLS][:2] == ["ClientRunner", "translate_onnx_model"]
+    assert again.key == first.key
+    assert f"{stored}" in caplog.text and "translating the ONNX again" in caplog.text
+
+
 def test_an_allocator_crash_is_reported_with_its_log_line(sdk: ModuleType, calibration: Path, tmp_path: Path) -> None:
     sdk.FAIL_COMPILE = "Compilation failed: map::at"
     with pytest.raises(

@@ -36,6 +36,7 @@ from harness.backends.dfc.scripts import (
     write_scripts,
 )
 from harness.backends.dfc.yolo26_script import head_outputs, render_yolo26_alls, validate_yolo26_script
+from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
@@ -314,6 +315,55 @@ def test_a_layer_map_must_name_every_head_and_only_heads(demo: OnnxFacts) -> Non
         names_from_map(demo, {**full, "/model.0/conv/Conv": "conv1"})
     with pytest.raises(DfcScriptError, match="no parsed layer name for end nodes"):
         names_from_map(demo, dict(list(full.items())[:5]))
+    for name in ("../../../etc/passwd", "conv1, sigmoid)\nnormalization1", 41, ""):
+        with pytest.raises(DfcScriptError, match=r"expected parsed layer names"):
+            names_from_map(demo, {**full, demo.heads[0].tensor: name})
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda nms: nms.replace('"classes": 80,', '"classes": 80, "classes": 3,'), "key 'classes' given twice"),
+        (lambda nms: nms.replace('"nms_iou_th": 0.7', '"nms_iou_th": NaN'), "NaN is not a JSON number"),
+        (lambda nms: nms.replace('"classes": 80', '"classes": 8' + "0" * 400), "an integer of 401 digits"),
+        (lambda nms: nms.replace('"classes": 80,', '"classes": 80, "clases": 80,'), "(unknown ['clases'])"),
+        (lambda nms: nms.replace('"stride": 8,', '"stride": 8, "strides": 8,'), "(unknown ['strides'])"),
+        (lambda nms: nms.replace('"conv41"', '"../conv41"'), "bbox_decoders[0].reg_layer: found '../conv41'"),
+        (lambda nms: nms.replace('"conv42"', '"conv42, sigmoid)"'), "bbox_decoders[0].cls_layer: found 'conv42, s"),
+    ],
+)
+def test_an_nms_config_a_lenient_reader_would_guess_at_fails_nms_keys_naming_what(
+    yolov8n: OnnxFacts, edit: Callable[[str], str], words: str
+) -> None:
+    """The NMS config is the harness's own format: read strictly, and a layer name is never script text."""
+    alls, nms, table = _scripts(yolov8n, YOLOV8N_LAYERS)
+    edited = edit(nms)
+    assert edited != nms
+    results = {r.name: r for r in validate_scripts(alls, edited, yolov8n, table)}
+    assert results["nms_keys"].passed is False and words in results["nms_keys"].message, results["nms_keys"].message
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (
+            lambda hn: hn["layers"].update({"net/../x": {}}),
+            "field layers.net/../x is 'net/../x', expected a layer name",
+        ),
+        (lambda hn: hn["layers"]["net/conv41"].update(output_shapes=[["80", 80, 64]]), "expected a list of shapes"),
+        (lambda hn: hn["layers"]["net/conv41"].update(output=["net/output_layer1)"]), "expected a list of layer names"),
+        (lambda hn: hn["layers"]["net/conv41"].update(type=3), "field layers.net/conv41.type is 3, expected a string"),
+        (lambda hn: hn.update(layers=[]), "field layers is [], expected an object of fields"),
+    ],
+)
+def test_an_hn_whose_layers_are_not_what_the_dfc_writes_is_refused_naming_the_layer(
+    yolov8n: OnnxFacts, edit: Callable[[dict[str, Any]], None], words: str
+) -> None:
+    hn = _hn(yolov8n, YOLOV8N_LAYERS)
+    edit(hn)
+    with pytest.raises(HarnessError, match=None) as caught:
+        parsed_layers(hn, "demo.hn")
+    assert str(caught.value).startswith("demo.hn") and words in str(caught.value), str(caught.value)
 
 
 def test_end_nodes_that_do_not_pair_up_are_refused(demo: OnnxFacts) -> None:

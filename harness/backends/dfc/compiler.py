@@ -55,9 +55,11 @@ from harness.backends.dfc.scripts import (
 from harness.backends.dfc.yolo26_script import validate_yolo26_script, write_yolo26_script
 from harness.core import defaults
 from harness.core.checks import CheckResult
+from harness.core.documents import DocumentError, Fields, read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths, images_digest
+from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 
@@ -66,6 +68,7 @@ DEFAULT_CACHE_ROOT = defaults.CACHE_DIR / "dfc"
 _CACHE_FORMAT = "hailo-harness dfc 2"  # 2: a parsed layer names the output layers it feeds
 
 T = TypeVar("T")
+_logger = logging.getLogger(__name__)
 
 
 class DfcNotInstalled(HarnessError):
@@ -276,18 +279,38 @@ def _translate(sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: 
 
 
 def _load_table(file: Path) -> LayerTable | None:
+    """The parsed layers an earlier translation stored in ``file``; None where there are none, or where
+    the file is refused (logged: the ONNX is translated again and the file rewritten)."""
     if not file.is_file():
         return None
-    layers = json.loads(file.read_text(encoding="utf-8"))["layers"]
-    return LayerTable(
-        tuple(
-            ParsedLayer(
-                d["name"], tuple(d["grid"]), d["channels"], tuple(d["original_names"]), tuple(d["output_layers"])
-            )
-            for d in layers
-        ),
-        "parsed",
-    )
+    try:
+        stored = Fields(read_json(file, "parsed layer table"), str(file))
+        table = LayerTable(tuple(_stored_layer(layer) for layer in stored.objects("layers")), "parsed")
+        stored.done()
+        return table
+    except DocumentError as error:
+        _logger.warning("%s: translating the ONNX again", error)
+        return None
+
+
+def _stored_layer(layer: Fields) -> ParsedLayer:
+    def names(key: str) -> tuple[str, ...]:
+        value = layer.list(key)
+        if not all(is_layer_name(v) for v in value):
+            layer.fail(key, value, "a list of layer names")
+        return tuple(value)
+
+    name, grid, channels = layer.string("name"), layer.list("grid"), layer.integer("channels", lo=1)
+    if not is_layer_name(name):
+        layer.fail("name", name, "a layer name")
+    if len(grid) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in grid):
+        layer.fail("grid", grid, "[height, width], positive integers")
+    original = layer.list("original_names")
+    if not all(isinstance(v, str) for v in original):
+        layer.fail("original_names", original, "a list of ONNX node names")
+    parsed = ParsedLayer(name, (grid[0], grid[1]), channels, tuple(original), names("output_layers"))
+    layer.done()
+    return parsed
 
 
 def _write_atomic(file: Path, data: bytes) -> None:

@@ -21,7 +21,6 @@ emulation graph when the context is entered.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -33,6 +32,7 @@ import numpy as np
 
 from harness.backends.base import InputSpec
 from harness.backends.dfc.compiler import DfcError, load_sdk
+from harness.core.documents import Fields, read_json
 from harness.core.errors import HarnessError, SpecError
 from harness.core.path_names import EmulationStage
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
@@ -78,14 +78,8 @@ def compiled_nms_thresholds(har: str | os.PathLike[str]) -> tuple[float, float] 
     config = har.with_name(har.name[: -len(HAR_SUFFIX)] + "_nms_config.json")
     if not config.is_file():
         return None
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-        return float(data["nms_scores_th"]), float(data["nms_iou_th"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise HarnessError(
-            f"NMS config {os.fspath(config)!r} beside the HAR: cannot be read ({type(error).__name__}: {error}), "
-            "expected the JSON hailo-harness compile writes, with nms_scores_th and nms_iou_th"
-        ) from error
+    fields = Fields(read_json(config, "NMS config beside the HAR"), os.fspath(config))
+    return fields.number("nms_scores_th", lo=0, hi=1), fields.number("nms_iou_th", lo=0, hi=1)
 
 
 def check_compiled_thresholds(har: str | os.PathLike[str], score_threshold: float, iou_threshold: float) -> None:

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harness.core import defaults
 from harness.core.checks import CheckResult
+from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily
+from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import ExportHeads, HeadTensor, export_heads, find_yolo26_heads, model_input
 
 if TYPE_CHECKING:
@@ -270,34 +272,51 @@ def unscoped(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-def parsed_layers(hn: Mapping[str, Any]) -> LayerTable:
+def parsed_layers(hn: Mapping[str, Any], source: str = "parsed graph (HN)") -> LayerTable:
     """The layers of the DFC's HN: ``{"layers": {name: {"type", "output", "output_shapes", "original_names"}}}``
     (hailo_model_zoo: hailo_model_zoo/core/hn_editor/layer_splitter.py reads and writes these keys;
-    output shapes are ``[-1, H, W, C]``, output layers have type ``output_layer``)."""
-    layers = hn.get("layers") if isinstance(hn, Mapping) else None
-    if not isinstance(layers, Mapping) or not layers:
-        raise DfcScriptError(
-            f"parsed graph (HN): keys {sorted(hn) if isinstance(hn, Mapping) else type(hn).__name__}, "
-            "expected a 'layers' object of the translated network"
-        )
-    output_layers = {unscoped(n) for n, layer in layers.items() if layer.get("type") == "output_layer"}
+    output shapes are ``[-1, H, W, C]``, output layers have type ``output_layer``). The keys read are
+    typed and every layer name is a layer name (:mod:`harness.inputs.layer_names`); the HN's other keys
+    are the DFC's and left alone."""
+    layers = Fields(hn, source).object("layers")
+    if not layers.data:
+        layers.fail(None, {}, "the layers of the translated network")
+    read = {name: _hn_layer(layers, name) for name, _ in layers.items()}
+    output_layers = {unscoped(name) for name, (kind, _, _, _) in read.items() if kind == "output_layer"}
     found = []
-    for name, layer in layers.items():
-        shapes = layer.get("output_shapes") or []
-        if layer.get("type") == "output_layer" or not shapes or len(shapes[0]) != 4:
+    for name, (kind, shape, feeds, original) in read.items():
+        if kind == "output_layer" or shape is None:
             continue
-        _, h, w, c = shapes[0]
-        feeds = {unscoped(o) for o in layer.get("output", [])}
-        found.append(
-            ParsedLayer(
-                unscoped(name),
-                (int(h), int(w)),
-                int(c),
-                tuple(layer.get("original_names", ())),
-                tuple(sorted(feeds & output_layers)),
-            )
-        )
+        h, w, c = shape
+        found.append(ParsedLayer(unscoped(name), (h, w), c, original, tuple(sorted(feeds & output_layers))))
     return LayerTable(tuple(found), "parsed")
+
+
+def _hn_layer(layers: Fields, name: Any) -> tuple[str, tuple[int, int, int] | None, set[str], tuple[str, ...]]:
+    """One HN layer: its type, its (H, W, C) where its first output is 4-D, the layers it feeds
+    (unscoped) and its original names."""
+    if not is_layer_name(name):
+        layers.fail(name, name, "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv41)")
+    layer = layers.object(name)
+    kind = layer.string("type", "")
+    shapes = layer.list("output_shapes", [])
+    feeds = layer.list("output", [])
+    original = layer.list("original_names", [])
+    if not all(is_layer_name(o) for o in feeds):
+        layer.fail("output", feeds, "a list of layer names")
+    if not all(isinstance(o, str) for o in original):
+        layer.fail("original_names", original, "a list of ONNX node names (strings)")
+    if not shapes or kind == "output_layer":
+        return kind, None, {unscoped(o) for o in feeds}, tuple(original)
+    first = shapes[0]
+    if not (isinstance(first, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in first)):
+        layer.fail("output_shapes", shapes, "a list of shapes, each a list of integers ([-1, H, W, C])")
+    if len(first) != 4:
+        return kind, None, {unscoped(o) for o in feeds}, tuple(original)
+    _, h, w, c = first
+    if min(h, w, c) < 1:
+        layer.fail("output_shapes", shapes, "positive H, W and C ([-1, H, W, C])")
+    return kind, (h, w, c), {unscoped(o) for o in feeds}, tuple(original)
 
 
 def _grid(grid: tuple[int, int]) -> str:
@@ -338,7 +357,13 @@ def names_from_map(facts: OnnxFacts, mapping: Mapping[str, str]) -> dict[str, st
             f"layer map: keys {unknown} are not head nodes of {facts.source}; expected the end nodes "
             f"{[h.node for h in facts.heads]}"
         )
-    names = {by_key[k].node: unscoped(str(v)) for k, v in mapping.items()}
+    named = [f"{k!r}: {v!r:.60}" for k, v in mapping.items() if not is_layer_name(v)]
+    if named:
+        raise DfcScriptError(
+            f"layer map: {', '.join(named)}, expected parsed layer names (letters, digits, '_', '-', '.' and '/', "
+            "as conv41 or model/conv41)"
+        )
+    names = {by_key[k].node: unscoped(v) for k, v in mapping.items()}
     missing = [h.node for h in facts.heads if h.node not in names]
     if missing:
         raise DfcScriptError(f"layer map: no parsed layer name for end nodes {missing}; expected one per head node")
@@ -533,12 +558,28 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
         return CheckResult.failed(
             name, "NMS config bbox_decoders", decoders, "a list of objects", "one object per grid"
         )
+    unknown = [k for k in s.nms if k not in NMS_KEYS]
+    if unknown:
+        return CheckResult.failed(
+            name, "NMS config keys", f"{sorted(s.nms)} (unknown {unknown})", list(NMS_KEYS), "remove the others"
+        )
     for i, d in enumerate(decoders):
         lacking = [k for k in DECODER_KEYS if k not in d]
-        if lacking:
+        unknown = [k for k in d if k not in DECODER_KEYS]
+        if lacking or unknown:
+            said = f"missing {lacking}" if lacking else f"unknown {unknown}"
             return CheckResult.failed(
-                name, f"bbox_decoders[{i}]", f"{dict(d)} (missing {lacking})", list(DECODER_KEYS), "add them"
+                name, f"bbox_decoders[{i}]", f"{dict(d)} ({said})", list(DECODER_KEYS), "fix them"
             )
+        for key in ("reg_layer", "cls_layer"):
+            if not is_layer_name(d[key]):
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key}",
+                    repr(d[key]),
+                    "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv41)",
+                    "name the parsed layer",
+                )
     return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}")
 
 
@@ -571,9 +612,7 @@ def _check_regression_length(s: _Scripts) -> CheckResult:
 
 def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
     """(where, layer name) for every layer the two files name."""
-    named = [
-        (f"bbox_decoders[{i}].{k}", str(d[k])) for i, d in enumerate(s.decoders) for k in ("reg_layer", "cls_layer")
-    ]
+    named = [(f"bbox_decoders[{i}].{k}", d[k]) for i, d in enumerate(s.decoders) for k in ("reg_layer", "cls_layer")]
     return named + [(f"change_output_activation({layer})", layer) for layer in s.alls.activations]
 
 
@@ -606,7 +645,7 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
     reg_channels, nc = 4 * s.facts.regression_length, s.facts.classes
     grids = []
     for i, d in enumerate(s.decoders):
-        reg, cls = s.table.get(str(d["reg_layer"])), s.table.get(str(d["cls_layer"]))
+        reg, cls = s.table.get(d["reg_layer"]), s.table.get(d["cls_layer"])
         if reg is None or cls is None:
             return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
         if reg.channels != reg_channels:
@@ -649,7 +688,7 @@ def _check_strides(s: _Scripts) -> CheckResult:
     name = "strides_vs_grids"
     h, w = s.facts.input_hw
     for i, d in enumerate(s.decoders):
-        reg = s.table.get(str(d["reg_layer"]))
+        reg = s.table.get(d["reg_layer"])
         if reg is None:
             return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
         stride = d["stride"]
@@ -667,7 +706,7 @@ def _check_strides(s: _Scripts) -> CheckResult:
 def _check_sigmoid(s: _Scripts) -> CheckResult:
     name = "sigmoid"
     for i, d in enumerate(s.decoders):
-        cls, reg = unscoped(str(d["cls_layer"])), unscoped(str(d["reg_layer"]))
+        cls, reg = unscoped(d["cls_layer"]), unscoped(d["reg_layer"])
         if s.alls.activations.get(cls) != "sigmoid":
             # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to the class values.
             return CheckResult.failed(
@@ -741,11 +780,9 @@ def validate_scripts(
 ) -> tuple[CheckResult, ...]:
     """Every check of the two files against the ONNX and the layer table, in order."""
     try:
-        nms = json.loads(nms_json_text)
-    except ValueError as error:
-        return (
-            CheckResult.failed("nms_keys", "NMS config", f"not JSON ({error})", "a JSON object", "rewrite the file"),
-        )
+        nms = parse_json(nms_json_text, "NMS config")
+    except DocumentError as error:
+        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"),)
     if not isinstance(nms, dict):
         return (CheckResult.failed("nms_keys", "NMS config", type(nms).__name__, "a JSON object", "rewrite the file"),)
     s = _Scripts(parse_alls(alls_text), nms, facts, table)

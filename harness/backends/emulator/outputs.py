@@ -14,12 +14,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.backends.base import InputSpec
+from harness.core.documents import Fields, parse_json
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
@@ -72,8 +72,14 @@ def head_roles(model: onnx.ModelProto) -> dict[str, str]:
     meta = {p.key: p.value for p in model.metadata_props}
     if HEAD_ROLES_KEY not in meta:
         raise GraphError(f"emulated HEF model: metadata {HEAD_ROLES_KEY!r} missing: not a model the emulator built")
-    roles: dict[str, str] = json.loads(meta[HEAD_ROLES_KEY])
-    return roles
+    source = f"emulated HEF model: metadata {HEAD_ROLES_KEY!r}"
+    roles = Fields(parse_json(meta[HEAD_ROLES_KEY], source), source)
+    found: dict[str, str] = {}
+    for tensor, role in roles.items():
+        if role not in ("box", "class"):
+            roles.fail(tensor, role, '"box" or "class"')
+        found[tensor] = role
+    return found
 
 
 def head_family(model: onnx.ModelProto) -> HeadFamily:

@@ -17,7 +17,6 @@ that the DFC's graph contradicts.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -44,6 +43,7 @@ from harness.backends.dfc.scripts import (
     table_from_names,
 )
 from harness.core.checks import CheckResult
+from harness.core.documents import read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths
@@ -89,10 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_json(path: Path, what: str) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise HarnessError(f"{what} {os.fspath(path)!r}: cannot be read as JSON ({error})") from error
+    return read_json(path, f"{what} JSON")
 
 
 def _print_checks(checks: tuple[CheckResult, ...]) -> None:

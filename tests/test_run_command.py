@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 import harness.pipeline.job as job_module
 from harness.cli import main as cli
 from harness.core.specs import FormatType
+from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import JobResult
 from harness.pipeline.spec import Backend, JobConfig
 
@@ -86,3 +88,42 @@ def test_a_model_file_that_is_not_there_is_refused_before_anything_runs(
     assert cli.main(["run", "--onnx", "m.onnx", flag, "/nope.file"]) == 2
     assert f"{flag} /nope.file: expected a file, found nothing" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing generated, nothing written
+
+
+@pytest.fixture
+def no_evaluation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The real job up to its evaluation, which fails the test."""
+
+    def evaluate(*args: object) -> None:
+        raise AssertionError("a path was evaluated")
+
+    monkeypatch.setattr(job_module, "evaluate", evaluate)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.parametrize("name", [os.fsdecode(b"caf\xe9"), "d" * 240], ids=["not-utf8", "240-characters"])
+def test_a_dataset_name_no_baseline_file_can_have_is_refused_in_one_line_before_the_work(
+    name: str, no_evaluation: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / name
+    write_dataset(data, Recipe(seed=3, train=0, val=2, calib=0))
+    assert cli.main(["run", "--dataset", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("hailo-harness run: error: ")
+    assert "caf\\udce9" in err or "File name too long (a name on that path is too long" in err
+    assert not (tmp_path / ".harness-cache" / "predictions").exists() and not (tmp_path / "reports").exists()
+
+
+def test_a_report_folder_that_cannot_be_made_is_refused_before_the_work(
+    no_evaluation: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "small"
+    write_dataset(data, Recipe(seed=3, train=0, val=2, calib=0))
+    (tmp_path / "file").write_text("not a folder")
+    assert cli.main(["run", "--dataset", str(data), "--report", str(tmp_path / "file" / "rep")]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err == (
+        f"hailo-harness run: error: cannot use {str(tmp_path / 'file' / 'rep')!r}: Not a directory "
+        "(part of that path is a file, not a folder: check the path)"
+    )

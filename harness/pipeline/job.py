@@ -9,6 +9,7 @@ first stage (float -> fp-optimized -> quantized -> hardware) that lost the accur
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,9 +106,26 @@ def _baseline_gates(
     return gates
 
 
+def _baseline_files(config: JobConfig) -> dict[str, Path]:
+    """The baseline file each path is held against (path name -> file): the project's own where it
+    has one, else a read-only one, else the project's to be blessed."""
+    roots = golden_roots(config.golden_root, config.onnx)
+    paths = (REFERENCE.path_name, config.hailo.path_name)
+    return {path: baseline_file(roots, config.onnx, path, config.dataset_name) for path in paths}
+
+
+def _report_folder(folder: Path) -> None:
+    """Make the reports' folder before the work they report, or refuse it: one that cannot be made
+    raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if not os.access(folder, os.W_OK | os.X_OK):  # a read-only file system refuses root too
+        raise HarnessError(f"--report {os.fspath(folder)!r}: cannot be written by this user; choose another folder")
+
+
 def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
     preflight(config)
+    _baseline_files(config)  # a dataset or model name a baseline's file cannot have: refused before the work
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
     what = f"{dataset.n_boxes} labelled boxes" if dataset.labelled else "no labels (held to the ONNX path)"
     log(f"dataset {config.dataset_name}: {len(dataset.samples)} images, {what}")
@@ -125,6 +143,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)
+    _report_folder(config.report_dir)
     results = tuple(evaluate(spec, run) for spec in specs)
     reference, hailo = results[0], results[-1]
     if hailo.fps is not None or config.hailo.backend is Backend.HAILORT:
@@ -140,8 +159,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
             for r in pair
         ]
         changes = bless(blessed, config.bless_token)
-    roots = golden_roots(config.golden_root, config.onnx)
-    files = {r.path: baseline_file(roots, config.onnx, r.path, data) for r in (reference, hailo)}
+    files = _baseline_files(config)
     original_hw = run.dataset.original_hw
     gates = _baseline_gates(config, run, reference, hailo, files)
     if config.stages:

@@ -128,11 +128,11 @@ def scan(data: bytes, fmt: Format, file: Path) -> Scan:
     if len(data) < len(preamble) and preamble.startswith(data):
         said = f"holds only the first {len(data)} of a new file's {len(preamble)} preamble bytes"
         return Scan([], [Loss(0, len(data), said, True)] if data else [], 0, len(data))
-    check_preamble(data[:64], fmt, file)
+    _check_preamble(data[:64], fmt, file)
     return _records(data, len(preamble), fmt)
 
 
-def check_preamble(head: bytes, fmt: Format, file: Path) -> None:
+def _check_preamble(head: bytes, fmt: Format, file: Path) -> None:
     """Refuse a file whose first bytes (``head``) are not this format's preamble, naming what it is."""
     preamble = fmt.preamble
     if head.startswith(preamble):
@@ -228,7 +228,7 @@ def read_record(file: Path, offset: int, fmt: Format) -> bytes:
     """The payload of the record at ``offset``, read again from the file and checked, else ``fmt.error``."""
     try:
         with open(file, "rb") as fh:
-            check_preamble(fh.read(64), fmt, file)
+            _check_preamble(fh.read(64), fmt, file)
             fh.seek(offset)
             raw = fh.read(HEADER.size)
             head = _header(raw, 0, fmt)
@@ -281,7 +281,8 @@ class Writer:
         return self._found
 
     def start(self, kind: bytes, payload: bytes) -> None:
-        """Begin the file afresh: its preamble and a first record (what it held, none of it sound, gone)."""
+        """Begin the file afresh with its preamble and a first record (for a file holding no sound
+        record: what it held, if anything, is among the losses :meth:`read` gave)."""
         self._truncate(0)
         self._write(self.format.preamble + record(kind, payload), sync=True)
         fsync_folder(self.file.parent)

@@ -92,7 +92,7 @@ class EvalSettings:
         errors name ``source`` and the field's ``path``."""
         f = Fields(data, source, path)
         settings = cls(
-            input_hw=tuple(f.value("input_hw", _is_hw, "[height, width], two integers > 0")),  # type: ignore[arg-type]
+            input_hw=tuple(f.value("input_hw", _is_hw, "[height, width], two integers > 0")),
             score_threshold=f.number("score_threshold", defaults.SCORE_THRESHOLD, lo=0, hi=1),
             iou_threshold=f.number("iou_threshold", defaults.IOU_THRESHOLD, lo=0, hi=1),
             max_per_class=f.integer("max_per_class", defaults.MAX_PER_CLASS, lo=1),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import os
@@ -14,7 +15,8 @@ from PIL import Image
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.backends.onnx.runner import FullHeadRunner
 from harness.cli import main as cli
-from harness.cli.commands.eval import coco_image_id
+from harness.cli.commands.eval import coco_image_id, write_json
+from harness.core.errors import HarnessError
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
@@ -237,3 +239,19 @@ def test_eval_of_a_hef_with_a_compiled_nms_is_held_at_its_compiled_thresholds_un
     assert (resolved.score_threshold, resolved.iou_threshold) == (0.25, 0.6)
     told = SettingsSpec(score_threshold=0.001).resolve((256, 256), (), compiled)
     assert (told.score_threshold, told.iou_threshold) == (0.001, 0.6)
+
+
+def test_predictions_that_cannot_be_saved_keep_the_old_file_and_are_refused_naming_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = tmp_path / "predictions.json"
+    saved.write_text("[]\n")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(HarnessError, match=r"--save-predictions '.*predictions.json': cannot be written \(No space"):
+        write_json(saved, [{"image_id": 1}])
+    monkeypatch.undo()
+    assert saved.read_text() == "[]\n" and [p.name for p in tmp_path.iterdir()] == ["predictions.json"]

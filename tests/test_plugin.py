@@ -308,3 +308,41 @@ def test_an_export_the_emulator_cannot_take_is_one_usage_error_not_a_failure_per
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*yolo11n_coco80_320_int8.onnx*quantized ops*expected a float export*"])
     assert "FAILED" not in result.stdout.str()
+
+
+JOB_RAISES = """
+import errno
+import harness.pipeline.job
+
+def run_job(config, log):
+    raise {error}
+
+harness.pipeline.job.run_job = run_job
+"""
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (
+            "OSError(errno.ENOSPC, 'No space left on device', 'reports/latest/report.md')",
+            "the evaluation could not run: cannot use 'reports/latest/report.md': No space left on device "
+            "(free some space on its disk*",
+        ),
+        (
+            "RuntimeError('boom')",
+            "the evaluation could not run: internal error of the harness: RuntimeError: boom; the traceback is in "
+            "*.harness-cache*logs*.log (please report it with that file)",
+        ),
+    ],
+    ids=["full-disk", "internal"],
+)
+def test_a_job_that_fails_inside_fails_its_gates_with_one_clear_line_not_a_traceback(pytester, error, says):
+    pytester.makeconftest(JOB_RAISES.format(error=error))
+    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "-q")
+    result.assert_outcomes(failed=9)
+    result.stdout.fnmatch_lines([says, "*the evaluation could not run: see test_map[[]*[]] for why*"])
+    assert "Traceback" not in result.stdout.str() and "raise " not in result.stdout.str()
+    if error.startswith("RuntimeError"):
+        (log,) = (pytester.path / ".harness-cache" / "logs").iterdir()
+        assert "RuntimeError: boom" in log.read_text() and "command: pytest " in log.read_text()

@@ -1,19 +1,31 @@
 """``hailo-harness``: one subcommand per module in ``harness.cli.commands``.
 
 Each command module provides ``add_arguments(parser)`` and ``run(args) -> int``; :data:`HELP` says
-what each does.
-Harness errors are printed as one clear line and exit with status 2; no bare traceback.
+what each does. :func:`main` alone decides what an exception means (:func:`failure`), and prints it
+as one line, never a bare traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
+import os
+import platform
+import shlex
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
 
 from harness import __version__
+from harness.core.defaults import CACHE_DIR
 from harness.core.errors import HarnessError
+from harness.core.files import write_atomic
 
 COMMANDS = {
     "compile": "harness.cli.commands.compile",
@@ -73,15 +85,114 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# The exit statuses of every command.
+PASSED, GATE_FAILED, BAD_INPUT, INTERNAL_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
+
+# What to do about an OSError the environment raised, by errno; any other errno naming a file is said as is.
+_REMEDIES = {
+    errno.ENOSPC: "free some space on its disk, or choose a folder on another, and run again",
+    errno.EDQUOT: "free some of your disk quota, or choose a folder elsewhere, and run again",
+    errno.EROFS: "the file system is read-only: choose a folder that can be written",
+    errno.EACCES: "make it readable or writable for this user, or choose another folder",
+    errno.EPERM: "make it readable or writable for this user, or choose another folder",
+    errno.ENAMETOOLONG: "a name on that path is too long for the file system: choose a shorter folder or dataset name",
+    errno.ENOENT: "no such file or folder on that path: check it",
+    errno.ENOTDIR: "part of that path is a file, not a folder: check the path",
+    errno.EISDIR: "that is a folder, where a file is expected: check the path",
+    errno.ELOOP: "symbolic links on that path point in a loop: check the path",
+    errno.EIO: "the disk (or network file system) failed to read or write it: check it and run again",
+}
+
+
+def failure(error: Exception) -> tuple[int, str]:
+    """The exit status and the words that say what ``error`` means to the user: bad input or an
+    environment that refuses a file (:data:`BAD_INPUT`) where they name what to fix, else an internal
+    error (:data:`INTERNAL_ERROR`, whose words the caller completes with where its traceback is)."""
+    if isinstance(error, HarnessError):
+        return BAD_INPUT, str(error)
+    if isinstance(error, OSError) and (error.filename is not None or error.errno in _REMEDIES):
+        named = (f for f in (error.filename, error.filename2) if f is not None)
+        files = " and ".join(repr(os.fsdecode(f) if isinstance(f, bytes) else str(f)) for f in named)
+        what = f"cannot use {files}: " if files else ""
+        remedy = _REMEDIES.get(error.errno or 0, "check the path and run again")
+        return BAD_INPUT, f"{what}{error.strerror or error} ({remedy})"
+    if isinstance(error, UnicodeEncodeError) and _undecodable(error):
+        name = error.object[max(0, error.start - 40) : error.end + 40]
+        return BAD_INPUT, (
+            f"{name!r} holds bytes that are not UTF-8 (a file or folder name?): rename it with UTF-8 characters only"
+        )
+    return INTERNAL_ERROR, f"internal error of the harness: {type(error).__name__}: {_one_line(str(error))}"
+
+
+def _undecodable(error: UnicodeEncodeError) -> bool:
+    """The characters UTF-8 could not encode are the bytes of a name that is not UTF-8, as
+    :func:`os.fsdecode` gives them (U+DC80 to U+DCFF)."""
+    return all("\udc80" <= c <= "\udcff" for c in error.object[error.start : error.end])
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else f"{line[: limit - 3]}..."
+
+
+def write_log(command: str, error: BaseException, folder: Path = CACHE_DIR / "logs") -> Path | None:
+    """Write ``error``'s traceback, with the ``command`` line and the versions, to ``<time>-<pid>.log``
+    in ``folder`` (default ``.harness-cache/logs`` under the working directory), or else in the
+    system's temporary folder; its path (None where neither could be written)."""
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    text = "".join(
+        [
+            f"hailo-harness {__version__}: internal error\n",
+            f"command: {command}\n",
+            f"working directory: {os.getcwd()}\n",
+            f"python {sys.version.split()[0]} on {platform.platform()}\n\n",
+            *traceback.format_exception(error),
+        ]
+    )
+    for log in (folder / stamp, Path(tempfile.gettempdir()) / f"hailo-harness-{stamp}"):
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(log, text)
+        except OSError:
+            continue
+        return log.absolute()
+    return None
+
+
+def logged(log: Path | None) -> str:
+    """Where an internal error's traceback was written, as the line that reports it says so."""
+    return f"the traceback is in {log} (please report it with that file)" if log else "no folder took its traceback"
+
+
+def _tolerant(stream: TextIO) -> None:
+    """Print what UTF-8 cannot hold (a non-UTF-8 file name) as backslash escapes instead of failing."""
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status: 0 passed, 1 a gate failed, 2 usage or bad input
+    (or an environment that refuses a file), 3 an internal error (its traceback in a log file), 130
+    interrupted. Each failure is one line on stderr."""
+    _tolerant(sys.stdout)
+    _tolerant(sys.stderr)
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)  # "": no command's options
+    prog = f"hailo-harness {chosen}" if chosen in COMMANDS else "hailo-harness"
     try:
+        args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)  # "": no command's options
         return int(args.run(args))
-    except HarnessError as error:
-        print(f"hailo-harness {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; nothing half-written is kept", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as error:
+        status, words = failure(error)
+        if status == INTERNAL_ERROR:
+            words = f"{words}; {logged(write_log(shlex.join(['hailo-harness', *argv]), error))}"
+        else:
+            words = f"error: {words}"
+        print(f"{prog}: {words}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

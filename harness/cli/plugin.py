@@ -241,16 +241,23 @@ _JOB_RESULT = pytest.StashKey[object]()
 def _run_job_once(item: pytest.Item) -> JobResult:
     """The job behind every gate item, run once per session (per worker under xdist; the prediction
     and calibration caches are shared on disk). A job that could not run fails its first item with
-    the error, and the others with a pointer to it."""
+    what the command line says of the error (bad input, a file the environment refused, or an
+    internal error with its traceback in ``<cache>/logs``), and the others with a pointer to it."""
+    from harness.cli.main import INTERNAL_ERROR, failure, logged, write_log
     from harness.pipeline.job import JobResult, run_job
 
     config = item.config
     if _JOB_RESULT not in config.stash:
+        job_config = config.stash[_JOB]
         try:
-            config.stash[_JOB_RESULT] = run_job(config.stash[_JOB], log=_live_lines(config))
-        except HarnessError as error:
+            config.stash[_JOB_RESULT] = run_job(job_config, log=_live_lines(config))
+        except Exception as error:  # Ctrl-C is pytest's
             config.stash[_JOB_RESULT] = (error, item.name)
-            raise GateFailure(f"the evaluation could not run: {error}") from error
+            status, words = failure(error)
+            if status == INTERNAL_ERROR:
+                command = shlex.join(("pytest", *config.invocation_params.args))
+                words = f"{words}; {logged(write_log(command, error, job_config.cache_dir / 'logs'))}"
+            raise GateFailure(f"the evaluation could not run: {words}") from error
     job = config.stash[_JOB_RESULT]
     if isinstance(job, tuple):
         raise GateFailure(f"the evaluation could not run: see {job[1]} for why")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.core.errors import HarnessError
+from harness.core.files import write_atomic
 from harness.pipeline.options import EVAL_OPTIONS, add_options, onnx_of, path_spec, settings_spec
 from harness.pipeline.spec import Backend
 
@@ -91,8 +92,9 @@ def coco_predictions(result: PathResult) -> list[dict[str, Any]]:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """``data`` as JSON in ``path``, whole or not at all."""
     try:
-        path.write_text(json.dumps(data) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(data) + "\n")
     except OSError as error:
         raise HarnessError(f"--save-predictions {os.fspath(path)!r}: cannot be written ({error.strerror})") from error
 

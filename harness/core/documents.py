@@ -267,7 +267,10 @@ def read_bytes(path: str | os.PathLike[str], what: str = "document") -> bytes:
     file = Path(path)
     try:
         with open(file, "rb", opener=_open_regular) as fh:
-            data = fh.read(MAX_BYTES + 1)
+            size = os.fstat(fh.fileno()).st_size
+            data = fh.read(min(size, MAX_BYTES) + 1)  # a buffer of the file's size, not of the bound
+            if len(data) > size:  # grown since: read on, up to the bound
+                data += fh.read(MAX_BYTES + 1 - len(data))
     except FileNotFoundError:
         raise DocumentError(f"{file}: no such {what} file") from None
     except IsADirectoryError:

@@ -353,13 +353,16 @@ def _read_file(path: Path, source: str) -> bytes:
     except OSError as error:
         raise HefError(f"{source}: cannot read the file ({error.strerror})") from None
     try:
-        _check_file(os.fstat(fd), source)
+        status = os.fstat(fd)
+        _check_file(status, source)
     except HefError:
         os.close(fd)
         raise
     with open(fd, "rb") as file:
         try:
-            data = file.read(MAX_HEF_BYTES + 1)
+            data = file.read(status.st_size + 1)  # a buffer of the file's size, not of the bound
+            if len(data) > status.st_size:  # grown since: read on, up to the bound
+                data += file.read(MAX_HEF_BYTES + 1 - len(data))
         except OSError as error:
             raise HefError(f"{source}: cannot read the file ({error.strerror})") from None
     if len(data) > MAX_HEF_BYTES:  # grown while read
@@ -377,6 +380,7 @@ def _check_file(status: os.stat_result, source: str) -> None:
 
 
 def parse_hef(data: bytes, source: str, tolerant: bool = False) -> HefInfo:
+    """The HEF in ``data``; every refusal names ``source``. ``tolerant``: see :func:`read_hef`."""
     header = parse_header(data, source)
     verified = False
     try:
@@ -386,6 +390,13 @@ def parse_hef(data: bytes, source: str, tolerant: bool = False) -> HefInfo:
     except HefError:
         if not tolerant:
             raise
+    try:
+        return _describe(data, header, source, verified, tolerant)
+    except HefError as error:  # raised where the proto is decoded, which knows no file name
+        raise HefError(f"{source}: {error}", error.status) from None
+
+
+def _describe(data: bytes, header: HefHeader, source: str, verified: bool, tolerant: bool) -> HefInfo:
     proto = data[header.size : header.size + header.proto_size]
     root = Message(proto, "ProtoHEFHef", partial=len(proto) < header.proto_size)
     proto_header = root.message(1, "header")
@@ -393,11 +404,11 @@ def parse_hef(data: bytes, source: str, tolerant: bool = False) -> HefInfo:
     try:
         arch = HwArch(arch_value)
     except ValueError:
-        raise HefError(f"{source}: unsupported hw_arch {arch_value} in {proto_header.path}.hw_arch") from None
+        raise HefError(f"unsupported hw_arch {arch_value} in {proto_header.path}.hw_arch") from None
     per_feature = _scale_per_feature(root)
     groups = tuple(_network_group(group, arch, per_feature) for group in root.messages(2, "network_groups"))
     if not groups and not tolerant:
-        raise HefError(f"{source}: no network group in {root.path}.network_groups, expected at least one")
+        raise HefError(f"no network group in {root.path}.network_groups, expected at least one")
     return HefInfo(
         path=source,
         header=header,

@@ -1,4 +1,5 @@
 import json
+import os
 import time
 from pathlib import Path
 
@@ -416,6 +417,24 @@ def test_a_coco_value_a_lenient_reader_would_guess_at_is_refused_naming_the_anno
     path.write_text(json.dumps(document).replace('"@"', '{"id": 1, "image_id": 5, "category_id": 7, ' + text + "}"))
     with pytest.raises(HarnessError, match=expected):
         load_coco(path, tmp_path / "imgs")
+
+
+def test_a_coco_file_name_naming_a_device_a_pipe_or_a_folder_is_unreadable_not_read(tmp_path):
+    """/dev/zero would be read without end, a pipe waited on forever: each is refused unread."""
+    path = _coco(tmp_path, annotations=[])
+    os.mkfifo(tmp_path / "imgs" / "pipe.jpg")
+    document = json.loads(path.read_text())
+    document["images"] += [
+        {"id": 20 + i, "file_name": name, "width": 4, "height": 3}
+        for i, name in enumerate(["/dev/zero", "pipe.jpg", "."])
+    ]
+    path.write_text(json.dumps(document))
+    started = time.perf_counter()
+    dataset = load_coco(path, tmp_path / "imgs")
+    assert time.perf_counter() - started < 2
+    assert {u.image_id: u.reason for u in dataset.unreadable} == dict.fromkeys(
+        ["/dev/zero", "pipe.jpg", "."], "not a regular file (a folder, a device, a pipe or a socket)"
+    )
 
 
 def test_a_coco_file_nested_past_the_depth_bound_or_not_an_object_is_refused(tmp_path):

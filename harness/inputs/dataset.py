@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import stat
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ _EXIF_ORIENTATION = 274
 _IMAGE_SUFFIXES = frozenset(Image.registered_extensions())
 # Ultralytics accepts normalised coordinates up to 1 % outside [0, 1] (ultralytics/data/utils.py).
 _COORD_TOLERANCE = 0.01
+# Far above an image file within the pixel limit (40 MP of 16-bit RGBA is 320 MB).
+_MAX_IMAGE_BYTES = 1 << 30
 # A COCO bbox value beyond this would not survive the float32 the ground truth is kept in (x + width too).
 _MAX_COCO_VALUE = float(np.finfo(np.float32).max) / 2
 _YAML_SUFFIXES = (".yaml", ".yml")
@@ -463,10 +466,9 @@ def _parse_labels(path: Path, data: bytes, hw: tuple[int, int], n_classes: int) 
 def _read_image(path: Path) -> tuple[str, tuple[int, int] | str]:
     """The sha256 of the file's bytes (``"unreadable"`` if there are none to read) and the image's
     (height, width) after EXIF orientation, or the reason PIL cannot open it."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        return "unreadable", f"cannot be read ({error.strerror or error})"
+    data = _image_bytes(path)
+    if isinstance(data, str):
+        return "unreadable", data
     digest = hashlib.sha256(data).hexdigest()
     try:
         with Image.open(io.BytesIO(data)) as image:
@@ -483,6 +485,27 @@ def _read_image(path: Path) -> tuple[str, tuple[int, int] | str]:
     if orientation in _SWAPPING_ORIENTATIONS:
         width, height = height, width
     return digest, (height, width)
+
+
+def _image_bytes(path: Path) -> bytes | str:
+    """An image file's bytes, or why they are not read: a device or a pipe (which a COCO file name or
+    an image list may name) is refused unread, as is a file over :data:`_MAX_IMAGE_BYTES`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a pipe without a writer: no wait
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode) or status.st_size > _MAX_IMAGE_BYTES:
+        os.close(fd)
+        if stat.S_ISREG(status.st_mode):
+            return f"{status.st_size} bytes, more than the {_MAX_IMAGE_BYTES} an image file is read up to"
+        return "not a regular file (a folder, a device, a pipe or a socket)"
+    with open(fd, "rb") as file:
+        try:
+            data = file.read(status.st_size + 1)
+        except OSError as error:
+            return f"cannot be read ({error.strerror or error})"
+    return data if len(data) == status.st_size else "changed while it was read"
 
 
 def _read_label(path: Path) -> bytes | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -155,3 +157,24 @@ def test_usage_errors_exit_2_and_harness_errors_exit_2_with_their_message(
     assert capsys.readouterr().err.endswith(
         "hailo-harness inspect: error: m.hef: not a HEF (magic 0x0, expected 0x01484546)\n"
     )
+
+
+def test_output_closed_early_ends_the_command_quietly_with_141(tmp_path: Path) -> None:
+    script = (
+        "import sys, harness.cli.commands.inspect as c\n"
+        "def run(args):\n"
+        "    for i in range(100_000): print('line', i)\n"
+        "    return 0\n"
+        "c.run = run\n"
+        "from harness.cli.main import main\n"
+        "sys.exit(main(['inspect', 'm.hef']))\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()  # as `| head -1` does
+    err = process.stderr.read()
+    assert process.wait(timeout=60) == 141
+    assert err == b"", "no traceback, no line: the reader is gone"

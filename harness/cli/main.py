@@ -85,8 +85,8 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# The exit statuses of every command.
-PASSED, GATE_FAILED, BAD_INPUT, INTERNAL_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
+# The exit statuses of every command; OUTPUT_CLOSED is a shell's for a process its closed pipe ended.
+PASSED, GATE_FAILED, BAD_INPUT, INTERNAL_ERROR, INTERRUPTED, OUTPUT_CLOSED = 0, 1, 2, 3, 130, 141
 
 # What to do about an OSError the environment raised, by errno; any other errno naming a file is said as is.
 _REMEDIES = {
@@ -173,7 +173,7 @@ def _tolerant(stream: TextIO) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names; its exit status: 0 passed, 1 a gate failed, 2 usage or bad input
     (or an environment that refuses a file), 3 an internal error (its traceback in a log file), 130
-    interrupted. Each failure is one line on stderr."""
+    interrupted, 141 its output closed. Each failure is one line on stderr (none for a closed output)."""
     _tolerant(sys.stdout)
     _tolerant(sys.stderr)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -185,6 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; nothing half-written is kept", file=sys.stderr)
         return INTERRUPTED
+    except BrokenPipeError:  # the reader of stdout went away (a pipe into head): nothing to say, and no one to hear
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit fails no more
+        return OUTPUT_CLOSED
     except Exception as error:
         status, words = failure(error)
         if status == INTERNAL_ERROR:

@@ -254,10 +254,13 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def test_malformed_proto_field_names_its_path() -> None:
+def test_malformed_proto_field_names_the_file_and_its_path() -> None:
     header = _field(1, _varint(1 << 3 | 5) + b"\0\0\0\0")  # hw_arch written as a 32-bit value
-    with pytest.raises(HefError, match=r"malformed proto field ProtoHEFHef\.header\.hw_arch: wire type 32-bit"):
+    with pytest.raises(
+        HefError, match=r"^bad\.hef: malformed proto field ProtoHEFHef\.header\.hw_arch: wire type 32"
+    ) as e:
         parse_hef(_v0(header), "bad.hef")
+    assert e.value.status == "HAILO_HEF_FILE_CORRUPTED"  # the status HailoRT refuses it with, kept
 
 
 def test_overlong_field_in_a_complete_proto_is_malformed() -> None:
@@ -267,7 +270,7 @@ def test_overlong_field_in_a_complete_proto_is_malformed() -> None:
 
 
 def test_unknown_hw_arch_is_unsupported() -> None:
-    with pytest.raises(HefError, match=r"unsupported hw_arch 77"):
+    with pytest.raises(HefError, match=r"^arch\.hef: unsupported hw_arch 77"):
         parse_hef(_v0(_field(1, _varint(1 << 3) + _varint(77))), "arch.hef")
 
 

@@ -512,6 +512,7 @@ class Campaign:
             self.record(family, "recording", full, "pass")
             return
         intact = store.read_bytes()
+        self.garbage_frames(family, folder, intact)
         # one flipped bit in the middle, then the recording resumed: nothing after it may be lost
         damaged = bytearray(intact)
         damaged[len(damaged) // 20] ^= 0x10
@@ -549,6 +550,41 @@ class Campaign:
         both = Ran(max(rcs), "", "\n".join(o[1].decode(errors="replace") for o in outs), 0)
         lost = None if replay.rc in (0, 1) else f"replay after two recorders: exit {replay.rc}: {replay.tail}"
         self.record(family, "two recorders into one store", both if 2 in rcs or lost else replay, "any", lost)
+
+    def garbage_frames(self, family: str, folder: Path, intact: bytes) -> None:
+        """Replays of a store whose second frame has a valid checksum but content no recorder writes."""
+        from harness.backends.replay.store import FRAME_RECORD, JOURNAL
+        from harness.core import journal
+
+        found = journal.scan(intact, JOURNAL, folder / "m.rec")
+        frame = next(r for r in found.records if r.kind == FRAME_RECORD)
+        meta_length = int.from_bytes(frame.payload[:4], "little")
+        meta, arrays = bytes(frame.payload[4 : 4 + meta_length]), bytes(frame.payload[4 + meta_length :])
+        garbage = {
+            "meta not JSON": (b"{not json", arrays),
+            "meta without its arrays": (meta.replace(b'"arrays"', b'"arrayz"'), arrays),
+            "payload that is not zlib": (meta, b"\x00garbage" * 8),
+            "dtype object": (meta.replace(b'"<f4"', b'"|O"').replace(b'"|u1"', b'"|O"'), arrays),
+        }
+        for name, (new_meta, new_arrays) in garbage.items():
+            payload = len(new_meta).to_bytes(4, "little") + new_meta + new_arrays
+            bad = intact[: frame.offset] + journal.record(FRAME_RECORD, payload) + intact[frame.end :]
+            store = folder / "garbage.rec"
+            store.write_bytes(bad)
+            ran = self.cli(
+                "run",
+                "--replay",
+                store,
+                "--golden",
+                self.golden0,
+                "--report",
+                folder / "rep",
+                "--cache",
+                folder / "cache-garbage",
+                cwd=folder,
+            )
+            shutil.rmtree(folder / "cache-garbage", ignore_errors=True)
+            self.record(family, f"replay frame: {name}", ran, "refuse")
 
     def injection(self) -> None:
         family = "injection"

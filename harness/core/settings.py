@@ -130,7 +130,7 @@ def _is_ids(value: Any) -> bool:
 
 
 def _one_of(kind: type[enum.Enum]) -> Any:
-    return lambda value: value in {m.value for m in kind}
+    return lambda value: isinstance(value, str) and value in {m.value for m in kind}
 
 
 def _names(kind: type[enum.Enum]) -> str:

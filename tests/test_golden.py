@@ -494,3 +494,11 @@ def test_a_journal_that_names_files_outside_its_blessing_is_refused_and_nothing_
     with pytest.raises(GoldenError, match=r"\.blessing\.json: entry .*expected a blessing's own temporary"):
         load_golden(folder / "ds--hailo.json")
     assert victim.read_text() == "keep me"
+
+
+def test_a_baseline_name_takes_letters_of_any_script_and_refuses_undecodable_bytes_and_overlong_names():
+    assert golden_path("g", "m.onnx", "onnx", "café_rauch").name == "café_rauch--onnx.json"
+    with pytest.raises(GoldenError, match=r"baseline dataset 'caf\\udce9': expected letters, digits .* in UTF-8"):
+        golden_path("g", "m.onnx", "onnx", os.fsdecode(b"caf\xe9"))
+    with pytest.raises(GoldenError, match=r"240 bytes make a baseline file name longer than 200 bytes"):
+        golden_path("g", "m.onnx", "onnx", "d" * 240)

@@ -248,7 +248,7 @@ def test_compile():
 
 def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_are_named_after(pytester, tmp_path):
     data = tmp_path / "fire_smoke_small"
-    write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
+    write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
     args = ("--onnx", str(DEMO), "--dataset", str(data / "data.yaml"), "--golden", str(tmp_path / "golden"))
     collected = pytester.runpytest_subprocess(*args, "--collect-only", "-q").stdout.lines
     assert "hailo-harness::test_map[fire_smoke_small-onnx]" in collected

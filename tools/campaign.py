@@ -643,6 +643,10 @@ class Campaign:
                 subprocess.run(["umount", "-l", str(mounted)], capture_output=True)
         folder = self.case_dir("odd_names")
         data = self.small_set(folder, 12)
+        image = next((data / "images" / "val").iterdir())
+        image.rename(Path(os.fsdecode(bytes(image.parent) + b"/r\xe9" + image.suffix.encode())))
+        label = data / "labels" / "val" / f"{image.stem}.txt"
+        label.rename(Path(os.fsdecode(bytes(label.parent) + b"/r\xe9.txt")))
         odd = Path(os.fsdecode(bytes(folder) + b"/caf\xe9_set"))
         data.rename(odd)
         ran = self.cli(
@@ -659,7 +663,7 @@ class Campaign:
             folder / "rep",
             cwd=folder,
         )
-        self.record(family, "non-UTF-8 dataset folder name", ran, "any")
+        self.record(family, "non-UTF-8 dataset folder and image names", ran, "any")
         folder = self.case_dir("long_name")
         data = self.small_set(folder, 12)
         long = data.rename(folder / ("d" * 240))

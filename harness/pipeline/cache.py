@@ -133,7 +133,7 @@ def encode_batch(entries: Sequence[Entry]) -> bytes:
         dtype="<i8",
     ).reshape(-1, 3)
     has_cells = np.array([e.frame.cells is not None for e in entries], dtype=np.uint8)
-    ids = [e.image_id.encode() for e in entries]
+    ids = [e.image_id.encode(errors="surrogateescape") for e in entries]  # a name's bytes, UTF-8 or not
 
     def joined(arrays: list[np.ndarray], dtype: str, width: int) -> bytes:
         if not arrays:
@@ -204,7 +204,7 @@ def decode_batch(payload: memoryview, threshold: float) -> list[Entry]:
             Detections(boxes[start:end], scores[start:end], class_ids[start:end]),
             CellsAboveThreshold(threshold, *cell_rows[i]) if flags[i] else None,
         )
-        entries.append(Entry(shas[64 * i : 64 * i + 64], ids[id_start:id_end].decode(), frame))
+        entries.append(Entry(shas[64 * i : 64 * i + 64], ids[id_start:id_end].decode(errors="surrogateescape"), frame))
         start, id_start = end, id_end
     return entries
 

@@ -54,7 +54,8 @@ _DECIMALS = 6
 _HISTORY = "history"
 _JOURNAL = ".blessing.json"
 _BIN_KEYS = tuple(f"{lo:.2f}-{hi:.2f}" for lo, hi in itertools.pairwise(SCORE_BIN_EDGES))
-_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+_NAME = re.compile(r"^[\w.+-]+$")  # letters and digits of any script
+_MAX_NAME = 200  # bytes of a baseline's file name: its history copies add to it below the usual 255
 
 
 class GoldenError(HarnessError):
@@ -167,9 +168,24 @@ def golden_path(
     name), ``dataset`` the dataset's folder (or its name), e.g. a result's provenance values."""
     stem, dataset = Path(model).stem, Path(dataset).name
     for what, name in (("model stem", stem), ("path", path), ("dataset", dataset)):
-        if not _NAME.match(name) or name.startswith("."):
-            raise GoldenError(f"baseline {what} {name!r}: expected letters, digits and _ . + - (not leading '.')")
+        if not _NAME.match(name) or name.startswith(".") or not _utf8(name):
+            raise GoldenError(
+                f"baseline {what} {name!r}: expected letters, digits and _ . + - (not leading '.'), in UTF-8"
+            )
+    if len(f"{dataset}--{path}.json".encode()) > _MAX_NAME:
+        raise GoldenError(
+            f"baseline dataset {dataset!r}: {len(dataset.encode())} bytes make a baseline file name longer than "
+            f"{_MAX_NAME} bytes; give the dataset a shorter folder name"
+        )
     return Path(root) / stem / f"{dataset}--{path}.json"
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode()
+    except UnicodeEncodeError:  # the undecodable bytes of a file name (surrogate escapes)
+        return False
+    return True
 
 
 def baseline_file(

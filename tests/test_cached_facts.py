@@ -70,7 +70,7 @@ def test_a_rerun_takes_an_exports_facts_from_its_sidecar_and_they_are_the_models
     assert export_facts(export, tmp_path) == first
 
 
-@pytest.mark.parametrize("change", [*STALE_EXPORT, "not json", "not an object"])
+@pytest.mark.parametrize("change", [*STALE_EXPORT, "not json", "not an object", "a key twice", "an unknown key"])
 def test_a_corrupt_or_stale_export_sidecar_is_logged_and_rebuilt_from_the_model(
     change: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -81,6 +81,10 @@ def test_a_corrupt_or_stale_export_sidecar_is_logged_and_rebuilt_from_the_model(
         file.write_text('{"format": 1, "sha2')
     elif change == "not an object":
         file.write_text("[]")
+    elif change == "a key twice":  # the facts of another export merged in after the right ones
+        file.write_text(json.dumps(data)[:-1] + ', "input_hw": [640, 640]}')
+    elif change == "an unknown key":
+        file.write_text(json.dumps(data | {"trusted": True}))
     else:
         file.write_text(json.dumps(data | {change: STALE_EXPORT[change]}))
     with caplog.at_level(logging.WARNING, logger="harness.inputs.export_facts"):

@@ -9,9 +9,11 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+
+from harness.core.documents import DocumentError, parse_json, read_bytes
 
 T = TypeVar("T")
 
@@ -77,23 +79,23 @@ def write_sidecar(path: Path, document: Mapping[str, Any], what: str, log: loggi
         log.warning("%s %s not kept (%s): the next run reads them from the model again", what, path, error)
 
 
-def read_sidecar(path: Path, parse: Callable[[Mapping[str, Any]], T], what: str, log: logging.Logger) -> T | None:
-    """What ``parse`` makes of the JSON object kept in ``path``; None where there is none, and None,
-    logged to ``log`` naming ``what``, where it is unreadable, not a JSON object or refused by ``parse`` (a
-    :class:`ValueError` naming the field, or an :class:`OSError` of a file it reads): the caller reads
-    it from its source again."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        log.warning("%s %s unreadable (%s): reading them from the model again", what, path, error)
+def read_sidecar(
+    path: Path, parse: Callable[[Mapping[str, Any]], T], keys: Collection[str], what: str, log: logging.Logger
+) -> T | None:
+    """What ``parse`` makes of the JSON object kept in ``path``, read strictly (see
+    :mod:`harness.core.documents`) and holding exactly ``keys``; None where there is none, and None,
+    logged to ``log`` naming ``what``, where it is unreadable, not such an object or refused by
+    ``parse`` (a :class:`ValueError` naming the field, or an :class:`OSError` of a file it reads):
+    the caller reads it from its source again."""
+    if not path.exists():
         return None
     try:
-        data = json.loads(text)
+        data = parse_json(read_bytes(path, what), str(path))
         if not isinstance(data, dict):
             raise ValueError(f"a JSON {type(data).__name__}, expected an object")
+        if set(data) != set(keys):
+            raise ValueError(f"keys {sorted(data)}, expected {sorted(keys)}")
         return parse(data)
-    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError; parse may read files too
+    except (OSError, ValueError, DocumentError) as error:  # parse may read files too
         log.warning("%s %s not used (%s): reading them from the model again", what, path, error)
         return None

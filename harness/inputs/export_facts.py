@@ -129,7 +129,7 @@ def export_facts(onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike
     ``cache_dir`` they are read from the model."""
     sha256 = file_sha256(onnx_path)
     if cache_dir is not None:
-        found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256), WHAT, log)
+        found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256), _KEYS, WHAT, log)
         if found is not None:
             return found
     from harness.inputs.onnx_graph import load_model
@@ -153,6 +153,9 @@ def record_passed(facts: ExportFacts, check: str, cache_dir: str | os.PathLike[s
 def _reader() -> str:
     """What reads the facts: the digest of its code and the onnx it runs on (its shape inference)."""
     return f"{code_digest(*_READER)} onnx {dict(environment()).get('onnx', 'not installed')}"
+
+
+_KEYS = ("kind", "format", "code", "sha256", "input_name", "input_hw", "names", "end_to_end", "family", "passed")
 
 
 def _json(facts: ExportFacts) -> dict[str, Any]:

@@ -59,6 +59,9 @@ def _sha256(file: Path) -> str:
     return hashlib.sha256(file.read_bytes()).hexdigest()
 
 
+_KEYS = ("kind", "format", "code", "key", "model_sha256", "input", "heads", "family", "classes")
+
+
 def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
     i = facts.input
     return {
@@ -153,4 +156,4 @@ def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
 def read_facts(path: Path, key: str, model: Path) -> HefFacts | None:
     """The facts kept in ``path`` for the quantized ``model`` of cache ``key``; None where there are
     none, or where they or the model are unreadable or not this HEF's (logged: read from the model again)."""
-    return read_sidecar(path, lambda data: _fields(data, key, model), WHAT, log)
+    return read_sidecar(path, lambda data: _fields(data, key, model), _KEYS, WHAT, log)

@@ -22,6 +22,7 @@ from harness.report.markdown import (
     settings,
     stage_rows,
     stage_verdict,
+    weak_note,
 )
 from harness.report.plots import Picture
 
@@ -46,7 +47,7 @@ def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Seq
     dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
     passed = document["passed"]
     failed = [g for g in gates if not g["passed"]]
-    verdict = "PASSED" if passed else f"FAILED: {len(failed)} of {len(gates)} gates"
+    verdict = ("PASSED" if passed else f"FAILED: {len(failed)} of {len(gates)} gates") + weak_note(gates)
     path_badges = " ".join(_path_badge(p) for p in paths)
     parts = [
         "<!DOCTYPE html>",

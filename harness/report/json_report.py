@@ -15,12 +15,13 @@ from typing import Any
 
 from harness.inputs.dataset import Dataset
 from harness.verdict.gates import GateResult, causes_lines, shared_causes
-from harness.verdict.golden import DEFAULT_TOLERANCES
+from harness.verdict.golden import DEFAULT_TOLERANCES, GoldenError, load_golden
 from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-# 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score; 4: thresholds
-SCHEMA_VERSION = 4
+# 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score; 4: thresholds;
+# 5: gates[].weak, baselines[].blessed_sha256/blessed/run_sha256/accepted_weak
+SCHEMA_VERSION = 5
 
 
 def report_document(
@@ -38,9 +39,7 @@ def report_document(
         "passed": all(g.passed for g in gates),
         "calibration": calibration,
         "thresholds": thresholds,
-        "baselines": [
-            {"path": path, "file": str(file), "exists": file.exists()} for path, file in (baselines or {}).items()
-        ],
+        "baselines": [_baseline(path, file, results) for path, file in (baselines or {}).items()],
         "dataset": {
             "root": str(dataset.root),
             "names": list(dataset.names),
@@ -98,7 +97,27 @@ def _gate(gate: GateResult) -> dict[str, Any]:
         "causes": [asdict(c) for c in gate.causes],
         "text": gate.text,
         "message": gate.message,
+        "weak": gate.weak,
     }
+
+
+def _baseline(path: str, file: Path, results: Sequence[PathResult]) -> dict[str, Any]:
+    """A path's baseline file, and where it can be read, the export it was blessed from beside this
+    run's (a new version of the model is the normal case; the report names both)."""
+    entry: dict[str, Any] = {"path": path, "file": str(file), "exists": file.exists()}
+    try:
+        golden = load_golden(file) if entry["exists"] else None
+    except GoldenError:  # its gates say why
+        golden = None
+    run = next((r.provenance.model_sha256 for r in results if r.path == path), None)
+    if golden is not None:
+        entry.update(
+            blessed_sha256=golden.provenance.model_sha256,
+            blessed=golden.provenance.created,
+            run_sha256=run,
+            accepted_weak=list(golden.accepted_weak),
+        )
+    return entry
 
 
 def _path(result: PathResult) -> dict[str, Any]:

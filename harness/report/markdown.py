@@ -21,7 +21,7 @@ from harness.verdict.hef_checks import DEFAULT_MIN_SCORE_CAP
 def render_markdown(document: dict[str, Any]) -> str:
     dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
     failed = [g for g in gates if not g["passed"]]
-    verdict = "PASSED" if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)"
+    verdict = ("PASSED" if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
     lines = [
         f"# Accuracy report: {verdict}",
         "",
@@ -163,8 +163,26 @@ def inputs(document: dict[str, Any], text: Callable[[str], str], name: Callable[
             if shipped
             else ""
         )
-        lines += [f"Baseline of {text(b['path'])}: {name(b['file'])}{note}.", ""]
+        lines += [f"Baseline of {text(b['path'])}: {name(b['file'])}{note}{blessed_note(b)}.", ""]
     return lines
+
+
+def weak_note(gates: list[dict[str, Any]]) -> str:
+    """The verdict's words on gates held to baselines blessed weak knowingly (they cannot fail)."""
+    weak = sum(bool(g["weak"]) for g in gates)
+    return f" ({weak} of {len(gates)} gates held to weak baselines that cannot fail)" if weak else ""
+
+
+def blessed_note(baseline: dict[str, Any]) -> str:
+    """The export a baseline was blessed from, beside this run's where they differ."""
+    if "blessed_sha256" not in baseline:
+        return ""
+    said = f", blessed {baseline['blessed']} from model sha256 {baseline['blessed_sha256'][:12]}"
+    if baseline["run_sha256"] not in (None, baseline["blessed_sha256"]):
+        said += f"; this run's model sha256 {baseline['run_sha256'][:12]}"
+    if baseline["accepted_weak"]:
+        said += f"; blessed weak knowingly ({', '.join(baseline['accepted_weak'])})"
+    return said
 
 
 def cap_notes(paths: list[dict[str, Any]]) -> list[str]:

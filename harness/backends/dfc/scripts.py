@@ -31,6 +31,7 @@ from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import GraphError, HarnessError
+from harness.core.files import write_atomic
 from harness.core.head_family import HeadFamily
 from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import ExportHeads, HeadTensor, export_heads, find_yolo26_heads, model_input
@@ -453,10 +454,10 @@ def write_scripts(
     ``layer_names.json``."""
     folder.mkdir(parents=True, exist_ok=True)
     nms_json = folder / f"{stem}_nms_config.json"
-    nms_json.write_text(render_nms_json(nms_config(facts, names, settings)), encoding="utf-8")
+    write_atomic(nms_json, render_nms_json(nms_config(facts, names, settings)))
     files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    files.alls.write_text(render_alls(facts, names, nms_json.name), encoding="utf-8")
-    files.layer_names.write_text(json.dumps(dict(names), indent=4) + "\n", encoding="utf-8")
+    write_atomic(files.alls, render_alls(facts, names, nms_json.name))
+    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
 
 

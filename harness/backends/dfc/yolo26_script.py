@@ -41,6 +41,7 @@ from harness.backends.dfc.scripts import (
 )
 from harness.core import defaults
 from harness.core.checks import CheckResult
+from harness.core.files import write_atomic
 
 PRECISION = "a16_w16"
 # The level Ultralytics writes, the DFC's default (harness.core.defaults, which the compile's warning uses).
@@ -90,8 +91,8 @@ def write_yolo26_script(
     outputs = head_outputs(facts, names, table)
     folder.mkdir(parents=True, exist_ok=True)
     files = ScriptFiles(folder / f"{stem}.alls", None, folder / "layer_names.json")
-    files.alls.write_text(render_yolo26_alls(outputs, calibration_count), encoding="utf-8")
-    files.layer_names.write_text(json.dumps(dict(names), indent=4) + "\n", encoding="utf-8")
+    write_atomic(files.alls, render_yolo26_alls(outputs, calibration_count))
+    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
 
 

@@ -15,7 +15,6 @@ from harness.core.settings import DecodeConfig, NmsMode
 from harness.decode import nms
 from harness.decode.nms import above, at_least, box_iou, nms_hailort, nms_ultralytics
 
-FAST = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 REFERENCE = {NmsMode.HAILORT: reference_nms_hailort, NmsMode.ULTRALYTICS: reference_nms_ultralytics}
 
 
@@ -83,9 +82,16 @@ def test_fast_nms_equals_reference_in_ultralytics_mode(nms_block, candidates, co
 
 
 @given(st.sampled_from(list(NmsMode)).flatmap(lambda m: st.tuples(candidate_sets(), configs(m))))
+def test_nms_runs_the_nms_of_the_config_mode(case):
+    candidates, config = case
+    of_mode = nms_hailort if config.mode is NmsMode.HAILORT else nms_ultralytics
+    assert_same(nms.nms(*candidates, config), of_mode(*candidates, config))
+
+
+@given(st.sampled_from(list(NmsMode)).flatmap(lambda m: st.tuples(candidate_sets(), configs(m))))
 def test_no_two_kept_boxes_of_the_same_class_overlap_at_the_suppression_threshold(case):
     candidates, config = case
-    kept = FAST[config.mode](*candidates, config)
+    kept = nms.nms(*candidates, config)
     for k in np.unique(kept.class_ids):
         boxes = kept.boxes[kept.class_ids == k]
         iou = box_iou(boxes[:, None, :], boxes[None, :, :])
@@ -101,8 +107,8 @@ def test_cross_class_overlaps_are_kept(mode, nc, data):
     # Ultralytics computes IoU on class-shifted float32 boxes: lattice boxes shift exactly.
     boxes, scores = data.draw(candidate_sets(max_classes=1, lattice=True if mode is NmsMode.ULTRALYTICS else None))
     config = dataclasses.replace(data.draw(configs(mode)), max_total=300, max_candidates=30000, multi_label=True)
-    single = FAST[mode](boxes, scores, config)
-    every_class = FAST[mode](boxes, np.repeat(scores, nc, axis=1), config)
+    single = nms.nms(boxes, scores, config)
+    every_class = nms.nms(boxes, np.repeat(scores, nc, axis=1), config)
     for k in range(nc):
         mine = every_class.select(every_class.class_ids == k)
         assert_same(Detections(mine.boxes, mine.scores, np.zeros(len(mine))).sorted(), single.sorted())
@@ -141,7 +147,7 @@ def test_every_dropped_candidate_overlaps_a_better_kept_box_of_its_class(candida
 @given(st.sampled_from(list(NmsMode)).flatmap(lambda m: st.tuples(candidate_sets(), configs(m))))
 def test_kept_detections_come_in_each_modes_order(case):
     candidates, config = case
-    kept = FAST[config.mode](*candidates, config)
+    kept = nms.nms(*candidates, config)
     if config.mode is NmsMode.HAILORT:
         key = np.lexsort((-kept.scores, kept.class_ids))
     else:
@@ -171,14 +177,14 @@ def _one_anchor_per_box(boxes, scores) -> tuple[np.ndarray, np.ndarray]:
 def test_hailort_keeps_a_score_equal_to_the_threshold_and_ultralytics_drops_it(mode, kept):
     boxes, scores = _one_anchor_per_box([[0, 0, 10, 10], [100, 100, 110, 110]], [0.9, 0.25])
     config = DecodeConfig((640, 640), score_threshold=0.25, mode=mode)
-    assert len(FAST[mode](boxes, scores, config)) == kept
+    assert len(nms.nms(boxes, scores, config)) == kept
 
 
 @pytest.mark.parametrize(("mode", "kept"), [(NmsMode.HAILORT, 1), (NmsMode.ULTRALYTICS, 2)])
 def test_hailort_suppresses_an_iou_equal_to_the_threshold_and_ultralytics_keeps_it(mode, kept):
     boxes, scores = _one_anchor_per_box([[0, 0, 10, 10], [0, 0, 10, 5]], [0.9, 0.8])
     config = DecodeConfig((640, 640), iou_threshold=0.5, mode=mode)
-    assert len(FAST[mode](boxes, scores, config)) == kept
+    assert len(nms.nms(boxes, scores, config)) == kept
 
 
 def test_hailort_never_outputs_a_zero_score():

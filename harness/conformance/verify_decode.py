@@ -31,9 +31,9 @@ from harness.backends.onnx.runner import DecodeTailRunner, OnnxRunner
 from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
-from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.settings import DecodeConfig
 from harness.decode.heads import box_channels, decoder
-from harness.decode.nms import above, nms_hailort, nms_ultralytics
+from harness.decode.nms import above, nms
 from harness.decode.yolo import HeadPair, decode_candidates, pair_heads
 from harness.decode.yolo26 import decode_one2one
 from harness.inputs.onnx_graph import (
@@ -53,8 +53,6 @@ from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
 # 1.8e-7 (sigmoid rounding). The margins leave room for larger inputs.
 BOX_TOLERANCE_PX = 1e-3
 SCORE_TOLERANCE = 1e-6
-
-_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 
 
 @dataclass(frozen=True)
@@ -212,7 +210,7 @@ def verify_decode(
                     f"{ref_boxes.shape} and {ref_scores.shape} (one per anchor of {tail.output_name!r})"
                 )
             detections = decoder(found.family)(outputs, specs, config)
-            expected = _NMS[config.mode](ref_boxes, ref_scores, config)
+            expected = nms(ref_boxes, ref_scores, config)
             images.append(
                 ImageAgreement(
                     image=Path(path).name,

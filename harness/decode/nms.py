@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.core.detections import Detections
-from harness.core.settings import DecodeConfig
+from harness.core.settings import DecodeConfig, NmsMode
 
 # ultralytics: ultralytics/utils/nms.py, ``non_max_suppression(max_wh=7680)``: boxes are shifted by
 # class id * max_wh so that one NMS over all boxes never suppresses across classes.
@@ -206,3 +206,11 @@ def nms_ultralytics(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig)
         np.argsort(-cand_scores, kind="stable"), shifted, config.iou_threshold, above, config.max_total
     )
     return Detections(cand_boxes[kept], cand_scores[kept], class_id[kept])
+
+
+_BY_MODE = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
+
+
+def nms(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig) -> Detections:
+    """The NMS of ``config.mode``: :func:`nms_hailort` or :func:`nms_ultralytics`."""
+    return _BY_MODE[config.mode](boxes, scores, config)

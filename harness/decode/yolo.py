@@ -19,9 +19,9 @@ import numpy as np
 
 from harness.core.detections import Detections
 from harness.core.errors import HeadPairingError, SpecError
-from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.nms import nms_hailort, nms_ultralytics
+from harness.decode.nms import nms
 from harness.formats.quant import dequantize
 
 # The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
@@ -292,9 +292,6 @@ def decode_candidates(
     return _decode_anchors(heads, np.arange(len(heads.class_values)))
 
 
-_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
-
-
 def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
     """Decode one frame of raw YOLOv8/YOLO11 head outputs into detections.
 
@@ -312,12 +309,11 @@ def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], c
 
     Heads are paired with :func:`pair_heads`; class logits get a sigmoid unless the outputs hold
     probabilities (:func:`classes_are_probabilities`, or ``config.classes_are_probabilities``); NMS
-    follows ``config.mode`` (:func:`~harness.decode.nms.nms_hailort` or
-    :func:`~harness.decode.nms.nms_ultralytics`) over :func:`decode_passing`'s anchors; the result
+    follows ``config.mode`` (:func:`~harness.decode.nms.nms`) over :func:`decode_passing`'s anchors; the result
     equals the NMS of :func:`decode_candidates`.
     """
     boxes, scores = decode_passing(outputs, specs, config)
-    return _NMS[config.mode](boxes, scores, config)
+    return nms(boxes, scores, config)
 
 
 def decode_passing(

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from harness.core.detections import Detections
-from harness.core.settings import DecodeConfig, NmsMode
+from harness.core.settings import DecodeConfig
 from harness.core.specs import OutputSpec
-from harness.decode.nms import above, nms_hailort, nms_ultralytics
+from harness.decode.nms import above, nms
 from harness.decode.yolo import decode_passing
 
 BOX_CHANNELS = 4  # reg_max 1: one distance per side
@@ -47,13 +47,10 @@ def decode_one2one(
     return Detections(boxes[anchors[row]], flat[kept], class_ids)
 
 
-_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
-
-
 def decode_one2many(
     outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
 ) -> Detections:
     """The one-to-many head: the boxes and class scores of the anchors that can pass the threshold,
     then the NMS of ``config.mode``."""
     boxes, scores = decode_passing(outputs, specs, config, BOX_CHANNELS)
-    return _NMS[config.mode](boxes, scores, config)
+    return nms(boxes, scores, config)

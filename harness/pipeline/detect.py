@@ -33,10 +33,10 @@ from harness.core.environment import environment
 from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
-from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
+from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import box_channels, decoder
-from harness.decode.nms import above, nms_hailort, nms_ultralytics
+from harness.decode.nms import above, nms
 from harness.decode.yolo import classes_are_probabilities, pair_heads
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
@@ -47,8 +47,6 @@ from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_abov
 if TYPE_CHECKING:
     from harness.backends.onnx.runner import FullHeadRunner
     from harness.conformance.suite import Decoder
-
-_NMS = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}
 
 
 @dataclass(frozen=True)
@@ -184,7 +182,7 @@ class OnnxPath:
             return FrameResult(unletterbox(kept, geometry))
         boxes = xywh_to_xyxy(head[:4].T)
         scores = np.ascontiguousarray(head[4:].T, dtype=np.float32)
-        return FrameResult(unletterbox(_NMS[self.settings.nms_mode](boxes, scores, self._config), geometry))
+        return FrameResult(unletterbox(nms(boxes, scores, self._config), geometry))
 
     def close(self) -> None:
         self._closed = True
@@ -320,12 +318,12 @@ class NmsBufferPath(_RunnerPath):
 
     def _check_outputs(self) -> None:
         found = {n: s.format_order.name for n, s in self._specs.items()}
-        nms = [
+        buffers = [
             s for s in self._specs.values() if s.format_order in (FormatOrder.NMS_BY_CLASS, FormatOrder.NMS_BY_SCORE)
         ]
-        if len(self._specs) != 1 or len(nms) != 1:
+        if len(self._specs) != 1 or len(buffers) != 1:
             raise SpecError(f"runner outputs {found}: expected exactly one, of order NMS_BY_CLASS or NMS_BY_SCORE")
-        self._spec = nms[0]
+        self._spec = buffers[0]
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         if self._spec.name not in outputs:
@@ -344,8 +342,8 @@ def runner_path(
     family: HeadFamily = HeadFamily.YOLOV8,
 ) -> RawHeadsPath | NmsBufferPath:
     """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads (of ``family``)."""
-    nms = any(spec.is_nms for spec in runner.output_specs.values())
-    kind = NmsBufferPath if nms else RawHeadsPath
+    buffered = any(spec.is_nms for spec in runner.output_specs.values())
+    kind = NmsBufferPath if buffered else RawHeadsPath
     return kind(runner, settings, model_file, name, model_names, variant, family)
 
 

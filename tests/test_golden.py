@@ -502,3 +502,24 @@ def test_a_baseline_name_takes_letters_of_any_script_and_refuses_undecodable_byt
         golden_path("g", "m.onnx", "onnx", os.fsdecode(b"caf\xe9"))
     with pytest.raises(GoldenError, match=r"240 bytes make a baseline file name longer than 200 bytes"):
         golden_path("g", "m.onnx", "onnx", "d" * 240)
+
+
+def test_a_set_blessed_under_a_relative_root_is_completed_from_any_working_folder(tmp_path, run, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_golden(Path("g") / "ds--hailo.json", golden_from_result(run))  # a relative root, as --golden g
+    real_replace = os.replace
+
+    def killed(src, dst):  # killed right after the journal was committed
+        if not str(dst).endswith(".blessing.json"):
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        bless([(Path("g") / "ds--hailo.json", golden_from_result(_later(run)))])
+    monkeypatch.undo()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    later = load_golden(tmp_path / "g" / "ds--hailo.json")
+    assert later.provenance.model_sha256 == _later(run).provenance.model_sha256

@@ -242,7 +242,7 @@ def load_golden(file: str | os.PathLike[str]) -> Golden:
     except OSError:
         # A folder this reader cannot write (read-only, full): the committed set is read through
         # its journal, as the recovery would have left it.
-        pending = dict(_journal(file.parent)).get(file)
+        pending = dict(_journal(file.parent)).get(Path(os.path.abspath(file)))
         if pending is not None and pending.exists():
             return _load(pending)
     return _load(file)
@@ -312,7 +312,7 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
                     else:
                         summaries.append(_created_summary(file, document))
                     steps.append((_write_temporary(file, functools.partial(_dump, document)), file))
-                journal = [[str(tmp), str(target)] for tmp, target in steps]
+                journal = [[os.path.abspath(tmp), os.path.abspath(target)] for tmp, target in steps]
                 written = _write_temporary(folder / _JOURNAL, lambda fh: json.dump(journal, fh))
                 os.replace(written, folder / _JOURNAL)
                 committed = True
@@ -361,9 +361,10 @@ def _recover_locked(folder: Path) -> None:
 
 
 def _journal(folder: Path) -> list[tuple[Path, Path]]:
-    """The committed blessing's (baseline or history file, its temporary file) pairs; none where no
-    blessing is pending. Each pair must be one this module writes: a file in ``folder`` (or its
-    history) and a temporary file of its name beside the file it stands for (a symlink's target)."""
+    """The committed blessing's (baseline or history file, its temporary file) pairs, absolute paths;
+    none where no blessing is pending. Each pair must be one this module writes: a file in ``folder``
+    (or its history) and a temporary file of its name beside the file it stands for (a symlink's
+    target)."""
     journal = folder / _JOURNAL
     if not journal.exists():
         return []
@@ -375,9 +376,10 @@ def _journal(folder: Path) -> list[tuple[Path, Path]]:
     for entry in entries if isinstance(entries, list) else [entries]:
         if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(p, str) for p in entry)):
             raise GoldenError(f"{journal}: entry {entry!r:.80}, expected [temporary file, baseline file]")
-        tmp, target = Path(entry[0]), Path(entry[1])
-        inside = target.parent == folder or target.parent.parent == folder / _HISTORY
-        if not inside or tmp.parent != _real(target).parent or not tmp.name.startswith(f".{target.name}."):
+        tmp, target, home = Path(entry[0]), Path(entry[1]), Path(os.path.abspath(folder))
+        inside = target.is_absolute() and (target.parent == home or target.parent.parent == home / _HISTORY)
+        beside = tmp.parent == Path(os.path.abspath(_real(target).parent))
+        if not inside or not beside or not tmp.name.startswith(f".{target.name}."):
             raise GoldenError(f"{journal}: entry {entry!r:.120}, expected a blessing's own temporary and baseline file")
         pairs.append((target, tmp))
     return pairs

@@ -18,7 +18,7 @@ from harness.conformance.verify_decode import (
     verify_decode,
 )
 from harness.core.errors import HarnessError
-from harness.decode.yolo import decode_candidates
+from harness.decode.yolo import candidates
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
 
@@ -62,9 +62,10 @@ def test_real_export_agrees_with_the_decoder_on_all_images(report: vd.VerifyRepo
     assert sum(i.detections for i in report.images) > 16
     assert report.tail_dequantized
     assert report.reference_output == "output0"
-    assert [p.stride for p in report.pairs] == [8, 16, 32]
+    assert [level.stride for level in report.layout.levels] == [8, 16, 32]
     heads = {h.tensor: h for h in report.heads}
-    assert all(heads[p.box_name].role == "box" and heads[p.class_name].role == "class" for p in report.pairs)
+    assert all(heads[o.name].role is o.role for o in report.layout.outputs)
+    assert [o.role.value for o in report.layout.outputs] == ["box", "class"] * 3
 
 
 def test_report_text_names_heads_tolerances_and_every_image(report: vd.VerifyReport) -> None:
@@ -86,11 +87,11 @@ def test_report_as_dict_is_json_with_the_verdict(report: vd.VerifyReport) -> Non
 def test_a_decoder_off_by_half_a_cell_is_caught(
     model_path: Path, images: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def shifted(outputs, specs, config, box_channels=None):
-        boxes, scores = decode_candidates(outputs, specs, config, box_channels)
+    def shifted(outputs, heads, config):
+        boxes, scores = candidates(outputs, heads, config)
         return boxes + np.float32(4), scores  # half a stride-8 cell
 
-    monkeypatch.setattr(vd, "decode_candidates", shifted)
+    monkeypatch.setattr(vd, "candidates", shifted)
     report = verify_decode(model_path, images[:2], threads=1)
     assert not report.ok
     assert report.max_box_diff_px == pytest.approx(4, abs=1e-3)
@@ -125,9 +126,7 @@ def test_cli_verify_decode_json(command, model_path, image_folder, capsys) -> No
 def test_cli_verify_decode_exits_1_when_the_decoder_disagrees(
     command, model_path, image_folder, monkeypatch, capsys
 ) -> None:
-    monkeypatch.setattr(
-        vd, "decode_candidates", lambda o, s, c, b=None: tuple(a * 0 for a in decode_candidates(o, s, c))
-    )
+    monkeypatch.setattr(vd, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
     assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 1
     assert "DISAGREES" in capsys.readouterr().out
 
@@ -152,6 +151,6 @@ def test_a_yolo26_export_is_verified_against_its_own_one_to_one_top_k(shared_fix
     frames = shared_fixtures / "datasets/fire_smoke_val/images/val"
     chosen = ["fire-image_73.jpg", "smoke-image_11.jpg", *sorted(p.name for p in frames.glob("*.jpg"))[:4]]
     report = verify_decode(DEMO26_ONNX, [frames / name for name in chosen], threads=1)
-    assert [(p.stride, p.reg_max) for p in report.pairs] == [(8, 1), (16, 1), (32, 1)]
+    assert [(level.stride, level.reg_max) for level in report.layout.levels] == [(8, 1), (16, 1), (32, 1)]
     assert report.ok, format_report(report)
     assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6

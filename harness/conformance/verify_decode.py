@@ -1,7 +1,7 @@
 """Check the harness decoder against an ONNX export's own decode tail.
 
-The export is cut at its six head tensors; the cut outputs, handed over channel-last like a Hailo
-host's, go through :func:`harness.decode.yolo.decode_candidates` and :func:`~harness.decode.yolo.decode`.
+The export is cut at its head tensors; the cut outputs, handed over channel-last like a Hailo
+host's, go through :func:`harness.decode.yolo.candidates` and the decoder of the export's head family.
 The model's own decoded head output ``[1, 4 + nc, anchors]`` is the reference: its boxes and class
 probabilities must match anchor for anchor, and NMS over it must keep the same detections. It is
 computed by the model's decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) from the same head
@@ -32,9 +32,10 @@ from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
-from harness.decode.heads import box_channels, decoder
+from harness.decode.heads import decoder, head_layout
+from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
-from harness.decode.yolo import HeadPair, decode_candidates, pair_heads
+from harness.decode.yolo import candidates
 from harness.decode.yolo26 import decode_one2one
 from harness.inputs.onnx_graph import (
     HeadTensor,
@@ -72,7 +73,7 @@ class VerifyReport:
     model: str
     input_hw: tuple[int, int]
     heads: tuple[HeadTensor, ...]
-    pairs: tuple[HeadPair, ...]
+    layout: HeadLayout
     reference_output: str
     tail_dequantized: bool
     config: DecodeConfig
@@ -186,14 +187,13 @@ def verify_decode(
     found = export_heads(model, end_nodes)
     heads, yolo26 = found.heads, found.family.host_postprocess
     reference_model = model if yolo26 else dequantize_decode_tail(model)
-    channels = box_channels(found.family)
     images = []
     with (
         OnnxRunner(cut_at_heads(model, heads), threads) as cut,
         DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
     ):
         specs = cut.output_specs
-        pairs = pair_heads(specs, input_hw, channels)
+        layout = head_layout(found.family, specs, input_hw)
         for path in image_paths:
             feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
             outputs = cut.infer(feed)
@@ -201,7 +201,7 @@ def verify_decode(
             if found.family is HeadFamily.YOLO26_ONE2ONE:  # end to end: (max_det, 6)
                 images.append(_one_to_one_agreement(Path(path).name, outputs, specs, config, reference))
                 continue
-            boxes, scores = decode_candidates(outputs, specs, config, channels)
+            boxes, scores = candidates(outputs, layout, config)
             ref_boxes = xywh_to_xyxy(reference[:4].T)
             ref_scores = np.ascontiguousarray(reference[4:].T, dtype=np.float32)
             if boxes.shape != ref_boxes.shape or scores.shape != ref_scores.shape:
@@ -225,7 +225,7 @@ def verify_decode(
         model=os.fspath(onnx_path),
         input_hw=input_hw,
         heads=heads,
-        pairs=pairs,
+        layout=layout,
         reference_output=full_head_output(model),
         tail_dequantized=reference_model is not model,
         config=config,
@@ -257,10 +257,10 @@ def format_report(report: VerifyReport) -> str:
         + ("OK" if report.ok else "DISAGREES"),
         "heads:",
     ]
-    for p in report.pairs:
-        box, cls = heads[p.box_name], heads[p.class_name]
+    for level in report.layout.levels:
+        (h, w), box, cls = level.grid, heads[level.box.name], heads[level.classes.name]
         lines.append(
-            f"  stride {p.stride:>2} grid {p.grid[0]}x{p.grid[1]}: box {box.tensor!r} ({box.channels} ch, node "
+            f"  stride {level.stride:>2} grid {h}x{w}: box {box.tensor!r} ({box.channels} ch, node "
             f"{box.node!r}), class {cls.tensor!r} ({cls.channels} ch, node {cls.node!r})"
         )
     tail = ", DFL conv run in float instead of on 8-bit activations" if report.tail_dequantized else ""

@@ -1,4 +1,5 @@
-"""Which detect head a model carries: the one fact that picks its decoder and what its HEF compiles in."""
+"""Which detect head a model carries (the one fact that picks its decoder and what its HEF compiles in),
+and what each of its outputs is."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import enum
 
 
 class HeadFamily(str, enum.Enum):
-    """Which detect head an export carries, and so how its six raw maps are decoded.
+    """Which detect head an export carries, and so how its raw maps are laid out and decoded
+    (its module in :mod:`harness.decode.heads`).
 
     - ``YOLOV8``: YOLOv8/YOLO11, box maps of 4 x reg_max DFL bins, decoded then NMS'd;
     - ``YOLO26_ONE2ONE``: YOLO26's one-to-one head (exported end to end, ``[1, max_det, 6]``): top-k, no NMS;
@@ -24,3 +26,17 @@ class HeadFamily(str, enum.Enum):
     def host_postprocess(self) -> bool:
         """True where the sigmoid and the selection of boxes run on the host, not inside the HEF."""
         return self is not HeadFamily.YOLOV8
+
+
+class HeadRole(str, enum.Enum):
+    """What one raw output of a detect head holds (:mod:`harness.decode.layout` says which output is which).
+
+    - ``BOX``: 4 x reg_max channels, the sides left, top, right, bottom: distances in cells with
+      reg_max 1 (YOLO26), DFL bins otherwise (YOLOv8/YOLO11: reg_max 16);
+    - ``CLASS``: nc class scores, logits or (the sigmoid compiled in) probabilities;
+    - ``OBJECTNESS``: one score per anchor, for the families that have one (none of those here yet).
+    """
+
+    BOX = "box"
+    CLASS = "class"
+    OBJECTNESS = "objectness"

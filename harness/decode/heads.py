@@ -1,8 +1,13 @@
-"""The harness's decoder of each head family, and the box channels its heads are paired by."""
+"""Each head family's module as the harness uses it: how its layout is read from output specs, and its decoder.
+
+A family is one module of :mod:`harness.decode` (:mod:`~harness.decode.yolo`, :mod:`~harness.decode.yolo26`)
+registered here once.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -10,23 +15,35 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
 from harness.core.specs import OutputSpec
-from harness.decode.yolo import decode
-from harness.decode.yolo26 import BOX_CHANNELS, decode_one2many, decode_one2one
+from harness.decode import yolo, yolo26
+from harness.decode.layout import HeadLayout
 
 Decode = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
+ReadLayout = Callable[[Mapping[str, OutputSpec], tuple[int, int]], HeadLayout]
 
-_DECODERS: dict[HeadFamily, Decode] = {
-    HeadFamily.YOLOV8: decode,
-    HeadFamily.YOLO26_ONE2ONE: decode_one2one,
-    HeadFamily.YOLO26_ONE2MANY: decode_one2many,
+
+@dataclass(frozen=True)
+class Family:
+    """``layout``: the family's head layout from its outputs' specs and the input size; ``decode``:
+    one frame of its raw outputs -> detections in input pixels."""
+
+    layout: ReadLayout
+    decode: Decode
+
+
+_FAMILIES: dict[HeadFamily, Family] = {
+    HeadFamily.YOLOV8: Family(yolo.layout, yolo.decode),
+    HeadFamily.YOLO26_ONE2ONE: Family(yolo26.layout, yolo26.decode_one2one),
+    HeadFamily.YOLO26_ONE2MANY: Family(yolo26.layout, yolo26.decode_one2many),
 }
 
 
 def decoder(family: HeadFamily) -> Decode:
-    """Six raw head outputs of ``family`` -> detections in input pixels."""
-    return _DECODERS[family]
+    """The raw outputs of ``family`` -> detections in input pixels."""
+    return _FAMILIES[family].decode
 
 
-def box_channels(family: HeadFamily) -> int | None:
-    """The box maps' channels for :func:`~harness.decode.yolo.pair_heads`: None (4 x reg_max DFL bins) for YOLOv8."""
-    return None if family is HeadFamily.YOLOV8 else BOX_CHANNELS
+def head_layout(family: HeadFamily, specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLayout:
+    """The layout of ``family``'s outputs ``specs``; a :class:`~harness.core.errors.HeadPairingError`
+    naming the outputs where they are not that family's heads."""
+    return _FAMILIES[family].layout(specs, input_hw)

@@ -1,8 +1,8 @@
-"""Decoding the six raw head outputs of a YOLOv8/YOLO11 detector (box and class conv per stride).
+"""The YOLOv8/YOLO11 head family: its layout and its decoder.
 
 Each stride has a box head of ``4 * reg_max`` channels (DFL bins, sides in the order left, top,
-right, bottom) and a class head of ``nc`` channels, both on the same grid. They are paired by grid
-size and channel count alone: output names and list order differ between exports and compilers.
+right, bottom) and a class head of ``nc`` channels, both on the same grid
+(:mod:`harness.decode.layout`: paired by grid size and channel count alone).
 
 hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp and .cpp (``get_bbox``,
 ``decode``); ultralytics: ultralytics/nn/modules/head.py (``Detect``), ultralytics/nn/modules/block.py
@@ -18,117 +18,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.detections import Detections
-from harness.core.errors import HeadPairingError, SpecError
+from harness.core.errors import SpecError
 from harness.core.settings import DecodeConfig
-from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.core.specs import FormatType, OutputSpec
+from harness.decode.layout import HeadLayout, Level, pair_by_grid
 from harness.decode.nms import nms
 from harness.formats.quant import dequantize
-
-# The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
-# settles which head is which when both channel counts are multiples of 4 (e.g. nc = 80).
-DEFAULT_BOX_CHANNELS = 64
 
 # Margin below the score threshold for the cheap pre-selection of anchors in :func:`decode`; the
 # exact candidate rule is applied afterwards by the NMS, so the margin only has to exceed rounding.
 _PRESELECT_MARGIN = 1e-6
 
 
-@dataclass(frozen=True)
-class HeadPair:
-    """The box and class head of one stride."""
-
-    stride: int
-    grid: tuple[int, int]
-    box_name: str
-    class_name: str
-    reg_max: int
-
-
-def _describe(specs: list[OutputSpec]) -> str:
-    return ", ".join(f"{s.name!r} {s.shape}" for s in specs)
-
-
-def _could_be_box(channels: int) -> bool:
-    return channels % 4 == 0 and channels >= 8
-
-
-def _box_and_class(
-    grid_specs: list[OutputSpec], grid: tuple[int, int], box_channels: int | None
-) -> tuple[OutputSpec, OutputSpec]:
-    a, b = grid_specs
-    if a.channels == b.channels:
-        raise HeadPairingError(
-            f"grid {grid[0]}x{grid[1]}: outputs {_describe(grid_specs)} have the same channel count, so box head "
-            f"(4 * reg_max channels) and class head (nc channels) are ambiguous; nc == 4 * reg_max is not supported"
-        )
-    if box_channels is not None:  # a head without DFL (YOLO26: 4 distances)
-        plausible = [s for s in (a, b) if s.channels == box_channels]
-        expected = f"exactly one with {box_channels} channels"
-    else:
-        plausible = [s for s in (a, b) if _could_be_box(s.channels)]
-        if len(plausible) == 2:
-            plausible = [s for s in plausible if s.channels == DEFAULT_BOX_CHANNELS]
-        expected = f"exactly one with 4 * reg_max channels (a multiple of 4, or {DEFAULT_BOX_CHANNELS} when both are)"
-    if len(plausible) != 1:
-        raise HeadPairingError(
-            f"grid {grid[0]}x{grid[1]}: cannot tell the box head from the class head among {_describe(grid_specs)}: "
-            f"expected {expected}"
-        )
-    box = plausible[0]
-    return box, (b if box is a else a)
+def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLayout:
+    """The YOLOv8/YOLO11 head layout: box maps of 4 x reg_max DFL bins and class maps, paired by grid
+    and channels (:func:`~harness.decode.layout.pair_by_grid`)."""
+    return pair_by_grid(specs, input_hw)
 
 
 def pair_heads(
     specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], box_channels: int | None = None
-) -> tuple[HeadPair, ...]:
-    """Pair box and class heads by grid size and channel count, never by name or order.
-
-    Every output must be a channel-last ``(H, W, C)`` map; each grid must hold exactly two of
-    them; ``input_hw`` divided by the grid must give one integral stride. Within a grid the box
-    head is the one whose channel count is a multiple of 4 (``4 * reg_max``); when both are, the
-    one with 64 channels (reg_max 16); with ``box_channels`` (4 for YOLO26, reg_max 1) the one with
-    exactly that many. All box heads share one reg_max and all class heads one nc.
-    Raises :class:`~harness.core.errors.HeadPairingError` otherwise. Result: stride ascending.
-    """
-    if not specs:
-        raise HeadPairingError("no outputs given: expected a box head and a class head per stride")
-    grids: dict[tuple[int, int], list[OutputSpec]] = {}
-    for name, spec in specs.items():
-        if name != spec.name:
-            raise SpecError(
-                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
-            )
-        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
-            raise HeadPairingError(
-                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
-                f"expected a channel-last (H, W, C) output"
-            )
-        grids.setdefault(spec.grid, []).append(spec)
-    in_h, in_w = input_hw
-    pairs = []
-    for grid, grid_specs in grids.items():
-        if len(grid_specs) != 2:
-            raise HeadPairingError(
-                f"grid {grid[0]}x{grid[1]}: found {len(grid_specs)} output(s) ({_describe(grid_specs)}); "
-                f"expected exactly 2, a box head and a class head"
-            )
-        h, w = grid
-        if in_h % h or in_w % w or in_h // h != in_w // w:
-            raise HeadPairingError(
-                f"grid {h}x{w} ({_describe(grid_specs)}): input {in_h}x{in_w} does not give one integral stride "
-                f"(height / grid = {in_h / h:g}, width / grid = {in_w / w:g})"
-            )
-        box, cls = _box_and_class(grid_specs, grid, box_channels)
-        pairs.append(HeadPair(in_h // h, grid, box.name, cls.name, box.channels // 4))
-    pairs.sort(key=lambda p: p.stride)
-    for field, channels in (
-        ("box heads (4 * reg_max)", [specs[p.box_name].channels for p in pairs]),
-        ("class heads (nc)", [specs[p.class_name].channels for p in pairs]),
-    ):
-        if len(set(channels)) != 1:
-            found = ", ".join(f"stride {p.stride}: {c}" for p, c in zip(pairs, channels, strict=True))
-            raise HeadPairingError(f"{field} have different channel counts ({found}); expected one for all strides")
-    return tuple(pairs)
+) -> tuple[Level, ...]:
+    """The levels of :func:`~harness.decode.layout.pair_by_grid`, stride ascending: for host decoders
+    that walk the heads stride by stride."""
+    return pair_by_grid(specs, input_hw, box_channels).levels
 
 
 def classes_are_probabilities(spec: OutputSpec, values: np.ndarray) -> bool:
@@ -202,9 +115,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Heads:
-    """The paired heads of one frame: raw box maps per stride and all class values, dequantized."""
+    """The heads of one frame: raw box maps per stride and all class values, dequantized."""
 
-    pairs: tuple[HeadPair, ...]
+    levels: tuple[Level, ...]
     box_maps: tuple[np.ndarray, ...]
     box_specs: tuple[OutputSpec, ...]
     class_values: np.ndarray
@@ -212,17 +125,11 @@ class _Heads:
 
     @property
     def level_starts(self) -> np.ndarray:
-        return np.cumsum([0] + [p.grid[0] * p.grid[1] for p in self.pairs])
+        return np.cumsum([0] + [level.cells for level in self.levels])
 
 
-def _read_heads(
-    outputs: Mapping[str, np.ndarray],
-    specs: Mapping[str, OutputSpec],
-    config: DecodeConfig,
-    box_channels: int | None = None,
-) -> _Heads:
-    pairs = pair_heads(specs, config.input_hw, box_channels)
-    class_specs = [specs[p.class_name] for p in pairs]
+def _read_heads(outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig) -> _Heads:
+    class_specs = [level.classes.host_spec for level in heads.levels]
     class_values = [_to_float(_host_array(outputs, s), s) for s in class_specs]
     probabilities = config.classes_are_probabilities
     if probabilities is None:
@@ -234,9 +141,9 @@ def _read_heads(
                 f"expected all alike, or set DecodeConfig.classes_are_probabilities"
             )
         probabilities = next(iter(verdicts.values()))
-    box_specs = tuple(specs[p.box_name] for p in pairs)
+    box_specs = tuple(level.box.host_spec for level in heads.levels)
     return _Heads(
-        pairs=pairs,
+        levels=heads.levels,
         box_maps=tuple(_host_array(outputs, s) for s in box_specs),
         box_specs=box_specs,
         class_values=np.concatenate(class_values),
@@ -244,17 +151,17 @@ def _read_heads(
     )
 
 
-def _dfl_boxes(box_values: np.ndarray, cells: np.ndarray, pair: HeadPair) -> np.ndarray:
+def _dfl_boxes(box_values: np.ndarray, cells: np.ndarray, level: Level) -> np.ndarray:
     """DFL (softmax over each side's bins, then the integral; with one bin, as YOLO26 has, the value
     itself) and anchor centres at half cells."""
-    bins = box_values.reshape(len(cells), 4, pair.reg_max)
-    if pair.reg_max == 1:
+    bins = box_values.reshape(len(cells), 4, level.reg_max)
+    if level.reg_max == 1:
         distance = bins[:, :, 0]
     else:
         e = np.exp(bins - bins.max(axis=2, keepdims=True))
-        distance = (e * np.arange(pair.reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
-    stride = np.float32(pair.stride)
-    row, col = np.divmod(cells, pair.grid[1])
+        distance = (e * np.arange(level.reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
+    stride = np.float32(level.stride)
+    row, col = np.divmod(cells, level.grid[1])
     cx = (col.astype(np.float32) + np.float32(0.5)) * stride
     cy = (row.astype(np.float32) + np.float32(0.5)) * stride
     d = distance * stride
@@ -266,12 +173,38 @@ def _decode_anchors(heads: _Heads, anchors: np.ndarray) -> tuple[np.ndarray, np.
     starts = heads.level_starts
     cuts = np.searchsorted(anchors, starts)
     boxes = []
-    for level, (pair, box_map, spec) in enumerate(zip(heads.pairs, heads.box_maps, heads.box_specs, strict=True)):
-        cells = anchors[cuts[level] : cuts[level + 1]] - starts[level]
-        boxes.append(_dfl_boxes(_to_float(box_map[cells], spec), cells, pair))
+    for i, (level, box_map, spec) in enumerate(zip(heads.levels, heads.box_maps, heads.box_specs, strict=True)):
+        cells = anchors[cuts[i] : cuts[i + 1]] - starts[i]
+        boxes.append(_dfl_boxes(_to_float(box_map[cells], spec), cells, level))
     values = heads.class_values[anchors]
     scores = values if heads.probabilities else _sigmoid(values)
     return np.concatenate(boxes).astype(np.float32, copy=False), scores
+
+
+def candidates(
+    outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """All anchors of one frame laid out as ``heads``, before any threshold.
+
+    Returns boxes float32 ``(A, 4)`` xyxy in model-input pixels and class probabilities float32
+    ``(A, nc)``; anchors stride ascending, then row-major, which is the anchor order of the full
+    Ultralytics head output ``[1, 4 + nc, A]``. Arrays are host-side channel-last ``(H, W, C)`` or
+    ``(1, H, W, C)``, FLOAT32, or UINT8/UINT16 dequantized with the spec's quant infos.
+    """
+    read = _read_heads(outputs, heads, config)
+    return _decode_anchors(read, np.arange(len(read.class_values)))
+
+
+def passing(
+    outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`candidates` of only the anchors with a class value that can pass the score threshold
+    (the rest can yield no detection): their boxes and class probabilities, in anchor order."""
+    read = _read_heads(outputs, heads, config)
+    floor = _class_value_floor(config.score_threshold - _PRESELECT_MARGIN, read.probabilities)
+    hits = np.flatnonzero(read.class_values >= floor) // read.class_values.shape[1]
+    anchors = hits[np.concatenate([[True], hits[1:] != hits[:-1]])] if hits.size else hits
+    return _decode_anchors(read, anchors)
 
 
 def decode_candidates(
@@ -280,16 +213,9 @@ def decode_candidates(
     config: DecodeConfig,
     box_channels: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """All anchors of one frame, before any threshold.
-
-    Returns boxes float32 ``(A, 4)`` xyxy in model-input pixels and class probabilities float32
-    ``(A, nc)``; anchors stride ascending, then row-major, which is the anchor order of the full
-    Ultralytics head output ``[1, 4 + nc, A]``. Arrays are host-side channel-last ``(H, W, C)`` or
-    ``(1, H, W, C)``, FLOAT32, or UINT8/UINT16 dequantized with the spec's quant infos.
-    ``box_channels``: see :func:`pair_heads`.
-    """
-    heads = _read_heads(outputs, specs, config, box_channels)
-    return _decode_anchors(heads, np.arange(len(heads.class_values)))
+    """:func:`candidates` of the outputs paired by :func:`~harness.decode.layout.pair_by_grid`
+    (with ``box_channels``)."""
+    return candidates(outputs, pair_by_grid(specs, config.input_hw, box_channels), config)
 
 
 def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
@@ -307,25 +233,10 @@ def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], c
     - returns :class:`~harness.core.detections.Detections` with boxes in model-input pixels (xyxy),
       scores in ``[0, 1]`` and class ids ``0 .. nc-1``.
 
-    Heads are paired with :func:`pair_heads`; class logits get a sigmoid unless the outputs hold
+    Heads are laid out by :func:`layout`; class logits get a sigmoid unless the outputs hold
     probabilities (:func:`classes_are_probabilities`, or ``config.classes_are_probabilities``); NMS
-    follows ``config.mode`` (:func:`~harness.decode.nms.nms`) over :func:`decode_passing`'s anchors; the result
-    equals the NMS of :func:`decode_candidates`.
+    follows ``config.mode`` (:func:`~harness.decode.nms.nms`) over :func:`passing`'s anchors; the
+    result equals the NMS of :func:`candidates`.
     """
-    boxes, scores = decode_passing(outputs, specs, config)
+    boxes, scores = passing(outputs, layout(specs, config.input_hw), config)
     return nms(boxes, scores, config)
-
-
-def decode_passing(
-    outputs: Mapping[str, np.ndarray],
-    specs: Mapping[str, OutputSpec],
-    config: DecodeConfig,
-    box_channels: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`decode_candidates` of only the anchors with a class value that can pass the score
-    threshold (the rest can yield no detection): their boxes and class probabilities, in anchor order."""
-    heads = _read_heads(outputs, specs, config, box_channels)
-    floor = _class_value_floor(config.score_threshold - _PRESELECT_MARGIN, heads.probabilities)
-    hits = np.flatnonzero(heads.class_values >= floor) // heads.class_values.shape[1]
-    anchors = hits[np.concatenate([[True], hits[1:] != hits[:-1]])] if hits.size else hits
-    return _decode_anchors(heads, anchors)

@@ -1,4 +1,4 @@
-"""Decoding the six raw head outputs of a YOLO26 detector: per stride a box map of 4 channels (the
+"""The YOLO26 head family: its layout and its decoders. Per stride a box map of 4 channels (the
 distances left, top, right, bottom in cells: reg_max 1, no DFL) and a class map of ``nc`` channels,
 paired by grid and channels as the YOLOv8 heads are (a class map of 4 channels is ambiguous and refused).
 
@@ -22,10 +22,16 @@ import numpy as np
 from harness.core.detections import Detections
 from harness.core.settings import DecodeConfig
 from harness.core.specs import OutputSpec
+from harness.decode.layout import HeadLayout, pair_by_grid
 from harness.decode.nms import above, nms
-from harness.decode.yolo import decode_passing
+from harness.decode.yolo import passing
 
 BOX_CHANNELS = 4  # reg_max 1: one distance per side
+
+
+def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLayout:
+    """The YOLO26 head layout: box maps of the 4 distances and class maps, paired by grid and channels."""
+    return pair_by_grid(specs, input_hw, BOX_CHANNELS)
 
 
 def decode_one2one(
@@ -34,11 +40,9 @@ def decode_one2one(
     """The one-to-one head: no NMS; at most ``config.max_total`` detections, best first (ties in
     anchor order, then class order). Only anchors that can pass the threshold are ranked: the others
     rank below every one that passes and keep nothing, so the top-k keeps what it keeps over all."""
-    boxes, scores = decode_passing(outputs, specs, config, BOX_CHANNELS)
-    anchors_in_frame = (
-        sum(spec.shape[-3] * spec.shape[-2] for spec in specs.values()) // 2
-    )  # a box and a class map per grid
-    k = min(config.max_total, anchors_in_frame)  # Ultralytics' k, over every anchor
+    heads = layout(specs, config.input_hw)
+    boxes, scores = passing(outputs, heads, config)
+    k = min(config.max_total, heads.cells)  # Ultralytics' k, over every anchor
     anchors = np.argsort(-scores.max(axis=1, initial=0), kind="stable")[:k]
     flat = scores[anchors].reshape(-1)
     best = np.argsort(-flat, kind="stable")[:k]
@@ -52,5 +56,5 @@ def decode_one2many(
 ) -> Detections:
     """The one-to-many head: the boxes and class scores of the anchors that can pass the threshold,
     then the NMS of ``config.mode``."""
-    boxes, scores = decode_passing(outputs, specs, config, BOX_CHANNELS)
+    boxes, scores = passing(outputs, layout(specs, config.input_hw), config)
     return nms(boxes, scores, config)

@@ -1,4 +1,4 @@
-"""Find the six raw YOLO head tensors in an Ultralytics ONNX export by graph structure; cut there.
+"""Find the raw YOLO head tensors in an Ultralytics ONNX export by graph structure; cut there.
 
 An Ultralytics detect export ends in a decode tail: the box maps (4 x reg_max channels per grid) are
 reshaped, joined and fed to the DFL ``Softmax``; the class maps (nc channels) are reshaped, joined and
@@ -20,17 +20,15 @@ import difflib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 
 if TYPE_CHECKING:  # onnx is imported where a model is read or changed (its import alone takes half a second)
     import onnx
-
-Role = Literal["box", "class"]
 
 # Ops that only move values around; the tail's tracing walks through them (data input only).
 _LAYOUT_OPS = frozenset(
@@ -44,7 +42,7 @@ class HeadTensor:
 
     tensor: str
     node: str
-    role: Role
+    role: HeadRole
     channels: int
     grid: tuple[int, int]
 
@@ -244,15 +242,14 @@ def _head(graph: _Graph, tail: _DecodeTail, tensor: str) -> HeadTensor:
     channels = shape[1]
     in_box, in_class = tensor in tail.box_tensors, tensor in tail.class_tensors
     box_channels = 4 * tail.reg_max
-    role: Role
     if in_box and not in_class:
-        role = "box"
+        role = HeadRole.BOX
     elif in_class and not in_box:
-        role = "class"
+        role = HeadRole.CLASS
     elif in_box and channels == box_channels != tail.nc:
-        role = "box"  # a map feeding both branches (per-scale channel concat): tell by its channel count
+        role = HeadRole.BOX  # a map feeding both branches (per-scale channel concat): tell by its channel count
     elif in_box and channels == tail.nc != box_channels:
-        role = "class"
+        role = HeadRole.CLASS
     else:
         where = (
             "both the DFL Softmax and the class Sigmoid" if in_box else "neither the DFL Softmax nor the class Sigmoid"
@@ -267,14 +264,14 @@ def _head(graph: _Graph, tail: _DecodeTail, tensor: str) -> HeadTensor:
 
 def _sorted_heads(heads: Iterable[HeadTensor]) -> tuple[HeadTensor, ...]:
     """Stride ascending (largest grid first), box before class."""
-    return tuple(sorted(heads, key=lambda h: (-h.grid[0] * h.grid[1], -h.grid[0], h.role != "box")))
+    return tuple(sorted(heads, key=lambda h: (-h.grid[0] * h.grid[1], -h.grid[0], h.role is not HeadRole.BOX)))
 
 
 def _structural_heads(graph: _Graph, tail: _DecodeTail) -> tuple[HeadTensor, ...]:
     leaves = dict.fromkeys((*tail.box_leaves, *tail.class_leaves))
     heads = _sorted_heads(_head(graph, tail, t) for t in leaves)
-    boxes = [h for h in heads if h.role == "box"]
-    classes = [h for h in heads if h.role == "class"]
+    boxes = [h for h in heads if h.role is HeadRole.BOX]
+    classes = [h for h in heads if h.role is HeadRole.CLASS]
     box_grids = sorted(h.grid for h in boxes)
     class_grids = sorted(h.grid for h in classes)
     if not boxes or box_grids != class_grids or len(set(box_grids)) != len(box_grids):
@@ -282,10 +279,10 @@ def _structural_heads(graph: _Graph, tail: _DecodeTail) -> tuple[HeadTensor, ...
             f"decode tail: box maps on grids {box_grids} and class maps on grids {class_grids}, "
             "expected one box and one class map per grid"
         )
-    wrong = [h for h in heads if h.channels != (4 * tail.reg_max if h.role == "box" else tail.nc)]
+    wrong = [h for h in heads if h.channels != (4 * tail.reg_max if h.role is HeadRole.BOX else tail.nc)]
     if wrong:
         raise GraphError(
-            f"decode tail: head maps {[(h.tensor, h.role, h.channels) for h in wrong]} do not have "
+            f"decode tail: head maps {[(h.tensor, h.role.value, h.channels) for h in wrong]} do not have "
             f"4 x reg_max = {4 * tail.reg_max} (box) or nc = {tail.nc} (class) channels"
         )
     return heads
@@ -327,7 +324,7 @@ def find_heads(model: onnx.ModelProto, end_nodes: Sequence[str] | None = None) -
 
 
 def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
-    """The six raw head tensors of a YOLO26 export (reg_max 1, no DFL), stride ascending, box before class.
+    """The raw head tensors of a YOLO26 export (reg_max 1, no DFL), stride ascending, box before class.
 
     Either head exports alike for this: the one-to-one head end to end (output ``[1, 300, 6]``, its
     tail a top-k) or the one-to-many head (``[1, 4 + nc, anchors]``). The head maps are the outputs of
@@ -362,7 +359,7 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     heads = []
     for node in last:
         _, c, h, w = shapes[node.output[0]]  # type: ignore[misc]
-        heads.append(HeadTensor(node.output[0], node.name, "box" if c == 4 else "class", c, (h, w)))
+        heads.append(HeadTensor(node.output[0], node.name, HeadRole.BOX if c == 4 else HeadRole.CLASS, c, (h, w)))
     return _sorted_heads(heads)
 
 

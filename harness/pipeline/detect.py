@@ -10,7 +10,7 @@ runner call where the runner takes one, each frame decoded alone; the same detec
   harness NMS over its own decoded head output ``[1, 4 + nc, anchors]``, or the export's own rows
   ``[1, max_det, 6]`` where it is end to end (YOLO26's one-to-one head).
 - :class:`RawHeadsPath`: any runner with a uint8 NHWC 0-255 input (the HEF contract) whose outputs
-  are the six raw heads; decoded by the harness's decoder of the model's head family
+  are the raw heads; decoded by the harness's decoder of the model's head family
   (:mod:`harness.decode.heads`).
 - :class:`NmsBufferPath`: any such runner whose one output is a HailoRT NMS buffer; decoded by
   :func:`harness.formats.nms_buffer.decode_nms`.
@@ -35,9 +35,10 @@ from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.heads import box_channels, decoder
+from harness.decode.heads import decoder, head_layout
+from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
-from harness.decode.yolo import classes_are_probabilities, pair_heads
+from harness.decode.yolo import classes_are_probabilities
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
 from harness.inputs.export_facts import ExportFacts, export_facts, file_sha256
@@ -272,14 +273,14 @@ class _RunnerPath:
 
 
 def _class_probabilities(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
+    outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig
 ) -> list[np.ndarray]:
-    """Every cell's class probabilities, ``(cells, nc)`` per head, as the decoders score them:
-    dequantized, and through a float32 sigmoid unless the outputs already hold probabilities."""
+    """Every cell's class probabilities, ``(cells, nc)`` per class output of ``heads``, as the decoders
+    score them: dequantized, and through a float32 sigmoid unless the outputs already hold probabilities."""
     values = []
-    for pair in pair_heads(specs, config.input_hw, box_channels(family)):
-        spec = specs[pair.class_name]
-        raw = np.asarray(outputs[pair.class_name]).reshape(-1, spec.channels)
+    for level in heads.levels:
+        spec = level.classes.host_spec
+        raw = np.asarray(outputs[spec.name]).reshape(-1, spec.channels)
         values.append((spec, dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)))
     probabilities = config.classes_are_probabilities
     if probabilities is None:
@@ -291,7 +292,7 @@ def _class_probabilities(
 
 
 class RawHeadsPath(_RunnerPath):
-    """A runner fed uint8 NHWC 0-255 whose outputs are the six raw heads (UINT8/UINT16 with quant
+    """A runner fed uint8 NHWC 0-255 whose outputs are the raw heads (UINT8/UINT16 with quant
     infos, or FLOAT32; NHWC or FCR, both dense channel-last on the host), decoded by the harness.
     Also counts the class-output cells at or above the score threshold."""
 
@@ -301,12 +302,12 @@ class RawHeadsPath(_RunnerPath):
     def _check_outputs(self) -> None:
         self._config = self.settings.decode_config()
         self._decode_heads = decoder(self.family)
-        # fails now, naming the outputs, if they are not six heads of the family
-        pair_heads(self._specs, self._config.input_hw, box_channels(self.family))
+        # fails now, naming the outputs, if they are not the family's heads
+        self._layout = head_layout(self.family, self._specs, self._config.input_hw)
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         detections = self._decode_heads(outputs, self._specs, self._config)
-        scores = _class_probabilities(outputs, self._specs, self._config, self.family)
+        scores = _class_probabilities(outputs, self._layout, self._config)
         cells = cells_above_threshold(scores, self.settings.score_threshold)
         return FrameResult(unletterbox(detections, geometry), cells)
 

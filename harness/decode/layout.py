@@ -1,0 +1,227 @@
+"""The head layout: what each raw output of a detect head is, per stride, described once.
+
+A layout is read from what is known of the outputs: their host specs paired by grid and channel
+count (:func:`pair_by_grid`: a HEF's or a runner's outputs, whose names and order differ between
+exports and compilers), or outputs whose roles are known already (:func:`layout_of`: an ONNX export's
+head tensors, the roles an emulated HEF recorded, a HEF's NMS decoders). Whoever needs to know which
+output is a box map, which a class map, its stride, reg_max or nc asks the layout; a head family's
+module (:mod:`harness.decode.heads`) says how its layout is read and decodes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from harness.core.errors import HeadPairingError, SpecError
+from harness.core.head_family import HeadRole
+from harness.core.specs import FormatOrder, OutputSpec
+
+# The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
+# settles which head is which when both channel counts are multiples of 4 (e.g. nc = 80).
+DEFAULT_BOX_CHANNELS = 64
+
+
+@dataclass(frozen=True)
+class HeadOutput:
+    """One raw output: ``channels`` maps on ``grid`` ``(H, W)``; ``spec``: as the host receives it
+    (format order, type, quant infos) where that is known, None for a tensor of an ONNX graph."""
+
+    name: str
+    role: HeadRole
+    grid: tuple[int, int]
+    channels: int
+    spec: OutputSpec | None = None
+
+    @classmethod
+    def of_spec(cls, spec: OutputSpec, role: HeadRole) -> HeadOutput:
+        return cls(spec.name, role, spec.grid, spec.channels, spec)
+
+    @property
+    def host_spec(self) -> OutputSpec:
+        """``spec``, where the layout was read from output specs."""
+        if self.spec is None:
+            raise SpecError(f"output {self.name!r}: field 'spec' is None; expected the output's host spec")
+        return self.spec
+
+
+@dataclass(frozen=True)
+class Level:
+    """The outputs of one stride: its box map (4 x reg_max channels), its class map (nc) and, in a
+    family that has them, its objectness map and its anchors' ``(width, height)`` in input pixels."""
+
+    stride: int
+    grid: tuple[int, int]
+    box: HeadOutput
+    classes: HeadOutput
+    objectness: HeadOutput | None = None
+    anchors: tuple[tuple[float, float], ...] = ()
+
+    @property
+    def outputs(self) -> tuple[HeadOutput, ...]:
+        """Box, class, then objectness where there is one."""
+        return (self.box, self.classes) if self.objectness is None else (self.box, self.classes, self.objectness)
+
+    @property
+    def box_name(self) -> str:
+        return self.box.name
+
+    @property
+    def class_name(self) -> str:
+        return self.classes.name
+
+    @property
+    def reg_max(self) -> int:
+        """Bins per box side: 1 where the box map holds the distances themselves."""
+        return self.box.channels // 4
+
+    @property
+    def cells(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+
+@dataclass(frozen=True)
+class HeadLayout:
+    """A detect head's outputs by stride, stride ascending; every level has one reg_max and one nc."""
+
+    levels: tuple[Level, ...]
+
+    def __post_init__(self) -> None:
+        if not self.levels:
+            raise HeadPairingError("no outputs given: expected a box head and a class head per stride")
+        for field, channels in (
+            ("box heads (4 * reg_max)", [level.box.channels for level in self.levels]),
+            ("class heads (nc)", [level.classes.channels for level in self.levels]),
+        ):
+            if len(set(channels)) != 1:
+                found = ", ".join(f"stride {v.stride}: {c}" for v, c in zip(self.levels, channels, strict=True))
+                raise HeadPairingError(f"{field} have different channel counts ({found}); expected one for all strides")
+
+    @property
+    def outputs(self) -> tuple[HeadOutput, ...]:
+        """Every output in head order: stride ascending, box before class (before objectness)."""
+        return tuple(output for level in self.levels for output in level.outputs)
+
+    def of_role(self, role: HeadRole) -> tuple[HeadOutput, ...]:
+        """The outputs of ``role``, stride ascending."""
+        return tuple(output for output in self.outputs if output.role is role)
+
+    @property
+    def reg_max(self) -> int:
+        return self.levels[0].reg_max
+
+    @property
+    def classes(self) -> int:
+        """nc: the class maps' channels."""
+        return self.levels[0].classes.channels
+
+    @property
+    def cells(self) -> int:
+        """Grid cells over all strides (anchor points: one per cell)."""
+        return sum(level.cells for level in self.levels)
+
+
+def _describe(outputs: Iterable[OutputSpec | HeadOutput]) -> str:
+    return ", ".join(f"{o.name!r} {o.shape if isinstance(o, OutputSpec) else (*o.grid, o.channels)}" for o in outputs)
+
+
+def _stride(grid: tuple[int, int], input_hw: tuple[int, int], outputs: Iterable[OutputSpec | HeadOutput]) -> int:
+    (h, w), (in_h, in_w) = grid, input_hw
+    if in_h % h or in_w % w or in_h // h != in_w // w:
+        raise HeadPairingError(
+            f"grid {h}x{w} ({_describe(outputs)}): input {in_h}x{in_w} does not give one integral stride "
+            f"(height / grid = {in_h / h:g}, width / grid = {in_w / w:g})"
+        )
+    return in_h // h
+
+
+def _could_be_box(channels: int) -> bool:
+    return channels % 4 == 0 and channels >= 8
+
+
+def _box_and_class(
+    grid_specs: list[OutputSpec], grid: tuple[int, int], box_channels: int | None
+) -> tuple[OutputSpec, OutputSpec]:
+    a, b = grid_specs
+    if a.channels == b.channels:
+        raise HeadPairingError(
+            f"grid {grid[0]}x{grid[1]}: outputs {_describe(grid_specs)} have the same channel count, so box head "
+            f"(4 * reg_max channels) and class head (nc channels) are ambiguous; nc == 4 * reg_max is not supported"
+        )
+    if box_channels is not None:  # a head without DFL (YOLO26: 4 distances)
+        plausible = [s for s in (a, b) if s.channels == box_channels]
+        expected = f"exactly one with {box_channels} channels"
+    else:
+        plausible = [s for s in (a, b) if _could_be_box(s.channels)]
+        if len(plausible) == 2:
+            plausible = [s for s in plausible if s.channels == DEFAULT_BOX_CHANNELS]
+        expected = f"exactly one with 4 * reg_max channels (a multiple of 4, or {DEFAULT_BOX_CHANNELS} when both are)"
+    if len(plausible) != 1:
+        raise HeadPairingError(
+            f"grid {grid[0]}x{grid[1]}: cannot tell the box head from the class head among {_describe(grid_specs)}: "
+            f"expected {expected}"
+        )
+    box = plausible[0]
+    return box, (b if box is a else a)
+
+
+def pair_by_grid(
+    specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], box_channels: int | None = None
+) -> HeadLayout:
+    """The layout of box and class outputs paired by grid size and channel count, never by name or order.
+
+    Every output must be a channel-last ``(H, W, C)`` map; each grid must hold exactly two of
+    them; ``input_hw`` divided by the grid must give one integral stride. Within a grid the box
+    head is the one whose channel count is a multiple of 4 (``4 * reg_max``); when both are, the
+    one with 64 channels (reg_max 16); with ``box_channels`` (4 for YOLO26, reg_max 1) the one with
+    exactly that many. All box heads share one reg_max and all class heads one nc.
+    Raises :class:`~harness.core.errors.HeadPairingError` otherwise.
+    """
+    grids: dict[tuple[int, int], list[OutputSpec]] = {}
+    for name, spec in specs.items():
+        if name != spec.name:
+            raise SpecError(
+                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
+            )
+        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
+            raise HeadPairingError(
+                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
+                f"expected a channel-last (H, W, C) output"
+            )
+        grids.setdefault(spec.grid, []).append(spec)
+    levels = []
+    for grid, grid_specs in grids.items():
+        if len(grid_specs) != 2:
+            raise HeadPairingError(
+                f"grid {grid[0]}x{grid[1]}: found {len(grid_specs)} output(s) ({_describe(grid_specs)}); "
+                f"expected exactly 2, a box head and a class head"
+            )
+        stride = _stride(grid, input_hw, grid_specs)
+        box, cls = _box_and_class(grid_specs, grid, box_channels)
+        levels.append(
+            Level(stride, grid, HeadOutput.of_spec(box, HeadRole.BOX), HeadOutput.of_spec(cls, HeadRole.CLASS))
+        )
+    return HeadLayout(tuple(sorted(levels, key=lambda level: level.stride)))
+
+
+def layout_of(outputs: Iterable[HeadOutput], input_hw: tuple[int, int]) -> HeadLayout:
+    """The layout of outputs whose roles are known: per grid one box output, one class output and at
+    most one objectness output; ``input_hw`` divided by each grid one integral stride.
+    Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
+    grids: dict[tuple[int, int], dict[HeadRole, list[HeadOutput]]] = {}
+    for output in outputs:
+        grids.setdefault(output.grid, {}).setdefault(output.role, []).append(output)
+    levels = []
+    for grid, roles in grids.items():
+        found = [o for role in roles.values() for o in role]
+        counts = {role: len(roles.get(role, [])) for role in HeadRole}
+        if counts[HeadRole.BOX] != 1 or counts[HeadRole.CLASS] != 1 or counts[HeadRole.OBJECTNESS] > 1:
+            described = ", ".join(f"{o.name!r} ({o.role.value})" for o in found)
+            raise HeadPairingError(
+                f"grid {grid[0]}x{grid[1]}: outputs {described}; expected one box and one class output "
+                f"(and at most one objectness output) per grid"
+            )
+        (box,), (cls,) = roles[HeadRole.BOX], roles[HeadRole.CLASS]
+        objectness = roles.get(HeadRole.OBJECTNESS, [None])[0]
+        levels.append(Level(_stride(grid, input_hw, found), grid, box, cls, objectness))
+    return HeadLayout(tuple(sorted(levels, key=lambda level: level.stride)))

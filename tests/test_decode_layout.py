@@ -55,9 +55,9 @@ def test_an_objectness_output_has_its_place_in_its_stride():
     [
         (
             _outputs(HeadOutput("b8bis", BOX, (80, 80), 64)),
-            r"grid 80x80: outputs .*'b8bis' \(box\).*one box and one class",
+            r"grid 80x80: outputs .*'b8bis' \(box\).*one box and one class map per grid",
         ),
-        (_outputs()[1:], r"grid 20x20: outputs 'b32' \(box\); expected one box and one class"),
+        (_outputs()[1:], r"grid 20x20: outputs 'b32' \(box\); expected one box and one class map per grid"),
         (
             _outputs(HeadOutput("b7", BOX, (7, 7), 64), HeadOutput("c7", CLASS, (7, 7), 80)),
             r"grid 7x7 .*one integral stride",

@@ -37,7 +37,7 @@ from harness.backends.dfc.scripts import (
 )
 from harness.backends.dfc.yolo26_script import head_outputs, render_yolo26_alls, validate_yolo26_script
 from harness.core.errors import HarnessError
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import HeadTensor, load_model
@@ -379,9 +379,9 @@ def _layouts(draw: st.DrawFn) -> tuple[OnnxFacts, dict[str, str]]:
     heads = []
     for stride in (8, 16, 32):
         grid = (rows * 32 // stride, cols * 32 // stride)
-        for role, channels in (("box", 4 * reg_max), ("class", nc)):
-            node = f"/head/{role}{stride}/Conv"
-            heads.append(HeadTensor(f"{node}_output_0", node, role, channels, grid))  # type: ignore[arg-type]
+        for role, channels in ((HeadRole.BOX, 4 * reg_max), (HeadRole.CLASS, nc)):
+            node = f"/head/{role.value}{stride}/Conv"
+            heads.append(HeadTensor(f"{node}_output_0", node, role, channels, grid))
     facts = OnnxFacts("synthetic.onnx", "images", (rows * 32, cols * 32), tuple(heads))
     return facts, {h.node: f"conv{n}" for h, n in zip(heads, numbers, strict=True)}
 
@@ -494,7 +494,7 @@ YOLO26_MISTAKES = {
     "a16 on the head convs": (
         _edit("output_layer1, output_layer2, output_layer3, output_layer4, output_layer5, output_layer6", "conv230"),
         "a16_w16",
-        "found ['conv230'], expected the six head outputs",
+        "found ['conv230'], expected the head outputs",
     ),
     "a8 on an output as well": (
         lambda alls: alls + "quantization_param(output_layer4, precision_mode=a8_w8)\n",
@@ -626,7 +626,5 @@ def test_yolo26_end_nodes_must_be_its_six_head_convolutions(demo26: OnnxFacts) -
     model = load_model(DEMO26)
     given_nodes = [h.tensor for h in reversed(demo26.heads)]  # tensors, in any order
     assert onnx_facts(model, str(DEMO26), given_nodes) == demo26
-    with pytest.raises(
-        DfcScriptError, match=r"a YOLO26 export is cut at its six head convolutions, found by structure"
-    ):
+    with pytest.raises(DfcScriptError, match=r"a YOLO26 export is cut at its head convolutions, found by structure"):
         onnx_facts(model, str(DEMO26), ULTRALYTICS_END_NODES[:5])

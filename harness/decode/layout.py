@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.core.errors import HeadPairingError, SpecError
 from harness.core.head_family import HeadRole
 from harness.core.specs import FormatOrder, OutputSpec
+
+if TYPE_CHECKING:
+    from harness.inputs.onnx_graph import HeadTensor
 
 # The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
 # settles which head is which when both channel counts are multiples of 4 (e.g. nc = 80).
@@ -218,10 +222,15 @@ def layout_of(outputs: Iterable[HeadOutput], input_hw: tuple[int, int]) -> HeadL
         if counts[HeadRole.BOX] != 1 or counts[HeadRole.CLASS] != 1 or counts[HeadRole.OBJECTNESS] > 1:
             described = ", ".join(f"{o.name!r} ({o.role.value})" for o in found)
             raise HeadPairingError(
-                f"grid {grid[0]}x{grid[1]}: outputs {described}; expected one box and one class output "
-                f"(and at most one objectness output) per grid"
+                f"grid {grid[0]}x{grid[1]}: outputs {described}; expected one box and one class map per grid "
+                f"(and at most one objectness map)"
             )
         (box,), (cls,) = roles[HeadRole.BOX], roles[HeadRole.CLASS]
         objectness = roles.get(HeadRole.OBJECTNESS, [None])[0]
         levels.append(Level(_stride(grid, input_hw, found), grid, box, cls, objectness))
     return HeadLayout(tuple(sorted(levels, key=lambda level: level.stride)))
+
+
+def layout_of_tensors(heads: Iterable[HeadTensor], input_hw: tuple[int, int]) -> HeadLayout:
+    """The layout of an ONNX export's head tensors (:func:`~harness.inputs.onnx_graph.export_heads`)."""
+    return layout_of((HeadOutput(h.tensor, h.role, h.grid, h.channels) for h in heads), input_hw)

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, parse_json
-from harness.core.errors import GraphError, HarnessError
+from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
+from harness.decode.layout import HeadLayout, layout_of_tensors
 from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import ExportHeads, HeadTensor, export_heads, find_yolo26_heads, model_input
 
@@ -87,8 +88,8 @@ class NmsSettings:
 
 @dataclass(frozen=True)
 class OnnxFacts:
-    """What the ONNX says that the scripts must agree with: the image input, the six head maps and
-    which head they are."""
+    """What the ONNX says that the scripts must agree with: the image input, the head maps and which
+    head they are; ``layout`` says what each head map is."""
 
     source: str
     input_name: str
@@ -105,25 +106,29 @@ class OnnxFacts:
         ``_decode_raw``)."""
         if self.family is HeadFamily.YOLOV8:
             return self.heads
-        return tuple(h for h in self.heads if h.role == "box") + tuple(h for h in self.heads if h.role == "class")
+        by_name = {h.tensor: h for h in self.heads}
+        return tuple(by_name[o.name] for role in (HeadRole.BOX, HeadRole.CLASS) for o in self.layout.of_role(role))
+
+    @property
+    def layout(self) -> HeadLayout:
+        return layout_of_tensors(self.heads, self.input_hw)
 
     @property
     def classes(self) -> int:
-        return next(h.channels for h in self.heads if h.role == "class")
+        return self.layout.classes
 
     @property
     def regression_length(self) -> int:
-        return next(h.channels for h in self.heads if h.role == "box") // 4
+        return self.layout.reg_max
 
     @property
     def grids(self) -> tuple[tuple[int, int], ...]:
-        return tuple(h.grid for h in self.heads if h.role == "box")
+        return tuple(level.grid for level in self.layout.levels)
 
-    def pairs(self) -> tuple[tuple[HeadTensor, HeadTensor], ...]:
-        """(box, class) per grid, stride ascending."""
-        boxes = [h for h in self.heads if h.role == "box"]
-        classes = {h.grid: h for h in self.heads if h.role == "class"}
-        return tuple((b, classes[b.grid]) for b in boxes)
+    def pairs(self) -> tuple[tuple[int, HeadTensor, HeadTensor], ...]:
+        """(stride, box, class) per grid, stride ascending."""
+        by_name = {h.tensor: h for h in self.heads}
+        return tuple((v.stride, by_name[v.box.name], by_name[v.classes.name]) for v in self.layout.levels)
 
     def stride(self, grid: tuple[int, int]) -> int:
         return self.input_hw[0] // grid[0]
@@ -150,22 +155,13 @@ def onnx_facts(
     input_name, input_hw = model_input(model)
     found = _export_heads(model, source, end_nodes)
     _require_head(found.family, head, source, model)
-    heads = found.heads
-    boxes = sorted(h.grid for h in heads if h.role == "box")
-    classes = sorted(h.grid for h in heads if h.role == "class")
-    if not boxes or boxes != classes or len(set(boxes)) != len(boxes):
+    try:
+        layout_of_tensors(found.heads, input_hw)
+    except HeadPairingError as error:
         raise DfcScriptError(
-            f"{source}: end nodes {[h.node for h in heads]}: box maps on grids {boxes}, class maps on grids "
-            f"{classes}, expected one box and one class map per grid. Fix: give the six head convs as end nodes"
-        )
-    for grid in boxes:
-        h, w = input_hw
-        if h % grid[0] or w % grid[1] or h // grid[0] != w // grid[1]:
-            raise DfcScriptError(
-                f"{source}: head grid {grid[0]}x{grid[1]} for input {h}x{w}: no whole stride, expected the input "
-                "to be the grid times one stride in both directions"
-            )
-    return OnnxFacts(source, input_name, input_hw, heads, found.family)
+            f"{source}: end nodes {[h.node for h in found.heads]}: {error}. Fix: give the head convs as end nodes"
+        ) from error
+    return OnnxFacts(source, input_name, input_hw, found.heads, found.family)
 
 
 def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
@@ -176,7 +172,7 @@ def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
 
 
 def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None) -> ExportHeads:
-    """The heads and their family; a YOLO26 export's end nodes are its six head convolutions or none."""
+    """The heads and their family; a YOLO26 export's end nodes are its head convolutions or none."""
     try:
         return export_heads(model, end_nodes)
     except GraphError as error:
@@ -192,7 +188,7 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
             return found
         raise DfcScriptError(
-            f"{source}: end nodes {list(end_nodes)}: a YOLO26 export is cut at its six head convolutions, found by "
+            f"{source}: end nodes {list(end_nodes)}: a YOLO26 export is cut at its head convolutions, found by "
             f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
         )
     try:
@@ -200,7 +196,7 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
     except GraphError as error:
         yolo26 = f"nor a YOLO26 head ({error})"
     else:
-        yolo26 = "nor a YOLO26 head: its six head convolutions, but not the one head output that tells which head"
+        yolo26 = "nor a YOLO26 head: its head convolutions, but not the one head output that tells which head"
     both = (
         f"; it has {len(model.graph.output)} outputs {_outputs(model)}, expected one head output: an export of both "
         "YOLO26 heads cannot be compiled as one, export one (end2end=True: the one-to-one head, end2end=False: the "
@@ -210,7 +206,7 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
     )
     raise DfcScriptError(
         f"{source}: cannot be compiled: found neither a YOLOv8/YOLO11 head ({yolov8_error}) {yolo26}{both}. "
-        "Fix: give a float Ultralytics detect export (YOLOv8/YOLO11, or YOLO26 ending in its six head convolutions)"
+        "Fix: give a float Ultralytics detect export (YOLOv8/YOLO11, or YOLO26 ending in its head convolutions)"
     ) from yolov8_error
 
 
@@ -325,7 +321,7 @@ def _grid(grid: tuple[int, int]) -> str:
 
 
 def _describe(head: HeadTensor) -> str:
-    return f"{head.node!r} ({head.role}, {head.channels} channels, grid {_grid(head.grid)})"
+    return f"{head.node!r} ({head.role.value}, {head.channels} channels, grid {_grid(head.grid)})"
 
 
 def names_from_parsed(facts: OnnxFacts, table: LayerTable) -> dict[str, str]:
@@ -341,7 +337,7 @@ def names_from_parsed(facts: OnnxFacts, table: LayerTable) -> dict[str, str]:
             raise DfcScriptError(
                 f"parsed graph: ONNX end node {_describe(head)}: found {[m.name for m in origin]} by original "
                 f"names and {[m.name for m in shaped]} by output shape, expected exactly one layer. Fix: translate "
-                "with the six head convs as end nodes (--end-nodes)"
+                "with the head convs as end nodes (--end-nodes)"
             )
         names[head.node] = matches[0].name
     if len(set(names.values())) != len(names):
@@ -376,7 +372,7 @@ def names_from_map(facts: OnnxFacts, mapping: Mapping[str, str]) -> dict[str, st
 def placeholder_names(facts: OnnxFacts) -> dict[str, str]:
     """Stand-in names that say which head they stand for and that they are not parsed layers."""
     return {
-        h.node: f"{PLACEHOLDER_PREFIX}{'reg' if h.role == 'box' else 'cls'}_stride{facts.stride(h.grid)}"
+        h.node: f"{PLACEHOLDER_PREFIX}{'reg' if h.role is HeadRole.BOX else 'cls'}_stride{facts.stride(h.grid)}"
         for h in facts.heads
     }
 
@@ -400,8 +396,7 @@ def _decoder_name(reg_layer: str, stride: int) -> str:
 def nms_config(facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
     """The ``nms_postprocess`` JSON as a dict, one bbox decoder per grid, stride ascending."""
     decoders = []
-    for box, cls in facts.pairs():
-        stride = facts.stride(box.grid)
+    for stride, box, cls in facts.pairs():
         reg = names[box.node]
         decoders.append(
             {"name": _decoder_name(reg, stride), "stride": stride, "reg_layer": reg, "cls_layer": names[cls.node]}
@@ -434,7 +429,7 @@ def render_alls(facts: OnnxFacts, names: Mapping[str, str], nms_json_reference: 
     (:func:`~harness.backends.dfc.compiler.calibration_shortfall`)."""
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [f"normalization1 = normalization([{mean}], [{std}])"]
-    lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, cls in facts.pairs()]
+    lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in facts.pairs()]
     lines.append(f'nms_postprocess("{nms_json_reference}", meta_arch=yolov8, engine=cpu)')
     lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
     return "\n".join(lines) + "\n"

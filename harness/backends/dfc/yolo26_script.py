@@ -113,8 +113,8 @@ def _check_layer_names(facts: OnnxFacts, names: Mapping[str, str], table: LayerT
                 name,
                 f"layer {names[head.node]!r} for end node {head.node!r}",
                 found,
-                f"a layer of grid {head.grid}, {head.channels} channels (the {head.role} map)",
-                "translate with the six head convs as end nodes and name their layers",
+                f"a layer of grid {head.grid}, {head.channels} channels (the {head.role.value} map)",
+                "translate with the head convs as end nodes and name their layers",
             )
     return CheckResult.ok(name, f"every head's layer is in the {table.source} layer table with the head's shape")
 
@@ -127,7 +127,7 @@ def _check_precision(alls: AllsScript, outputs: Sequence[str], source: str) -> C
             name,
             f"layers of quantization_param(..., precision_mode={PRECISION})",
             wide or "none",
-            f"the six head outputs, each once: {list(outputs)} ({source})",
+            f"the head outputs, each once: {list(outputs)} ({source})",
             f"quantization_param([{', '.join(outputs)}], precision_mode={PRECISION})",
         )
     other = [(layer, mode) for layer, mode in alls.precision if layer in outputs and mode != PRECISION]
@@ -135,7 +135,7 @@ def _check_precision(alls: AllsScript, outputs: Sequence[str], source: str) -> C
         return CheckResult.failed(
             name, "other precision modes on the head outputs", other, "none", "remove those quantization_param commands"
         )
-    return CheckResult.ok(name, f"{PRECISION} on exactly the six head outputs {list(outputs)} ({source})")
+    return CheckResult.ok(name, f"{PRECISION} on exactly the head outputs {list(outputs)} ({source})")
 
 
 def _check_host_decode(alls: AllsScript) -> tuple[CheckResult, CheckResult]:
@@ -145,7 +145,7 @@ def _check_host_decode(alls: AllsScript) -> tuple[CheckResult, CheckResult]:
             "model script nms_postprocess",
             f"nms_postprocess({alls.nms_reference or ''}, {alls.nms_options})",
             "no NMS op (the YOLOv8 op reads box maps as DFL bins; a YOLO26 box map is one distance per side)",
-            "remove the nms_postprocess command; the harness decodes the six maps on the host",
+            "remove the nms_postprocess command; the harness decodes the head maps on the host",
         )
         if alls.nms
         else CheckResult.ok("no_nms", "no NMS op: top-k or NMS on the host")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
+from harness.decode.layout import layout_of_tensors
 from harness.inputs.hef.inspect import sigmoid
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
 from harness.inputs.hef.ultralytics import METADATA, NMS_CONFIG, UltralyticsExport
@@ -433,16 +434,14 @@ def facts_from_onnx(path: str) -> ModelFacts:
     model = load_model(path)
     _, input_hw = model_input(model)
     found = export_heads(model)
-    heads = found.heads
-    boxes = [h for h in heads if h.role == "box"]
-    classes = [h for h in heads if h.role == "class"]
+    layout = layout_of_tensors(found.heads, input_hw)
     channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
     return ModelFacts(
         source=path,
         input_hw=input_hw,
         input_channels=channels or 3,
-        classes=classes[0].channels,
-        box_channels=boxes[0].channels,
-        grids=tuple(h.grid for h in boxes),
+        classes=layout.classes,
+        box_channels=4 * layout.reg_max,
+        grids=tuple(level.grid for level in layout.levels),
         family=found.family,
     )

@@ -17,18 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from harness.core.errors import HarnessError
-from harness.core.path_names import EMULATED_HAILO
+from harness.core.path_names import PathKind
+from harness.pipeline.backends import describe
 from harness.pipeline.factory import (
     RunContext,
     calibration_note,
     check,
-    emulated_hef,
     evaluate,
     load_dataset,
     preflight,
     prepare_run,
 )
-from harness.pipeline.spec import REFERENCE, Backend, JobConfig, golden_roots, planned_gates
+from harness.pipeline.spec import REFERENCE, JobConfig, golden_roots, planned_gates
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
     GateResult,
@@ -146,7 +146,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     _report_folder(config.report_dir)
     results = tuple(evaluate(spec, run) for spec in specs)
     reference, hailo = results[0], results[-1]
-    if hailo.fps is not None or config.hailo.backend is Backend.HAILORT:
+    if hailo.fps is not None or config.hailo.kind is PathKind.DEVICE:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
         log(f"{fps} frames per second measured on the device")
     data = Path(reference.provenance.dataset).name
@@ -169,13 +169,10 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         produced = [g.name for g in gates]
         raise HarnessError(f"the job produced gates {produced}, planned {[str(g) for g in planned]}")
     layers: list[dict[str, object]] = []
-    if config.hailo.backend is Backend.EMULATOR and not all(g.passed for g in gates if g.id.path == EMULATED_HAILO):
-        # Where did the emulated HEF lose it: per-tensor SQNR against the float graph, on a few frames.
-        from harness.backends.emulator.localisation import layer_sqnr, worst_layers  # onnx: only here
-
-        frames = [s.path for s in dataset.samples[:LOCALISATION_FRAMES]]
-        log(f"localisation: per-tensor SQNR of the emulated HEF against the float graph on {len(frames)} images")
-        layers = worst_layers(layer_sqnr(emulated_hef(config.hailo, run), frames))
+    locate = describe(config.hailo.backend).locate
+    if locate is not None and not all(g.passed for g in gates if g.id.path == hailo.path):
+        # Where did the Hailo path lose it (the emulated HEF: per-tensor SQNR against the float graph), on a few frames.
+        layers = locate(config.hailo, run, [s.path for s in dataset.samples[:LOCALISATION_FRAMES]])
     calibration = calibration_note(config.hailo, run)
     log(f"reports: writing {config.report_dir}")
     from harness.report import write_reports  # the report writers (and matplotlib): once the paths have run

@@ -19,6 +19,7 @@ from harness.core.path_names import EmulationStage
 from harness.core.settings import NmsMode, Preprocess
 from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
+from harness.pipeline.backends import BACKENDS, describe, listed
 from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 
 
@@ -352,10 +353,11 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
     path takes it; ``hef_checked``: a ``--hef`` beside another backend is read for its static checks
     (the plugin), so the path does not take it."""
     backend = backend_of(values, single)
+    takes = describe(backend).takes
     spec = PathSpec(
         backend=backend,
-        hef=None if hef_checked and backend not in (Backend.HAILORT, Backend.REPLAY) else values.get("hef"),
-        har=values.get("har") if single or backend is Backend.DFC else None,
+        hef=None if hef_checked and "hef" not in takes else values.get("hef"),
+        har=values.get("har") if single or "har" in takes else None,
         stage=_value(values, "stage"),
         calibration=None if values.get("calibration") is None else str(values["calibration"]),
         calibration_count=_value(values, "calibration_count"),
@@ -409,10 +411,10 @@ def job_config(
     """The job the options describe: the Hailo path (emulator unless ``--backend`` or ``--hef`` say
     otherwise), the HAR's stages, the settings and the folders (``hef_checked``: see :func:`path_spec`)."""
     hailo = path_spec(values, single=False, hef_checked=hef_checked)
-    if hailo.backend not in (Backend.EMULATOR, Backend.HAILORT, Backend.REPLAY):
+    if not describe(hailo.backend).job_path:
+        paths = listed([b.value for b, d in BACKENDS.items() if d.job_path])
         raise HarnessError(
-            f"--backend {hailo.backend.value}: a job's Hailo path is emulator, hailort or replay "
-            "(--har adds the DFC's stages)"
+            f"--backend {hailo.backend.value}: a job's Hailo path is {paths} (--har adds the DFC's stages)"
         )
     if values.get("accept_weak_baseline") and not values.get("update_golden"):
         raise HarnessError("--accept-weak-baseline: belongs to --update-golden (it says how to bless, not how to gate)")

@@ -5,32 +5,22 @@ none builds a runner or checks a backend's options itself."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.core import defaults
 from harness.core.errors import HarnessError
-from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EMULATED_HAILO, HAILO, ONNX, EmulationStage
+from harness.core.path_names import ONNX, EmulationStage, PathKind
 from harness.core.settings import EvalSettings, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, SHIPPED_GOLDEN
+from harness.pipeline.backends import describe, refusal
+from harness.pipeline.backends.descriptor import Backend, CompiledThresholds
 from harness.verdict.gate_id import GateId, baseline_kinds
 
 if TYPE_CHECKING:
     from harness.conformance.suite import Decoder
-
-
-class Backend(str, enum.Enum):
-    ONNX = "onnx"  # the float export in onnxruntime
-    EMULATOR = "emulator"  # the export quantized into an emulated HEF on the CPU
-    HAILORT = "hailort"  # a compiled HEF on a Hailo device
-    DFC = "dfc"  # an optimized HAR in the Dataflow Compiler's emulator
-    REPLAY = "replay"  # a Hailo path's outputs recorded before (--record), served for the same inputs
-
-
-_STAGE_PATHS = {EmulationStage.FP_OPTIMIZED: DFC_FP_OPTIMIZED, EmulationStage.QUANTIZED: DFC_QUANTIZED}
 
 
 @dataclass(frozen=True)
@@ -63,40 +53,26 @@ class PathSpec:
     @property
     def path_name(self) -> str:
         """The name results, baselines and gates of this path carry (a replay: the recorded path's)."""
-        if self.backend is Backend.REPLAY:
-            from harness.backends.replay import read_recording  # reads the store's header
+        return describe(self.backend).path_name(self)
 
-            assert self.replay is not None
-            return read_recording(self.replay).path
-        if self.backend is Backend.ONNX:
-            return ONNX
-        if self.backend is Backend.EMULATOR:
-            return EMULATED_HAILO
-        if self.backend is Backend.HAILORT:
-            return HAILO
-        return _STAGE_PATHS[self.stage]
+    @property
+    def kind(self) -> PathKind:
+        """What makes this path's outputs (its backend's :class:`~harness.core.path_names.PathKind`)."""
+        return describe(self.backend).kind
+
+    @property
+    def recorded_kind(self) -> PathKind | None:
+        """A replay's: the kind of the path that recorded its outputs, as the store says; else None."""
+        recorded = describe(self.backend).recorded
+        return recorded(self) if recorded is not None else None
 
     def validate(self) -> None:
         """Refuse, naming the options, what this backend cannot run or does not take."""
-        name = self.backend.value
-        if self.hef is not None and self.backend not in (Backend.HAILORT, Backend.REPLAY):
-            raise HarnessError(f"--hef belongs to --backend hailort (or replay), not --backend {name}")
-        if (self.replay is None) != (self.backend is not Backend.REPLAY):
-            raise HarnessError("--replay STORE and --backend replay go together")
-        if self.record is not None and self.backend not in (Backend.EMULATOR, Backend.HAILORT, Backend.DFC):
-            raise HarnessError(f"--record belongs to a Hailo path (emulator, hailort or dfc), not --backend {name}")
+        refused = refusal(self)
+        if refused is not None:
+            raise HarnessError(refused)
         if self.record is not None and self.record.exists() and not self.record.is_file():
             raise HarnessError(f"--record {self.record}: expected a store file, found a folder")
-        if self.har is not None and self.backend is not Backend.DFC:
-            raise HarnessError(f"--har belongs to --backend dfc, not --backend {name}")
-        if self.backend is Backend.HAILORT and self.hef is None:
-            raise HarnessError("--backend hailort: needs --hef M.hef (the compiled model to run on the device)")
-        if self.backend is Backend.DFC and self.har is None:
-            raise HarnessError("--backend dfc: needs --har M.har (the optimized HAR to emulate)")
-        if self.hailo_devices and self.backend is not Backend.HAILORT:
-            raise HarnessError(f"--hailo-device belongs to --backend hailort, not --backend {name}")
-        if self.calibration is not None and self.backend is not Backend.EMULATOR:
-            raise HarnessError(f"--calibration belongs to --backend emulator, not --backend {name}")
 
     def check_files(self) -> None:
         """Refuse, naming the option, a model file or store that is not there (before any work)."""
@@ -104,15 +80,6 @@ class PathSpec:
             if given is not None and not Path(given).is_file():
                 found = "a folder" if Path(given).is_dir() else "nothing"
                 raise HarnessError(f"{flag} {given}: expected a file, found {found}")
-
-
-@dataclass(frozen=True)
-class CompiledThresholds:
-    """The NMS thresholds compiled into a Hailo path's model (``source`` says where, in words)."""
-
-    score_threshold: float
-    iou_threshold: float
-    source: str
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,116 @@
+"""The export quantized into an emulated HEF on the CPU: its calibration images, its build (cached
+by content), the export check before any work, and where a failed one lost its accuracy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.core.errors import HarnessError
+from harness.core.path_names import EMULATED_HAILO, PathKind
+from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
+from harness.pipeline.backends.descriptor import Backend, BackendDescriptor, OpenRunner
+
+if TYPE_CHECKING:
+    from harness.backends.emulator import EmulatedHef
+    from harness.core.settings import EvalSettings
+    from harness.inputs.calibration import CalibrationSource
+    from harness.pipeline.factory import RunContext
+    from harness.pipeline.spec import PathSpec
+
+
+def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSource, int]:
+    """The emulator's calibration images and how many of them: a folder, the demo set's named
+    split, or by default the demo's in-domain frames on the demo set and the evaluated images
+    themselves on any other (all of them where there are fewer than the count)."""
+    if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) or (spec.calibration is None and run.is_demo):
+        return demo_split(run.cache_dir, spec.calibration or IN_DOMAIN), spec.calibration_count
+    if spec.calibration is None:
+        images = [s.path for s in run.dataset.samples]
+        return images, min(spec.calibration_count, len(images))
+    folder = Path(spec.calibration)
+    if not folder.is_dir():
+        raise HarnessError(f"--calibration {folder}: not a folder of images (or {IN_DOMAIN!r} / {OFF_DOMAIN!r})")
+    return folder, spec.calibration_count
+
+
+def _calibration(spec: PathSpec, run: RunContext) -> str:
+    """The calibration images in words, and what the DFC would make of them."""
+    source, count = calibration_source(spec, run)
+    if isinstance(source, list):
+        note = f"the first {count} of the evaluated images (the emulator's quantization ranges)"
+    else:
+        named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
+        where = f"the demo set's {named} frames" if named else "the folder"
+        note = f"{count} images of {where} `{source}` (the emulator's quantization ranges)"
+    from harness.backends.dfc import calibration_shortfall
+
+    shortfall = calibration_shortfall(count)
+    return f"{note}; a HEF compiled from them: {shortfall}" if shortfall else note
+
+
+def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
+    """The emulated HEF of ``spec`` (cached by content in the run's cache folder). The class sigmoid
+    and HailoRT's NMS op go in as asked where the head family's HEF has them at all: a YOLO26 HEF
+    has neither (:class:`~harness.core.head_family.HeadFamily`)."""
+    from harness.backends.emulator import EmulatorOptions, build_emulated_hef
+
+    source, count = calibration_source(spec, run)
+    host = run.family.host_postprocess
+    options = EmulatorOptions(
+        calibration_count=count,
+        sigmoid_inside=spec.sigmoid_inside and not host,
+        nms=spec.hef_nms and not host,
+        score_threshold=run.settings.score_threshold,
+        iou_threshold=run.settings.iou_threshold,
+        max_proposals_per_class=run.settings.max_per_class,
+    )
+    sha256 = run.facts.sha256 if run.facts is not None else None
+    return build_emulated_hef(
+        run.onnx, source, options, run.cache_dir / "emulator", progress=run.log, onnx_sha256=sha256
+    )
+
+
+def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> OpenRunner:
+    from harness.backends.emulator import EmulatorRunner
+
+    hef = emulated_hef(spec, run)
+    run.log(f"Hailo path: {hef.label}")
+    return OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash)
+
+
+def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> None:
+    """Refuse an export the emulator cannot take, checked once per its content."""
+    from harness.backends.emulator import EmulatorOptions, check_export
+    from harness.backends.emulator.build import export_check
+    from harness.inputs.export_facts import export_facts, record_passed
+
+    options = EmulatorOptions(sigmoid_inside=spec.sigmoid_inside)
+    facts = export_facts(onnx, cache_dir)
+    passed = export_check(options)
+    if passed not in facts.passed:
+        check_export(onnx, options)
+        record_passed(facts, passed, cache_dir)
+
+
+def _locate(spec: PathSpec, run: RunContext, frames: Sequence[Path]) -> list[dict[str, object]]:
+    """The emulated HEF's worst layers: per-tensor SQNR against the float graph on ``frames``."""
+    from harness.backends.emulator.localisation import layer_sqnr, worst_layers  # onnx: only here
+
+    run.log(f"localisation: per-tensor SQNR of the emulated HEF against the float graph on {len(frames)} images")
+    return worst_layers(layer_sqnr(emulated_hef(spec, run), frames))
+
+
+DESCRIPTOR = BackendDescriptor(
+    Backend.EMULATOR,
+    PathKind.EMULATED,
+    (EMULATED_HAILO,),
+    _open,
+    _calibration,
+    takes=frozenset({"record", "calibration"}),
+    job_path=True,
+    preflight=_preflight,
+    locate=_locate,
+)

@@ -27,8 +27,10 @@ from harness.backends.emulator.outputs import head_family, head_roles, host_spec
 from harness.core import defaults
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import OutputSpec, QuantInfo
+from harness.decode.heads import head_layout
+from harness.decode.layout import HeadLayout
 from harness.inputs.calibration import CalibrationSource, calibration_paths, images_digest
 
 if TYPE_CHECKING:  # onnx and onnxruntime are imported where a model is read or quantized (onnx alone: 0.5 s)
@@ -68,10 +70,15 @@ class EmulatedHef:
         return self.input.hw
 
     @property
+    def layout(self) -> HeadLayout:
+        """What each raw head is, by stride."""
+        return head_layout(self.family, {h.name: h for h in self.heads}, self.input_hw)
+
+    @property
     def score_ceiling(self) -> float:
         """The highest score any class output can represent: its range's top (through the sigmoid
         when that is not inside). Far below 1, every score is capped there."""
-        tops = [h.quant[0].limvals_max for h in self.heads[1::2]]  # box, class per stride
+        tops = [o.host_spec.quant[0].limvals_max for o in self.layout.of_role(HeadRole.CLASS)]
         return max(tops) if self.options.sigmoid_inside else float(1 / (1 + np.exp(-max(tops))))
 
     @property

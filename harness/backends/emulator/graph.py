@@ -1,4 +1,4 @@
-"""The float graph a HEF is compiled from: the ONNX cut at its six heads, with a HEF's input contract in
+"""The float graph a HEF is compiled from: the ONNX cut at its heads, with a HEF's input contract in
 front and, optionally, the sigmoid a model script adds to the class convs.
 
 A HEF takes raw uint8 RGB 0-255 NHWC frames; the ``normalization([0,0,0],[255,255,255])`` of the
@@ -20,7 +20,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.inputs.onnx_graph import HeadTensor, cut_at_heads, export_heads, model_input
 
 # Ops of an already quantized graph (onnxruntime dynamic or static quantization): quantizing it again
@@ -160,7 +160,7 @@ def _sigmoid_on_class_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor])
     """Each class head tensor ``t`` becomes ``Sigmoid(t_logits)``: the output keeps the head's name."""
     graph = model.graph
     for head in heads:
-        if head.role != "class":
+        if head.role is not HeadRole.CLASS:
             continue
         logits = f"{head.tensor}_logits"
         for node in graph.node:

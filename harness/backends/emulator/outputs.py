@@ -21,8 +21,9 @@ import numpy as np
 from harness.backends.base import InputSpec
 from harness.core.documents import Fields, parse_json
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.decode.layout import HeadLayout, HeadOutput, layout_of
 from harness.formats.nms_buffer import BBOX_PARAMS
 
 if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not by the specs it describes
@@ -65,7 +66,7 @@ def _quant_info(model: onnx.ModelProto, tensor: str) -> QuantInfo:
     return QuantInfo(float(zp), float(s), float((0 - zp) * s), float((_UINT8_MAX - zp) * s))
 
 
-def head_roles(model: onnx.ModelProto) -> dict[str, str]:
+def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
     """``{head tensor: "box" | "class"}`` in head order (stride ascending, box first), as the emulator recorded it."""
     from harness.backends.emulator.quantize import HEAD_ROLES_KEY
 
@@ -74,11 +75,12 @@ def head_roles(model: onnx.ModelProto) -> dict[str, str]:
         raise GraphError(f"emulated HEF model: metadata {HEAD_ROLES_KEY!r} missing: not a model the emulator built")
     source = f"emulated HEF model: metadata {HEAD_ROLES_KEY!r}"
     roles = Fields(parse_json(meta[HEAD_ROLES_KEY], source), source)
-    found: dict[str, str] = {}
+    known = (HeadRole.BOX, HeadRole.CLASS)
+    found: dict[str, HeadRole] = {}
     for tensor, role in roles.items():
-        if role not in ("box", "class"):
-            roles.fail(tensor, role, '"box" or "class"')
-        found[tensor] = role
+        if role not in known:
+            roles.fail(tensor, role, " or ".join(f'"{r.value}"' for r in known))
+        found[tensor] = HeadRole(role)
     return found
 
 
@@ -96,16 +98,22 @@ def head_family(model: onnx.ModelProto) -> HeadFamily:
         ) from None
 
 
-def head_specs(model: onnx.ModelProto) -> tuple[OutputSpec, ...]:
-    """The raw head outputs as UINT8 device values, in head order."""
+def head_layout(model: onnx.ModelProto) -> HeadLayout:
+    """The raw heads as UINT8 device values with their quant infos, laid out by the roles the emulator recorded."""
     shapes = {o.name: _dims(o) for o in model.graph.output}
     smallest = min(h * w for _, _, h, w in shapes.values())
-    specs = []
+    heads = []
     for tensor, role in head_roles(model).items():
         _, c, h, w = shapes[tensor]
-        order = FormatOrder.FCR if role == "box" or h * w == smallest else FormatOrder.NHWC
-        specs.append(OutputSpec(tensor, (h, w, c), order, FormatType.UINT8, (_quant_info(model, tensor),)))
-    return tuple(specs)
+        order = FormatOrder.FCR if role is HeadRole.BOX or h * w == smallest else FormatOrder.NHWC
+        spec = OutputSpec(tensor, (h, w, c), order, FormatType.UINT8, (_quant_info(model, tensor),))
+        heads.append(HeadOutput.of_spec(spec, role))
+    return layout_of(heads, input_spec(model).hw)
+
+
+def head_specs(model: onnx.ModelProto) -> tuple[OutputSpec, ...]:
+    """The raw head outputs as UINT8 device values, in head order (stride ascending, box first)."""
+    return tuple(output.host_spec for output in head_layout(model).outputs)
 
 
 def host_spec(head: OutputSpec, format_type: FormatType) -> OutputSpec:

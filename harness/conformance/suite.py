@@ -1,4 +1,4 @@
-"""Decoder conformance: a property suite any six-output YOLO decoder can be run against.
+"""Decoder conformance: a property suite any raw-head YOLO decoder can be run against.
 
 A decoder under test has the documented signature of :func:`harness.decode.yolo.decode`::
 
@@ -27,9 +27,10 @@ import numpy as np
 
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
+from harness.decode.layout import HeadLayout, HeadOutput, layout_of
 from harness.formats.quant import dequantize, quantize
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
@@ -72,18 +73,20 @@ def _sigmoid(x: np.ndarray | float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Scene:
-    """Six head outputs with planted objects, and the detections a correct decoder returns."""
+    """Head outputs with planted objects, their layout, and the detections a correct decoder returns."""
 
     outputs: dict[str, np.ndarray]
     specs: dict[str, OutputSpec]
     config: DecodeConfig
     expected: Detections
     strides: np.ndarray  # stride of the grid each expected detection was planted in
+    layout: HeadLayout
 
     def renamed(self, names: Mapping[str, str], order: list[str]) -> Scene:
         outputs = {names[k]: self.outputs[k] for k in order}
         specs = {names[k]: replace(self.specs[k], name=names[k]) for k in order}
-        return replace(self, outputs=outputs, specs=specs)
+        heads = (HeadOutput.of_spec(specs[names[o.name]], o.role) for o in self.layout.outputs)
+        return replace(self, outputs=outputs, specs=specs, layout=layout_of(heads, self.config.input_hw))
 
 
 @dataclass(frozen=True)
@@ -151,14 +154,15 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
 
     outputs: dict[str, np.ndarray] = {}
     specs: dict[str, OutputSpec] = {}
+    heads: list[HeadOutput] = []
     seen_boxes: list[np.ndarray] = []
     seen_classes: list[np.ndarray] = []
     for g in range(3):
         for role, value, order, quant in (
-            ("box", boxes[g], recipe.box_order, _box_quant()),
-            ("cls", classes[g], recipe.class_orders[g], _class_quant(recipe.logits)),
+            (HeadRole.BOX, boxes[g], recipe.box_order, _box_quant()),
+            (HeadRole.CLASS, classes[g], recipe.class_orders[g], _class_quant(recipe.logits)),
         ):
-            name = f"{role}{g}"
+            name = f"{'box' if role is HeadRole.BOX else 'cls'}{g}"
             if recipe.format_type is FormatType.FLOAT32:
                 outputs[name], seen = value, value
                 spec_quant: tuple[QuantInfo, ...] = ()
@@ -166,7 +170,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
                 q = quantize(value, (quant,), np.dtype(recipe.format_type.numpy_dtype))
                 outputs[name], seen, spec_quant = q, dequantize(q, (quant,)), (quant,)
             specs[name] = OutputSpec(name, value.shape, order, recipe.format_type, spec_quant)
-            (seen_boxes if role == "box" else seen_classes).append(seen)
+            heads.append(HeadOutput.of_spec(specs[name], role))
+            (seen_boxes if role is HeadRole.BOX else seen_classes).append(seen)
 
     expected_boxes, scores, class_ids, planted_strides = [], [], [], []
     bins = np.arange(recipe.reg_max, dtype=np.float64)
@@ -183,7 +188,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
         planted_strides.append(s)
     config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7)
     expected = Detections(np.array(expected_boxes), np.array(scores), np.array(class_ids))
-    return Scene(outputs, specs, config, expected, np.array(planted_strides, dtype=np.float32))
+    strides_planted = np.array(planted_strides, dtype=np.float32)
+    return Scene(outputs, specs, config, expected, strides_planted, layout_of(heads, recipe.input_hw))
 
 
 def _matches(got: Detections, expected: Detections, shift: np.ndarray | None = None) -> bool:
@@ -244,12 +250,11 @@ def _interleave_dfl(scene: Scene) -> Scene:
     """The scene's box heads laid out bin-major (channel ``bin * 4 + side``): what a decoder that
     reads the bins interleaved needs to see to get the planted boxes."""
     outputs = dict(scene.outputs)
-    for name, spec in scene.specs.items():
-        if name.startswith("box"):
-            h, w, c = spec.shape
-            outputs[name] = np.ascontiguousarray(
-                np.asarray(outputs[name]).reshape(h, w, 4, c // 4).transpose(0, 1, 3, 2).reshape(h, w, c)
-            )
+    for box in scene.layout.of_role(HeadRole.BOX):
+        (h, w), c = box.grid, box.channels
+        outputs[box.name] = np.ascontiguousarray(
+            np.asarray(outputs[box.name]).reshape(h, w, 4, c // 4).transpose(0, 1, 3, 2).reshape(h, w, c)
+        )
     return replace(scene, outputs=outputs)
 
 

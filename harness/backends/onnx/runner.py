@@ -16,7 +16,9 @@ import onnxruntime as ort
 
 from harness.backends.base import InputSpec
 from harness.core.errors import GraphError, SpecError
+from harness.core.head_family import HeadRole
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.layout import layout_of_tensors
 from harness.inputs.onnx_graph import cut_at_heads, export_heads, full_head_output, load_model, model_input
 from harness.inputs.preprocess import to_nchw_float
 
@@ -161,15 +163,15 @@ class FullHeadRunner(_Closing):
         return [self.infer({name: array[i : i + 1] for name, array in feed.items()}) for i in range(count)]
 
 
-def head_format_order(role: str, grid: tuple[int, int], smallest: int) -> FormatOrder:
+def head_format_order(role: HeadRole, grid: tuple[int, int], smallest: int) -> FormatOrder:
     """The emulator's host orders for a HEF's heads (the field report's mix): box heads FCR, class
     heads NHWC except on the smallest grid. FCR and NHWC are both [N, H, W, C] on the host
     (hailort: hailort/libhailort/include/hailo/hailort.h, hailo_format_order_t)."""
-    return FormatOrder.FCR if role == "box" or grid[0] * grid[1] == smallest else FormatOrder.NHWC
+    return FormatOrder.FCR if role is HeadRole.BOX or grid[0] * grid[1] == smallest else FormatOrder.NHWC
 
 
 class FloatHeadsRunner:
-    """The ONNX cut at its six heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
+    """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
     class heads through a sigmoid as a model script compiles it in (YOLOv8 heads; a YOLO26 HEF keeps
     its class logits), float32 channel-last outputs listed with the orders the emulator gives a
     HEF's heads. Not quantized: it stands in for a raw-output HEF where the emulator cannot quantize
@@ -179,17 +181,17 @@ class FloatHeadsRunner:
         model = load_model(onnx_path)
         input_name, input_hw = model_input(model)
         found = export_heads(model)
-        heads = found.heads
-        self._runner = OnnxRunner(cut_at_heads(model, heads), threads)
+        layout = layout_of_tensors(found.heads, input_hw)
+        self._runner = OnnxRunner(cut_at_heads(model, found.heads), threads)
         self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
         inside = not found.family.host_postprocess
-        self._classes = {h.tensor for h in heads if h.role == "class" and inside}
-        smallest = min(h.grid[0] * h.grid[1] for h in heads)
+        self._classes = {o.name for o in layout.of_role(HeadRole.CLASS)} if inside else set()
+        smallest = min(level.cells for level in layout.levels)
         self._specs = {
-            h.tensor: OutputSpec(
-                h.tensor, (*h.grid, h.channels), head_format_order(h.role, h.grid, smallest), FormatType.FLOAT32
+            o.name: OutputSpec(
+                o.name, (*o.grid, o.channels), head_format_order(o.role, o.grid, smallest), FormatType.FLOAT32
             )
-            for h in heads
+            for o in layout.outputs
         }
 
     @property

@@ -100,7 +100,7 @@ def test_conformance_fixture_passes_the_builtin_decoder(pytester):
 def test_hef_option_runs_each_static_check_as_its_own_item(pytester, shared_fixtures):
     hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
     onnx = shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx"
-    result = pytester.runpytest_subprocess("--hef", str(hef), "--onnx", str(onnx), "-rs")
+    result = pytester.runpytest_subprocess(f"--hef={hef}", f"--onnx={onnx}", "-rs")
     result.assert_outcomes(failed=1, skipped=11)
     result.stdout.fnmatch_lines(
         [
@@ -113,7 +113,7 @@ def test_hef_option_runs_each_static_check_as_its_own_item(pytester, shared_fixt
 
 def test_unreadable_hef_is_one_failing_item_that_says_why(pytester, shared_fixtures):
     hef = shared_fixtures / "hef_bad" / "hailo8l_yolov8s_nms_truncated.hef"
-    result = pytester.runpytest_subprocess("--hef", str(hef))
+    result = pytester.runpytest_subprocess(f"--hef={hef}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*truncated: header declares 31240818 bytes, file has 2883584*"])
 
@@ -121,14 +121,14 @@ def test_unreadable_hef_is_one_failing_item_that_says_why(pytester, shared_fixtu
 def test_static_check_results_are_junit_properties(pytester, shared_fixtures):
     hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
     onnx = shared_fixtures / "onnx" / "yolo11n_coco80_320_int8.onnx"
-    pytester.runpytest_subprocess("--hef", str(hef), "--onnx", str(onnx), "--junitxml=out.xml")
+    pytester.runpytest_subprocess(f"--hef={hef}", f"--onnx={onnx}", "--junitxml=out.xml")
     xml = (pytester.path / "out.xml").read_text()
     assert '<property name="check" value="input_shape"' in xml
     assert "320x320x3" in xml
 
 
 def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--collect-only", "-q")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--collect-only", "-q")
     out = result.stdout.str()
     for name in (
         "test_map[synthetic_fire_smoke_seed0-onnx]",
@@ -142,25 +142,25 @@ def test_onnx_option_collects_the_named_gates_of_both_paths(pytester):
 
 
 def test_a_bad_option_value_is_a_usage_error_naming_the_option_and_what_was_expected(pytester):
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--score-threshold=abc")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--score-threshold=abc")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--score-threshold 'abc': expected a number from 0 to 1*"])
 
 
 def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, shared_fixtures):
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--backend", "hailort")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--backend", "hailort")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--backend hailort: needs --hef M.hef*"])
     hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
     result = pytester.runpytest_subprocess(
-        "--onnx", str(DEMO), "--hef", str(hef), "--backend", "hailort", "-k", "test_box_count and hailo]"
+        f"--onnx={DEMO}", f"--hef={hef}", "--backend", "hailort", "-k", "test_box_count and hailo]"
     )
     result.assert_outcomes(failed=1, deselected=20)
     result.stdout.fnmatch_lines(["*the evaluation could not run:*hailo_platform*emulator*"])
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--har", "m.har")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--har", "m.har")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--har m.har: the Hailo Dataflow Compiler is not installed*"])
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "--hailo-format", "int4")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--hailo-format", "int4")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--hailo-format 'int4': expected one of ['float32', 'uint8']" in result.stderr.str()
 
@@ -178,7 +178,7 @@ sys.modules["hailo_sdk_client"] = fake_hailo_sdk_client
 """
     )
     calibration = str(data / "images" / "calib")
-    args = ("--onnx", str(DEMO), "--dataset", str(data), "--calibration", calibration, "--har", str(har))
+    args = (f"--onnx={DEMO}", f"--dataset={data}", f"--calibration={calibration}", f"--har={har}")
     result = pytester.runpytest_subprocess(*args, "--collect-only", "-q")
     assert "hailo-harness::test_stages[data]" in result.stdout.lines
     result = pytester.runpytest_subprocess(*args, "-k", "test_stages", "--junitxml=stages.xml")
@@ -187,7 +187,7 @@ sys.modules["hailo_sdk_client"] = fake_hailo_sdk_client
 
 
 def test_gates_run_under_xdist_and_attach_their_numbers_to_junit_xml(pytester):
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "-n", "2", "-p", "xdist", "--junitxml=gates.xml")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "-n", "2", "-p", "xdist", "--junitxml=gates.xml")
     result.assert_outcomes(passed=9)
     xml = (pytester.path / "gates.xml").read_text()
     assert '<property name="observed"' in xml and '<property name="baseline"' in xml
@@ -197,7 +197,7 @@ def test_gates_run_under_xdist_and_attach_their_numbers_to_junit_xml(pytester):
 def test_missing_baseline_fails_with_the_command_that_creates_it(pytester, tmp_path):
     data = tmp_path / "small"
     write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
-    args = ("--onnx", str(DEMO), "--dataset", str(data), "--golden", "empty", "-k", "test_box_count and onnx")
+    args = (f"--onnx={DEMO}", f"--dataset={data}", "--golden", "empty", "-k", "test_box_count and onnx")
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(failed=1, deselected=8)
     result.stdout.fnmatch_lines(
@@ -213,7 +213,7 @@ def test_the_demo_is_held_against_its_shipped_baselines_until_the_project_blesse
     """Run from a subfolder: the defaults lie in the rootdir, an ini key's path is relative to its file."""
     pytester.makeini("[pytest]\nharness_report = ci-report\n")
     sub = pytester.mkdir("sub")
-    args = ("--onnx", str(DEMO), "-k", "test_map and onnx]")
+    args = (f"--onnx={DEMO}", "-k", "test_map and onnx]")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(sub)
         result = pytester.runpytest_subprocess(*args)
@@ -249,11 +249,11 @@ def test_compile():
 def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_are_named_after(pytester, tmp_path):
     data = tmp_path / "fire_smoke_small"
     write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
-    args = ("--onnx", str(DEMO), "--dataset", str(data / "data.yaml"), "--golden", str(tmp_path / "golden"))
+    args = (f"--onnx={DEMO}", f"--dataset={data / 'data.yaml'}", f"--golden={tmp_path / 'golden'}")
     collected = pytester.runpytest_subprocess(*args, "--collect-only", "-q").stdout.lines
     assert "hailo-harness::test_map[fire_smoke_small-onnx]" in collected
     assert "hailo-harness::test_path_agreement[fire_smoke_small-emulated-hailo]" in collected
-    result = pytester.runpytest_subprocess(*args, "--update-golden", "--cache", str(tmp_path / "cache"))
+    result = pytester.runpytest_subprocess(*args, "--update-golden", f"--cache={tmp_path / 'cache'}")
     result.assert_outcomes(passed=9)  # every item found its gate: none says "the run produced no such gate"
 
 
@@ -272,33 +272,60 @@ def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_
 def test_an_option_without_its_partner_is_a_usage_error_naming_what_is_missing(
     pytester, shared_fixtures, given, expected
 ):
-    args = [str(shared_fixtures / a) if "/" in a else a for a in given]
+    flag, *value = given
+    args = [f"{flag}={shared_fixtures / value[0]}"] if value and "/" in value[0] else given
     result = pytester.runpytest_subprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # 4, never 0 for a run that would check nothing
     result.stderr.fnmatch_lines([expected])
 
 
 def test_a_hef_that_no_static_check_applies_to_fails_instead_of_skipping_everything(pytester, shared_fixtures):
-    result = pytester.runpytest_subprocess("--hef", str(shared_fixtures / "hef" / "hailo10h_lightface_slim.hef"))
+    result = pytester.runpytest_subprocess(f"--hef={shared_fixtures / 'hef' / 'hailo10h_lightface_slim.hef'}")
     result.assert_outcomes(failed=1, skipped=12)
     result.stdout.fnmatch_lines(["*none of the 12 static checks applies to *, so nothing was checked*"])
 
 
-@pytest.mark.parametrize("spelling", ["--hef PATH", "--hef=PATH"])
-def test_a_path_option_in_either_spelling_leaves_the_users_rootdir_and_config_where_they_are(pytester, spelling):
-    """A HEF inside another checkout: pytest would otherwise take that checkout's config as the run's."""
-    project, other = pytester.mkdir("project"), pytester.mkdir("other")  # other: like a sibling checkout
+def _project_beside_another_checkout(pytester: pytest.Pytester) -> tuple[Path, Path]:
+    """A project whose ini declares a marker, and a sibling checkout whose config deselects everything."""
+    project, other = pytester.mkdir("project"), pytester.mkdir("other")
     (project / "pytest.ini").write_text("[pytest]\nmarkers =\n    mine: a marker only the user's project declares\n")
     (project / "test_mine.py").write_text("import pytest\n\n@pytest.mark.mine\ndef test_mine():\n    pass\n")
+    (project / "models").mkdir()
     (other / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-k nothing_of_yours"\n')
-    (other / "model.hef").write_bytes(b"not a HEF")
-    hef = str(other / "model.hef")
-    option = ["--hef", hef] if spelling == "--hef PATH" else [f"--hef={hef}"]
+    return project, other
+
+
+@pytest.mark.parametrize(
+    ("option", "where"),
+    [("--hef={}", "other"), ("--hef {}", "project/models"), ("--hef {}", "project")],
+    ids=["equals-other-checkout", "space-inside-project", "space-in-ini-folder"],
+)
+def test_a_path_option_leaves_the_users_rootdir_and_config_where_they_are(pytester, option, where):
+    """``--hef=PATH`` anywhere, and ``--hef PATH`` where pytest's choice provably does not depend on it."""
+    project, _ = _project_beside_another_checkout(pytester)
+    hef = pytester.path / where / "model.hef"
+    hef.write_bytes(b"not a HEF")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
-        result = pytester.runpytest_subprocess(*option, "--strict-markers", "-k", "test_mine")
+        result = pytester.runpytest_subprocess(*option.format(hef).split(" "), "--strict-markers", "-k", "test_mine")
     result.stdout.fnmatch_lines([f"rootdir: {project}", "configfile: pytest.ini"])
     result.assert_outcomes(passed=1, deselected=1)
+
+
+@pytest.mark.parametrize("where", ["other", "project/models"], ids=["sibling-checkout", "checkout-inside-project"])
+def test_a_path_value_pytest_chose_its_rootdir_from_is_a_usage_error_saying_how_to_write_it(pytester, where):
+    """pytest reads ``--hef PATH``'s value as a test path before the plugin loads: where that may have
+    moved its rootdir or config, the run is refused (no public API chooses them again)."""
+    project, _ = _project_beside_another_checkout(pytester)
+    (pytester.path / where / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-k theirs"\n')
+    hef = pytester.path / where / "model.hef"
+    hef.write_bytes(b"not a HEF")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        result = pytester.runpytest_subprocess("--hef", str(hef), "-k", "test_mine")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--hef {hef}: pytest chose its rootdir ({hef.parent})*write --hef={hef}"])
+    assert "test_mine" not in result.stdout.str()
 
 
 def test_an_export_the_emulator_cannot_take_is_one_usage_error_not_a_failure_per_gate(pytester, shared_fixtures):
@@ -339,7 +366,7 @@ harness.pipeline.job.run_job = run_job
 )
 def test_a_job_that_fails_inside_fails_its_gates_with_one_clear_line_not_a_traceback(pytester, error, says):
     pytester.makeconftest(JOB_RAISES.format(error=error))
-    result = pytester.runpytest_subprocess("--onnx", str(DEMO), "-q")
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "-q")
     result.assert_outcomes(failed=9)
     result.stdout.fnmatch_lines([says, "*the evaluation could not run: see test_map[[]*[]] for why*"])
     assert "Traceback" not in result.stdout.str() and "raise " not in result.stdout.str()

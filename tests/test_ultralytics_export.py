@@ -201,7 +201,7 @@ def test_every_surface_takes_the_folder_where_it_takes_a_hef(tmp_path, shared_fi
     assert cli.main(["inspect", str(folder)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"Ultralytics export: {folder}") and "check export_metadata: ok" in out
-    result = pytester.runpytest_subprocess("--hef", str(folder), "-rA")
+    result = pytester.runpytest_subprocess(f"--hef={folder}", "-rA")
     result.stdout.fnmatch_lines(["*PASSED*test_hef_static[[]export_metadata[]]*"])
 
 

@@ -11,9 +11,7 @@ like any test, also in JUnit XML and under pytest-xdist.
 from __future__ import annotations
 
 import contextlib
-import copy
 import importlib.util
-import os
 import re
 import shlex
 from collections.abc import Callable
@@ -23,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.cli.plugin_setup import refuse_moved_setup
 from harness.core.errors import HarnessError
 from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
@@ -59,43 +58,10 @@ _PATH_FLAGS = frozenset(OPTIONS[n].flag for n in JOB_OPTIONS if OPTIONS[n].is_pa
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """Keep the user's rootdir and ini file. pytest chooses them before it loads this plugin, from
-    the command line's paths, and so reads the value of ``--hef PATH`` as a test path: a HEF outside
-    the project would move the rootdir there (and adopt another checkout's config). With the
-    options known, the setup is chosen again without those values and, where it differs, put back."""
-    user_args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *early_config.invocation_params.args]
-    values = {user_args[i + 1] for i, a in enumerate(user_args[:-1]) if a in _PATH_FLAGS}
-    if not values:
-        return
-    from _pytest.config.findpaths import determine_setup
-
-    known = parser.parse_known_args(user_args, namespace=copy.copy(early_config.option))
-    try:
-        rootpath, inipath, inicfg, ignored = determine_setup(
-            inifile=known.inifilename,
-            override_ini=known.override_ini,
-            args=[a for a in known.file_or_dir if a not in values],
-            rootdir_cmd_arg=known.rootdir or None,
-            invocation_dir=early_config.invocation_params.dir,
-        )
-        if (rootpath, inipath) == (early_config.rootpath, early_config.inipath):
-            return
-        derived = str(early_config.inipath.parent if early_config.inipath else early_config.rootpath)
-        early_config._rootpath, early_config._inipath = rootpath, inipath
-        early_config._inicfg, early_config._ignored_config_files = inicfg, ignored
-        early_config._inicache.clear()
-        parser.extra_info.update(rootdir=str(rootpath), inifile=str(inipath))
-    except (AttributeError, TypeError, ValueError) as error:  # another pytest's internals
-        flags = ", ".join(sorted(f for f in _PATH_FLAGS if f in user_args))
-        raise pytest.UsageError(
-            f"{flags}: pytest read the value as a test path and chose its rootdir from it ({error}); "
-            "write the option as --name=PATH"
-        ) from error
-    args[:] = [*early_config.getini("addopts"), *user_args]  # the user's own ini file's addopts
-    early_config.known_args_namespace = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
-    if known.confcutdir is None and early_config.known_args_namespace.confcutdir in (None, derived):
-        early_config.known_args_namespace.confcutdir = str(inipath.parent if inipath else rootpath)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> None:
+    """Refuse, before any conftest loads, a run whose rootdir or ini file pytest may have chosen from
+    the value of ``--hef PATH`` (read as a test path before this plugin declared the option)."""
+    refuse_moved_setup(early_config, parser, _PATH_FLAGS)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""The Dataflow Compiler's model script for a YOLO26 detector: the six raw head maps leave the HEF at
+"""The Dataflow Compiler's model script for a YOLO26 detector: the raw head maps leave the HEF at
 16 bits and nothing is decoded inside it. Written from the ONNX's heads and checked against them.
 
 As Ultralytics compiles YOLO26 for Hailo (ultralytics 8.4.190: ultralytics/engine/exporter.py,

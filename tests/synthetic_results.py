@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from harness.core.detections import Detections
+from harness.core.path_names import ONNX, PathKind
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import Dataset, GroundTruth, load_yolo
 from harness.verdict.gates import GateResult, run_gates
@@ -65,10 +66,11 @@ def result(
     created: str = "2025-03-04T05:06:07Z",
     model_sha256: str = "0123456789abcdef" * 4,
 ) -> PathResult:
-    suffix = "onnx" if path == "onnx" else "hef"
+    suffix = "onnx" if path == ONNX else "hef"
+    kind = PathKind.EMULATED if emulated else PathKind.FLOAT if path == ONNX else PathKind.DEVICE
     return PathResult(
         path=path,
-        emulated=emulated,
+        kind=kind,
         settings=settings,
         provenance=Provenance(
             model_path=f"models/fire_smoke_yolo11n.{suffix}",

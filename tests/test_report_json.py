@@ -1,8 +1,11 @@
 import json
 import math
 
+import pytest
 import synthetic_results as sr
 
+from harness.core.errors import HarnessError
+from harness.core.path_names import PathKind
 from harness.report import write_reports
 from harness.report.json_report import report_document
 
@@ -24,9 +27,9 @@ def test_json_report_is_strict_json_with_gates_paths_and_provenance(tmp_path):
     assert agreement["passed"] is False and agreement["causes"][0]["fix"]
     map_gate = next(g for g in data["gates"] if g["name"].startswith("test_map["))
     assert set(map_gate["interval"]) == {"point", "low", "high"}
-    assert [(p["path"], p["label"], p["emulated"]) for p in data["paths"]] == [
-        ("onnx", "onnx", False),
-        ("hailo", "hailo (emulated)", True),
+    assert [(p["path"], p["label"], p["emulated"], p["kind"], p["recorded_kind"]) for p in data["paths"]] == [
+        ("onnx", "onnx", False, "float", None),
+        ("hailo", "hailo (emulated)", True, "emulated", None),
     ]
     hailo = data["paths"][1]
     assert hailo["provenance"]["environment"] == {"hailort": "4.23.0", "onnxruntime": "1.20.1"}
@@ -49,7 +52,7 @@ def test_the_stage_table_holds_each_measured_stage_and_names_the_first_degraded_
 
     case = sr.report_case(tmp_path / "dataset")
     gt, ids = case.dataset.ground_truths, [s.image_id for s in case.dataset.samples]
-    fp = sr.replaced(case.onnx, path=DFC_FP_OPTIMIZED, emulated=True)
+    fp = sr.replaced(case.onnx, path=DFC_FP_OPTIMIZED, kind=PathKind.EMULATED)
     quantized = sr.result(
         [p.select(slice(0, 1)) for p in sr.predictions(gt, seed=3)],
         gt,
@@ -57,7 +60,7 @@ def test_the_stage_table_holds_each_measured_stage_and_names_the_first_degraded_
         emulated=True,
         image_ids=ids,
     )
-    device = sr.replaced(case.hailo, emulated=False, fps=123.45)
+    device = sr.replaced(case.hailo, kind=PathKind.DEVICE, fps=123.45)
     files = write_reports(tmp_path / "report", [case.onnx, fp, quantized, device], case.gates, case.dataset)
     stages = _strict_json(files["json"].read_text())["stages"]
     assert [(r["stage"], r["label"]) for r in stages["rows"]] == [
@@ -78,3 +81,39 @@ def test_a_report_without_later_stages_has_no_stage_table(tmp_path):
     case = sr.report_case(tmp_path / "dataset")
     emulated = sr.replaced(case.hailo, path="emulated-hailo")
     assert report_document([case.onnx, emulated], case.gates, case.dataset)["stages"] is None
+
+
+def test_a_path_is_labelled_by_the_kind_it_carries_and_only_a_device_path_is_hardware(tmp_path):
+    """A second float backend is the host, not hardware; a replay says what recorded it."""
+    from harness.report.markdown import fps, path_kind
+
+    case = sr.report_case(tmp_path / "dataset")
+    runtime = sr.replaced(case.hailo.provenance, runtime="replayed from HailoRT 4.23.0 on 0000:01:00.0 (recorded)")
+    paths = {
+        "openvino": sr.replaced(case.onnx, path="openvino"),
+        "device": sr.replaced(case.hailo, kind=PathKind.DEVICE),
+        "replayed device": sr.replaced(
+            case.hailo, kind=PathKind.REPLAYED, recorded=PathKind.DEVICE, provenance=runtime
+        ),
+        "replayed emulation": sr.replaced(
+            case.hailo, kind=PathKind.REPLAYED, recorded=PathKind.EMULATED, provenance=runtime
+        ),
+    }
+    documents = {name: report_document([case.onnx, path], case.gates, case.dataset) for name, path in paths.items()}
+    said = {name: (p["label"], path_kind(p), fps(p)) for name, p in ((n, d["paths"][1]) for n, d in documents.items())}
+    assert said == {
+        "openvino": ("openvino", "host", "-"),
+        "device": ("hailo", "hardware", "not measured (cached)"),
+        "replayed device": (
+            "hailo (replayed)",
+            "hardware, replayed from HailoRT 4.23.0 on 0000:01:00.0",
+            "not measured (cached)",
+        ),
+        "replayed emulation": (
+            "hailo (emulated, replayed)",
+            "emulated, replayed from HailoRT 4.23.0 on 0000:01:00.0",
+            "-",
+        ),
+    }
+    with pytest.raises(HarnessError, match="expected a recorded kind"):
+        sr.replaced(case.hailo, kind=PathKind.REPLAYED)

@@ -30,8 +30,10 @@ from harness import __version__
 from harness.core import defaults
 from harness.core.environment import environment
 from harness.core.errors import HarnessError
+from harness.core.path_names import PathKind
 from harness.inputs.dataset import Dataset, DatasetError, Sample, class_map
 from harness.inputs.preprocess import load_image
+from harness.pipeline.backends import kind_named
 from harness.pipeline.cache import CacheFile, PredictionCache
 from harness.pipeline.detect import DetectionPath, FrameResult, detect_frames
 from harness.verdict.metrics import box_counts, evaluate, score_distribution
@@ -175,6 +177,8 @@ def evaluate_path(
     progress: bool | None = None,
     stream: TextIO | None = None,
     batch: int = defaults.BATCH,
+    kind: PathKind | None = None,
+    recorded: PathKind | None = None,
 ) -> PathResult:
     """Predict every readable sample of ``dataset`` with ``path`` (from ``cache`` where it has them)
     and measure the predictions.
@@ -182,6 +186,8 @@ def evaluate_path(
     ``progress``: None shows a bar on ``stream`` (default stderr) when it is a terminal and the set
     has more than :data:`PROGRESS_MIN_IMAGES` images; True always; False never. ``batch``: images
     inferred together where the path takes a batch (its detections are the same at any batch).
+    ``kind``: what made the path's outputs, as its backend's descriptor says (``recorded``: a replay's
+    recorded kind); None: the kind of the backend whose paths carry ``path.name``.
     """
     if not dataset.samples:
         raise DatasetError(f"dataset {dataset.root}: no readable images to evaluate")
@@ -206,7 +212,7 @@ def evaluate_path(
     settings = dataclasses.replace(settings, class_map=tuple(int(i) for i in mapping))
     return PathResult(
         path=path.name,
-        emulated=path.emulated,
+        kind=kind or kind_named(path.name),
         settings=settings,
         provenance=Provenance(
             model_path=str(path.model_file),
@@ -227,4 +233,5 @@ def evaluate_path(
         cells=_cells(frames, settings.score_threshold),
         fps=path.fps,
         score_ceiling=path.score_ceiling,
+        recorded=recorded,
     )

@@ -67,13 +67,22 @@ class RunContext:
     def is_demo(self) -> bool:
         return Path(self.dataset.root).resolve() == demo_root(self.cache_dir).resolve()
 
-    def evaluate(self, path: DetectionPath, dataset: Dataset | None = None, cached: bool = True) -> PathResult:
+    def evaluate(
+        self,
+        path: DetectionPath,
+        dataset: Dataset | None = None,
+        cached: bool = True,
+        kind: PathKind | None = None,
+        recorded: PathKind | None = None,
+    ) -> PathResult:
         """``path`` over the dataset, with a line before and after it (and a bar on a terminal);
-        ``cached``: predictions from and into the prediction cache."""
+        ``cached``: predictions from and into the prediction cache; ``kind`` and ``recorded``: what
+        made its outputs (see :func:`~harness.pipeline.evaluate.evaluate_path`)."""
         dataset = dataset or self.dataset
         self.log(f"{path.name}: predicting {len(dataset.samples)} images")
         start = time.monotonic()
-        result = evaluate_path(path, dataset, self.cache if cached else None, self.progress, batch=self.batch)
+        cache = self.cache if cached else None
+        result = evaluate_path(path, dataset, cache, self.progress, batch=self.batch, kind=kind, recorded=recorded)
         hits = result.provenance.from_cache
         said = f", {hits} from the prediction cache" if hits else ""
         self.log(f"{path.name}: {len(dataset.samples)} images in {time.monotonic() - start:.1f} s{said}")
@@ -276,4 +285,4 @@ def evaluate(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) ->
     """``spec`` evaluated on the run's dataset (or ``dataset``, a part of it); a recording path
     infers every image (the prediction cache would leave the store without them)."""
     with open_path(spec, run) as path:
-        return run.evaluate(path, dataset, cached=spec.record is None)
+        return run.evaluate(path, dataset, spec.record is None, spec.kind, spec.recorded_kind)

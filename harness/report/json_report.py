@@ -20,8 +20,9 @@ from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
 # 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score; 4: thresholds;
-# 5: gates[].weak, baselines[].blessed_sha256/blessed/run_sha256/accepted_weak
-SCHEMA_VERSION = 5
+# 5: gates[].weak, baselines[].blessed_sha256/blessed/run_sha256/accepted_weak;
+# 6: paths[].kind (float, emulated, device, replayed) and recorded_kind (a replayed path's, else null)
+SCHEMA_VERSION = 6
 
 
 def report_document(
@@ -125,6 +126,8 @@ def _path(result: PathResult) -> dict[str, Any]:
     return {
         "path": result.path,
         "label": result.label,
+        "kind": result.kind.value,
+        "recorded_kind": result.recorded.value if result.recorded else None,
         "emulated": result.emulated,
         "fps": result.fps,
         "highest_score": result.highest_score,

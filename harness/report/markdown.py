@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core.path_names import REPLAYED_FROM
+from harness.core.path_names import PathKind
 from harness.inputs.demo import SHIPPED_GOLDEN
 from harness.verdict.hef_checks import DEFAULT_MIN_SCORE_CAP
 
@@ -199,20 +199,29 @@ def cap_notes(paths: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+# Where each kind of path runs, in the reports' words: only a device path is called hardware.
+_RUNS_ON = {PathKind.FLOAT: "host", PathKind.EMULATED: "emulated", PathKind.DEVICE: "hardware"}
+
+
+def _made_by(path: dict[str, Any]) -> PathKind:
+    """What made a path's outputs: a replayed path's recorded kind, else its own."""
+    return PathKind(path["recorded_kind"] or path["kind"])
+
+
 def path_kind(path: dict[str, Any]) -> str:
-    """``host`` for the ONNX reference, ``emulated`` for a Hailo path without Hailo hardware, else ``hardware``."""
-    if path["path"] == "onnx":
-        return "host"
-    kind = "emulated" if path["emulated"] else "hardware"
-    runtime = path["provenance"]["runtime"]
-    return f"{kind}, {runtime.partition(' (')[0]}" if runtime.startswith(REPLAYED_FROM) else kind
+    """Where the path ran: ``host`` (the float export), ``emulated`` or ``hardware`` (a Hailo device),
+    a replayed path's followed by what it was replayed from."""
+    runs_on = _RUNS_ON[_made_by(path)]
+    if path["kind"] != PathKind.REPLAYED.value:
+        return runs_on
+    return f"{runs_on}, {path['provenance']['runtime'].partition(' (')[0]}"
 
 
 def fps(path: dict[str, Any]) -> str:
     """Frames per second measured on the device; ``-`` for paths that did not run on one."""
     if path["fps"] is not None:
         return f"{path['fps']:.1f}"
-    return "-" if path["emulated"] or path["path"] == "onnx" else "not measured (cached)"
+    return "not measured (cached)" if _made_by(path) is PathKind.DEVICE else "-"
 
 
 STAGE_HEADER = ["stage", "path", "mAP@0.5", "drop vs float"]

@@ -1,5 +1,5 @@
 """What one path measured on one dataset: the unit that golden baselines, gates, diagnosis and
-reports work on. It never says which backend produced it beyond ``path`` and ``emulated``."""
+reports work on. It never says which backend produced it beyond ``path`` and ``kind``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 
 from harness.core.detections import Detections
-from harness.core.path_names import REPLAYED_FROM
+from harness.core.errors import HarnessError
+from harness.core.path_names import PathKind
 from harness.core.settings import EvalSettings
 from harness.verdict.metrics.coco import CocoMetrics
 from harness.verdict.metrics.distribution import BoxCounts, CellsAboveThreshold, ScoreDistribution
@@ -32,12 +33,12 @@ class Provenance:
 
 @dataclass(frozen=True)
 class PathResult:
-    """``path`` is ``onnx``, ``hailo`` or an emulated path; ``emulated`` is True for every path
-    that did not run on Hailo hardware, and every report and log line says so.
+    """``path`` is the path's name; ``kind`` what made its outputs, decided where the path was built
+    (``recorded``: a replayed path's recorded kind, else None), and every report and log line says so.
     ``predictions[i]`` belong to ``image_ids[i]``, in original-image pixels and model class ids."""
 
     path: str
-    emulated: bool
+    kind: PathKind
     settings: EvalSettings
     provenance: Provenance
     image_ids: tuple[str, ...]
@@ -48,6 +49,29 @@ class PathResult:
     cells: CellsAboveThreshold | None = None  # raw-head paths only
     fps: float | None = None  # frames per second measured on Hailo hardware; None: not measured (or cached)
     score_ceiling: float | None = None  # the highest score its class outputs can represent, where known
+    recorded: PathKind | None = None
+
+    def __post_init__(self) -> None:
+        if (self.kind is PathKind.REPLAYED) != (self.recorded is not None) or self.recorded is PathKind.REPLAYED:
+            raise HarnessError(
+                f"path {self.path!r}: kind {self.kind.value}, recorded {self.recorded and self.recorded.value}: "
+                "expected a recorded kind (float, emulated or device) exactly where the kind is replayed"
+            )
+
+    @property
+    def made_by(self) -> PathKind:
+        """What made its outputs: a replay's recorded kind, else its own."""
+        return self.recorded or self.kind
+
+    @property
+    def emulated(self) -> bool:
+        """Its outputs were made by an emulation of a Hailo model, not on Hailo hardware nor by the float export."""
+        return self.made_by is PathKind.EMULATED
+
+    @property
+    def hardware(self) -> bool:
+        """Its outputs were made on a Hailo device (the one kind labelled hardware)."""
+        return self.made_by is PathKind.DEVICE
 
     @property
     def labelled(self) -> bool:
@@ -57,13 +81,12 @@ class PathResult:
     @property
     def replayed(self) -> bool:
         """Its outputs were recorded by an earlier run (on a device or emulated) and served again."""
-        return self.provenance.runtime.startswith(REPLAYED_FROM)
+        return self.kind is PathKind.REPLAYED
 
     @property
     def label(self) -> str:
-        marks = [
-            m for m, on in (("emulated", self.emulated and self.path != "onnx"), ("replayed", self.replayed)) if on
-        ]
+        """Its name, marked ``emulated`` and ``replayed`` where it is."""
+        marks = [m for m, on in (("emulated", self.emulated), ("replayed", self.replayed)) if on]
         return f"{self.path} ({', '.join(marks)})" if marks else self.path
 
     @property

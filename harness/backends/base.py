@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -52,6 +52,22 @@ class Runner(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+class RunnerBase:
+    """The ``with`` lifecycle of a runner: ``__enter__`` gives the runner, ``__exit__`` calls :meth:`close`.
+    A runner that holds nothing to release keeps the default :meth:`close`, which does nothing."""
+
+    def close(self) -> None:
+        """Release what the runner holds (a session, a device, a writer)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 @runtime_checkable

@@ -4,11 +4,10 @@ it, and a runner that lists its outputs in another order."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
 
 import numpy as np
 
-from harness.backends.base import InputSpec, Runner
+from harness.backends.base import InputSpec, Runner, RunnerBase
 from harness.core.detections import (
     Detections,
 )
@@ -56,7 +55,7 @@ class HostPath:
         return FrameResult(self._after(frame.detections, image.shape[:2]), frame.cells)
 
 
-class ListedRunner:
+class ListedRunner(RunnerBase):
     """A runner whose outputs are listed in ``order`` (as another compiler run may list them)."""
 
     def __init__(self, runner: Runner, order: Sequence[str]) -> None:
@@ -85,11 +84,3 @@ class ListedRunner:
     def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         outputs = self._runner.infer(feed)
         return {name: outputs[name] for name in self._order}
-
-    def __enter__(self) -> ListedRunner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None

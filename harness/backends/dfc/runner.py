@@ -25,12 +25,12 @@ import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.backends.base import InputSpec
+from harness.backends.base import InputSpec, RunnerBase
 from harness.backends.dfc.compiler import DfcError, load_sdk
 from harness.core.documents import Fields, read_json
 from harness.core.errors import HarnessError, SpecError
@@ -95,7 +95,7 @@ def check_compiled_thresholds(har: str | os.PathLike[str], score_threshold: floa
         )
 
 
-class HarRunner:
+class HarRunner(RunnerBase):
     """One emulation stage of an optimized HAR (``hailo-harness compile`` writes it beside the HEF).
 
     ``input_hw``: the model input's ``(H, W)`` (the ONNX's). ``sdk``: the ``hailo_sdk_client`` module,
@@ -188,11 +188,3 @@ class HarRunner:
 
     def close(self) -> None:
         self._stack.close()
-
-    def __enter__(self) -> HarRunner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

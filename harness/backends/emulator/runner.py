@@ -9,12 +9,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.backends.base import InputSpec
+from harness.backends.base import InputSpec, RunnerBase
 from harness.backends.emulator.build import EmulatedHef
 from harness.core.errors import SpecError
 from harness.core.settings import DecodeConfig, NmsMode
@@ -38,7 +37,7 @@ def yolov8_nms_op(
     return encode_nms_by_class(decode(raw, heads, config), spec, config.input_hw)
 
 
-class EmulatorRunner:
+class EmulatorRunner(RunnerBase):
     """An emulated HEF as a :class:`~harness.backends.base.Runner`.
 
     ``infer({input: uint8 (1, H, W, 3)})`` gives per raw head ``(H, W, C)`` uint8 device values or
@@ -157,11 +156,3 @@ class EmulatorRunner:
     def close(self) -> None:
         self._closed = True
         self._opened = None
-
-    def __enter__(self) -> EmulatorRunner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

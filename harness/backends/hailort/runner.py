@@ -32,12 +32,12 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.backends.base import InputSpec
+from harness.backends.base import InputSpec, RunnerBase
 from harness.backends.hailort.errors import (
     DEVELOPER_ZONE,
     Failure,
@@ -315,7 +315,7 @@ class _Config:
     nms_order: FormatOrder
 
 
-class HailoRTRunner:
+class HailoRTRunner(RunnerBase):
     """A HEF on Hailo hardware as a :class:`~harness.backends.base.Runner`.
 
     ``infer({input: uint8 (1, H, W, C)})`` runs one frame, :meth:`infer_batch` several in one call. Raw
@@ -551,14 +551,6 @@ class HailoRTRunner:
         finally:
             if vdevice is not None:
                 self._guard(vdevice.release, "releasing the device")
-
-    def __enter__(self) -> HailoRTRunner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def hardware_skip_reason() -> str | None:

@@ -7,14 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import TypeVar
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
-from harness.backends.base import InputSpec
+from harness.backends.base import InputSpec, RunnerBase
 from harness.core.errors import GraphError, SpecError
 from harness.core.head_family import HeadRole
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
@@ -23,7 +21,6 @@ from harness.inputs.onnx_graph import cut_at_heads, export_heads, full_head_outp
 from harness.inputs.preprocess import to_nchw_float
 
 ModelSource = onnx.ModelProto | str | os.PathLike[str]
-_Runner = TypeVar("_Runner", bound="_Closing")
 
 
 class _Session:
@@ -72,7 +69,7 @@ class _Session:
         self._session = None
 
 
-class _Closing:
+class _Closing(RunnerBase):
     """Closing the session on ``close`` or at the end of a ``with`` block."""
 
     _session: _Session
@@ -83,14 +80,6 @@ class _Closing:
 
     def close(self) -> None:
         self._session.close()
-
-    def __enter__(self: _Runner) -> _Runner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 class OnnxRunner(_Closing):
@@ -170,7 +159,7 @@ def head_format_order(role: HeadRole, grid: tuple[int, int], smallest: int) -> F
     return FormatOrder.FCR if role is HeadRole.BOX or grid[0] * grid[1] == smallest else FormatOrder.NHWC
 
 
-class FloatHeadsRunner:
+class FloatHeadsRunner(RunnerBase):
     """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
     class heads through a sigmoid as a model script compiles it in (YOLOv8 heads; a YOLO26 HEF keeps
     its class logits), float32 channel-last outputs listed with the orders the emulator gives a
@@ -216,11 +205,3 @@ class FloatHeadsRunner:
 
     def close(self) -> None:
         self._runner.close()
-
-    def __enter__(self) -> FloatHeadsRunner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

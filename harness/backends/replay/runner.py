@@ -6,17 +6,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
 
-from harness.backends.base import InputSpec, Runner, infer_frames
+from harness.backends.base import InputSpec, Runner, RunnerBase, infer_frames
 from harness.backends.replay.store import Recording, StoreError, StoreReader, StoreWriter, feed_key
 from harness.core.path_names import REPLAYED_FROM
 from harness.core.specs import OutputSpec
 
 
-class ReplayRunner:
+class ReplayRunner(RunnerBase):
     """A :class:`~harness.backends.base.Runner` over a store: for each input, the outputs recorded
     for exactly that input (the same image, preprocessed the same way); any other input is refused."""
 
@@ -63,16 +62,8 @@ class ReplayRunner:
         shaping = ", ".join(f"{k} {v}" for k, v in self.recording.shaping.items())
         return f"it was recorded on other images or with other preprocessing (recorded with {shaping})"
 
-    def __enter__(self) -> ReplayRunner:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
-
-
-class RecordingRunner:
+class RecordingRunner(RunnerBase):
     """``runner`` as it is (taking a batch where it does), each frame's outputs also appended to the store
     at ``file``."""
 
@@ -114,10 +105,5 @@ class RecordingRunner:
             self._writer.put(feed_key({name: array[i : i + 1] for name, array in feed.items()}), outputs)
         return frames
 
-    def __enter__(self) -> RecordingRunner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def close(self) -> None:
         self._writer.close()

@@ -146,9 +146,7 @@ _OPTIONS = (
     ),
     Option(
         "backend",
-        "onnx: the float export; emulator: the export as an emulated HEF on the CPU; hailort: --hef on a "
-        "Hailo device (default with --hef); dfc: --har in the Dataflow Compiler's emulator; replay: the outputs "
-        "in --replay STORE (default with --replay)",
+        "; ".join(f"{backend.value}: {descriptor.help}" for backend, descriptor in BACKENDS.items()),
         Backend,
         choices=_choices(Backend),
     ),

@@ -82,21 +82,23 @@ def _none(spec: PathSpec, log: Log) -> CompiledThresholds | None:
 class BackendDescriptor:
     """One backend, described once.
 
-    ``names``: the path names its paths carry (a replay carries the recorded path's: none of its
-    own); ``name_of`` picks one per spec where there are several. ``kind``: what makes its outputs
-    (``recorded``: a replay's recorded kind). ``takes``: the :data:`SPEC_OPTIONS` fields it takes;
-    ``needs``: (field, refusal) of those it cannot run without. ``job_path``: it can be a job's Hailo
-    path. ``open``: its runner, fed like a HEF; ``own_path``: a path of its own instead where no
-    host decoder is asked for (the float export's decode tail). ``compiled``: the NMS thresholds its
-    model compiles in; ``calibration``: what it was calibrated on, in words. ``preflight`` (spec,
-    export, cache folder) and ``check`` (spec, settings): its refusals before any work. ``locate``:
-    where a failed path lost its accuracy (per-layer rows for the report), given a few frames."""
+    ``help``: what it runs, in ``--backend``'s help. ``names``: the path names its paths carry (a
+    replay carries the recorded path's: none of its own); ``name_of`` picks one per spec where there
+    are several. ``kind``: what makes its outputs (``recorded``: a replay's recorded kind). ``takes``:
+    the :data:`SPEC_OPTIONS` fields it takes; ``needs``: (field, refusal) of those it cannot run
+    without. ``job_path``: it can be a job's Hailo path. ``open``: its runner, fed like a HEF;
+    ``own_path``: a path of its own instead where no host decoder is asked for (the float export's
+    decode tail). ``compiled``: the NMS thresholds its model compiles in; ``calibration``: what it
+    was calibrated on, in words. ``preflight`` (spec, export, cache folder) and ``check`` (spec,
+    settings): its refusals before any work. ``locate``: where a failed path lost its accuracy
+    (per-layer rows for the report), given a few frames."""
 
     backend: Backend
     kind: PathKind
     names: tuple[str, ...]
     open: Callable[[PathSpec, RunContext, EvalSettings, ExitStack], OpenRunner]
     calibration: Callable[[PathSpec, RunContext], str]
+    help: str
     takes: frozenset[str] = frozenset()
     needs: tuple[tuple[str, str], ...] = ()
     job_path: bool = False

@@ -59,4 +59,5 @@ DESCRIPTOR = BackendDescriptor(
     name_of=lambda spec: _STAGE_PATHS[spec.stage],
     compiled=_compiled,
     check=_check,
+    help="--har in the Dataflow Compiler's emulator",
 )

@@ -113,4 +113,5 @@ DESCRIPTOR = BackendDescriptor(
     job_path=True,
     preflight=_preflight,
     locate=_locate,
+    help="the export as an emulated HEF on the CPU",
 )

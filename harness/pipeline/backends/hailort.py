@@ -62,4 +62,5 @@ DESCRIPTOR = BackendDescriptor(
     needs=(("hef", "--backend hailort: needs --hef M.hef (the compiled model to run on the device)"),),
     job_path=True,
     compiled=_compiled,
+    help="--hef on a Hailo device (default with --hef)",
 )

@@ -32,4 +32,12 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
     return "none (the float export)"
 
 
-DESCRIPTOR = BackendDescriptor(Backend.ONNX, PathKind.FLOAT, (ONNX,), _open, _calibration, own_path=_own_path)
+DESCRIPTOR = BackendDescriptor(
+    Backend.ONNX,
+    PathKind.FLOAT,
+    (ONNX,),
+    _open,
+    _calibration,
+    own_path=_own_path,
+    help="the float export",
+)

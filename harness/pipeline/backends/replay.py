@@ -111,4 +111,5 @@ DESCRIPTOR = BackendDescriptor(
     recorded=_recorded,
     preflight=_preflight,
     compiled=_compiled,
+    help="the outputs in --replay STORE (default with --replay)",
 )

@@ -111,19 +111,8 @@ class OnnxFacts:
 
     @property
     def layout(self) -> HeadLayout:
+        """What each head map is, by stride: its classes (nc), regression_length (reg_max) and grids."""
         return layout_of_tensors(self.heads, self.input_hw)
-
-    @property
-    def classes(self) -> int:
-        return self.layout.classes
-
-    @property
-    def regression_length(self) -> int:
-        return self.layout.reg_max
-
-    @property
-    def grids(self) -> tuple[tuple[int, int], ...]:
-        return tuple(level.grid for level in self.layout.levels)
 
     def pairs(self) -> tuple[tuple[int, HeadTensor, HeadTensor], ...]:
         """(stride, box, class) per grid, stride ascending."""
@@ -406,8 +395,8 @@ def nms_config(facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings
         "nms_iou_th": settings.iou_threshold,
         "image_dims": list(facts.input_hw),
         "max_proposals_per_class": settings.max_proposals_per_class,
-        "classes": facts.classes,
-        "regression_length": facts.regression_length,
+        "classes": facts.layout.classes,
+        "regression_length": facts.layout.reg_max,
         "background_removal": False,
         "background_removal_index": 0,
         "bbox_decoders": decoders,
@@ -595,13 +584,13 @@ def _check_image_dims(s: _Scripts) -> CheckResult:
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
-    classes = s.facts.classes
+    classes = s.facts.layout.classes
     why = f"class channels of {s.facts.source}"
     return _nms_field(s, "classes", classes, why, f"classes {classes} == ONNX class channels")
 
 
 def _check_regression_length(s: _Scripts) -> CheckResult:
-    reg = s.facts.regression_length
+    reg = s.facts.layout.reg_max
     why = f"box heads of {s.facts.source} have {4 * reg} channels = 4 x {reg}"
     return _nms_field(s, "regression_length", reg, why, f"regression_length {reg}: 4 x {reg} box channels")
 
@@ -638,7 +627,8 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
 
 def _check_decoder_pairing(s: _Scripts) -> CheckResult:
     name = "decoder_pairing"
-    reg_channels, nc = 4 * s.facts.regression_length, s.facts.classes
+    reg_max, nc = s.facts.layout.reg_max, s.facts.layout.classes
+    reg_channels = 4 * reg_max
     grids = []
     for i, d in enumerate(s.decoders):
         reg, cls = s.table.get(d["reg_layer"]), s.table.get(d["cls_layer"])
@@ -649,7 +639,7 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
                 name,
                 f"bbox_decoders[{i}].reg_layer {reg.name} channels",
                 reg.channels,
-                f"{reg_channels} (4 x regression_length {s.facts.regression_length}, a box conv)",
+                f"{reg_channels} (4 x regression_length {reg_max}, a box conv)",
                 "name the box conv (cv2) of this grid as reg_layer",
             )
         if cls.channels != nc:
@@ -669,12 +659,13 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
                 "pair reg_layer and cls_layer of the same scale",
             )
         grids.append(reg.grid)
-    if sorted(grids) != sorted(s.facts.grids):
+    expected = [level.grid for level in s.facts.layout.levels]
+    if sorted(grids) != sorted(expected):
         return CheckResult.failed(
             name,
             "bbox_decoders grids",
             grids,
-            f"each head grid of {s.facts.source} once: {list(s.facts.grids)}",
+            f"each head grid of {s.facts.source} once: {expected}",
             "one bbox decoder per grid",
         )
     return CheckResult.ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")

@@ -10,6 +10,7 @@ module (:mod:`harness.decode.heads`) says how its layout is read and decodes it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -179,10 +180,18 @@ def pair_by_grid(
     head is the one whose channel count is a multiple of 4 (``4 * reg_max``); when both are, the
     one with 64 channels (reg_max 16); with ``box_channels`` (4 for YOLO26, reg_max 1) the one with
     exactly that many. All box heads share one reg_max and all class heads one nc.
-    Raises :class:`~harness.core.errors.HeadPairingError` otherwise.
+    Raises :class:`~harness.core.errors.HeadPairingError` otherwise. A decoder asks once per frame:
+    the layouts of recent specs are kept.
     """
+    return _paired(tuple(specs.items()), tuple(input_hw), box_channels)
+
+
+@functools.lru_cache(maxsize=64)
+def _paired(
+    specs: tuple[tuple[str, OutputSpec], ...], input_hw: tuple[int, int], box_channels: int | None
+) -> HeadLayout:
     grids: dict[tuple[int, int], list[OutputSpec]] = {}
-    for name, spec in specs.items():
+    for name, spec in specs:
         if name != spec.name:
             raise SpecError(
                 f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"

@@ -10,6 +10,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+import harness.backends.emulator as emulator
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, build_emulated_hef
 from harness.backends.emulator import build as emulator_build
 from harness.core.errors import GraphError
@@ -132,13 +133,13 @@ def test_preflight_checks_an_export_for_the_emulator_once_per_content_and_option
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checked: list[Path] = []
-    check_export = factory.check_export
+    check_export = emulator.check_export
 
     def spy(export: Path, options: EmulatorOptions) -> None:
         checked.append(export)
         check_export(export, options)
 
-    monkeypatch.setattr(factory, "check_export", spy)
+    monkeypatch.setattr(emulator, "check_export", spy)  # the emulator backend's preflight imports it when it runs
     config = JobConfig(cache_dir=tmp_path)
     factory.preflight(config)
     factory.preflight(config)

@@ -8,6 +8,7 @@ from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
 from harness.report import write_reports
 from harness.report.json_report import report_document
+from harness.verdict.result import result_json
 
 
 def _strict_json(text):
@@ -36,6 +37,8 @@ def test_json_report_is_strict_json_with_gates_paths_and_provenance(tmp_path):
     assert hailo["settings"]["score_threshold"] == 0.2
     assert hailo["box_counts"]["total"] == case.hailo.box_counts.total
     assert data["dataset"]["manifest"] == case.dataset.manifest
+    assert data["paths"] == [result_json(case.onnx), result_json(case.hailo)]  # eval --json prints the same form
+    assert hailo["n_images"] == len(case.hailo.image_ids)
 
 
 def test_nan_metrics_become_null(tmp_path):

@@ -7,7 +7,6 @@ keys sorted. ``paths[0]`` is the reference path the others were compared with.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -16,13 +15,14 @@ from typing import Any
 from harness.inputs.dataset import Dataset
 from harness.verdict.gates import GateResult, causes_lines, shared_causes
 from harness.verdict.golden import DEFAULT_TOLERANCES, GoldenError, load_golden
-from harness.verdict.result import PathResult
+from harness.verdict.result import PathResult, result_json, strict_json
 from harness.verdict.stages import first_degraded_stage, stage_results
 
 # 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score; 4: thresholds;
 # 5: gates[].weak, baselines[].blessed_sha256/blessed/run_sha256/accepted_weak;
-# 6: paths[].kind (float, emulated, device, replayed) and recorded_kind (a replayed path's, else null)
-SCHEMA_VERSION = 6
+# 6: paths[].kind (float, emulated, device, replayed) and recorded_kind (a replayed path's, else null);
+# 7: paths[] are verdict.result.result_json (eval --json's form): n_images added
+SCHEMA_VERSION = 7
 
 
 def report_document(
@@ -54,12 +54,12 @@ def report_document(
         "gates": [_gate(g) for g in gates],
         # The failing gates' likely causes, once per group of gates that share them.
         "diagnoses": [{"gates": list(names), "lines": causes_lines(causes)} for names, causes in shared_causes(gates)],
-        "paths": [_path(r) for r in results],
+        "paths": [result_json(r) for r in results],
         # Per-tensor SQNR of the emulated HEF against its float graph, worst first (backends/emulator/localisation)
         "worst_layers": [dict(row) for row in worst_layers],
         "stages": _stages(results, tolerance),
     }
-    return _strict(document)
+    return strict_json(document)
 
 
 def _stages(results: Sequence[PathResult], tolerance: float) -> dict[str, Any] | None:
@@ -119,43 +119,3 @@ def _baseline(path: str, file: Path, results: Sequence[PathResult]) -> dict[str,
             accepted_weak=list(golden.accepted_weak),
         )
     return entry
-
-
-def _path(result: PathResult) -> dict[str, Any]:
-    p = result.provenance
-    return {
-        "path": result.path,
-        "label": result.label,
-        "kind": result.kind.value,
-        "recorded_kind": result.recorded.value if result.recorded else None,
-        "emulated": result.emulated,
-        "fps": result.fps,
-        "highest_score": result.highest_score,
-        "metrics": asdict(result.metrics),
-        "box_counts": asdict(result.box_counts),
-        "scores": asdict(result.scores),
-        "cells": {**asdict(result.cells), "share": result.cells.share} if result.cells else None,
-        "settings": result.settings.to_dict(),
-        "provenance": {
-            "model_path": p.model_path,
-            "model_sha256": p.model_sha256,
-            "dataset": p.dataset,
-            "dataset_manifest": p.dataset_manifest,
-            "harness_version": p.harness_version,
-            "created": p.created,
-            "environment": dict(p.environment),
-            "runtime": p.runtime,
-            "from_cache": p.from_cache,
-        },
-    }
-
-
-def _strict(node: Any) -> Any:
-    """Tuples become lists and NaN or infinity ``None``, so that the document is strict JSON."""
-    if isinstance(node, dict):
-        return {k: _strict(v) for k, v in node.items()}
-    if isinstance(node, list | tuple):
-        return [_strict(v) for v in node]
-    if isinstance(node, float) and not math.isfinite(node):
-        return None
-    return node

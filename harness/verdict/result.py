@@ -4,7 +4,8 @@ reports work on. It never says which backend produced it beyond ``path`` and ``k
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
@@ -95,3 +96,37 @@ class PathResult:
         the opposite of saturation."""
         scores = [float(d.scores.max()) for d in self.predictions if len(d.scores)]
         return max(scores, default=math.nan)
+
+
+def result_json(result: PathResult) -> dict[str, Any]:
+    """Everything ``result`` measured but its predictions, as strict JSON values (NaN and infinity as
+    null): the one form ``eval --json`` prints and the reports keep per path."""
+    return strict_json(
+        {
+            "path": result.path,
+            "label": result.label,
+            "kind": result.kind.value,
+            "recorded_kind": result.recorded.value if result.recorded else None,
+            "emulated": result.emulated,
+            "fps": result.fps,
+            "highest_score": result.highest_score,
+            "n_images": len(result.image_ids),
+            "metrics": asdict(result.metrics),
+            "box_counts": asdict(result.box_counts),
+            "scores": asdict(result.scores),
+            "cells": {**asdict(result.cells), "share": result.cells.share} if result.cells else None,
+            "settings": result.settings.to_dict(),
+            "provenance": {**asdict(result.provenance), "environment": dict(result.provenance.environment)},
+        }
+    )
+
+
+def strict_json(node: Any) -> Any:
+    """Tuples become lists and NaN or infinity ``None``, so that the value is strict JSON."""
+    if isinstance(node, dict):
+        return {k: strict_json(v) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [strict_json(v) for v in node]
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    return node

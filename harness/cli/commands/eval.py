@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -38,35 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="progress bar on stderr (default: on a terminal, for more than 20 images)",
     )
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities -> None, recursively (JSON has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def result_as_dict(result: PathResult) -> dict[str, Any]:
-    """Everything but the predictions, JSON-ready (NaN as null)."""
-    data = {
-        "path": result.path,
-        "label": result.label,
-        "emulated": result.emulated,
-        "fps": result.fps,
-        "settings": result.settings.to_dict(),
-        "provenance": {**dataclasses.asdict(result.provenance), "environment": dict(result.provenance.environment)},
-        "n_images": len(result.image_ids),
-        "metrics": dataclasses.asdict(result.metrics),
-        "box_counts": dataclasses.asdict(result.box_counts),
-        "scores": dataclasses.asdict(result.scores),
-        "cells": None if result.cells is None else {**dataclasses.asdict(result.cells), "share": result.cells.share},
-    }
-    return _finite(data)
 
 
 def coco_image_id(image_id: str) -> int | str:
@@ -155,5 +125,7 @@ def run(args: argparse.Namespace) -> int:
     result = evaluate(spec, run)
     if args.save_predictions is not None:
         write_json(args.save_predictions, coco_predictions(result))
-    print(json.dumps(result_as_dict(result), indent=2) if args.json else format_result(result, dataset))
+    from harness.verdict.result import result_json
+
+    print(json.dumps(result_json(result), indent=2) if args.json else format_result(result, dataset))
     return 0

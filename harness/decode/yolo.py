@@ -21,6 +21,7 @@ from harness.core.detections import Detections
 from harness.core.errors import SpecError
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatType, OutputSpec
+from harness.decode.layout import DEFAULT_BOX_CHANNELS as DEFAULT_BOX_CHANNELS
 from harness.decode.layout import HeadLayout, Level, pair_by_grid
 from harness.decode.nms import nms
 from harness.formats.quant import dequantize

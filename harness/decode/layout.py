@@ -3,9 +3,9 @@
 A layout is read from what is known of the outputs: their host specs paired by grid and channel
 count (:func:`pair_by_grid`: a HEF's or a runner's outputs, whose names and order differ between
 exports and compilers), or outputs whose roles are known already (:func:`layout_of`: an ONNX export's
-head tensors, the roles an emulated HEF recorded, a HEF's NMS decoders). Whoever needs to know which
-output is a box map, which a class map, its stride, reg_max or nc asks the layout; a head family's
-module (:mod:`harness.decode.heads`) says how its layout is read and decodes it.
+head tensors, the roles an emulated HEF recorded). Whoever needs to know which output is a box map,
+which a class map, its stride, reg_max or nc asks the layout; a head family's module (registered in
+:mod:`harness.decode.heads`) says how its layout is read and decodes it.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def test_a_report_without_later_stages_has_no_stage_table(tmp_path):
 
 def test_a_path_is_labelled_by_the_kind_it_carries_and_only_a_device_path_is_hardware(tmp_path):
     """A second float backend is the host, not hardware; a replay says what recorded it."""
-    from harness.report.markdown import fps, path_kind
+    from harness.report.view import fps, path_kind
 
     case = sr.report_case(tmp_path / "dataset")
     runtime = sr.replaced(case.hailo.provenance, runtime="replayed from HailoRT 4.23.0 on 0000:01:00.0 (recorded)")

@@ -48,7 +48,7 @@ def test_markdown_labels_emulated_paths_and_records_provenance_and_environment(c
     case, files = case_and_files
     text = files["markdown"].read_text()
     assert "| hailo (emulated) | emulated |" in text and "| onnx | host |" in text
-    assert f"sha256 `{case.hailo.provenance.model_sha256}`" in text
+    assert f"model sha256: `{case.hailo.provenance.model_sha256}`" in text
     assert "environment: hailort 4.23.0, onnxruntime 1.20.1" in text
     assert f"manifest `{case.dataset.manifest}`" in text
     assert "| hailo (emulated) | smoke |" in text  # per-class rows of every path
@@ -91,7 +91,7 @@ def test_class_file_and_dataset_names_show_as_text_and_cannot_break_a_table_cell
     row = next(line for line in text.splitlines() if line.startswith("| onnx | &lt;script>"))
     assert len(_cells(row)) == 8, "the class name stays in its own cell"
     assert "Dataset /data/&lt;script>alert(1)&lt;/script> a|b c \\*d\\*" in text  # outside a table "|" is text
-    assert "model models/&lt;script>" in text
+    assert "model: models/&lt;script>" in text
 
 
 def test_a_gate_message_with_backticks_cannot_close_its_code_block(case_and_files):

@@ -1,0 +1,384 @@
+"""The report's view model: its sections, built once from the JSON report document, in words and
+numbers; the Markdown and HTML renderers each render it section by section and decide nothing else.
+
+Text is typed by where it came from: :class:`Text` (words, the run's or from outside it: names, paths,
+messages) is always escaped by a renderer, :class:`Code` is shown as code (a gate's name, a digest, a
+file), :class:`Pre` keeps a message's lines. A renderer never sees a raw string it could read as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.core.path_names import PathKind
+from harness.inputs.demo import SHIPPED_GOLDEN
+from harness.verdict.hef_checks import DEFAULT_MIN_SCORE_CAP
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class Num:
+    """A figure as the harness formed it (a number, a tolerance in words), never foreign text;
+    right-aligned where a renderer aligns."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A gate's result."""
+
+    passed: bool
+
+
+@dataclass(frozen=True)
+class PathName:
+    """A path: its ``name``, its ``label`` (marked emulated, replayed) and where it ran (``runs_on``)."""
+
+    name: str
+    label: str
+    runs_on: str
+
+
+Inline = Text | Code | Num | Mark | PathName
+
+
+@dataclass(frozen=True)
+class Para:
+    parts: tuple[Inline, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[Inline, ...], ...]
+
+
+@dataclass(frozen=True)
+class Pre:
+    """Lines from outside the harness (a gate's message), kept as they are."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """One path's named facts (its provenance)."""
+
+    path: PathName
+    rows: tuple[tuple[str, tuple[Inline, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The report's pictures of one kind (only a renderer that embeds pictures shows them)."""
+
+    which: Literal["charts", "images"]
+
+
+Block = Para | Table | Pre | Facts | Figures
+
+
+@dataclass(frozen=True)
+class Section:
+    title: tuple[Inline, ...]
+    blocks: tuple[Block, ...]
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class ReportView:
+    passed: bool
+    verdict: str  # "PASSED", or "FAILED (n of m gates)", with the weak baselines' note
+    intro: tuple[Block, ...]
+    sections: tuple[Section, ...]
+
+
+def report_view(document: dict[str, Any]) -> ReportView:
+    """The sections of the report of ``document`` (:func:`harness.report.json_report.report_document`)."""
+    dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
+    failed = [g for g in gates if not g["passed"]]
+    verdict = ("PASSED" if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
+    intro = (
+        Para((Text(f"Paths: {', '.join(p['label'] for p in paths)}"),)),
+        Para(
+            (
+                Text(
+                    f"Dataset {dataset['root']}: {dataset['n_images']} images, {dataset['n_boxes']} labelled "
+                    f"boxes, classes {', '.join(dataset['names'])}; manifest "
+                ),
+                Code(dataset["manifest"]),
+            )
+        ),
+        *_inputs(document),
+    )
+    sections = [Section((Text("Gates"),), (_gate_table(gates),))]
+    sections += (
+        [
+            Section((Text("Failures"),), ()),
+            *(Section((Code(g["name"]),), (Pre(tuple(g["text"].splitlines())),), level=3) for g in failed),
+        ]
+        if failed
+        else []
+    )
+    if document["diagnoses"]:
+        blocks: list[Block] = []
+        for d in document["diagnoses"]:
+            names = [part for n in d["gates"] for part in (Code(n), Text(", "))][:-1]
+            blocks += [Para((Text("Of "), *names, Text(":"))), Pre(tuple(d["lines"]))]
+        sections.append(Section((Text("Likely causes"),), tuple(blocks)))
+    if document["stages"]:
+        stages = document["stages"]
+        rows = tuple(tuple(Text(cell) for cell in row) for row in stage_rows(stages))
+        sections.append(
+            Section(
+                (Text("Stages (float -> fp-optimized -> quantized -> hardware)"),),
+                (Para((Text(stage_verdict(stages)),)), Table(STAGE_HEADER, rows)),
+            )
+        )
+    if document["worst_layers"]:
+        rows = tuple(tuple(Text(cell) for cell in row) for row in layer_rows(document["worst_layers"]))
+        sections.append(
+            Section(
+                (Text("Worst layers (emulated HEF vs float graph, per-tensor SQNR)"),),
+                (Para((Text(LAYER_NOTE),)), Table(LAYER_HEADER, rows)),
+            )
+        )
+    sections += [
+        Section((Text("Paths"),), (_path_table(paths), *(Para((Text(note),)) for note in cap_notes(paths)))),
+        Section((Text("Per class"),), (_class_table(paths),)),
+        Section((Text("Plots"),), (Figures("charts"),)),
+        Section((Text("Images where the paths disagree most"),), (Figures("images"),)),
+        Section((Text("Provenance and environment"),), tuple(_facts(p) for p in paths)),
+    ]
+    return ReportView(document["passed"], verdict, intro, tuple(sections))
+
+
+def _gate_table(gates: Sequence[dict[str, Any]]) -> Table:
+    return Table(
+        ("gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)"),
+        tuple(
+            (
+                Code(g["name"]),
+                Mark(g["passed"]),
+                Num(num(g["baseline"])),
+                Num(num(g["observed"])),
+                Num(g["allowed"] or "-"),
+                Num(interval(g["interval"])),
+            )
+            for g in gates
+        ),
+    )
+
+
+def _path_table(paths: Sequence[dict[str, Any]]) -> Table:
+    header = ("path", "runs on", "mAP@0.5", "mAP@0.5:0.95", "boxes", "boxes/image mean", "p95", "max")
+    return Table(
+        (*header, "scores >= 0.99", "highest score", "frames/s"),
+        tuple(
+            (
+                path_name(p),
+                Text(path_kind(p)),
+                Num(num(p["metrics"]["map50"])),
+                Num(num(p["metrics"]["map50_95"])),
+                Num(str(p["box_counts"]["total"])),
+                Num(num(p["box_counts"]["mean"], 2)),
+                Num(num(p["box_counts"]["p95"], 1)),
+                Num(str(p["box_counts"]["max"])),
+                Num(f"{p['scores']['saturation']:.1%}"),
+                Num(num(p["highest_score"], 3)),
+                Num(fps(p)),
+            )
+            for p in paths
+        ),
+    )
+
+
+def _class_table(paths: Sequence[dict[str, Any]]) -> Table:
+    return Table(
+        ("path", "class", "ground truth", "predictions", "AP50", "AP50:95", "precision", "recall"),
+        tuple(
+            (
+                Text(p["label"]),
+                Text(c["name"]),
+                Num(str(c["n_ground_truth"])),
+                Num(str(c["n_predictions"])),
+                Num(num(c["ap50"])),
+                Num(num(c["ap50_95"])),
+                Num(num(c["precision"])),
+                Num(num(c["recall"])),
+            )
+            for p in paths
+            for c in p["metrics"]["per_class"]
+        ),
+    )
+
+
+def _facts(path: dict[str, Any]) -> Facts:
+    prov = path["provenance"]
+    environment = ", ".join(f"{k} {v}" for k, v in sorted(prov["environment"].items())) or "not recorded"
+    rows: tuple[tuple[str, tuple[Inline, ...]], ...] = (
+        ("model", (Text(prov["model_path"]),)),
+        ("model sha256", (Code(prov["model_sha256"]),)),
+        ("dataset", (Text(f"{prov['dataset']}, manifest "), Code(prov["dataset_manifest"]))),
+        ("harness", (Text(prov["harness_version"]),)),
+        ("measured", (Text(f"{prov['created']} by {prov['runtime']} ({_cached(prov['from_cache'], path)})"),)),
+        ("environment", (Text(environment),)),
+        ("settings", (Text(settings(path["settings"])),)),
+    )
+    return Facts(path_name(path), rows)
+
+
+LABEL_FREE = (
+    "Label-free run: these images have no labels, so mAP, precision and recall cannot be known and no "
+    "gate holds them. The Hailo path is held to the ONNX path (boxes matched, score drift) and both to "
+    "their label-free baselines (boxes per image, score saturation); a model wrong in the same way on "
+    "both paths (a bad export, wrong class names) is not caught without labels."
+)
+
+
+def _inputs(document: dict[str, Any]) -> list[Para]:
+    """What the run could not know without labels, where its thresholds come from, the calibration set
+    and the baseline files, one paragraph each (none where the run had none)."""
+    paras = [] if document["dataset"]["labelled"] else [Para((Text(LABEL_FREE),))]
+    if document["thresholds"]:
+        paras.append(Para((Text(f"Thresholds: {document['thresholds']}."),)))
+    if document["calibration"]:
+        paras.append(Para((Text(f"Calibration: {document['calibration']}."),)))
+    for b in document["baselines"]:
+        shipped = Path(b["file"]).is_relative_to(SHIPPED_GOLDEN)
+        note = (
+            " (none yet)"
+            if not b["exists"]
+            else " (shipped with the package: --update-golden blesses the project's own)"
+            if shipped
+            else ""
+        )
+        paras.append(Para((Text(f"Baseline of {b['path']}: "), Code(b["file"]), Text(f"{note}{blessed_note(b)}."))))
+    return paras
+
+
+def weak_note(gates: Sequence[dict[str, Any]]) -> str:
+    """The verdict's words on gates held to baselines blessed weak knowingly (they cannot fail)."""
+    weak = sum(bool(g["weak"]) for g in gates)
+    return f" ({weak} of {len(gates)} gates held to weak baselines that cannot fail)" if weak else ""
+
+
+def blessed_note(baseline: dict[str, Any]) -> str:
+    """The export a baseline was blessed from, beside this run's where they differ."""
+    if "blessed_sha256" not in baseline:
+        return ""
+    said = f", blessed {baseline['blessed']} from model sha256 {baseline['blessed_sha256'][:12]}"
+    if baseline["run_sha256"] not in (None, baseline["blessed_sha256"]):
+        said += f"; this run's model sha256 {baseline['run_sha256'][:12]}"
+    if baseline["accepted_weak"]:
+        said += f"; blessed weak knowingly ({', '.join(baseline['accepted_weak'])})"
+    return said
+
+
+def cap_notes(paths: Sequence[dict[str, Any]]) -> list[str]:
+    """A sentence for each path whose scores stop well below 1: a cap, which "scores >= 0.99" (the
+    saturation) cannot show, being its opposite."""
+    return [
+        f"{p['label']}: no score above {p['highest_score']:.3f}. That is a cap, the opposite of saturation "
+        f"(0 scores >= 0.99 says nothing is pinned at the top): its class outputs cannot represent a higher "
+        "score, as after calibrating on images without the classes."
+        for p in paths
+        if p.get("highest_score") is not None
+        and p["highest_score"] < DEFAULT_MIN_SCORE_CAP
+        and p["box_counts"]["total"]
+    ]
+
+
+# Where each kind of path runs, in the reports' words: only a device path is called hardware.
+_RUNS_ON = {PathKind.FLOAT: "host", PathKind.EMULATED: "emulated", PathKind.DEVICE: "hardware"}
+
+
+def _made_by(path: dict[str, Any]) -> PathKind:
+    """What made a path's outputs: a replayed path's recorded kind, else its own."""
+    return PathKind(path["recorded_kind"] or path["kind"])
+
+
+def path_kind(path: dict[str, Any]) -> str:
+    """Where the path ran: ``host`` (the float export), ``emulated`` or ``hardware`` (a Hailo device),
+    a replayed path's followed by what it was replayed from."""
+    runs_on = _RUNS_ON[_made_by(path)]
+    if path["kind"] != PathKind.REPLAYED.value:
+        return runs_on
+    return f"{runs_on}, {path['provenance']['runtime'].partition(' (')[0]}"
+
+
+def path_name(path: dict[str, Any]) -> PathName:
+    return PathName(path["path"], path["label"], path_kind(path))
+
+
+def fps(path: dict[str, Any]) -> str:
+    """Frames per second measured on the device; ``-`` for paths that did not run on one."""
+    if path["fps"] is not None:
+        return f"{path['fps']:.1f}"
+    return "not measured (cached)" if _made_by(path) is PathKind.DEVICE else "-"
+
+
+STAGE_HEADER = ("stage", "path", "mAP@0.5", "drop vs float")
+
+
+def stage_rows(stages: dict[str, Any]) -> list[list[str]]:
+    return [[r["stage"], r["label"], num(r["map50"]), f"{r['drop']:+.4f}"] for r in stages["rows"]]
+
+
+def stage_verdict(stages: dict[str, Any]) -> str:
+    first = stages["first_degraded"]
+    if first is None:
+        return f"No stage loses more than {stages['tolerance']:g} mAP@0.5 against the float model."
+    return f"First stage past the tolerance: {first['stage']}. {first['message']}"
+
+
+LAYER_HEADER = ("tensor", "op", "own SQNR dB", "accumulated SQNR dB")
+LAYER_NOTE = (
+    "Lowest accumulated SQNR first (all the noise up to the tensor); own SQNR is the noise its own uint8 "
+    "range adds. Tensors that add none (a Transpose, a Reshape) are left out: they carry the noise before them."
+)
+
+
+def layer_rows(layers: list[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [str(r["tensor"]), str(r["op"]), f"{r['local_sqnr_db']:.1f}", f"{r['accumulated_sqnr_db']:.1f}"] for r in layers
+    ]
+
+
+def num(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def interval(value: dict[str, float | None] | None) -> str:
+    """``point [low, high]`` of a bootstrap interval (NaN bounds: too few images to resample)."""
+    if not value:
+        return ""
+    point, low, high = (value[k] for k in ("point", "low", "high"))
+    if point is None:
+        return ""
+    bounds = "n/a" if low is None or high is None else f"{low:+.4f}, {high:+.4f}"
+    return f"{point:+.4f} [{bounds}]"
+
+
+def settings(value: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in value.items())
+
+
+def _cached(from_cache: int, path: dict[str, Any]) -> str:
+    images = path["metrics"]["n_images"]
+    if not from_cache:
+        return f"all {images} predictions inferred now"
+    return f"{from_cache} of {images} predictions from the prediction cache, made by that same runtime and code"

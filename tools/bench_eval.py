@@ -45,20 +45,20 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import harness.pipeline.detect as detect_module
 import harness.pipeline.evaluate as evaluate_module
-from harness.backends.base import InputSpec
+from harness.backends.base import InputSpec, RunnerBase
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
+from harness.core.stage_clock import Stage, listening
 from harness.inputs.dataset import load_yolo
 from harness.inputs.synthetic import CLASS_NAMES, Recipe, write_dataset
-from harness.pipeline.cache import CacheFile, PredictionCache
+from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import RawHeadsPath
 from tools.bench_compare import ROOT, Bench, Case, compare, known_cases, ultralytics_available
 from tools.bench_decode import INPUT, make_frame
@@ -69,7 +69,7 @@ PARTS = ("compare", "throughput", "memory")
 ULTRALYTICS_PYTHON = Path(os.environ.get("HARNESS_ULTRALYTICS_PYTHON", "/work/train-venv/bin/python"))
 
 
-class FrameRunner:
+class FrameRunner(RunnerBase):
     """One precomputed frame of raw heads for every input: a runner whose inference costs nothing."""
 
     label = "precomputed raw heads"
@@ -77,34 +77,14 @@ class FrameRunner:
     def __init__(self, seed: int) -> None:
         self._outputs, self.output_specs, _ = make_frame(len(CLASS_NAMES), "typical", FormatType.UINT8, seed)
         self.input_specs = {"images": InputSpec("images", (INPUT, INPUT, 3), FormatOrder.NHWC, FormatType.UINT8)}
-        self.seconds = 0.0
 
     def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        start = time.perf_counter()
-        outputs = dict(self._outputs)
-        self.seconds += time.perf_counter() - start
-        return outputs
-
-    def __enter__(self) -> FrameRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _timed(seconds: dict[str, float], key: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - start
-
-    return wrapper
+        return dict(self._outputs)
 
 
 def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
-    """One run over the first ``size`` images, cache in a fresh folder, then a rerun from the cache."""
+    """One run over the first ``size`` images, cache in a fresh folder, timed by the pipeline's stage clock,
+    then a rerun from the cache."""
     full = load_yolo(data / "data.yaml")
     if len(full.samples) < size:
         raise SystemExit(f"{data}: {len(full.samples)} images, fewer than {size}")
@@ -113,7 +93,6 @@ def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
     model = data / "data.yaml"  # any file: the fake runner has no model of its own
     settings = EvalSettings(input_hw=(INPUT, INPUT))
     path = RawHeadsPath(runner, settings, model, model_names=tuple(CLASS_NAMES[k] for k in sorted(CLASS_NAMES)))
-    seconds: dict[str, float] = {}
     before_metrics: dict[str, float] = {}
     metrics = evaluate_module.evaluate
 
@@ -124,20 +103,14 @@ def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
             before_metrics["traced"] = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else 0
         return metrics(*args, **kwargs)
 
-    evaluate_module.load_image = _timed(seconds, "load_image", evaluate_module.load_image)
-    evaluate_module.evaluate = _timed(seconds, "metrics", measured_metrics)
-    detect_module.prepare = _timed(seconds, "prepare", detect_module.prepare)
-    path.detect = _timed(seconds, "detect", path.detect)  # type: ignore[method-assign]
-    CacheFile.put = _timed(seconds, "cache_put", CacheFile.put)  # type: ignore[method-assign]
-    CacheFile.close = _timed(seconds, "cache_put", CacheFile.close)  # type: ignore[method-assign]  # the last batch
+    evaluate_module.evaluate = measured_metrics  # a memory reading, not a timing
     with tempfile.TemporaryDirectory() as folder:
         cache = PredictionCache(folder)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         if trace:
             tracemalloc.start()
-        start = time.perf_counter()
-        result = evaluate_module.evaluate_path(path, dataset, cache, progress=False)
-        total = time.perf_counter() - start
+        with listening() as clock:
+            result = evaluate_module.evaluate_path(path, dataset, cache, progress=False)
         traced_peak = tracemalloc.get_traced_memory()[1] if trace else 0
         if trace:
             tracemalloc.stop()
@@ -146,18 +119,18 @@ def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
         evaluate_module.evaluate_path(path, dataset, cache, progress=False)
         cached_total = time.perf_counter() - start
         cache_bytes = sum(f.stat().st_size for f in Path(folder).glob("*.bin"))
-    per_image = {k: 1000 * v / size for k, v in seconds.items()}
+    ms = {stage: 1000 * clock.seconds.get(stage, 0.0) / size for stage in Stage}
     return {
         "images": size,
         "boxes": result.box_counts.total,
-        "total_ms_per_image": 1000 * total / size,
-        "inference_ms_per_image": 1000 * runner.seconds / size,
-        "harness_ms_per_image": 1000 * (total - runner.seconds) / size,
-        "load_image_ms": per_image.get("load_image", 0.0),
-        "letterbox_ms": per_image.get("prepare", 0.0),
-        "decode_cells_ms": per_image.get("detect", 0.0) - per_image.get("prepare", 0.0) - 1000 * runner.seconds / size,
-        "cache_put_ms": per_image.get("cache_put", 0.0),
-        "metrics_ms": per_image.get("metrics", 0.0),
+        "total_ms_per_image": ms[Stage.EVALUATE],
+        "inference_ms_per_image": ms[Stage.INFERENCE],  # the frames stacked and the fake runner called
+        "harness_ms_per_image": ms[Stage.EVALUATE] - ms[Stage.INFERENCE],
+        "decode_image_ms": ms[Stage.DECODE_IMAGE],
+        "preprocess_ms": ms[Stage.PREPROCESS],
+        "decode_cells_ms": ms[Stage.DECODE],
+        "cache_ms": ms[Stage.CACHE],
+        "metrics_ms": ms[Stage.METRICS],
         "rerun_from_cache_ms_per_image": 1000 * cached_total / size,
         "cache_bytes_per_image": cache_bytes / size,
         "loop_peak_rss_mib": before_metrics["rss"] / 1024,
@@ -200,17 +173,17 @@ def memory_part(data: Path, sizes: list[int], seed: int) -> None:
             print(f"{field} growth: {growth:.0f} bytes per extra image")
 
 
-def _stage_rows(found: dict[str, Any]) -> list[tuple[str, float, float | None]]:
-    """(stage, harness seconds, Ultralytics seconds or None) for the whole set."""
+def _stage_rows(found: dict[str, Any]) -> list[tuple[str, float | None, float | None]]:
+    """(stage, harness seconds, Ultralytics seconds) for the whole set; None where a side does not time it."""
     h = found["harness"]["seconds"]
-    rows: list[tuple[str, float, float | None]] = [
+    rows: list[tuple[str, float | None, float | None]] = [
         ("decode image (read-ahead threads)", h.get("decode image", 0.0), None),
         ("preprocess (resize, pad, tensor)", h.get("preprocess", 0.0), None),
         ("inference", h.get("inference", 0.0), None),
-        ("decode + NMS", h.get("detect", 0.0) - h.get("preprocess", 0.0) - h.get("inference", 0.0), None),
+        ("decode + NMS", h.get("decode + NMS", 0.0), None),
         ("metrics", h.get("metrics", 0.0), None),
         ("prediction cache", h.get("cache", 0.0), None),
-        ("dataset scan", h.get("dataset scan", 0.0), None),
+        ("dataset scan", None, None),  # not a stage of the harness's clock (harness.core.stage_clock)
     ]
     u = found.get("ultralytics")
     if u is None:
@@ -242,24 +215,26 @@ def print_compare(found: dict[str, Any], threads: int) -> None:
     )
     print(f"{'ms per image':40}{'harness':>10}" + (f"{'ultralytics':>13}" if u else ""))
 
-    def line(label: str, ours: float, theirs: float | None) -> None:
+    def line(label: str, ours: float | None, theirs: float | None) -> None:
+        mine = f"{'-':>10}" if ours is None else f"{1000 * ours / n:>10.2f}"
         said = "" if u is None else f"{'-':>13}" if theirs is None else f"{1000 * theirs / n:>13.2f}"
-        print(f"{label:40}{1000 * ours / n:>10.2f}{said}")
+        print(f"{label:40}{mine}{said}")
 
     for label, ours, theirs in _stage_rows(found):
         line(label, ours, theirs)
     line("evaluation (image loop + metrics)", h["seconds"]["evaluate"], None)
     line("command (eval | YOLO() + val())", h["wall_s"], u["load_s"] + u["val_s"] if u else None)
     line("end to end (the whole process)", h["process_s"], u["process_s"] if u else None)
-    inference = {row[0]: row[1:] for row in _stage_rows(found)}["inference"]
-    less = u["process_s"] - inference[1] if u and inference[1] is not None else None
-    line("end to end less inference", h["process_s"] - inference[0], less)
+    inference = h["seconds"].get("inference", 0.0)
+    theirs = {row[0]: row[2] for row in _stage_rows(found)}["inference"]
+    less = u["process_s"] - theirs if u and theirs is not None else None
+    line("end to end less inference", h["process_s"] - inference, less)
     if u is None:
         print(f"mAP50 {metrics['map50']:.5f}  mAP50-95 {metrics['map50_95']:.5f}")
         return
     print(
         f"end to end: the harness {u['process_s'] / h['process_s']:.2f}x as fast as Ultralytics; "
-        f"less inference: {(less or 0.0) / (h['process_s'] - inference[0]):.2f}x"
+        f"less inference: {(less or 0.0) / (h['process_s'] - inference):.2f}x"
     )
     print(f"{'':40}{'mAP50':>10}{'mAP50-95':>13}")
     print(f"{'harness (its COCO metric, its boxes)':40}{metrics['map50']:>10.5f}{metrics['map50_95']:>13.5f}")

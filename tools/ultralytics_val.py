@@ -26,21 +26,52 @@ ultralytics/data/base.py (``load_image``), ultralytics/utils/metrics.py (``DetMe
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-# run as a script, tools/ is on the path; bench_stages imports the harness only where it hooks it
-from bench_stages import StageClock
+# run as a script, tools/ is on the path; bench_stages imports the harness only in its main()
 from bench_stages import pin_threads as pin_onnxruntime
 
-CLOCK = StageClock()  # seconds per stage; a call inside a call of its own stage counts once
+
+class WrapClock:
+    """Seconds per stage of Ultralytics' functions, wrapped in place, from any thread; a call inside
+    a call of its own stage counts once."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def wrap(self, stage: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            active: set[str] = self._local.__dict__.setdefault("active", set())
+            if stage in active:
+                return function(*args, **kwargs)
+            active.add(stage)
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - start
+                active.discard(stage)
+                with self._lock:
+                    self.seconds[stage] = self.seconds.get(stage, 0.0) + elapsed
+
+        return wrapper
+
+
+CLOCK = WrapClock()
 timed = CLOCK.wrap
 CAPTURE = "capture"  # this script's own copying of boxes, left out of val_s
 

@@ -35,6 +35,7 @@ from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.core.stage_clock import Stage, stage
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
@@ -170,10 +171,13 @@ class OnnxPath:
         return self.detect_batch([image])[0]
 
     def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]:
-        prepared = [prepare(image, self.settings) for image in images]
-        batch = to_nchw_float(np.stack([canvas for canvas, _ in prepared]))
-        heads = self._runner.infer_batch({self._input_name: batch})
-        return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
+        with stage(Stage.PREPROCESS):
+            prepared = [prepare(image, self.settings) for image in images]
+            batch = to_nchw_float(np.stack([canvas for canvas, _ in prepared]))
+        with stage(Stage.INFERENCE):
+            heads = self._runner.infer_batch({self._input_name: batch})
+        with stage(Stage.DECODE):
+            return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
 
     def _decode(self, head: np.ndarray, geometry: Letterbox) -> FrameResult:
         """One frame's head output, ``(4 + nc, anchors)`` or ``(max_det, 6)``, as detections on its image."""
@@ -267,9 +271,12 @@ class _RunnerPath:
         return self.detect_batch([image])[0]
 
     def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]:
-        prepared = [prepare(image, self.settings) for image in images]
-        outputs = infer_frames(self._runner, {self._input_name: np.stack([canvas for canvas, _ in prepared])})
-        return [self._decode(frame, geometry) for frame, (_, geometry) in zip(outputs, prepared, strict=True)]
+        with stage(Stage.PREPROCESS):
+            prepared = [prepare(image, self.settings) for image in images]
+        with stage(Stage.INFERENCE):
+            outputs = infer_frames(self._runner, {self._input_name: np.stack([canvas for canvas, _ in prepared])})
+        with stage(Stage.DECODE):
+            return [self._decode(frame, geometry) for frame, (_, geometry) in zip(outputs, prepared, strict=True)]
 
 
 def _class_probabilities(

@@ -31,6 +31,7 @@ from harness.core import defaults
 from harness.core.environment import environment
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
+from harness.core.stage_clock import Stage, clocked, timed
 from harness.inputs.dataset import Dataset, DatasetError, Sample, class_map
 from harness.inputs.preprocess import load_image
 from harness.pipeline.backends import kind_named
@@ -133,9 +134,11 @@ def _frames(
         reading = 0  # entries in ahead still without a frame
         while True:
             while reading < reads_ahead and len(ahead) < 2 * reads_ahead and (sample := next(queue, None)) is not None:
-                cached = cache.get(sample.sha256) if cache is not None else None
+                cached = timed(Stage.CACHE, cache.get, sample.sha256) if cache is not None else None
                 if cached is None:
-                    ahead.append(_Entry(sample, None, pool.submit(load_image, sample.path), False))
+                    ahead.append(
+                        _Entry(sample, None, pool.submit(timed, Stage.DECODE_IMAGE, load_image, sample.path), False)
+                    )
                     reading += 1
                 else:
                     ahead.append(_Entry(sample, cached, None, True))
@@ -147,7 +150,7 @@ def _frames(
                 for entry, frame in zip(pending, detect_frames(path, images), strict=True):
                     entry.frame, entry.reading = frame, None
                     if cache is not None:
-                        cache.put(entry.sample.sha256, entry.sample.image_id, frame)
+                        timed(Stage.CACHE, cache.put, entry.sample.sha256, entry.sample.image_id, frame)
                 reading -= len(pending)
             entry = ahead.popleft()
             assert entry.frame is not None
@@ -170,6 +173,7 @@ def _cells(frames: Sequence[FrameResult], threshold: float) -> CellsAboveThresho
     )
 
 
+@clocked(Stage.EVALUATE)
 def evaluate_path(
     path: DetectionPath,
     dataset: Dataset,
@@ -204,7 +208,7 @@ def evaluate_path(
     if cache is None:
         done = list(_frames(path, dataset.samples, None, bar, batch))
     else:
-        with cache.open(path) as cache_file:
+        with timed(Stage.CACHE, cache.open, path) as cache_file:
             done = list(_frames(path, dataset.samples, cache_file, bar, batch))
     frames = [frame for frame, _ in done]
     predictions = tuple(f.detections for f in frames)
@@ -227,9 +231,9 @@ def evaluate_path(
         ),
         image_ids=tuple(s.image_id for s in dataset.samples),
         predictions=predictions,
-        metrics=evaluate(ground_truth, predictions, names, settings.score_threshold),
-        box_counts=box_counts(predictions),
-        scores=score_distribution(predictions),
+        metrics=timed(Stage.METRICS, evaluate, ground_truth, predictions, names, settings.score_threshold),
+        box_counts=timed(Stage.METRICS, box_counts, predictions),
+        scores=timed(Stage.METRICS, score_distribution, predictions),
         cells=_cells(frames, settings.score_threshold),
         fps=path.fps,
         score_ceiling=path.score_ceiling,

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.backends.emulator import EmulatedHef
 from harness.backends.onnx.runner import head_format_order
+from harness.core.head_family import HeadRole
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType, QuantInfo
 from harness.inputs.hef.header import HefHeader
@@ -34,18 +35,18 @@ def hef_description(onnx: Path, settings: EvalSettings, hef: EmulatedHef | None)
     smallest = min(h.grid[0] * h.grid[1] for h in heads)
     streams = []
     for h in heads:
-        q = quant.get(h.tensor, _NOMINAL_BOX if h.role == "box" else _NOMINAL_CLASS)
+        q = quant.get(h.tensor, _NOMINAL_BOX if h.role is HeadRole.BOX else _NOMINAL_CLASS)
         order = head_format_order(h.role, h.grid, smallest)
         shape = (*h.grid, h.channels)
         streams.append(
             StreamInfo(f"{net}/{h.tensor.lstrip('/')}", shape, shape, order, order, FormatType.UINT8, q, (q,))
         )
-    boxes = [h for h in heads if h.role == "box"]
+    boxes = [h for h in heads if h.role is HeadRole.BOX]
     decoders = tuple(
         BboxDecoder(in_h // b.grid[0], f"{net}/{b.tensor.lstrip('/')}", f"{net}/{c.tensor.lstrip('/')}")
         for b in boxes
         for c in heads
-        if c.role == "class" and c.grid == b.grid
+        if c.role is HeadRole.CLASS and c.grid == b.grid
     )
     nms = NmsOpConfig(
         name=f"{net}/yolov8_nms_postprocess",
@@ -53,7 +54,7 @@ def hef_description(onnx: Path, settings: EvalSettings, hef: EmulatedHef | None)
         output_name=f"{net}/yolov8_nms_postprocess",
         score_threshold=settings.score_threshold,
         iou_threshold=settings.iou_threshold,
-        classes=next(h.channels for h in heads if h.role == "class"),
+        classes=next(h.channels for h in heads if h.role is HeadRole.CLASS),
         max_proposals_per_class=settings.max_per_class,
         background_removal=False,
         background_removal_index=0,

@@ -21,7 +21,7 @@ from harness.backends.base import InputSpec
 from harness.backends.emulator.outputs import head_family, head_roles, head_specs, input_spec
 from harness.core.environment import code_digest
 from harness.core.files import read_sidecar, write_sidecar
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def facts_of(model: onnx.ModelProto) -> HefFacts:
     """The facts of a quantized model the emulator built (a :class:`GraphError` where it did not)."""
     heads = head_specs(model)
     roles = head_roles(model)
-    classes = next(h.channels for h in heads if roles[h.name] == "class")
+    classes = next(h.channels for h in heads if roles[h.name] == HeadRole.CLASS)
     return HefFacts(input_spec(model), heads, head_family(model), classes)
 
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.head_family import HeadRole
 from harness.core.specs import FormatOrder, NmsShape, OutputSpec
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo, VStreamInfo
 
@@ -73,8 +74,8 @@ class OutputFacts:
 def _roles(nms: NmsOpConfig | None) -> dict[str, str]:
     if nms is None:
         return {}
-    roles = {d.box_stream: "box" for d in nms.bbox_decoders}
-    roles.update({d.class_stream: "class" for d in nms.bbox_decoders if d.class_stream != d.box_stream})
+    roles = {d.box_stream: HeadRole.BOX.value for d in nms.bbox_decoders}
+    roles.update({d.class_stream: HeadRole.CLASS.value for d in nms.bbox_decoders if d.class_stream != d.box_stream})
     return roles
 
 
@@ -98,8 +99,8 @@ def output_facts(group: NetworkGroupInfo) -> tuple[OutputFacts, ...]:
                 quant_steps=tuple(dict.fromkeys(q.scale for q in quant)),
                 limvals=(lo, hi),
                 within_unit_interval=inside,
-                post_sigmoid=inside if role == "class" else None,
-                max_score=(hi if inside else sigmoid(hi)) if role == "class" else None,
+                post_sigmoid=inside if role == HeadRole.CLASS else None,
+                max_score=(hi if inside else sigmoid(hi)) if role == HeadRole.CLASS else None,
             )
         )
     return tuple(facts)

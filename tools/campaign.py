@@ -92,6 +92,10 @@ class Campaign:
             rc = None
         return Ran(rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - began)
 
+    def places(self, folder: Path) -> tuple[str | Path, ...]:
+        """The warm cache, and ``folder``'s own report folder."""
+        return ("--cache", self.cache, "--report", folder / "rep")
+
     def case_dir(self, name: str) -> Path:
         folder = self.work / "cases" / name
         shutil.rmtree(folder, ignore_errors=True)
@@ -157,10 +161,7 @@ class Campaign:
             "off-domain",
             "--golden",
             golden,
-            "--cache",
-            self.cache,
-            "--report",
-            folder / "rep",
+            *self.places(folder),
             cwd=folder,
         )
 
@@ -250,10 +251,7 @@ class Campaign:
             "--update-golden",
             "--golden",
             folder / "golden",
-            "--cache",
-            self.cache,
-            "--report",
-            folder / "rep",
+            *self.places(folder),
             cwd=folder,
         )
         self.record(family, "bless a 1-image set", ran, "refuse")
@@ -318,10 +316,7 @@ class Campaign:
                 "--update-golden",
                 "--golden",
                 folder / "golden",
-                "--cache",
-                self.cache,
-                "--report",
-                folder / "rep",
+                *self.places(folder),
                 cwd=folder,
             )
             written = list((folder / "golden").rglob("*.json")) if (folder / "golden").exists() else []
@@ -346,7 +341,7 @@ class Campaign:
             self.record(
                 family,
                 name,
-                self.cli("run", "--dataset", data, "--cache", self.cache, "--report", folder / "rep", cwd=folder),
+                self.cli("run", "--dataset", data, *self.places(folder), cwd=folder),
                 "refuse",
             )
         folder = self.case_dir("non_utf8_list")
@@ -356,9 +351,7 @@ class Campaign:
         self.record(
             family,
             "non-UTF-8 image list",
-            self.cli(
-                "run", "--dataset", data / "data.yaml", "--cache", self.cache, "--report", folder / "rep", cwd=folder
-            ),
+            self.cli("run", "--dataset", data / "data.yaml", *self.places(folder), cwd=folder),
             "refuse",
         )
         for name, bbox in (
@@ -381,10 +374,7 @@ class Campaign:
                 folder / "instances.json",
                 "--images",
                 self.demo_set / "images" / "val",
-                "--cache",
-                self.cache,
-                "--report",
-                folder / "rep",
+                *self.places(folder),
                 cwd=folder,
             )
             self.record(family, name, ran, "refuse")
@@ -483,14 +473,11 @@ class Campaign:
                 "--update-golden",
                 "--golden",
                 golden,
-                "--cache",
-                self.cache,
-                "--report",
-                folder / "rep",
+                *self.places(folder),
                 cwd=folder,
                 start=later,
             )
-            check = self.cli("run", "--golden", golden, "--cache", self.cache, "--report", folder / "rep", cwd=folder)
+            check = self.cli("run", "--golden", golden, *self.places(folder), cwd=folder)
             if check.rc != 0:
                 torn.append(f"kill {i}: exit {check.rc}: {check.tail}")
         self.record(
@@ -608,10 +595,7 @@ class Campaign:
             "--accept-weak-baseline",
             "--golden",
             folder / "golden",
-            "--cache",
-            self.cache,
-            "--report",
-            folder / "rep",
+            *self.places(folder),
             cwd=folder,
         )
         report = folder / "rep" / "report.md"
@@ -672,10 +656,7 @@ class Campaign:
             "--accept-weak-baseline",
             "--golden",
             folder / "golden",
-            "--cache",
-            self.cache,
-            "--report",
-            folder / "rep",
+            *self.places(folder),
             cwd=folder,
         )
         self.record(family, "non-UTF-8 dataset folder name", ran, "any")
@@ -690,10 +671,7 @@ class Campaign:
             "--accept-weak-baseline",
             "--golden",
             folder / "golden",
-            "--cache",
-            self.cache,
-            "--report",
-            folder / "rep",
+            *self.places(folder),
             cwd=folder,
         )
         self.record(family, "240-character dataset name", ran, "any")
@@ -705,9 +683,7 @@ class Campaign:
         shutil.move(file, kept)
         file.symlink_to(kept)
         (golden / MODEL / f"{DEMO_SET}--emulated-hailo.json").chmod(0o664)
-        ran = self.cli(
-            "run", "--update-golden", "--golden", golden, "--cache", self.cache, "--report", folder / "rep", cwd=folder
-        )
+        ran = self.cli("run", "--update-golden", "--golden", golden, *self.places(folder), cwd=folder)
         mode = (golden / MODEL / f"{DEMO_SET}--emulated-hailo.json").stat().st_mode & 0o777
         lost = []
         if not file.is_symlink():

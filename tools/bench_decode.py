@@ -35,8 +35,8 @@ from harness.decode.yolo import decode, decode_candidates
 from harness.decode.yolo26 import decode_one2many, decode_one2one
 from harness.formats.quant import quantize
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loop references live with the tests
-from reference.decode import ReferenceHead, reference_candidates, reference_nms_hailort
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loop references: tests/support/reference
+from support.reference.decode import ReferenceHead, reference_candidates, reference_nms_hailort
 
 INPUT = 640
 STRIDES = (8, 16, 32)

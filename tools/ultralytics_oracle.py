@@ -1,5 +1,5 @@
 """Ultralytics' Hailo decoders as a second oracle for the harness's decoders (a development tool, never a
-CI dependency: its results are recorded and ``tests/test_ultralytics_oracle.py`` reads them without Ultralytics).
+CI dependency: its results are recorded and ``tests/decode/test_ultralytics_oracle.py`` reads them without Ultralytics).
 
 Two stages in two venvs, from the repository root:
 
@@ -18,7 +18,7 @@ and ``_decode_raw`` (one-to-one and one-to-many), the predictor's ``non_max_supp
 ``scale_boxes`` on them, as ``DetectionPredictor`` would, and hashes the uint8 input Ultralytics would
 feed a HEF for each frame.
 
-Both write into ``tests/data/ultralytics_oracle/``: ``inputs.npz``, ``inputs.json`` (stage 1),
+Both write into ``tests/support/data/ultralytics_oracle/``: ``inputs.npz``, ``inputs.json`` (stage 1),
 ``ultralytics.npz``, ``ultralytics.json`` (stage 2), ``provenance.json`` (versions, commands, dates,
 file hashes; stage 1 starts it, stage 2 adds its part).
 
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "data" / "ultralytics_oracle"
+OUT = ROOT / "tests" / "support" / "data" / "ultralytics_oracle"
 FIXTURES = Path(os.environ.get("HARNESS_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 IMAGE_DIR = "datasets/fire_smoke_val/images/val"
 # Four geometries: square, wide (scaled up, odd padding), tall, very wide.

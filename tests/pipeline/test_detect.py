@@ -1,0 +1,333 @@
+"""Detection paths: the full-ONNX reference, raw heads and NMS buffers from runners fed like a HEF."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from harness.backends.base import InputSpec
+from harness.backends.onnx.runner import OnnxRunner
+from harness.conformance.verify_decode import same_detections
+from harness.core.detections import Detections
+from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.path_names import HAILO
+from harness.core.settings import EvalSettings, Preprocess
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.decode.yolo import decode, decode_candidates
+from harness.formats.nms_buffer import encode_nms_by_class
+from harness.formats.quant import quantize
+from harness.inputs.export_facts import onnx_class_names
+from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
+from harness.inputs.preprocess import load_image, to_nchw_float
+from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath, prepare, runner_path
+from harness.verdict.metrics import agreement, cells_above_threshold
+
+from support.encoders import encode_nms_by_score
+
+MODEL = "yolo11n_coco80_320_int8.onnx"
+HW = (320, 320)
+# Box side differences between decoding the cut heads and the model's float-DFL tail: 1.2e-4 input px
+# measured (harness.conformance.verify_decode); at the fixture images' scale (>= 0.5) that is < 5e-3 original px.
+BOX_TOLERANCE = 5e-3
+SCORE_TOLERANCE = 1e-6
+
+
+class HeadsAsHef:
+    """The cut ONNX heads behind a HEF's input contract: uint8 NHWC 0-255 in; /255 and NCHW inside.
+
+    ``quantized``: class heads get the sigmoid (as compiled in) and all heads arrive UINT8 with quant
+    infos, box heads labelled FCR as a compiled HEF reports them."""
+
+    label = "HeadsAsHef (a test runner)"
+
+    BOX_QUANT = QuantInfo(128.0, 40 / 255, -128 * 40 / 255, 127 * 40 / 255)
+    CLASS_QUANT = QuantInfo(0.0, 1 / 255, 0.0, 1.0)
+
+    def __init__(self, cut: OnnxRunner, quantized: bool = False) -> None:
+        ((self._name, spec),) = cut.input_specs.items()
+        self._cut, self._quantized = cut, quantized
+        self.input_specs = {self._name: InputSpec(self._name, (*spec.hw, 3), FormatOrder.NHWC, FormatType.UINT8)}
+        self.output_specs = dict(cut.output_specs)
+        if quantized:
+            self.output_specs = {n: self._quantized_spec(s) for n, s in self.output_specs.items()}
+        self.frames: list[np.ndarray] = []
+
+    def _quantized_spec(self, spec: OutputSpec) -> OutputSpec:
+        box = spec.channels == 64
+        order, quant = (FormatOrder.FCR, self.BOX_QUANT) if box else (FormatOrder.NHWC, self.CLASS_QUANT)
+        return OutputSpec(spec.name, spec.shape, order, FormatType.UINT8, (quant,))
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        frame = feed[self._name]
+        assert frame.dtype == np.uint8 and frame.shape == (1, *self.input_specs[self._name].shape)
+        self.frames.append(frame)
+        outputs = self._cut.infer({self._name: to_nchw_float(frame[0])})
+        if not self._quantized:
+            return outputs
+        result = {}
+        for name, array in outputs.items():
+            spec = self.output_specs[name]
+            values = array if spec.format_order is FormatOrder.FCR else 1 / (1 + np.exp(-array))
+            result[name] = quantize(values, spec.quant)
+        return result
+
+    def __enter__(self) -> HeadsAsHef:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class NmsOf:
+    """A runner whose one output is the NMS buffer of the decoded heads of another runner."""
+
+    label = "NmsOf (a test runner)"
+
+    def __init__(self, heads: HeadsAsHef, order: FormatOrder, settings: EvalSettings) -> None:
+        self._heads, self._config = heads, settings.decode_config()
+        self.input_specs = heads.input_specs
+        nms = NmsShape(80, settings.max_per_class)
+        self.spec = OutputSpec(
+            "yolov8_nms_postprocess", (80, 5, settings.max_per_class), order, FormatType.FLOAT32, nms=nms
+        )
+        self.output_specs = {self.spec.name: self.spec}
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, object]:
+        dets = decode(self._heads.infer(feed), self._heads.output_specs, self._config)
+        encode = encode_nms_by_class if self.spec.format_order is FormatOrder.NMS_BY_CLASS else encode_nms_by_score
+        return {self.spec.name: encode(dets, self.spec, self._config.input_hw)}
+
+    def __enter__(self) -> NmsOf:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class FixedNms:
+    """Hands back the same NMS_BY_CLASS buffer for every frame (1 class, boxes given in input pixels)."""
+
+    label = "FixedNms (a test runner)"
+
+    def __init__(self, input_hw: tuple[int, int], boxes_xyxy: list[list[float]]) -> None:
+        self.input_specs = {"in": InputSpec("in", (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)}
+        self.spec = OutputSpec("nms", (1, 5, 10), FormatOrder.NMS_BY_CLASS, FormatType.FLOAT32, nms=NmsShape(1, 10))
+        self.output_specs = {"nms": self.spec}
+        dets = Detections(np.array(boxes_xyxy), np.linspace(0.9, 0.5, len(boxes_xyxy)), np.zeros(len(boxes_xyxy)))
+        self._buffer = encode_nms_by_class(dets, self.spec, input_hw)
+        self.frames: list[np.ndarray] = []
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.frames.append(feed["in"])
+        return {"nms": self._buffer}
+
+    def __enter__(self) -> FixedNms:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def model_path(shared_fixtures: Path) -> Path:
+    return shared_fixtures / "onnx" / MODEL
+
+
+@pytest.fixture(scope="module")
+def images(shared_fixtures: Path) -> list[np.ndarray]:
+    paths = sorted((shared_fixtures / "datasets/coco128_val16/images/val2017").glob("*.jpg"))
+    return [load_image(p) for p in paths[:4]]
+
+
+@pytest.fixture(scope="module")
+def cut(model_path: Path):
+    model = load_model(model_path)
+    with OnnxRunner(cut_at_heads(model, find_heads(model)), threads=1) as runner:
+        yield runner
+
+
+@pytest.fixture(scope="module")
+def float_tail_model(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same export with its int8 DFL conv in float, so its decoded output is the exact DFL."""
+    path = tmp_path_factory.mktemp("onnx") / "float_tail.onnx"
+    onnx.save(dequantize_decode_tail(load_model(model_path)), path)
+    return path
+
+
+SETTINGS = EvalSettings(input_hw=HW, score_threshold=0.05)
+
+
+def test_raw_heads_path_agrees_with_the_full_onnx_path_on_real_images(float_tail_model, model_path, cut, images):
+    runner = HeadsAsHef(cut)
+    heads = RawHeadsPath(runner, SETTINGS, model_path)
+    with OnnxPath(float_tail_model, SETTINGS, threads=1) as reference:
+        pairs = [(reference.detect(image).detections, heads.detect(image).detections) for image in images]
+    assert sum(len(r) for r, _ in pairs) > 10
+    assert all(same_detections(r, h, BOX_TOLERANCE, SCORE_TOLERANCE) for r, h in pairs)
+    for image, (r, _) in zip(images, pairs, strict=True):
+        height, width = image.shape[:2]
+        assert (r.boxes >= 0).all() and (r.boxes[:, [0, 2]] <= width).all() and (r.boxes[:, [1, 3]] <= height).all()
+    assert all(frame.max() > 1 for frame in runner.frames)  # fed raw 0-255, the /255 is inside the "HEF"
+
+
+def test_onnx_path_reads_identity_and_class_names_from_the_export(model_path):
+    with OnnxPath(model_path, SETTINGS, threads=1) as path:
+        assert (path.name, path.emulated, path.variant, path.input_hw) == ("onnx", False, "", HW)
+        assert len(path.model_sha256) == 64
+        assert path.model_names is not None and len(path.model_names) == 80
+        assert path.model_names[:3] == ("person", "bicycle", "car")
+
+
+def test_onnx_path_refuses_settings_of_another_input_size(model_path):
+    with pytest.raises(HarnessError, match=r"input_hw \(640, 640\), expected the model input \(320, 320\)"):
+        OnnxPath(model_path, EvalSettings(input_hw=(640, 640)))
+
+
+def test_raw_heads_path_counts_cells_as_the_decoder_scores_them(model_path, cut, images):
+    for quantized in (False, True):
+        runner = HeadsAsHef(cut, quantized=quantized)
+        path = RawHeadsPath(runner, SETTINGS, model_path)
+        frame = path.detect(images[0])
+        outputs = runner.infer({next(iter(runner.input_specs)): prepare(images[0], SETTINGS)[0][None]})
+        _, scores = decode_candidates(outputs, runner.output_specs, SETTINGS.decode_config())
+        assert frame.cells == cells_above_threshold([scores], SETTINGS.score_threshold)
+        assert frame.cells is not None and frame.cells.cells == 2100 and 0 < frame.cells.cells_above < 2100
+
+
+def test_uint8_heads_with_compiled_sigmoid_give_nearly_the_float_detections(model_path, cut, images):
+    float_path = RawHeadsPath(HeadsAsHef(cut), SETTINGS, model_path)
+    uint8_path = RawHeadsPath(HeadsAsHef(cut, quantized=True), SETTINGS, model_path)
+    reference = [float_path.detect(i).detections for i in images]
+    candidate = [uint8_path.detect(i).detections for i in images]
+    found = agreement(reference, candidate)
+    assert found.matched >= 0.8 * found.n_reference and found.n_reference > 10
+
+
+@pytest.mark.parametrize("order", [FormatOrder.NMS_BY_CLASS, FormatOrder.NMS_BY_SCORE])
+def test_nms_buffer_path_gives_the_detections_of_the_raw_heads_path(model_path, cut, images, order):
+    heads = HeadsAsHef(cut)
+    raw = RawHeadsPath(heads, SETTINGS, model_path, name=HAILO)
+    buffered = NmsBufferPath(NmsOf(heads, order, SETTINGS), SETTINGS, model_path, name=HAILO)
+    assert not buffered.emulated and buffered.name == "hailo"
+    for image in images:
+        a, b = raw.detect(image), buffered.detect(image)
+        assert b.cells is None
+        assert same_detections(a.detections, b.detections, BOX_TOLERANCE, SCORE_TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("preprocess", "input_box"),
+    [
+        # 100x200 (h, w) image into 64x64: letterbox scale 0.32, image 32 rows high at row 16
+        (Preprocess.LETTERBOX, [6.4, 9.6 + 16, 19.2, 28.8 + 16]),
+        # plain resize: x scale 0.32, y scale 0.64
+        (Preprocess.RESIZE, [6.4, 19.2, 19.2, 57.6]),
+    ],
+)
+def test_nms_buffer_path_maps_boxes_back_to_original_pixels(tmp_path, preprocess, input_box):
+    model = tmp_path / "m.hef"
+    model.write_bytes(b"model")
+    settings = EvalSettings(input_hw=(64, 64), preprocess=preprocess)
+    runner = FixedNms((64, 64), [input_box, [-5, -5, 70, 70]])
+    path = NmsBufferPath(runner, settings, model)
+    frame = path.detect(np.full((100, 200, 3), 200, np.uint8))
+    np.testing.assert_allclose(frame.detections.boxes, [[20, 30, 60, 90], [0, 0, 200, 100]], atol=1e-4)
+    assert runner.frames[0].shape == (1, 64, 64, 3) and runner.frames[0].max() == 200
+    assert path.model_sha256 == hashlib.sha256(b"model").hexdigest()
+    assert (path.name, path.emulated, frame.cells) == ("emulated-hailo", True, None)
+
+
+def test_paths_refuse_a_runner_not_fed_like_a_hef(model_path, cut):
+    with pytest.raises(SpecError, match=r"input 'images': NCHW FLOAT32, expected NHWC UINT8"):
+        RawHeadsPath(cut, SETTINGS, model_path)
+    with pytest.raises(SpecError, match=r"shape \(320, 320, 3\), expected \(640, 640, 3\)"):
+        RawHeadsPath(HeadsAsHef(cut), EvalSettings(input_hw=(640, 640)), model_path)
+
+
+def test_nms_buffer_path_refuses_raw_head_outputs_and_raw_heads_path_refuses_nms(model_path, cut):
+    heads = HeadsAsHef(cut)
+    with pytest.raises(SpecError, match="expected exactly one, of order NMS_BY_CLASS or NMS_BY_SCORE"):
+        NmsBufferPath(heads, SETTINGS, model_path)
+    with pytest.raises(HarnessError, match="not a raw head map"):
+        RawHeadsPath(NmsOf(heads, FormatOrder.NMS_BY_CLASS, SETTINGS), SETTINGS, model_path)
+    with pytest.raises(
+        HarnessError,
+        match=r"path name 'onnx': expected one of \['emulated-hailo', 'hailo', 'dfc-fp-optimized', 'dfc-quantized'\]",
+    ):
+        RawHeadsPath(heads, SETTINGS, model_path, name="onnx")
+
+
+def test_onnx_class_names_reads_ultralytics_metadata_and_rejects_malformed_names():
+    model = onnx.ModelProto()
+    assert onnx_class_names(model) is None
+    model.metadata_props.add(key="names", value="{0: 'fire', 1: 'smoke'}")
+    assert onnx_class_names(model) == ("fire", "smoke")
+    model.metadata_props[0].value = "{0: 'fire', 2: 'smoke'}"
+    with pytest.raises(GraphError, match="metadata 'names'"):
+        onnx_class_names(model, "m.onnx")
+    model.metadata_props[0].value = "__import__('os')"
+    with pytest.raises(GraphError, match="is not a literal"):
+        onnx_class_names(model, "m.onnx")
+
+
+def test_runner_path_decodes_an_nms_output_as_a_buffer_and_six_heads_as_raw_heads(model_path, cut):
+    heads = HeadsAsHef(cut)
+    raw = runner_path(heads, SETTINGS, model_path, HAILO, variant="v")
+    nms = runner_path(NmsOf(heads, FormatOrder.NMS_BY_SCORE, SETTINGS), SETTINGS, model_path, HAILO)
+    assert isinstance(raw, RawHeadsPath) and raw.variant == "v" and not raw.emulated
+    assert isinstance(nms, NmsBufferPath) and nms.name == HAILO
+
+
+def test_a_yolo26_export_gives_the_same_detections_on_the_onnx_path_as_its_float_heads_decoded_one_to_one(
+    shared_fixtures: Path,
+):
+    """The ONNX path keeps an end-to-end export's own rows above the threshold; the raw-head path over the
+    same export cut at its heads (no sigmoid inside, as a YOLO26 HEF) decodes them with the one-to-one head."""
+    from harness.backends.onnx.runner import FloatHeadsRunner
+    from harness.core.head_family import HeadFamily
+    from harness.inputs.demo import DEMO26_ONNX
+
+    settings = EvalSettings(input_hw=(256, 256), score_threshold=0.02)
+    frames = sorted((shared_fixtures / "datasets/fire_smoke_val/images/val").glob("*.jpg"))[:6]
+    compared = 0
+    with OnnxPath(DEMO26_ONNX, settings, threads=1) as reference, FloatHeadsRunner(DEMO26_ONNX, threads=1) as runner:
+        heads = runner_path(runner, settings, DEMO26_ONNX, HAILO, family=HeadFamily.YOLO26_ONE2ONE)
+        assert all(spec.channels in (2, 4) for spec in runner.output_specs.values())
+        for path in frames:
+            image = load_image(path)
+            expected, ours = reference.detect(image).detections, heads.detect(image).detections
+            assert same_detections(expected, ours, BOX_TOLERANCE, 1e-5), path.name
+            compared += len(expected)
+    assert compared >= 20
+    assert reference.model_names == ("fire", "smoke")
+
+
+def test_a_yolo26_raw_head_path_refuses_heads_of_another_family(model_path, cut):
+    from harness.core.head_family import HeadFamily
+
+    with pytest.raises(HarnessError, match="4 channels"):
+        RawHeadsPath(HeadsAsHef(cut), SETTINGS, model_path, family=HeadFamily.YOLO26_ONE2ONE)
+
+
+def test_a_batch_gives_each_image_the_detections_it_gets_alone_on_every_path(model_path, cut, images):
+    heads = HeadsAsHef(cut)  # no infer_batch: the path feeds it frame by frame
+    with OnnxPath(model_path, SETTINGS, threads=1) as reference:
+        paths = [
+            reference,
+            RawHeadsPath(heads, SETTINGS, model_path),
+            NmsBufferPath(NmsOf(heads, FormatOrder.NMS_BY_CLASS, SETTINGS), SETTINGS, model_path),
+        ]
+        for path in paths:
+            batched = path.detect_batch(images)
+            alone = [path.detect(image) for image in images]
+            assert len(batched) == len(images) and sum(len(f.detections) for f in alone) > 10
+            for got, expected in zip(batched, alone, strict=True):
+                np.testing.assert_array_equal(got.detections.boxes, expected.detections.boxes)
+                np.testing.assert_array_equal(got.detections.scores, expected.detections.scores)
+                np.testing.assert_array_equal(got.detections.class_ids, expected.detections.class_ids)
+                assert got.cells == expected.cells

@@ -1,0 +1,73 @@
+import base64
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from harness.report import write_reports
+
+from support import synthetic_results as sr
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def case_and_html(tmp_path_factory):
+    case = sr.report_case(tmp_path_factory.mktemp("dataset"))
+    files = write_reports(tmp_path_factory.mktemp("report"), [case.onnx, case.hailo], case.gates, case.dataset)
+    return case, files["html"]
+
+
+def test_html_is_one_self_contained_file_with_embedded_png_plots(case_and_html):
+    _, html = case_and_html
+    text = html.read_text()
+    links = re.findall(r'(?:src|href)="([^"]*)"', text)
+    assert links and all(link.startswith("data:image/png;base64,") for link in links)
+    assert "<script" not in text and "http://" not in text and "https://" not in text
+    for link in links:
+        assert base64.b64decode(link.split(",", 1)[1]).startswith(PNG_MAGIC)
+
+
+def test_html_shows_charts_the_disagreeing_images_and_labels_emulated_paths(case_and_html):
+    case, html = case_and_html
+    text = html.read_text()
+    for title in ("Precision-recall per class", "Score histogram", "Boxes per image"):
+        assert f'alt="{title}"' in text
+    shown = set(re.findall(r'<img alt="(images/val/[^"]+)"', text))
+    assert shown == case.worst  # only the images some path gets wrong
+    assert 'hailo <span class="badge emulated">emulated</span>' in text
+    assert 'onnx <span class="badge host">host</span>' in text
+    assert text.count('<span class="fail">FAIL</span>') == sum(not g.passed for g in case.gates)
+    assert "hailort 4.23.0" in text
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)")
+def test_html_renders_in_headless_chromium_to_a_page_that_is_not_blank(case_and_html, tmp_path):
+    _, html = case_and_html
+    shot = tmp_path / "report.png"
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={shot}",
+        "--window-size=1280,2000",
+        html.resolve().as_uri(),
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert shot.is_file(), f"no screenshot (exit {run.returncode}): {run.stderr[-2000:]}"
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
+    assert pixels.shape == (2000, 1280)
+    assert pixels.var() > 200, "the rendered page is blank"
+    top = pixels[:120]
+    assert (top < 128).mean() > 0.005, "no heading rendered at the top of the page"

@@ -1,0 +1,78 @@
+import io
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.inputs.dataset import GroundTruth
+from harness.report.plots import ReportError, _label, ground_truths, pictures, precision_recall, worst_images
+from harness.verdict.metrics.coco import per_image_matches
+
+from support import synthetic_results as sr
+
+BOX = [10.0, 10.0, 50.0, 60.0]
+
+
+def test_importing_the_report_package_does_not_import_matplotlib():
+    code = "import sys, harness.report; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_precision_recall_follows_detections_in_score_order():
+    truth = [GroundTruth(np.array([BOX, [100, 100, 140, 160]]), np.array([0, 0]))]
+    # a false positive ranked between the two true positives
+    det = [
+        Detections(np.array([BOX, [300, 300, 340, 360], [100, 100, 140, 160]]), np.array([0.9, 0.8, 0.7]), [0, 0, 0])
+    ]
+    recall, precision = precision_recall(per_image_matches(truth, det, 1).classes[0])
+    assert recall.tolist() == [0.5, 0.5, 1.0]
+    assert precision == pytest.approx([1.0, 0.5, 2 / 3])
+
+
+def test_worst_images_are_those_the_paths_disagree_on_worst_first(tmp_path):
+    case = sr.report_case(tmp_path)
+    truths = ground_truths(case.onnx, case.dataset)
+    drawn = worst_images([case.onnx, case.hailo], case.dataset, truths)
+    assert {p.title for p in drawn} == case.worst
+    assert all("3 boxes differ between paths" in p.caption for p in drawn)
+    image = Image.open(io.BytesIO(drawn[0].png))
+    assert image.width > 2 * image.height  # one panel per path, side by side
+    charts, images = pictures([case.onnx, case.hailo], case.dataset)
+    assert [p.title for p in images] == [p.title for p in drawn]
+    assert [c.title for c in charts] == ["Precision-recall per class", "Score histogram", "Boxes per image"]
+    assert all(Image.open(io.BytesIO(c.png)).format == "PNG" for c in charts)
+
+
+def test_ground_truth_is_taken_into_model_class_ids(tmp_path):
+    case = sr.report_case(tmp_path)
+    swapped = sr.replaced(case.onnx, settings=EvalSettings((640, 640), class_map=(1, 0)))
+    original = ground_truths(case.onnx, case.dataset)
+    mapped = ground_truths(swapped, case.dataset)
+    assert all((m.class_ids == 1 - o.class_ids).all() for m, o in zip(mapped, original, strict=True))
+
+
+def test_results_on_other_images_are_refused(tmp_path):
+    case = sr.report_case(tmp_path)
+    stranger = sr.replaced(case.hailo, image_ids=("elsewhere.png", *case.hailo.image_ids[1:]))
+    with pytest.raises(ReportError, match="hailo \\(emulated\\) ran on other images than onnx"):
+        pictures([case.onnx, stranger], case.dataset)
+    with pytest.raises(ReportError, match=r"images \['elsewhere.png'\] are not samples of the dataset"):
+        ground_truths(stranger, case.dataset)
+
+
+def test_box_labels_stay_inside_the_panel_and_never_cover_each_other():
+    panel = Image.new("RGB", (120, 90), "white")
+    draw, font = ImageDraw.Draw(panel), ImageFont.load_default(size=12)
+    placed: list[tuple[float, float, float, float]] = []
+    boxes = [np.array([100, 5, 119, 30], np.float32)] * 8 + [np.array([0, 60, 40, 89], np.float32)]
+    for box in boxes:  # eight boxes in the same corner, at the right edge, and one at the bottom
+        _label(draw, box, "smoke 0.99", "#d62728", font, placed)
+    assert 2 <= len(placed) < len(boxes), "some labels fit, not all eight on one spot"
+    for i, (x0, y0, x1, y1) in enumerate(placed):
+        assert 0 <= x0 and x1 <= 120 and 0 <= y0 and y1 <= 90, "a label leaves the panel"
+        for a0, b0, a1, b1 in placed[i + 1 :]:
+            assert not (x0 < a1 and a0 < x1 and y0 < b1 and b0 < y1), "two labels overlap"

@@ -1,0 +1,30 @@
+from html import escape
+
+from harness.report.html import render_html
+from harness.report.json_report import report_document
+from harness.report.markdown import render_markdown
+from harness.report.view import Code, Figures, Mark, Table, Text, report_view
+
+from support import synthetic_results as sr
+
+
+def test_both_renderers_render_every_section_of_one_view_in_its_order(tmp_path):
+    case = sr.report_case(tmp_path / "dataset")
+    document = report_document([case.onnx, case.hailo], case.gates, case.dataset)
+    view = report_view(document)
+    markdown, html = render_markdown(document), render_html(document, (), ())
+    named = [s for s in view.sections if isinstance(s.title[0], Text)]
+    in_html = [html.index(f"<h{s.level}>{escape(s.title[0].text)}</h{s.level}>") for s in named]
+    text = [s for s in named if not (s.blocks and all(isinstance(b, Figures) for b in s.blocks))]
+    in_markdown = [markdown.index(f"\n{'#' * s.level} {s.title[0].text}\n") for s in text]
+    assert in_html == sorted(in_html) and in_markdown == sorted(in_markdown)
+    assert len(text) == len(named) - 2  # the pictures are the HTML report's
+    assert markdown.startswith(f"# Accuracy report: {view.verdict}\n") and view.verdict.startswith("FAILED (")
+
+
+def test_the_gate_table_holds_each_gate_by_its_name_as_code_and_its_result(tmp_path):
+    case = sr.report_case(tmp_path / "dataset")
+    view = report_view(report_document([case.onnx, case.hailo], case.gates, case.dataset))
+    (table,) = (b for s in view.sections if s.title == (Text("Gates"),) for b in s.blocks)
+    assert isinstance(table, Table)
+    assert [(row[0], row[1]) for row in table.rows] == [(Code(g.name), Mark(g.passed)) for g in case.gates]

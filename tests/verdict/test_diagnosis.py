@@ -1,0 +1,178 @@
+import dataclasses
+
+import numpy as np
+import pytest
+
+from harness.core.detections import Detections, Letterbox, letterbox_boxes, unletterbox
+from harness.core.settings import EvalSettings, SettingsMismatch
+from harness.verdict.diagnosis import RULES, Evidence, Rule, collect_evidence, diagnose
+from harness.verdict.metrics.distribution import CellsAboveThreshold
+
+from support import synthetic_results as sr
+
+
+@pytest.fixture(scope="module")
+def truths():
+    return sr.truths(n_images=20)
+
+
+@pytest.fixture(scope="module")
+def onnx(truths):
+    return sr.result(sr.predictions(truths), truths, cells=CellsAboveThreshold(0.2, 8400, 30, 34))
+
+
+def _hailo(truths, preds, **kwargs):
+    return sr.result(preds, truths, path="hailo", **kwargs)
+
+
+def _healthy(truths):
+    return sr.predictions(truths, seed=2)
+
+
+def _flood(truths):
+    rng = np.random.default_rng(3)
+    out = []
+    for p in _healthy(truths):
+        junk = rng.uniform(0, 600, (25, 2))
+        boxes = np.concatenate([p.boxes, np.concatenate([junk, junk + 30], 1)])
+        scores = np.concatenate([p.scores, rng.uniform(0.2, 0.6, 25)])
+        out.append(Detections(boxes, scores, np.concatenate([p.class_ids, rng.integers(0, 2, 25)])))
+    return out
+
+
+def _not_normalised(truths):
+    """Every cell lit: the flood of boxes, nearly all scored at saturation."""
+    return sr.with_scores(_flood(truths), lambda s: 0.995 + s / 1000)
+
+
+def _quantisation_loss(truths):
+    preds = _healthy(truths)
+    rng = np.random.default_rng(4)
+    # a fifth of the objects lost, and the rest scored less consistently
+    return [p.select(rng.uniform(size=len(p)) > 0.2) for p in sr.with_scores(preds, lambda s: s * rng.uniform(0.4, 1))]
+
+
+SCENARIOS = {
+    # scores of logits: the sigmoid is missing
+    "sigmoid_missing": lambda t: sr.with_scores(_healthy(t), lambda s: np.log(s / (1 - s)) * 3),
+    "sigmoid_applied_twice": lambda t: sr.with_scores(_healthy(t), lambda s: 1 / (1 + np.exp(-s))),
+    # calibration without positives: every confident score stops at the class output's top level
+    "score_cap": lambda t: sr.with_scores(_healthy(t), lambda s: np.minimum(s, 0.8355)),
+    "input_normalised_twice": lambda t: [p.select(slice(0, 0)) for p in _healthy(t)],
+    "yx_swapped": lambda t: [Detections(p.boxes[:, [1, 0, 3, 2]], p.scores, p.class_ids) for p in _healthy(t)],
+    "class_order": lambda t: [Detections(p.boxes, p.scores, 1 - p.class_ids) for p in _healthy(t)],
+    "input_not_normalised": _not_normalised,
+    "box_flood": _flood,
+    "score_saturation": lambda t: sr.with_scores(_healthy(t), lambda s: 0.99 + s / 100),
+    "quantisation_loss": _quantisation_loss,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(SCENARIOS))
+def test_each_rule_fires_first_on_its_evidence(truths, onnx, rule):
+    findings = diagnose(collect_evidence(_hailo(truths, SCENARIOS[rule](truths)), onnx))
+    assert findings and findings[0].name == rule, [f.name for f in findings]
+    assert findings[0].fix and findings[0].evidence
+
+
+def test_cells_flood_fires_on_the_share_of_raw_cells_above_threshold(truths, onnx):
+    flooded = _hailo(truths, _healthy(truths), cells=CellsAboveThreshold(0.2, 8400, 1640, 1700))
+    findings = diagnose(collect_evidence(flooded, onnx))
+    assert [f.name for f in findings] == ["cells_flood"]
+    assert "19.5% of the raw grid cells" in findings[0].cause
+
+
+def test_no_rule_fires_on_a_clean_run_with_or_without_a_reference(truths, onnx):
+    clean = _hailo(truths, _healthy(truths), cells=CellsAboveThreshold(0.2, 8400, 31, 35))
+    assert diagnose(collect_evidence(clean, onnx)) == []
+    assert diagnose(collect_evidence(clean)) == []
+    assert diagnose(collect_evidence(onnx, onnx)) == []
+
+
+def test_the_field_reports_cap_is_named_with_its_value(truths, onnx):
+    capped = _hailo(truths, SCENARIOS["score_cap"](truths))
+    (finding,) = diagnose(collect_evidence(capped, onnx))
+    assert "stopped at the same highest value 0.836" in finding.cause and "limvals_max" in finding.cause
+    assert "calibrate on images of the task that show the classes" in finding.fix
+
+
+def test_a_cap_the_reference_shares_is_not_blamed_on_quantisation(truths):
+    low = sr.with_scores(_healthy(truths), lambda s: np.minimum(s, 0.8355))
+    reference = sr.result(low, truths)
+    assert "score_cap" not in [f.name for f in diagnose(collect_evidence(_hailo(truths, low), reference))]
+
+
+def test_rules_needing_a_reference_stay_silent_without_one(truths):
+    evidence = collect_evidence(_hailo(truths, SCENARIOS["input_normalised_twice"](truths)))
+    assert evidence.reference_n_boxes is None and diagnose(evidence) == []
+
+
+def test_yx_swap_is_found_in_the_model_input_frame_of_letterboxed_images():
+    hw = {f"images/{i:03d}.png": (183, 275) for i in range(12)}
+    truths = sr.truths(n_images=12, side=183)
+    onnx = sr.result(sr.predictions(truths), truths)
+    swapped = []
+    for image_id, p in zip(sorted(hw), _healthy(truths), strict=True):
+        box = Letterbox.fit(hw[image_id], (640, 640))
+        in_input = letterbox_boxes(p.boxes, box)[:, [1, 0, 3, 2]]
+        swapped.append(unletterbox(Detections(in_input, p.scores, p.class_ids), box, clip=False))
+    evidence = collect_evidence(_hailo(truths, swapped), onnx, original_hw=hw)
+    assert evidence.swapped_matched_share == 1.0 and evidence.matched_share < 0.5
+    assert diagnose(evidence)[0].name == "yx_swapped"
+
+
+def test_evidence_needs_a_reference_under_the_same_settings(truths, onnx):
+    other = _hailo(truths, _healthy(truths), settings=EvalSettings((640, 640), score_threshold=0.001))
+    with pytest.raises(SettingsMismatch, match=r"score_threshold: 0\.2 vs 0\.001"):
+        collect_evidence(other, onnx)
+
+
+def test_adding_a_failure_mode_is_adding_a_rule(truths, onnx):
+    evidence = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    few = Rule(
+        name="few_images",
+        cause="only {n_images} images: intervals are wide",
+        needs=("n_images",),
+        holds=lambda e: e.n_images < 50,
+        fix="evaluate on more images",
+    )
+    (finding,) = diagnose(evidence, (*RULES, few))
+    assert (finding.name, finding.cause, finding.evidence) == (
+        "few_images",
+        "only 20 images: intervals are wide",
+        "n_images 20",
+    )
+
+
+def test_every_rule_names_measured_evidence_fields_and_formats_with_them():
+    names = set(Evidence.__dataclass_fields__)
+    for rule in RULES:
+        assert set(rule.needs) <= names, rule.name
+        assert rule.cause and rule.fix
+
+
+def test_a_count_of_one_box_reads_as_one_box_in_a_cause(truths):
+    healthy = _healthy(truths)
+    one = [healthy[0].select(slice(0, 1)), *(p.select(slice(0, 0)) for p in healthy[1:])]
+    reference = sr.result(healthy, truths)
+    findings = diagnose(collect_evidence(_hailo(truths, one), reference))
+    cause = next(f.cause for f in findings if f.name == "input_normalised_twice")
+    n = sum(len(p) for p in healthy)
+    assert cause.startswith(f"hailo returns 1 box where onnx returns {n} boxes on the same images")
+
+
+def test_a_cap_below_the_operating_threshold_is_named_before_the_near_black_input_that_also_explains_no_boxes(
+    truths,
+):
+    healthy = _healthy(truths)
+    at_half = dataclasses.replace(sr.SETTINGS, score_threshold=0.5)
+    reference = sr.result(healthy, truths, settings=at_half)
+    none = [p.select(slice(0, 0)) for p in healthy]
+    capped = dataclasses.replace(_hailo(truths, none, settings=at_half), score_ceiling=0.3554)
+    findings = diagnose(collect_evidence(capped, reference))
+    assert [f.name for f in findings][:2] == ["score_cap", "input_normalised_twice"]
+    assert findings[0].cause.startswith("every score of hailo is capped at 0.355 (the highest its class outputs'")
+    assert "below your threshold 0.5: it returns 0 boxes where onnx returns" in findings[0].cause
+    # a ceiling above the threshold is no cap: the near-black input is the cause then
+    lit = dataclasses.replace(capped, score_ceiling=0.97)
+    assert diagnose(collect_evidence(lit, reference))[0].name == "input_normalised_twice"

@@ -1,0 +1,303 @@
+import numpy as np
+import pytest
+
+from harness.core.detections import Detections
+from harness.core.settings import EvalSettings
+from harness.verdict.gates import (
+    SCORE_DRIFT_LIMIT,
+    gate_box_count,
+    gate_map,
+    gate_path_agreement,
+    gate_score_saturation,
+    gate_stages,
+    missing_golden_gates,
+    run_gates,
+)
+from harness.verdict.golden import Tolerances, golden_from_result
+from harness.verdict.metrics.coco import paired_bootstrap
+from harness.verdict.metrics.distribution import CellsAboveThreshold
+
+from support import synthetic_results as sr
+
+
+@pytest.fixture(scope="module")
+def truths():
+    return sr.truths()
+
+
+@pytest.fixture(scope="module")
+def onnx(truths):
+    return sr.result(sr.predictions(truths), truths)
+
+
+@pytest.fixture(scope="module")
+def hailo(truths):
+    return sr.result(sr.predictions(truths, seed=2), truths, path="hailo", emulated=True)
+
+
+def _golden(result, **metrics):
+    """A baseline of the hailo path with ``result``'s measurements."""
+    golden = golden_from_result(result, Tolerances(map50_drop=0.02, map50_95_drop=0.02))
+    return sr.replaced(golden, path="hailo", metrics=sr.replaced(golden.metrics, **metrics))
+
+
+def test_map_gate_is_one_sided_a_rise_passes_a_drop_within_tolerance_passes_a_larger_drop_fails(hailo):
+    observed = hailo.metrics.map50
+    assert gate_map(hailo, _golden(hailo, map50=observed - 0.5)).passed  # far better than the baseline
+    assert gate_map(hailo, _golden(hailo, map50=observed + 0.019)).passed
+    failed = gate_map(hailo, _golden(hailo, map50=observed + 0.05))
+    assert not failed.passed
+    assert failed.name == "test_map[fire_smoke_val-hailo]"
+    assert (failed.baseline, failed.observed, failed.tolerance) == (pytest.approx(observed + 0.05), observed, 0.02)
+    assert f"baseline {observed + 0.05:.4f}" in failed.message and "allowed drop 0.0200" in failed.message
+    assert "change -0.0500" in failed.message
+
+
+def test_map50_95_gate_holds_its_own_metric(hailo):
+    gate = gate_map(hailo, _golden(hailo, map50_95=hailo.metrics.map50_95 + 0.1), "map50_95")
+    assert gate.name == "test_map50_95[fire_smoke_val-hailo]" and not gate.passed
+    assert "mAP@0.5:0.95" in gate.message
+    assert gate_map(hailo, _golden(hailo, map50_95=hailo.metrics.map50_95 + 0.1)).passed  # mAP@0.5 untouched
+
+
+def test_the_bootstrap_interval_against_the_reference_appears_in_the_message(truths, onnx):
+    worse = sr.predictions(truths, seed=2)
+    worse[:5] = [p.select(slice(0, 0)) for p in worse[:5]]
+    hailo = sr.result(worse, truths, path="hailo")
+    boot = paired_bootstrap(truths, onnx.predictions, hailo.predictions, sr.NAMES, resamples=50)
+    gate = gate_map(hailo, _golden(onnx), reference=onnx, bootstrap=boot)
+    assert not gate.passed and gate.interval == boot.map50
+    iv = boot.map50
+    assert iv.low <= iv.point <= iv.high < 0
+    expected = f"hailo minus onnx on the same 16 images: {iv.point:+.4f}, 95 % paired bootstrap interval"
+    assert expected in gate.message
+    assert f"[{iv.low:+.4f}, {iv.high:+.4f}] (50 resamples)" in gate.message
+
+
+def test_different_settings_fail_every_gate_naming_the_field_and_no_number(truths, hailo):
+    at_eval_threshold = sr.result(
+        hailo.predictions, truths, path="hailo", settings=EvalSettings((640, 640), score_threshold=0.001)
+    )
+    golden = golden_from_result(hailo)
+    for gate in (
+        gate_map(at_eval_threshold, golden),
+        gate_score_saturation(at_eval_threshold, golden),
+        gate_box_count(at_eval_threshold, golden),
+    ):
+        assert not gate.passed
+        assert "score_threshold: 0.2 vs 0.001" in gate.message
+        assert (gate.baseline, gate.observed, gate.tolerance) == (None, None, None)
+        assert "mAP" not in gate.message and "boxes per image" not in gate.message
+
+
+def test_a_baseline_measured_on_another_dataset_manifest_fails(truths, hailo):
+    other = sr.result(hailo.predictions, truths, path="hailo", manifest="b" * 64)
+    gate = gate_map(other, golden_from_result(hailo))
+    assert not gate.passed and gate.observed is None
+    assert "dataset manifest aaaaaaaaaaaaaaaa, this run on bbbbbbbbbbbbbbbb" in gate.message
+
+
+def test_a_baseline_of_another_path_is_not_held_against_this_one(onnx, hailo):
+    gate = gate_box_count(hailo, golden_from_result(onnx))
+    assert not gate.passed and gate.observed is None
+    assert "the baseline is of path onnx on fire_smoke_val, this run is path hailo" in gate.message
+
+
+def test_saturation_gate_is_two_sided_and_absolute(hailo):
+    golden = golden_from_result(hailo)  # saturation 0.0
+    assert gate_score_saturation(hailo, golden).passed
+    for base in (0.3, -0.3):
+        shifted = sr.replaced(golden, scores=sr.replaced(golden.scores, saturation=hailo.scores.saturation + base))
+        gate = gate_score_saturation(hailo, shifted)
+        assert not gate.passed and gate.name == "test_score_saturation[fire_smoke_val-hailo]"
+        assert "allowed +-0.0500" in gate.message
+    near = sr.replaced(golden, scores=sr.replaced(golden.scores, saturation=0.04))
+    assert gate_score_saturation(hailo, near).passed
+
+
+def test_box_count_gate_is_two_sided_and_relative(hailo):
+    golden = golden_from_result(hailo)
+    mean = hailo.box_counts.mean
+    with_mean = lambda m: sr.replaced(golden, box_counts=sr.replaced(golden.box_counts, mean=m))  # noqa: E731
+    assert gate_box_count(hailo, with_mean(mean * 1.2)).passed
+    assert gate_box_count(hailo, with_mean(mean / 1.2)).passed
+    for base in (mean * 2, mean / 2):
+        gate = gate_box_count(hailo, with_mean(base))
+        assert not gate.passed and "allowed +-25%" in gate.message
+        assert f"mean {mean:.2f} against baseline {base:.2f}" in gate.message
+
+
+def test_box_count_below_one_per_image_is_held_to_one_box(hailo):
+    golden = golden_from_result(hailo, Tolerances(box_count_rel=0.25))
+    sparse = sr.replaced(golden, box_counts=sr.replaced(golden.box_counts, mean=0.1))
+    few = sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=0.3))
+    assert gate_box_count(few, sparse).passed  # 0.2 boxes per image of one allowed 0.25
+    many = sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=0.4))
+    assert not gate_box_count(many, sparse).passed
+
+
+def test_path_agreement_passes_on_matching_paths_and_fails_below_the_floor(truths, onnx, hailo):
+    twin = sr.result(sr.with_scores(onnx.predictions, lambda s: s - 0.02), truths, path="hailo")
+    gate = gate_path_agreement(onnx, twin)
+    assert gate.passed and gate.observed == 1.0 and gate.tolerance == 0.8
+    assert gate.name == "test_path_agreement[fire_smoke_val-hailo]"
+
+    preds = list(hailo.predictions)
+    preds[0] = sr.with_scores([preds[0]], lambda s: s - 0.1)[0]
+    preds[1:9] = [p.select(slice(0, 0)) for p in preds[1:9]]  # missed
+    flipped = [sr.Detections(p.boxes, p.scores, 1 - p.class_ids) for p in preds[9:12]]
+    preds[9:12] = flipped
+    bad = sr.result(preds, truths, path="hailo")
+    gate = gate_path_agreement(onnx, bad)
+    n_missed = sum(len(p) for p in hailo.predictions[1:9])
+    n_flipped = sum(len(p) for p in flipped)
+    assert not gate.passed
+    assert f"{n_missed} missed, 0 extra, {n_flipped} class-flipped" in gate.message
+    assert "score drift -" in gate.message
+
+
+def test_path_agreement_fails_when_the_same_boxes_are_scored_differently(truths, onnx):
+    squeezed = sr.result(sr.with_scores(onnx.predictions, lambda s: 1 / (1 + np.exp(-s))), truths, path="hailo")
+    gate = gate_path_agreement(onnx, squeezed)
+    assert not gate.passed and gate.observed == 1.0
+    assert (
+        f"more than {SCORE_DRIFT_LIMIT}, and not by one common shift: the two paths score the same objects"
+        in gate.message
+    )
+
+
+def test_the_same_boxes_with_every_score_shifted_are_a_confidence_shift_with_the_matching_threshold(truths, onnx):
+    lower = sr.result(sr.with_scores(onnx.predictions, lambda s: s - 0.05), truths, path="hailo")
+    gate = gate_path_agreement(onnx, lower)
+    assert gate.passed and gate.observed == 1.0  # 0.05 lower, as Ultralytics measured YOLO26 on a Hailo-8L
+    assert "the same boxes, every score shifted by -0.0500: a confidence shift, not different boxes" in gate.message
+    assert "--score-threshold 0.15 on this path (0.2 - 0.05)" in gate.message
+    far = sr.result(sr.with_scores(onnx.predictions, lambda s: s - 0.2), truths, path="hailo")
+    assert not gate_path_agreement(onnx, far).passed
+    assert "more than the limit 0.1 here" in gate_path_agreement(onnx, far).message
+    same = gate_path_agreement(onnx, onnx)
+    assert same.passed and "the same boxes with the same scores" in same.message
+
+
+def test_path_agreement_needs_same_settings_and_images(truths, onnx, hailo):
+    other = sr.result(hailo.predictions, truths, path="hailo", settings=EvalSettings((640, 640), iou_threshold=0.45))
+    gate = gate_path_agreement(onnx, other)
+    assert not gate.passed and "iou_threshold: 0.7 vs 0.45" in gate.message and gate.observed is None
+    shifted = sr.result(hailo.predictions, truths, path="hailo", image_ids=[f"x/{i}" for i in range(16)])
+    gate = gate_path_agreement(onnx, shifted)
+    assert not gate.passed and "did not run on the same images" in gate.message
+
+
+def test_a_failing_gate_lists_the_likely_causes_and_a_passing_gate_none(truths, onnx):
+    rng = np.random.default_rng(3)
+    flood = []
+    for p in sr.predictions(truths, seed=2):
+        junk = rng.uniform(0, 600, (30, 2))
+        boxes = np.concatenate([p.boxes, np.concatenate([junk, junk + 40], 1)])
+        scores = np.concatenate([p.scores, rng.uniform(0.2, 0.6, 30)])
+        flood.append(sr.Detections(boxes, scores, np.concatenate([p.class_ids, rng.integers(0, 2, 30)])))
+    cells = CellsAboveThreshold(0.2, 8400, 1640, 1700)
+    bad = sr.result(flood, truths, path="hailo", cells=cells)
+    gates = {g.name.split("[")[0]: g for g in run_gates(bad, _golden(onnx), reference=onnx)}
+    box = gates["test_box_count"]
+    assert not box.passed
+    assert [c.name for c in box.causes][:2] == ["box_flood", "cells_flood"]
+    assert (
+        "likely causes, most specific first:\n  1. " in box.message
+        and "fix: decode by the output's spec" in box.message
+    )
+    assert not gates["test_path_agreement"].passed
+    assert gates["test_score_saturation"].passed and gates["test_score_saturation"].causes == ()
+    assert "likely causes" not in gates["test_score_saturation"].message
+
+
+def test_a_missing_baseline_fails_each_baseline_gate_with_the_create_command(hailo):
+    gates = missing_golden_gates(hailo, "no baseline at g.json; ... with: pytest --update-golden")
+    assert [g.name for g in gates] == [
+        "test_map[fire_smoke_val-hailo]",
+        "test_map50_95[fire_smoke_val-hailo]",
+        "test_score_saturation[fire_smoke_val-hailo]",
+        "test_box_count[fire_smoke_val-hailo]",
+    ]
+    assert all(not g.passed and g.message.endswith("--update-golden") for g in gates)
+
+
+def _staged(truths, quantized_preds):
+    """ONNX, a faithful fp-optimized stage and a quantized stage with ``quantized_preds``."""
+    from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED
+
+    onnx = sr.result(sr.predictions(truths), truths)
+    fp = sr.result(sr.predictions(truths, seed=5), truths, path=DFC_FP_OPTIMIZED, emulated=True)
+    return [onnx, fp, sr.result(quantized_preds, truths, path=DFC_QUANTIZED, emulated=True)]
+
+
+def test_stage_gate_passes_when_no_stage_drops_past_the_tolerance(truths):
+    results = _staged(truths, sr.predictions(truths, seed=6))
+    gate = gate_stages(results, tolerance=0.02)
+    assert gate.passed and gate.name == "test_stages[fire_smoke_val]"
+    assert gate.baseline == results[0].metrics.map50
+    assert gate.observed == min(r.metrics.map50 for r in results)
+    assert "no stage loses more than 0.02" in gate.message
+
+
+def test_stage_gate_names_the_first_degraded_stage_with_its_diagnosis(truths):
+    capped = sr.with_scores(sr.predictions(truths, seed=6), lambda s: np.minimum(s, 0.3554))
+    kept = [Detections(p.boxes[:1], p.scores[:1], p.class_ids[:1]) for p in capped]  # recall falls
+    results = _staged(truths, kept)
+    gate = gate_stages(results, tolerance=0.02)
+    assert not gate.passed
+    assert gate.observed == results[2].metrics.map50 < results[0].metrics.map50 - 0.02
+    assert "the first stage past the tolerance is quantized" in gate.message
+    assert "lost in quantization" in gate.message
+    assert [line.split()[0] for line in gate.text.splitlines()[1:4]] == ["float", "fp_optimized", "quantized"]
+    assert gate.causes and gate.causes[0].name == "score_cap"
+
+
+def test_stage_gate_refuses_stages_measured_under_other_settings(truths):
+    results = _staged(truths, sr.predictions(truths, seed=6))
+    other = EvalSettings(results[0].settings.input_hw, score_threshold=0.001)
+    results[1] = sr.replaced(results[1], settings=other)
+    gate = gate_stages(results)
+    assert not gate.passed and gate.observed is None
+    assert "score_threshold: 0.2 vs 0.001" in gate.message
+
+
+def test_a_nan_on_either_side_fails_every_number_gate_and_never_passes(hailo):
+    golden = _golden(hailo)
+    nan_map = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, map50=float("nan"), map50_95=float("nan")))
+    nan_scores = sr.replaced(hailo, scores=sr.replaced(hailo.scores, saturation=float("nan")))
+    nan_boxes = sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=float("nan")))
+    gates = [
+        gate_map(nan_map, golden),
+        gate_map(nan_map, golden, "map50_95"),
+        gate_score_saturation(nan_scores, golden),
+        gate_box_count(nan_boxes, golden),
+        gate_map(hailo, _golden(hailo, map50=float("nan"))),  # a baseline made in code, not read from a file
+    ]
+    assert [g.passed for g in gates] == [False] * 5
+    assert all("nothing was measured (NaN)" in g.message for g in gates[:4])
+
+
+def test_another_models_baseline_fails_every_baseline_gate_naming_both_models(hailo):
+    other = sr.replaced(golden_from_result(hailo), model="yolo11n_coco")
+    gates = run_gates(hailo, other)
+    assert gates and not any(g.passed for g in gates)
+    assert all("the baseline is of model yolo11n_coco" in g.text and g.baseline is None for g in gates)
+
+
+def test_a_baseline_of_an_earlier_export_says_which_export_it_was_blessed_from(hailo):
+    golden = golden_from_result(hailo)
+    newer = sr.replaced(hailo, provenance=sr.replaced(hailo.provenance, model_sha256="ab" * 32))
+    (gate,) = run_gates(newer, golden, kinds=("map",))
+    assert gate.passed
+    assert f"baseline blessed from model sha256 {golden.provenance.model_sha256[:12]} on" in gate.text
+    assert "this run's model sha256 abababababab" in gate.text
+
+
+def test_a_gate_held_to_a_baseline_blessed_weak_says_it_cannot_fail(hailo):
+    zero = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, map50=0.0))
+    weak = golden_from_result(zero, accept_weak=True)
+    by_kind = {g.id.kind: g for g in run_gates(zero, weak)}
+    assert by_kind["map"].passed and "WEAK BASELINE, blessed with --accept-weak-baseline" in by_kind["map"].text
+    assert by_kind["map"].weak.startswith("map50_drop 0.02 >= baseline map50 0")
+    assert by_kind["box_count"].weak == ""

@@ -1,0 +1,528 @@
+import errno
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import harness.verdict.golden as golden_module
+from harness.verdict.golden import (
+    SCHEMA_VERSION,
+    GoldenError,
+    Tolerances,
+    bless,
+    golden_from_result,
+    golden_path,
+    load_golden,
+    missing_golden_message,
+    weaknesses,
+    write_golden,
+)
+
+from support import synthetic_results as sr
+
+
+@pytest.fixture(scope="module")
+def run():
+    truths = sr.truths()
+    return sr.result(sr.predictions(truths), truths, path="hailo")
+
+
+def _later(run, drop_images=4, created="2025-04-01T00:00:00Z", sha="fedcba9876543210" * 4):
+    """A second, worse run: the first images lose their detections."""
+    truths = sr.truths()
+    preds = sr.predictions(truths)
+    preds[:drop_images] = [p.select(slice(0, 0)) for p in preds[:drop_images]]
+    return sr.result(preds, truths, path="hailo", created=created, model_sha256=sha)
+
+
+def test_baseline_path_is_model_stem_then_dataset_and_path(tmp_path):
+    file = golden_path(tmp_path / "golden", "models/fire_smoke_yolo11n.hef", "hailo", "fire_smoke_val")
+    assert file == tmp_path / "golden" / "fire_smoke_yolo11n" / "fire_smoke_val--hailo.json"
+    assert golden_path(tmp_path, "m.hef", "hailo", "/data/sets/fire_smoke_val").name == "fire_smoke_val--hailo.json"
+    with pytest.raises(GoldenError, match=r"dataset 'fire smoke'"):
+        golden_path(tmp_path, "m.hef", "hailo", "fire smoke")
+    with pytest.raises(GoldenError, match=r"path 'hailo/x'"):
+        golden_path(tmp_path, "m.hef", "hailo/x", "ds")
+
+
+def test_baseline_round_trips_through_its_file(tmp_path, run):
+    golden = golden_from_result(run, Tolerances(map50_drop=0.03))
+    file = golden_path(tmp_path, run.provenance.model_path, run.path, run.provenance.dataset)
+    write_golden(file, golden)
+    loaded = load_golden(file)
+    assert (loaded.settings, loaded.provenance, loaded.tolerances) == (run.settings, run.provenance, golden.tolerances)
+    assert (loaded.model, loaded.path, loaded.dataset, loaded.emulated) == (
+        "fire_smoke_yolo11n",
+        "hailo",
+        "fire_smoke_val",
+        False,
+    )
+    assert loaded.metrics.map50 == pytest.approx(run.metrics.map50, abs=1e-6)
+    assert loaded.metrics.map50_95 == pytest.approx(run.metrics.map50_95, abs=1e-6)
+    for old, new in zip(run.metrics.per_class, loaded.metrics.per_class, strict=True):
+        assert new.name == old.name and new.n_ground_truth == old.n_ground_truth
+        assert (new.ap50, new.ap50_95, new.precision, new.recall) == pytest.approx(
+            (old.ap50, old.ap50_95, old.precision, old.recall), abs=1e-6
+        )
+    assert loaded.box_counts == pytest.approx(run.box_counts)
+    assert loaded.scores.histogram == run.scores.histogram
+    assert loaded.scores.saturation == pytest.approx(run.scores.saturation, abs=1e-6)
+
+
+def test_baseline_file_is_sorted_two_space_json_with_one_value_per_line_and_null_for_nan(tmp_path, run):
+    no_smoke = sr.replaced(
+        run.metrics, per_class=(run.metrics.per_class[0], sr.replaced(run.metrics.per_class[1], ap50=math.nan))
+    )
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(sr.replaced(run, metrics=no_smoke)))
+    text = file.read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["metrics"]["per_class"][1]["ap50"] is None
+    assert math.isnan(load_golden(file).metrics.per_class[1].ap50)
+    assert data["metrics"]["score_histogram"]["0.95-1.00"] == run.scores.histogram[-1]
+    assert data["provenance"]["environment"] == {"hailort": "4.23.0", "onnxruntime": "1.20.1"}
+    assert data["tolerances"] == {
+        "box_count_rel": 0.25,
+        "map50_95_drop": 0.02,
+        "map50_drop": 0.02,
+        "saturation_abs": 0.05,
+    }
+    assert all(line.count(": ") <= 1 for line in text.splitlines())
+
+
+def test_a_write_failing_midway_leaves_the_old_baseline_and_no_partial_file(tmp_path, run, monkeypatch):
+    file = tmp_path / "m" / "ds--hailo.json"
+    write_golden(file, golden_from_result(run))
+    before = file.read_bytes()
+    real_document = golden_module._document
+
+    def half_serialisable(golden):
+        # sorted last, so json.dump has written most of the file when it meets the object
+        return {**real_document(golden), "zz_unserialisable": object()}
+
+    monkeypatch.setattr(golden_module, "_document", half_serialisable)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        write_golden(file, golden_from_result(_later(run)))
+    assert file.read_bytes() == before
+    assert sorted(os.listdir(file.parent)) == ["ds--hailo.json"]  # no temporary file, no history entry
+
+
+def test_replacing_a_baseline_keeps_the_old_one_in_history_and_says_what_changed(tmp_path, run):
+    file = tmp_path / "fire_smoke_yolo11n" / "fire_smoke_val--hailo.json"
+    first = write_golden(file, golden_from_result(run))
+    assert first.startswith(f"created baseline {file}")
+    assert f"metrics.map50: {run.metrics.map50:.6g}" in first
+    old_bytes = file.read_bytes()
+    worse = _later(run)
+    summary = write_golden(file, golden_from_result(worse))
+
+    kept = file.parent / "history" / "fire_smoke_val--hailo" / "20250304T050607Z-0123456789ab.json"
+    assert kept.read_bytes() == old_bytes
+    assert f"kept as {kept}" in summary
+    old, new = round(run.metrics.map50, 6), round(worse.metrics.map50, 6)
+    assert f"metrics.map50: {old:.6g} -> {new:.6g} ({new - old:+.6g})" in summary
+    assert "provenance.model_sha256: 0123456789abcdef" in summary
+    assert "settings." not in summary  # unchanged values are not listed
+    assert load_golden(file).metrics.map50 == pytest.approx(worse.metrics.map50, abs=1e-6)
+
+    write_golden(file, golden_from_result(_later(run, drop_images=2, created="2025-05-01T00:00:00Z")))
+    history = sorted(p.name for p in kept.parent.iterdir())
+    assert history == ["20250304T050607Z-0123456789ab.json", "20250401T000000Z-fedcba987654.json"]
+
+
+def test_an_unreadable_baseline_can_be_replaced_and_is_kept(tmp_path, run):
+    file = tmp_path / "g.json"
+    file.write_text("<<<<<<< merge conflict\n")
+    summary = write_golden(file, golden_from_result(run))
+    assert "previous baseline was unreadable" in summary
+    kept = list((tmp_path / "history" / "g").iterdir())
+    assert len(kept) == 1 and kept[0].read_text() == "<<<<<<< merge conflict\n"
+
+
+def test_corrupt_json_names_the_file_and_the_position(tmp_path):
+    file = tmp_path / "g.json"
+    file.write_text('{"schema_version": 1,\n "metrics": }')
+    with pytest.raises(GoldenError, match=rf"{file}: not valid JSON at line 2 column 13"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["metrics"].pop("map50"), r"field metrics\.map50 is missing, expected a share in \[0, 1\]"),
+        (
+            lambda d: d["metrics"]["per_class"][1].update(ap50="high"),
+            r"field metrics\.per_class\[1\]\.ap50 is 'high', expected a share in \[0, 1\] or null",
+        ),
+        (lambda d: d["metrics"].update(map50=None), r"field metrics\.map50 is None, expected a share in \[0, 1\]"),
+        (lambda d: d["metrics"].update(map50=1.5), r"field metrics\.map50 is 1\.5, expected a share in \[0, 1\]"),
+        (
+            lambda d: d["metrics"]["box_counts"].update(mean=-1.0),
+            r"field metrics\.box_counts\.mean is -1\.0, expected a finite number >= 0",
+        ),
+        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected 1"),
+        (
+            lambda d: d["tolerances"].update(map50_drop=-0.1),
+            r"field tolerances\.map50_drop is -0\.1, expected a number from 0 to 1",
+        ),
+        (
+            lambda d: d["metrics"]["box_counts"].update(max=2.5),
+            r"field metrics\.box_counts\.max is 2\.5, expected an integer",
+        ),
+        (lambda d: d["settings"].update(conf=0.2), r"field settings has unknown keys \['conf'\]"),
+        (
+            lambda d: d["provenance"].update(created="yesterday"),
+            r"field provenance\.created is 'yesterday', expected an ISO",
+        ),
+        (
+            lambda d: d["metrics"]["score_histogram"].pop("0.50-0.55"),
+            r"field metrics\.score_histogram\.0\.50-0\.55 is missing, expected an integer >= 0",
+        ),
+        (lambda d: d.update(metrics=[]), r"field metrics is \[\], expected an object"),
+        (
+            lambda d: d["tolerances"].update(map_drop=0.05),
+            r"field tolerances has unknown keys \['map_drop'\], expected only \['box_count_rel'",
+        ),
+    ],
+)
+def test_schema_errors_name_the_file_the_field_and_what_was_expected(tmp_path, run, change, message):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    change(data)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: .*{message}"):
+        load_golden(file)
+
+
+def test_a_missing_baseline_is_an_error_and_its_message_gives_the_command_that_creates_it(tmp_path):
+    file = tmp_path / "m" / "ds--hailo.json"
+    with pytest.raises(GoldenError, match="no such baseline file"):
+        load_golden(file)
+    text = missing_golden_message(file, ["hailo-harness", "run", "--hef", "my model.hef", "--dataset", "ds"])
+    assert text.endswith("hailo-harness run --hef 'my model.hef' --dataset ds --update-golden")
+    assert str(file) in text
+    assert missing_golden_message(file, ["pytest", "--hef", "m.hef"]).endswith("pytest --hef m.hef --update-golden")
+    with_report = missing_golden_message(file, ["pytest"], "reports/latest/report.html")
+    assert "; review this run's report reports/latest/report.html, then create the baseline with" in with_report
+
+
+@pytest.mark.parametrize(
+    ("field", "key", "literal"), [("metrics", "map50", "NaN"), ("tolerances", "map50_drop", "Infinity")]
+)
+def test_a_non_finite_number_in_a_hand_edited_baseline_is_refused_naming_the_file_and_the_literal(
+    tmp_path, run, field, key, literal
+):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    data[field][key] = "@"
+    file.write_text(json.dumps(data).replace('"@"', literal))  # JSON from Python writes NaN and Infinity so
+    with pytest.raises(GoldenError, match=rf"^{file}: {literal} is not a JSON number"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize("block", ["tolerances", "metrics", "settings"])
+def test_a_key_given_twice_by_a_merge_that_accepted_both_sides_is_refused_naming_the_key(tmp_path, run, block):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    text = file.read_text()
+    data = json.loads(text)
+    second = json.dumps(data[block], indent=2)
+    merged = text.rstrip().removesuffix("}").rstrip() + f',\n  "{block}": {second}\n}}\n'
+    file.write_text(merged)
+    with pytest.raises(GoldenError, match=rf"^{file}: key '{block}' given twice in one object"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (("metrics", "box_counts"), {"median": 2}, r"field metrics\.box_counts has unknown keys \['median'\]"),
+        (("metrics", "per_class", 0), {"f1": 0.5}, r"field metrics\.per_class\[0\] has unknown keys \['f1'\]"),
+        (("provenance",), {"signed_by": "x"}, r"field provenance has unknown keys \['signed_by'\]"),
+        (("settings",), {"score_threshold": "0.2"}, r"field settings\.score_threshold is '0\.2', expected a number"),
+        (("settings",), {"input_hw": [256.9, 256.2]}, r"field settings\.input_hw is \[256\.9, 256\.2\]"),
+        (("settings",), {"max_total": 300.0}, r"field settings\.max_total is 300\.0, expected an integer"),
+        ((), {"emulated": "false"}, r"field emulated is 'false', expected true or false"),
+        ((), {"labelled": 1}, r"field labelled is 1, expected true or false"),
+    ],
+)
+def test_unknown_keys_at_any_depth_and_coerced_values_are_refused_naming_the_key_path(
+    tmp_path, run, where, value, message
+):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    node = data
+    for key in where:
+        node = node[key]
+    node.update(value)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: {message}"):
+        load_golden(file)
+
+
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        ({"map50_drop": 1.0}, r"map50_drop 1 >= baseline map50 .*: the mAP@0\.5 gate can never fail"),
+        ({"map50_95_drop": 0.99}, r"map50_95_drop 0\.99 >= baseline map50_95 .*: the mAP@0\.5:0\.95 gate can never"),
+        (
+            {"saturation_abs": 1.0},
+            r"saturation_abs 1 around baseline saturation .* the score saturation gate can never",
+        ),
+        ({"box_count_rel": 1.0}, r"box_count_rel 1 >= 1: a run without a single box passes the box count gate"),
+        ({"map50_drop": 1e6}, r"field tolerances\.map50_drop is 1000000\.0, expected a number from 0 to 1"),
+    ],
+)
+def test_a_hand_edited_tolerance_that_can_never_fail_is_refused_saying_why(tmp_path, run, tolerances, message):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    data["tolerances"].update(tolerances)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: .*{message}"):
+        load_golden(file)
+
+
+def test_a_baseline_of_map_zero_is_blessed_only_knowingly_and_then_keeps_saying_so(tmp_path, run):
+    zero = sr.replaced(run, metrics=sr.replaced(run.metrics, map50=0.0, map50_95=0.0))
+    file = tmp_path / "g.json"
+    with pytest.raises(
+        GoldenError, match=r"map50_drop 0\.02 >= baseline map50 0: .*--update-golden --accept-weak-base"
+    ):
+        write_golden(file, golden_from_result(zero))
+    assert list(tmp_path.iterdir()) == []
+    write_golden(file, golden_from_result(zero, accept_weak=True))
+    back = load_golden(file)
+    assert back.accepted_weak == ("map50_cannot_fail", "map50_95_cannot_fail")
+    assert [w.code for w in weaknesses(back)] == list(back.accepted_weak)
+
+
+def test_a_set_with_too_few_labelled_objects_or_no_detection_is_weak(run):
+    few = tuple(sr.replaced(c, n_ground_truth=2) for c in run.metrics.per_class)
+    assert "few_objects" in [
+        w.code
+        for w in weaknesses(golden_from_result(sr.replaced(run, metrics=sr.replaced(run.metrics, per_class=few))))
+    ]
+    none = sr.replaced(run, box_counts=sr.replaced(run.box_counts, total=0))
+    assert "no_detections" in [w.code for w in weaknesses(golden_from_result(none))]
+    assert weaknesses(golden_from_result(run)) == ()
+
+
+def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):
+    nothing = sr.replaced(run.metrics, map50=math.nan, map50_95=math.nan)
+    file = tmp_path / "g.json"
+    with pytest.raises(GoldenError, match=r"field metrics\.map50 is None, expected a share in \[0, 1\]"):
+        write_golden(file, golden_from_result(sr.replaced(run, metrics=nothing)))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_label_free_baseline_has_no_map_and_says_so_and_a_labelled_one_still_needs_its_map(tmp_path, run):
+    no_truth = tuple(sr.replaced(c, n_ground_truth=0) for c in run.metrics.per_class)
+    metrics = sr.replaced(run.metrics, map50=math.nan, map50_95=math.nan, per_class=no_truth)
+    free = golden_from_result(sr.replaced(run, metrics=metrics))
+    assert not free.labelled
+    file = tmp_path / "free.json"
+    write_golden(file, free)
+    back = load_golden(file)
+    assert not back.labelled and math.isnan(back.metrics.map50) and back.box_counts == free.box_counts
+    data = json.loads(file.read_text())
+    data["labelled"] = True  # hand-edited into a labelled baseline without a mAP: refused
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=r"field metrics\.map50 is None, expected a share in \[0, 1\]$"):
+        load_golden(file)
+
+
+# --- blessing a set --------------------------------------------------------------------------------
+
+_BLESS_LOOP = """
+import sys, dataclasses
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from support import synthetic_results as sr
+from harness.verdict.golden import bless, golden_from_result
+truths = sr.truths()
+run = sr.result(sr.predictions(truths), truths, path="hailo")
+folder = Path({folder!r})
+generation = {start}
+print("ready", flush=True)
+while True:
+    generation += 1
+    metrics = dataclasses.replace(run.metrics, map50=0.5 + generation / 1e6)
+    golden = golden_from_result(dataclasses.replace(run, metrics=metrics))
+    bless([(folder / "ds--onnx.json", dataclasses.replace(golden, path="onnx")), (folder / "ds--hailo.json", golden)])
+"""
+
+
+def test_a_set_killed_at_any_moment_of_its_blessing_is_the_old_set_or_the_new_one(tmp_path):
+    folder, kills, seen = tmp_path / "m", 20, set()
+    rng = __import__("random").Random(7)
+    for kill in range(kills):
+        program = _BLESS_LOOP.format(
+            tests=str(Path(__file__).resolve().parents[1]), folder=str(folder), start=kill * 1000
+        )
+        child = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0.0, 0.4))  # a blessing takes tens of milliseconds (fsyncs)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if not (folder / "ds--hailo.json").exists() and not (folder / "ds--onnx.json").exists():
+            continue  # killed before its first set was committed: still no set, and no half of one
+        onnx, hailo = load_golden(folder / "ds--onnx.json"), load_golden(folder / "ds--hailo.json")
+        assert onnx.metrics.map50 == hailo.metrics.map50  # one generation, never a mix
+        seen.add(hailo.metrics.map50)
+        leftovers = [p.name for p in folder.rglob(".*")]
+        assert leftovers == [], leftovers  # no journal and no temporary file once read
+    assert len(seen) >= 3  # the kills did land at different moments
+
+
+def test_a_set_blessed_under_a_run_token_is_written_once_for_all_its_workers(tmp_path, run):
+    folder = tmp_path / "m"
+    entries = [(folder / "ds--hailo.json", golden_from_result(run))]
+    (created,) = bless(entries, token="run-1")
+    assert created.startswith(f"created baseline {folder / 'ds--hailo.json'}")
+    before = (folder / "ds--hailo.json").read_bytes()
+    (again,) = bless([(folder / "ds--hailo.json", golden_from_result(_later(run)))], token="run-1")
+    assert again.endswith("blessed by another worker of this test run")
+    assert (folder / "ds--hailo.json").read_bytes() == before and not (folder / "history").exists()
+    (updated,) = bless([(folder / "ds--hailo.json", golden_from_result(_later(run)))], token="run-2")
+    assert updated.startswith("updated baseline") and (folder / "history").is_dir()
+
+
+def test_a_set_with_one_bad_baseline_writes_neither(tmp_path, run):
+    folder = tmp_path / "m"
+    nothing = sr.replaced(run, metrics=sr.replaced(run.metrics, map50=math.nan))
+    with pytest.raises(GoldenError, match=r"ds--onnx\.json: field metrics\.map50 is None"):
+        bless(
+            [
+                (folder / "ds--hailo.json", golden_from_result(run)),
+                (folder / "ds--onnx.json", golden_from_result(nothing)),
+            ]
+        )
+    assert not folder.exists()
+
+
+# --- faults and links ------------------------------------------------------------------------------
+
+
+def test_a_symlinked_baseline_stays_a_link_and_its_target_gets_the_new_baseline(tmp_path, run):
+    kept = tmp_path / "store" / "ds--hailo.json"
+    kept.parent.mkdir()
+    folder = tmp_path / "m"
+    write_golden(kept, golden_from_result(run))
+    folder.mkdir()
+    (folder / "ds--hailo.json").symlink_to(kept)
+    write_golden(folder / "ds--hailo.json", golden_from_result(_later(run)))
+    assert (folder / "ds--hailo.json").is_symlink()
+    assert load_golden(kept).provenance.model_sha256 == _later(run).provenance.model_sha256
+    assert [p.name for p in kept.parent.iterdir()] == ["ds--hailo.json"]  # no temporary file left beside it
+
+
+def test_a_rewritten_baseline_keeps_its_mode_and_a_new_one_follows_the_umask(tmp_path, run):
+    file = tmp_path / "g.json"
+    old = os.umask(0o022)
+    try:
+        write_golden(file, golden_from_result(run))
+    finally:
+        os.umask(old)
+    assert file.stat().st_mode & 0o777 == 0o644
+    file.chmod(0o664)
+    write_golden(file, golden_from_result(_later(run)))
+    assert file.stat().st_mode & 0o777 == 0o664
+
+
+def test_a_full_disk_while_blessing_keeps_the_old_baselines_and_says_so(tmp_path, run, monkeypatch):
+    folder = tmp_path / "m"
+    write_golden(folder / "ds--hailo.json", golden_from_result(run))
+    before = (folder / "ds--hailo.json").read_bytes()
+    calls = iter(range(100))
+
+    def full(fd):
+        if next(calls) >= 1:  # the first temporary file is written; the second finds the disk full
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(GoldenError, match=r"not written: .*No space left on device; the previous baselines are kept"):
+        write_golden(folder / "ds--hailo.json", golden_from_result(_later(run)))
+    monkeypatch.undo()
+    assert (folder / "ds--hailo.json").read_bytes() == before
+    assert [p.name for p in folder.rglob(".*")] == []
+
+
+def test_a_read_only_folder_refuses_a_blessing_clearly_and_gates_read_a_committed_one_through_its_journal(
+    tmp_path, run, monkeypatch
+):
+    folder = tmp_path / "m"
+    write_golden(folder / "ds--hailo.json", golden_from_result(run))
+    newer = golden_from_result(_later(run))
+    real_replace = os.replace
+
+    def killed(src, dst):  # a blessing killed right after its journal was committed
+        if not str(dst).endswith(".blessing.json"):
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        bless([(folder / "ds--hailo.json", newer)])
+
+    def read_only(src, dst):
+        raise OSError(errno.EROFS, "Read-only file system", str(dst))
+
+    monkeypatch.setattr(os, "replace", read_only)
+    assert load_golden(folder / "ds--hailo.json").provenance.model_sha256 == newer.provenance.model_sha256
+    with pytest.raises(GoldenError, match=r"^baselines in .*m not written: .*Read-only file system; the previous"):
+        bless([(folder / "ds--hailo.json", golden_from_result(run))])
+    monkeypatch.undo()
+    assert load_golden(folder / "ds--hailo.json").provenance.model_sha256 == newer.provenance.model_sha256
+    assert not (folder / ".blessing.json").exists()
+
+
+def test_a_journal_that_names_files_outside_its_blessing_is_refused_and_nothing_is_moved(tmp_path, run):
+    folder = tmp_path / "m"
+    write_golden(folder / "ds--hailo.json", golden_from_result(run))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (folder / ".blessing.json").write_text(json.dumps([[str(victim), str(folder / "ds--hailo.json")]]))
+    with pytest.raises(GoldenError, match=r"\.blessing\.json: entry .*expected a blessing's own temporary"):
+        load_golden(folder / "ds--hailo.json")
+    assert victim.read_text() == "keep me"
+
+
+def test_a_baseline_name_takes_letters_of_any_script_and_refuses_undecodable_bytes_and_overlong_names():
+    assert golden_path("g", "m.onnx", "onnx", "café_rauch").name == "café_rauch--onnx.json"
+    with pytest.raises(GoldenError, match=r"baseline dataset 'caf\\udce9': expected letters, digits .* in UTF-8"):
+        golden_path("g", "m.onnx", "onnx", os.fsdecode(b"caf\xe9"))
+    with pytest.raises(GoldenError, match=r"240 bytes make a baseline file name longer than 200 bytes"):
+        golden_path("g", "m.onnx", "onnx", "d" * 240)
+
+
+def test_a_set_blessed_under_a_relative_root_is_completed_from_any_working_folder(tmp_path, run, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_golden(Path("g") / "ds--hailo.json", golden_from_result(run))  # a relative root, as --golden g
+    real_replace = os.replace
+
+    def killed(src, dst):  # killed right after the journal was committed
+        if not str(dst).endswith(".blessing.json"):
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        bless([(Path("g") / "ds--hailo.json", golden_from_result(_later(run)))])
+    monkeypatch.undo()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    later = load_golden(tmp_path / "g" / "ds--hailo.json")
+    assert later.provenance.model_sha256 == _later(run).provenance.model_sha256

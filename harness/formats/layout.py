@@ -158,7 +158,7 @@ def host_to_device(
     Padding is zero and the frame is 8-byte aligned, as HailoRT's input transform writes it: the
     inverse of :func:`device_to_host`, but for NHWC with padded features, whose rows HailoRT copies
     dense (``W x C`` elements) and zero-pads at the row's end (hailort: transform.cpp,
-    ``transform__h2d_NHWC_to_NHWC``; held to it by tests/test_hailort_oracle.py).
+    ``transform__h2d_NHWC_to_NHWC``; held to it by tests/backends/test_hailort_oracle.py).
     """
     array = np.asarray(array)
     dt = _device_dtype(array.dtype, name)

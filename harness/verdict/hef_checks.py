@@ -313,7 +313,7 @@ def check_score_threshold(ctx: CheckContext) -> CheckResult:
 
 # ln(FLT_MAX): HailoRT's YOLOv8 NMS op takes the softmax of the DFL bins without subtracting their
 # maximum (hailort: libhailort/src/net_flow/ops/softmax_post_process.cpp, SoftmaxPostProcessOp::softmax),
-# so a bin past this overflows to inf and its box comes out NaN (held by tests/test_hailort_oracle.py).
+# so a bin past this overflows to inf and its box comes out NaN (held by tests/backends/test_hailort_oracle.py).
 DFL_OVERFLOW = math.log(3.4028234663852886e38)  # FLT_MAX
 
 

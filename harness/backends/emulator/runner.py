@@ -33,7 +33,7 @@ def yolov8_nms_op(
 ) -> np.ndarray:
     """HailoRT's YOLOv8 NMS post-process op on one frame's raw heads: the HAILO_NMS_BY_CLASS buffer
     (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.cpp; held to that op's own code
-    by tests/test_hailort_oracle.py)."""
+    by tests/backends/test_hailort_oracle.py)."""
     return encode_nms_by_class(decode(raw, heads, config), spec, config.input_hw)
 
 

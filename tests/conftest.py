@@ -24,3 +24,14 @@ def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     monkeypatch.setitem(sys.modules, "hailo_sdk_client", fake)
     yield fake
     fake.reset()
+
+
+@pytest.fixture(autouse=True)
+def _package_versions_read_again() -> Iterator[None]:
+    """The package versions a process reads once (``harness.core.environment.environment``) are read
+    again after each test: a fake ``hailo_platform`` or ``hailo_sdk_client`` a test installed must not
+    stay in the cache keys of the tests after it (a fresh process never sees it)."""
+    from harness.core.environment import environment
+
+    yield
+    environment.cache_clear()

@@ -364,9 +364,19 @@ def test_a_file_cut_at_any_byte_keeps_every_batch_before_the_cut_and_never_half_
     kept = written.images_before(cut)
     assert sorted(frames) == sorted(SHAS[:kept])
     assert all(_same_frame(frames[sha], _frame(i)) for i, sha in enumerate(SHAS[:kept]))
-    boundary = cut in written.ends or cut == 0
+    # Nothing is cut short at a record's end, nor where the preamble alone is whole (a new file's first
+    # write: the key record is written again, nothing was lost).
+    boundary = cut in written.ends or cut in (0, len(JOURNAL.preamble))
     assert bool(repaired) == (not boundary)
     assert after == written.data[: max([end for end in written.ends if end <= cut], default=written.ends[0])]
+
+
+def test_a_file_holding_its_preamble_alone_is_a_new_file_and_nothing_is_reported_repaired(written):
+    preamble = len(JOURNAL.preamble)
+    frames, after, repaired = _opened(written.data[:preamble])
+    assert frames == {} and repaired == [] and after == written.data[: written.ends[0]]
+    frames, after, repaired = _opened(written.data[: preamble - 1])
+    assert frames == {} and len(repaired) == 1 and after == written.data[: written.ends[0]]
 
 
 @given(tail=st.integers(1, 500), replaced=st.booleans())

@@ -28,7 +28,7 @@ from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, Qu
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.factory import compiled_thresholds, evaluate, preflight, prepare_run
+from harness.pipeline.factory import calibration_note, compiled_thresholds, evaluate, preflight, prepare_run
 from harness.pipeline.options import job_config
 from harness.pipeline.spec import Backend, CompiledThresholds, PathSpec, SettingsSpec, planned_gates
 
@@ -216,6 +216,18 @@ def test_replay_is_a_jobs_hailo_path_with_the_recorded_paths_gates(small):
     assert [str(g) for g in planned_gates(config)][-1] == "test_path_agreement[d-hailo]"
     with pytest.raises(Exception, match="--record belongs to a Hailo path"):
         PathSpec(Backend.ONNX, record=tmp / "x.rec").validate()
+
+
+def test_a_replayed_paths_calibration_is_said_to_be_the_recorded_paths_never_the_float_exports(small):
+    tmp, dataset, _ = small
+    store = tmp / "calibrated.rec"
+    StoreWriter(store, RECORDING).close()
+    run = prepare_run(DEMO_ONNX, dataset, cache_dir=tmp / "cache", progress=False, log=lambda _: None)
+    note = calibration_note(PathSpec(Backend.REPLAY, replay=store), run)
+    assert note == (
+        "that of the recorded hailo path (m.hef, HailoRT 4.23.0 on Hailo-8 0000:01:00.0, recorded "
+        "2026-12-04T05:00:00+00:00); a recording does not keep the images its model was calibrated on"
+    )
 
 
 def _store(file: Path, frames: int) -> bytes:

@@ -95,7 +95,13 @@ def _compiled(spec: PathSpec, log: Log) -> CompiledThresholds | None:
 
 
 def _calibration(spec: PathSpec, run: RunContext) -> str:
-    return "none (the float export)"
+    """The recorded path's: a recording keeps its model's outputs, not the images it was calibrated on."""
+    recording = _recording(spec)
+    made = "an emulated HEF" if recording.emulated else recording.model_file
+    return (
+        f"that of the recorded {recording.path} path ({made}, {recording.runtime}, recorded {recording.created}); "
+        "a recording does not keep the images its model was calibrated on"
+    )
 
 
 DESCRIPTOR = BackendDescriptor(

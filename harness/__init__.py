@@ -32,12 +32,25 @@ _API = {
     "evaluate": "harness.pipeline.factory",
     "read_hef": "harness.inputs.hef.reader",
     "run_conformance": "harness.conformance.suite",
+    # What a decoder of one's own takes and returns (see README, "Your own decoder").
+    "Detections": "harness.core.detections",
+    "OutputSpec": "harness.core.specs",
+    "FormatOrder": "harness.core.specs",
+    "FormatType": "harness.core.specs",
+    "QuantInfo": "harness.core.specs",
+    "DecodeConfig": "harness.core.settings",
 }
 __all__ = [
     "Backend",
+    "DecodeConfig",
+    "Detections",
+    "FormatOrder",
+    "FormatType",
     "JobConfig",
     "JobResult",
+    "OutputSpec",
     "PathSpec",
+    "QuantInfo",
     "RunContext",
     "SettingsSpec",
     "__version__",
@@ -52,6 +65,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from harness.conformance.suite import run_conformance
+    from harness.core.detections import Detections
+    from harness.core.settings import DecodeConfig
+    from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
     from harness.inputs.hef.reader import read_hef
     from harness.pipeline.factory import RunContext, evaluate, load_dataset, open_path, prepare_run
     from harness.pipeline.job import JobResult, run_job

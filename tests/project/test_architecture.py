@@ -2,9 +2,13 @@
 backends nothing of each other, and Hailo packages are imported only inside their backend
 (.importlinter, checked by import-linter)."""
 
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import harness
 
@@ -43,3 +47,21 @@ def test_the_plugin_and_the_command_list_load_without_the_evaluation():
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "public"),
+    [
+        ("harness.detections", "Detections", "harness.Detections"),
+        ("harness.specs", "OutputSpec", "harness.OutputSpec"),
+        ("harness.settings", "DecodeConfig", "harness.DecodeConfig"),
+        ("harness.specs", "NmsShape", "harness.core.specs.NmsShape"),
+    ],
+)
+def test_a_decoder_authors_old_import_still_works_and_warns_where_the_name_lives_now(old, name, public):
+    module = importlib.import_module(old)
+    with pytest.warns(DeprecationWarning, match=rf"^{old}\.{name} moved: import {re.escape(public)}$"):
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(public.rpartition(".")[0]), name)
+    with pytest.raises(AttributeError, match=rf"module '{old}' has no attribute 'nothing'"):
+        module.nothing  # noqa: B018

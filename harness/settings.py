@@ -1,0 +1,6 @@
+"""Deprecated: ``harness.settings`` moved to :mod:`harness.core.settings`; its decoder vocabulary is public in
+``harness`` itself. Importing from here still works, with a DeprecationWarning, until 0.2."""
+
+from harness._moved import moved
+
+__getattr__ = moved(__name__, "harness.core.settings")

@@ -44,7 +44,7 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
     else:
         named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
         where = f"the demo set's {named} frames" if named else "the folder"
-        note = f"{count} images of {where} `{source}` (the emulator's quantization ranges)"
+        note = f"{count} images of {where} {source} (the emulator's quantization ranges)"
     from harness.backends.dfc import calibration_shortfall
 
     shortfall = calibration_shortfall(count)

@@ -357,10 +357,16 @@ class Fields:
             return default
         return self.data[key]
 
+    def _absent(self, key: Any, default: Any) -> bool:
+        """``key`` is absent and ``default`` stands for it (the key counts as read)."""
+        if key in self.data or default is _MISSING:
+            return False
+        self.taken.add(key)
+        return True
+
     def value(self, key: Any, check: Callable[[Any], bool], expected: str, default: Any = _MISSING) -> Any:
         """The value of ``key`` where ``check`` holds (``default`` where the key is absent, if given)."""
-        if key not in self.data and default is not _MISSING:
-            self.taken.add(key)
+        if self._absent(key, default):
             return default
         value = self.raw(key, expected=expected)
         if not check(value):
@@ -390,16 +396,14 @@ class Fields:
         hi: float | None = None,
         nullable: bool = False,
     ) -> Any:
-        expected = _range("a number", lo, hi) + (" or null" if nullable else "")
-        if key not in self.data and default is not _MISSING:
-            self.taken.add(key)
+        if self._absent(key, default):
             return default
+        expected = _range("a number", lo, hi) + (" or null" if nullable else "")
         value = self.value(key, lambda v: (nullable and v is None) or (_is_number(v) and _within(v, lo, hi)), expected)
         return None if value is None else float(value)
 
     def object(self, key: Any, default: Any = _MISSING) -> Any:
-        if key not in self.data and default is not _MISSING:
-            self.taken.add(key)
+        if self._absent(key, default):
             return default
         return Fields(self.raw(key, expected="an object of fields"), self.source, self.key_path(key))
 
@@ -413,8 +417,7 @@ class Fields:
 
     def objects(self, key: Any, default: Any = _MISSING) -> Any:
         """A list of objects, each as :class:`Fields` named ``key[i]``."""
-        if key not in self.data and default is not _MISSING:
-            self.taken.add(key)
+        if self._absent(key, default):
             return default
         items = self.list(key)
         return [Fields(item, self.source, f"{self.key_path(key)}[{i}]") for i, item in enumerate(items)]

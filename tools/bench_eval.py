@@ -26,6 +26,10 @@ one precomputed 640x640 frame of six UINT8 heads with the sigmoid compiled in (a
 them; :func:`tools.bench_decode.make_frame`, typical scene), so inference costs nothing and
 everything measured is the harness: image loading, letterbox, decode, cells, unletterbox, the
 prediction cache (written and fsynced a batch at a time), then COCO metrics and distributions.
+Its ms per image by stage (:func:`stage_breakdown`): those the evaluating thread runs (letterbox, the
+fake inference, decode + NMS with cells and unletterbox, the cache, the metrics) and ``untimed_ms`` (waits
+for images, the cache's last batch, the loop) add up to ``total_ms_per_image``; ``decode_image_ms`` runs
+on the read-ahead threads, overlapping them.
 
 Each set size runs in a fresh process, twice: once timed (with ``ru_maxrss``, the process's peak
 resident memory), once under tracemalloc (peak of Python and numpy allocations during the run).
@@ -55,7 +59,7 @@ import harness.pipeline.evaluate as evaluate_module
 from harness.backends.base import InputSpec, RunnerBase
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
-from harness.core.stage_clock import Stage, listening
+from harness.core.stage_clock import Stage, StageClock, listening
 from harness.inputs.dataset import load_yolo
 from harness.inputs.synthetic import CLASS_NAMES, Recipe, write_dataset
 from harness.pipeline.cache import PredictionCache
@@ -82,6 +86,34 @@ class FrameRunner(RunnerBase):
         return dict(self._outputs)
 
 
+# The stages the evaluating thread runs one after another (harness.core.stage_clock): with the untimed rest they
+# make up the evaluation. ``decode image`` runs on the read-ahead threads beside them, so it is not one of them.
+MAIN_THREAD_STAGES = {
+    "preprocess_ms": Stage.PREPROCESS,  # letterbox
+    "inference_ms_per_image": Stage.INFERENCE,  # the frames stacked and the fake runner called
+    "decode_cells_ms": Stage.DECODE,  # decode + NMS, cells above the threshold, unletterbox
+    "cache_ms": Stage.CACHE,
+    "metrics_ms": Stage.METRICS,
+}
+
+
+def stage_breakdown(clock: StageClock, images: int) -> dict[str, float]:
+    """Milliseconds per image of each stage the evaluating thread ran and of the rest of the evaluation
+    (``untimed_ms``: waits for the read-ahead threads, the cache's last batch written as it closes, the loop),
+    which add up to ``total_ms_per_image``; beside them the read-ahead threads' image decoding, which
+    overlaps them, and how many times each stage ran."""
+    ms = {stage: 1000 * clock.seconds.get(stage, 0.0) / images for stage in Stage}
+    parts = {field: ms[stage] for field, stage in MAIN_THREAD_STAGES.items()}
+    return {
+        "total_ms_per_image": ms[Stage.EVALUATE],
+        **parts,
+        "untimed_ms": ms[Stage.EVALUATE] - sum(parts.values()),
+        "harness_ms_per_image": ms[Stage.EVALUATE] - ms[Stage.INFERENCE],
+        "decode_image_ms": ms[Stage.DECODE_IMAGE],
+        **{f"{stage.name.lower()}_calls": clock.calls.get(stage, 0) for stage in Stage},
+    }
+
+
 def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
     """One run over the first ``size`` images, cache in a fresh folder, timed by the pipeline's stage clock,
     then a rerun from the cache."""
@@ -104,33 +136,28 @@ def measure(data: Path, size: int, seed: int, trace: bool) -> dict[str, Any]:
         return metrics(*args, **kwargs)
 
     evaluate_module.evaluate = measured_metrics  # a memory reading, not a timing
-    with tempfile.TemporaryDirectory() as folder:
-        cache = PredictionCache(folder)
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        if trace:
-            tracemalloc.start()
-        with listening() as clock:
-            result = evaluate_module.evaluate_path(path, dataset, cache, progress=False)
-        traced_peak = tracemalloc.get_traced_memory()[1] if trace else 0
-        if trace:
-            tracemalloc.stop()
-        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        start = time.perf_counter()
-        evaluate_module.evaluate_path(path, dataset, cache, progress=False)
-        cached_total = time.perf_counter() - start
-        cache_bytes = sum(f.stat().st_size for f in Path(folder).glob("*.bin"))
-    ms = {stage: 1000 * clock.seconds.get(stage, 0.0) / size for stage in Stage}
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            cache = PredictionCache(folder)
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            if trace:
+                tracemalloc.start()
+            with listening() as clock:
+                result = evaluate_module.evaluate_path(path, dataset, cache, progress=False)
+            traced_peak = tracemalloc.get_traced_memory()[1] if trace else 0
+            if trace:
+                tracemalloc.stop()
+            rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            start = time.perf_counter()
+            evaluate_module.evaluate_path(path, dataset, cache, progress=False)
+            cached_total = time.perf_counter() - start
+            cache_bytes = sum(f.stat().st_size for f in Path(folder).glob("*.bin"))
+    finally:
+        evaluate_module.evaluate = metrics
     return {
         "images": size,
         "boxes": result.box_counts.total,
-        "total_ms_per_image": ms[Stage.EVALUATE],
-        "inference_ms_per_image": ms[Stage.INFERENCE],  # the frames stacked and the fake runner called
-        "harness_ms_per_image": ms[Stage.EVALUATE] - ms[Stage.INFERENCE],
-        "decode_image_ms": ms[Stage.DECODE_IMAGE],
-        "preprocess_ms": ms[Stage.PREPROCESS],
-        "decode_cells_ms": ms[Stage.DECODE],
-        "cache_ms": ms[Stage.CACHE],
-        "metrics_ms": ms[Stage.METRICS],
+        **stage_breakdown(clock, size),
         "rerun_from_cache_ms_per_image": 1000 * cached_total / size,
         "cache_bytes_per_image": cache_bytes / size,
         "loop_peak_rss_mib": before_metrics["rss"] / 1024,
@@ -164,7 +191,8 @@ def memory_part(data: Path, sizes: list[int], seed: int) -> None:
     fields = [k for k in rows[0] if k not in ("images", "rss_before_run_mib")]
     print(f"{'':32}" + "".join(f"{r['images']:>12} img" for r in rows))
     for field in fields:
-        print(f"{field:32}" + "".join(f"{r[field]:>16.3f}" for r in rows))
+        cells = (f"{r[field]:>16}" if isinstance(r[field], int) else f"{r[field]:>16.3f}" for r in rows)
+        print(f"{field:32}" + "".join(cells))
     if len(rows) > 1:
         small, large = rows[0], rows[-1]
         extra = large["images"] - small["images"]

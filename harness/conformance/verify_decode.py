@@ -72,6 +72,7 @@ class ImageAgreement:
 class VerifyReport:
     model: str
     input_hw: tuple[int, int]
+    family: HeadFamily
     heads: tuple[HeadTensor, ...]
     layout: HeadLayout
     reference_output: str
@@ -224,6 +225,7 @@ def verify_decode(
     return VerifyReport(
         model=os.fspath(onnx_path),
         input_hw=input_hw,
+        family=found.family,
         heads=heads,
         layout=layout,
         reference_output=full_head_output(model),
@@ -248,6 +250,15 @@ def report_as_dict(report: VerifyReport) -> dict[str, Any]:
     return data
 
 
+def decode_words(family: HeadFamily, config: DecodeConfig) -> str:
+    """What the decoder of ``family`` does after the heads, as ``format_report`` says it: YOLO26's
+    one-to-one head keeps its best (anchor, class) pairs and runs no NMS (:func:`decode_one2one`)."""
+    threshold = f"score threshold {config.score_threshold}"
+    if family is HeadFamily.YOLO26_ONE2ONE:
+        return f"top-{config.max_total} (anchor, class) pairs of the one-to-one head, no NMS, {threshold}"
+    return f"{config.mode.value} NMS, {threshold}, IoU threshold {config.iou_threshold}"
+
+
 def format_report(report: VerifyReport) -> str:
     cfg = report.config
     height, width = report.input_hw
@@ -263,14 +274,15 @@ def format_report(report: VerifyReport) -> str:
             f"  stride {level.stride:>2} grid {h}x{w}: box {box.tensor!r} ({box.channels} ch, node "
             f"{box.node!r}), class {cls.tensor!r} ({cls.channels} ch, node {cls.node!r})"
         )
+    selection = "top-k" if report.family is HeadFamily.YOLO26_ONE2ONE else "NMS"
     tail = ", DFL conv run in float instead of on 8-bit activations" if report.tail_dequantized else ""
     lines += [
         f"reference: {report.reference_output!r} of the model's decode tail, run on the cut heads{tail}",
-        f"decode: {cfg.mode.value} NMS, score threshold {cfg.score_threshold}, IoU threshold {cfg.iou_threshold}",
+        f"decode: {decode_words(report.family, cfg)}",
         f"max box difference {report.max_box_diff_px:.3g} px (tolerance {report.box_tolerance_px:g}), "
         f"max score difference {report.max_score_diff:.3g} (tolerance {report.score_tolerance:g})",
-        f"detections after NMS identical on {sum(i.same_detections for i in report.images)}/{len(report.images)}"
-        " images",
+        f"detections after {selection} identical on {sum(i.same_detections for i in report.images)}/"
+        f"{len(report.images)} images",
     ]
     for i in report.images:
         verdict = "same" if i.same_detections else "DIFFERENT"

@@ -75,6 +75,7 @@ def test_report_text_names_heads_tolerances_and_every_image(report: vd.VerifyRep
     assert f"tolerance {BOX_TOLERANCE_PX:g}" in text
     assert all(i.image in text for i in report.images)
     assert "identical on 16/16 images" in text
+    assert "decode: hailort NMS, score threshold" in text and "top-k" not in text
 
 
 def test_report_as_dict_is_json_with_the_verdict(report: vd.VerifyReport) -> None:
@@ -154,3 +155,7 @@ def test_a_yolo26_export_is_verified_against_its_own_one_to_one_top_k(shared_fix
     assert [(level.stride, level.reg_max) for level in report.layout.levels] == [(8, 1), (16, 1), (32, 1)]
     assert report.ok, format_report(report)
     assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
+    text = format_report(report)  # the one-to-one head runs no NMS, and the report does not say it does
+    assert "decode: top-300 (anchor, class) pairs of the one-to-one head, no NMS" in text
+    assert "NMS identical" not in text and "after top-k identical on 6/6 images" in text
+    assert report_as_dict(report)["family"] == "yolo26-one2one"

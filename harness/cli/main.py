@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from harness import __version__
 from harness.core.defaults import CACHE_DIR
@@ -65,10 +65,22 @@ EPILOG = """first steps:
 'hailo-harness COMMAND --help' shows a command's options and their defaults."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage error is one line with a pointer to the help (not argparse's usage block
+    before it), exit status 2. ``prog_of_error`` names the command the line is about where the
+    top-level parser finds the fault (an option no command has)."""
+
+    prog_of_error: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        prog = self.prog_of_error or self.prog
+        self.exit(BAD_INPUT, f"{prog}: error: {message} (see '{prog} --help')\n")
+
+
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The parser with every command listed, and the options of ``chosen`` (None: of every command),
     whose module alone is imported."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hailo-harness",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -82,6 +94,8 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             module = importlib.import_module(module_name)
             module.add_arguments(command)
             command.set_defaults(run=module.run)
+    if chosen in COMMANDS:
+        parser.prog_of_error = f"hailo-harness {chosen}"
     return parser
 
 

@@ -159,6 +159,31 @@ def test_usage_errors_exit_2_and_harness_errors_exit_2_with_their_message(
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["eval", "--iou-threshold", "2"],
+            "hailo-harness eval: error: argument --iou-threshold: '2': expected a number from 0 to 1 "
+            "(see 'hailo-harness eval --help')",
+        ),
+        (
+            ["eval", "--bogus"],
+            "hailo-harness eval: error: unrecognized arguments: --bogus (see 'hailo-harness eval --help')",
+        ),
+        ([], "hailo-harness: error: the following arguments are required: command (see 'hailo-harness --help')"),
+    ],
+)
+def test_a_usage_error_is_one_line_pointing_to_the_help_not_the_usage_block(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as usage:
+        main(argv)
+    assert usage.value.code == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"{line}\n")
+
+
 def test_output_closed_early_ends_the_command_quietly_with_141(tmp_path: Path) -> None:
     script = (
         "import sys, harness.cli.commands.inspect as c\n"

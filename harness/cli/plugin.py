@@ -165,14 +165,14 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
     given = _text(config, "score_threshold") is not None
     from harness.inputs.hef.reader import read_hef
     from harness.inputs.hef.ultralytics import export_of
-    from harness.pipeline.factory import load_dataset
-    from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
+    from harness.pipeline.factory import load_dataset, model_facts
+    from harness.verdict.hef_checks import CheckContext, run_checks
 
     try:
         ctx = CheckContext(
             hef=read_hef(hef),
             export=export_of(hef),
-            model=facts_from_onnx(str(values["onnx"])) if values["onnx"] else None,
+            model=model_facts(Path(values["onnx"]), values["cache"]) if values["onnx"] else None,
             dataset_names=load_dataset(values["dataset"], values["split"], images=values["images"]).names
             if values["dataset"]
             else None,

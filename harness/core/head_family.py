@@ -4,6 +4,7 @@ and what each of its outputs is."""
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 
 class HeadFamily(str, enum.Enum):
@@ -40,3 +41,16 @@ class HeadRole(str, enum.Enum):
     BOX = "box"
     CLASS = "class"
     OBJECTNESS = "objectness"
+
+
+@dataclass(frozen=True)
+class HeadTensor:
+    """One raw head map of an export: ``tensor`` ``[1, channels, grid_h, grid_w]`` produced by node ``node``
+    (found by :func:`harness.inputs.onnx_graph.export_heads`; what the maps are together is their
+    :class:`~harness.decode.layout.HeadLayout`)."""
+
+    tensor: str
+    node: str
+    role: HeadRole
+    channels: int
+    grid: tuple[int, int]

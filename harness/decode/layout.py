@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.core.errors import HeadPairingError, SpecError
-from harness.core.head_family import HeadRole
+from harness.core.head_family import HeadRole, HeadTensor
 from harness.core.specs import FormatOrder, OutputSpec
 
 if TYPE_CHECKING:
-    from harness.inputs.onnx_graph import HeadTensor
+    from harness.inputs.export_facts import ExportFacts
 
 # The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
 # settles which head is which when both channel counts are multiples of 4 (e.g. nc = 80).
@@ -243,3 +243,9 @@ def layout_of(outputs: Iterable[HeadOutput], input_hw: tuple[int, int]) -> HeadL
 def layout_of_tensors(heads: Iterable[HeadTensor], input_hw: tuple[int, int]) -> HeadLayout:
     """The layout of an ONNX export's head tensors (:func:`~harness.inputs.onnx_graph.export_heads`)."""
     return layout_of((HeadOutput(h.tensor, h.role, h.grid, h.channels) for h in heads), input_hw)
+
+
+def layout_of_export(facts: ExportFacts) -> HeadLayout:
+    """The layout of an export's head maps; a :class:`~harness.core.errors.GraphError` saying why where
+    they were not found."""
+    return layout_of_tensors(facts.require_heads()[1], facts.input_hw)

@@ -26,7 +26,7 @@ from harness.pipeline.detect import (
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate, load_dataset, open_path, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec, golden_roots
 from harness.verdict.golden import Golden, baseline_file, golden_from_result, load_golden
-from harness.verdict.hef_checks import CheckContext, facts_from_onnx, run_checks
+from harness.verdict.hef_checks import CheckContext, run_checks
 from harness.verdict.result import PathResult
 
 
@@ -108,7 +108,7 @@ class Bench:
         return hef_description(self.onnx, self.settings, self.hef)
 
     def checks(self, info: HefInfo) -> tuple[CheckResult, ...]:
-        context = CheckContext(info, facts_from_onnx(str(self.onnx)), self.dataset.names, self.settings.score_threshold)
+        context = CheckContext(info, self.run.facts, self.dataset.names, self.settings.score_threshold)
         return run_checks(context)
 
 

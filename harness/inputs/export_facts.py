@@ -1,5 +1,6 @@
-"""What a run needs to know of an ONNX export before it infers anything: its sha256, its image input
-(name and size), its class names, whether it is end to end and its head family.
+"""What an export holds, the one description of it every stage reads (:class:`ExportFacts`): its
+sha256, its image input (name, size, channels), its class names, whether it is end to end, its head
+family and its raw head maps (what each is, by stride: :func:`harness.decode.layout.layout_of_facts`).
 
 Reading them takes the model itself (and importing onnx, half a second alone), so they are kept in a
 small JSON sidecar per export content, ``<cache dir>/exports/<sha256>.json``: a rerun reads the
@@ -15,21 +16,22 @@ import hashlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
 from harness.core.files import read_sidecar, write_sidecar
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 
 if TYPE_CHECKING:
     import onnx
 
     from harness.inputs.hef.ultralytics import UltralyticsExport
+    from harness.inputs.onnx_graph import ExportHeads
 
-FORMAT = 1
+FORMAT = 2  # 2: the head maps and the input's channels
 _KIND = "hailo-harness export facts"
 WHAT = "export facts"
 # The code the facts are read by: an edit to it reads them again.
@@ -40,9 +42,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ExportFacts:
-    """An export's facts (see the module). ``family`` is None where its heads are not found
-    (:func:`~harness.inputs.onnx_graph.export_heads` says why); ``passed`` names the checks of
-    the export that passed, each as its checker tags it."""
+    """An export's facts (see the module). ``source`` names its file in messages (two copies of one
+    export have equal facts). ``heads`` are its raw head maps and ``family`` their head; where they
+    are not found both are empty and ``refusal`` says why (the error of
+    :func:`~harness.inputs.onnx_graph.export_heads`). ``passed`` names the checks of the export that
+    passed, each as its checker tags it. An Ultralytics Hailo export folder has a family but no
+    ONNX, so no head maps."""
 
     sha256: str
     input_name: str
@@ -50,7 +55,19 @@ class ExportFacts:
     names: tuple[str, ...] | None
     end_to_end: bool
     family: HeadFamily | None
+    heads: tuple[HeadTensor, ...] = ()
+    input_channels: int = 3
     passed: tuple[str, ...] = ()
+    source: str = field(default="", compare=False)
+    refusal: str | None = field(default=None, compare=False)
+
+    def require_heads(self) -> tuple[HeadFamily, tuple[HeadTensor, ...]]:
+        """The head family and maps; a :class:`GraphError` saying why where they were not found."""
+        if self.family is None or not self.heads:
+            raise GraphError(
+                self.refusal or f"{self.source}: no raw head maps known (an export folder without its ONNX)"
+            )
+        return self.family, self.heads
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -83,17 +100,32 @@ def onnx_class_names(model: onnx.ModelProto, source: str = "ONNX model") -> tupl
     return tuple(names)
 
 
-def facts_of(model: onnx.ModelProto, sha256: str, source: str) -> ExportFacts:
-    """The facts of ``model`` (whose file has ``sha256``; ``source`` names it in errors)."""
+def read_facts(model: onnx.ModelProto, sha256: str, source: str, heads: ExportHeads | None = None) -> ExportFacts:
+    """The facts of ``model`` (whose file has ``sha256``; ``source`` names it in errors); ``heads``:
+    its head maps where the caller found them (at end nodes of its own), else found by structure."""
     from harness.inputs.onnx_graph import end_to_end, export_heads, model_input
 
     input_name, input_hw = model_input(model)
-    try:
-        family: HeadFamily | None = export_heads(model).family
-    except GraphError:
-        family = None
+    refusal = None
+    if heads is None:
+        try:
+            heads = export_heads(model)
+        except GraphError as error:
+            refusal = str(error)
+    channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value or 3
     names = onnx_class_names(model, source)
-    return ExportFacts(sha256, input_name, input_hw, names, end_to_end(model), family)
+    return ExportFacts(
+        sha256,
+        input_name,
+        input_hw,
+        names,
+        end_to_end(model),
+        None if heads is None else heads.family,
+        () if heads is None else heads.heads,
+        channels,
+        source=source,
+        refusal=refusal,
+    )
 
 
 def ultralytics_facts(export: UltralyticsExport) -> ExportFacts:
@@ -116,7 +148,16 @@ def ultralytics_facts(export: UltralyticsExport) -> ExportFacts:
         family = HeadFamily.YOLOV8
     else:
         family = HeadFamily.YOLO26_ONE2ONE if export.end2end else HeadFamily.YOLO26_ONE2MANY
-    return ExportFacts(file_sha256(export.hef), image.name, export.imgsz, export.names, export.end2end, family)
+    return ExportFacts(
+        file_sha256(export.hef),
+        image.name,
+        export.imgsz,
+        export.names,
+        export.end2end,
+        family,
+        input_channels=image.shape[2],
+        source=str(export.folder),
+    )
 
 
 def sidecar_path(cache_dir: str | os.PathLike[str], sha256: str) -> Path:
@@ -131,10 +172,10 @@ def export_facts(onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike
     if cache_dir is not None:
         found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256), _KEYS, WHAT, log)
         if found is not None:
-            return found
+            return replace(found, source=os.fspath(onnx_path))
     from harness.inputs.onnx_graph import load_model
 
-    facts = facts_of(load_model(onnx_path), sha256, os.fspath(onnx_path))
+    facts = read_facts(load_model(onnx_path), sha256, os.fspath(onnx_path))
     if cache_dir is not None and facts.family is not None:
         write_sidecar(sidecar_path(cache_dir, sha256), _json(facts), WHAT, log)
     return facts
@@ -155,7 +196,21 @@ def _reader() -> str:
     return f"{code_digest(*_READER)} onnx {dict(environment()).get('onnx', 'not installed')}"
 
 
-_KEYS = ("kind", "format", "code", "sha256", "input_name", "input_hw", "names", "end_to_end", "family", "passed")
+_KEYS = (
+    "kind",
+    "format",
+    "code",
+    "sha256",
+    "input_name",
+    "input_hw",
+    "input_channels",
+    "names",
+    "end_to_end",
+    "family",
+    "heads",
+    "passed",
+)
+_HEAD_KEYS = ("tensor", "node", "role", "channels", "grid")
 
 
 def _json(facts: ExportFacts) -> dict[str, Any]:
@@ -166,9 +221,14 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
         "sha256": facts.sha256,
         "input_name": facts.input_name,
         "input_hw": list(facts.input_hw),
+        "input_channels": facts.input_channels,
         "names": None if facts.names is None else list(facts.names),
         "end_to_end": facts.end_to_end,
         "family": None if facts.family is None else facts.family.value,
+        "heads": [
+            {"tensor": h.tensor, "node": h.node, "role": h.role.value, "channels": h.channels, "grid": list(h.grid)}
+            for h in facts.heads
+        ],
         "passed": list(facts.passed),
     }
 
@@ -177,9 +237,9 @@ def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
     """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
     run's or not of its type."""
     expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256}
-    for field, value in expected.items():
-        if data.get(field) != value:
-            raise ValueError(f"field {field!r} is {str(data.get(field))[:80]!r}, expected {value!r}")
+    for key, value in expected.items():
+        if data.get(key) != value:
+            raise ValueError(f"field {key!r} is {str(data.get(key))[:80]!r}, expected {value!r}")
     hw, names, passed = data.get("input_hw"), data.get("names"), data.get("passed")
     if not isinstance(data.get("input_name"), str):
         raise ValueError("field 'input_name': expected a string")
@@ -194,6 +254,9 @@ def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
     families = [f.value for f in HeadFamily]
     if data.get("family") not in families:  # a sidecar is kept only for an export whose heads are found
         raise ValueError(f"field 'family' is {str(data.get('family'))[:80]!r}, expected one of {families}")
+    channels = data.get("input_channels")
+    if not (type(channels) is int and channels > 0):
+        raise ValueError(f"field 'input_channels' is {str(channels)[:80]!r}, expected a positive integer")
     return ExportFacts(
         sha256,
         data["input_name"],
@@ -201,5 +264,30 @@ def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
         None if names is None else tuple(names),
         data["end_to_end"],
         HeadFamily(data["family"]),
+        _heads(data.get("heads")),
+        channels,
         tuple(passed),
     )
+
+
+def _heads(data: object) -> tuple[HeadTensor, ...]:
+    """The head maps of field ``heads``; a :class:`ValueError` naming the first one not of its type."""
+    if not (isinstance(data, list) and data):
+        raise ValueError("field 'heads': expected a list of head maps")
+    roles = [r.value for r in HeadRole]
+    heads = []
+    for i, head in enumerate(data):
+        where = f"field 'heads'[{i}]"
+        if not (isinstance(head, dict) and set(head) == set(_HEAD_KEYS)):
+            raise ValueError(f"{where}: expected an object with keys {list(_HEAD_KEYS)}")
+        grid, channels = head["grid"], head["channels"]
+        if not (isinstance(head["tensor"], str) and isinstance(head["node"], str)):
+            raise ValueError(f"{where}: 'tensor' and 'node' must be strings")
+        if head["role"] not in roles:
+            raise ValueError(f"{where}: 'role' is {str(head['role'])[:40]!r}, expected one of {roles}")
+        if not (type(channels) is int and channels > 0):
+            raise ValueError(f"{where}: 'channels' is {str(channels)[:40]!r}, expected a positive integer")
+        if not (isinstance(grid, list) and len(grid) == 2 and all(type(v) is int and v > 0 for v in grid)):
+            raise ValueError(f"{where}: 'grid' is {str(grid)[:40]!r}, expected [height, width]")
+        heads.append(HeadTensor(head["tensor"], head["node"], HeadRole(head["role"]), channels, (grid[0], grid[1])))
+    return tuple(heads)

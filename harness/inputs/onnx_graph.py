@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadFamily, HeadRole
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 
 if TYPE_CHECKING:  # onnx is imported where a model is read or changed (its import alone takes half a second)
     import onnx
@@ -34,17 +34,6 @@ if TYPE_CHECKING:  # onnx is imported where a model is read or changed (its impo
 _LAYOUT_OPS = frozenset(
     {"Reshape", "Concat", "Transpose", "Split", "Slice", "Flatten", "Squeeze", "Unsqueeze", "Identity"}
 )
-
-
-@dataclass(frozen=True)
-class HeadTensor:
-    """One raw head map: ``tensor`` ``[1, channels, grid_h, grid_w]`` produced by node ``node``."""
-
-    tensor: str
-    node: str
-    role: HeadRole
-    channels: int
-    grid: tuple[int, int]
 
 
 @dataclass(frozen=True)

@@ -47,21 +47,20 @@ class RunContext:
     """What every path of one run shares: the model's export (its class names, input size and head
     family), the dataset, the settings completed for both, the prediction cache (None: infer
     everything) and the cache folder, where progress lines go, and how many images a path infers
-    together. ``facts``: the export's, as the paths need them before inferring (read from the
-    model where None)."""
+    together. ``facts``: the export's, read once for the whole run."""
 
     onnx: Path
     dataset: Dataset
     settings: EvalSettings
     names: tuple[str, ...]
     family: HeadFamily
+    facts: ExportFacts
     cache_dir: Path
     cache: PredictionCache | None
     thresholds: str  # where the settings' thresholds come from, in words
     progress: bool | None = None
     log: Callable[[str], None] = print
     batch: int = defaults.BATCH
-    facts: ExportFacts | None = None
 
     @property
     def is_demo(self) -> bool:
@@ -147,10 +146,8 @@ def prepare_run(
     note = thresholds_note(settings, resolved, compiled)
     if compiled is not None:
         log(f"thresholds: {note}")
-    family = facts.family or _heads_refused(onnx)
-    return RunContext(
-        onnx, dataset, resolved, names, family, Path(cache_dir), cache, note, progress, log, batch, facts=facts
-    )
+    family = facts.family or facts.require_heads()[0]
+    return RunContext(onnx, dataset, resolved, names, family, facts, Path(cache_dir), cache, note, progress, log, batch)
 
 
 def model_facts(model: Path, cache_dir: Path | None) -> ExportFacts:
@@ -164,14 +161,6 @@ def model_facts(model: Path, cache_dir: Path | None) -> ExportFacts:
             raise HarnessError(f"{model}: a HEF without its Ultralytics export's metadata.yaml, expected --onnx M.onnx")
         return ultralytics_facts(export)
     return export_facts(model, cache_dir)
-
-
-def _heads_refused(onnx: Path) -> HeadFamily:
-    """The error :func:`~harness.inputs.onnx_graph.export_heads` names for an export whose heads its
-    facts say were not found."""
-    from harness.inputs.onnx_graph import export_heads, load_model
-
-    return export_heads(load_model(onnx)).family  # raises: its facts were read by the same code
 
 
 def compiled_thresholds(spec: PathSpec, log: Callable[[str], None] = print) -> CompiledThresholds | None:

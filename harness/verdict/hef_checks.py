@@ -7,6 +7,7 @@ value expected and the fix.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
-from harness.decode.layout import layout_of_tensors
+from harness.decode.layout import HeadLayout, layout_of_tensors
+from harness.inputs.export_facts import ExportFacts
 from harness.inputs.hef.inspect import sigmoid
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
 from harness.inputs.hef.ultralytics import METADATA, NMS_CONFIG, UltralyticsExport
@@ -25,30 +27,30 @@ DEFAULT_MIN_SCORE_CAP = 0.9
 
 
 @dataclass(frozen=True)
-class ModelFacts:
-    """What the ONNX export says about the model the HEF was compiled from."""
-
-    source: str
-    input_hw: tuple[int, int]
-    input_channels: int
-    classes: int
-    box_channels: int
-    grids: tuple[tuple[int, int], ...]
-    family: HeadFamily = HeadFamily.YOLOV8
-
-
-@dataclass(frozen=True)
 class CheckContext:
+    """What the checks read: the HEF, and what it is held against. ``model``: the facts of the ONNX
+    export it was compiled from (its head maps found: a :class:`GraphError` saying why otherwise)."""
+
     hef: HefInfo
-    model: ModelFacts | None = None
+    model: ExportFacts | None = None
     dataset_names: tuple[str, ...] | None = None
     eval_score_threshold: float | None = None
     min_score_cap: float = DEFAULT_MIN_SCORE_CAP
     export: UltralyticsExport | None = None  # the HEF given as an Ultralytics export folder
 
+    def __post_init__(self) -> None:
+        if self.model is not None:
+            self.model.require_heads()
+
     @property
     def group(self) -> NetworkGroupInfo:
         return self.hef.network_groups[0]
+
+    @functools.cached_property
+    def layout(self) -> HeadLayout:
+        """The export's head layout (``model`` given)."""
+        assert self.model is not None
+        return layout_of_tensors(self.model.heads, self.model.input_hw)
 
 
 def _streams(group: NetworkGroupInfo) -> dict[str, StreamInfo]:
@@ -62,7 +64,7 @@ def _class_streams(ctx: CheckContext) -> list[StreamInfo]:
     if group.nms is not None:
         return [streams[d.class_stream] for d in group.nms.bbox_decoders if d.class_stream in streams]
     if ctx.model is not None:
-        return [s for s in group.outputs if s.shape[2] == ctx.model.classes]
+        return [s for s in group.outputs if s.shape[2] == ctx.layout.classes]
     return []
 
 
@@ -101,13 +103,13 @@ def check_nms_classes_vs_onnx(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None or ctx.model is None:
         return CheckResult.skipped(name, "needs an NMS HEF and --onnx")
-    if nms.classes != ctx.model.classes:
+    if nms.classes != ctx.layout.classes:
         return CheckResult.failed(
             name,
             "NMS op classes",
             nms.classes,
-            f"{ctx.model.classes} (class channels of {ctx.model.source})",
-            f'set "classes": {ctx.model.classes} in the nms_postprocess JSON and recompile',
+            f"{ctx.layout.classes} (class channels of {ctx.model.source})",
+            f'set "classes": {ctx.layout.classes} in the nms_postprocess JSON and recompile',
         )
     return CheckResult.ok(name, f"NMS op classes {nms.classes} == ONNX class channels")
 
@@ -144,13 +146,13 @@ def check_regression_length(ctx: CheckContext) -> CheckResult:
                 f"{box.shape[2] // 4} ({d.box_stream} has {box.shape[2]} box channels = 4 x {box.shape[2] // 4})",
                 f'set "regression_length": {box.shape[2] // 4} in the nms_postprocess JSON',
             )
-    if ctx.model is not None and ctx.model.box_channels != 4 * nms.regression_length:
+    if ctx.model is not None and ctx.layout.reg_max != nms.regression_length:
         return CheckResult.failed(
             name,
             "NMS op regression_length",
             nms.regression_length,
-            f"{ctx.model.box_channels // 4} ({ctx.model.source} box heads have {ctx.model.box_channels} channels)",
-            f'set "regression_length": {ctx.model.box_channels // 4} in the nms_postprocess JSON',
+            f"{ctx.layout.reg_max} ({ctx.model.source} box heads have {4 * ctx.layout.reg_max} channels)",
+            f'set "regression_length": {ctx.layout.reg_max} in the nms_postprocess JSON',
         )
     return CheckResult.ok(name, f"regression_length {nms.regression_length}: 4 x {nms.regression_length} box channels")
 
@@ -175,12 +177,12 @@ def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
                 )
     if ctx.model is not None:
         grids = sorted({streams[d.box_stream].shape[:2] for d in nms.bbox_decoders if d.box_stream in streams})
-        if grids != sorted(ctx.model.grids):
+        if grids != sorted(level.grid for level in ctx.layout.levels):
             return CheckResult.failed(
                 name,
                 "HEF box grids",
                 grids,
-                f"{sorted(ctx.model.grids)} from {ctx.model.source}",
+                f"{sorted(level.grid for level in ctx.layout.levels)} from {ctx.model.source}",
                 "compile the HEF from this ONNX at its input size",
             )
     return CheckResult.ok(name, "every decoder's stride matches its streams' grid")
@@ -362,13 +364,15 @@ def check_export_metadata(ctx: CheckContext) -> CheckResult:
         held = "holds" if group.nms is not None else "does not hold"
         return CheckResult.failed(name, f"{file} nms", export.nms, f"{not export.nms} (the HEF {held} an NMS op)", fix)
     classes = group.nms.nms_shape.number_of_classes if group.nms is not None else None
-    for count, what in ((classes, "the HEF's NMS op"), (ctx.model.classes if ctx.model else None, "the ONNX")):
+    for count, what in ((classes, "the HEF's NMS op"), (ctx.layout.classes if ctx.model else None, "the ONNX")):
         if count is not None and len(export.names) != count:
             return CheckResult.failed(name, f"{file} names", list(export.names), f"{count} classes, as in {what}", fix)
     # ultralytics: ultralytics/engine/exporter.py (export_hailo: end2end is the model's; YOLO26 heads, reg_max 1,
     # compile without NMS, the one-to-one head being the end-to-end one)
-    if ctx.model is not None and export.end2end != (ctx.model.family is HeadFamily.YOLO26_ONE2ONE):
-        expected = f"{not export.end2end} ({ctx.model.source} carries the {ctx.model.family.value} head)"
+    model = ctx.model
+    family = model.require_heads()[0] if model is not None else None
+    if model is not None and family is not None and export.end2end != (family is HeadFamily.YOLO26_ONE2ONE):
+        expected = f"{not export.end2end} ({model.source} carries the {family.value} head)"
         return CheckResult.failed(name, f"{file} end2end", export.end2end, expected, fix)
     return CheckResult.ok(name, f"{file}: imgsz, hailo_arch, nms and {len(export.names)} class names match the HEF")
 
@@ -425,23 +429,3 @@ def run_checks(ctx: CheckContext) -> tuple[CheckResult, ...]:
         fix = "recompile the HEF; HailoRT configures a HEF's first network group"
         return (CheckResult.failed("network_group", f"{ctx.hef.path} network groups", found, "at least one", fix),)
     return tuple(check(ctx) for check in STATIC_CHECKS)
-
-
-def facts_from_onnx(path: str) -> ModelFacts:
-    """The input size, class count, box channels and grids of an Ultralytics export, by graph structure."""
-    from harness.inputs.onnx_graph import export_heads, load_model, model_input
-
-    model = load_model(path)
-    _, input_hw = model_input(model)
-    found = export_heads(model)
-    layout = layout_of_tensors(found.heads, input_hw)
-    channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
-    return ModelFacts(
-        source=path,
-        input_hw=input_hw,
-        input_channels=channels or 3,
-        classes=layout.classes,
-        box_channels=4 * layout.reg_max,
-        grids=tuple(level.grid for level in layout.levels),
-        family=found.family,
-    )

@@ -199,7 +199,7 @@ def test_without_hailo_sdk_client_compiling_says_what_to_install(
 @pytest.mark.dfc
 def test_real_dfc_translation_names_the_demo_heads_and_the_scripts_validate(tmp_path: Path) -> None:
     sdk = load_sdk()
-    facts = onnx_facts(load_model(DEMO), str(DEMO))
+    facts = onnx_facts(DEMO)
     runner = sdk.ClientRunner(hw_arch="hailo8")
     runner.translate_onnx_model(
         str(DEMO),

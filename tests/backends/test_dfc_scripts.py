@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ from harness.backends.dfc.scripts import (
     DfcScriptError,
     LayerTable,
     NmsSettings,
-    OnnxFacts,
+    end_nodes_of,
     failures,
     names_from_map,
     names_from_parsed,
@@ -36,10 +37,11 @@ from harness.backends.dfc.scripts import (
 )
 from harness.backends.dfc.yolo26_script import head_outputs, render_yolo26_alls, validate_yolo26_script
 from harness.core.errors import HarnessError
-from harness.core.head_family import HeadFamily, HeadRole
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
-from harness.inputs.onnx_graph import HeadTensor, load_model
+from harness.inputs.export_facts import ExportFacts
+from harness.inputs.onnx_graph import load_model
 
 from support.yolo26_exports import both_heads_export, one_to_many_export
 
@@ -86,7 +88,7 @@ def _unscope(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _hn(
-    facts: OnnxFacts, numbers: tuple[int, ...], net: str = "net", outputs: Sequence[int] | None = None
+    facts: ExportFacts, numbers: tuple[int, ...], net: str = "net", outputs: Sequence[int] | None = None
 ) -> dict[str, Any]:
     """An HN as the DFC's translation has it: scoped names, NHWC output shapes, ONNX nodes in original_names;
     the heads in end-node order, the i-th feeding ``output_layer<outputs[i]>`` (default i + 1)."""
@@ -94,7 +96,7 @@ def _hn(
         f"{net}/input_layer1": {"type": "input_layer", "output": [], "output_shapes": [[-1, 8, 8, 3]]}
     }
     numbering = outputs or range(1, len(numbers) + 1)
-    for head, number, output in zip(facts.end_nodes, numbers, numbering, strict=True):
+    for head, number, output in zip(end_nodes_of(facts), numbers, numbering, strict=True):
         out = f"{net}/output_layer{output}"
         layers[f"{net}/conv{number}"] = {
             "type": "conv",
@@ -112,23 +114,23 @@ def _hn(
 
 
 @pytest.fixture(scope="module")
-def demo() -> OnnxFacts:
-    return onnx_facts(load_model(DEMO), str(DEMO))
+def demo() -> ExportFacts:
+    return onnx_facts(DEMO)
 
 
 @pytest.fixture(scope="module")
-def yolov8n(shared_fixtures: Path) -> OnnxFacts:
+def yolov8n(shared_fixtures: Path) -> ExportFacts:
     path = shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx"
-    return onnx_facts(load_model(path), str(path))
+    return onnx_facts(path)
 
 
 @pytest.fixture(scope="module")
-def yolo11n(shared_fixtures: Path) -> OnnxFacts:
+def yolo11n(shared_fixtures: Path) -> ExportFacts:
     path = shared_fixtures / "onnx" / "yolo11n_coco80_320_int8.onnx"
-    return onnx_facts(load_model(path), str(path))
+    return onnx_facts(path)
 
 
-def _scripts(facts: OnnxFacts, numbers: tuple[int, ...]) -> tuple[str, str, LayerTable]:
+def _scripts(facts: ExportFacts, numbers: tuple[int, ...]) -> tuple[str, str, LayerTable]:
     table = parsed_layers(_hn(facts, numbers))
     names = names_from_parsed(facts, table)
     return (
@@ -138,7 +140,7 @@ def _scripts(facts: OnnxFacts, numbers: tuple[int, ...]) -> tuple[str, str, Laye
     )
 
 
-def test_yolov8n_scripts_are_the_model_zoos(yolov8n: OnnxFacts) -> None:
+def test_yolov8n_scripts_are_the_model_zoos(yolov8n: ExportFacts) -> None:
     alls, nms, table = _scripts(yolov8n, YOLOV8N_LAYERS)
     zoo_alls = ZOO_YOLOV8N_ALLS.replace("../../postprocess_config/yolov8n_nms_config.json", "model_nms_config.json")
     assert alls == zoo_alls
@@ -147,7 +149,7 @@ def test_yolov8n_scripts_are_the_model_zoos(yolov8n: OnnxFacts) -> None:
     assert all(r.passed for r in validate_scripts(alls, nms, yolov8n, table))
 
 
-def test_yolo11n_320_scripts_take_its_grids_and_input(yolo11n: OnnxFacts) -> None:
+def test_yolo11n_320_scripts_take_its_grids_and_input(yolo11n: ExportFacts) -> None:
     alls, nms, table = _scripts(yolo11n, YOLO11N_LAYERS)
     config = json.loads(nms)
     assert config["image_dims"] == [320, 320]
@@ -158,7 +160,7 @@ def test_yolo11n_320_scripts_take_its_grids_and_input(yolo11n: OnnxFacts) -> Non
     assert all(r.passed for r in validate_scripts(alls, nms, yolo11n, table))
 
 
-def test_demo_scripts_with_placeholders_validate_all_but_the_names(demo: OnnxFacts, tmp_path: Path) -> None:
+def test_demo_scripts_with_placeholders_validate_all_but_the_names(demo: ExportFacts, tmp_path: Path) -> None:
     names = placeholder_names(demo)
     files = write_scripts(tmp_path, "demo", demo, names, NmsSettings())
     config = json.loads(files.nms_json.read_text())
@@ -261,7 +263,7 @@ MISTAKES = {
 
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
-def test_each_mistake_fails_its_check_naming_field_found_expected_and_fix(yolov8n: OnnxFacts, mistake: str) -> None:
+def test_each_mistake_fails_its_check_naming_field_found_expected_and_fix(yolov8n: ExportFacts, mistake: str) -> None:
     edit, check, detail = MISTAKES[mistake]
     alls, nms, table = _scripts(yolov8n, YOLOV8N_LAYERS)
     results = {r.name: r for r in validate_scripts(*edit(alls, nms), yolov8n, table)}
@@ -275,7 +277,7 @@ def test_each_mistake_fails_its_check_naming_field_found_expected_and_fix(yolov8
         assert not failures([r for r in others if r.name not in ("decoder_pairing", "strides_vs_grids", "sigmoid")])
 
 
-def test_a_model_script_naming_another_json_fails(demo: OnnxFacts, tmp_path: Path) -> None:
+def test_a_model_script_naming_another_json_fails(demo: ExportFacts, tmp_path: Path) -> None:
     names = placeholder_names(demo)
     files = write_scripts(tmp_path, "demo", demo, names, NmsSettings())
     files.alls.write_text(files.alls.read_text().replace("demo_nms_config.json", "other.json"))
@@ -286,7 +288,7 @@ def test_a_model_script_naming_another_json_fails(demo: OnnxFacts, tmp_path: Pat
     assert results["nms_reference"].passed is False and "other.json" in results["nms_reference"].message
 
 
-def test_parsed_names_come_from_original_names_else_from_the_output_shape(yolov8n: OnnxFacts) -> None:
+def test_parsed_names_come_from_original_names_else_from_the_output_shape(yolov8n: ExportFacts) -> None:
     hn = _hn(yolov8n, YOLOV8N_LAYERS)
     assert list(names_from_parsed(yolov8n, parsed_layers(hn)).values()) == [f"conv{n}" for n in YOLOV8N_LAYERS]
     for layer in hn["layers"].values():
@@ -294,7 +296,7 @@ def test_parsed_names_come_from_original_names_else_from_the_output_shape(yolov8
     assert list(names_from_parsed(yolov8n, parsed_layers(hn)).values()) == [f"conv{n}" for n in YOLOV8N_LAYERS]
 
 
-def test_a_head_matching_no_or_two_parsed_layers_is_an_error(yolov8n: OnnxFacts) -> None:
+def test_a_head_matching_no_or_two_parsed_layers_is_an_error(yolov8n: ExportFacts) -> None:
     hn = _hn(yolov8n, YOLOV8N_LAYERS)
     for layer in hn["layers"].values():
         layer["original_names"] = []
@@ -309,7 +311,7 @@ def test_a_head_matching_no_or_two_parsed_layers_is_an_error(yolov8n: OnnxFacts)
         names_from_parsed(yolov8n, parsed_layers(hn))
 
 
-def test_a_layer_map_must_name_every_head_and_only_heads(demo: OnnxFacts) -> None:
+def test_a_layer_map_must_name_every_head_and_only_heads(demo: ExportFacts) -> None:
     full = {h.tensor: f"conv{i}" for i, h in enumerate(demo.heads)}
     assert names_from_map(demo, full) == {h.node: f"conv{i}" for i, h in enumerate(demo.heads)}
     with pytest.raises(DfcScriptError, match="not head nodes"):
@@ -334,7 +336,7 @@ def test_a_layer_map_must_name_every_head_and_only_heads(demo: OnnxFacts) -> Non
     ],
 )
 def test_an_nms_config_a_lenient_reader_would_guess_at_fails_nms_keys_naming_what(
-    yolov8n: OnnxFacts, edit: Callable[[str], str], words: str
+    yolov8n: ExportFacts, edit: Callable[[str], str], words: str
 ) -> None:
     """The NMS config is the harness's own format: read strictly, and a layer name is never script text."""
     alls, nms, table = _scripts(yolov8n, YOLOV8N_LAYERS)
@@ -358,7 +360,7 @@ def test_an_nms_config_a_lenient_reader_would_guess_at_fails_nms_keys_naming_wha
     ],
 )
 def test_an_hn_whose_layers_are_not_what_the_dfc_writes_is_refused_naming_the_layer(
-    yolov8n: OnnxFacts, edit: Callable[[dict[str, Any]], None], words: str
+    yolov8n: ExportFacts, edit: Callable[[dict[str, Any]], None], words: str
 ) -> None:
     hn = _hn(yolov8n, YOLOV8N_LAYERS)
     edit(hn)
@@ -367,13 +369,13 @@ def test_an_hn_whose_layers_are_not_what_the_dfc_writes_is_refused_naming_the_la
     assert str(caught.value).startswith("demo.hn") and words in str(caught.value), str(caught.value)
 
 
-def test_end_nodes_that_do_not_pair_up_are_refused(demo: OnnxFacts) -> None:
+def test_end_nodes_that_do_not_pair_up_are_refused(demo: ExportFacts) -> None:
     with pytest.raises(DfcScriptError, match="expected one box and one class map per grid"):
-        onnx_facts(load_model(DEMO), str(DEMO), [h.node for h in demo.heads[:4]] + [demo.heads[5].node])
+        onnx_facts(DEMO, [h.node for h in demo.heads[:4]] + [demo.heads[5].node])
 
 
 @st.composite
-def _layouts(draw: st.DrawFn) -> tuple[OnnxFacts, dict[str, str]]:
+def _layouts(draw: st.DrawFn) -> tuple[ExportFacts, dict[str, str]]:
     nc, reg_max = draw(st.integers(1, 100)), draw(st.sampled_from([8, 16]))
     rows, cols = draw(st.integers(1, 20)), draw(st.integers(1, 20))
     numbers = draw(st.lists(st.integers(1, 300), min_size=6, max_size=6, unique=True))
@@ -383,12 +385,21 @@ def _layouts(draw: st.DrawFn) -> tuple[OnnxFacts, dict[str, str]]:
         for role, channels in ((HeadRole.BOX, 4 * reg_max), (HeadRole.CLASS, nc)):
             node = f"/head/{role.value}{stride}/Conv"
             heads.append(HeadTensor(f"{node}_output_0", node, role, channels, grid))
-    facts = OnnxFacts("synthetic.onnx", "images", (rows * 32, cols * 32), tuple(heads))
+    facts = ExportFacts(
+        "0" * 64,
+        "images",
+        (rows * 32, cols * 32),
+        None,
+        False,
+        HeadFamily.YOLOV8,
+        tuple(heads),
+        source="synthetic.onnx",
+    )
     return facts, {h.node: f"conv{n}" for h, n in zip(heads, numbers, strict=True)}
 
 
 @given(_layouts())
-def test_generated_scripts_pass_every_check_for_any_head_layout(layout: tuple[OnnxFacts, dict[str, str]]) -> None:
+def test_generated_scripts_pass_every_check_for_any_head_layout(layout: tuple[ExportFacts, dict[str, str]]) -> None:
     facts, names = layout
     alls = render_alls(facts, names, "nms.json")
     nms = render_nms_json(nms_config(facts, names, NmsSettings(0.25, 0.45, 300)))
@@ -416,41 +427,41 @@ ULTRALYTICS_YOLO26_ALLS = (
 
 
 @functools.cache
-def _demo26() -> OnnxFacts:
-    return onnx_facts(load_model(DEMO26), str(DEMO26))
+def _demo26() -> ExportFacts:
+    return onnx_facts(DEMO26)
 
 
 @pytest.fixture
-def demo26() -> OnnxFacts:
+def demo26() -> ExportFacts:
     return _demo26()
 
 
-def _yolo26(facts: OnnxFacts, outputs: Sequence[int] | None = None) -> tuple[str, dict[str, str], LayerTable]:
+def _yolo26(facts: ExportFacts, outputs: Sequence[int] | None = None) -> tuple[str, dict[str, str], LayerTable]:
     table = parsed_layers(_hn(facts, YOLO26_LAYERS, outputs=outputs))
     names = names_from_parsed(facts, table)
     return render_yolo26_alls(head_outputs(facts, names, table), CALIBRATION), names, table
 
 
-def test_a_yolo26_export_is_cut_at_the_real_head_convolutions_box_maps_first(demo26: OnnxFacts) -> None:
+def test_a_yolo26_export_is_cut_at_the_real_head_convolutions_box_maps_first(demo26: ExportFacts) -> None:
     assert demo26.family is HeadFamily.YOLO26_ONE2ONE
-    assert [h.node for h in demo26.end_nodes] == ULTRALYTICS_END_NODES
+    assert [h.node for h in end_nodes_of(demo26)] == ULTRALYTICS_END_NODES
     nodes = {node.name: node for node in load_model(DEMO26).graph.node}
-    assert all(nodes[h.node].op_type == "Conv" and nodes[h.node].output[0] == h.tensor for h in demo26.end_nodes)
-    assert [(h.role, h.channels, h.grid) for h in demo26.end_nodes] == [
+    assert all(nodes[h.node].op_type == "Conv" and nodes[h.node].output[0] == h.tensor for h in end_nodes_of(demo26))
+    assert [(h.role, h.channels, h.grid) for h in end_nodes_of(demo26)] == [
         *(("box", 4, (g, g)) for g in (32, 16, 8)),
         *(("class", 2, (g, g)) for g in (32, 16, 8)),
     ]
 
 
 def test_yolov8_and_yolo11_exports_keep_their_end_nodes_box_and_class_per_grid(
-    yolov8n: OnnxFacts, yolo11n: OnnxFacts, demo: OnnxFacts
+    yolov8n: ExportFacts, yolo11n: ExportFacts, demo: ExportFacts
 ) -> None:
     for facts in (yolov8n, yolo11n, demo):
-        assert facts.family is HeadFamily.YOLOV8 and facts.end_nodes == facts.heads
-        assert [h.role for h in facts.end_nodes] == ["box", "class"] * 3
+        assert facts.family is HeadFamily.YOLOV8 and end_nodes_of(facts) == facts.heads
+        assert [h.role for h in end_nodes_of(facts)] == ["box", "class"] * 3
 
 
-def test_the_yolo26_script_is_ultralytics_with_a16_on_exactly_the_six_output_layers(demo26: OnnxFacts) -> None:
+def test_the_yolo26_script_is_ultralytics_with_a16_on_exactly_the_six_output_layers(demo26: ExportFacts) -> None:
     alls, names, table = _yolo26(demo26)
     assert alls == ULTRALYTICS_YOLO26_ALLS
     script = parse_alls(alls)
@@ -532,7 +543,7 @@ YOLO26_MISTAKES = {
 
 @pytest.mark.parametrize("mistake", list(YOLO26_MISTAKES))
 def test_each_yolo26_script_mistake_fails_its_check_alone_naming_found_expected_and_fix(
-    demo26: OnnxFacts, mistake: str
+    demo26: ExportFacts, mistake: str
 ) -> None:
     edit, check, detail = YOLO26_MISTAKES[mistake]
     alls, names, table = _yolo26(demo26)
@@ -543,7 +554,7 @@ def test_each_yolo26_script_mistake_fails_its_check_alone_naming_found_expected_
     assert [r.name for r in failures(list(results.values()))] == [check]
 
 
-def test_yolo26_head_layers_are_held_to_the_parsed_graph_and_placeholders_skip(demo26: OnnxFacts) -> None:
+def test_yolo26_head_layers_are_held_to_the_parsed_graph_and_placeholders_skip(demo26: ExportFacts) -> None:
     hn = _hn(demo26, YOLO26_LAYERS)
     hn["layers"]["net/conv230"]["output_shapes"] = [[-1, 32, 32, 2]]  # the box conv of stride 8 as a class map
     table = parsed_layers(hn)
@@ -563,7 +574,7 @@ def test_yolo26_head_layers_are_held_to_the_parsed_graph_and_placeholders_skip(d
     assert not failures(list(results.values()))
 
 
-def test_a_head_layer_feeding_no_output_layer_is_refused(demo26: OnnxFacts) -> None:
+def test_a_head_layer_feeding_no_output_layer_is_refused(demo26: ExportFacts) -> None:
     hn = _hn(demo26, YOLO26_LAYERS)
     hn["layers"]["net/conv262"]["output"] = []
     table = parsed_layers(hn)
@@ -572,17 +583,18 @@ def test_a_head_layer_feeding_no_output_layer_is_refused(demo26: OnnxFacts) -> N
         head_outputs(demo26, names, table)
 
 
-def test_the_one_to_many_head_is_compiled_only_when_asked_for() -> None:
-    model = one_to_many_export(load_model(DEMO26))
+def test_the_one_to_many_head_is_compiled_only_when_asked_for(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    onnx.save(one_to_many_export(load_model(DEMO26)), model)
     with pytest.raises(
         DfcScriptError,
         match=r"found YOLO26's one-to-many head .*, expected YOLO26's one-to-one head .* \(the default\)\. Fix: .*"
         r"--head one2many",
     ):
-        onnx_facts(model, "m.onnx")
-    facts = onnx_facts(model, "m.onnx", head=HeadFamily.YOLO26_ONE2MANY)
+        onnx_facts(model)
+    facts = onnx_facts(model, head=HeadFamily.YOLO26_ONE2MANY)
     assert facts.family is HeadFamily.YOLO26_ONE2MANY
-    assert [h.node for h in facts.end_nodes] == [
+    assert [h.node for h in end_nodes_of(facts)] == [
         f"/model.23/cv{b}.{i}/cv{b}.{i}.2/Conv" for b in (2, 3) for i in range(3)
     ]
     alls, names, table = _yolo26(facts)
@@ -594,20 +606,22 @@ def test_an_end_to_end_export_has_no_one_to_many_head_and_a_yolov8_export_no_hea
     with pytest.raises(
         DfcScriptError, match=r"found YOLO26's one-to-one head .*Fix: export the model with end2end=False"
     ):
-        onnx_facts(load_model(DEMO26), str(DEMO26), head=HeadFamily.YOLO26_ONE2MANY)
+        onnx_facts(DEMO26, head=HeadFamily.YOLO26_ONE2MANY)
     with pytest.raises(
         DfcScriptError, match=r"head yolo26-one2one asked for, but the export carries the YOLOv8/YOLO11"
     ):
-        onnx_facts(load_model(DEMO), str(DEMO), head=HeadFamily.YOLO26_ONE2ONE)
+        onnx_facts(DEMO, head=HeadFamily.YOLO26_ONE2ONE)
 
 
-def test_an_export_of_both_yolo26_heads_is_refused_as_ambiguous() -> None:
+def test_an_export_of_both_yolo26_heads_is_refused_as_ambiguous(tmp_path: Path) -> None:
+    both = tmp_path / "both.onnx"
+    onnx.save(both_heads_export(load_model(DEMO26)), both)
     with pytest.raises(
         DfcScriptError,
         match=r"cannot be compiled: .*last convolutions .*it has 2 outputs .*'output0', \[1, 300, 6\].*'output1', "
         r"\[1, 6, 1344\].*, expected one head output: an export of both YOLO26 heads cannot be compiled as one",
     ):
-        onnx_facts(both_heads_export(load_model(DEMO26)), "both.onnx")
+        onnx_facts(both)
 
 
 def test_an_end_to_end_export_whose_head_convolutions_are_not_found_is_refused(tmp_path: Path) -> None:
@@ -620,12 +634,11 @@ def test_an_end_to_end_export_whose_head_convolutions_are_not_found_is_refused(t
         match=r"yolo26n_int8.onnx: cannot be compiled: found neither a YOLOv8/YOLO11 head .* nor a YOLO26 head "
         r"\('main_graph': last convolutions \[\], expected the six head convolutions.*Fix: give a float",
     ):
-        onnx_facts(load_model(quantized), str(quantized))
+        onnx_facts(quantized)
 
 
-def test_yolo26_end_nodes_must_be_its_six_head_convolutions(demo26: OnnxFacts) -> None:
-    model = load_model(DEMO26)
+def test_yolo26_end_nodes_must_be_its_six_head_convolutions(demo26: ExportFacts) -> None:
     given_nodes = [h.tensor for h in reversed(demo26.heads)]  # tensors, in any order
-    assert onnx_facts(model, str(DEMO26), given_nodes) == demo26
+    assert onnx_facts(DEMO26, given_nodes) == demo26
     with pytest.raises(DfcScriptError, match=r"a YOLO26 export is cut at its head convolutions, found by structure"):
-        onnx_facts(model, str(DEMO26), ULTRALYTICS_END_NODES[:5])
+        onnx_facts(DEMO26, ULTRALYTICS_END_NODES[:5])

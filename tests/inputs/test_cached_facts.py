@@ -16,7 +16,7 @@ from harness.backends.emulator import build as emulator_build
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, demo_split
-from harness.inputs.export_facts import export_facts, facts_of, file_sha256, record_passed, sidecar_path
+from harness.inputs.export_facts import export_facts, file_sha256, read_facts, record_passed, sidecar_path
 from harness.inputs.onnx_graph import load_model
 from harness.pipeline import factory
 from harness.pipeline.spec import Backend, JobConfig, PathSpec
@@ -33,6 +33,8 @@ STALE_EXPORT = {
     "family": "yolo99",
     "end_to_end": "no",
     "passed": None,
+    "input_channels": 0,
+    "heads": [{"tensor": "t", "node": "n", "role": "anchors", "channels": 64, "grid": [32, 32]}],
 }
 
 
@@ -62,7 +64,7 @@ def test_a_rerun_takes_an_exports_facts_from_its_sidecar_and_they_are_the_models
     export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = export_facts(export, tmp_path)
-    assert first == facts_of(load_model(export), file_sha256(export), str(export))
+    assert first == read_facts(load_model(export), file_sha256(export), str(export))
     assert first.input_name == "images" and first.input_hw == (256, 256) and first.names == ("fire", "smoke")
     assert first.family is (HeadFamily.YOLOV8 if export == DEMO_ONNX else HeadFamily.YOLO26_ONE2ONE)
     assert first.end_to_end is (export == DEMO26_ONNX)

@@ -208,11 +208,12 @@ def test_every_surface_takes_the_folder_where_it_takes_a_hef(tmp_path, shared_fi
 def test_an_end2end_flag_that_is_not_the_onnx_head_fails_export_metadata(tmp_path, nms_hef):
     """metadata.yaml's end2end is the exported model's: true only for YOLO26's one-to-one head."""
     from harness.core.head_family import HeadFamily
-    from harness.verdict.hef_checks import ModelFacts
+
+    from support.export_facts import yolo_facts
 
     def with_model(folder: Path, family: HeadFamily) -> dict:
         hef = hef_in(folder)
-        facts = ModelFacts("m.onnx", (640, 640), 3, 3, 64, ((80, 80), (40, 40), (20, 20)), family)
+        facts = yolo_facts(family=family)
         context = CheckContext(read_hef(hef, tolerant=True), export=export_of(hef), model=facts)
         return {r.name: r for r in run_checks(context)}
 
@@ -228,15 +229,17 @@ def test_an_end2end_flag_that_is_not_the_onnx_head_fails_export_metadata(tmp_pat
 
 def test_the_facts_of_a_yolo26_export_name_its_head_family():
     from harness.core.head_family import HeadFamily
+    from harness.decode.layout import layout_of_tensors
     from harness.inputs.demo import DEMO26_ONNX
-    from harness.verdict.hef_checks import facts_from_onnx
+    from harness.inputs.export_facts import export_facts
 
-    facts = facts_from_onnx(str(DEMO26_ONNX))
-    assert (facts.family, facts.box_channels, facts.classes, facts.grids) == (
+    facts = export_facts(DEMO26_ONNX)
+    layout = layout_of_tensors(facts.heads, facts.input_hw)
+    assert (facts.family, layout.reg_max, layout.classes, [v.grid for v in layout.levels]) == (
         HeadFamily.YOLO26_ONE2ONE,
-        4,
+        1,
         2,
-        ((32, 32), (16, 16), (8, 8)),
+        [(32, 32), (16, 16), (8, 8)],
     )
 
 

@@ -17,7 +17,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from harness.inputs.onnx_graph import HeadTensor, cut_at_heads, find_yolo26_heads
+from harness.core.head_family import HeadTensor
+from harness.inputs.onnx_graph import cut_at_heads, find_yolo26_heads
 
 
 def _one_to_many_name(head: HeadTensor, index: int) -> str:

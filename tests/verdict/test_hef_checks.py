@@ -7,10 +7,11 @@ import pytest
 
 from harness.core.specs import FormatType, QuantInfo
 from harness.inputs.hef.reader import HefInfo, read_hef
-from harness.verdict.hef_checks import CheckContext, ModelFacts, run_checks
+from harness.verdict.hef_checks import CheckContext, run_checks
 
-GRIDS = ((80, 80), (40, 40), (20, 20))
-MODEL = ModelFacts("yolov8s.onnx", (640, 640), 3, 3, 64, GRIDS)
+from support.export_facts import yolo_facts
+
+MODEL = yolo_facts(source="yolov8s.onnx")  # a 3-class YOLOv8s export at 640 (reg_max 16)
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +55,12 @@ def test_checks_without_onnx_dataset_or_threshold_skip_with_a_reason(hef):
 
 
 def test_input_size_mismatch_names_both_sizes(hef):
-    r = _results(CheckContext(hef, replace(MODEL, input_hw=(320, 320))))["input_shape"]
+    r = _results(CheckContext(hef, yolo_facts(input_hw=(320, 320), source="yolov8s.onnx")))["input_shape"]
     assert r.passed is False and "640x640x3" in r.message and "320x320x3" in r.message
 
 
 def test_nms_classes_are_checked_against_onnx_and_dataset(hef):
-    results = _results(CheckContext(hef, replace(MODEL, classes=2), ("fire", "smoke")))
+    results = _results(CheckContext(hef, yolo_facts(classes=2, source="yolov8s.onnx"), ("fire", "smoke")))
     assert results["nms_classes_vs_onnx"].passed is False
     assert '"classes": 2' in results["nms_classes_vs_onnx"].message
     assert results["nms_classes_vs_dataset"].passed is False

@@ -41,9 +41,9 @@ from harness.backends.dfc.scripts import (
     DfcScriptError,
     LayerTable,
     NmsSettings,
-    OnnxFacts,
     ParsedLayer,
     ScriptFiles,
+    end_nodes_of,
     failures,
     names_from_parsed,
     onnx_facts,
@@ -59,8 +59,8 @@ from harness.core.documents import DocumentError, Fields, read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths, images_digest
+from harness.inputs.export_facts import ExportFacts
 from harness.inputs.layer_names import is_layer_name
-from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 
 HW_ARCHS = ("hailo8", "hailo8l", "hailo10h")
@@ -251,7 +251,7 @@ class CompileResult:
     warnings: tuple[LogWarning, ...]
     cached: bool
     key: str
-    facts: OnnxFacts  # the heads compiled, and which head they are
+    facts: ExportFacts  # the heads compiled, and which head they are
 
 
 def _digest(value: Any) -> str:
@@ -262,7 +262,7 @@ def _net_name(onnx_path: Path) -> str:
     return re.sub(r"\W", "_", onnx_path.stem)
 
 
-def _translate(sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: Path) -> Any:
+def _translate(sdk: ModuleType, request: CompileRequest, facts: ExportFacts, log: Path) -> Any:
     def call() -> Any:
         runner = sdk.ClientRunner(hw_arch=request.hw_arch)
         h, w = facts.input_hw
@@ -270,7 +270,7 @@ def _translate(sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: 
             os.fspath(request.onnx),
             _net_name(request.onnx),
             start_node_names=[facts.input_name],
-            end_node_names=[head.node for head in facts.end_nodes],
+            end_node_names=[head.node for head in end_nodes_of(facts)],
             net_input_shapes={facts.input_name: [1, 3, h, w]},
         )
         return runner
@@ -322,7 +322,7 @@ def _write_atomic(file: Path, data: bytes) -> None:
 
 
 def _parsed_table(
-    sdk: ModuleType, request: CompileRequest, facts: OnnxFacts, log: Path, file: Path
+    sdk: ModuleType, request: CompileRequest, facts: ExportFacts, log: Path, file: Path
 ) -> tuple[LayerTable, Any]:
     """The parsed graph's layers, from ``file`` if an earlier translation stored them (runner None), else
     translated now (the runner returned for the next stages) and stored."""
@@ -357,7 +357,7 @@ def _build(runner: Any, alls: str, calibration: np.ndarray, log: Path, entry: Pa
 def write_checked_scripts(
     folder: Path,
     stem: str,
-    facts: OnnxFacts,
+    facts: ExportFacts,
     names: dict[str, str],
     table: LayerTable,
     nms: NmsSettings,
@@ -379,7 +379,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     beside it; a HEF already compiled from the same ONNX, scripts, calibration images, hw_arch and DFC
     version is taken from the cache without calling the DFC."""
     sdk = load_sdk()
-    facts = onnx_facts(load_model(request.onnx), os.fspath(request.onnx), request.end_nodes, request.head)
+    facts = onnx_facts(request.onnx, request.end_nodes, request.head)
     paths = calibration_paths(request.calibration, request.calibration_count)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "compile.log"
@@ -388,11 +388,11 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
         "format": _CACHE_FORMAT,
         "dfc": sdk_version(sdk),
         "hw_arch": request.hw_arch,
-        "onnx_sha256": hashlib.sha256(request.onnx.read_bytes()).hexdigest(),
+        "onnx_sha256": facts.sha256,
     }
     # The parsed names follow from the ONNX, the end nodes, hw_arch and the DFC: kept so that a cached
     # HEF is found without translating again.
-    table_key = _digest({**base, "end_nodes": [h.node for h in facts.end_nodes]})
+    table_key = _digest({**base, "end_nodes": [h.node for h in end_nodes_of(facts)]})
     table, runner = _parsed_table(sdk, request, facts, log, cache_root / "parsed" / f"{table_key}.json")
     names = names_from_parsed(facts, table)
     stem = request.onnx.stem

@@ -1,6 +1,6 @@
 """The Dataflow Compiler's model script (.alls) and NMS config (JSON) for a YOLOv8 / YOLO11 detector,
 written from the ONNX's heads and checked against them before anything is compiled; what the ONNX says
-for any detector's script (:class:`OnnxFacts`: a YOLO26 export's is written by
+for any detector's script (:class:`ExportFacts`: a YOLO26 export's is written by
 :mod:`~harness.backends.dfc.yolo26_script`) and the layer names both scripts use.
 
 Both files name layers of the DFC's *parsed* graph (``conv41``, ...), not ONNX nodes, and those names
@@ -21,6 +21,7 @@ hailo_model_zoo/cfg/postprocess_config/yolov8n_nms_config.json and yolov11n_nms_
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +33,11 @@ from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
-from harness.core.head_family import HeadFamily, HeadRole
-from harness.decode.layout import HeadLayout, layout_of_tensors
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.decode.layout import layout_of_export
+from harness.inputs.export_facts import ExportFacts, file_sha256, read_facts
 from harness.inputs.layer_names import is_layer_name
-from harness.inputs.onnx_graph import ExportHeads, HeadTensor, export_heads, find_yolo26_heads, model_input
+from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, load_model
 
 if TYPE_CHECKING:
     import onnx
@@ -86,41 +88,23 @@ class NmsSettings:
             )
 
 
-@dataclass(frozen=True)
-class OnnxFacts:
-    """What the ONNX says that the scripts must agree with: the image input, the head maps and which
-    head they are; ``layout`` says what each head map is."""
+def end_nodes_of(facts: ExportFacts) -> tuple[HeadTensor, ...]:
+    """The heads in the order the DFC is given them as end nodes, which is the order of its output
+    layers and of the HEF's outputs. YOLOv8: box then class per grid, as Ultralytics and the Model Zoo
+    cut it; YOLO26: the three box maps, then the three class maps, the order Ultralytics' Hailo backend
+    decodes (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
+    ``_decode_raw``)."""
+    if facts.family is HeadFamily.YOLOV8:
+        return facts.heads
+    by_name = {h.tensor: h for h in facts.heads}
+    layout = layout_of_export(facts)
+    return tuple(by_name[o.name] for role in (HeadRole.BOX, HeadRole.CLASS) for o in layout.of_role(role))
 
-    source: str
-    input_name: str
-    input_hw: tuple[int, int]
-    heads: tuple[HeadTensor, ...]  # stride ascending, box before class per grid
-    family: HeadFamily = HeadFamily.YOLOV8
 
-    @property
-    def end_nodes(self) -> tuple[HeadTensor, ...]:
-        """The heads in the order the DFC is given them as end nodes, which is the order of its output
-        layers and of the HEF's outputs. YOLOv8: box then class per grid, as Ultralytics and the Model Zoo
-        cut it; YOLO26: the three box maps, then the three class maps, the order Ultralytics' Hailo backend
-        decodes (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
-        ``_decode_raw``)."""
-        if self.family is HeadFamily.YOLOV8:
-            return self.heads
-        by_name = {h.tensor: h for h in self.heads}
-        return tuple(by_name[o.name] for role in (HeadRole.BOX, HeadRole.CLASS) for o in self.layout.of_role(role))
-
-    @property
-    def layout(self) -> HeadLayout:
-        """What each head map is, by stride: its classes (nc), regression_length (reg_max) and grids."""
-        return layout_of_tensors(self.heads, self.input_hw)
-
-    def pairs(self) -> tuple[tuple[int, HeadTensor, HeadTensor], ...]:
-        """(stride, box, class) per grid, stride ascending."""
-        by_name = {h.tensor: h for h in self.heads}
-        return tuple((v.stride, by_name[v.box.name], by_name[v.classes.name]) for v in self.layout.levels)
-
-    def stride(self, grid: tuple[int, int]) -> int:
-        return self.input_hw[0] // grid[0]
+def pairs(facts: ExportFacts) -> tuple[tuple[int, HeadTensor, HeadTensor], ...]:
+    """(stride, box, class) per grid, stride ascending."""
+    by_name = {h.tensor: h for h in facts.heads}
+    return tuple((v.stride, by_name[v.box.name], by_name[v.classes.name]) for v in layout_of_export(facts).levels)
 
 
 # What each head is compiled as, in the words of the messages.
@@ -133,24 +117,26 @@ HEAD_WORDS = {
 
 
 def onnx_facts(
-    model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None = None, head: HeadFamily | None = None
-) -> OnnxFacts:
-    """The input and heads of an Ultralytics export (by structure, or at ``end_nodes``), checked to form
-    one box and one class map per grid with whole strides.
+    onnx: str | os.PathLike[str], end_nodes: Sequence[str] | None = None, head: HeadFamily | None = None
+) -> ExportFacts:
+    """The facts of the Ultralytics export at ``onnx``, its heads found by structure or at ``end_nodes``,
+    checked to form one box and one class map per grid with whole strides.
 
     ``head`` is the head to compile. A YOLO26 export carries one (an end-to-end export the one-to-one
     head, else the one-to-many head), which must be the one asked for, by default the one-to-one head;
     a YOLOv8/YOLO11 export has one head and takes no ``head``."""
-    input_name, input_hw = model_input(model)
+    source = os.fspath(onnx)
+    model = load_model(onnx)
     found = _export_heads(model, source, end_nodes)
     _require_head(found.family, head, source, model)
+    facts = read_facts(model, file_sha256(onnx), source, found)
     try:
-        layout_of_tensors(found.heads, input_hw)
+        layout_of_export(facts)
     except HeadPairingError as error:
         raise DfcScriptError(
             f"{source}: end nodes {[h.node for h in found.heads]}: {error}. Fix: give the head convs as end nodes"
         ) from error
-    return OnnxFacts(source, input_name, input_hw, found.heads, found.family)
+    return facts
 
 
 def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
@@ -313,7 +299,7 @@ def _describe(head: HeadTensor) -> str:
     return f"{head.node!r} ({head.role.value}, {head.channels} channels, grid {_grid(head.grid)})"
 
 
-def names_from_parsed(facts: OnnxFacts, table: LayerTable) -> dict[str, str]:
+def names_from_parsed(facts: ExportFacts, table: LayerTable) -> dict[str, str]:
     """ONNX end node -> parsed layer name: the layer whose ``original_names`` hold the node (or its
     tensor), else the one output layer of the head's grid and channel count."""
     names: dict[str, str] = {}
@@ -334,7 +320,7 @@ def names_from_parsed(facts: OnnxFacts, table: LayerTable) -> dict[str, str]:
     return names
 
 
-def names_from_map(facts: OnnxFacts, mapping: Mapping[str, str]) -> dict[str, str]:
+def names_from_map(facts: ExportFacts, mapping: Mapping[str, str]) -> dict[str, str]:
     """ONNX end node -> layer name from a user's mapping, keyed by head node or head tensor names."""
     by_key = {h.node: h for h in facts.heads} | {h.tensor: h for h in facts.heads}
     unknown = sorted(k for k in mapping if k not in by_key)
@@ -358,19 +344,20 @@ def names_from_map(facts: OnnxFacts, mapping: Mapping[str, str]) -> dict[str, st
     return names
 
 
-def placeholder_names(facts: OnnxFacts) -> dict[str, str]:
+def placeholder_names(facts: ExportFacts) -> dict[str, str]:
     """Stand-in names that say which head they stand for and that they are not parsed layers."""
+    stride = {h.node: facts.input_hw[0] // h.grid[0] for h in facts.heads}
     return {
-        h.node: f"{PLACEHOLDER_PREFIX}{'reg' if h.role is HeadRole.BOX else 'cls'}_stride{facts.stride(h.grid)}"
+        h.node: f"{PLACEHOLDER_PREFIX}{'reg' if h.role is HeadRole.BOX else 'cls'}_stride{stride[h.node]}"
         for h in facts.heads
     }
 
 
-def table_from_names(facts: OnnxFacts, names: Mapping[str, str], source: LayerSource) -> LayerTable:
+def table_from_names(facts: ExportFacts, names: Mapping[str, str], source: LayerSource) -> LayerTable:
     """A layer table for names not read from a parsed graph: shapes are the ONNX heads'; each head feeds
     the output layer the DFC names for its end node, ``output_layer<i>`` in end-node order (ultralytics:
     ultralytics/engine/exporter.py ``export_hailo`` names them so, one per end node)."""
-    outputs = {h.node: f"output_layer{i}" for i, h in enumerate(facts.end_nodes, start=1)}
+    outputs = {h.node: f"output_layer{i}" for i, h in enumerate(end_nodes_of(facts), start=1)}
     return LayerTable(
         tuple(ParsedLayer(names[h.node], h.grid, h.channels, (h.node,), (outputs[h.node],)) for h in facts.heads),
         source,
@@ -382,10 +369,10 @@ def _decoder_name(reg_layer: str, stride: int) -> str:
     return f"bbox_decoder{number.group(1)}" if number else f"bbox_decoder_stride{stride}"
 
 
-def nms_config(facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+def nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
     """The ``nms_postprocess`` JSON as a dict, one bbox decoder per grid, stride ascending."""
     decoders = []
-    for stride, box, cls in facts.pairs():
+    for stride, box, cls in pairs(facts):
         reg = names[box.node]
         decoders.append(
             {"name": _decoder_name(reg, stride), "stride": stride, "reg_layer": reg, "cls_layer": names[cls.node]}
@@ -395,8 +382,8 @@ def nms_config(facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings
         "nms_iou_th": settings.iou_threshold,
         "image_dims": list(facts.input_hw),
         "max_proposals_per_class": settings.max_proposals_per_class,
-        "classes": facts.layout.classes,
-        "regression_length": facts.layout.reg_max,
+        "classes": layout_of_export(facts).classes,
+        "regression_length": layout_of_export(facts).reg_max,
         "background_removal": False,
         "background_removal_index": 0,
         "bbox_decoders": decoders,
@@ -407,7 +394,7 @@ def render_nms_json(config: Mapping[str, Any]) -> str:
     return json.dumps(config, indent=4) + "\n"
 
 
-def render_alls(facts: OnnxFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
+def render_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
     """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU.
 
     As the Model Zoo's yolov8n.alls. Ultralytics' export_hailo writes the same commands and also
@@ -418,7 +405,7 @@ def render_alls(facts: OnnxFacts, names: Mapping[str, str], nms_json_reference: 
     (:func:`~harness.backends.dfc.compiler.calibration_shortfall`)."""
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [f"normalization1 = normalization([{mean}], [{std}])"]
-    lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in facts.pairs()]
+    lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in pairs(facts)]
     lines.append(f'nms_postprocess("{nms_json_reference}", meta_arch=yolov8, engine=cpu)')
     lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
     return "\n".join(lines) + "\n"
@@ -432,7 +419,7 @@ class ScriptFiles:
 
 
 def write_scripts(
-    folder: Path, stem: str, facts: OnnxFacts, names: Mapping[str, str], settings: NmsSettings
+    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
 ) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
@@ -523,7 +510,7 @@ def parse_alls(text: str) -> AllsScript:
 class _Scripts:
     alls: AllsScript
     nms: Mapping[str, Any]
-    facts: OnnxFacts
+    facts: ExportFacts
     table: LayerTable
 
     @property
@@ -584,13 +571,13 @@ def _check_image_dims(s: _Scripts) -> CheckResult:
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
-    classes = s.facts.layout.classes
+    classes = layout_of_export(s.facts).classes
     why = f"class channels of {s.facts.source}"
     return _nms_field(s, "classes", classes, why, f"classes {classes} == ONNX class channels")
 
 
 def _check_regression_length(s: _Scripts) -> CheckResult:
-    reg = s.facts.layout.reg_max
+    reg = layout_of_export(s.facts).reg_max
     why = f"box heads of {s.facts.source} have {4 * reg} channels = 4 x {reg}"
     return _nms_field(s, "regression_length", reg, why, f"regression_length {reg}: 4 x {reg} box channels")
 
@@ -627,7 +614,7 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
 
 def _check_decoder_pairing(s: _Scripts) -> CheckResult:
     name = "decoder_pairing"
-    reg_max, nc = s.facts.layout.reg_max, s.facts.layout.classes
+    reg_max, nc = layout_of_export(s.facts).reg_max, layout_of_export(s.facts).classes
     reg_channels = 4 * reg_max
     grids = []
     for i, d in enumerate(s.decoders):
@@ -659,7 +646,7 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
                 "pair reg_layer and cls_layer of the same scale",
             )
         grids.append(reg.grid)
-    expected = [level.grid for level in s.facts.layout.levels]
+    expected = [level.grid for level in layout_of_export(s.facts).levels]
     if sorted(grids) != sorted(expected):
         return CheckResult.failed(
             name,
@@ -763,7 +750,7 @@ _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
 
 
 def validate_scripts(
-    alls_text: str, nms_json_text: str, facts: OnnxFacts, table: LayerTable
+    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
 ) -> tuple[CheckResult, ...]:
     """Every check of the two files against the ONNX and the layer table, in order."""
     try:
@@ -785,7 +772,7 @@ def validate_scripts(
     return (*results, check_normalization(s.alls), _check_nms_postprocess(s))
 
 
-def validate_files(alls: Path, nms_json: Path, facts: OnnxFacts, table: LayerTable) -> tuple[CheckResult, ...]:
+def validate_files(alls: Path, nms_json: Path, facts: ExportFacts, table: LayerTable) -> tuple[CheckResult, ...]:
     """:func:`validate_scripts` on the files, and that the model script's NMS path is this JSON
     (a relative path is taken from the model script's folder)."""
     alls_text = alls.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ As Ultralytics compiles YOLO26 for Hailo (ultralytics 8.4.190: ultralytics/engin
 ``export_hailo``, its ``raw_detect`` branch, for either head):
 
 - end nodes: the head's last convolutions, the three box maps, then the three class maps
-  (:attr:`~harness.backends.dfc.scripts.OnnxFacts.end_nodes`);
+  (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
 - ``normalization([0, 0, 0], [255, 255, 255])``: the /255 of an Ultralytics export inside the HEF;
 - ``model_optimization_flavor(optimization_level=2)`` and ``post_quantization_optimization(finetune,
   policy=enabled, dataset_size=<the calibration images>)``;
@@ -34,24 +34,25 @@ from harness.backends.dfc.scripts import (
     AllsScript,
     DfcScriptError,
     LayerTable,
-    OnnxFacts,
     ScriptFiles,
     check_normalization,
+    end_nodes_of,
     parse_alls,
 )
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.files import write_atomic
+from harness.inputs.export_facts import ExportFacts
 
 PRECISION = "a16_w16"
 # The level Ultralytics writes, the DFC's default (harness.core.defaults, which the compile's warning uses).
 OPTIMIZATION_LEVEL = defaults.DFC_OPTIMIZATION_LEVEL
 
 
-def head_outputs(facts: OnnxFacts, names: Mapping[str, str], table: LayerTable) -> tuple[str, ...]:
+def head_outputs(facts: ExportFacts, names: Mapping[str, str], table: LayerTable) -> tuple[str, ...]:
     """The output layer each head's layer feeds, in end-node order."""
     outputs = []
-    for head in facts.end_nodes:
+    for head in end_nodes_of(facts):
         layer = table.get(names[head.node])
         if layer is None or len(layer.output_layers) != 1:
             found = "no such layer" if layer is None else f"feeds output layers {list(layer.output_layers)}"
@@ -82,7 +83,7 @@ def render_yolo26_alls(outputs: Sequence[str], calibration_count: int) -> str:
 def write_yolo26_script(
     folder: Path,
     stem: str,
-    facts: OnnxFacts,
+    facts: ExportFacts,
     names: Mapping[str, str],
     table: LayerTable,
     calibration_count: int,
@@ -96,7 +97,7 @@ def write_yolo26_script(
     return files
 
 
-def _check_layer_names(facts: OnnxFacts, names: Mapping[str, str], table: LayerTable) -> CheckResult:
+def _check_layer_names(facts: ExportFacts, names: Mapping[str, str], table: LayerTable) -> CheckResult:
     name = "layer_names"
     placeholders = sorted(v for v in names.values() if v.startswith(PLACEHOLDER_PREFIX))
     if placeholders:
@@ -194,7 +195,7 @@ def _check_optimization(alls: AllsScript, calibration_count: int) -> tuple[Check
 
 
 def validate_yolo26_script(
-    alls_text: str, facts: OnnxFacts, names: Mapping[str, str], table: LayerTable, calibration_count: int
+    alls_text: str, facts: ExportFacts, names: Mapping[str, str], table: LayerTable, calibration_count: int
 ) -> tuple[CheckResult, ...]:
     """Every check of a YOLO26 model script against the ONNX, the layer table and the calibration count."""
     alls = parse_alls(alls_text)

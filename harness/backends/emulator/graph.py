@@ -20,8 +20,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadFamily, HeadRole
-from harness.inputs.onnx_graph import HeadTensor, cut_at_heads, export_heads, model_input
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.inputs.onnx_graph import cut_at_heads, export_heads, model_input
 
 # Ops of an already quantized graph (onnxruntime dynamic or static quantization): quantizing it again
 # would quantize dequantized values, not the model as the Dataflow Compiler sees a float export.

@@ -24,7 +24,7 @@ from onnxruntime.quantization import CalibrationMethod as OrtCalibrationMethod
 from harness.backends.emulator.graph import HefGraph
 from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
 from harness.core.errors import GraphError
-from harness.inputs.onnx_graph import HeadTensor
+from harness.core.head_family import HeadTensor
 
 # metadata_props keys of a quantized model: {head tensor: "box" | "class"}, in head order; its HeadFamily value
 HEAD_ROLES_KEY = "hailo_harness.emulator.head_roles"

@@ -33,7 +33,7 @@ from harness.backends.dfc.scripts import (
     HEAD_WORDS,
     LayerTable,
     NmsSettings,
-    OnnxFacts,
+    end_nodes_of,
     failures,
     names_from_map,
     names_from_parsed,
@@ -47,7 +47,7 @@ from harness.core.documents import read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths
-from harness.inputs.onnx_graph import load_model
+from harness.inputs.export_facts import ExportFacts
 from harness.pipeline.options import add_options
 
 _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
@@ -97,13 +97,13 @@ def _print_checks(checks: tuple[CheckResult, ...]) -> None:
         print(f"{_MARKS[check.passed]}  {check.name}: {check.message}")
 
 
-def _print_head(facts: OnnxFacts) -> None:
-    print(f"head: {HEAD_WORDS[facts.family]}")
-    print(f"end nodes: {' '.join(h.node for h in facts.end_nodes)}")
+def _print_head(facts: ExportFacts) -> None:
+    print(f"head: {HEAD_WORDS[facts.require_heads()[0]]}")
+    print(f"end nodes: {' '.join(h.node for h in end_nodes_of(facts))}")
 
 
 def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibration_count: int) -> int:
-    facts = onnx_facts(load_model(args.onnx), os.fspath(args.onnx), args.end_nodes, _HEADS.get(args.head))
+    facts = onnx_facts(args.onnx, args.end_nodes, _HEADS.get(args.head))
     table: LayerTable
     if args.hn is not None:
         hn = _read_json(args.hn, "HN")

@@ -67,9 +67,8 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         iou_threshold=run.settings.iou_threshold,
         max_proposals_per_class=run.settings.max_per_class,
     )
-    sha256 = run.facts.sha256 if run.facts is not None else None
     return build_emulated_hef(
-        run.onnx, source, options, run.cache_dir / "emulator", progress=run.log, onnx_sha256=sha256
+        run.onnx, source, options, run.cache_dir / "emulator", progress=run.log, onnx_sha256=run.facts.sha256
     )
 
 

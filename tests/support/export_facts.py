@@ -1,0 +1,24 @@
+"""Export facts written by hand: the model a static check holds a HEF to, without an ONNX file."""
+
+from __future__ import annotations
+
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.inputs.export_facts import ExportFacts
+
+
+def yolo_facts(
+    classes: int = 3,
+    reg_max: int = 16,
+    input_hw: tuple[int, int] = (640, 640),
+    family: HeadFamily = HeadFamily.YOLOV8,
+    source: str = "m.onnx",
+) -> ExportFacts:
+    """The facts of a detect export with one box and one class map per stride 8, 16 and 32."""
+    grids = [(input_hw[0] // s, input_hw[1] // s) for s in (8, 16, 32)]
+    heads = tuple(
+        HeadTensor(f"{role.value}{i}", f"conv_{role.value}{i}", role, channels, grid)
+        for i, grid in enumerate(grids)
+        for role, channels in ((HeadRole.BOX, 4 * reg_max), (HeadRole.CLASS, classes))
+    )
+    names = tuple(f"class{i}" for i in range(classes))
+    return ExportFacts("0" * 64, "images", input_hw, names, False, family, heads, source=source)

@@ -23,7 +23,7 @@ from harness.pipeline.factory import (
     RunContext,
     calibration_note,
     check,
-    evaluate,
+    evaluate_spec,
     load_dataset,
     preflight,
     prepare_run,
@@ -144,7 +144,7 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)
     _report_folder(config.report_dir)
-    results = tuple(evaluate(spec, run) for spec in specs)
+    results = tuple(evaluate_spec(spec, run) for spec in specs)
     reference, hailo = results[0], results[-1]
     if hailo.fps is not None or config.hailo.kind is PathKind.DEVICE:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
@@ -154,8 +154,11 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     if config.update_golden:  # both baselines or neither, always into the project's folder
         pair = (reference, hailo)
         weak = config.accept_weak_baseline
-        blessed = [
-            (golden_path(config.golden_root, config.onnx, r.path, data), golden_from_result(r, accept_weak=weak))
+        blessed = [  # the Hailo path's with its agreement with the reference, which its gate is held to
+            (
+                golden_path(config.golden_root, config.onnx, r.path, data),
+                golden_from_result(r, accept_weak=weak, reference=reference if r is hailo else None),
+            )
             for r in pair
         ]
         changes = bless(blessed, config.bless_token)

@@ -18,12 +18,22 @@ from typing import Literal
 from harness.core.settings import SettingsMismatch
 from harness.verdict.diagnosis import Finding, collect_evidence, diagnose, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
-from harness.verdict.golden import ACCEPT_WEAK_FLAG, DEFAULT_TOLERANCES, Golden, dataset_name, weaknesses
+from harness.verdict.golden import (
+    ACCEPT_WEAK_FLAG,
+    DEFAULT_TOLERANCES,
+    ROUNDING,
+    UPDATE_FLAG,
+    Golden,
+    dataset_name,
+    weaknesses,
+)
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
+# The agreement gate's floor and score drift limit where its baseline blessed no agreement (none yet,
+# a schema 1 baseline): a blessed one holds the path to its own, less the baseline's tolerances.
 AGREEMENT_FLOOR = 0.8
 # Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
 # drifts 0.025; a score cap or a host-side sigmoid over final scores moves it by 0.2 to 0.3.
@@ -40,7 +50,8 @@ _MAP_KIND = {"map50": "map", "map50_95": "map50_95"}  # gate names test_map[...]
 @dataclass(frozen=True)
 class GateResult:
     """``baseline``/``observed``/``tolerance`` are ``None`` where no number was compared (settings
-    differ, no baseline); the agreement gate has no baseline and its ``tolerance`` is the floor.
+    differ, no baseline); the agreement gate's ``baseline`` is its blessed matched share (None where
+    none was blessed) and its ``tolerance`` the floor it held.
     ``interval`` is the paired bootstrap interval of this path minus the reference path, where one
     was measured; ``causes`` are the diagnosis of a failing gate; ``text`` what the gate measured
     and why it failed, without the causes (a run's failing gates share them: say them once), and
@@ -110,7 +121,7 @@ def gate_map(
     baseline, observed = getattr(golden.metrics, metric), getattr(result.metrics, metric)
     drop = getattr(golden.tolerances, f"{metric}_drop")
     interval = getattr(bootstrap, metric) if bootstrap else None
-    passed = observed >= baseline - drop - 1e-12  # a NaN on either side compares false: nothing held, a fail
+    passed = observed >= baseline - drop - ROUNDING  # a NaN on either side compares false: nothing held, a fail
     verdict = "holds" if passed else "fell"
     head = (
         f"{label} of {result.label} {verdict}: {observed:.4f} against baseline {baseline:.4f} "
@@ -135,7 +146,7 @@ def gate_score_saturation(result: PathResult, golden: Golden, causes: Sequence[F
         return refused
     baseline, observed = golden.scores.saturation, result.scores.saturation
     allowed = golden.tolerances.saturation_abs
-    passed = abs(observed - baseline) <= allowed + 1e-12
+    passed = abs(observed - baseline) <= allowed + ROUNDING
     lines = [
         f"share of scores >= 0.99 of {result.label}: {observed:.4f} against baseline {baseline:.4f} "
         f"(change {observed - baseline:+.4f}, allowed +-{allowed:.4f}; {result.scores.n_boxes} boxes)"
@@ -153,7 +164,7 @@ def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding]
     base, seen = golden.box_counts, result.box_counts
     rel = golden.tolerances.box_count_rel
     scale = max(base.mean, 1.0)
-    passed = abs(seen.mean - base.mean) <= rel * scale + 1e-12
+    passed = abs(seen.mean - base.mean) <= rel * scale + ROUNDING
     lines = [
         f"boxes per image of {result.label}: mean {seen.mean:.2f} against baseline {base.mean:.2f} "
         f"(change {(seen.mean - base.mean) / scale:+.1%}, allowed +-{rel:.0%}); "
@@ -162,11 +173,46 @@ def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding]
     return _result(name, passed, base.mean, seen.mean, rel, None, causes, lines, f"+-{rel:.0%} relative")
 
 
+@dataclass(frozen=True)
+class AgreementLimits:
+    """What the agreement gate holds a path to: at least ``floor`` of the boxes matched, a mean
+    absolute score drift of at most ``drift_limit``; ``blessed`` the matched share its baseline
+    blessed (None: the defaults), ``source`` where the limits came from, in words."""
+
+    floor: float
+    drift_limit: float
+    blessed: float | None
+    source: str
+
+
+def agreement_limits(golden: Golden | None) -> AgreementLimits:
+    """The blessed agreement less the baseline's tolerances; the defaults (:data:`AGREEMENT_FLOOR`,
+    :data:`SCORE_DRIFT_LIMIT`) where none was blessed."""
+    if golden is None or golden.agreement is None:
+        why = "no baseline" if golden is None else "its baseline blessed no agreement (schema 1)"
+        return AgreementLimits(
+            AGREEMENT_FLOOR,
+            SCORE_DRIFT_LIMIT,
+            None,
+            f"the default floor and limit: {why}; {UPDATE_FLAG} blesses this run's agreement",
+        )
+    blessed, t = golden.agreement, golden.tolerances
+    return AgreementLimits(
+        blessed.matched_share - t.agreement_drop,
+        blessed.score_drift + t.score_drift_rise,
+        blessed.matched_share,
+        f"blessed {blessed.matched_share:.1%} matched less agreement_drop {t.agreement_drop:g}, blessed drift "
+        f"{blessed.score_drift:.4f} plus score_drift_rise {t.score_drift_rise:g}",
+    )
+
+
 def gate_path_agreement(
-    reference: PathResult, candidate: PathResult, floor: float = AGREEMENT_FLOOR, causes: Sequence[Finding] = ()
+    reference: PathResult, candidate: PathResult, golden: Golden | None = None, causes: Sequence[Finding] = ()
 ) -> GateResult:
     """The candidate's boxes agree with the reference's on the same images: the matched share
-    (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least ``floor``."""
+    (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least the floor and the
+    matched boxes' scores drift at most the limit (:func:`agreement_limits`: the candidate's baseline
+    ``golden``'s blessed agreement, else the defaults)."""
     name = gate_id("path_agreement", candidate)
     try:
         reference.settings.require_same(candidate.settings, f"{reference.label} vs {candidate.label}")
@@ -181,27 +227,35 @@ def gate_path_agreement(
             f"{only_ref}, only in {candidate.label}: {only_cand})"
         )
         return _result(name, False, None, None, None, None, causes, [text])
+    if golden is not None and golden.agreement is not None:
+        refused = _incomparable(name, candidate, golden)  # a blessed agreement holds on its own images only
+        if refused:
+            return refused
+    limits = agreement_limits(golden)
     counts = agreement(reference.predictions, candidate.predictions)
     share = matched_share(counts)
-    drifted = counts.mean_abs_score_drift > SCORE_DRIFT_LIMIT
-    passed = share >= floor and not drifted
+    drifted = counts.mean_abs_score_drift > limits.drift_limit + ROUNDING
+    passed = share >= limits.floor - ROUNDING and not drifted
+    floor = limits.floor
     lines = [
-        f"{candidate.label} agrees with {reference.label} on {share:.1%} of the boxes (floor {floor:.0%}): "
+        f"{candidate.label} agrees with {reference.label} on {share:.1%} of the boxes (floor {floor:.1%}): "
         f"{counts.matched} matched at IoU >= 0.5 with the same class, {counts.missed} missed, {counts.extra} extra, "
         f"{counts.class_flipped} class-flipped, of {counts.n_reference} reference and {counts.n_candidate} "
         f"{candidate.label} boxes; score drift {counts.mean_score_drift:+.4f} mean, "
-        f"{counts.mean_abs_score_drift:.4f} mean absolute (limit {SCORE_DRIFT_LIMIT})"
+        f"{counts.mean_abs_score_drift:.4f} mean absolute (limit {limits.drift_limit:.4g})",
+        f"held to {limits.source}",
+        _agreement_verdict(counts, share, limits, candidate.settings.score_threshold),
     ]
-    lines.append(_agreement_verdict(counts, share, floor, candidate.settings.score_threshold))
-    return _result(name, passed, None, share, floor, None, causes, lines, f"at least {floor:.0%} matched")
+    allowed = f"at least {floor:.1%} matched, drift <= {limits.drift_limit:.4g}"
+    return _result(name, passed, limits.blessed, share, floor, None, causes, lines, allowed)
 
 
-def _agreement_verdict(counts: Agreement, share: float, floor: float, threshold: float) -> str:
+def _agreement_verdict(counts: Agreement, share: float, limits: AgreementLimits, threshold: float) -> str:
     """Different boxes, the same boxes with every score shifted by one amount (a confidence shift,
     with the threshold that matches the reference's operating point), or scored differently."""
-    drift, spread = counts.mean_score_drift, counts.mean_abs_score_drift
-    if share < floor:
-        return f"different boxes: {share:.1%} of them match, below the floor {floor:.0%}"
+    drift, spread, limit = counts.mean_score_drift, counts.mean_abs_score_drift, limits.drift_limit
+    if share < limits.floor - ROUNDING:
+        return f"different boxes: {share:.1%} of them match, below the floor {limits.floor:.1%}"
     shifted = counts.matched and abs(drift) >= SHIFT_MIN and counts.score_drift_std <= SHIFT_SPREAD * abs(drift)
     if shifted:
         matched_threshold = min(max(threshold + drift, 0.0), 1.0)
@@ -209,11 +263,11 @@ def _agreement_verdict(counts: Agreement, share: float, floor: float, threshold:
             f"the same boxes, every score shifted by {drift:+.4f}: a confidence shift, not different boxes; "
             f"compare at the same operating point with --score-threshold {matched_threshold:.2f} on this path "
             f"({threshold:g} {'+' if drift >= 0 else '-'} {abs(drift):.2f})"
-            + (f", more than the limit {SCORE_DRIFT_LIMIT} here" if spread > SCORE_DRIFT_LIMIT else "")
+            + (f", more than the limit {limit:.4g} here" if spread > limit + ROUNDING else "")
         )
-    if spread > SCORE_DRIFT_LIMIT:
+    if spread > limit + ROUNDING:
         return (
-            f"the same boxes, but their scores moved by {spread:.4f} on average, more than {SCORE_DRIFT_LIMIT}, "
+            f"the same boxes, but their scores moved by {spread:.4f} on average, more than {limit:.4g}, "
             "and not by one common shift: the two paths score the same objects differently"
         )
     return "the same boxes with the same scores"
@@ -270,7 +324,6 @@ def run_gates(
     reference: PathResult | None = None,
     bootstrap: PairedBootstrap | None = None,
     original_hw: Mapping[str, tuple[int, int]] | None = None,
-    floor: float = AGREEMENT_FLOOR,
     kinds: Sequence[str] = BASELINE_KINDS,
 ) -> tuple[GateResult, ...]:
     """The baseline gates ``kinds`` of ``result`` against ``golden`` (images without labels: the
@@ -292,7 +345,8 @@ def run_gates(
     }
     gates = [_identified(makers[kind](), result, golden) for kind in kinds]
     if reference is not None:
-        gates.append(gate_path_agreement(reference, result, floor, causes))
+        agreed = gate_path_agreement(reference, result, golden, causes)
+        gates.append(agreed if golden.agreement is None else _identified(agreed, result, golden))
     return tuple(gates)
 
 

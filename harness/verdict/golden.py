@@ -15,6 +15,11 @@ A baseline is plain JSON, 2-space indent, keys sorted, one value per line, so th
 shows each changed number on its own line. Metric values are rounded to 6 decimals; NaN (an AP of a
 class without ground truth) is ``null``. Tolerances are one-sided for mAP (the largest allowed
 drop) and two-sided for boxes per image (relative) and score saturation (absolute).
+
+A Hailo path's baseline also keeps its agreement with the reference path (``agreement``: the matched
+share of boxes and the mean absolute score drift, schema 2), so that a blessed run passes its
+agreement gate when run again. A schema 1 baseline (written before) has none: its agreement gate
+holds the default floor, and says so.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 from harness.core.settings import EvalSettings
+from harness.verdict.diagnosis import matched_share
+from harness.verdict.metrics.agreement import agreement
 from harness.verdict.metrics.coco import ClassMetrics, CocoMetrics
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES, BoxCounts, ScoreDistribution
 from harness.verdict.result import PathResult, Provenance
@@ -48,7 +55,8 @@ try:
 except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READ_VERSIONS = (1, SCHEMA_VERSION)  # 1: before the agreement was blessed (no ``agreement``, no its tolerances)
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 _DECIMALS = 6
 _HISTORY = "history"
@@ -56,6 +64,9 @@ _JOURNAL = ".blessing.json"
 _BIN_KEYS = tuple(f"{lo:.2f}-{hi:.2f}" for lo, hi in itertools.pairwise(SCORE_BIN_EDGES))
 _NAME = re.compile(r"^[\w.+-]+$")  # letters and digits of any script
 _MAX_NAME = 200  # bytes of a baseline's file name: its history copies add to it below the usual 255
+# A baseline keeps _DECIMALS decimals: a value measured again may lie this far on the wrong side of its
+# rounded baseline, which a gate with a tolerance of 0 must still pass.
+ROUNDING = 0.5 * 10**-_DECIMALS
 
 
 class GoldenError(HarnessError):
@@ -67,15 +78,31 @@ class Tolerances:
     """``map50_drop``/``map50_95_drop``: the largest allowed fall of the mAP below its baseline (a
     rise always passes). ``box_count_rel``: the largest allowed change of the mean boxes per image,
     relative to the baseline mean (to one box per image where the baseline is below one).
-    ``saturation_abs``: the largest allowed change of the share of scores >= 0.99."""
+    ``saturation_abs``: the largest allowed change of the share of scores >= 0.99.
+    ``agreement_drop``: the largest allowed fall of the matched share of boxes below the blessed one;
+    ``score_drift_rise``: the largest allowed rise of the mean absolute score drift above the blessed
+    one (both against the reference path, schema 2)."""
 
     map50_drop: float = 0.02
     map50_95_drop: float = 0.02
     box_count_rel: float = 0.25
     saturation_abs: float = 0.05
+    agreement_drop: float = 0.05
+    score_drift_rise: float = 0.05
 
 
 DEFAULT_TOLERANCES = Tolerances()
+_AGREEMENT_TOLERANCES = ("agreement_drop", "score_drift_rise")  # new in schema 2
+
+
+@dataclass(frozen=True)
+class BlessedAgreement:
+    """A path's agreement with the reference path on the blessed run (see
+    :func:`harness.verdict.metrics.agreement.agreement`): ``matched_share`` of all distinct boxes,
+    ``score_drift`` the mean absolute score change of the matched ones."""
+
+    matched_share: float
+    score_drift: float
 
 
 @dataclass(frozen=True)
@@ -92,6 +119,7 @@ class Golden:
     provenance: Provenance
     labelled: bool = True  # False: measured on images without labels (no mAP: only its label-free gates)
     accepted_weak: tuple[str, ...] = ()  # the weaknesses blessed knowingly (ACCEPT_WEAK_FLAG), by code
+    agreement: BlessedAgreement | None = None  # None: the reference path's own, or a schema 1 baseline
 
 
 # Labelled objects below which a mAP measures too little to hold a model to (one object more or less
@@ -117,6 +145,8 @@ WEAKNESSES = (
     "box_count_cannot_fail",
     "no_detections",
     "few_objects",
+    "agreement_cannot_fail",
+    "score_drift_cannot_fail",
 )
 
 
@@ -147,6 +177,20 @@ def weaknesses(golden: Golden) -> tuple[Weakness, ...]:
     if t.box_count_rel >= 1:
         text = f"box_count_rel {t.box_count_rel:g} >= 1: a run without a single box passes the box count gate"
         found.append(Weakness("box_count_cannot_fail", ("box_count",), text))
+    if golden.agreement is not None:
+        share, drift = golden.agreement.matched_share, golden.agreement.score_drift
+        if t.agreement_drop >= share:
+            text = (
+                f"agreement_drop {t.agreement_drop:g} >= blessed matched share {share:g}: the path agreement gate "
+                "passes a run that matches no box"
+            )
+            found.append(Weakness("agreement_cannot_fail", ("path_agreement",), text))
+        if drift + t.score_drift_rise >= 1:
+            text = (
+                f"blessed score drift {drift:g} + score_drift_rise {t.score_drift_rise:g} >= 1: the path agreement "
+                "gate passes any score drift"
+            )
+            found.append(Weakness("score_drift_cannot_fail", ("path_agreement",), text))
     if golden.box_counts.total == 0:
         text = "the baseline run made no detection: its box count and score gates hold a run to nothing found"
         found.append(Weakness("no_detections", ("box_count", "score_saturation"), text))
@@ -204,10 +248,15 @@ def dataset_name(result: PathResult) -> str:
 
 
 def golden_from_result(
-    result: PathResult, tolerances: Tolerances = DEFAULT_TOLERANCES, accept_weak: bool = False
+    result: PathResult,
+    tolerances: Tolerances = DEFAULT_TOLERANCES,
+    accept_weak: bool = False,
+    reference: PathResult | None = None,
 ) -> Golden:
-    """The baseline that ``result`` would write: its metrics, settings and provenance; ``accept_weak``
-    (:data:`ACCEPT_WEAK_FLAG`): its weaknesses are blessed knowingly, else refused when written."""
+    """The baseline that ``result`` would write: its metrics, settings and provenance, and its
+    agreement with ``reference`` where it is held to one (on the same images, under the same
+    settings); ``accept_weak`` (:data:`ACCEPT_WEAK_FLAG`): its weaknesses are blessed knowingly,
+    else refused when written."""
     golden = Golden(
         model=Path(result.provenance.model_path).stem,
         path=result.path,
@@ -220,8 +269,18 @@ def golden_from_result(
         settings=result.settings,
         provenance=result.provenance,
         labelled=result.labelled,
+        agreement=blessed_agreement(reference, result),
     )
     return replace(golden, accepted_weak=tuple(w.code for w in weaknesses(golden))) if accept_weak else golden
+
+
+def blessed_agreement(reference: PathResult | None, result: PathResult) -> BlessedAgreement | None:
+    """``result``'s agreement with ``reference`` as a baseline keeps it; None without a reference or
+    where the two cannot be compared (other images or settings: the agreement gate fails on that)."""
+    if reference is None or reference.image_ids != result.image_ids or reference.settings.differences(result.settings):
+        return None
+    counts = agreement(reference.predictions, result.predictions)
+    return BlessedAgreement(matched_share(counts), counts.mean_abs_score_drift)
 
 
 def missing_golden_message(
@@ -421,6 +480,16 @@ def _document(golden: Golden) -> dict[str, Any]:
         "emulated": golden.emulated,
         "labelled": golden.labelled,
         **({"accepted_weak": list(golden.accepted_weak)} if golden.accepted_weak else {}),
+        **(
+            {
+                "agreement": {
+                    "matched_share": _number(golden.agreement.matched_share),
+                    "score_drift": _number(golden.agreement.score_drift),
+                }
+            }
+            if golden.agreement is not None
+            else {}
+        ),
         "metrics": {
             "map50": _number(m.map50),
             "map50_95": _number(m.map50_95),
@@ -456,6 +525,8 @@ def _document(golden: Golden) -> dict[str, Any]:
             "map50_95_drop": golden.tolerances.map50_95_drop,
             "box_count_rel": golden.tolerances.box_count_rel,
             "saturation_abs": golden.tolerances.saturation_abs,
+            "agreement_drop": golden.tolerances.agreement_drop,
+            "score_drift_rise": golden.tolerances.score_drift_rise,
         },
         "settings": golden.settings.to_dict(),
         "provenance": {
@@ -551,13 +622,15 @@ _HEADLINE = (
     "metrics.box_counts.p95",
     "metrics.box_counts.max",
     "metrics.saturation",
+    "agreement.matched_share",
+    "agreement.score_drift",
 )
 
 
 def _created_summary(file: Path, document: Mapping[str, Any]) -> str:
     leaves = _leaves(document)
     lines = [f"created baseline {file}"]
-    lines += [f"  {key}: {_show(leaves[key])}" for key in _HEADLINE]
+    lines += [f"  {key}: {_show(leaves[key])}" for key in _HEADLINE if key in leaves]
     lines += [f"  {key}: {_show(value)}" for key, value in leaves.items() if key.startswith("tolerances.")]
     return "\n".join(lines)
 
@@ -640,8 +713,8 @@ class _Reader:
 
     def _golden(self, top: Fields) -> Golden:
         version = top.value("schema_version", _is_count, "an integer >= 0")
-        if version != SCHEMA_VERSION:
-            top.fail("schema_version", version, f"{SCHEMA_VERSION} (this harness's baseline schema)")
+        if version not in _READ_VERSIONS:
+            top.fail("schema_version", version, f"one of {list(_READ_VERSIONS)} (the schemas this harness reads)")
         # Baselines written before label-free runs are labelled.
         labelled = top.boolean("labelled", True)
         metrics = top.object("metrics")
@@ -656,10 +729,11 @@ class _Reader:
         counts.done()
         tolerances = top.object("tolerances")
         # Each tolerance bounds a share or a relative change: above 1 it holds nothing (see weaknesses).
-        limits = Tolerances(
-            **{f.name: float(tolerances.value(f.name, _is_share, "a number from 0 to 1")) for f in fields(Tolerances)}
-        )
+        # A schema 1 baseline has no agreement tolerances (it blessed no agreement): the defaults stand.
+        names = [f.name for f in fields(Tolerances) if version > 1 or f.name not in _AGREEMENT_TOLERANCES]
+        limits = Tolerances(**{n: float(tolerances.value(n, _is_share, "a number from 0 to 1")) for n in names})
         tolerances.done()
+        blessed = self.agreement(top.object("agreement")) if version > 1 and top.has("agreement") else None
         accepted = tuple(top.value("accepted_weak", _is_codes, f"a list of {sorted(WEAKNESSES)}", []))
         golden = Golden(
             model=top.string("model"),
@@ -674,6 +748,7 @@ class _Reader:
             provenance=self.provenance(top.object("provenance")),
             labelled=labelled,
             accepted_weak=accepted,
+            agreement=blessed,
         )
         metrics.done()
         top.done()
@@ -704,6 +779,14 @@ class _Reader:
             n_images=metrics.value("n_images", _is_count, "an integer >= 0"),
             per_class=tuple(per_class),
         )
+
+    def agreement(self, data: Fields) -> BlessedAgreement:
+        blessed = BlessedAgreement(
+            matched_share=float(data.value("matched_share", _is_share, "a share in [0, 1]")),
+            score_drift=float(data.value("score_drift", _is_share, "a number from 0 to 1")),
+        )
+        data.done()
+        return blessed
 
     def scores(self, metrics: Fields, total: int) -> ScoreDistribution:
         histogram = metrics.object("score_histogram")

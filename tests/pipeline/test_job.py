@@ -230,3 +230,20 @@ def test_a_set_too_small_to_measure_is_blessed_only_knowingly_and_every_run_then
     document = json.loads(again.reports["json"].read_text())
     sha = again.results[0].provenance.model_sha256
     assert document["baselines"][0]["blessed_sha256"] == sha == document["baselines"][0]["run_sha256"]
+
+
+@pytest.mark.parametrize("data", ["demo", "fire_smoke_val", "fire_smoke_val images only"])
+def test_bless_then_rerun_the_same_job_and_every_gate_passes(config, shared_fixtures, tmp_path, data):
+    """The demo, and the demo model on real fire/smoke images (its agreement with the ONNX path is 79 %,
+    below the default floor of 80 %: blessed, the rerun holds it to its own)."""
+    real = shared_fixtures / "datasets" / "fire_smoke_val"
+    where = {"demo": {}, "fire_smoke_val": {"dataset": real}, "fire_smoke_val images only": {"images": real / "images"}}
+    job = replace(config, **where[data], golden_root=tmp_path / "golden", report_dir=tmp_path / "report")
+    run_job(replace(job, update_golden=True, accept_weak_baseline=data != "demo"), log=lambda line: None)
+    again = run_job(job, log=lambda line: None)
+    assert [g.name for g in again.gates] == [str(g) for g in planned_gates(job)]
+    assert [g.text for g in again.gates if not g.passed] == []
+    agreement = again.gates[-1]
+    assert agreement.id.kind == "path_agreement" and agreement.baseline == pytest.approx(agreement.observed, abs=1e-6)
+    if data == "fire_smoke_val":
+        assert agreement.observed < 0.8  # the finding: it failed the fixed floor after blessing

@@ -13,7 +13,7 @@ from harness.verdict.gates import (
     missing_golden_gates,
     run_gates,
 )
-from harness.verdict.golden import Tolerances, golden_from_result
+from harness.verdict.golden import Tolerances, golden_from_result, load_golden, write_golden
 from harness.verdict.metrics.coco import paired_bootstrap
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 
@@ -301,3 +301,59 @@ def test_a_gate_held_to_a_baseline_blessed_weak_says_it_cannot_fail(hailo):
     assert by_kind["map"].passed and "WEAK BASELINE, blessed with --accept-weak-baseline" in by_kind["map"].text
     assert by_kind["map"].weak.startswith("map50_drop 0.02 >= baseline map50 0")
     assert by_kind["box_count"].weak == ""
+
+
+def _worse(truths, hailo, dropped: slice):
+    """``hailo`` with the detections of the images ``dropped`` missed."""
+    preds = list(hailo.predictions)
+    preds[dropped] = [p.select(slice(0, 0)) for p in preds[dropped]]
+    return sr.result(preds, truths, path="hailo")
+
+
+def test_a_blessed_agreement_holds_the_path_to_its_own_share_so_a_blessed_run_passes_again(
+    truths, onnx, hailo, tmp_path
+):
+    low = _worse(truths, hailo, slice(0, 5))
+    default = gate_path_agreement(onnx, low)
+    assert not default.passed and default.observed < 0.8  # below the floor that held before blessing
+    exact = Tolerances(0, 0, 0, 0, 0, 0)  # nothing allowed: only the baseline's rounding
+    file = tmp_path / "hailo.json"
+    write_golden(file, golden_from_result(low, exact, reference=onnx))
+    blessed = load_golden(file)
+    assert blessed.agreement is not None and blessed.agreement.matched_share == pytest.approx(
+        default.observed, abs=1e-6
+    )
+    gates = run_gates(low, blessed, reference=onnx)
+    assert [g.name for g in gates if not g.passed] == []  # bless, then the same run: every gate passes
+    gate = gates[-1]
+    assert gate.name == "test_path_agreement[fire_smoke_val-hailo]" and gate.causes == ()
+    assert gate.baseline == blessed.agreement.matched_share and "held to blessed" in gate.text
+    lower = gate_path_agreement(onnx, _worse(truths, hailo, slice(0, 6)), blessed)
+    assert not lower.passed and lower.observed < lower.tolerance
+    assert f"below the floor {blessed.agreement.matched_share:.1%}" in lower.text
+
+
+def test_a_blessed_score_drift_holds_the_path_to_its_own_drift_plus_its_tolerance(truths, onnx, tmp_path):
+    squeezed = sr.result(sr.with_scores(onnx.predictions, lambda s: 1 / (1 + np.exp(-s))), truths, path="hailo")
+    assert not gate_path_agreement(onnx, squeezed).passed  # beyond the default limit
+    file = tmp_path / "hailo.json"
+    write_golden(file, golden_from_result(squeezed, Tolerances(score_drift_rise=0.01), reference=onnx))
+    blessed = load_golden(file)
+    assert gate_path_agreement(onnx, squeezed, blessed).passed
+    further = sr.result(sr.with_scores(squeezed.predictions, lambda s: s - 0.05), truths, path="hailo")
+    gate = gate_path_agreement(onnx, further, blessed)
+    assert not gate.passed and f"limit {blessed.agreement.score_drift + 0.01:.4g}" in gate.text
+
+
+def test_a_blessed_agreement_is_held_on_its_own_images_only(truths, onnx, hailo, tmp_path):
+    golden = golden_from_result(hailo, reference=onnx)
+    other = sr.replaced(golden, provenance=sr.replaced(golden.provenance, dataset_manifest="f" * 64))
+    gate = gate_path_agreement(onnx, hailo, other)
+    assert not gate.passed and "dataset manifest ffffffffffffffff" in gate.text
+
+
+def test_a_baseline_without_a_blessed_agreement_holds_the_default_floor_and_says_so(truths, onnx, hailo):
+    gate = gate_path_agreement(onnx, _worse(truths, hailo, slice(0, 5)), golden_from_result(hailo))
+    assert not gate.passed and gate.tolerance == 0.8 and gate.baseline is None
+    assert "held to the default floor and limit: its baseline blessed no agreement (schema 1)" in gate.text
+    assert "--update-golden blesses this run's agreement" in gate.text

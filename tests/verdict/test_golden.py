@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import harness.verdict.golden as golden_module
+from harness.verdict.gates import gate_path_agreement
 from harness.verdict.golden import (
     SCHEMA_VERSION,
     GoldenError,
@@ -90,10 +91,12 @@ def test_baseline_file_is_sorted_two_space_json_with_one_value_per_line_and_null
     assert data["metrics"]["score_histogram"]["0.95-1.00"] == run.scores.histogram[-1]
     assert data["provenance"]["environment"] == {"hailort": "4.23.0", "onnxruntime": "1.20.1"}
     assert data["tolerances"] == {
+        "agreement_drop": 0.05,
         "box_count_rel": 0.25,
         "map50_95_drop": 0.02,
         "map50_drop": 0.02,
         "saturation_abs": 0.05,
+        "score_drift_rise": 0.05,
     }
     assert all(line.count(": ") <= 1 for line in text.splitlines())
 
@@ -168,7 +171,7 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
             lambda d: d["metrics"]["box_counts"].update(mean=-1.0),
             r"field metrics\.box_counts\.mean is -1\.0, expected a finite number >= 0",
         ),
-        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected 1"),
+        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2\]"),
         (
             lambda d: d["tolerances"].update(map50_drop=-0.1),
             r"field tolerances\.map50_drop is -0\.1, expected a number from 0 to 1",
@@ -189,7 +192,7 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
         (lambda d: d.update(metrics=[]), r"field metrics is \[\], expected an object"),
         (
             lambda d: d["tolerances"].update(map_drop=0.05),
-            r"field tolerances has unknown keys \['map_drop'\], expected only \['box_count_rel'",
+            r"field tolerances has unknown keys \['map_drop'\], expected only \['agreement_drop', 'box_count_rel'",
         ),
     ],
 )
@@ -526,3 +529,92 @@ def test_a_set_blessed_under_a_relative_root_is_completed_from_any_working_folde
     monkeypatch.chdir(elsewhere)
     later = load_golden(tmp_path / "g" / "ds--hailo.json")
     assert later.provenance.model_sha256 == _later(run).provenance.model_sha256
+
+
+@pytest.fixture(scope="module")
+def reference():
+    truths = sr.truths()
+    return sr.result(sr.predictions(truths, seed=2), truths)
+
+
+def _schema_1(data):
+    """``data`` as a baseline written before the agreement was blessed."""
+    data.update(schema_version=1)
+    data.pop("agreement", None)
+    for key in ("agreement_drop", "score_drift_rise"):
+        data["tolerances"].pop(key)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["agreement"].update(matched_share=1.5),
+            r"field agreement\.matched_share is 1\.5, expected a share in \[0, 1\]",
+        ),
+        (
+            lambda d: d["agreement"].update(score_drift="0.03"),
+            r"field agreement\.score_drift is '0\.03', expected a number from 0 to 1",
+        ),
+        (lambda d: d["agreement"].pop("score_drift"), r"field agreement\.score_drift is missing"),
+        (lambda d: d["agreement"].update(floor=0.8), r"field agreement has unknown keys \['floor'\]"),
+        (
+            lambda d: d["tolerances"].pop("agreement_drop"),
+            r"field tolerances\.agreement_drop is missing, expected a number from 0 to 1",
+        ),
+        (
+            lambda d: (_schema_1(d), d.update(agreement={"matched_share": 0.9, "score_drift": 0.0})),
+            r"unknown keys \['agreement'\]",  # schema 1 never had one
+        ),
+        (
+            lambda d: (_schema_1(d), d["tolerances"].update(agreement_drop=0.05)),
+            r"field tolerances has unknown keys \['agreement_drop'\]",
+        ),
+    ],
+)
+def test_a_blessed_agreement_is_read_strictly(tmp_path, run, reference, change, message):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run, reference=reference))
+    data = json.loads(file.read_text())
+    change(data)
+    file.write_text(json.dumps(data))
+    with pytest.raises(GoldenError, match=rf"^{file}: .*{message}"):
+        load_golden(file)
+
+
+def test_a_hailo_baseline_keeps_its_agreement_with_the_reference_and_the_reference_baseline_none(
+    tmp_path, run, reference
+):
+    file = tmp_path / "g.json"
+    summary = write_golden(file, golden_from_result(run, reference=reference))
+    data = json.loads(file.read_text())
+    assert data["schema_version"] == 2 and set(data["agreement"]) == {"matched_share", "score_drift"}
+    measured = gate_path_agreement(reference, run)
+    assert data["agreement"]["matched_share"] == round(measured.observed, 6) and "agreement.matched_share: " in summary
+    assert "agreement" not in json.loads(_written(tmp_path / "r.json", golden_from_result(reference)))
+
+
+def _written(file, golden):
+    write_golden(file, golden)
+    return file.read_text()
+
+
+def test_a_schema_1_baseline_is_still_read_without_an_agreement_and_with_the_default_tolerances(tmp_path, run):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    data = json.loads(file.read_text())
+    _schema_1(data)
+    file.write_text(json.dumps(data))
+    old = load_golden(file)
+    assert old.agreement is None and old.tolerances == Tolerances()
+    assert old.metrics.map50 == pytest.approx(run.metrics.map50, abs=1e-6)
+
+
+def test_an_agreement_drop_as_large_as_the_blessed_share_cannot_fail_and_is_blessed_only_knowingly(
+    tmp_path, run, reference
+):
+    lax = Tolerances(agreement_drop=1.0)
+    with pytest.raises(GoldenError, match=r"agreement_drop 1 >= blessed matched share .*--accept-weak-baseline"):
+        write_golden(tmp_path / "g.json", golden_from_result(run, lax, reference=reference))
+    write_golden(tmp_path / "g.json", golden_from_result(run, lax, accept_weak=True, reference=reference))
+    assert load_golden(tmp_path / "g.json").accepted_weak == ("agreement_cannot_fail",)

@@ -152,7 +152,7 @@ def per_image_matches(
     ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int
 ) -> ImageMatches:
     """COCOeval's per-image, per-class matching of ``predictions`` against ``ground_truth``."""
-    _check_inputs(ground_truth, predictions, n_classes)
+    check_inputs(ground_truth, predictions, n_classes)
     n_images = len(ground_truth)
     truths = _truth_table(ground_truth, n_images)
     kept = _kept_detections(predictions, n_images)
@@ -290,7 +290,7 @@ def _batch_precision(m: ClassMatches, sets: np.ndarray, per_image: np.ndarray, f
     return at_recall
 
 
-def _check_inputs(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int) -> None:
+def check_inputs(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int) -> None:
     if len(ground_truth) != len(predictions):
         raise MetricsError(f"{len(ground_truth)} ground-truth images but {len(predictions)} prediction sets")
     if not ground_truth:

@@ -6,7 +6,7 @@ The public API, each name loaded when first used (so ``import harness`` stays ch
 
     job = harness.run_job(harness.JobConfig())  # the demo: ONNX + emulated Hailo path, gates, reports
     run = harness.prepare_run("m.onnx", harness.load_dataset("data/fire_smoke_val"))
-    result = harness.evaluate(harness.PathSpec(harness.Backend.EMULATOR), run)
+    result = harness.evaluate_spec(harness.PathSpec(harness.Backend.EMULATOR), run)
     info = harness.read_hef("m.hef")
     failures = harness.run_conformance(my_decoder)
 """
@@ -14,6 +14,7 @@ The public API, each name loaded when first used (so ``import harness`` stays ch
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -29,7 +30,7 @@ _API = {
     "prepare_run": "harness.pipeline.factory",
     "load_dataset": "harness.pipeline.factory",
     "open_path": "harness.pipeline.factory",
-    "evaluate": "harness.pipeline.factory",
+    "evaluate_spec": "harness.pipeline.factory",
     "read_hef": "harness.inputs.hef.reader",
     "run_conformance": "harness.conformance.suite",
     # What a decoder of one's own takes and returns (see README, "Your own decoder").
@@ -54,7 +55,7 @@ __all__ = [
     "RunContext",
     "SettingsSpec",
     "__version__",
-    "evaluate",
+    "evaluate_spec",
     "load_dataset",
     "open_path",
     "prepare_run",
@@ -69,12 +70,20 @@ if TYPE_CHECKING:
     from harness.core.settings import DecodeConfig
     from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
     from harness.inputs.hef.reader import read_hef
-    from harness.pipeline.factory import RunContext, evaluate, load_dataset, open_path, prepare_run
+    from harness.pipeline.factory import RunContext, evaluate_spec, load_dataset, open_path, prepare_run
     from harness.pipeline.job import JobResult, run_job
     from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
 
 
+# Names that were renamed: each still works until 0.2, with a DeprecationWarning naming the new one.
+_RENAMED = {"evaluate": "evaluate_spec"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(f"harness.{name} is renamed harness.{new} (the old name goes in 0.2)", DeprecationWarning, 2)
+        name = new
     if name not in _API:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
     return getattr(importlib.import_module(_API[name]), name)

@@ -23,7 +23,7 @@ from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import (
     DetectionPath,
 )
-from harness.pipeline.factory import RunContext, emulated_hef, evaluate, load_dataset, open_path, prepare_run
+from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec, load_dataset, open_path, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec, golden_roots
 from harness.verdict.golden import Golden, baseline_file, golden_from_result, load_golden
 from harness.verdict.hef_checks import CheckContext, run_checks
@@ -91,8 +91,8 @@ class Bench:
     def raw_path(self, stack: ExitStack, decoder: Decoder) -> DetectionPath:
         return self.path(stack, self.raw_spec(decoder))
 
-    def evaluate(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
-        return self.run.evaluate(path, dataset or self.dataset)
+    def evaluate_path(self, path: DetectionPath, dataset: Dataset | None = None) -> PathResult:
+        return self.run.evaluate_path(path, dataset or self.dataset)
 
     def reference_for(self, result: PathResult) -> PathResult:
         """The ONNX reference relabelled with ``result``'s class map (the map changes no prediction)."""
@@ -100,7 +100,7 @@ class Bench:
             return self.reference
         with ExitStack() as stack:
             settings = replace(self.settings, class_map=result.settings.class_map)
-            return self.evaluate(self.path(stack, REFERENCE, settings))
+            return self.evaluate_path(self.path(stack, REFERENCE, settings))
 
     @property
     def description(self) -> HefInfo:
@@ -152,13 +152,13 @@ def open_bench(
     full = run.dataset  # images without labels take the model's class names here
     data = subset(full, range(min(first, len(full.samples)))) if first else full
     spec = PathSpec(Backend.EMULATOR, calibration=calibration)
-    reference = evaluate(REFERENCE, run, data)
+    reference = evaluate_spec(REFERENCE, run, data)
     hef: EmulatedHef | None
     try:
         hef, refusal = emulated_hef(spec, run), ""
     except HarnessError as error:
         hef, refusal, spec = None, str(error), REFERENCE
-    subject = evaluate(spec, run, data) if hef is not None else reference
+    subject = evaluate_spec(spec, run, data) if hef is not None else reference
     # The modes' own evaluations are the doctor's lines to tell (harness.doctor.table.run_doctor).
     bench = Bench(replace(run, log=lambda line: None), data, spec, hef, refusal, reference, subject)
     baselines, sources = {}, {}

@@ -57,7 +57,7 @@ def doctor_evidence(
         return evidence
     if comparable:
         few = subset(bench.dataset, range(min(PROBE_IMAGES, len(bench.dataset.samples))))
-        swapped = bench.evaluate(HostPath(probe, "probe: channels reversed", before=reversed_channels), few)
+        swapped = bench.evaluate_path(HostPath(probe, "probe: channels reversed", before=reversed_channels), few)
         counts = agreement(reference.predictions[: len(few.samples)], swapped.predictions)
         evidence = replace(evidence, reversed_channels_matched_share=matched_share(counts))
     decoder = getattr(probe, "decoder", None)

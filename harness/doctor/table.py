@@ -20,7 +20,7 @@ from harness.doctor.modes import MODES, REFUSALS, Injected, Mode, inject
 from harness.pipeline.detect import (
     DetectionPath,
 )
-from harness.pipeline.factory import evaluate
+from harness.pipeline.factory import evaluate_spec
 from harness.pipeline.spec import REFERENCE
 from harness.verdict.diagnosis import collect_evidence, diagnose
 from harness.verdict.gate_id import baseline_kinds
@@ -154,7 +154,7 @@ def run_mode(bench: Bench, mode: Mode) -> DoctorRow:
                 failing = [r for r in bench.checks(injected.description) if r.passed is False and r.name not in clean]
                 return _checks_row(mode, mode.injection, failing)
             assert injected.path is not None
-            result = bench.evaluate(injected.path, injected.dataset)
+            result = bench.evaluate_path(injected.path, injected.dataset)
         except HarnessError as error:
             return _row(mode, mode.injection, True, f"refused: {error}", _refusal_name(error), str(error))
         return _path_row(bench, mode, mode.injection, injected.path, result)
@@ -174,7 +174,7 @@ def controls(bench: Bench) -> tuple[DoctorRow, ...]:
             replace(_CLEAN, name="clean_raw_heads"),
             "raw head outputs, harness decoder",
             raw,
-            bench.evaluate(raw),
+            bench.evaluate_path(raw),
         )
     failing = [r for r in bench.checks(bench.description) if r.passed is False]
     static = _checks_row(replace(_CLEAN, name="clean_hef_description"), "static checks, clean HEF description", failing)
@@ -194,8 +194,8 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
         n = max(1, round(share * len(bench.dataset.samples)))
         picked = np.random.default_rng(seed).choice(len(bench.dataset.samples), n, replace=False)
         sample = subset(bench.dataset, picked.tolist())
-        reference = evaluate(REFERENCE, bench.run, sample)
-        hailo = evaluate(bench.subject_spec, bench.run, sample)
+        reference = evaluate_spec(REFERENCE, bench.run, sample)
+        hailo = evaluate_spec(bench.subject_spec, bench.run, sample)
         gate = gate_path_agreement(reference, hailo)
         interval, within = None, True
         if bench.dataset.labelled:

@@ -100,7 +100,7 @@ def onnx_class_names(model: onnx.ModelProto, source: str = "ONNX model") -> tupl
     return tuple(names)
 
 
-def read_facts(model: onnx.ModelProto, sha256: str, source: str, heads: ExportHeads | None = None) -> ExportFacts:
+def export_facts_of(model: onnx.ModelProto, sha256: str, source: str, heads: ExportHeads | None = None) -> ExportFacts:
     """The facts of ``model`` (whose file has ``sha256``; ``source`` names it in errors); ``heads``:
     its head maps where the caller found them (at end nodes of its own), else found by structure."""
     from harness.inputs.onnx_graph import end_to_end, export_heads, model_input
@@ -175,7 +175,7 @@ def export_facts(onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike
             return replace(found, source=os.fspath(onnx_path))
     from harness.inputs.onnx_graph import load_model
 
-    facts = read_facts(load_model(onnx_path), sha256, os.fspath(onnx_path))
+    facts = export_facts_of(load_model(onnx_path), sha256, os.fspath(onnx_path))
     if cache_dir is not None and facts.family is not None:
         write_sidecar(sidecar_path(cache_dir, sha256), _json(facts), WHAT, log)
     return facts

@@ -66,7 +66,7 @@ class RunContext:
     def is_demo(self) -> bool:
         return Path(self.dataset.root).resolve() == demo_root(self.cache_dir).resolve()
 
-    def evaluate(
+    def evaluate_path(
         self,
         path: DetectionPath,
         dataset: Dataset | None = None,
@@ -270,8 +270,8 @@ def path_over(
     return runner_path(opened.runner, settings, opened.model_file, name, run.names, opened.variant, run.family)
 
 
-def evaluate(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:
+def evaluate_spec(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:
     """``spec`` evaluated on the run's dataset (or ``dataset``, a part of it); a recording path
     infers every image (the prediction cache would leave the store without them)."""
     with open_path(spec, run) as path:
-        return run.evaluate(path, dataset, spec.record is None, spec.kind, spec.recorded_kind)
+        return run.evaluate_path(path, dataset, spec.record is None, spec.kind, spec.recorded_kind)

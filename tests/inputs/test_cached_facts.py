@@ -16,7 +16,7 @@ from harness.backends.emulator import build as emulator_build
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, demo_split
-from harness.inputs.export_facts import export_facts, file_sha256, read_facts, record_passed, sidecar_path
+from harness.inputs.export_facts import export_facts, file_sha256, export_facts_of, record_passed, sidecar_path
 from harness.inputs.onnx_graph import load_model
 from harness.pipeline import factory
 from harness.pipeline.spec import Backend, JobConfig, PathSpec
@@ -64,7 +64,7 @@ def test_a_rerun_takes_an_exports_facts_from_its_sidecar_and_they_are_the_models
     export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = export_facts(export, tmp_path)
-    assert first == read_facts(load_model(export), file_sha256(export), str(export))
+    assert first == export_facts_of(load_model(export), file_sha256(export), str(export))
     assert first.input_name == "images" and first.input_hw == (256, 256) and first.names == ("fire", "smoke")
     assert first.family is (HeadFamily.YOLOV8 if export == DEMO_ONNX else HeadFamily.YOLO26_ONE2ONE)
     assert first.end_to_end is (export == DEMO26_ONNX)

@@ -18,7 +18,7 @@ from harness.inputs.dataset import DatasetError, load_yolo
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_root, demo_split
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import DecoderPath, NmsBufferPath, OnnxPath, RawHeadsPath
-from harness.pipeline.factory import calibration_source, evaluate, open_path, preflight, prepare_run
+from harness.pipeline.factory import calibration_source, evaluate_spec, open_path, preflight, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec, SettingsSpec
 from harness.verdict.result import PathResult
 
@@ -52,8 +52,8 @@ def test_each_backend_description_opens_the_path_it_names(run):
 
 
 def test_a_host_decoder_over_the_float_heads_finds_what_the_reference_finds(run):
-    reference = evaluate(REFERENCE, run)
-    heads = evaluate(PathSpec(Backend.ONNX, decoder=decode), run)
+    reference = evaluate_spec(REFERENCE, run)
+    heads = evaluate_spec(PathSpec(Backend.ONNX, decoder=decode), run)
     assert heads.metrics.map50 == pytest.approx(reference.metrics.map50, abs=0.02)
     assert heads.box_counts.total == pytest.approx(reference.box_counts.total, abs=2)
 
@@ -101,7 +101,7 @@ def test_a_split_with_a_coco_file_is_refused_naming_the_option(tmp_path):
 def _evaluate_both(data: Path, cache: Path) -> tuple[PathResult, PathResult]:
     run = prepare_run(DEMO_ONNX, load_yolo(data), cache_dir=cache, progress=False, log=lambda _: None)
     emulated = PathSpec(Backend.EMULATOR, calibration=str(data / "images" / "calib"), calibration_count=3)
-    return evaluate(REFERENCE, run), evaluate(emulated, run)
+    return evaluate_spec(REFERENCE, run), evaluate_spec(emulated, run)
 
 
 def test_a_rerun_with_every_prediction_cached_opens_no_onnxruntime_session_and_gives_the_same_results(
@@ -139,14 +139,14 @@ import sys
 from pathlib import Path
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
-from harness.pipeline.factory import evaluate, preflight, prepare_run
+from harness.pipeline.factory import evaluate_spec, preflight, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec
 
 data, cache = Path({str(data)!r}), Path({str(tmp_path / "cache")!r})
 preflight(JobConfig(dataset=data, cache_dir=cache))
 run = prepare_run(DEMO_ONNX, load_yolo(data), cache_dir=cache, progress=False, log=lambda _: None)
 emulated = PathSpec(Backend.EMULATOR, calibration=str(data / "images" / "calib"), calibration_count=3)
-results = [evaluate(spec, run) for spec in (REFERENCE, emulated)]
+results = [evaluate_spec(spec, run) for spec in (REFERENCE, emulated)]
 print([r.provenance.from_cache for r in results], sorted({{"onnx", "onnxruntime", "matplotlib"}} & set(sys.modules)))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)

@@ -26,7 +26,7 @@ def test_every_import_contract_of_the_package_is_kept():
 
 def test_the_public_api_loads_each_name_from_its_room_when_first_used():
     assert harness.run_job.__module__ == "harness.pipeline.job"
-    assert harness.evaluate.__module__ == "harness.pipeline.factory"
+    assert harness.evaluate_spec.__module__ == "harness.pipeline.factory"
     assert harness.read_hef.__module__ == "harness.inputs.hef.reader"
     assert {name for name in harness.__all__ if name != "__version__"} == set(harness._API)
     try:
@@ -47,6 +47,12 @@ def test_the_plugin_and_the_command_list_load_without_the_evaluation():
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_renamed_public_name_still_works_and_warns_its_new_name():
+    with pytest.warns(DeprecationWarning, match=r"^harness.evaluate is renamed harness.evaluate_spec \(the old"):
+        value = harness.evaluate
+    assert value is harness.evaluate_spec
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.decode.layout import layout_of_export
-from harness.inputs.export_facts import ExportFacts, file_sha256, read_facts
+from harness.inputs.export_facts import ExportFacts, file_sha256, export_facts_of
 from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, load_model
 
@@ -129,7 +129,7 @@ def onnx_facts(
     model = load_model(onnx)
     found = _export_heads(model, source, end_nodes)
     _require_head(found.family, head, source, model)
-    facts = read_facts(model, file_sha256(onnx), source, found)
+    facts = export_facts_of(model, file_sha256(onnx), source, found)
     try:
         layout_of_export(facts)
     except HeadPairingError as error:

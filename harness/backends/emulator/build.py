@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.facts import facts_of, read_facts, write_facts
+from harness.backends.emulator.facts import hef_facts_of, read_hef_facts, write_hef_facts
 from harness.backends.emulator.options import EmulatorOptions
 from harness.backends.emulator.outputs import head_family, head_roles, host_spec, nms_spec
 from harness.core import defaults
@@ -204,10 +204,10 @@ def build_emulated_hef(
     key = _cache_key(onnx_sha256, images_digest(paths), options)
     cached = Path(cache_dir) / f"{key}.onnx"
     kept = cached.with_suffix(".json")
-    facts = read_facts(kept, key, cached)
+    facts = read_hef_facts(kept, key, cached)
     if facts is None:
-        facts = facts_of(_quantized(source, paths, options, cached, progress))
-        write_facts(kept, facts, key, cached)
+        facts = hef_facts_of(_quantized(source, paths, options, cached, progress))
+        write_hef_facts(kept, facts, key, cached)
     else:
         log.info(
             "emulated HEF of %s: quantized model reused from the cache, %s (facts from %s)", source.name, cached, kept

@@ -47,7 +47,7 @@ class HefFacts:
     classes: int
 
 
-def facts_of(model: onnx.ModelProto) -> HefFacts:
+def hef_facts_of(model: onnx.ModelProto) -> HefFacts:
     """The facts of a quantized model the emulator built (a :class:`GraphError` where it did not)."""
     heads = head_specs(model)
     roles = head_roles(model)
@@ -86,7 +86,7 @@ def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
     }
 
 
-def write_facts(path: Path, facts: HefFacts, key: str, model: Path) -> None:
+def write_hef_facts(path: Path, facts: HefFacts, key: str, model: Path) -> None:
     """Keep ``facts`` of the quantized ``model`` (cache ``key``) in ``path``, whole or not at all; where
     it cannot be written the run goes on (logged): the next one reads the model again."""
     write_sidecar(path, _json(facts, key, _sha256(model)), WHAT, log)
@@ -153,7 +153,7 @@ def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
         raise ValueError(f"a missing or unknown name {error}") from None
 
 
-def read_facts(path: Path, key: str, model: Path) -> HefFacts | None:
+def read_hef_facts(path: Path, key: str, model: Path) -> HefFacts | None:
     """The facts kept in ``path`` for the quantized ``model`` of cache ``key``; None where there are
     none, or where they or the model are unreadable or not this HEF's (logged: read from the model again)."""
     return read_sidecar(path, lambda data: _fields(data, key, model), _KEYS, WHAT, log)

@@ -105,7 +105,11 @@ def format_result(result: PathResult, dataset: Dataset) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.pipeline.factory import evaluate, load_dataset, prepare_run  # the evaluation, once the options hold
+    from harness.pipeline.factory import (  # the evaluation, once the options hold
+        evaluate_spec,
+        load_dataset,
+        prepare_run,
+    )
 
     values = vars(args)
     spec = path_spec(values, single=True)  # a wrong combination of options is refused before any image is read
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         paths=(spec,),
         batch=args.batch,
     )
-    result = evaluate(spec, run)
+    result = evaluate_spec(spec, run)
     if args.save_predictions is not None:
         write_json(args.save_predictions, coco_predictions(result))
     from harness.verdict.result import result_json

@@ -16,7 +16,7 @@ from harness.backends.emulator import build as emulator_build
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, demo_split
-from harness.inputs.export_facts import export_facts, file_sha256, export_facts_of, record_passed, sidecar_path
+from harness.inputs.export_facts import export_facts, export_facts_of, file_sha256, record_passed, sidecar_path
 from harness.inputs.onnx_graph import load_model
 from harness.pipeline import factory
 from harness.pipeline.spec import Backend, JobConfig, PathSpec

@@ -35,7 +35,7 @@ from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.decode.layout import layout_of_export
-from harness.inputs.export_facts import ExportFacts, file_sha256, export_facts_of
+from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
 from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, load_model
 

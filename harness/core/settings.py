@@ -50,6 +50,18 @@ class Preprocess(str, enum.Enum):
     RESIZE = "resize"  # plain resize, aspect ratio not kept
 
 
+class MetricProtocol(str, enum.Enum):
+    """Which mAP a run measures: the same predictions give other numbers under each.
+
+    - ``coco``: pycocotools' ``COCOeval`` for boxes (harness.verdict.metrics.coco), the default;
+    - ``ultralytics``: the numbers ``yolo val`` prints (harness.verdict.metrics.ultralytics): its
+      matching, its interpolated AP (a perfect class scores 0.995), every detection counted.
+    """
+
+    COCO = "coco"
+    ULTRALYTICS = "ultralytics"
+
+
 class SettingsMismatch(HarnessError):
     """Two results measured under different settings were compared."""
 
@@ -65,6 +77,7 @@ class EvalSettings:
     preprocess: Preprocess = Preprocess.LETTERBOX
     # dataset class id -> model class id, by name (see harness.inputs.dataset.class_map)
     class_map: tuple[int, ...] = ()
+    metric: MetricProtocol = MetricProtocol.COCO  # how the mAPs are measured; fixes no prediction
 
     def decode_config(self, classes_are_probabilities: bool | None = None) -> DecodeConfig:
         return DecodeConfig(
@@ -83,6 +96,7 @@ class EvalSettings:
         d["nms_mode"] = self.nms_mode.value
         d["preprocess"] = self.preprocess.value
         d["class_map"] = list(self.class_map)
+        d["metric"] = self.metric.value
         return d
 
     @classmethod
@@ -102,6 +116,10 @@ class EvalSettings:
                 f.value("preprocess", _one_of(Preprocess), _names(Preprocess), Preprocess.LETTERBOX.value)
             ),
             class_map=tuple(f.value("class_map", _is_ids, "a list of model class ids (integers >= 0)", [])),
+            # a document from before the metric was chosen measured COCO's
+            metric=MetricProtocol(
+                f.value("metric", _one_of(MetricProtocol), _names(MetricProtocol), MetricProtocol.COCO.value)
+            ),
         )
         f.done()
         return settings
@@ -114,7 +132,12 @@ class EvalSettings:
     def require_same(self, other: EvalSettings, what: str) -> None:
         diff = self.differences(other)
         if diff:
-            raise SettingsMismatch(f"{what}: results measured under different settings ({'; '.join(diff)})")
+            metrics = (
+                f": mAPs of --metric {self.metric.value} and --metric {other.metric.value} are not comparable"
+                if self.metric != other.metric
+                else ""
+            )
+            raise SettingsMismatch(f"{what}: results measured under different settings ({'; '.join(diff)}){metrics}")
 
 
 def _is_hw(value: Any) -> bool:

@@ -4,7 +4,7 @@ resumes where it stopped and a re-run with unchanged inputs does no inference.
 One append-only binary file per key (``<path name>-<key digest>.bin``): the path name, the model's
 sha256, the path's variant, the settings that fix the predictions (all of
 :class:`~harness.core.settings.EvalSettings` but the class map, which only relabels the ground
-truth), what ran it, the package versions, the harness's detection code and version
+truth, and the metric, which only measures), what ran it, the package versions, the harness's detection code and version
 (:func:`cache_key`). All numbers are little-endian::
 
     file    = MAGIC  format:u32  record(KEY_RECORD, key JSON)  record(BATCH_RECORD, batch)*
@@ -93,7 +93,7 @@ def cache_key(path: DetectionPath) -> dict[str, Any]:
     """Everything that fixes a path's predictions of an image (the image's own sha256 aside): the
     model, the settings, what ran it (runtime and device), the package versions and the harness's
     own detection code. A runtime upgrade, another device or an edited decoder is another key."""
-    settings = {k: v for k, v in path.settings.to_dict().items() if k != "class_map"}
+    settings = {k: v for k, v in path.settings.to_dict().items() if k not in ("class_map", "metric")}
     return {
         "format": FORMAT,
         "harness": __version__,

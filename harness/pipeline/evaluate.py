@@ -9,7 +9,7 @@ by one), a killed one at most the cache's unwritten batch, and a repeated one in
 truth is relabelled
 to the model's class ids by name (``settings.class_map``, or the identity when the dataset's and
 the model's class names are the same list, order included); metrics follow at
-``settings.score_threshold``.
+``settings.score_threshold``, under ``settings.metric``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from harness.inputs.preprocess import load_image
 from harness.pipeline.backends import kind_named
 from harness.pipeline.cache import CacheFile, PredictionCache
 from harness.pipeline.detect import DetectionPath, FrameResult, detect_frames
-from harness.verdict.metrics import box_counts, evaluate, score_distribution
+from harness.verdict.metrics import METRICS, box_counts, score_distribution
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
 
@@ -231,7 +231,9 @@ def evaluate_path(
         ),
         image_ids=tuple(s.image_id for s in dataset.samples),
         predictions=predictions,
-        metrics=timed(Stage.METRICS, evaluate, ground_truth, predictions, names, settings.score_threshold),
+        metrics=timed(
+            Stage.METRICS, METRICS[settings.metric], ground_truth, predictions, names, settings.score_threshold
+        ),
         box_counts=timed(Stage.METRICS, box_counts, predictions),
         scores=timed(Stage.METRICS, score_distribution, predictions),
         cells=_cells(frames, settings.score_threshold),

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
-from harness.core.settings import NmsMode, Preprocess
+from harness.core.settings import MetricProtocol, NmsMode, Preprocess
 from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.backends import BACKENDS, describe, listed
@@ -228,6 +228,14 @@ _OPTIONS = (
     Option("nms", "NMS semantics", NmsMode, NmsMode.HAILORT, choices=_choices(NmsMode)),
     Option("preprocess", "image fit", Preprocess, Preprocess.LETTERBOX, choices=_choices(Preprocess)),
     Option(
+        "metric",
+        "how the mAPs are measured: coco (pycocotools' COCOeval) or ultralytics (the numbers yolo val prints: "
+        "its matching and interpolated AP); a baseline holds only runs of its own metric",
+        MetricProtocol,
+        MetricProtocol.COCO,
+        choices=_choices(MetricProtocol),
+    ),
+    Option(
         "map_class",
         "map a dataset class name to a model class name (repeatable); without it the names must be equal",
         _class_pair,
@@ -264,7 +272,16 @@ PATH_OPTIONS = (
     "hailo_format",
     "batch",
 )
-SETTINGS_OPTIONS = ("score_threshold", "iou_threshold", "max_per_class", "max_total", "nms", "preprocess", "map_class")
+SETTINGS_OPTIONS = (
+    "score_threshold",
+    "iou_threshold",
+    "max_per_class",
+    "max_total",
+    "nms",
+    "preprocess",
+    "map_class",
+    "metric",
+)
 DATASET_OPTIONS = ("dataset", "images", "split", "max_unreadable")
 JOB_OPTIONS = (
     *PATH_OPTIONS,
@@ -379,6 +396,7 @@ def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
         nms_mode=NmsMode(_value(values, "nms")),
         preprocess=Preprocess(_value(values, "preprocess")),
         map_class=tuple(values.get("map_class") or ()),
+        metric=MetricProtocol(_value(values, "metric")),
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.path_names import ONNX, EmulationStage, PathKind
-from harness.core.settings import EvalSettings, NmsMode, Preprocess
+from harness.core.settings import EvalSettings, MetricProtocol, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, SHIPPED_GOLDEN
 from harness.pipeline.backends import describe, refusal
@@ -99,6 +99,7 @@ class SettingsSpec:
     nms_mode: NmsMode = NmsMode.HAILORT
     preprocess: Preprocess = Preprocess.LETTERBOX
     map_class: tuple[tuple[str, str], ...] = ()  # (dataset class name, model class name)
+    metric: MetricProtocol = MetricProtocol.COCO
 
     def resolve(
         self, input_hw: tuple[int, int], class_map: tuple[int, ...], compiled: CompiledThresholds | None = None
@@ -114,6 +115,7 @@ class SettingsSpec:
             nms_mode=self.nms_mode,
             preprocess=self.preprocess,
             class_map=class_map,
+            metric=self.metric,
         )
 
 

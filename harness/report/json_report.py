@@ -21,8 +21,9 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 # 2: paths[].fps, stages; 3: calibration, baselines, diagnoses, gates[].allowed/text, highest_score; 4: thresholds;
 # 5: gates[].weak, baselines[].blessed_sha256/blessed/run_sha256/accepted_weak;
 # 6: paths[].kind (float, emulated, device, replayed) and recorded_kind (a replayed path's, else null);
-# 7: paths[] are verdict.result.result_json (eval --json's form): n_images added
-SCHEMA_VERSION = 7
+# 7: paths[] are verdict.result.result_json (eval --json's form): n_images added;
+# 8: paths[].settings.metric, the mAP protocol (coco or ultralytics)
+SCHEMA_VERSION = 8
 
 
 def report_document(

@@ -253,6 +253,9 @@ def _inputs(document: dict[str, Any]) -> list[Para]:
     """What the run could not know without labels, where its thresholds come from, the calibration set
     and the baseline files, one paragraph each (none where the run had none)."""
     paras = [] if document["dataset"]["labelled"] else [Para((Text(LABEL_FREE),))]
+    paras += [Para((Text(note),)) for note in left_out_notes(document)]
+    if document["dataset"]["labelled"]:
+        paras.append(Para((Text(metric_note(document["paths"])),)))
     if document["thresholds"]:
         paras.append(Para((Text(f"Thresholds: {document['thresholds']}."),)))
     if document["calibration"]:
@@ -268,6 +271,47 @@ def _inputs(document: dict[str, Any]) -> list[Para]:
         )
         paras.append(Para((Text(f"Baseline of {b['path']}: "), Code(b["file"]), Text(f"{note}{blessed_note(b)}."))))
     return paras
+
+
+METRIC_NOTES = {
+    "coco": "pycocotools' COCOeval: at most 100 detections per class and image, crowd regions ignored, the "
+    "precision envelope's step at 101 recall points",
+    "ultralytics": "the numbers yolo val prints: every detection matched greedily, no crowd regions, the "
+    "precision envelope interpolated at 101 recall points, so a perfect class scores 0.995",
+}
+
+
+def metric_note(paths: Sequence[dict[str, Any]]) -> str:
+    """The protocol the mAPs were measured under (a path's settings from before the choice: COCO's)."""
+    used = dict.fromkeys(p["settings"].get("metric", "coco") for p in paths)
+    return "mAP protocol: " + "; ".join(f"{m} ({METRIC_NOTES[m]})" for m in used) + "."
+
+
+UNREADABLE_SHOWN = 10  # unreadable images named in a report (all of them are in report.json)
+
+
+def left_out_notes(document: dict[str, Any]) -> list[str]:
+    """What the run left out of the dataset, a sentence each: the unreadable images (count, and the
+    first :data:`UNREADABLE_SHOWN` with why) and the dataset classes mapped to nothing
+    (``--map-class NAME=``: class map -1)."""
+    notes = []
+    unreadable = document["dataset"]["unreadable"]
+    if unreadable:
+        named = "; ".join(f"{u['image_id']} ({u['reason']})" for u in unreadable[:UNREADABLE_SHOWN])
+        more = len(unreadable) - UNREADABLE_SHOWN
+        notes.append(
+            f"Left out: {len(unreadable)} unreadable image{'s' if len(unreadable) > 1 else ''}, within "
+            f"--max-unreadable: {named}" + (f"; and {more} more (report.json names them all)." if more > 0 else ".")
+        )
+    mapping = document["paths"][0]["settings"]["class_map"] if document["paths"] else []
+    # an empty class map is the identity; a label-free set's names are the model's
+    dropped = [name for name, target in zip(document["dataset"]["names"], mapping, strict=False) if target == -1]
+    if dropped:
+        classes = "classes" if len(dropped) > 1 else "class"
+        notes.append(
+            f"Left out of the evaluation (--map-class NAME=): the labels of dataset {classes} {', '.join(dropped)}."
+        )
+    return notes
 
 
 def weak_note(gates: Sequence[dict[str, Any]]) -> str:

@@ -1,12 +1,26 @@
-"""Metrics over detections: COCO mAP and its bootstrap, prediction distributions, path agreement."""
+"""Metrics over detections: COCO mAP and its bootstrap, Ultralytics' mAP, prediction distributions, path agreement."""
 
+from collections.abc import Callable, Sequence
+
+from harness.core.detections import Detections
+from harness.core.settings import MetricProtocol
+from harness.inputs.dataset import GroundTruth
+from harness.verdict.metrics import coco, ultralytics
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import CocoMetrics, PairedBootstrap, evaluate, paired_bootstrap
 from harness.verdict.metrics.distribution import box_counts, cells_above_threshold, score_distribution
 
+Metric = Callable[[Sequence[GroundTruth], Sequence[Detections], Sequence[str], float], CocoMetrics]
+METRICS: dict[MetricProtocol, Metric] = {
+    MetricProtocol.COCO: coco.evaluate,
+    MetricProtocol.ULTRALYTICS: ultralytics.evaluate,
+}
+
 __all__ = [
+    "METRICS",
     "Agreement",
     "CocoMetrics",
+    "Metric",
     "PairedBootstrap",
     "agreement",
     "box_counts",

@@ -4,7 +4,6 @@ report, and a baseline of one protocol never gates a run of another."""
 import json
 
 import pytest
-from support import synthetic_results as synth
 
 from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings, MetricProtocol
@@ -13,6 +12,8 @@ from harness.report.view import metric_note
 from harness.verdict.gates import gate_map
 from harness.verdict.golden import golden_from_result, load_golden, write_golden
 from harness.verdict.metrics import METRICS, ultralytics
+
+from support import synthetic_results as synth
 
 ULTRALYTICS = EvalSettings((synth.SIDE, synth.SIDE), score_threshold=0.2, metric=MetricProtocol.ULTRALYTICS)
 
@@ -45,7 +46,8 @@ def test_settings_record_the_metric_and_a_document_without_it_is_cocos():
     assert EvalSettings.from_dict(ULTRALYTICS.to_dict()) == ULTRALYTICS
     old = {k: v for k, v in ULTRALYTICS.to_dict().items() if k != "metric"}
     assert EvalSettings.from_dict(old).metric is MetricProtocol.COCO
-    with pytest.raises(HarnessError, match=r"^b\.json: field settings\.metric is 'voc', expected one of 'coco', 'ultralytics'$"):
+    refusal = r"^b\.json: field settings\.metric is 'voc', expected one of 'coco', 'ultralytics'$"
+    with pytest.raises(HarnessError, match=refusal):
         EvalSettings.from_dict({**ULTRALYTICS.to_dict(), "metric": "voc"}, "b.json")
 
 

@@ -19,13 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tools.bench_compare import HARNESS_PROTOCOL, Bench, Case, dataset_of, known_cases, run_harness
+from tools.bench_compare import HARNESS_PROTOCOL, Case, Lab, dataset_of, known_cases, run_harness
 from tools.bench_eval import ULTRALYTICS_PYTHON
 
 BACKENDS = ("onnx", "emulator")
 
 
-def _run(bench: Bench, case: Case, folder: Path, backend: str, batch: int) -> dict[str, Any]:
+def _run(bench: Lab, case: Case, folder: Path, backend: str, batch: int) -> dict[str, Any]:
     dataset = dataset_of(bench, case)
     arguments = ["eval", "--onnx", str(case.onnx), "--dataset", str(dataset.root), *HARNESS_PROTOCOL]
     saved = folder / f"{backend}-{batch}-predictions.json"
@@ -51,7 +51,7 @@ def difference(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> f
 Row = tuple[float, float, float]  # images per second, inference ms per image, difference to the first batch
 
 
-def measure(bench: Bench, case: Case, batches: list[int], repeat: int) -> dict[str, dict[int, Row]]:
+def measure(bench: Lab, case: Case, batches: list[int], repeat: int) -> dict[str, dict[int, Row]]:
     """Per backend and batch: (images per second, inference ms per image) of the fastest run, and the
     largest difference of its detections to the first batch's."""
     folder = bench.work / "runs" / f"batch-{case.name}"
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench-batch")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    bench = Bench(args.work.resolve(), args.threads, ULTRALYTICS_PYTHON)
+    bench = Lab(args.work.resolve(), args.threads, ULTRALYTICS_PYTHON)
     case = known_cases()[args.case]
     found = measure(bench, case, args.batches, args.repeat)
     print(f"batch {case.name}: {case.onnx.name}, onnxruntime {args.threads} threads, best of {args.repeat}")

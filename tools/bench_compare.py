@@ -78,7 +78,7 @@ def known_cases() -> dict[str, Case]:
 
 
 @dataclass(frozen=True)
-class Bench:
+class Lab:
     """Where children run and write (``work``; its ``.harness-cache`` keeps the demo set and emulated
     HEFs between runs), their threads, and the interpreter with Ultralytics."""
 
@@ -96,16 +96,16 @@ class Bench:
         return {**os.environ, **pinned, "PYTHONPATH": str(ROOT)}
 
 
-def dataset_of(bench: Bench, case: Case) -> Dataset:
-    return load_dataset(case.dataset, cache_dir=bench.cache_dir)
+def dataset_of(lab: Lab, case: Case) -> Dataset:
+    return load_dataset(case.dataset, cache_dir=lab.cache_dir)
 
 
-def run_harness(bench: Bench, arguments: list[str], out: Path) -> dict[str, Any]:
+def run_harness(lab: Lab, arguments: list[str], out: Path) -> dict[str, Any]:
     """``hailo-harness ARGUMENTS`` in a child, timed by stage; ``process_s`` its whole wall time."""
-    command = [sys.executable, "-m", "tools.bench_stages", str(out), "--threads", str(bench.threads), "--", *arguments]
+    command = [sys.executable, "-m", "tools.bench_stages", str(out), "--threads", str(lab.threads), "--", *arguments]
     out.unlink(missing_ok=True)
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=bench.work, env=bench.env(), capture_output=True, text=True)
+    done = subprocess.run(command, cwd=lab.work, env=lab.env(), capture_output=True, text=True)
     process_s = time.perf_counter() - start
     result = json.loads(out.read_text()) if done.returncode == 0 else {}
     if result.get("status") != 0:
@@ -145,16 +145,16 @@ def ultralytics_set(dataset: Dataset, folder: Path) -> Path:
     return yaml
 
 
-def run_ultralytics(bench: Bench, model: Path, yaml: Path, imgsz: int, score: Path, out: Path) -> dict[str, Any]:
+def run_ultralytics(lab: Lab, model: Path, yaml: Path, imgsz: int, score: Path, out: Path) -> dict[str, Any]:
     command = [
-        str(bench.ultralytics_python),
+        str(lab.ultralytics_python),
         str(ROOT / "tools" / "ultralytics_val.py"),
-        *("--model", str(model), "--data", str(yaml), "--imgsz", str(imgsz), "--threads", str(bench.threads)),
+        *("--model", str(model), "--data", str(yaml), "--imgsz", str(imgsz), "--threads", str(lab.threads)),
         *("--conf", str(PROTOCOL["conf"]), "--iou", str(PROTOCOL["iou"]), "--out", str(out), "--score", str(score)),
     ]
     out.unlink(missing_ok=True)
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=bench.work, env=bench.env(), capture_output=True, text=True)
+    done = subprocess.run(command, cwd=lab.work, env=lab.env(), capture_output=True, text=True)
     process_s = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench_eval: Ultralytics' val failed:\n{done.stderr[-3000:]}")
@@ -250,15 +250,15 @@ def ultralytics_available(python: Path) -> bool:
     return done.returncode == 0
 
 
-def compare(bench: Bench, case: Case, repeat: int, with_ultralytics: bool) -> dict[str, Any]:
+def compare(lab: Lab, case: Case, repeat: int, with_ultralytics: bool) -> dict[str, Any]:
     """Both sides on ``case`` (each the fastest of ``repeat`` runs, taking turns), their mAPs, the
     cross-scoring; the harness's side alone without Ultralytics. The harness runs with a fresh
     prediction cache each time, as a first ``eval`` does."""
-    dataset = dataset_of(bench, case)
+    dataset = dataset_of(lab, case)
     _, (imgsz, width) = model_input(load_model(case.onnx))
     if imgsz != width:
         raise SystemExit(f"bench_eval: {case.onnx}: input {imgsz}x{width}, Ultralytics' val takes a square imgsz")
-    folder = bench.work / "runs" / case.name
+    folder = lab.work / "runs" / case.name
     folder.mkdir(parents=True, exist_ok=True)
     saved, named = folder / "harness_predictions.json", folder / "harness_named.json"
     arguments = ["eval", "--onnx", str(case.onnx), "--dataset", str(dataset.root), *HARNESS_PROTOCOL]
@@ -268,13 +268,13 @@ def compare(bench: Bench, case: Case, repeat: int, with_ultralytics: bool) -> di
     for attempt in range(repeat):  # the two sides take turns, so that both meet the same load
         cache = folder / f"cache-{attempt}"
         shutil.rmtree(cache, ignore_errors=True)
-        harness_runs.append(run_harness(bench, [*arguments, "--cache", str(cache)], folder / f"harness-{attempt}.json"))
+        harness_runs.append(run_harness(lab, [*arguments, "--cache", str(cache)], folder / f"harness-{attempt}.json"))
         shutil.rmtree(cache, ignore_errors=True)
         if yaml is not None:
             if attempt == 0:
                 named.write_text(json.dumps(as_named(harness_predictions(saved, dataset), dataset)))
             out = folder / f"ultralytics-{attempt}.json"
-            ultralytics_runs.append(run_ultralytics(bench, case.onnx, yaml, imgsz, named, out))
+            ultralytics_runs.append(run_ultralytics(lab, case.onnx, yaml, imgsz, named, out))
     found: dict[str, Any] = {
         "case": case,
         "images": len(dataset.samples),

@@ -64,7 +64,7 @@ from harness.inputs.dataset import load_yolo
 from harness.inputs.synthetic import CLASS_NAMES, Recipe, write_dataset
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import RawHeadsPath
-from tools.bench_compare import ROOT, Bench, Case, compare, known_cases, ultralytics_available
+from tools.bench_compare import ROOT, Case, Lab, compare, known_cases, ultralytics_available
 from tools.bench_decode import INPUT, make_frame
 from tools.bench_throughput import Throughput
 from tools.bench_throughput import measure as throughput
@@ -315,7 +315,7 @@ def main() -> None:
         print(json.dumps(measure(args.data, args.one, args.seed, args.trace)))
         return
     args.work.mkdir(parents=True, exist_ok=True)
-    bench = Bench(args.work.resolve(), args.threads, args.ultralytics_python)
+    bench = Lab(args.work.resolve(), args.threads, args.ultralytics_python)
     cases = known_cases()
     if "compare" in args.parts:
         chosen = args.cases or [name for name, c in cases.items() if c.onnx.is_file() and (c.dataset or ROOT).exists()]

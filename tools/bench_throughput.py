@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
-from tools.bench_compare import HARNESS_PROTOCOL, Bench, Case, dataset_of, run_harness
+from tools.bench_compare import HARNESS_PROTOCOL, Case, Lab, dataset_of, run_harness
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def _row(label: str, run: dict[str, Any]) -> Throughput:
     )
 
 
-def measure(bench: Bench, case: Case) -> tuple[list[Throughput], float]:
+def measure(bench: Lab, case: Case) -> tuple[list[Throughput], float]:
     """The rows, and the wall time of the first emulated run (with the emulated HEF's build, unless cached)."""
     dataset = dataset_of(bench, case)
     folder = bench.work / "runs" / f"throughput-{case.name}"

@@ -212,7 +212,7 @@ def _matches(got: Detections, expected: Detections, shift: np.ndarray | None = N
     return True
 
 
-def diagnose(got: object, scene: Scene) -> str | None:
+def name_mistake(got: object, scene: Scene) -> str | None:
     """``None`` when ``got`` equals the planted objects, else the mistake in plain words."""
     if not isinstance(got, Detections):
         return f"returned {type(got).__name__}, expected harness.core.detections.Detections"
@@ -289,7 +289,7 @@ def _call(decoder: Decoder, scene: Scene) -> str | None:
         got = decoder(scene.outputs, scene.specs, scene.config)
     except Exception as error:  # a user's decoder may raise anything: report it, don't crash the suite
         return _raised(error)
-    return diagnose(got, scene)
+    return name_mistake(got, scene)
 
 
 def _run(decoder: Decoder, scene: Scene) -> str | None:

@@ -68,7 +68,7 @@ class Format:
         return self.error(f"{self.name} {file}: {what}")
 
 
-def record(kind: bytes, payload: bytes) -> bytes:
+def encode_record(kind: bytes, payload: bytes) -> bytes:
     """One framed record: its header, then ``payload``."""
     head = struct.pack("<4sII", kind, len(payload), zlib.crc32(payload))
     return head + _VERSION.pack(zlib.crc32(head)) + payload
@@ -284,7 +284,7 @@ class Writer:
         """Begin the file afresh with its preamble and a first record (for a file holding no sound
         record: what it held, if anything, is among the losses :meth:`read` gave)."""
         self._truncate(0)
-        self._write(self.format.preamble + record(kind, payload), sync=True)
+        self._write(self.format.preamble + encode_record(kind, payload), sync=True)
         fsync_folder(self.file.parent)
         self._forget()
 
@@ -306,7 +306,7 @@ class Writer:
     def append(self, kind: bytes, payload: bytes, *, sync: bool) -> None:
         """One record at the end of the file (on disk before this returns where ``sync``); on
         failure the file is cut back to its sound part and ``format.error`` raised."""
-        self._write(record(kind, payload), sync)
+        self._write(encode_record(kind, payload), sync)
 
     def close(self) -> None:
         """Release the file and its lock, what was appended on disk first."""
@@ -353,7 +353,7 @@ class Writer:
 
     def _rewrite(self, found: Scan) -> Path:
         """Every sound record into a new file renamed over this one; the file as found kept: its name."""
-        sound = self.format.preamble + b"".join(record(r.kind, bytes(r.payload)) for r in found.records)
+        sound = self.format.preamble + b"".join(encode_record(r.kind, bytes(r.payload)) for r in found.records)
         copy = _damaged_name(self.file)
         temporary = self.file.with_name(f"{self.file.name}.salvaged")
         try:

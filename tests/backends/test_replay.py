@@ -23,12 +23,12 @@ from harness.backends.replay import (
     read_recording,
 )
 from harness.backends.replay.store import FRAME_RECORD, HEADER_RECORD, JOURNAL, StoreReader, StoreWriter
-from harness.core.journal import HEADER, read, record
+from harness.core.journal import HEADER, encode_record, read
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.factory import calibration_note, compiled_thresholds, evaluate, preflight, prepare_run
+from harness.pipeline.factory import calibration_note, compiled_thresholds, evaluate_spec, preflight, prepare_run
 from harness.pipeline.options import job_config
 from harness.pipeline.spec import Backend, CompiledThresholds, PathSpec, SettingsSpec, planned_gates
 
@@ -177,10 +177,10 @@ def test_the_emulated_path_replayed_gives_the_same_detections_and_metrics_as_liv
     run = prepare_run(DEMO_ONNX, dataset, cache_dir=tmp / "cache", progress=False, log=lambda line: None)
     store = tmp / "emulated.rec"
     live = PathSpec(Backend.EMULATOR, calibration=str(calibration), calibration_count=8, record=store)
-    recorded = evaluate(live, run)
+    recorded = evaluate_spec(live, run)
     replay = PathSpec(Backend.REPLAY, replay=store)
     assert replay.path_name == recorded.path == "emulated-hailo"
-    replayed = evaluate(replay, run)
+    replayed = evaluate_spec(replay, run)
     assert replayed.replayed and replayed.label == "emulated-hailo (emulated, replayed)"
     assert replayed.provenance.runtime.startswith("replayed from emulated HEF of fire_smoke_yolo11n_256.onnx")
     assert replayed.metrics == recorded.metrics
@@ -192,10 +192,10 @@ def test_the_emulated_path_replayed_gives_the_same_detections_and_metrics_as_liv
         DEMO_ONNX, dataset, SettingsSpec(score_threshold=0.3), tmp / "cache", progress=False, log=lambda line: None
     )
     with pytest.raises(StoreError, match=r"score_threshold recorded 0\.2, this run 0\.3"):
-        evaluate(replay, other)
+        evaluate_spec(replay, other)
     (tmp / "other.hef").write_bytes(b"another model")
     with pytest.raises(StoreError, match=r"recorded from .*fire_smoke_yolo11n_256.onnx .*not from --hef .*other.hef"):
-        evaluate(PathSpec(Backend.REPLAY, replay=store, hef=tmp / "other.hef"), run)
+        evaluate_spec(PathSpec(Backend.REPLAY, replay=store, hef=tmp / "other.hef"), run)
     # without a threshold given, a run with the replayed path is evaluated at the recorded NMS's thresholds
     lines: list[str] = []
     taken = prepare_run(
@@ -285,7 +285,7 @@ def _with_frame(file: Path, meta: bytes | dict, data: bytes) -> None:
     _store(file, 1)
     text = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
     with open(file, "ab") as out:
-        out.write(record(FRAME_RECORD, len(text).to_bytes(4, "little") + text + data))
+        out.write(encode_record(FRAME_RECORD, len(text).to_bytes(4, "little") + text + data))
 
 
 KEY = feed_key(_feed(7))
@@ -347,7 +347,7 @@ def test_a_meta_length_past_the_frame_is_a_store_error(tmp_path):
     file = tmp_path / "run.rec"
     _store(file, 1)
     with open(file, "ab") as out:
-        out.write(record(FRAME_RECORD, (1000).to_bytes(4, "little") + b"{}"))
+        out.write(encode_record(FRAME_RECORD, (1000).to_bytes(4, "little") + b"{}"))
     with pytest.raises(StoreError, match=r"record 3 at byte \d+: meta length 1000, more than the 2 bytes after it"):
         StoreWriter(file, RECORDING)
 
@@ -373,7 +373,7 @@ def test_a_meta_length_past_the_frame_is_a_store_error(tmp_path):
 def test_a_header_field_of_another_type_or_unknown_is_refused_by_name_never_coerced(tmp_path, change, words):
     file = tmp_path / "run.rec"
     header = {**RECORDING.to_json(), **change}
-    file.write_bytes(JOURNAL.preamble + record(HEADER_RECORD, json.dumps(header).encode()))
+    file.write_bytes(JOURNAL.preamble + encode_record(HEADER_RECORD, json.dumps(header).encode()))
     with pytest.raises(StoreError, match=rf"output store .*run.rec: header: {words}"):
         read_recording(file)
 
@@ -401,7 +401,7 @@ def test_replay_refuses_a_store_recorded_from_another_model_naming_both_files_an
     StoreWriter(store, other).close()
     said = rf"recorded from y11.onnx \(sha256 efefefefefefefef\); this run's model is .*{DEMO_ONNX.name} "
     with pytest.raises(StoreError, match=said + rf"\(sha256 {demo[:16]}\): a store serves only the model it was"):
-        evaluate(PathSpec(Backend.REPLAY, replay=store), run)
+        evaluate_spec(PathSpec(Backend.REPLAY, replay=store), run)
     with pytest.raises(StoreError, match=said):  # a job refuses it before any path runs
         preflight(job_config({"replay": store, "dataset": Path("d")}, ("run",)))
     # a HEF's recording is held to the HEF where --hef is given, else to the export its run was given
@@ -416,9 +416,9 @@ def test_replay_refuses_a_store_recorded_from_another_model_naming_both_files_an
     StoreWriter(tmp / "hef.rec", of_hef).close()
     for given in (None, hef):
         with pytest.raises(StoreError, match="recorded under other settings"):  # past the model: its own store
-            evaluate(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=given), run)
+            evaluate_spec(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=given), run)
     (tmp / "other.hef").write_bytes(b"another compiled model")
     with pytest.raises(
         StoreError, match=r"recorded from m.hef \(sha256 .*\) in a run of .*, not from --hef .*other.hef"
     ):
-        evaluate(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=tmp / "other.hef"), run)
+        evaluate_spec(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=tmp / "other.hef"), run)

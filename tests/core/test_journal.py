@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.core.errors import HarnessError
-from harness.core.journal import HEADER, MAX_LENGTH, Format, Writer, read, record, scan
+from harness.core.journal import HEADER, MAX_LENGTH, Format, Writer, encode_record, read, scan
 
 FORMAT = Format(
     name="test journal",
@@ -39,7 +39,7 @@ def _journal(n: int) -> tuple[bytes, list[int]]:
     data, starts = bytearray(FORMAT.preamble), []
     for i in range(n):
         starts.append(len(data))
-        data += record(b"HEAD" if i == 0 else b"ITEM", _payload(i))
+        data += encode_record(b"HEAD" if i == 0 else b"ITEM", _payload(i))
     return bytes(data), [*starts, len(data)]
 
 
@@ -97,7 +97,7 @@ def test_an_impossible_length_under_a_sound_header_loses_only_that_record(length
 
 def test_a_record_of_an_unknown_kind_is_a_loss_named_by_its_kind():
     data, starts = _journal(3)
-    found = scan(data[: starts[1]] + record(b"WHAT", b"payload") + data[starts[1] :], FORMAT, FILE)
+    found = scan(data[: starts[1]] + encode_record(b"WHAT", b"payload") + data[starts[1] :], FORMAT, FILE)
     assert _payloads(found) == [_payload(i) for i in range(3)]
     assert "header of an unknown kind b'WHAT', expected one of [b'HEAD', b'ITEM']" in str(found.losses[0])
 

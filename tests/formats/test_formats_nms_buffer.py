@@ -43,7 +43,7 @@ coordinates = st.floats(-0.25, 1.25, width=32)
 
 
 @st.composite
-def records_for(draw: st.DrawFn, nms: NmsShape) -> list[ref.Record]:
+def records_for(draw: st.DrawFn, nms: NmsShape) -> list[ref.BBox]:
     """Reference records that fit both BY_CLASS and BY_SCORE of ``nms``; scores unique and non-zero."""
     counts = [draw(st.integers(0, nms.max_bboxes_per_class)) for _ in range(nms.number_of_classes)]
     while sum(counts) > nms.max_total:
@@ -55,7 +55,7 @@ def records_for(draw: st.DrawFn, nms: NmsShape) -> list[ref.Record]:
     return [(c, *box, s) for c, box, s in zip(class_ids, boxes, scores, strict=True)]
 
 
-def detections_of(records: list[ref.Record], input_hw: tuple[int, int]) -> Detections:
+def detections_of(records: list[ref.BBox], input_hw: tuple[int, int]) -> Detections:
     """Reference records -> Detections with plain float32 arithmetic, independent of the codec."""
     h, w = np.float32(input_hw[0]), np.float32(input_hw[1])
     rows = [

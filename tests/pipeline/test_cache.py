@@ -25,7 +25,7 @@ from PIL import Image
 import harness.pipeline.cache as cache_module
 from harness.core.detections import Detections
 from harness.core.environment import environment
-from harness.core.journal import record, scan
+from harness.core.journal import encode_record, scan
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import Dataset, load_yolo
 from harness.pipeline.cache import (
@@ -268,7 +268,7 @@ def test_a_cache_whose_key_record_is_damaged_serves_none_of_its_batches_and_is_l
     with pytest.raises(CacheError, match=r"record 1 at byte 12: its \d+ bytes fail their checksum: no key to check"):
         CacheFile(file, KEY, 0.2)
     assert file.read_bytes() == data  # left as it was found
-    keyless = JOURNAL.preamble + record(BATCH_RECORD, encode_batch([Entry(SHAS[0], "img0", _frame(1))]))
+    keyless = JOURNAL.preamble + encode_record(BATCH_RECORD, encode_batch([Entry(SHAS[0], "img0", _frame(1))]))
     file.write_bytes(keyless)
     with pytest.raises(CacheError, match=r"record 1 is of kind b'BAT ', not b'KEY ': no key to check"):
         CacheFile(file, KEY, 0.2)
@@ -316,7 +316,7 @@ def test_a_malformed_batch_under_a_sound_checksum_is_an_error_naming_its_record(
     CacheFile(file, KEY, 0.2).close()
     payload = encode_batch([Entry(SHAS[0], "img0", _frame(3))])
     with file.open("ab") as out:
-        out.write(record(BATCH_RECORD, payload[:-2]))  # the image id cut short, the checksum made to match
+        out.write(encode_record(BATCH_RECORD, payload[:-2]))  # the image id cut short, the checksum made to match
     with pytest.raises(CacheError, match=r"record 2 at byte \d+: image ids: 2 bytes left, expected 4"):
         CacheFile(file, KEY, 0.2)
 

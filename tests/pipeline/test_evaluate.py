@@ -21,7 +21,7 @@ from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import FrameResult, OnnxPath, file_sha256
 from harness.pipeline.evaluate import evaluate_path
-from harness.pipeline.factory import RunContext, evaluate, load_dataset, prepare_run
+from harness.pipeline.factory import RunContext, evaluate_spec, load_dataset, prepare_run
 from harness.pipeline.spec import Backend, PathSpec
 
 # What Ultralytics 8.4.190 `yolo val` reports for this model on these 16 images (imgsz 640, batch 1,
@@ -205,8 +205,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunContext:
 
 @pytest.mark.parametrize("backend", [Backend.ONNX, Backend.EMULATOR])
 def test_the_demo_set_gives_the_same_detections_at_batch_one_and_eight(demo_run, backend):
-    one = evaluate(PathSpec(backend), dataclasses.replace(demo_run, batch=1))
-    eight = evaluate(PathSpec(backend), dataclasses.replace(demo_run, batch=8))
+    one = evaluate_spec(PathSpec(backend), dataclasses.replace(demo_run, batch=1))
+    eight = evaluate_spec(PathSpec(backend), dataclasses.replace(demo_run, batch=8))
     assert len(one.predictions) == 100 and sum(len(p) for p in one.predictions) > 100
     _same_predictions(one.predictions, eight.predictions)
     assert one.metrics == eight.metrics

@@ -52,7 +52,7 @@ def read_varint(data: bytes | memoryview, pos: int, path: str) -> tuple[int, int
 
 
 @dataclass(frozen=True)
-class Record:
+class FieldValue:
     """One field occurrence: an int for varint/fixed records, the raw bytes for length-delimited ones."""
 
     number: int
@@ -61,8 +61,8 @@ class Record:
     cut: bool = False
 
 
-def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int, list[Record]], bool]:
-    records: dict[int, list[Record]] = {}
+def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int, list[FieldValue]], bool]:
+    records: dict[int, list[FieldValue]] = {}
     pos = 0
     end = len(data)
     while pos < end:
@@ -83,7 +83,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
                 if partial:
                     return records, True
                 raise
-            record = Record(number, wire_type, value)
+            record = FieldValue(number, wire_type, value)
         elif wire_type in (FIXED64, FIXED32):
             size = 8 if wire_type == FIXED64 else 4
             if pos + size > end:
@@ -92,7 +92,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
                 raise ProtoError(f"malformed proto field {field_path}: {size}-byte value runs past the end of the data")
             value = int.from_bytes(data[pos : pos + size], "little")
             pos += size
-            record = Record(number, wire_type, value)
+            record = FieldValue(number, wire_type, value)
         elif wire_type == LENGTH_DELIMITED:
             try:
                 length, pos = read_varint(data, pos, field_path)
@@ -106,9 +106,9 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
                         f"malformed proto field {field_path}: length {length} runs past the end of the data "
                         f"({end - pos} bytes left)"
                     )
-                records.setdefault(number, []).append(Record(number, wire_type, bytes(data[pos:end]), cut=True))
+                records.setdefault(number, []).append(FieldValue(number, wire_type, bytes(data[pos:end]), cut=True))
                 return records, True
-            record = Record(number, wire_type, bytes(data[pos : pos + length]))
+            record = FieldValue(number, wire_type, bytes(data[pos : pos + length]))
             pos += length
         else:
             raise ProtoError(f"malformed proto field {field_path}: unsupported wire type {wire_type}")
@@ -116,7 +116,7 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
     return records, False
 
 
-def _payload(record: Record) -> bytes:
+def _payload(record: FieldValue) -> bytes:
     """The bytes of a length-delimited record (the wire type was checked by the caller)."""
     assert isinstance(record.value, bytes)
     return record.value
@@ -132,7 +132,7 @@ class Message:
     def has(self, number: int) -> bool:
         return number in self._records
 
-    def _typed(self, number: int, name: str, wire_types: tuple[int, ...]) -> list[Record]:
+    def _typed(self, number: int, name: str, wire_types: tuple[int, ...]) -> list[FieldValue]:
         found = self._records.get(number, [])
         for record in found:
             if record.wire_type not in wire_types:

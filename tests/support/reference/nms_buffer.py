@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-Record = tuple[int, float, float, float, float, float]
+BBox = tuple[int, float, float, float, float, float]
 
 _FLOAT = struct.Struct("<f")
 _BOX = struct.Struct("<5f")
@@ -19,10 +19,10 @@ _COUNT = struct.Struct("<H")
 _DETECTION = struct.Struct("<5fH")
 
 
-def read_by_class(raw: bytes, classes: int, max_per_class: int) -> list[Record]:
+def read_by_class(raw: bytes, classes: int, max_per_class: int) -> list[BBox]:
     if len(raw) != classes * (1 + 5 * max_per_class) * 4:
         raise ValueError(f"BY_CLASS frame of {len(raw)} bytes for {classes} classes x {max_per_class}")
-    records: list[Record] = []
+    records: list[BBox] = []
     offset = 0
     for class_id in range(classes):
         (count_value,) = _FLOAT.unpack_from(raw, offset)
@@ -37,7 +37,7 @@ def read_by_class(raw: bytes, classes: int, max_per_class: int) -> list[Record]:
     return records
 
 
-def write_by_class(records: list[Record], classes: int, max_per_class: int) -> bytes:
+def write_by_class(records: list[BBox], classes: int, max_per_class: int) -> bytes:
     out = bytearray(classes * (1 + 5 * max_per_class) * 4)
     offset = 0
     for class_id in range(classes):
@@ -52,13 +52,13 @@ def write_by_class(records: list[Record], classes: int, max_per_class: int) -> b
     return bytes(out)
 
 
-def read_by_score(raw: bytes, classes: int, max_total: int) -> list[Record]:
+def read_by_score(raw: bytes, classes: int, max_total: int) -> list[BBox]:
     if len(raw) != _COUNT.size + _DETECTION.size * max_total:
         raise ValueError(f"BY_SCORE frame of {len(raw)} bytes for {max_total} detections")
     (count,) = _COUNT.unpack_from(raw, 0)
     if count > max_total:
         raise ValueError(f"count {count} over {max_total}")
-    records: list[Record] = []
+    records: list[BBox] = []
     for i in range(count):
         y_min, x_min, y_max, x_max, score, class_id = _DETECTION.unpack_from(raw, _COUNT.size + i * _DETECTION.size)
         if class_id >= classes:
@@ -67,7 +67,7 @@ def read_by_score(raw: bytes, classes: int, max_total: int) -> list[Record]:
     return records
 
 
-def write_by_score(records: list[Record], max_total: int) -> bytes:
+def write_by_score(records: list[BBox], max_total: int) -> bytes:
     if len(records) > max_total:
         raise ValueError(f"{len(records)} records, at most {max_total}")
     out = bytearray(_COUNT.size + _DETECTION.size * max_total)

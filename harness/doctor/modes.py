@@ -115,7 +115,7 @@ def _scores_shifted(bench: Bench, stack: ExitStack) -> Injected:
 
 
 def _raw_decoder_on_nms_buffer(bench: Bench, stack: ExitStack) -> Injected:
-    # the harness's own six-head decoder over the NMS HEF's one output, as the field's host code kept its raw decoder
+    # the harness's own raw-head decoder over the NMS HEF's one output, as the field's host code kept its raw decoder
     return Injected(bench.path(stack, replace(bench.subject_spec, decoder=decode)))
 
 
@@ -231,7 +231,7 @@ MODES: tuple[Mode, ...] = (
     ),
     Mode(
         "raw_decoder_on_nms_buffer",
-        "the raw six-output decoder run over a HAILO_NMS_BY_CLASS buffer",
+        "the raw-head decoder run over a HAILO_NMS_BY_CLASS buffer",
         "the harness' raw-heads path over the emulated NMS HEF's one output",
         "not_raw_heads",
         _raw_decoder_on_nms_buffer,

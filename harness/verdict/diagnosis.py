@@ -304,14 +304,14 @@ RULES: tuple[Rule, ...] = (
         name="box_flood",
         cause="{boxes_per_image:.1f} boxes per image (at most {max_boxes_per_image}) against "
         "{reference_boxes_per_image:.1f} on the reference: the output is decoded as something it is not, "
-        "e.g. the raw six-head decoder run over an NMS buffer",
+        "e.g. the raw-head decoder run over an NMS buffer",
         needs=("boxes_per_image", "reference_boxes_per_image", "max_boxes_per_image"),
         holds=lambda e: (
             e.boxes_per_image >= 3 * e.reference_boxes_per_image
             and e.boxes_per_image - e.reference_boxes_per_image >= 2
         ),
         fix="decode by the output's spec: an NMS output (HAILO_NMS_BY_CLASS / BY_SCORE) with the NMS-buffer "
-        "reader, six raw heads with the DFL decoder (hailo-harness inspect shows which the HEF has)",
+        "reader, raw head maps with the DFL decoder (hailo-harness inspect shows which the HEF has)",
     ),
     Rule(
         name="cells_flood",
@@ -319,7 +319,7 @@ RULES: tuple[Rule, ...] = (
         "{score_threshold:g}: the class outputs are misread (head pairing, format order, de-quantisation)",
         needs=("cells_share", "score_threshold"),
         holds=lambda e: _above_reference(e.cells_share, e.reference_cells_share, factor=5, floor=0.05),
-        fix="run hailo-harness verify-decode on the six outputs against the ONNX, and check each output's "
+        fix="run hailo-harness verify-decode on the raw outputs against the ONNX, and check each output's "
         "format order and quantisation in hailo-harness inspect",
     ),
     Rule(

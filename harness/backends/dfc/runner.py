@@ -8,8 +8,8 @@ normalization divides by 255 inside), outputs as the host would see a HEF's FLOA
 - ``ClientRunner(har=...)``, then ``with runner.infer_context(ctx) as c: runner.infer(context=c,
   dataset=...)``, which returns the HAR's outputs as an unnamed list in its output order
   (hailo_model_zoo: hailo_model_zoo/core/infer/runner_infer.py); they are named ``output0``, ...
-  here. Six ``(N, H, W, C)`` float arrays are the raw heads (the decoder pairs them by grid and
-  channels, not by name); one ``(N, classes, 5, max_proposals)`` array is the output of an
+  here. Several ``(N, H, W, C)`` float arrays are the raw head maps (the head layout pairs them by grid
+  and channels, not by name); one ``(N, classes, 5, max_proposals)`` array is the output of an
   ``nms_postprocess`` in the model script, per class ``[y_min, x_min, y_max, x_max, score]``
   normalised with zero-score padding, as the Model Zoo reads it
   (hailo_model_zoo: hailo_model_zoo/core/postprocessing/detection/detection_common.py, tf_postproc_nms).
@@ -39,7 +39,6 @@ from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.formats.nms_buffer import BBOX_PARAMS
 
 INPUT_NAME = "input"
-RAW_HEADS = 6
 HAR_SUFFIX = "_optimized.har"  # compile_hef writes <stem>_optimized.har beside <stem>_nms_config.json
 _PROBE_GREY = 114  # the letterbox colour: a probe frame as evaluation would pad it
 
@@ -50,7 +49,8 @@ _INFERENCE_CONTEXTS = {EmulationStage.FP_OPTIMIZED: "SDK_FP_OPTIMIZED", Emulatio
 
 
 def output_specs(arrays: tuple[np.ndarray, ...], source: str) -> dict[str, OutputSpec]:
-    """The specs of one emulated batch's outputs: six raw heads or one NMS output (see the module)."""
+    """The specs of one emulated batch's outputs: raw head maps or one NMS output (see the module); the
+    head layout says later whether the maps form one (:func:`harness.decode.layout.layout_of`)."""
     shapes = [a.shape for a in arrays]
     if len(arrays) == 1 and arrays[0].ndim == 4 and arrays[0].shape[2] == BBOX_PARAMS:
         _, classes, _, max_proposals = arrays[0].shape
@@ -58,13 +58,13 @@ def output_specs(arrays: tuple[np.ndarray, ...], source: str) -> dict[str, Outpu
         return {
             "output0": OutputSpec("output0", arrays[0].shape[1:], FormatOrder.NMS_BY_CLASS, FormatType.FLOAT32, nms=nms)
         }
-    if len(arrays) == RAW_HEADS and all(a.ndim == 4 for a in arrays):
+    if len(arrays) > 1 and all(a.ndim == 4 for a in arrays):
         return {
             f"output{i}": OutputSpec(f"output{i}", a.shape[1:], FormatOrder.NHWC, FormatType.FLOAT32)
             for i, a in enumerate(arrays)
         }
     raise SpecError(
-        f"{source}: the emulator returned outputs of shapes {shapes}, expected six raw heads (N, H, W, C) "
+        f"{source}: the emulator returned outputs of shapes {shapes}, expected raw head maps (N, H, W, C) "
         f"or one NMS output (N, classes, {BBOX_PARAMS}, max_proposals)"
     )
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from harness.core.closing import Closing
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 
 
@@ -54,20 +55,10 @@ class Runner(Protocol):
     ) -> None: ...
 
 
-class RunnerBase:
-    """The ``with`` lifecycle of a runner: ``__enter__`` gives the runner, ``__exit__`` calls :meth:`close`.
-    A runner that holds nothing to release keeps the default :meth:`close`, which does nothing."""
-
-    def close(self) -> None:
-        """Release what the runner holds (a session, a device, a writer)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+class RunnerBase(Closing):
+    """A runner's ``with`` lifecycle (:class:`~harness.core.closing.Closing`): ``__exit__`` calls
+    :meth:`close`, which releases the runner's session, device or writer; a runner that holds nothing
+    keeps the default, which does nothing."""
 
 
 @runtime_checkable

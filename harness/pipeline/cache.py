@@ -41,13 +41,13 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 from harness import __version__
 from harness.core import defaults
+from harness.core.closing import Closing
 from harness.core.detections import Detections
 from harness.core.environment import code_digest, environment
 from harness.core.errors import HarnessError
@@ -209,7 +209,7 @@ def decode_batch(payload: memoryview, threshold: float) -> list[Entry]:
     return entries
 
 
-class CacheFile:
+class CacheFile(Closing):
     """The open cache file of one key: cached frames by image sha256, and appending new ones.
 
     Puts are written a batch at a time (see the module): at most ``batch`` puts, or as soon as the
@@ -308,14 +308,6 @@ class CacheFile:
                 self.flush()
             finally:
                 self._journal.close()
-
-    def __enter__(self) -> CacheFile:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 class PredictionCache:

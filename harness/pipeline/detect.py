@@ -22,12 +22,12 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from harness.backends.base import InputSpec, Runner, infer_frames
+from harness.core.closing import Closing
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
 from harness.core.environment import environment
 from harness.core.errors import HarnessError, SpecError
@@ -114,7 +114,7 @@ def _names(model_names: Sequence[str] | None) -> tuple[str, ...] | None:
     return None if model_names is None else tuple(model_names)
 
 
-class OnnxPath:
+class OnnxPath(Closing):
     """The reference path: a full Ultralytics ONNX export run by onnxruntime, NMS by the harness
     (``settings.nms_mode``) over the model's decoded head output, or an end-to-end export's own rows
     kept above the score threshold (ultralytics: ultralytics/utils/nms.py keeps an end-to-end
@@ -193,14 +193,6 @@ class OnnxPath:
         self._closed = True
         if self._session is not None:
             self._session.close()
-
-    def __enter__(self) -> OnnxPath:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _image_input(specs: Mapping[str, InputSpec], input_hw: tuple[int, int]) -> str:

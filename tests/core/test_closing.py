@@ -1,8 +1,17 @@
-"""The runners' ``with`` lifecycle, owned by ``backends.base.RunnerBase``."""
+"""The ``with`` lifecycle of runners, cache files and paths, owned by ``core.closing.Closing``."""
 
 import pytest
 
 from harness.backends.base import RunnerBase
+from harness.core.closing import Closing
+from harness.pipeline.cache import CacheFile
+from harness.pipeline.detect import OnnxPath
+
+
+def test_runners_cache_files_and_paths_share_the_one_lifecycle():
+    for cls in (RunnerBase, CacheFile, OnnxPath):
+        assert issubclass(cls, Closing)
+        assert "__exit__" not in vars(cls) and "__enter__" not in vars(cls)
 
 
 class _Counting(RunnerBase):

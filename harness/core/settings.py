@@ -115,7 +115,9 @@ class EvalSettings:
             preprocess=Preprocess(
                 f.value("preprocess", _one_of(Preprocess), _names(Preprocess), Preprocess.LETTERBOX.value)
             ),
-            class_map=tuple(f.value("class_map", _is_ids, "a list of model class ids (integers >= 0)", [])),
+            class_map=tuple(
+                f.value("class_map", _is_ids, "a list of model class ids (integers >= 0, or -1: left out)", [])
+            ),
             # a document from before the metric was chosen measured COCO's
             metric=MetricProtocol(
                 f.value("metric", _one_of(MetricProtocol), _names(MetricProtocol), MetricProtocol.COCO.value)
@@ -149,7 +151,8 @@ def _is_count(value: Any) -> bool:
 
 
 def _is_ids(value: Any) -> bool:
-    return isinstance(value, list) and all(_is_count(v) and v >= 0 for v in value)
+    """Model class ids, or -1 for a dataset class left out (harness.inputs.dataset.LEFT_OUT)."""
+    return isinstance(value, list) and all(_is_count(v) and v >= -1 for v in value)
 
 
 def _one_of(kind: type[enum.Enum]) -> Any:

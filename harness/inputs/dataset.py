@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import shlex
 import stat
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -79,8 +80,11 @@ class GroundTruth:
         return len(self.class_ids)
 
     def mapped(self, class_map: np.ndarray) -> GroundTruth:
-        """The same objects with class ids translated by ``class_map`` (dataset id -> model id)."""
-        return GroundTruth(self.boxes, np.asarray(class_map, dtype=np.int64)[self.class_ids], self.crowd)
+        """The same objects with class ids translated by ``class_map`` (dataset id -> model id); those
+        of a class mapped to :data:`LEFT_OUT` left out."""
+        ids = np.asarray(class_map, dtype=np.int64)[self.class_ids]
+        kept = ids != LEFT_OUT
+        return GroundTruth(self.boxes[kept], ids[kept], self.crowd[kept])
 
 
 @dataclass(frozen=True)
@@ -137,38 +141,102 @@ class Dataset:
         return tuple(s.ground_truth for s in self.samples)
 
 
+LEFT_OUT = -1  # a dataset class's model id where ``--map-class NAME=`` leaves its labels out of the evaluation
+
+
 def class_map(
     dataset_names: Sequence[str], model_names: Sequence[str], explicit: Mapping[str, str] | None = None
 ) -> np.ndarray:
-    """int64 ``(len(dataset_names),)``: the model class id of every dataset class, matched by name.
+    """int64 ``(len(dataset_names),)``: the model class id of every dataset class, matched by name;
+    :data:`LEFT_OUT` for a class whose labels are left out.
 
     Without ``explicit`` the two name lists must be identical, order included (a dataset with
     0 = smoke, 1 = fire against a model with 0 = fire, 1 = smoke is refused, not silently swapped).
-    With ``explicit`` (dataset name -> model name; unnamed classes keep their own name) every
-    dataset class must land on a model class of that name.
+    With ``explicit`` (``--map-class`` pairs: dataset name -> model name, ``""`` to leave the class
+    out; unnamed classes keep their own name) every dataset class must land on a model class of that
+    name or be left out. A pair was split at its first ``=``: where a name holds one, the split is
+    read again at the ``=`` that names a dataset class on its left and a model class (or nothing)
+    on its right, and refused where two would.
     """
     dataset_names, model_names = list(dataset_names), list(model_names)
     lists = f"dataset classes {dataset_names}, model classes {model_names}"
     if explicit is None:
         if dataset_names != model_names:
-            same_set = sorted(dataset_names) == sorted(model_names)
-            what = "the same names in another order" if same_set else "different names"
-            example = (
-                f" (e.g. --map-class {dataset_names[0]}={model_names[0]})" if dataset_names and model_names else ""
-            )
-            raise DatasetError(
-                f"class names: {lists} are {what}; map them with --map-class DATASET=MODEL, once per class{example}"
-            )
+            raise DatasetError(f"class names: {lists}: {_class_advice(dataset_names, model_names)}")
         return np.arange(len(dataset_names), dtype=np.int64)
-    unknown = sorted(set(explicit) - set(dataset_names))
-    if unknown:
-        raise DatasetError(f"class map: {unknown} are not dataset classes; {lists}")
+    pairs = dict(_read_pair(f"{d}={m}", dataset_names, model_names) for d, m in explicit.items())
     model_index = {name: i for i, name in enumerate(model_names)}
-    targets = [explicit.get(name, name) for name in dataset_names]
-    absent = [f"{d!r} -> {t!r}" for d, t in zip(dataset_names, targets, strict=True) if t not in model_index]
+    targets = [pairs.get(name, name) for name in dataset_names]
+    absent = [f"{d!r} -> {t!r}" for d, t in zip(dataset_names, targets, strict=True) if t and t not in model_index]
     if absent:
-        raise DatasetError(f"class map: {', '.join(absent)} name no model class; {lists}")
-    return np.array([model_index[t] for t in targets], dtype=np.int64)
+        raise DatasetError(
+            f"class map: {', '.join(absent)} name no model class; {lists}: "
+            f"{_class_advice(dataset_names, model_names, pairs)}"
+        )
+    if all(not t for t in targets):
+        raise DatasetError(f"class map: every dataset class is left out, nothing to evaluate; {lists}")
+    return np.array([model_index[t] if t else LEFT_OUT for t in targets], dtype=np.int64)
+
+
+def left_out(dataset: Dataset, mapping: Sequence[int]) -> tuple[tuple[str, int], ...]:
+    """The dataset classes ``mapping`` (see :func:`class_map`) leaves out, each with its labels' count."""
+    ids = np.asarray(mapping, dtype=np.int64)
+    if not len(ids) or not (ids == LEFT_OUT).any():
+        return ()
+    labels = np.concatenate([np.zeros(0, np.int64), *(s.ground_truth.class_ids for s in dataset.samples)])
+    counts = np.bincount(labels, minlength=len(ids))
+    return tuple((dataset.names[i], int(counts[i])) for i in np.flatnonzero(ids == LEFT_OUT))
+
+
+def left_out_note(dataset: Dataset, mapping: Sequence[int], shown: int = 5) -> str:
+    """What a run leaves out of ``dataset``, in a line: its unreadable images (count, and the first
+    ``shown`` with why) and the classes ``mapping`` leaves out (with their labels); "" for nothing."""
+    parts = []
+    if dataset.unreadable:
+        named = "; ".join(f"{u.image_id}: {u.reason}" for u in dataset.unreadable[:shown])
+        more = len(dataset.unreadable) - shown
+        parts.append(
+            f"{len(dataset.unreadable)} unreadable image{'s' if len(dataset.unreadable) > 1 else ''} "
+            f"({named}{f'; and {more} more' if more > 0 else ''})"
+        )
+    parts += [
+        f"the {labels} labels of class {name!r} (--map-class {shlex.quote(name + '=')})"
+        for name, labels in left_out(dataset, mapping)
+    ]
+    return f"left out of the evaluation: {', '.join(parts)}" if parts else ""
+
+
+def _read_pair(text: str, dataset_names: Sequence[str], model_names: Sequence[str]) -> tuple[str, str]:
+    """``DATASET=MODEL`` (or ``DATASET=``) split at the one ``=`` that names a dataset class before it
+    and a model class, or nothing, after it."""
+    splits = [(text[:i], text[i + 1 :]) for i, c in enumerate(text) if c == "="]
+    readings = [(d, m) for d, m in splits if d in dataset_names and (not m or m in model_names)]
+    if len(readings) == 1:
+        return readings[0]
+    if readings:
+        said = " or ".join(f"{d!r} -> {m!r}" if m else f"{d!r} left out" for d, m in readings)
+        raise DatasetError(f"--map-class {text!r}: reads as {said}; rename a class so that one '=' splits it")
+    known = [d for d, _ in splits if d in dataset_names]
+    if known:
+        return known[0], text[len(known[0]) + 1 :]  # a dataset class onto a name no model class has: said below
+    raise DatasetError(f"--map-class {text!r}: names no dataset class before an '='; dataset classes {dataset_names}")
+
+
+def _class_advice(
+    dataset_names: Sequence[str], model_names: Sequence[str], given: Mapping[str, str] | None = None
+) -> str:
+    """What to give for every dataset class that names no model class: a working ``--map-class``."""
+    given = given or {}
+    unmatched = [d for d in dataset_names if given.get(d, d) and given.get(d, d) not in model_names]
+    if not unmatched:  # every dataset class is a model class: matched by name once a map is given
+        same = "the same names in another order" if sorted(dataset_names) == sorted(model_names) else "different names"
+        first = shlex.quote(f"{dataset_names[0]}={dataset_names[0]}")
+        return f"{same}; match them by name with --map-class {first} (the rest follow by name)"
+    options = " ".join(f"--map-class {shlex.quote(d + '=')}" for d in unmatched)
+    return (
+        f"different names; map each dataset class the model lacks with --map-class DATASET=MODEL, or leave its "
+        f"labels out with --map-class DATASET= (leaving them all out: {options})"
+    )
 
 
 def require_evaluable(dataset: Dataset, max_unreadable: float = defaults.MAX_UNREADABLE) -> None:
@@ -237,6 +305,12 @@ def load_yolo(
                 else _read_yolo(_yaml_root(found[0], config), _yaml_images(found[0], config, split), tuple(names))
             )
     if names is None:
+        if not found:
+            labels = "" if (source / "labels").is_dir() else "no labels/ folder beside images/ and "
+            raise DatasetError(
+                f"{source}: {labels}no dataset yaml naming the classes ('names'): expected labels/ with YOLO label "
+                f"files and one .yaml with 'names'; images alone run without labels with --images {images}"
+            )
         if len(found) != 1:
             raise DatasetError(
                 f"{source}: class names not given and {len(found)} yaml files found ({[p.name for p in found]}), "
@@ -470,8 +544,11 @@ def _read_image(path: Path) -> tuple[str, tuple[int, int] | str]:
     if isinstance(data, str):
         return "unreadable", data
     digest = hashlib.sha256(data).hexdigest()
+    if not data:
+        return digest, "empty (0 bytes): no image in it"
+    stream = io.BytesIO(data)
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(stream) as image:
             width, height = image.size
             # PIL reads a PNG's EXIF after the pixel data only by decoding the whole image; a PNG
             # without EXIF ahead of its pixels is taken as upright.
@@ -479,7 +556,8 @@ def _read_image(path: Path) -> tuple[str, tuple[int, int] | str]:
             orientation = image.getexif().get(_EXIF_ORIENTATION, 1) if cheap_exif else 1
             image.verify()
     except Exception as error:  # PIL raises many types for bad or unsupported files
-        return digest, f"not an image PIL can read ({type(error).__name__}: {error})"
+        said = str(error).replace(repr(stream), repr(path.name))  # PIL names the stream it was given
+        return digest, f"not an image PIL can read ({type(error).__name__}: {said})"
     if width * height > defaults.MAX_IMAGE_PIXELS:
         return digest, f"{width}x{height} pixels, more than the limit of {defaults.MAX_IMAGE_PIXELS:,} pixels"
     if orientation in _SWAPPING_ORIENTATIONS:

@@ -32,7 +32,7 @@ from harness.core.environment import environment
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
 from harness.core.stage_clock import Stage, clocked, timed
-from harness.inputs.dataset import Dataset, DatasetError, Sample, class_map
+from harness.inputs.dataset import LEFT_OUT, Dataset, DatasetError, Sample, class_map
 from harness.inputs.preprocess import load_image
 from harness.pipeline.backends import kind_named
 from harness.pipeline.cache import CacheFile, PredictionCache
@@ -52,10 +52,10 @@ def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], 
     if not given:
         return class_map(dataset_names, model_names)
     mapping = np.asarray(given, dtype=np.int64)
-    if len(mapping) != len(dataset_names) or mapping.min() < 0 or mapping.max() >= len(model_names):
+    if len(mapping) != len(dataset_names) or mapping.min() < LEFT_OUT or mapping.max() >= len(model_names):
         raise DatasetError(
             f"settings class_map {list(given)}: expected one model class id in 0..{len(model_names) - 1} "
-            f"for each of the {len(dataset_names)} dataset classes {list(dataset_names)}"
+            f"(or {LEFT_OUT}: left out) for each of the {len(dataset_names)} dataset classes {list(dataset_names)}"
         )
     return mapping
 

@@ -59,9 +59,11 @@ def _hef(text: str) -> Path:
 
 
 def _class_pair(text: str) -> tuple[str, str]:
+    """``DATASET=MODEL``, or ``DATASET=`` (its labels left out); a name with an ``=`` in it is split
+    again against the class names (harness.inputs.dataset.class_map)."""
     dataset_name, sep, model_name = text.partition("=")
-    if not sep or not dataset_name or not model_name:
-        raise ValueError("expected DATASET_NAME=MODEL_NAME")
+    if not sep or not dataset_name:
+        raise ValueError("expected DATASET_NAME=MODEL_NAME, or DATASET_NAME= to leave that class's labels out")
     return dataset_name, model_name
 
 
@@ -237,7 +239,8 @@ _OPTIONS = (
     ),
     Option(
         "map_class",
-        "map a dataset class name to a model class name (repeatable); without it the names must be equal",
+        "map a dataset class name to a model class name (repeatable), or leave its labels out with DATASET= "
+        "(e.g. --map-class steam=); without it the names must be equal",
         _class_pair,
         metavar="DATASET=MODEL",
         kind="repeat",

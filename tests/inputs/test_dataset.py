@@ -1,5 +1,6 @@
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -11,15 +12,19 @@ from PIL import Image
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import (
+    LEFT_OUT,
     DatasetError,
     GroundTruth,
     class_map,
+    left_out,
+    left_out_note,
     load_coco,
     load_images,
     load_yolo,
     require_evaluable,
 )
 from harness.inputs.preprocess import load_image
+from harness.pipeline.options import OPTIONS
 
 # --- the real fixtures ---------------------------------------------------------------------------
 
@@ -261,7 +266,7 @@ def test_a_folder_takes_names_given_or_from_its_one_yaml(tmp_path):
     assert load_yolo(root).names == ("fire", "smoke")
     assert load_yolo(root, names=["a", "b"]).names == ("a", "b")
     (root / "data.yaml").unlink()
-    with pytest.raises(DatasetError, match="class names not given and 0 yaml files found"):
+    with pytest.raises(DatasetError, match=r"ds: no dataset yaml naming the classes \('names'\)"):
         load_yolo(root)
 
 
@@ -307,7 +312,7 @@ def test_an_explicit_map_translates_by_name():
     assert class_map(["flame", "smoke"], ["smoke", "fire"], {"flame": "fire"}).tolist() == [1, 0]
     with pytest.raises(DatasetError, match=r"'smoke' -> 'smoke' name no model class"):
         class_map(["flame", "smoke"], ["fire"], {"flame": "fire"})
-    with pytest.raises(DatasetError, match=r"\['flames'\] are not dataset classes"):
+    with pytest.raises(DatasetError, match=r"--map-class 'flames=fire': names no dataset class before an '='"):
         class_map(["flame"], ["fire"], {"flames": "fire"})
 
 
@@ -521,3 +526,72 @@ def test_a_folder_of_images_without_labels_is_a_label_free_set_with_a_manifest(t
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetError, match="no image files in it"):
         load_images(tmp_path / "empty")
+
+
+# --- what a run leaves out: classes the model lacks, unreadable images ------------------------------
+
+
+def _advised(error: DatasetError) -> list[tuple[str, str]]:
+    """The --map-class values the error's advice gives, as the option parses them."""
+    words = str(error.value).split("(leaving them all out: ")[1].rstrip(")").split()
+    return [OPTIONS["map_class"].value(shlex.split(w)[0]) for w in words if w != "--map-class"]
+
+
+def test_a_dataset_class_the_model_lacks_is_refused_with_advice_that_leads_to_a_working_map():
+    names, model = ["fire", "smoke", "steam"], ["fire", "smoke"]
+    with pytest.raises(DatasetError, match=r"--map-class steam=\)") as refused:
+        class_map(names, model)
+    advised = _advised(refused)
+    assert advised == [("steam", "")]
+    assert class_map(names, model, dict(advised)).tolist() == [0, 1, LEFT_OUT]
+    with pytest.raises(DatasetError, match=r"'steam' -> 'smok' name no model class.*--map-class steam=\)"):
+        class_map(names, model, {"steam": "smok"})
+    with pytest.raises(DatasetError, match=r"every dataset class is left out, nothing to evaluate"):
+        class_map(["steam"], model, {"steam": ""})
+
+
+def test_names_holding_an_equals_sign_are_split_where_the_class_names_say():
+    names, model = ["fire", "a=b", "smoke"], ["fire", "smoke=grey"]
+    with pytest.raises(DatasetError) as refused:
+        class_map(names, model)
+    assert _advised(refused) == [("a", "b="), ("smoke", "")]  # split at the first '=': read again below
+    given = dict(_advised(refused))
+    assert class_map(names, model, given).tolist() == [0, LEFT_OUT, LEFT_OUT]
+    assert class_map(names, model, {"a": "b=smoke=grey", "smoke": "smoke=grey"}).tolist() == [0, 1, 1]
+    with pytest.raises(DatasetError, match=r"--map-class 'a=b=': reads as 'a' -> 'b=' or 'a=b' left out"):
+        class_map(["a", "a=b"], ["b="], {"a": "b="})
+    with pytest.raises(DatasetError, match=r"--map-class 'x=fire': names no dataset class before an '='"):
+        class_map(names, model, {"x": "fire"})
+
+
+def test_labels_of_a_class_left_out_are_not_evaluated_and_said_with_their_count(tmp_path):
+    truth = GroundTruth(np.zeros((3, 4)), np.array([0, 2, 1]), np.array([False, True, False]))
+    mapped = truth.mapped(np.array([1, 0, LEFT_OUT]))
+    assert mapped.class_ids.tolist() == [1, 0] and mapped.crowd.tolist() == [False, False]
+    root = _folder(tmp_path)
+    _label(root, "plain", "0 0.5 0.5 0.5 0.5\n2 0.25 0.25 0.5 0.5\n2 0.2 0.2 0.1 0.1\n")
+    (root / "images" / "val" / "zero.jpg").write_bytes(b"")
+    dataset = load_yolo(root, names=["fire", "smoke", "steam"])
+    assert left_out(dataset, [0, 1, LEFT_OUT]) == (("steam", 2),)
+    note = left_out_note(dataset, [0, 1, LEFT_OUT])
+    assert note == (
+        "left out of the evaluation: 1 unreadable image (images/val/zero.jpg: empty (0 bytes): no image in it), "
+        "the 2 labels of class 'steam' (--map-class steam=)"
+    )
+    assert left_out_note(dataset, []).startswith("left out of the evaluation: 1 unreadable image")
+
+
+def test_an_unreadable_image_is_said_by_its_name_not_by_the_stream_pil_was_given(tmp_path):
+    root = _folder(tmp_path)
+    (root / "images" / "val" / "text.jpg").write_bytes(b"hello")
+    (reason,) = [u.reason for u in load_yolo(root).unreadable]
+    assert "BytesIO" not in reason and "cannot identify image file 'text.jpg'" in reason
+
+
+def test_images_without_labels_or_a_yaml_are_told_what_is_missing(tmp_path):
+    _image(tmp_path / "frames" / "images" / "a.jpg")
+    with pytest.raises(DatasetError, match=r"no labels/ folder beside images/ and no dataset yaml naming the classes"):
+        load_yolo(tmp_path / "frames")
+    _label(tmp_path / "frames", "a", "0 0.5 0.5 0.1 0.1\n", split="")
+    with pytest.raises(DatasetError, match=r"frames: no dataset yaml naming the classes \('names'\)"):
+        load_yolo(tmp_path / "frames")

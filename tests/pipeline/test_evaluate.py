@@ -101,7 +101,7 @@ def model(tmp_path: Path) -> Path:
 
 def test_class_names_in_another_order_are_an_error_unless_mapped(tmp_path, model):
     dataset = _dataset(tmp_path / "d", ["smoke", "fire"])
-    with pytest.raises(DatasetError, match="the same names in another order; map them with --map-class DATASET=MODEL"):
+    with pytest.raises(DatasetError, match="the same names in another order; match them by name with --map-class"):
         evaluate_path(OraclePath(dataset, ("fire", "smoke"), model), dataset)
     mapped = evaluate_path(OraclePath(dataset, ("fire", "smoke"), model, class_map=(1, 0)), dataset)
     assert mapped.metrics.map50 == pytest.approx(1.0) and mapped.metrics.map50_95 == pytest.approx(1.0)
@@ -112,7 +112,7 @@ def test_class_names_in_another_order_are_an_error_unless_mapped(tmp_path, model
 
 def test_class_names_that_differ_are_an_error(tmp_path, model):
     dataset = _dataset(tmp_path / "d", ["fire", "smoke"])
-    with pytest.raises(DatasetError, match="are different names"):
+    with pytest.raises(DatasetError, match="different names; match them by name with --map-class fire=fire"):
         evaluate_path(OraclePath(dataset, ("fire", "smoke", "person"), model), dataset)
     with pytest.raises(DatasetError, match=r"class_map \[0\]: expected one model class id"):
         evaluate_path(OraclePath(dataset, ("fire", "smoke"), model, class_map=(0,)), dataset)

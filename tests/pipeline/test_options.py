@@ -111,7 +111,11 @@ def test_the_command_line_and_the_plugin_text_parse_every_option_to_the_same_val
         ("max_total", "many", "--max-total 'many': expected a whole number of at least 1"),
         ("calibration_count", "0", "--calibration-count '0': expected a whole number of at least 1"),
         ("backend", "tpu", "--backend 'tpu': expected one of ['onnx', 'emulator', 'hailort', 'dfc', 'replay']"),
-        ("map_class", "human", "--map-class 'human': expected DATASET_NAME=MODEL_NAME"),
+        (
+            "map_class",
+            "human",
+            "--map-class 'human': expected DATASET_NAME=MODEL_NAME, or DATASET_NAME= to leave that class's labels out",
+        ),
         ("update_golden", "maybe", "--update-golden 'maybe': expected true or false"),
     ],
 )

@@ -1,5 +1,7 @@
+from dataclasses import replace
 from html import escape
 
+from harness.inputs.dataset import Unreadable
 from harness.report.html import render_html
 from harness.report.json_report import report_document
 from harness.report.markdown import render_markdown
@@ -28,3 +30,23 @@ def test_the_gate_table_holds_each_gate_by_its_name_as_code_and_its_result(tmp_p
     (table,) = (b for s in view.sections if s.title == (Text("Gates"),) for b in s.blocks)
     assert isinstance(table, Table)
     assert [(row[0], row[1]) for row in table.rows] == [(Code(g.name), Mark(g.passed)) for g in case.gates]
+
+
+def test_unreadable_images_and_classes_left_out_are_said_in_both_reports_with_a_bounded_list(tmp_path):
+    case = sr.report_case(tmp_path / "dataset")
+    unreadable = tuple(Unreadable(f"images/val/bad{i:02d}.jpg", "empty (0 bytes): no image in it") for i in range(12))
+    dataset = replace(case.dataset, names=(*case.dataset.names, "steam"), unreadable=unreadable)
+    left = [replace(r, settings=replace(r.settings, class_map=(0, 1, -1))) for r in (case.onnx, case.hailo)]
+    document = report_document(left, case.gates, dataset)
+    markdown, html = render_markdown(document), render_html(document, (), ())
+    said = "Left out: 12 unreadable images, within --max-unreadable: images/val/bad00.jpg (empty (0 bytes)"
+    for report in (markdown, html):
+        assert (
+            "bad09.jpg" in report
+            and "bad10.jpg" not in report
+            and "; and 2 more (report.json names them all)." in report
+        )
+        assert "the labels of dataset class steam." in report
+    assert said.replace("_", "\\_") in markdown and escape(said) in html
+    clean = render_markdown(report_document([case.onnx, case.hailo], case.gates, case.dataset))
+    assert "Left out" not in clean

@@ -14,7 +14,7 @@ import contextlib
 import importlib.util
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -215,20 +215,44 @@ def _run_job_once(item: pytest.Item) -> JobResult:
     config = item.config
     if _JOB_RESULT not in config.stash:
         job_config = config.stash[_JOB]
-        try:
-            config.stash[_JOB_RESULT] = run_job(job_config, log=_live_lines(config))
-        except Exception as error:  # Ctrl-C is pytest's
-            config.stash[_JOB_RESULT] = (error, item.name)
-            status, words = failure(error)
-            if status == INTERNAL_ERROR:
-                command = shlex.join(("pytest", *config.invocation_params.args))
-                words = f"{words}; {logged(write_log(command, error, job_config.cache_dir / 'logs'))}"
-            raise GateFailure(f"the evaluation could not run: {words}") from error
+        with _one_line_on_interrupt():
+            try:
+                config.stash[_JOB_RESULT] = run_job(job_config, log=_live_lines(config))
+            except Exception as error:
+                config.stash[_JOB_RESULT] = (error, item.name)
+                status, words = failure(error)
+                if status == INTERNAL_ERROR:
+                    command = shlex.join(("pytest", *config.invocation_params.args))
+                    words = f"{words}; {logged(write_log(command, error, job_config.cache_dir / 'logs'))}"
+                raise GateFailure(f"the evaluation could not run: {words}") from error
     job = config.stash[_JOB_RESULT]
     if isinstance(job, tuple):
         raise GateFailure(f"the evaluation could not run: see {job[1]} for why")
     assert isinstance(job, JobResult)
     return job
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during the harness's own work: pytest ends the session with its status for it (2) and
+    one line, ``Interrupted: <why>``, where a bare KeyboardInterrupt shows the frame it hit, deep in
+    onnxruntime or PIL, and a pointer to the full traceback."""
+
+    __module__ = "builtins"  # Python's one-line form names the class alone, as it does KeyboardInterrupt
+
+
+INTERRUPTED = "hailo-harness stopped; nothing half-written is kept, and a rerun resumes from what its caches hold"
+
+
+@contextlib.contextmanager
+def _one_line_on_interrupt() -> Iterator[None]:
+    """A KeyboardInterrupt inside as :class:`Interrupted` (the caches and journals are written whole or
+    cut back to their last whole record: nothing more needs saying)."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(INTERRUPTED) from None
 
 
 def _live_lines(config: pytest.Config) -> Callable[[str], None]:
@@ -286,14 +310,40 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
             load_sdk()  # the stages need the Dataflow Compiler: a usage error here, not a failure per gate
         except DfcNotInstalled as error:
             raise pytest.UsageError(f"--har {job.har}: {error}") from error
-    from harness.pipeline.factory import preflight
-
     try:
-        preflight(job)  # what can be refused before the job: once, not once per gate
+        _refuse_bad_inputs(job, _live_lines(config))  # once, not once per gate
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     config.stash[_JOB] = job
     return [JobGateItem.from_parent(parent, name=str(gate), gate_id=gate) for gate in planned_gates(job)]
+
+
+def _quiet(line: str) -> None:
+    """A log that keeps nothing."""
+
+
+def _refuse_bad_inputs(job: JobConfig, log: Callable[[str], None]) -> None:
+    """What the job refuses before it runs anything, refused at collection: each path's options and
+    the Hailo path's preflight, and the dataset as the job reads it (its images and labels, its class
+    names against the model's): bad input is one usage error, a bad model's or a bad dataset's alike,
+    not a failure per gate."""
+    from harness.pipeline.factory import check, load_dataset, preflight, prepare_run
+
+    preflight(job)
+    dataset = load_dataset(job.dataset, job.split, job.cache_dir, job.images, log)
+    paths = (job.hailo, *job.stages)
+    run = prepare_run(
+        job.onnx,
+        dataset,
+        job.settings,
+        job.cache_dir,
+        log=_quiet,  # the job says its thresholds when it runs
+        max_unreadable=job.max_unreadable,
+        paths=paths,
+        batch=job.batch,
+    )
+    for spec in paths:
+        check(spec, run.settings)
 
 
 class HarnessSuite(pytest.Collector):
@@ -334,8 +384,8 @@ class HarnessSuite(pytest.Collector):
         return items
 
 
-# Options that only the evaluation gates read (the static checks read --onnx, --dataset, --score-threshold).
-_GATE_ONLY = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "dataset", "score_threshold"))
+# Options that say how to run gates, given without any (--onnx, --dataset and --hef each ask for some).
+_GATE_OPTIONS = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "dataset"))
 
 
 def _refuse_half_options(config: pytest.Config, values: dict[str, Any]) -> None:
@@ -351,10 +401,12 @@ def _refuse_half_options(config: pytest.Config, values: dict[str, Any]) -> None:
         )
     if dataset is not None:
         raise pytest.UsageError(f"--dataset {dataset}: needs --onnx M.onnx (the model to evaluate on it) or --hef")
-    given = [OPTIONS[n].flag for n in _GATE_ONLY if config.getoption(f"harness_{n}") not in (None, False, [])]
+    given = [OPTIONS[n].flag for n in _GATE_OPTIONS if config.getoption(f"harness_{n}") not in (None, False, [])]
     if given:
+        what = f"{given[0]} is an option" if len(given) == 1 else f"{', '.join(given)} are options"
         raise pytest.UsageError(
-            f"{', '.join(given)}: belong to the evaluation gates, which need --onnx and --dataset (or --images)"
+            f"{what} of the harness's gates, and none was asked for: the evaluation gates need --onnx M.onnx with "
+            "--dataset D (or --images DIR), the HEF's static checks --hef M.hef"
         )
 
 
@@ -376,7 +428,8 @@ def _skip_unavailable(items: list[pytest.Item]) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     _skip_unavailable(items)
     suite = HarnessSuite.from_parent(session, name="hailo-harness", nodeid="hailo-harness")
-    gates = suite.collect()
+    with _one_line_on_interrupt():  # reading the model and the dataset
+        gates = suite.collect()
     # Reported as collected, so that pytest's "collected N items" counts the gates too.
     config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, [*gates]))
     items.extend(gates)

@@ -1,5 +1,6 @@
 """The pytest plugin, driven through pytester exactly as a user's pytest run would."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,8 @@ import pytest
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
+
+from support.interrupt import interrupt_at
 
 pytest_plugins = ["pytester"]
 
@@ -265,8 +268,13 @@ def test_a_dataset_given_by_its_yaml_names_the_items_after_the_folder_its_gates_
             "*the evaluation gates need images: give --dataset D (labelled*or --images DIR (without labels)*",
         ),
         (("--dataset", "datasets/coco128_val16"), "*--dataset *coco128_val16: needs --onnx M.onnx*"),
-        (("--backend", "hailort"), "*--backend: belong to the evaluation gates, which need --onnx and --dataset*"),
-        (("--update-golden",), "*--update-golden: belong to the evaluation gates*"),
+        (
+            ("--backend", "hailort"),
+            "*--backend is an option of the harness's gates, and none was asked for: the evaluation gates need "
+            "--onnx M.onnx with --dataset D (or --images DIR), the HEF's static checks --hef M.hef",
+        ),
+        (("--update-golden", "--batch", "2"), "*--batch, --update-golden are options of the harness's gates*"),
+        (("--score-threshold", "0.3"), "*--score-threshold is an option of the harness's gates, and none was*"),
     ],
 )
 def test_an_option_without_its_partner_is_a_usage_error_naming_what_is_missing(
@@ -373,3 +381,28 @@ def test_a_job_that_fails_inside_fails_its_gates_with_one_clear_line_not_a_trace
     if error.startswith("RuntimeError"):
         (log,) = (pytester.path / ".harness-cache" / "logs").iterdir()
         assert "RuntimeError: boom" in log.read_text() and "command: pytest " in log.read_text()
+
+
+def test_a_bad_dataset_is_one_usage_error_as_a_bad_model_is_not_a_failure_per_gate(pytester, tmp_path):
+    data = tmp_path / "no_yaml"
+    write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
+    (data / "data.yaml").unlink()  # labelled images, but nothing names their classes
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", f"--dataset={data}", f"--cache={tmp_path / 'cache'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in result.stderr.lines if line]
+    assert line.startswith(f"ERROR: {data}: ") and "yaml" in line  # the dataset loader's own words
+    assert "FAILED" not in result.stdout.str() and "collected 0 items" in result.stdout.str()
+
+
+def test_ctrl_c_during_the_job_ends_pytest_with_one_line_and_the_rerun_recovers(pytester, tmp_path):
+    data = tmp_path / "fire_smoke_small"
+    write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
+    args = (f"--onnx={DEMO}", f"--dataset={data}", f"--cache={tmp_path / 'cache'}", f"--golden={tmp_path / 'golden'}")
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    stopped = interrupt_at(command, "hailo-harness: onnx: predicting", cwd=pytester.path)
+    said = stopped.out[len(stopped.said_before) :] + stopped.err
+    assert stopped.returncode == pytest.ExitCode.INTERRUPTED, said
+    assert "! Interrupted: hailo-harness stopped; nothing half-written is kept, and a rerun resumes" in said
+    assert not [word for word in ("KeyboardInterrupt", "Traceback", ".py:", "site-packages") if word in said], said
+    rerun = pytester.runpytest_subprocess(*args, "--update-golden")
+    rerun.assert_outcomes(passed=9)

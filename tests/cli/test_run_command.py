@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +12,12 @@ import pytest
 import harness.pipeline.job as job_module
 from harness.cli import main as cli
 from harness.core.specs import FormatType
+from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import JobResult
 from harness.pipeline.spec import Backend, JobConfig
+
+from support.interrupt import interrupt_at
 
 
 @pytest.fixture
@@ -97,7 +102,7 @@ def no_evaluation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def evaluate(*args: object) -> None:
         raise AssertionError("a path was evaluated")
 
-    monkeypatch.setattr(job_module, "evaluate", evaluate)
+    monkeypatch.setattr(job_module, "evaluate_spec", evaluate)
     monkeypatch.chdir(tmp_path)
 
 
@@ -127,3 +132,20 @@ def test_a_report_folder_that_cannot_be_made_is_refused_before_the_work(
         f"hailo-harness run: error: cannot use {str(tmp_path / 'file' / 'rep')!r}: Not a directory "
         "(part of that path is a file, not a folder: check the path)"
     )
+
+
+def test_ctrl_c_mid_run_is_one_line_exit_130_and_the_rerun_recovers(tmp_path: Path) -> None:
+    """A real run, sent SIGINT while it infers; run again, it finishes from what its caches kept."""
+    data = tmp_path / "fire_smoke_small"
+    write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
+    places = ("--cache", "cache", "--golden", "golden", "--report", "reports")
+    command = [sys.executable, "-m", "harness.cli.main", "run", "--onnx", str(DEMO), "--dataset", str(data), *places]
+    stopped = interrupt_at(command, "onnx: predicting", stream="stderr", cwd=tmp_path)
+    assert stopped.returncode == 130, stopped.err
+    said = stopped.err[len(stopped.said_before) :]
+    assert said.splitlines()[-1] == "hailo-harness run: interrupted; nothing half-written is kept", said
+    assert not [word for word in ("KeyboardInterrupt", "Traceback", ".py", "site-packages") if word in said], said
+    assert not (tmp_path / "golden").exists() and not (tmp_path / "reports" / "report.json").exists()
+    rerun = subprocess.run([*command, "--update-golden"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (tmp_path / "reports" / "report.json").is_file()

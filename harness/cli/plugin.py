@@ -64,7 +64,19 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     refuse_moved_setup(early_config, parser, _PATH_FLAGS)
 
 
+# pytest knows this plugin by its entry point's name (pyproject.toml: [project.entry-points.pytest11]);
+# `-p no:NAME` with a name no plugin has blocks nothing, silently. These are the names a user tries.
+PLUGIN_NAME = "hailo_harness"
+_NOT_ITS_NAME = frozenset({"harness", "hailo-harness", "harness.cli.plugin", "hailo_harness.plugin"})
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    tried = [v[3:] for v in config.getoption("plugins", None) or [] if v.startswith("no:") and v[3:] in _NOT_ITS_NAME]
+    if tried:
+        raise pytest.UsageError(
+            f"-p no:{tried[0]}: no plugin has that name, so it switches nothing off; "
+            f"the harness's plugin is named {PLUGIN_NAME}: -p no:{PLUGIN_NAME}"
+        )
     config.addinivalue_line("markers", "hailo_hw: needs a Hailo device and hailo_platform (HailoRT)")
     config.addinivalue_line("markers", "dfc: needs the Hailo Dataflow Compiler (hailo_sdk_client)")
 

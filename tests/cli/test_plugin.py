@@ -406,3 +406,18 @@ def test_ctrl_c_during_the_job_ends_pytest_with_one_line_and_the_rerun_recovers(
     assert not [word for word in ("KeyboardInterrupt", "Traceback", ".py:", "site-packages") if word in said], said
     rerun = pytester.runpytest_subprocess(*args, "--update-golden")
     rerun.assert_outcomes(passed=9)
+
+
+@pytest.mark.parametrize("name", ["harness", "hailo-harness"])
+def test_switching_the_plugin_off_by_a_name_it_does_not_have_is_a_usage_error_naming_the_right_one(pytester, name):
+    result = pytester.runpytest_subprocess("-p", f"no:{name}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: -p no:{name}: no plugin has that name*: -p no:hailo_harness"])
+
+
+def test_the_documented_name_switches_the_plugin_off(pytester):
+    pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
+    assert pytester.runpytest_subprocess("--score-threshold=0.3").ret == pytest.ExitCode.USAGE_ERROR  # the plugin's
+    result = pytester.runpytest_subprocess("-p", "no:hailo_harness", "--score-threshold=0.3")
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --score-threshold=0.3*"])  # no plugin declares it
+    pytester.runpytest_subprocess("-p", "no:hailo_harness").assert_outcomes(passed=1)

@@ -16,11 +16,23 @@ Shared by both modes, so that the fast code and the loop reference agree bit for
   (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp, ``extract_detections``)
   and the order of ``torch.where`` over (anchor, class) in Ultralytics. Neither library sorts
   stably, so for exactly equal scores this is one valid order among theirs.
+
+Only the anchors whose best class reaches the threshold are read past one pass over the score matrix
+(in the layout it comes in: anchor-major, or a class-major head seen transposed, never copied), and
+the greedy step runs compiled: onnxruntime's ``NonMaxSuppression`` kernel, one class per batch, fed
+each class's candidates in the harness's rank order (ranks as its scores, so that its heap never sees
+a tie), with the IoU threshold turned into the float32 one its ``IoU > threshold`` compares with
+(onnxruntime: onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc and
+non_max_suppression_helper.h, ``SuppressByIOU``: the same float32 operations as :func:`box_iou`, in
+the same order, with the kept box first). Boxes it would read otherwise (not finite, or with a corner
+past the other) and thresholds outside its range go to the numpy greedy (:func:`_greedy_ranked`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,8 +43,22 @@ from harness.core.settings import DecodeConfig, NmsMode
 # class id * max_wh so that one NMS over all boxes never suppresses across classes.
 ULTRALYTICS_CLASS_OFFSET = np.float32(7680)
 
-# Candidates of one class whose IoUs greedy_per_class settles together (a 512 x 512 matrix, 1 MiB).
+# Candidates of one class whose IoUs the numpy greedy settles together (a 512 x 512 matrix, 1 MiB).
 NMS_BLOCK = 512
+
+# One ONNX NonMaxSuppression node (opset 11; inputs boxes [classes, candidates, 4], scores
+# [classes, 1, candidates], max_per_class, iou_threshold, score_threshold; output selected [n, 3]), as
+# onnx.helper serialises it (tests/decode/test_decode_nms.py rebuilds it): kept as bytes, so that the
+# NMS never imports onnx.
+_NMS_MODEL = (
+    b"\x08\x07:\xbc\x02\n[\n\x05boxes\n\x06scores\n\rmax_per_class\n\riou_threshold\n\x0fscore_thresho"
+    b'ld\x12\x08selected"\x11NonMaxSuppression\x12\x03nmsZ,\n\x05boxes\x12#\n!\x08\x01\x12\x1d\n\t\x12'
+    b"\x07classes\n\x0c\x12\ncandidates\n\x02\x08\x04Z-\n\x06scores\x12#\n!\x08\x01\x12\x1d\n\t\x12"
+    b"\x07classes\n\x02\x08\x01\n\x0c\x12\ncandidatesZ\x1b\n\rmax_per_class\x12\n\n\x08\x08\x07\x12"
+    b"\x04\n\x02\x08\x01Z\x1b\n\riou_threshold\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01Z\x1d\n\x0fsco"
+    b're_threshold\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01b"\n\x08selected\x12\x16\n\x14\x08\x07\x12'
+    b"\x10\n\n\x12\x08selected\n\x02\x08\x03B\x04\n\x00\x10\x0b"
+)
 
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -49,21 +75,46 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((width > 0) & (height > 0), iou, np.float32(0))
 
 
+def float32_at_least(threshold: float) -> np.float32:
+    """The smallest float32 not below the double ``threshold``: ``value >= threshold`` for a float32
+    ``value`` is ``value >= float32_at_least(threshold)``, as C++ compares a ``float`` with a ``double``."""
+    t = np.float32(threshold)
+    return np.nextafter(t, np.float32(np.inf)) if float(t) < threshold else t
+
+
+def float32_above(threshold: float) -> np.float32:
+    """The smallest float32 above the double ``threshold``: ``value > threshold`` for a float32 ``value``
+    is ``value >= float32_above(threshold)``."""
+    t = np.float32(threshold)
+    return np.nextafter(t, np.float32(np.inf)) if float(t) <= threshold else t
+
+
 def at_least(values: np.ndarray, threshold: float) -> np.ndarray:
     """``values >= threshold`` for float32 ``values`` against a double threshold, as C++ compares
     a ``float`` with a ``double`` (the smallest float32 not below the threshold stands in for it)."""
-    t = np.float32(threshold)
-    if float(t) < threshold:
-        t = np.nextafter(t, np.float32(np.inf))
-    return values >= t
+    return values >= float32_at_least(threshold)
 
 
 def above(values: np.ndarray, threshold: float) -> np.ndarray:
     """``values > threshold`` for float32 ``values`` against a double threshold, as C++ compares."""
-    t = np.float32(threshold)
-    if float(t) <= threshold:
-        t = np.nextafter(t, np.float32(np.inf))
-    return values >= t
+    return values >= float32_above(threshold)
+
+
+def anchors_reaching(scores: np.ndarray, floor: np.float32) -> np.ndarray:
+    """The anchors (rows of ``scores``, ascending) with a score ``>= floor``: the only ones that can hold a
+    candidate. One pass over the matrix in its own layout: an anchor-major matrix by its flat indices,
+    any other (a class-major head seen transposed) by each row's any."""
+    if scores.shape[1] == 0:
+        return np.zeros(0, dtype=np.int64)
+    if scores.flags.c_contiguous:
+        rows = np.flatnonzero(scores >= floor) // scores.shape[1]
+        return rows[np.flatnonzero(np.diff(rows, prepend=-1))]
+    return np.flatnonzero((scores >= floor).any(axis=1))
+
+
+def _cells(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero`` of a small 2-D mask (row-major order), through its flat indices."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
 
 
 def greedy_per_class(
@@ -78,23 +129,100 @@ def greedy_per_class(
     In each class the best-ranked box still alive is kept and suppresses the alive boxes of its
     class whose IoU with it is ``>= iou_threshold`` (HailoRT's rule);
     suppressed boxes suppress nothing; the first ``max_per_class`` kept boxes of a class are the
-    result. A class is taken in blocks of :data:`NMS_BLOCK` candidates by rank: those overlapping a
-    box kept from an earlier block go, then the block's own greedy answer is found as the fixed
-    point of "kept = alive and not suppressed by a kept box ranked above" (Cluster-NMS; the
-    recursion has one solution, greedy's), so no Python loop runs per kept box.
+    result.
     """
     if len(scores) == 0 or max_per_class <= 0:
         return np.zeros(0, dtype=np.int64)
-    by_rank = np.argsort(-scores, kind="stable")
-    order = by_rank[np.argsort(class_ids[by_rank], kind="stable")]
-    _, starts, counts = np.unique(class_ids[order], return_index=True, return_counts=True)
+    ranked = np.argsort(-scores, kind="stable")
+    return _greedy_classes(ranked, boxes, class_ids, iou_threshold, at_least, max_per_class)
+
+
+def _greedy_classes(
+    ranked: np.ndarray,
+    boxes: np.ndarray,
+    class_ids: np.ndarray,
+    iou_threshold: float,
+    suppresses: Callable[[np.ndarray, float], np.ndarray],
+    max_kept: int,
+) -> np.ndarray:
+    """Greedy NMS of candidates ``ranked`` best first, each class apart: the first ``max_kept`` kept of
+    each class, class ascending, then rank. Compiled where onnxruntime reads the boxes and the threshold
+    as the harness does, else numpy's, class by class."""
+    order = ranked[np.argsort(class_ids[ranked], kind="stable")]
+    starts = np.flatnonzero(np.diff(class_ids[order], prepend=class_ids[order[0]] - 1))
+    counts = np.diff(starts, append=len(order))
+    compiled_threshold = _onnxruntime_threshold(iou_threshold, suppresses)
+    if compiled_threshold is not None and _plain_boxes(boxes[order]):
+        return _greedy_onnxruntime(order, starts, counts, boxes, compiled_threshold, max_kept)
     kept = [
         order[start : start + 1]  # a class's only candidate is kept
         if count == 1
-        else _greedy_ranked(order[start : start + count], boxes, iou_threshold, at_least, max_per_class)
+        else _greedy_ranked(order[start : start + count], boxes, iou_threshold, suppresses, max_kept)
         for start, count in zip(starts.tolist(), counts.tolist(), strict=True)
     ]
     return np.concatenate(kept)
+
+
+def _onnxruntime_threshold(
+    iou_threshold: float, suppresses: Callable[[np.ndarray, float], np.ndarray]
+) -> np.float32 | None:
+    """The float32 ``t`` in [0, 1] for which onnxruntime's ``IoU > t`` is ``suppresses(IoU, iou_threshold)``
+    on float32 IoUs (the largest float32 below the smallest one that suppresses), or None where there is
+    none: an IoU of 0 suppressing (onnxruntime never suppresses boxes that do not overlap), or a threshold
+    past 1."""
+    smallest = float32_at_least(iou_threshold) if suppresses is at_least else float32_above(iou_threshold)
+    if not 0 < smallest <= np.nextafter(np.float32(1), np.float32(2)):
+        return None
+    return np.nextafter(smallest, np.float32(0))
+
+
+def _plain_boxes(boxes: np.ndarray) -> bool:
+    """Whether every box is finite with its corners in order (x1 <= x2, y1 <= y2): onnxruntime orders
+    each box's corners before its IoU, :func:`box_iou` does not."""
+    return bool(np.isfinite(boxes).all() and (boxes[:, 2:] >= boxes[:, :2]).all())
+
+
+@functools.cache
+def _nms_session() -> Any:
+    """onnxruntime's NonMaxSuppression kernel in a one-node session, one thread (imported on first use)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(_NMS_MODEL, options, providers=["CPUExecutionProvider"])
+
+
+def _greedy_onnxruntime(
+    order: np.ndarray,
+    starts: np.ndarray,
+    counts: np.ndarray,
+    boxes: np.ndarray,
+    iou_threshold: np.float32,
+    max_kept: int,
+) -> np.ndarray:
+    """onnxruntime's greedy over candidates ``order`` (class after class from ``starts``, ``counts`` long,
+    each best first): one class per batch, padded to the longest; a candidate's score is how many of its
+    class follow it, plus one (a pad's is 0, under the score threshold), so that it pops in rank order."""
+    width = int(counts.max())
+    batch = np.repeat(np.arange(len(starts)), counts)
+    place = np.arange(len(order)) - np.repeat(starts, counts)
+    batch_boxes = np.zeros((len(starts), width, 4), dtype=np.float32)
+    batch_boxes[batch, place] = boxes[order]
+    priority = np.zeros((len(starts), 1, width), dtype=np.float32)
+    priority[batch, 0, place] = width - place
+    (selected,) = _nms_session().run(
+        None,
+        {
+            "boxes": batch_boxes,
+            "scores": priority,
+            "max_per_class": np.array([max_kept], dtype=np.int64),
+            "iou_threshold": np.array([iou_threshold], dtype=np.float32),
+            "score_threshold": np.array([0.5], dtype=np.float32),
+        },
+    )
+    return order[starts[selected[:, 0]] + selected[:, 2]]
 
 
 def _greedy_ranked(
@@ -104,8 +232,12 @@ def _greedy_ranked(
     suppresses: Callable[[np.ndarray, float], np.ndarray],
     max_kept: int,
 ) -> np.ndarray:
-    """Greedy NMS of candidates ``ranked`` best first (one class, or boxes shifted apart by class): the
-    first ``max_kept`` kept, in rank order; it stops where they are found."""
+    """Greedy NMS of candidates ``ranked`` best first (one class, or boxes shifted apart by class) in
+    numpy: the first ``max_kept`` kept, in rank order; it stops where they are found. Taken in blocks of
+    :data:`NMS_BLOCK` candidates by rank: those overlapping a box kept from an earlier block go, then
+    the block's own greedy answer is found as the fixed point of "kept = alive and not suppressed by a
+    kept box ranked above" (Cluster-NMS; the recursion has one solution, greedy's), so no Python loop
+    runs per kept box."""
     kept: list[np.ndarray] = []
     kept_boxes = np.zeros((0, 4), dtype=np.float32)
     n_kept = 0
@@ -151,10 +283,13 @@ def nms_hailort(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig) -> 
       apply (the BY_CLASS buffer has no total cap).
 
     Detections come class ascending, score descending within a class: the BY_CLASS buffer order.
+    ``scores`` may be any view of the matrix (a class-major head transposed is read as it lies).
     """
-    anchor, class_id = np.nonzero(at_least(scores, config.score_threshold) & (scores != 0))
-    cand_boxes = boxes[anchor]
-    cand_scores = scores[anchor, class_id]
+    anchors = anchors_reaching(scores, float32_at_least(config.score_threshold))
+    reaching = scores[anchors]
+    row, class_id = _cells(at_least(reaching, config.score_threshold) & (reaching != 0))
+    cand_boxes = boxes[anchors[row]]
+    cand_scores = reaching[row, class_id]
     kept = greedy_per_class(
         cand_boxes,
         cand_scores,
@@ -185,27 +320,48 @@ def nms_ultralytics(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig)
     ultralytics/models/yolo/detect/val.py). Detections come score descending.
     """
     threshold = np.float32(config.score_threshold)
+    # a score above the threshold is at least the next float32
+    anchors = anchors_reaching(scores, np.nextafter(threshold, np.float32(np.inf)))
+    reaching = scores[anchors]
     if config.multi_label and scores.shape[1] > 1:
-        anchor, class_id = np.nonzero(scores > threshold)
-        cand_scores = scores[anchor, class_id]
+        row, class_id = _cells(reaching > threshold)
+        cand_scores = reaching[row, class_id]
     else:
-        best = scores.argmax(axis=1)
-        best_scores = scores[np.arange(len(scores)), best]
-        anchor = np.flatnonzero(best_scores > threshold)
-        class_id, cand_scores = best[anchor], best_scores[anchor]
+        best = reaching.argmax(axis=1)
+        best_scores = reaching[np.arange(len(reaching)), best]
+        row = np.flatnonzero(best_scores > threshold)
+        class_id, cand_scores = best[row], best_scores[row]
+    anchor = anchors[row]
     if len(cand_scores) > config.max_candidates:
         best_first = np.sort(np.argsort(-cand_scores, kind="stable")[: config.max_candidates])
         anchor, class_id, cand_scores = anchor[best_first], class_id[best_first], cand_scores[best_first]
     cand_boxes = boxes[anchor]
-    shifted = cand_boxes + (class_id.astype(np.float32) * ULTRALYTICS_CLASS_OFFSET)[:, None]
     if len(cand_scores) == 0 or config.max_total <= 0:
         return Detections(cand_boxes[:0], cand_scores[:0], class_id[:0])
-    # One greedy pass over every class at once, best first, as torchvision's over the shifted boxes (no
-    # IoU across classes): it stops at the max_total-th kept box, which is where the result ends.
-    kept = _greedy_ranked(
-        np.argsort(-cand_scores, kind="stable"), shifted, config.iou_threshold, above, config.max_total
-    )
+    shifted = cand_boxes + (class_id.astype(np.float32) * ULTRALYTICS_CLASS_OFFSET)[:, None]
+    ranked = np.argsort(-cand_scores, kind="stable")
+    if _classes_apart(cand_boxes):
+        # No shifted box overlaps one of another class: one greedy pass over every class at once, as
+        # torchvision's, keeps what each class's own greedy keeps, merged by rank.
+        kept = _greedy_classes(ranked, shifted, class_id, config.iou_threshold, above, config.max_total)
+        rank = np.empty(len(ranked), dtype=np.int64)
+        rank[ranked] = np.arange(len(ranked))
+        kept = kept[np.argsort(rank[kept], kind="stable")][: config.max_total]
+    else:
+        # One greedy pass over every class at once, best first, as torchvision's over the shifted boxes:
+        # it stops at the max_total-th kept box, which is where the result ends.
+        kept = _greedy_ranked(ranked, shifted, config.iou_threshold, above, config.max_total)
     return Detections(cand_boxes[kept], cand_scores[kept], class_id[kept])
+
+
+def _classes_apart(boxes: np.ndarray) -> bool:
+    """Whether every coordinate lies within one span narrower than the class offset (by a pixel, so that
+    rounding cannot close it): shifted by class, a class's boxes then lie wholly below the next's
+    (float32 rounding keeps that order), so no IoU across classes is above 0."""
+    if len(boxes) == 0:
+        return True
+    low, high = float(np.min(boxes)), float(np.max(boxes))  # NaN: not apart
+    return high - low < float(ULTRALYTICS_CLASS_OFFSET) - 1
 
 
 _BY_MODE = {NmsMode.HAILORT: nms_hailort, NmsMode.ULTRALYTICS: nms_ultralytics}

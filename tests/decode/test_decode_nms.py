@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from harness.core.detections import Detections
@@ -62,24 +62,147 @@ def assert_same(a: Detections, b: Detections) -> None:
     np.testing.assert_array_equal(a.boxes, b.boxes)
 
 
-# greedy_per_class settles a class in blocks of candidates: one block, and blocks of 3 (many blocks).
-IOU_STRATEGIES = pytest.mark.parametrize("nms_block", [nms.NMS_BLOCK, 3], ids=["one-block", "blocks-of-3"])
+# The greedy step: onnxruntime's kernel, and the numpy greedy it leaves the rest to, which settles a
+# class in blocks of candidates (one block, and blocks of 3: many blocks).
+ENGINES = pytest.mark.parametrize(
+    ("compiled", "nms_block"),
+    [(True, nms.NMS_BLOCK), (False, nms.NMS_BLOCK), (False, 3)],
+    ids=["onnxruntime", "numpy-one-block", "numpy-blocks-of-3"],
+)
 
 
-@IOU_STRATEGIES
+def engine(patch: pytest.MonkeyPatch, compiled: bool, nms_block: int = nms.NMS_BLOCK) -> None:
+    """The greedy step the NMS runs within ``patch``: numpy's (in blocks of ``nms_block``) unless ``compiled``."""
+    patch.setattr(nms, "NMS_BLOCK", nms_block)
+    if not compiled:
+        patch.setattr(nms, "_onnxruntime_threshold", lambda *_: None)
+
+
+@ENGINES
 @given(candidates=candidate_sets(), config=configs(NmsMode.HAILORT))
-def test_fast_nms_equals_reference_in_hailort_mode(nms_block, candidates, config):
+def test_fast_nms_equals_reference_in_hailort_mode(compiled, nms_block, candidates, config):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nms, "NMS_BLOCK", nms_block)
+        engine(patch, compiled, nms_block)
         assert_same(nms_hailort(*candidates, config), reference_nms_hailort(*candidates, config))
 
 
-@IOU_STRATEGIES
+@ENGINES
 @given(candidates=candidate_sets(), config=configs(NmsMode.ULTRALYTICS))
-def test_fast_nms_equals_reference_in_ultralytics_mode(nms_block, candidates, config):
+def test_fast_nms_equals_reference_in_ultralytics_mode(compiled, nms_block, candidates, config):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nms, "NMS_BLOCK", nms_block)
+        engine(patch, compiled, nms_block)
         assert_same(nms_ultralytics(*candidates, config), reference_nms_ultralytics(*candidates, config))
+
+
+@given(st.sampled_from(list(NmsMode)).flatmap(lambda m: st.tuples(candidate_sets(), configs(m))))
+def test_a_class_major_head_seen_transposed_gives_what_its_copy_gives(case):
+    (boxes, scores), config = case
+    head = np.ascontiguousarray(scores.T)  # (nc, anchors), as an Ultralytics head lies
+    assert not head.T.flags.c_contiguous or len(boxes) <= 1 or scores.shape[1] == 1
+    assert_same(nms.nms(boxes, head.T, config), nms.nms(boxes, scores, config))
+
+
+@given(st.sampled_from(list(NmsMode)), st.data())
+def test_boxes_onnxruntime_would_read_otherwise_equal_the_reference(mode, data):
+    # corners out of order, infinities and NaN (onnxruntime orders corners; box_iou does not), and
+    # coordinates past the Ultralytics class offset (shifted boxes of two classes then overlap)
+    boxes, scores = data.draw(candidate_sets(max_anchors=12))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    odd = rng.random(boxes.shape) < 0.15
+    values = rng.choice(np.array([np.inf, -np.inf, np.nan, -20.0, 9000.0, 3e4], np.float32), boxes.shape)
+    boxes = np.where(odd, values, boxes).astype(np.float32)
+    config = data.draw(configs(mode))
+    reference = REFERENCE[mode]
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert_same(nms.nms(boxes, scores, config), reference(boxes, scores, config))
+
+
+@given(st.sampled_from(list(NmsMode)), st.data())
+def test_an_iou_exactly_at_the_threshold_suppresses_in_hailort_mode_only(mode, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    first = np.concatenate([xy := rng.uniform(0, 500, 2), xy + rng.uniform(1, 100, 2)]).astype(np.float32)
+    second = (first + rng.uniform(-10, 10, 4)).astype(np.float32)
+    iou = float(box_iou(first, second))
+    assume(0 < iou < 1)
+    boxes, scores = _one_anchor_per_box([first, second], [0.9, 0.8])
+    for threshold, hailort_keeps, ultralytics_keeps in (
+        (iou, 1, 2),  # IoU >= t suppresses, IoU > t does not
+        (float(np.nextafter(np.float32(iou), np.float32(2))), 2, 2),  # one float32 above: neither
+        (float(np.nextafter(np.float32(iou), np.float32(0))), 1, 1),  # one float32 below: both
+    ):
+        config = DecodeConfig((640, 640), score_threshold=0.5, iou_threshold=threshold, mode=mode)
+        expected = hailort_keeps if mode is NmsMode.HAILORT else ultralytics_keeps
+        assert len(nms.nms(boxes, scores, config)) == expected
+        assert_same(nms.nms(boxes, scores, config), REFERENCE[mode](boxes, scores, config))
+
+
+@pytest.mark.parametrize("mode", list(NmsMode))
+def test_equal_scores_keep_the_first_anchor_and_cut_in_anchor_order(mode):
+    # two equal boxes at one score: the first anchor is kept; three apart at one score, cut at two
+    boxes, scores = _one_anchor_per_box(
+        [[0, 0, 10, 10], [0, 0, 10, 10], [100, 0, 110, 10], [200, 0, 210, 10], [300, 0, 310, 10]],
+        [0.5, 0.5, 0.4, 0.4, 0.4],
+    )
+    config = DecodeConfig((640, 640), score_threshold=0.1, max_per_class=3, max_total=3, mode=mode)
+    kept = nms.nms(boxes, scores, config)
+    np.testing.assert_array_equal(kept.boxes[:, 0], [0, 100, 200])
+    assert_same(kept, REFERENCE[mode](boxes, scores, config))
+
+
+@pytest.mark.parametrize("mode", list(NmsMode))
+@pytest.mark.parametrize(("anchors", "nc", "threshold"), [(0, 3, 0.2), (5, 3, 0.99), (0, 1, 0.0), (4, 1, 0.99)])
+def test_no_candidate_gives_empty_detections(mode, anchors, nc, threshold):
+    boxes = np.tile(np.array([[0, 0, 10, 10]], np.float32), (anchors, 1))
+    scores = np.full((anchors, nc), 0.5, np.float32)
+    kept = nms.nms(boxes, scores, DecodeConfig((640, 640), score_threshold=threshold, mode=mode))
+    assert len(kept) == 0 and kept.boxes.shape == (0, 4)
+
+
+def test_shifted_boxes_of_two_classes_overlap_past_the_class_offset_in_ultralytics_mode():
+    # class 1's box moves 7680 px right and down onto class 0's: torchvision's one pass suppresses across them
+    boxes = np.array([[7680, 7680, 7690, 7690], [0, 0, 10, 10]], np.float32)
+    scores = np.array([[0.9, 0.0], [0.0, 0.8]], np.float32)
+    config = DecodeConfig((640, 640), score_threshold=0.1, mode=NmsMode.ULTRALYTICS)
+    kept = nms_ultralytics(boxes, scores, config)
+    np.testing.assert_array_equal(kept.class_ids, [0])
+    assert_same(kept, reference_nms_ultralytics(boxes, scores, config))
+    assert len(nms_hailort(boxes, scores, dataclasses.replace(config, mode=NmsMode.HAILORT))) == 2
+
+
+@pytest.mark.parametrize("mode", list(NmsMode))
+def test_plain_boxes_at_a_threshold_in_range_run_the_compiled_greedy(mode, monkeypatch):
+    calls = []
+    compiled = nms._greedy_onnxruntime
+    monkeypatch.setattr(nms, "_greedy_onnxruntime", lambda *a: calls.append(a) or compiled(*a))
+    boxes, scores = _one_anchor_per_box([[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]], [0.9, 0.8, 0.7])
+    kept = nms.nms(boxes, scores, DecodeConfig((640, 640), score_threshold=0.1, iou_threshold=0.5, mode=mode))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(kept.scores, np.float32([0.9, 0.7]))
+
+
+def test_the_nms_model_is_the_one_onnx_helper_builds():
+    import onnx
+    from onnx import TensorProto, helper
+
+    def value(name: str, kind: int, shape: list) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, kind, shape)
+
+    inputs = ["boxes", "scores", "max_per_class", "iou_threshold", "score_threshold"]
+    graph = helper.make_graph(
+        [helper.make_node("NonMaxSuppression", inputs, ["selected"])],
+        "nms",
+        [
+            value("boxes", TensorProto.FLOAT, ["classes", "candidates", 4]),
+            value("scores", TensorProto.FLOAT, ["classes", 1, "candidates"]),
+            value("max_per_class", TensorProto.INT64, [1]),
+            value("iou_threshold", TensorProto.FLOAT, [1]),
+            value("score_threshold", TensorProto.FLOAT, [1]),
+        ],
+        [value("selected", TensorProto.INT64, ["selected", 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+    onnx.checker.check_model(model)
+    assert onnx.load_from_string(nms._NMS_MODEL) == model
 
 
 @given(st.sampled_from(list(NmsMode)).flatmap(lambda m: st.tuples(candidate_sets(), configs(m))))

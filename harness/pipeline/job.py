@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
+from harness.inputs.dataset import left_out_note
 from harness.pipeline.backends import describe
 from harness.pipeline.factory import (
     RunContext,
@@ -41,6 +42,7 @@ from harness.verdict.gates import (
 )
 from harness.verdict.golden import (
     ACCEPT_WEAK_FLAG,
+    Golden,
     baseline_file,
     bless,
     golden_from_result,
@@ -76,8 +78,10 @@ def _baseline_gates(
     reference: PathResult,
     hailo: PathResult,
     files: dict[str, Path],
+    goldens: dict[str, Golden | None],
 ) -> list[GateResult]:
-    """Both paths against their golden baselines ``files`` (by path name), the Hailo path against the
+    """Both paths against their golden baselines ``goldens``, read from ``files`` (by path name; None:
+    no such file), the Hailo path against the
     reference too (with the paired bootstrap of their mAP where there are labels); the DFC stages
     are held to the float model only (gate_stages)."""
     names = [c.name for c in reference.metrics.per_class]
@@ -88,9 +92,9 @@ def _baseline_gates(
     kinds, original_hw = config.baseline_kinds, run.dataset.original_hw
     gates: list[GateResult] = []
     for result in (reference, hailo):
-        file = files[result.path]
+        file, golden = files[result.path], goldens[result.path]
         is_hailo = result is hailo
-        if not file.exists():
+        if golden is None:
             from harness.report import report_files
 
             message = missing_golden_message(file, config.invocation, report_files(config.report_dir)["html"])
@@ -98,7 +102,6 @@ def _baseline_gates(
             if is_hailo:
                 gates.append(gate_path_agreement(reference, hailo))
             continue
-        golden = load_golden(file)
         if is_hailo:
             gates.extend(run_gates(result, golden, reference, bootstrap, original_hw, kinds=kinds))
         else:
@@ -140,6 +143,9 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         paths=(config.hailo, *config.stages),
         batch=config.batch,
     )
+    left_out = left_out_note(run.dataset, run.settings.class_map)
+    if left_out:
+        log(left_out)
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)
@@ -163,8 +169,9 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
         ]
         changes = bless(blessed, config.bless_token)
     files = _baseline_files(config)
+    goldens = {path: load_golden(file) if file.exists() else None for path, file in files.items()}  # read once
     original_hw = run.dataset.original_hw
-    gates = _baseline_gates(config, run, reference, hailo, files)
+    gates = _baseline_gates(config, run, reference, hailo, files, goldens)
     if config.stages:
         gates.append(gate_stages(results, original_hw=original_hw))
     planned = planned_gates(config)
@@ -180,7 +187,10 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     log(f"reports: writing {config.report_dir}")
     from harness.report import write_reports  # the report writers (and matplotlib): once the paths have run
 
-    reports = write_reports(config.report_dir, results, gates, run.dataset, layers, calibration, files, run.thresholds)
+    baselines = {path: (file, goldens[path]) for path, file in files.items()}
+    reports = write_reports(
+        config.report_dir, results, gates, run.dataset, layers, calibration, baselines, run.thresholds
+    )
     return JobResult(results, tuple(gates), reports, changes)
 
 

@@ -14,6 +14,7 @@ from harness.report.json_report import json_text, report_document
 from harness.report.markdown import render_markdown
 from harness.report.plots import ReportError, pictures
 from harness.verdict.gates import GateResult
+from harness.verdict.golden import Golden
 from harness.verdict.result import PathResult
 
 __all__ = ["ReportError", "report_files", "write_reports"]
@@ -32,13 +33,14 @@ def write_reports(
     dataset: Dataset,
     worst_layers: Sequence[dict[str, Any]] = (),
     calibration: str | None = None,
-    baselines: Mapping[str, Path] | None = None,
+    baselines: Mapping[str, tuple[Path, Golden | None]] | None = None,
     thresholds: str | None = None,
 ) -> dict[str, Path]:
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
     reference path (the ONNX) the others were compared with, all on the same images of ``dataset``;
     ``calibration`` says what the Hailo path was calibrated on, ``baselines`` which file each path
-    was held against (path name -> file), ``thresholds`` where the evaluation's thresholds come from.
+    was held against and what it held (path name -> (file, its baseline or None where there is none)),
+    ``thresholds`` where the evaluation's thresholds come from.
     Each file is written whole or not at all (:func:`~harness.core.files.write_atomic`): where one cannot
     be written, its old version stays and the :class:`OSError` names it."""
     out = Path(out_dir)

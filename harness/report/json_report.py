@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.inputs.dataset import Dataset
 from harness.verdict.gates import GateResult, causes_lines, shared_causes
-from harness.verdict.golden import DEFAULT_TOLERANCES, GoldenError, load_golden
+from harness.verdict.golden import DEFAULT_TOLERANCES, Golden
 from harness.verdict.result import PathResult, result_json, strict_json
 from harness.verdict.stages import first_degraded_stage, stage_results
 
@@ -32,7 +32,7 @@ def report_document(
     dataset: Dataset,
     worst_layers: Sequence[dict[str, Any]] = (),
     calibration: str | None = None,
-    baselines: Mapping[str, Path] | None = None,
+    baselines: Mapping[str, tuple[Path, Golden | None]] | None = None,
     thresholds: str | None = None,
     tolerance: float = DEFAULT_TOLERANCES.map50_drop,
 ) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def report_document(
         "passed": all(g.passed for g in gates),
         "calibration": calibration,
         "thresholds": thresholds,
-        "baselines": [_baseline(path, file, results) for path, file in (baselines or {}).items()],
+        "baselines": [_baseline(path, file, golden, results) for path, (file, golden) in (baselines or {}).items()],
         "dataset": {
             "root": str(dataset.root),
             "names": list(dataset.names),
@@ -103,14 +103,10 @@ def _gate(gate: GateResult) -> dict[str, Any]:
     }
 
 
-def _baseline(path: str, file: Path, results: Sequence[PathResult]) -> dict[str, Any]:
-    """A path's baseline file, and where it can be read, the export it was blessed from beside this
-    run's (a new version of the model is the normal case; the report names both)."""
-    entry: dict[str, Any] = {"path": path, "file": str(file), "exists": file.exists()}
-    try:
-        golden = load_golden(file) if entry["exists"] else None
-    except GoldenError:  # its gates say why
-        golden = None
+def _baseline(path: str, file: Path, golden: Golden | None, results: Sequence[PathResult]) -> dict[str, Any]:
+    """A path's baseline file, and where it was read (``golden``, as the gates held it), the export it
+    was blessed from beside this run's (a new version of the model is the normal case; the report names both)."""
+    entry: dict[str, Any] = {"path": path, "file": str(file), "exists": golden is not None}
     run = next((r.provenance.model_sha256 for r in results if r.path == path), None)
     if golden is not None:
         entry.update(

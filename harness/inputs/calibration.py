@@ -16,6 +16,22 @@ CalibrationSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 def calibration_paths(source: CalibrationSource, count: int) -> tuple[Path, ...]:
     """The first ``count`` images of a folder (its image files, sorted by name) or of a list of paths."""
+    paths, where = _listed(source)
+    if len(paths) < count:
+        raise HarnessError(
+            f"calibration images ({where}): {len(paths)} images, expected at least {count} "
+            "(--calibration-count N asks for fewer)"
+        )
+    return tuple(paths[:count])
+
+
+def calibration_size(source: CalibrationSource) -> int:
+    """How many images the calibration set holds: the most ``--calibration-count`` can take of it."""
+    return len(_listed(source)[0])
+
+
+def _listed(source: CalibrationSource) -> tuple[list[Path], str]:
+    """Every image of a folder (its image files, sorted by name) or of a list of paths, and where they are."""
     if isinstance(source, (str, os.PathLike)):
         folder = Path(source)
         if not folder.is_dir():
@@ -28,12 +44,7 @@ def calibration_paths(source: CalibrationSource, count: int) -> tuple[Path, ...]
         missing = [os.fspath(p) for p in paths if not p.is_file()]
         if missing:
             raise HarnessError(f"calibration images: files {missing[:5]} of the list do not exist")
-    if len(paths) < count:
-        raise HarnessError(
-            f"calibration images ({where}): {len(paths)} images, expected at least {count} "
-            "(--calibration-count N asks for fewer)"
-        )
-    return tuple(paths[:count])
+    return paths, where
 
 
 def images_digest(paths: Sequence[Path]) -> str:

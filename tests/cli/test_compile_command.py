@@ -62,8 +62,25 @@ def test_too_few_calibration_images_for_the_dfcs_optimization_level_is_warned_be
     assert _run(*_base(calibration, tmp_path / "out"), "--dry-run") == 0
     err = capsys.readouterr().err
     assert "warning: 2 calibration images, below the 1024 the Dataflow Compiler wants for optimization level 2" in err
-    assert "give --calibration-count 1024 or more images" in err
+    assert "; this set holds no more; 1024 need a larger set (--calibration DIR)" in err  # the folder holds 2
+    assert "--calibration-count 1024" not in err
     assert calibration_shortfall(1024) is None and calibration_shortfall(1023) is not None
+
+
+@pytest.mark.parametrize(
+    ("count", "available", "remedy"),
+    [
+        (64, None, "give --calibration-count 1024 or more images"),
+        (64, 5000, "give --calibration-count 1024 or more images"),
+        (64, 500, "--calibration-count 500 takes all of it; 1024 need a larger set (--calibration DIR)"),
+        (64, 64, "this set holds no more; 1024 need a larger set (--calibration DIR)"),
+    ],
+)
+def test_the_calibration_advice_asks_only_for_what_the_set_can_give(
+    count: int, available: int | None, remedy: str
+) -> None:
+    said = calibration_shortfall(count, available=available)
+    assert said is not None and said.endswith(f"(scores and boxes may drift from the float model); {remedy}")
 
 
 def test_dry_run_with_a_layer_map_uses_the_given_names(

@@ -39,6 +39,7 @@ def test_main_job_on_the_demo_passes_every_gate_against_the_shipped_golden(confi
     document = json.loads(job.reports["json"].read_text())
     assert document["calibration"].startswith("64 images of the demo set's in-domain frames")
     assert "a HEF compiled from them: 64 calibration images, below the 1024" in document["calibration"]
+    assert document["calibration"].endswith("; this set holds no more; 1024 need a larger set (--calibration DIR)")
     assert [b["path"] for b in document["baselines"]] == ["onnx", "emulated-hailo"]
     assert all(Path(b["file"]).is_relative_to(SHIPPED_GOLDEN) for b in document["baselines"])
     names = {g.name for g in job.gates}

@@ -46,7 +46,7 @@ from harness.core.checks import CheckResult
 from harness.core.documents import read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
-from harness.inputs.calibration import calibration_paths
+from harness.inputs.calibration import calibration_paths, calibration_size
 from harness.inputs.export_facts import ExportFacts
 from harness.pipeline.options import add_options
 
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         **{k: v for k, v in given.items() if v is not None}, max_proposals_per_class=args.max_per_class
     )
     calibration_count = len(calibration_paths(args.calibration, args.calibration_count))
-    shortfall = calibration_shortfall(calibration_count)
+    shortfall = calibration_shortfall(calibration_count, available=calibration_size(args.calibration))
     if shortfall:  # before any work: the DFC itself says so only in its log
         print(f"warning: {shortfall}", file=sys.stderr)
     if args.dry_run:

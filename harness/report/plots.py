@@ -196,12 +196,19 @@ def _draw(
             _label(draw, boxes[k], f"{name} {det.scores[k]:.2f}", _colour(i), font, placed)
         x = i * (image.width + 6)
         canvas.paste(panel, (x, header))
-        unlabelled = f" ({len(det) - len(placed)} without a label: no room)" if len(placed) < len(det) else ""
-        title = f"{result.label}: {len(det)} boxes{unlabelled}"
+        title = panel_title(result.label, len(det), len(placed))
         ImageDraw.Draw(canvas).text((x, 2), title, fill=_colour(i), font=heading)
     out = io.BytesIO()
     canvas.save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+def panel_title(path: str, boxes: int, labelled: int) -> str:
+    """A path's panel title: its boxes, and how many of them carry no label chip because no place
+    beside them was clear of the others' (:func:`_label`)."""
+    title = f"{path}: {boxes} box{'' if boxes == 1 else 'es'}"
+    hidden = boxes - labelled
+    return f"{title}, {labelled} labelled (no clear place for the other {hidden})" if hidden else title
 
 
 def _label(

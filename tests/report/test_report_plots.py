@@ -9,7 +9,15 @@ from PIL import Image, ImageDraw, ImageFont
 from harness.core.detections import Detections
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import GroundTruth
-from harness.report.plots import ReportError, _label, ground_truths, pictures, precision_recall, worst_images
+from harness.report.plots import (
+    ReportError,
+    _label,
+    ground_truths,
+    panel_title,
+    pictures,
+    precision_recall,
+    worst_images,
+)
 from harness.verdict.metrics.coco import per_image_matches
 
 from support import synthetic_results as sr
@@ -76,3 +84,16 @@ def test_box_labels_stay_inside_the_panel_and_never_cover_each_other():
         assert 0 <= x0 and x1 <= 120 and 0 <= y0 and y1 <= 90, "a label leaves the panel"
         for a0, b0, a1, b1 in placed[i + 1 :]:
             assert not (x0 < a1 and a0 < x1 and y0 < b1 and b0 < y1), "two labels overlap"
+
+
+@pytest.mark.parametrize(
+    ("boxes", "labelled", "title"),
+    [
+        (12, 12, "onnx: 12 boxes"),
+        (1, 1, "onnx: 1 box"),
+        (12, 11, "onnx: 12 boxes, 11 labelled (no clear place for the other 1)"),
+        (5, 2, "onnx: 5 boxes, 2 labelled (no clear place for the other 3)"),
+    ],
+)
+def test_a_panel_title_says_how_many_boxes_carry_no_label_and_why(boxes, labelled, title):
+    assert panel_title("onnx", boxes, labelled) == title

@@ -22,11 +22,15 @@ R = TypeVar("R")
 
 
 class Stage(enum.StrEnum):
-    """A stage of one path's evaluation. ``evaluate`` holds the others (and the read-ahead waits);
-    ``decode image`` runs on read-ahead threads, so its seconds overlap the others'; ``inference`` is
-    the runner's calls (the float export's session opens in its first); ``cache`` is the cache's
-    opening, lookups and writes (not the last batch, written as it closes)."""
+    """A stage of a run. Before any path: ``dataset`` (reading and checking the images and labels) and
+    ``export facts`` (the model's, from its sidecar or the model). Per path: ``evaluate`` holds the
+    others (and the read-ahead waits); ``decode image`` runs on read-ahead threads, so its seconds overlap
+    the others'; ``inference`` is the runner's calls (the float export's session opens in its first);
+    ``cache`` is the cache's opening, lookups and writes (not the last batch, written as it closes).
+    After them: ``reports`` (rendering and writing report.md, report.json and report.html)."""
 
+    DATASET = "dataset"
+    EXPORT_FACTS = "export facts"
     EVALUATE = "evaluate"
     DECODE_IMAGE = "decode image"
     PREPROCESS = "preprocess"
@@ -34,6 +38,7 @@ class Stage(enum.StrEnum):
     DECODE = "decode + NMS"
     METRICS = "metrics"
     CACHE = "cache"
+    REPORTS = "reports"
 
 
 class StageClock:

@@ -24,6 +24,7 @@ from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import PathKind
 from harness.core.settings import EvalSettings
+from harness.core.stage_clock import Stage, clocked
 from harness.inputs.dataset import Dataset, class_map, load_coco, load_images, load_yolo, require_evaluable
 from harness.inputs.demo import demo_data, demo_root
 from harness.inputs.export_facts import ExportFacts, export_facts, ultralytics_facts
@@ -88,6 +89,7 @@ class RunContext:
         return result
 
 
+@clocked(Stage.DATASET)
 def load_dataset(
     source: str | os.PathLike[str] | None,
     split: str = defaults.SPLIT,
@@ -150,6 +152,7 @@ def prepare_run(
     return RunContext(onnx, dataset, resolved, names, family, facts, Path(cache_dir), cache, note, progress, log, batch)
 
 
+@clocked(Stage.EXPORT_FACTS)
 def model_facts(model: Path, cache_dir: Path | None) -> ExportFacts:
     """The facts of the model a run evaluates: its ONNX export's (kept in the cache folder: a rerun loads
     no model), or, given a HEF (or its folder) that Ultralytics exported, what the export's files say."""

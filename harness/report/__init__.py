@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.files import write_atomic
+from harness.core.stage_clock import Stage, clocked
 from harness.inputs.dataset import Dataset
 from harness.report.html import render_html
 from harness.report.json_report import json_text, report_document
@@ -26,6 +27,7 @@ def report_files(out_dir: str | os.PathLike[str]) -> dict[str, Path]:
     return {"markdown": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
 
 
+@clocked(Stage.REPORTS)
 def write_reports(
     out_dir: str | os.PathLike[str],
     results: Sequence[PathResult],

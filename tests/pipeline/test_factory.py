@@ -83,7 +83,9 @@ def test_other_class_names_are_refused_when_the_run_is_prepared_and_accepted_whe
     (tmp_path / "data.yaml").write_text("names: {0: flame, 1: smoke}\n")
     renamed = load_yolo(tmp_path)
     with pytest.raises(
-        DatasetError, match=r"map them with --map-class DATASET=MODEL, once per class \(e.g. --map-class flame=fire\)"
+        DatasetError,
+        match=r"map each dataset class the model lacks with --map-class DATASET=MODEL, or leave its labels out with "
+        r"--map-class DATASET= \(leaving them all out: --map-class flame=\)",
     ):
         prepare_run(DEMO_ONNX, renamed, cache_dir=tmp_path / "cache")
     mapped = prepare_run(DEMO_ONNX, renamed, SettingsSpec(map_class=(("flame", "fire"),)), tmp_path / "cache")
@@ -152,3 +154,14 @@ print([r.provenance.from_cache for r in results], sorted({{"onnx", "onnxruntime"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[3, 3] []"
+
+
+def test_reading_the_dataset_and_the_export_facts_are_stages_of_the_runs_clock(data, tmp_path):
+    from harness.core.stage_clock import Stage, listening
+    from harness.pipeline.factory import load_dataset, model_facts
+
+    with listening() as clock:
+        load_dataset(data)
+        model_facts(DEMO_ONNX, tmp_path / "cache")
+        model_facts(DEMO_ONNX, tmp_path / "cache")  # the second from its sidecar
+    assert clock.calls == {Stage.DATASET.value: 1, Stage.EXPORT_FACTS.value: 2}

@@ -56,3 +56,11 @@ def test_a_dataset_folder_whose_name_is_not_utf8_is_reported_in_every_format(tmp
     assert "caf\\udce9" in files["markdown"].read_text(encoding="utf-8")
     assert "caf\\udce9" in files["html"].read_text(encoding="utf-8")
     assert "caf\\udce9" in files["json"].read_text(encoding="ascii")
+
+
+def test_writing_the_reports_is_one_stage_of_the_runs_clock(case: sr.ReportCase, tmp_path: Path) -> None:
+    from harness.core.stage_clock import Stage, listening
+
+    with listening() as clock:
+        _write(case, tmp_path)
+    assert clock.calls == {Stage.REPORTS.value: 1} and clock.seconds[Stage.REPORTS.value] > 0

@@ -3,8 +3,8 @@ golden baselines and against each other, with the sign-off reports written.
 
 Without Hailo software the Hailo path is the emulator's HEF (sigmoid inside, HailoRT's NMS op,
 a HAILO_NMS_BY_CLASS buffer), labelled ``emulated-hailo`` everywhere. With an optimized HAR and the
-Dataflow Compiler, its fp-optimized and quantized emulations run too, and the stage gate names the
-first stage (float -> fp-optimized -> quantized -> hardware) that lost the accuracy.
+Dataflow Compiler, its fp_optimized and quantized emulations run too, and the stage gate names the
+first stage (float -> fp_optimized -> quantized -> hardware) that lost the accuracy.
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ class JobConfig:
 
     @property
     def stages(self) -> tuple[PathSpec, ...]:
-        """The HAR's emulation stages, fp-optimized then quantized."""
+        """The HAR's emulation stages, fp_optimized then quantized."""
         if self.har is None:
             return ()
         return tuple(PathSpec(Backend.DFC, har=self.har, stage=stage) for stage in EmulationStage)

@@ -144,7 +144,7 @@ def report_view(document: dict[str, Any]) -> ReportView:
         rows = tuple(tuple(Text(cell) for cell in row) for row in stage_rows(stages))
         sections.append(
             Section(
-                (Text("Stages (float -> fp-optimized -> quantized -> hardware)"),),
+                (Text("Stages (float -> fp_optimized -> quantized -> hardware)"),),
                 (Para((Text(stage_verdict(stages)),)), Table(STAGE_HEADER, rows)),
             )
         )

@@ -1,7 +1,7 @@
-"""Per-stage localisation: where on the way float -> fp-optimized -> quantized -> hardware the accuracy
+"""Per-stage localisation: where on the way float -> fp_optimized -> quantized -> hardware the accuracy
 went. Each stage is a detection path measured on the same images (the ONNX, the Dataflow Compiler's
 emulator in its two contexts, the device); :func:`first_degraded_stage` names the first one whose
-mAP@0.5 is more than the tolerance below the float model's. Hailo's advice is to check fp-optimized
+mAP@0.5 is more than the tolerance below the float model's. Hailo's advice is to check fp_optimized
 first: a drop there is no quantization problem.
 """
 

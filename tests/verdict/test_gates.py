@@ -223,7 +223,7 @@ def test_a_missing_baseline_fails_each_baseline_gate_with_the_create_command(hai
 
 
 def _staged(truths, quantized_preds):
-    """ONNX, a faithful fp-optimized stage and a quantized stage with ``quantized_preds``."""
+    """ONNX, a faithful fp_optimized stage and a quantized stage with ``quantized_preds``."""
     from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED
 
     onnx = sr.result(sr.predictions(truths), truths)

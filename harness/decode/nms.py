@@ -100,7 +100,7 @@ def above(values: np.ndarray, threshold: float) -> np.ndarray:
     return values >= float32_above(threshold)
 
 
-def anchors_reaching(scores: np.ndarray, floor: np.float32) -> np.ndarray:
+def anchors_reaching(scores: np.ndarray, floor: float | np.floating[Any]) -> np.ndarray:
     """The anchors (rows of ``scores``, ascending) with a score ``>= floor``: the only ones that can hold a
     candidate. One pass over the matrix in its own layout: an anchor-major matrix by its flat indices,
     any other (a class-major head seen transposed) by each row's any."""

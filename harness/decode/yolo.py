@@ -23,7 +23,7 @@ from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatType, OutputSpec
 from harness.decode.layout import DEFAULT_BOX_CHANNELS as DEFAULT_BOX_CHANNELS
 from harness.decode.layout import HeadLayout, Level, pair_by_grid
-from harness.decode.nms import nms
+from harness.decode.nms import anchors_reaching, nms
 from harness.formats.quant import dequantize
 
 # Margin below the score threshold for the cheap pre-selection of anchors in :func:`decode`; the
@@ -116,17 +116,13 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Heads:
-    """The heads of one frame: raw box maps per stride and all class values, dequantized."""
+    """The heads of one frame: raw box maps and class values (dequantized) per stride, ``(cells, C)``."""
 
     levels: tuple[Level, ...]
     box_maps: tuple[np.ndarray, ...]
     box_specs: tuple[OutputSpec, ...]
-    class_values: np.ndarray
+    class_maps: tuple[np.ndarray, ...]
     probabilities: bool
-
-    @property
-    def level_starts(self) -> np.ndarray:
-        return np.cumsum([0] + [level.cells for level in self.levels])
 
 
 def _read_heads(outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig) -> _Heads:
@@ -147,7 +143,7 @@ def _read_heads(outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: De
         levels=heads.levels,
         box_maps=tuple(_host_array(outputs, s) for s in box_specs),
         box_specs=box_specs,
-        class_values=np.concatenate(class_values),
+        class_maps=tuple(class_values),
         probabilities=probabilities,
     )
 
@@ -159,7 +155,10 @@ def _dfl_boxes(box_values: np.ndarray, cells: np.ndarray, level: Level) -> np.nd
     if level.reg_max == 1:
         distance = bins[:, :, 0]
     else:
-        e = np.exp(bins - bins.max(axis=2, keepdims=True))
+        # each side's largest bin, taken over a copy with the bins first (numpy's max along a short last
+        # axis costs a call per side); the same values, so the same softmax
+        peak = np.ascontiguousarray(np.moveaxis(bins, 2, 0)).max(axis=0)
+        e = np.exp(bins - peak[:, :, None])
         distance = (e * np.arange(level.reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
     stride = np.float32(level.stride)
     row, col = np.divmod(cells, level.grid[1])
@@ -169,15 +168,11 @@ def _dfl_boxes(box_values: np.ndarray, cells: np.ndarray, level: Level) -> np.nd
     return np.stack([cx - d[:, 0], cy - d[:, 1], cx + d[:, 2], cy + d[:, 3]], axis=1)
 
 
-def _decode_anchors(heads: _Heads, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes and class probabilities of the given anchors (sorted global anchor indices)."""
-    starts = heads.level_starts
-    cuts = np.searchsorted(anchors, starts)
-    boxes = []
-    for i, (level, box_map, spec) in enumerate(zip(heads.levels, heads.box_maps, heads.box_specs, strict=True)):
-        cells = anchors[cuts[i] : cuts[i + 1]] - starts[i]
-        boxes.append(_dfl_boxes(_to_float(box_map[cells], spec), cells, level))
-    values = heads.class_values[anchors]
+def _decode_cells(heads: _Heads, cells: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes and class probabilities of the given cells of each stride (sorted), in anchor order."""
+    levels = zip(heads.levels, heads.box_maps, heads.box_specs, cells, strict=True)
+    boxes = [_dfl_boxes(_to_float(box_map[mine], spec), mine, level) for level, box_map, spec, mine in levels]
+    values = np.concatenate([class_map[mine] for class_map, mine in zip(heads.class_maps, cells, strict=True)])
     scores = values if heads.probabilities else _sigmoid(values)
     return np.concatenate(boxes).astype(np.float32, copy=False), scores
 
@@ -193,7 +188,7 @@ def candidates(
     ``(1, H, W, C)``, FLOAT32, or UINT8/UINT16 dequantized with the spec's quant infos.
     """
     read = _read_heads(outputs, heads, config)
-    return _decode_anchors(read, np.arange(len(read.class_values)))
+    return _decode_cells(read, [np.arange(level.cells) for level in read.levels])
 
 
 def passing(
@@ -203,9 +198,7 @@ def passing(
     (the rest can yield no detection): their boxes and class probabilities, in anchor order."""
     read = _read_heads(outputs, heads, config)
     floor = _class_value_floor(config.score_threshold - _PRESELECT_MARGIN, read.probabilities)
-    hits = np.flatnonzero(read.class_values >= floor) // read.class_values.shape[1]
-    anchors = hits[np.concatenate([[True], hits[1:] != hits[:-1]])] if hits.size else hits
-    return _decode_anchors(read, anchors)
+    return _decode_cells(read, [anchors_reaching(class_map, floor) for class_map in read.class_maps])
 
 
 def decode_candidates(

@@ -146,7 +146,7 @@ def open_bench(
     if run.family is not HeadFamily.YOLOV8:
         # its modes inject what YOLOv8/YOLO11 HEFs get wrong: DFL box maps, the HailoRT NMS op, host decoders of both
         raise HarnessError(
-            f"doctor --onnx {onnx}: a {run.family.value} export; the failure catalogue is built for YOLOv8/YOLO11 "
+            f"doctor --onnx {onnx}: a {run.family.value} export; the failure modes are built for YOLOv8/YOLO11 "
             "heads (DFL boxes, HailoRT's NMS op). Check this model with hailo-harness run, eval or verify-decode"
         )
     full = run.dataset  # images without labels take the model's class names here

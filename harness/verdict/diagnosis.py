@@ -39,7 +39,7 @@ class Evidence:
     empty); ``swapped_matched_share`` the same after swapping x and y of the path's boxes in the
     model input frame.
 
-    Filled by whoever runs the extra measurement (:mod:`harness.doctor.catalogue` does), ``None`` otherwise:
+    Filled by whoever runs the extra measurement (:mod:`harness.doctor.evidence` does), ``None`` otherwise:
     ``settings_differences`` the settings in which the path differs from the reference
     (``field: reference vs path``, ``"; "``-joined, ``""`` when none); ``truth_matched`` /
     ``truth_class_flipped`` the path's boxes on a ground-truth box of the same / another class;

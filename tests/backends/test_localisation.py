@@ -18,7 +18,7 @@ STRIDE_8_CLASS_HEAD = "/model.23/cv3.0/cv3.0.2/Conv_output_0"
 
 @pytest.fixture(scope="session")
 def doctor_cache(tmp_path_factory):
-    """The cache test_catalogue.py uses too (same session path), so nothing is made twice."""
+    """The cache test_modes.py uses too (same session path), so nothing is made twice."""
     return tmp_path_factory.getbasetemp() / "doctor-cache"
 
 

@@ -14,7 +14,7 @@ from harness.doctor.modes import MODES
 
 @pytest.fixture(scope="session")
 def doctor_cache(tmp_path_factory):
-    """The cache test_catalogue.py uses too (same session path), so nothing is made twice."""
+    """The cache test_modes.py uses too (same session path), so nothing is made twice."""
     return tmp_path_factory.getbasetemp() / "doctor-cache"
 
 
@@ -106,6 +106,6 @@ def test_a_yolo26_export_is_refused_before_any_mode_naming_its_head_and_what_che
     from harness.inputs.demo import DEMO26_ONNX
 
     lines: list[str] = []
-    with pytest.raises(HarnessError, match=r"a yolo26-one2one export; the failure catalogue is built for YOLOv8"):
+    with pytest.raises(HarnessError, match=r"a yolo26-one2one export; the failure modes are built for YOLOv8"):
         open_bench(onnx=DEMO26_ONNX, first=4, cache_dir=tmp_path, golden_root=tmp_path / "golden", log=lines.append)
     assert not any(line.startswith("onnx: predicting") for line in lines)  # refused before any path ran

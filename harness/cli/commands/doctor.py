@@ -1,4 +1,4 @@
-"""``hailo-harness doctor``: every failure mode of the catalogue injected into one model's run; is
+"""``hailo-harness doctor``: every failure mode (harness.doctor.modes) injected into one model's run; is
 each caught by a gate and named by the diagnosis, and do clean runs pass?"""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, DOCTOR_OPTIONS)
     parser.add_argument("--first", type=int, metavar="N", help="use only the first N images of the dataset")
     parser.add_argument(
-        "--mode", action="append", metavar="NAME", help="run only this mode of the catalogue (repeatable)"
+        "--mode", action="append", metavar="NAME", help="run only this failure mode (repeatable)"
     )
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
 

@@ -1,4 +1,4 @@
-"""The failure-mode catalogue on the demo (its first 30 images): every mode injected is caught by a
+"""The doctor's failure modes on the demo (its first 30 images): every mode injected is caught by a
 gate and named by the diagnosis, clean runs raise no alarm, and a model the emulator refuses gets
 the modes that need no emulated HEF."""
 
@@ -26,7 +26,7 @@ IMAGES = 30
 
 @pytest.fixture(scope="session")
 def doctor_cache(tmp_path_factory):
-    """One cache for the catalogue, doctor and localisation tests of a session (demo data, emulated
+    """One cache for the modes, doctor and localisation tests of a session (demo data, emulated
     HEFs, predictions), so each is made once."""
     return tmp_path_factory.getbasetemp() / "doctor-cache"
 

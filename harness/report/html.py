@@ -26,9 +26,11 @@ from harness.report.view import (
 )
 
 _STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1240px; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1240px;
+  overflow-wrap: break-word; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 8px 0; } td, th { border: 1px solid #ccc; padding: 3px 8px; }
+table { border-collapse: collapse; margin: 8px 0; display: block; max-width: 100%; overflow-x: auto; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; } th + td { overflow-wrap: anywhere; min-width: 12ch; }
 th { background: #f2f2f2; text-align: left; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .pass { color: #176b1f; font-weight: 600; } .fail { color: #b00020; font-weight: 700; }
 .badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; }
@@ -36,7 +38,8 @@ th { background: #f2f2f2; text-align: left; } td.n { text-align: right; font-var
 .host { background: #eee; color: #444; }
 .verdict { display: inline-block; padding: 4px 12px; border-radius: 6px; color: white; }
 .verdict.pass { background: #2e7d32; } .verdict.fail { background: #c62828; }
-pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: 8px; white-space: pre-wrap; font-size: 12px; }
+pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: 8px; white-space: pre-wrap; font-size: 12px;
+  overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { color: #555; font-size: 12px; } img { max-width: 100%; }
 code { font-size: 12px; overflow-wrap: anywhere; }
 """

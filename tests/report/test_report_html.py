@@ -1,4 +1,6 @@
 import base64
+import html as markup
+import json
 import re
 import shutil
 import subprocess
@@ -45,10 +47,7 @@ def test_html_shows_charts_the_disagreeing_images_and_labels_emulated_paths(case
     assert "hailort 4.23.0" in text
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)")
-def test_html_renders_in_headless_chromium_to_a_page_that_is_not_blank(case_and_html, tmp_path):
-    _, html = case_and_html
-    shot = tmp_path / "report.png"
+def _chromium(tmp_path, *args):
     command = [
         CHROMIUM,
         "--headless",
@@ -60,14 +59,48 @@ def test_html_renders_in_headless_chromium_to_a_page_that_is_not_blank(case_and_
         "--disable-component-update",
         "--disable-sync",
         f"--user-data-dir={tmp_path / 'profile'}",
-        f"--screenshot={shot}",
-        "--window-size=1280,2000",
-        html.resolve().as_uri(),
+        *args,
     ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)")
+def test_html_renders_in_headless_chromium_to_a_page_that_is_not_blank(case_and_html, tmp_path):
+    _, html = case_and_html
+    shot = tmp_path / "report.png"
+    run = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", html.resolve().as_uri())
     assert shot.is_file(), f"no screenshot (exit {run.returncode}): {run.stderr[-2000:]}"
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
     assert pixels.shape == (2000, 1280)
     assert pixels.var() > 200, "the rendered page is blank"
     top = pixels[:120]
     assert (top < 128).mean() > 0.005, "no heading rendered at the top of the page"
+
+
+# Measures the laid-out page in the browser (the report itself holds no script): the page's width, and
+# each element reaching past the window's right edge that no scrolling container around it holds.
+WIDTH_PROBE = """<script>
+const width = document.documentElement.clientWidth;
+const held = e => { for (let a = e.parentElement; a; a = a.parentElement) {
+  if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return true; } return false; };
+const over = [...document.body.querySelectorAll('*')]
+  .filter(e => e.getBoundingClientRect().right > width + 0.5 && !held(e))
+  .map(e => e.tagName + ': ' + e.textContent.slice(0, 60));
+document.body.dataset.probe = JSON.stringify({width, page: document.documentElement.scrollWidth, over});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)")
+def test_at_800_px_the_page_does_not_scroll_sideways_and_every_table_stays_in_its_section(tmp_path):
+    """Long tokens (a sha256, a deep path, a gate's name) wrap; a table wider than the page scrolls
+    inside itself."""
+    case = sr.report_case(tmp_path / "dataset_with_a_long_folder_name_" / ("deep_" * 12 + "images"))
+    files = write_reports(tmp_path / "report", [case.onnx, case.hailo], case.gates, case.dataset)
+    probed = tmp_path / "probed.html"
+    probed.write_text(files["html"].read_text().replace("</body>", f"{WIDTH_PROBE}</body>"))
+    run = _chromium(tmp_path, "--window-size=800,2000", "--dump-dom", probed.as_uri())
+    found = re.search(r'data-probe="([^"]*)"', run.stdout)
+    assert found, f"no measurement (exit {run.returncode}): {run.stderr[-2000:]}"
+    probe = json.loads(markup.unescape(found.group(1)))
+    assert 700 < probe["width"] <= 800
+    assert probe["over"] == [] and probe["page"] == probe["width"], probe

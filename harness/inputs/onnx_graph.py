@@ -137,9 +137,13 @@ def load_model(path: str | os.PathLike[str]) -> onnx.ModelProto:
     import onnx
 
     try:
-        return onnx.load(os.fspath(path))
+        model = onnx.load(os.fspath(path))
     except (OSError, google.protobuf.message.DecodeError) as error:
         raise GraphError(f"ONNX model {os.fspath(path)!r}: cannot be read ({error})") from error
+    if not model.HasField("graph"):  # protobuf reads an empty file as an empty message, without an error
+        what = "is empty (0 bytes)" if os.path.getsize(path) == 0 else "holds no graph"
+        raise GraphError(f"ONNX model {os.fspath(path)!r}: {what}, not an ONNX model; expected an exported .onnx file")
+    return model
 
 
 def _output_shapes(model: onnx.ModelProto) -> dict[str, tuple[int | str, ...]]:

@@ -274,6 +274,17 @@ def test_unreadable_onnx_file_raises_naming_it(tmp_path) -> None:
         load_model(path)
 
 
+@pytest.mark.parametrize(
+    ("data", "said"), [(b"", "is empty (0 bytes)"), (b"\x08\x07", "holds no graph")], ids=["zero-bytes", "no-graph"]
+)
+def test_an_empty_onnx_file_is_refused_naming_it_not_as_a_model_without_inputs(tmp_path, data, said) -> None:
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)  # protobuf reads both without an error: an empty message, an ir_version alone
+    with pytest.raises(GraphError) as refused:
+        load_model(path)
+    assert str(refused.value) == f"ONNX model {str(path)!r}: {said}, not an ONNX model; expected an exported .onnx file"
+
+
 def test_export_heads_names_the_head_family_of_each_export(export) -> None:
     from harness.core.head_family import HeadFamily
     from harness.inputs.demo import DEMO26_ONNX

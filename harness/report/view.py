@@ -269,8 +269,19 @@ def _inputs(document: dict[str, Any]) -> list[Para]:
             if shipped
             else ""
         )
-        paras.append(Para((Text(f"Baseline of {b['path']}: "), Code(b["file"]), Text(f"{note}{blessed_note(b)}."))))
+        shown = Code(shown_baseline(b["file"], Path.cwd()))
+        paras.append(Para((Text(f"Baseline of {b['path']}: "), shown, Text(f"{note}{blessed_note(b)}."))))
     return paras
+
+
+def shown_baseline(file: str, project: Path) -> str:
+    """A baseline file as the reports show it: a shipped one by its place in the package
+    (``harness/data/golden/...``, in a checkout as in site-packages), one in the ``project`` relative to
+    it, any other as report.json keeps it."""
+    path = Path(file)
+    if path.is_relative_to(SHIPPED_GOLDEN):
+        return path.relative_to(SHIPPED_GOLDEN.parents[2]).as_posix()
+    return path.relative_to(project).as_posix() if path.is_relative_to(project) else file
 
 
 METRIC_NOTES = {

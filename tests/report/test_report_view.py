@@ -2,6 +2,7 @@ from dataclasses import replace
 from html import escape
 
 from harness.inputs.dataset import Unreadable
+from harness.inputs.demo import SHIPPED_GOLDEN
 from harness.report.html import render_html
 from harness.report.json_report import report_document
 from harness.report.markdown import render_markdown
@@ -50,3 +51,21 @@ def test_unreadable_images_and_classes_left_out_are_said_in_both_reports_with_a_
     assert said.replace("_", "\\_") in markdown and escape(said) in html
     clean = render_markdown(report_document([case.onnx, case.hailo], case.gates, case.dataset))
     assert "Left out" not in clean
+
+
+def test_baseline_files_are_shown_by_their_place_in_the_package_or_the_project_not_in_site_packages(
+    tmp_path, monkeypatch
+):
+    case = sr.report_case(tmp_path / "dataset")
+    shipped = SHIPPED_GOLDEN / "fire_smoke_yolo11n_256" / "synthetic_fire_smoke_seed0--onnx.json"
+    blessed, elsewhere = tmp_path / "golden" / "m" / "d--hailo.json", tmp_path.parent / "other" / "d--hailo.json"
+    monkeypatch.chdir(tmp_path)  # the project
+    for hailo, shown in ((blessed, "golden/m/d--hailo.json"), (elsewhere, str(elsewhere))):
+        baselines = {"onnx": (shipped, None), "hailo": (hailo, None)}
+        document = report_document([case.onnx, case.hailo], case.gates, case.dataset, baselines=baselines)
+        assert [b["file"] for b in document["baselines"]] == [str(shipped), str(hailo)]  # report.json: as is
+        markdown, html = render_markdown(document), render_html(document, (), ())
+        for report in (markdown, html):
+            assert "harness/data/golden/fire_smoke_yolo11n_256/synthetic" in report
+            assert str(SHIPPED_GOLDEN) not in report
+        assert f"Baseline of hailo: `{shown}`" in markdown and f"<code>{escape(shown)}</code>" in html

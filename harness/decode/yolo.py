@@ -30,6 +30,9 @@ from harness.formats.quant import dequantize
 # exact candidate rule is applied afterwards by the NMS, so the margin only has to exceed rounding.
 _PRESELECT_MARGIN = 1e-6
 
+_FLOAT32_ONE_BITS = 0x3F800000  # 1.0f
+_FLOAT32_MINUS_ZERO_BITS = 0x80000000  # -0.0f
+
 
 def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLayout:
     """The YOLOv8/YOLO11 head layout: box maps of 4 x reg_max DFL bins and class maps, paired by grid
@@ -57,7 +60,16 @@ def classes_are_probabilities(spec: OutputSpec, values: np.ndarray) -> bool:
     if spec.is_quantized and quant and len(quant) == len(spec.quant):
         return all(0.0 <= q.limvals_min and q.limvals_max <= 1.0 for q in quant)
     values = np.asarray(values)
-    return bool(values.size == 0 or (values.min() >= 0 and values.max() <= 1))
+    if values.size == 0:
+        return True
+    if values.dtype == np.float32:
+        # One pass over the bit patterns, read as unsigned integers (IEEE 754 binary32): 0.0 .. 1.0 are
+        # 0 .. 0x3F800000; a negative value other than -0.0 (0x80000000) lies above 0x80000000. Only
+        # what lies between (above 1, infinities, NaN, -0.0) needs the float comparisons.
+        top = int(values.view(np.uint32).max())
+        if top <= _FLOAT32_ONE_BITS or top > _FLOAT32_MINUS_ZERO_BITS:
+            return top <= _FLOAT32_ONE_BITS
+    return bool(values.min() >= 0 and values.max() <= 1)
 
 
 def _host_array(outputs: Mapping[str, np.ndarray], spec: OutputSpec) -> np.ndarray:

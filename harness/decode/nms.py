@@ -108,8 +108,15 @@ def anchors_reaching(scores: np.ndarray, floor: float | np.floating[Any]) -> np.
         return np.zeros(0, dtype=np.int64)
     if scores.flags.c_contiguous:
         rows = np.flatnonzero(scores >= floor) // scores.shape[1]
-        return rows[np.flatnonzero(np.diff(rows, prepend=-1))]
+        return rows[_run_starts(rows)]
     return np.flatnonzero((scores >= floor).any(axis=1))
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal ``values`` starts (``values`` sorted)."""
+    starts = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
 
 
 def _cells(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,8 +156,8 @@ def _greedy_classes(
     each class, class ascending, then rank. Compiled where onnxruntime reads the boxes and the threshold
     as the harness does, else numpy's, class by class."""
     order = ranked[np.argsort(class_ids[ranked], kind="stable")]
-    starts = np.flatnonzero(np.diff(class_ids[order], prepend=class_ids[order[0]] - 1))
-    counts = np.diff(starts, append=len(order))
+    starts = _run_starts(class_ids[order])
+    counts = np.subtract(np.append(starts[1:], len(order)), starts)
     compiled_threshold = _onnxruntime_threshold(iou_threshold, suppresses)
     if compiled_threshold is not None and _plain_boxes(boxes[order]):
         return _greedy_onnxruntime(order, starts, counts, boxes, compiled_threshold, max_kept)

@@ -160,33 +160,39 @@ def _read_heads(outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: De
     )
 
 
-def _dfl_boxes(box_values: np.ndarray, cells: np.ndarray, level: Level) -> np.ndarray:
+def _dfl_boxes(
+    box_values: np.ndarray, cells: np.ndarray, reg_max: int, stride: np.ndarray, grid_width: np.ndarray
+) -> np.ndarray:
     """DFL (softmax over each side's bins, then the integral; with one bin, as YOLO26 has, the value
-    itself) and anchor centres at half cells."""
-    bins = box_values.reshape(len(cells), 4, level.reg_max)
-    if level.reg_max == 1:
+    itself) and anchor centres at half cells; ``stride`` (float32) and ``grid_width`` per cell."""
+    bins = box_values.reshape(len(cells), 4, reg_max)
+    if reg_max == 1:
         distance = bins[:, :, 0]
     else:
         # each side's largest bin, taken over a copy with the bins first (numpy's max along a short last
         # axis costs a call per side); the same values, so the same softmax
         peak = np.ascontiguousarray(np.moveaxis(bins, 2, 0)).max(axis=0)
         e = np.exp(bins - peak[:, :, None])
-        distance = (e * np.arange(level.reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
-    stride = np.float32(level.stride)
-    row, col = np.divmod(cells, level.grid[1])
+        distance = (e * np.arange(reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
+    row, col = np.divmod(cells, grid_width)
     cx = (col.astype(np.float32) + np.float32(0.5)) * stride
     cy = (row.astype(np.float32) + np.float32(0.5)) * stride
-    d = distance * stride
+    d = distance * stride[:, None]
     return np.stack([cx - d[:, 0], cy - d[:, 1], cx + d[:, 2], cy + d[:, 3]], axis=1)
 
 
 def _decode_cells(heads: _Heads, cells: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes and class probabilities of the given cells of each stride (sorted), in anchor order."""
-    levels = zip(heads.levels, heads.box_maps, heads.box_specs, cells, strict=True)
-    boxes = [_dfl_boxes(_to_float(box_map[mine], spec), mine, level) for level, box_map, spec, mine in levels]
+    """Boxes and class probabilities of the given cells of each stride (sorted), in anchor order: one DFL
+    over them all (every level has one reg_max)."""
+    counts = [len(mine) for mine in cells]
+    levels = zip(heads.box_maps, heads.box_specs, cells, strict=True)
+    box_values = np.concatenate([_to_float(box_map[mine], spec) for box_map, spec, mine in levels])
+    stride = np.repeat(np.array([level.stride for level in heads.levels], dtype=np.float32), counts)
+    grid_width = np.repeat([level.grid[1] for level in heads.levels], counts)
+    boxes = _dfl_boxes(box_values, np.concatenate(cells), heads.levels[0].reg_max, stride, grid_width)
     values = np.concatenate([class_map[mine] for class_map, mine in zip(heads.class_maps, cells, strict=True)])
     scores = values if heads.probabilities else _sigmoid(values)
-    return np.concatenate(boxes).astype(np.float32, copy=False), scores
+    return boxes.astype(np.float32, copy=False), scores
 
 
 def candidates(

@@ -109,7 +109,8 @@ def _renamed_dataset(root: Path, source: str, names: list[str]) -> Path:
 def test_eval_refuses_other_class_names_unless_mapped(model, dataset, tmp_path, capsys):
     data = str(_renamed_dataset(tmp_path / "d", dataset, ["human", "bicycle"]))
     assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache"]) == 2
-    assert "are different names; map them with --map-class DATASET=MODEL" in capsys.readouterr().err
+    advice = "different names; map each dataset class the model lacks with --map-class DATASET=MODEL"
+    assert advice in capsys.readouterr().err
     assert cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human=person"]) == 0
     with pytest.raises(SystemExit) as exited:  # refused by the parser, before anything runs
         cli.main(["eval", "--onnx", model, "--dataset", data, "--no-cache", "--map-class", "human"])

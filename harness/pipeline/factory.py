@@ -184,7 +184,6 @@ def preflight(config: JobConfig) -> None:
     and what the Hailo path's backend refuses beforehand (a replayed store of another model, an export
     the emulator cannot take): one clear error, not one failure per gate."""
     for spec in (REFERENCE, *config.stages, config.hailo):
-        spec.validate()
         spec.check_files()
     hailo = describe(config.hailo.backend).preflight
     if hailo is not None:
@@ -194,7 +193,6 @@ def preflight(config: JobConfig) -> None:
 def check(spec: PathSpec, settings: EvalSettings) -> None:
     """Refuse ``spec`` before anything runs: options its backend does not take or lacks, and what its
     backend refuses under ``settings`` (a HAR whose compiled NMS thresholds are not the evaluation's)."""
-    spec.validate()
     spec.check_files()
     checked = describe(spec.backend).check
     if checked is not None:

@@ -367,12 +367,12 @@ def _value(values: Mapping[str, Any], name: str) -> Any:
 
 def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False) -> PathSpec:
     """The path the options describe (see :func:`backend_of`), checked against its backend by
-    :meth:`PathSpec.validate`. A job's ``--har`` adds stages beside its Hailo path, so only a single
+    :class:`PathSpec` (made, so checked, once). A job's ``--har`` adds stages beside its Hailo path, so only a single
     path takes it; ``hef_checked``: a ``--hef`` beside another backend is read for its static checks
     (the plugin), so the path does not take it."""
     backend = backend_of(values, single)
     takes = describe(backend).takes
-    spec = PathSpec(
+    return PathSpec(
         backend=backend,
         hef=None if hef_checked and "hef" not in takes else values.get("hef"),
         har=values.get("har") if single or "har" in takes else None,
@@ -386,8 +386,6 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
         record=values.get("record"),
         replay=values.get("replay"),
     )
-    spec.validate()
-    return spec
 
 
 def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:

@@ -34,6 +34,10 @@ class PathSpec:
     harness decoder's signature over the raw head outputs instead of the harness's own decoding.
     ``record``: an output store the path's raw outputs are written to; ``replay`` (backend replay):
     the store to serve them from (with ``hef``: the HEF they must have been recorded from).
+
+    A spec is checked once, when it is made: one of options its backend does not take, or lacks
+    options it needs, is never made (a :class:`HarnessError` naming them); what lies on disk is
+    checked by :meth:`check_files` before a run.
     """
 
     backend: Backend = Backend.ONNX
@@ -66,20 +70,20 @@ class PathSpec:
         recorded = describe(self.backend).recorded
         return recorded(self) if recorded is not None else None
 
-    def validate(self) -> None:
-        """Refuse, naming the options, what this backend cannot run or does not take."""
+    def __post_init__(self) -> None:
         refused = refusal(self)
         if refused is not None:
             raise HarnessError(refused)
-        if self.record is not None and self.record.exists() and not self.record.is_file():
-            raise HarnessError(f"--record {self.record}: expected a store file, found a folder")
 
     def check_files(self) -> None:
-        """Refuse, naming the option, a model file or store that is not there (before any work)."""
+        """Refuse, naming the option, a model file or store that is not there, or a store to record
+        into that is a folder (before any work)."""
         for flag, given in (("--hef", self.hef), ("--har", self.har), ("--replay", self.replay)):
             if given is not None and not Path(given).is_file():
                 found = "a folder" if Path(given).is_dir() else "nothing"
                 raise HarnessError(f"{flag} {given}: expected a file, found {found}")
+        if self.record is not None and self.record.exists() and not self.record.is_file():
+            raise HarnessError(f"--record {self.record}: expected a store file, found a folder")
 
 
 @dataclass(frozen=True)

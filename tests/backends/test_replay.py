@@ -215,7 +215,7 @@ def test_replay_is_a_jobs_hailo_path_with_the_recorded_paths_gates(small):
     assert config.hailo == PathSpec(Backend.REPLAY, replay=store)
     assert [str(g) for g in planned_gates(config)][-1] == "test_path_agreement[d-hailo]"
     with pytest.raises(Exception, match="--record belongs to a Hailo path"):
-        PathSpec(Backend.ONNX, record=tmp / "x.rec").validate()
+        PathSpec(Backend.ONNX, record=tmp / "x.rec")
 
 
 def test_a_replayed_paths_calibration_is_said_to_be_the_recorded_paths_never_the_float_exports(small):

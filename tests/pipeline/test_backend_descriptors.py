@@ -39,37 +39,40 @@ def test_only_the_device_backend_makes_device_paths():
 
 
 @pytest.mark.parametrize(
-    ("spec", "message"),
+    ("make", "message"),
     [
         (
-            PathSpec(Backend.EMULATOR, hef=Path("m.hef")),
+            lambda: PathSpec(Backend.EMULATOR, hef=Path("m.hef")),
             "--hef belongs to --backend hailort (or replay), not --backend emulator",
         ),
-        (PathSpec(Backend.ONNX, replay=Path("s.rec")), "--replay STORE and --backend replay go together"),
-        (PathSpec(Backend.REPLAY), "--replay STORE and --backend replay go together"),
+        (lambda: PathSpec(Backend.ONNX, replay=Path("s.rec")), "--replay STORE and --backend replay go together"),
+        (lambda: PathSpec(Backend.REPLAY), "--replay STORE and --backend replay go together"),
         (
-            PathSpec(Backend.ONNX, record=Path("s.rec")),
+            lambda: PathSpec(Backend.ONNX, record=Path("s.rec")),
             "--record belongs to a Hailo path (emulator, hailort or dfc), not --backend onnx",
         ),
         (
-            PathSpec(Backend.HAILORT, hef=Path("m.hef"), har=Path("m.har")),
+            lambda: PathSpec(Backend.HAILORT, hef=Path("m.hef"), har=Path("m.har")),
             "--har belongs to --backend dfc, not --backend hailort",
         ),
-        (PathSpec(Backend.HAILORT), "--backend hailort: needs --hef M.hef (the compiled model to run on the device)"),
-        (PathSpec(Backend.DFC), "--backend dfc: needs --har M.har (the optimized HAR to emulate)"),
         (
-            PathSpec(Backend.DFC, har=Path("m.har"), hailo_devices=("0",)),
+            lambda: PathSpec(Backend.HAILORT),
+            "--backend hailort: needs --hef M.hef (the compiled model to run on the device)",
+        ),
+        (lambda: PathSpec(Backend.DFC), "--backend dfc: needs --har M.har (the optimized HAR to emulate)"),
+        (
+            lambda: PathSpec(Backend.DFC, har=Path("m.har"), hailo_devices=("0",)),
             "--hailo-device belongs to --backend hailort, not --backend dfc",
         ),
         (
-            PathSpec(Backend.ONNX, calibration="in-domain"),
+            lambda: PathSpec(Backend.ONNX, calibration="in-domain"),
             "--calibration belongs to --backend emulator, not --backend onnx",
         ),
     ],
 )
-def test_an_option_of_another_backend_is_refused_naming_both(spec, message):
+def test_a_spec_with_an_option_of_another_backend_is_never_made_and_the_refusal_names_both(make, message):
     with pytest.raises(HarnessError) as refused:
-        spec.validate()
+        make()
     assert str(refused.value) == message
 
 

@@ -79,7 +79,7 @@ def test_a_har_adds_its_dfc_stages_and_the_stage_gate_passes_when_none_degrades(
     job = run_job(replace(config, har=_har(config, "in-domain", tmp_path)), log=lambda line: None)
     assert [r.label for r in job.results] == [
         "onnx",
-        "dfc-fp_optimized (emulated)",
+        "dfc-fp-optimized (emulated)",
         "dfc-quantized (emulated)",
         "emulated-hailo (emulated)",
     ]
@@ -87,7 +87,7 @@ def test_a_har_adds_its_dfc_stages_and_the_stage_gate_passes_when_none_degrades(
     assert job.gates[-1].name == "test_stages[synthetic_fire_smoke_seed0]"
     assert [g.name for g in job.gates].count("test_map[synthetic_fire_smoke_seed0-dfc-quantized]") == 0
     report = job.reports["markdown"].read_text()
-    assert "## Stages (float -> fp_optimized -> quantized -> hardware)" in report
+    assert "## Stages (float -> fp\\_optimized -> quantized -> hardware)" in report  # Markdown-escaped
     assert "No stage loses more than 0.02 mAP@0.5 against the float model." in report
 
 

@@ -5,6 +5,7 @@ from harness.inputs.dataset import Unreadable
 from harness.inputs.demo import SHIPPED_GOLDEN
 from harness.report.html import render_html
 from harness.report.json_report import report_document
+from harness.report.markdown import escape as md_escape
 from harness.report.markdown import render_markdown
 from harness.report.view import Code, Figures, Mark, Table, Text, report_view
 
@@ -19,7 +20,7 @@ def test_both_renderers_render_every_section_of_one_view_in_its_order(tmp_path):
     named = [s for s in view.sections if isinstance(s.title[0], Text)]
     in_html = [html.index(f"<h{s.level}>{escape(s.title[0].text)}</h{s.level}>") for s in named]
     text = [s for s in named if not (s.blocks and all(isinstance(b, Figures) for b in s.blocks))]
-    in_markdown = [markdown.index(f"\n{'#' * s.level} {s.title[0].text}\n") for s in text]
+    in_markdown = [markdown.index(f"\n{'#' * s.level} {md_escape(s.title[0].text)}\n") for s in text]
     assert in_html == sorted(in_html) and in_markdown == sorted(in_markdown)
     assert len(text) == len(named) - 2  # the pictures are the HTML report's
     assert markdown.startswith(f"# Accuracy report: {view.verdict}\n") and view.verdict.startswith("FAILED (")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import harness.pipeline.evaluate as evaluate_module
+from harness.core.settings import MetricProtocol
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.verdict import metrics
+from harness.verdict.metrics import coco, ultralytics
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # tools/ is not installed with the package
@@ -46,4 +47,5 @@ def test_each_stage_is_timed_once_per_batch_the_loop_runs(measured):
 
 
 def test_measure_puts_the_pipelines_metrics_back(measured):
-    assert evaluate_module.evaluate is metrics.evaluate
+    originals = {MetricProtocol.COCO: coco.evaluate, MetricProtocol.ULTRALYTICS: ultralytics.evaluate}
+    assert evaluate_module.METRICS == originals

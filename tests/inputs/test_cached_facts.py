@@ -209,7 +209,7 @@ def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
         "key": {"key": "another"},
         "model_sha256": {"model_sha256": "0" * 64},
         "heads": {"heads": []},
-        "quant": {"heads": [head | {"quant": [[1.0, "0.1", 0.0, 1.0]]}, *rest]},
+        "quant": {"heads": [head | {"quant": [head["quant"][0] | {"scale": "0.1"}]}, *rest]},
         "order": {"heads": [head | {"order": "NCHWX"}, *rest]},
         "family": {"family": "yolo99"},
         "classes": {"classes": 0},
@@ -225,6 +225,8 @@ def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
     with caplog.at_level(logging.WARNING, logger="harness.backends.emulator.facts"):
         again = _build(calibration, tmp_path)
     assert f"emulated HEF facts {kept} not used" in caplog.text
+    if change in ("quant", "order"):  # the spec's field is named with its place in the facts
+        assert f"heads[0].{change}" in caplog.text
     assert again == first
     rebuilt = json.loads(kept.read_text())
     assert {k: v for k, v in rebuilt.items() if k != "model_sha256"} == {

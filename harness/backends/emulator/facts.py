@@ -17,17 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.backends import spec_json
 from harness.backends.base import InputSpec
 from harness.backends.emulator.outputs import head_family, head_roles, head_specs, input_spec
+from harness.core.documents import Fields
 from harness.core.environment import code_digest
 from harness.core.files import read_sidecar, write_sidecar
 from harness.core.head_family import HeadFamily, HeadRole
-from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
+from harness.core.specs import OutputSpec
 
 if TYPE_CHECKING:
     import onnx
 
-FORMAT = 1
+FORMAT = 2  # 2: specs in the one spec JSON form (backends/spec_json.py)
 _KIND = "hailo-harness emulated HEF facts"
 WHAT = "emulated HEF facts"
 # The code the facts are read by: an edit to it reads them again.
@@ -63,24 +65,14 @@ _KEYS = ("kind", "format", "code", "key", "model_sha256", "input", "heads", "fam
 
 
 def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
-    i = facts.input
     return {
         "kind": _KIND,
         "format": FORMAT,
         "code": code_digest(*_READER),
         "key": key,
         "model_sha256": model_sha256,
-        "input": {"name": i.name, "shape": list(i.shape), "order": i.format_order.name, "type": i.format_type.name},
-        "heads": [
-            {
-                "name": h.name,
-                "shape": list(h.shape),
-                "order": h.format_order.name,
-                "type": h.format_type.name,
-                "quant": [[q.zero_point, q.scale, q.limvals_min, q.limvals_max] for q in h.quant],
-            }
-            for h in facts.heads
-        ],
+        "input": spec_json.input_json(facts.input),
+        "heads": [spec_json.output_json(h) for h in facts.heads],
         "family": facts.family.value,
         "classes": facts.classes,
     }
@@ -92,26 +84,9 @@ def write_hef_facts(path: Path, facts: HefFacts, key: str, model: Path) -> None:
     write_sidecar(path, _json(facts, key, _sha256(model)), WHAT, log)
 
 
-def _shape(value: Any, field: str) -> tuple[int, ...]:
-    if not (isinstance(value, list) and value and all(type(v) is int and v >= 0 for v in value)):
-        raise ValueError(f"field {field!r} is {str(value)[:80]!r}, expected a list of sizes")
-    return tuple(value)
-
-
-def _quant(value: Any, field: str) -> tuple[QuantInfo, ...]:
-    def number(v: Any) -> bool:
-        return type(v) in (int, float)
-
-    if not (
-        isinstance(value, list) and all(isinstance(q, list) and len(q) == 4 and all(map(number, q)) for q in value)
-    ):
-        raise ValueError(f"field {field!r} is {str(value)[:80]!r}, expected [[zero point, scale, min, max], ...]")
-    return tuple(QuantInfo(*(float(v) for v in q)) for q in value)
-
-
 def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
-    """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
-    HEF's or not of its type."""
+    """The facts ``data`` holds; a :class:`ValueError` or :class:`DocumentError` naming the first
+    field that is not this HEF's or not of its type."""
     expected = {
         "kind": _KIND,
         "format": FORMAT,
@@ -119,38 +94,21 @@ def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
         "key": key,
         "model_sha256": _sha256(model),
     }
-    for field, value in expected.items():
-        if data.get(field) != value:
-            raise ValueError(f"field {field!r} is {str(data.get(field))[:80]!r}, expected {value!r}")
-    given, heads, classes = data.get("input"), data.get("heads"), data.get("classes")
-    if not isinstance(given, dict) or not isinstance(given.get("name"), str):
-        raise ValueError("field 'input': expected {name, shape, order, type}")
-    if not (
-        isinstance(heads, list) and heads and all(isinstance(h, dict) and isinstance(h.get("name"), str) for h in heads)
-    ):
-        raise ValueError("field 'heads': expected a list of {name, shape, order, type, quant}")
-    if type(classes) is not int or classes < 1:
-        raise ValueError(f"field 'classes' is {classes!r}, expected a positive count")
-    try:  # an order, type or family that is none of its names: KeyError / ValueError naming it
-        spec = InputSpec(
-            given["name"],
-            _shape(given.get("shape"), "input.shape"),
-            FormatOrder[given["order"]],
-            FormatType[given["type"]],
-        )
-        outputs = tuple(
-            OutputSpec(
-                h["name"],
-                _shape(h.get("shape"), f"heads.{h['name']}.shape"),
-                FormatOrder[h["order"]],
-                FormatType[h["type"]],
-                _quant(h.get("quant"), f"heads.{h['name']}.quant"),
-            )
-            for h in heads
-        )
-        return HefFacts(spec, outputs, HeadFamily(data.get("family")), classes)
-    except KeyError as error:
-        raise ValueError(f"a missing or unknown name {error}") from None
+    for name, value in expected.items():
+        if data.get(name) != value:
+            raise ValueError(f"field {name!r} is {str(data.get(name))[:80]!r}, expected {value!r}")
+    fields = Fields(data, WHAT)
+    for name in expected:
+        fields.raw(name)
+    given = spec_json.input_spec(fields.object("input"))
+    heads = tuple(spec_json.output_spec(h) for h in fields.objects("heads"))
+    if not heads:
+        fields.fail("heads", [], "at least one head")
+    families = [f.value for f in HeadFamily]
+    family = HeadFamily(fields.value("family", lambda v: v in families, f"one of {families}"))
+    classes = fields.integer("classes", lo=1)
+    fields.done()
+    return HefFacts(given, heads, family, classes)
 
 
 def read_hef_facts(path: Path, key: str, model: Path) -> HefFacts | None:

@@ -32,10 +32,11 @@ import numpy as np
 import xxhash
 
 from harness.backends.base import InputSpec
+from harness.backends.spec_json import input_json, input_spec, output_json, output_spec, shape_of
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.journal import Format, Loss, Record, Scan, Writer, read, read_record
-from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.core.specs import OutputSpec
 
 FORMAT = 2
 HEADER_RECORD, FRAME_RECORD = b"HEAD", b"OUTS"
@@ -92,8 +93,8 @@ class Recording:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["inputs"] = [_input_json(i) for i in self.inputs]
-        data["outputs"] = [_output_json(o) for o in self.outputs]
+        data["inputs"] = [input_json(i) for i in self.inputs]
+        data["outputs"] = [output_json(o) for o in self.outputs]
         data["shaping"] = dict(self.shaping)
         return data
 
@@ -108,8 +109,8 @@ class Recording:
             model_sha256=fields.value("model_sha256", _is(_SHA256), "64 lowercase hex digits"),
             export_file=fields.string("export_file", nonempty=True),
             export_sha256=fields.value("export_sha256", _is(_SHA256), "64 lowercase hex digits"),
-            inputs=tuple(_input_spec(i) for i in fields.objects("inputs")),
-            outputs=tuple(_output_spec(o) for o in fields.objects("outputs")),
+            inputs=tuple(input_spec(i) for i in fields.objects("inputs")),
+            outputs=tuple(output_spec(o) for o in fields.objects("outputs")),
             shaping=_shaping(fields.object("shaping")),
             created=fields.string("created"),
             harness_version=fields.string("harness_version"),
@@ -300,7 +301,7 @@ def _array(fields: Fields) -> tuple[str, np.dtype[Any], tuple[int, ...]]:
         fields.fail("dtype", text, "a numpy dtype")
     if dtype.kind not in "biuf" or dtype.str != text:
         fields.fail("dtype", text, "a numeric numpy dtype as numpy writes it (e.g. '<f4', '|u1')")
-    shape = _shape(fields, "shape")
+    shape = shape_of(fields, "shape")
     if int(np.prod(shape, dtype=np.float64)) > _MAX_ELEMENTS:
         fields.fail("shape", list(shape), f"at most {_MAX_ELEMENTS} elements")
     fields.done()
@@ -343,20 +344,6 @@ def _is(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
-def _shape(fields: Fields, key: str) -> tuple[int, ...]:
-    shape = fields.value(
-        key,
-        lambda v: isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v),
-        "a list of non-negative integers",
-    )
-    return tuple(shape)
-
-
-def _enum(fields: Fields, key: str, kind: type[E]) -> E:
-    names = list(kind.__members__)
-    return kind[fields.value(key, lambda v: v in names, f"one of {names}")]
-
-
 def _shaping(fields: Fields) -> dict[str, Any]:
     """The settings that shaped the outputs: each a string, a number, a bool or a list of numbers."""
 
@@ -369,62 +356,3 @@ def _shaping(fields: Fields) -> dict[str, Any]:
             fields.fail(key, value, "a string, a number, true or false, or a list of numbers")
         shaping[key] = value
     return shaping
-
-
-def _input_json(spec: InputSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "shape": list(spec.shape),
-        "order": spec.format_order.name,
-        "type": spec.format_type.name,
-    }
-
-
-def _input_spec(fields: Fields) -> InputSpec:
-    spec = InputSpec(
-        fields.string("name", nonempty=True),
-        _shape(fields, "shape"),
-        _enum(fields, "order", FormatOrder),
-        _enum(fields, "type", FormatType),
-    )
-    fields.done()
-    return spec
-
-
-def _output_json(spec: OutputSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "shape": list(spec.shape),
-        "order": spec.format_order.name,
-        "type": spec.format_type.name,
-        "quant": [asdict(q) for q in spec.quant],
-        "nms": asdict(spec.nms) if spec.nms is not None else None,
-    }
-
-
-def _output_spec(fields: Fields) -> OutputSpec:
-    nms = None if fields.raw("nms", expected="an object or null") is None else fields.object("nms")
-    spec = OutputSpec(
-        name=fields.string("name", nonempty=True),
-        shape=_shape(fields, "shape"),
-        format_order=_enum(fields, "order", FormatOrder),
-        format_type=_enum(fields, "type", FormatType),
-        quant=tuple(_quant(q) for q in fields.objects("quant")),
-        nms=None if nms is None else _nms(nms),
-    )
-    fields.done()
-    return spec
-
-
-def _quant(fields: Fields) -> QuantInfo:
-    quant = QuantInfo(*(fields.number(k) for k in ("zero_point", "scale", "limvals_min", "limvals_max")))
-    fields.done()
-    return quant
-
-
-def _nms(fields: Fields) -> NmsShape:
-    nms = NmsShape(
-        *(fields.integer(k, lo=0) for k in ("number_of_classes", "max_bboxes_per_class", "max_bboxes_total"))
-    )
-    fields.done()
-    return nms

@@ -186,7 +186,7 @@ class OnnxPath(Closing):
             kept = Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int64))
             return FrameResult(unletterbox(kept, geometry))
         boxes = xywh_to_xyxy(head[:4].T)
-        scores = np.ascontiguousarray(head[4:].T, dtype=np.float32)
+        scores = head[4:].T.astype(np.float32, copy=False)  # a view: NMS reads only the anchors that pass
         return FrameResult(unletterbox(nms(boxes, scores, self._config), geometry))
 
     def close(self) -> None:

@@ -89,6 +89,10 @@ class Letterbox:
     scale_y: float
     pad_x: float
     pad_y: float
+    # boxes mapped back are clipped to the original image; yolo val's metric matches its boxes as
+    # predicted, past the image's edges (ultralytics: ultralytics/models/yolo/detect/val.py
+    # update_metrics matches NMS's boxes in the letterboxed frame; only scale_boxes for saved results clips)
+    clip: bool = True
 
     @classmethod
     def fit(cls, original_hw: tuple[int, int], input_hw: tuple[int, int]) -> Letterbox:
@@ -116,12 +120,13 @@ class Letterbox:
 
 
 def unletterbox(detections: Detections, letterbox: Letterbox, clip: bool = True) -> Detections:
-    """Model-input pixel boxes -> original-image pixel boxes (optionally clipped to the image)."""
+    """Model-input pixel boxes -> original-image pixel boxes, clipped to the image where both ``clip``
+    and the geometry's :attr:`Letterbox.clip` ask for it."""
     lb = letterbox
     offset = np.array([lb.pad_x, lb.pad_y, lb.pad_x, lb.pad_y], dtype=np.float32)
     scale = np.array([lb.scale_x, lb.scale_y, lb.scale_x, lb.scale_y], dtype=np.float32)
     boxes = (detections.boxes - offset) / scale
-    if clip:
+    if clip and lb.clip:
         oh, ow = lb.original_hw
         boxes = np.clip(boxes, 0, np.array([ow, oh, ow, oh], dtype=np.float32))
     return Detections(boxes, detections.scores, detections.class_ids)

@@ -46,8 +46,26 @@ class DecodeConfig:
 
 
 class Preprocess(str, enum.Enum):
-    LETTERBOX = "letterbox"  # keep aspect ratio, pad 114 (Ultralytics, Model Zoo)
-    RESIZE = "resize"  # plain resize, aspect ratio not kept
+    """How an image becomes the model's input (harness.inputs.preprocess.fit), and how its boxes map back.
+
+    - ``letterbox``: keep the aspect ratio, one resize to fit, pad 114 (Ultralytics' ``LetterBox``,
+      the Model Zoo); boxes clipped to the image;
+    - ``ultralytics-val``: as ``yolo val`` loads an image (ultralytics/data/base.py ``load_image``: the
+      long side to the input's with ``ceil``, then ``LetterBox(scaleup=False)``); boxes not clipped.
+      ``--metric ultralytics`` chooses it for ``letterbox`` (:meth:`under`);
+    - ``resize``: plain resize, aspect ratio not kept.
+    """
+
+    LETTERBOX = "letterbox"
+    RESIZE = "resize"
+    ULTRALYTICS_VAL = "ultralytics-val"
+
+    def under(self, metric: MetricProtocol) -> Preprocess:
+        """The preprocessing a metric's protocol measures with: ``yolo val``'s letterbox under
+        ``ultralytics`` where a letterbox was asked for; otherwise this one."""
+        if metric is MetricProtocol.ULTRALYTICS and self is Preprocess.LETTERBOX:
+            return Preprocess.ULTRALYTICS_VAL
+        return self
 
 
 class MetricProtocol(str, enum.Enum):

@@ -17,10 +17,11 @@ from harness.core.detections import (
     xyxy_pixels_to_yxyx_normalized,
     yxyx_normalized_to_xyxy_pixels,
 )
-from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
+from harness.core.settings import DecodeConfig, EvalSettings
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, pair_heads
 from harness.formats.quant import dequantize
+from harness.inputs.preprocess import geometry
 
 
 def sigmoid_on_probabilities(
@@ -92,8 +93,7 @@ def normalised_again(image: np.ndarray) -> np.ndarray:
 
 
 def _geometry(settings: EvalSettings, original_hw: tuple[int, int]) -> Letterbox:
-    place = Letterbox.resize if settings.preprocess is Preprocess.RESIZE else Letterbox.fit
-    return place(original_hw, settings.input_hw)
+    return geometry(settings.preprocess, original_hw, settings.input_hw)
 
 
 def records_read_x_first(settings: EvalSettings) -> Callable[[Detections, tuple[int, int]], Detections]:

@@ -6,10 +6,14 @@ INTER_LINEAR)`` to ``round(w * r), round(h * r)`` and pads with 114, ``top = rou
 OpenCV too (opencv-python-headless), so its frames are Ultralytics' by construction. PIL's
 bilinear filter is no substitute: it antialiases when shrinking and differs by up to 107 grey
 levels at a 2x reduction.
+
+``yolo val`` prepares its frames otherwise (:func:`ultralytics_val`, ``Preprocess.ULTRALYTICS_VAL``): its
+loader first resizes the long side to the input's with ``ceil``, then letterboxes without scaling up.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 import cv2
@@ -19,6 +23,7 @@ from PIL import Image
 from harness.core import defaults
 from harness.core.detections import Letterbox
 from harness.core.errors import HarnessError
+from harness.core.settings import Preprocess
 
 
 def load_image(path: str | os.PathLike[str]) -> np.ndarray:
@@ -76,6 +81,77 @@ def letterbox(image: np.ndarray, input_hw: tuple[int, int], pad_value: int = 114
     fitted = resize(image, (new_h, new_w))
     value = (pad_value, pad_value, pad_value)
     return cv2.copyMakeBorder(fitted, top, bottom, left, right, cv2.BORDER_CONSTANT, value=value), geometry
+
+
+def ultralytics_val(image: np.ndarray, input_hw: tuple[int, int], pad_value: int = 114) -> tuple[np.ndarray, Letterbox]:
+    """The frame ``yolo val`` feeds its model, and where the original sits in it (boxes not clipped).
+
+    ultralytics 8.4.190: ultralytics/data/base.py ``BaseDataset.load_image`` (``rect_mode``): the long side
+    to ``max(imgsz)``, each side ``min(ceil(side * r), imgsz)``, ``cv2.resize(INTER_LINEAR)``, unless
+    ``r == 1``; then ultralytics/data/dataset.py ``build_transforms`` (not augmenting):
+    ``LetterBox(new_shape=imgsz, scaleup=False)``, centred, ``auto`` off (ultralytics/engine/validator.py
+    turns ``rect`` off for a fixed-size export), which for a square input only pads.
+    """
+    image = _check_image(image)
+    geometry = ultralytics_val_geometry(image.shape[:2], input_hw)
+    loaded = resize(image, _loaded_hw(image.shape[:2], input_hw))
+    new_h, new_w = _val_fitted_hw(loaded.shape[:2], input_hw)
+    top, left = int(geometry.pad_y), int(geometry.pad_x)
+    bottom, right = input_hw[0] - new_h - top, input_hw[1] - new_w - left
+    value = (pad_value, pad_value, pad_value)
+    fitted = resize(loaded, (new_h, new_w))
+    return cv2.copyMakeBorder(fitted, top, bottom, left, right, cv2.BORDER_CONSTANT, value=value), geometry
+
+
+def ultralytics_val_geometry(original_hw: tuple[int, int], input_hw: tuple[int, int]) -> Letterbox:
+    """Where :func:`ultralytics_val` places an image of ``original_hw``. Each axis scales as ``yolo val``
+    places its labels (``LetterBox._update_labels``: the loaded size times the letterbox's ratio), so a
+    box mapped back meets the ground truth at the IoU ``yolo val`` measures in its frame."""
+    loaded_h, loaded_w = _loaded_hw(original_hw, input_hw)
+    ratio = _val_ratio((loaded_h, loaded_w), input_hw)
+    new_h, new_w = _val_fitted_hw((loaded_h, loaded_w), input_hw)
+    # LetterBox.get_params: half paddings, top = round(dh - 0.1), left = round(dw - 0.1)
+    top, left = round((input_hw[0] - new_h) / 2 - 0.1), round((input_hw[1] - new_w) / 2 - 0.1)
+    scale_x, scale_y = loaded_w * ratio / original_hw[1], loaded_h * ratio / original_hw[0]
+    return Letterbox(original_hw, input_hw, scale_x, scale_y, float(left), float(top), clip=False)
+
+
+def _loaded_hw(original_hw: tuple[int, int], input_hw: tuple[int, int]) -> tuple[int, int]:
+    """``load_image``'s size: the long side to ``max(input_hw)``, ``ceil`` and at most that."""
+    size = max(input_hw)
+    r = size / max(original_hw)
+    if r == 1:
+        return original_hw
+    return min(math.ceil(original_hw[0] * r), size), min(math.ceil(original_hw[1] * r), size)
+
+
+def _val_ratio(loaded_hw: tuple[int, int], input_hw: tuple[int, int]) -> float:
+    """``LetterBox``'s ratio, at most 1 as ``scaleup=False`` wants: the loaded long side is the input's longest."""
+    return min(input_hw[0] / loaded_hw[0], input_hw[1] / loaded_hw[1])
+
+
+def _val_fitted_hw(loaded_hw: tuple[int, int], input_hw: tuple[int, int]) -> tuple[int, int]:
+    """``LetterBox``'s ``new_unpad``: each side ``round(side * r)``, at least 1."""
+    r = _val_ratio(loaded_hw, input_hw)
+    return max(round(loaded_hw[0] * r), 1), max(round(loaded_hw[1] * r), 1)
+
+
+def geometry(preprocess: Preprocess, original_hw: tuple[int, int], input_hw: tuple[int, int]) -> Letterbox:
+    """Where :func:`fit` places an image of ``original_hw`` under ``preprocess``, without the image."""
+    if preprocess is Preprocess.RESIZE:
+        return Letterbox.resize(original_hw, input_hw)
+    if preprocess is Preprocess.ULTRALYTICS_VAL:
+        return ultralytics_val_geometry(original_hw, input_hw)
+    return Letterbox.fit(original_hw, input_hw)
+
+
+def fit(image: np.ndarray, preprocess: Preprocess, input_hw: tuple[int, int]) -> tuple[np.ndarray, Letterbox]:
+    """uint8 ``(H, W, 3)`` -> the uint8 model-input image under ``preprocess`` and where the original sits in it."""
+    if preprocess is Preprocess.RESIZE:
+        return resize(image, input_hw), Letterbox.resize(np.shape(image)[:2], input_hw)
+    if preprocess is Preprocess.ULTRALYTICS_VAL:
+        return ultralytics_val(image, input_hw)
+    return letterbox(image, input_hw)
 
 
 def to_nchw_float(images: np.ndarray) -> np.ndarray:

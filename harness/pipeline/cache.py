@@ -4,8 +4,9 @@ resumes where it stopped and a re-run with unchanged inputs does no inference.
 One append-only binary file per key (``<path name>-<key digest>.bin``): the path name, the model's
 sha256, the path's variant, the settings that fix the predictions (all of
 :class:`~harness.core.settings.EvalSettings` but the class map, which only relabels the ground
-truth, and the metric, which only measures), what ran it, the package versions, the harness's detection code and version
-(:func:`cache_key`). All numbers are little-endian::
+truth, and the metric, which only measures: the preprocessing it chooses, ``yolo val``'s frames and
+unclipped boxes under ``ultralytics``, is in the key as ``preprocess``), what ran it, the package
+versions, the harness's detection code and version (:func:`cache_key`). All numbers are little-endian::
 
     file    = MAGIC  format:u32  record(KEY_RECORD, key JSON)  record(BATCH_RECORD, batch)*
     record  = a journal record (harness.core.journal): kind, length, checksums, payload

@@ -33,7 +33,7 @@ from harness.core.environment import environment
 from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
-from harness.core.settings import DecodeConfig, EvalSettings, Preprocess
+from harness.core.settings import DecodeConfig, EvalSettings
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, stage
 from harness.decode.heads import decoder, head_layout
@@ -43,7 +43,7 @@ from harness.decode.yolo import classes_are_probabilities
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
 from harness.inputs.export_facts import ExportFacts, export_facts, file_sha256
-from harness.inputs.preprocess import letterbox, resize, to_nchw_float
+from harness.inputs.preprocess import fit, to_nchw_float
 from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_above_threshold
 
 if TYPE_CHECKING:
@@ -105,9 +105,7 @@ def detect_frames(path: DetectionPath, images: Iterable[np.ndarray]) -> Iterator
 
 def prepare(image: np.ndarray, settings: EvalSettings) -> tuple[np.ndarray, Letterbox]:
     """uint8 ``(H, W, 3)`` -> the uint8 model-input image and where the original sits in it."""
-    if settings.preprocess is Preprocess.RESIZE:
-        return resize(image, settings.input_hw), Letterbox.resize(image.shape[:2], settings.input_hw)
-    return letterbox(image, settings.input_hw)
+    return fit(image, settings.preprocess, settings.input_hw)
 
 
 def _names(model_names: Sequence[str] | None) -> tuple[str, ...] | None:

@@ -117,7 +117,7 @@ class SettingsSpec:
             max_per_class=self.max_per_class,
             max_total=self.max_total,
             nms_mode=self.nms_mode,
-            preprocess=self.preprocess,
+            preprocess=self.preprocess.under(self.metric),
             class_map=class_map,
             metric=self.metric,
         )

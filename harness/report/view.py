@@ -292,10 +292,26 @@ METRIC_NOTES = {
 }
 
 
+PREPROCESS_NOTES = {
+    "letterbox": "one resize keeping the aspect ratio, padded with 114, boxes clipped to the image",
+    "ultralytics-val": "yolo val's: the long side resized to the input's (rounded up), padded with 114, boxes not "
+    "clipped to the image",
+    "resize": "a plain resize to the input, aspect ratio not kept, boxes clipped to the image",
+}
+
+
 def metric_note(paths: Sequence[dict[str, Any]]) -> str:
-    """The protocol the mAPs were measured under (a path's settings from before the choice: COCO's)."""
+    """The protocol the mAPs were measured under: the AP formula (a path's settings from before the
+    choice: COCO's) and the preprocessing that made the predictions."""
     used = dict.fromkeys(p["settings"].get("metric", "coco") for p in paths)
-    return "mAP protocol: " + "; ".join(f"{m} ({METRIC_NOTES[m]})" for m in used) + "."
+    fits = dict.fromkeys(p["settings"]["preprocess"] for p in paths)
+    return (
+        "mAP protocol: "
+        + "; ".join(f"{m} ({METRIC_NOTES[m]})" for m in used)
+        + "; preprocessing: "
+        + "; ".join(f"{f} ({PREPROCESS_NOTES[f]})" for f in fits)
+        + "."
+    )
 
 
 UNREADABLE_SHOWN = 10  # unreadable images named in a report (all of them are in report.json)

@@ -16,13 +16,12 @@ import numpy as np
 from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS
 from harness.core.detections import (
     Detections,
-    Letterbox,
     letterbox_boxes,
     unletterbox,
     yxyx_normalized_to_xyxy_pixels,
 )
 from harness.core.errors import HarnessError
-from harness.core.settings import Preprocess
+from harness.inputs.preprocess import geometry
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.result import PathResult
 
@@ -515,13 +514,12 @@ def matched_share(counts: Agreement) -> float:
 def _swapped(result: PathResult, original_hw: Mapping[str, tuple[int, int]] | None) -> list[Detections]:
     """Each image's boxes as they would be had a y-first NMS record been read x-first, undone."""
     input_hw = result.settings.input_hw
-    place = Letterbox.resize if result.settings.preprocess is Preprocess.RESIZE else Letterbox.fit
     out = []
     for image_id, det in zip(result.image_ids, result.predictions, strict=True):
         if original_hw is None:
             out.append(Detections(det.boxes[:, [1, 0, 3, 2]], det.scores, det.class_ids))
             continue
-        box = place(original_hw[image_id], input_hw)
+        box = geometry(result.settings.preprocess, original_hw[image_id], input_hw)
         h, w = input_hw
         in_input = letterbox_boxes(det.boxes, box) / np.array([w, h, w, h], np.float32)
         unswapped = Detections(yxyx_normalized_to_xyxy_pixels(in_input, input_hw), det.scores, det.class_ids)

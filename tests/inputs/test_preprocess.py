@@ -10,8 +10,10 @@ from PIL import Image
 
 from harness.core.detections import Letterbox
 from harness.core.errors import HarnessError
-from harness.inputs.preprocess import letterbox, load_image, resize, to_nchw_float
+from harness.core.settings import Preprocess
+from harness.inputs.preprocess import fit, geometry, letterbox, load_image, resize, to_nchw_float, ultralytics_val
 
+from support.reference import ultralytics_val_frame
 from support.reference.resize import reference_resize
 
 # A 4x5 grey test card and what cv2.resize(INTER_LINEAR) of opencv-python-headless 4.14 makes of it.
@@ -222,3 +224,51 @@ def test_opencv_letterbox_equals_the_former_numpy_one_on_every_fixture_image(sha
 def test_opencv_resize_equals_the_former_numpy_resize_on_random_sizes(h, w, out_h, out_w, seed) -> None:
     image = np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
     np.testing.assert_array_equal(resize(image, (out_h, out_w)), reference_resize(image, (out_h, out_w)))
+
+
+def test_yolo_val_rounds_the_resized_side_up_where_the_letterbox_rounds_it():
+    """500x333 at 320: r = 0.64, 333 * r = 213.12; yolo val's loader takes ceil (214 rows, 53 above),
+    the letterbox round (213 rows, 53 above)."""
+    image = np.random.default_rng(0).integers(0, 100, (333, 500, 3), dtype=np.uint8)
+    frame, placed = ultralytics_val(image, (320, 320))
+    np.testing.assert_array_equal(frame[53 : 53 + 214], resize(image, (214, 320)))
+    assert (frame[:53] == 114).all() and (frame[53 + 214 :] == 114).all()
+    assert placed == Letterbox((333, 500), (320, 320), 320 / 500, 214 / 333, 0.0, 53.0, clip=False)
+    assert letterbox(image, (320, 320))[1].scale_y == 213 / 333
+
+
+def test_yolo_val_enlarges_a_small_image_and_letterboxes_a_wide_input_without_scaling_up():
+    small = np.random.default_rng(1).integers(0, 100, (100, 50, 3), dtype=np.uint8)
+    frame, placed = ultralytics_val(small, (320, 320))  # r = 3.2: 320 x ceil(160), 80 columns left
+    np.testing.assert_array_equal(frame[:, 80:240], resize(small, (320, 160)))
+    assert (placed.scale_x, placed.scale_y, placed.pad_x, placed.pad_y) == (3.2, 3.2, 80.0, 0.0)
+    square = np.random.default_rng(2).integers(0, 100, (100, 100, 3), dtype=np.uint8)
+    frame, placed = ultralytics_val(square, (64, 128))  # loaded at 128x128, then halved into 64x64
+    np.testing.assert_array_equal(frame[:, 32:96], resize(resize(square, (128, 128)), (64, 64)))
+    assert (placed.scale_x, placed.scale_y, placed.pad_x, placed.pad_y) == (0.64, 0.64, 32.0, 0.0)
+
+
+@pytest.mark.fixtures
+def test_yolo_val_frames_equal_ultralytics_loader_and_letterbox_on_every_fixture_image(shared_fixtures) -> None:
+    folders = [shared_fixtures / "datasets" / "coco128_val16", shared_fixtures / "datasets" / "fire_smoke_val"]
+    paths = [p for f in folders for p in sorted(f.rglob("*.jpg"))][:80]
+    assert len(paths) >= 60
+    differ = 0
+    for path in paths:
+        image = load_image(path)
+        for size in ((640, 640), (320, 320), (256, 256), (192, 320)):
+            frame, placed = ultralytics_val(image, size)
+            expected, (scale_x, scale_y), left, top = ultralytics_val_frame.val_frame(image, size)
+            np.testing.assert_array_equal(frame, expected, f"{path} at {size}")
+            assert (placed.scale_x, placed.scale_y, placed.pad_x, placed.pad_y) == (scale_x, scale_y, left, top)
+            differ += not np.array_equal(frame, letterbox(image, size)[0])
+    assert differ > len(paths)  # the two letterboxes differ on real images, or this test proves nothing
+
+
+@pytest.mark.parametrize("preprocess", list(Preprocess))
+@pytest.mark.parametrize("hw", [(333, 500), (100, 50), (640, 480), (7, 300)])
+def test_geometry_is_where_fit_places_the_image_and_only_yolo_vals_keeps_boxes_unclipped(preprocess, hw):
+    frame, placed = fit(np.zeros((*hw, 3), np.uint8), preprocess, (320, 256))
+    assert frame.shape == (320, 256, 3)
+    assert geometry(preprocess, hw, (320, 256)) == placed
+    assert placed.clip is (preprocess is not Preprocess.ULTRALYTICS_VAL)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +23,10 @@ from hypothesis.extra.numpy import arrays
 from PIL import Image
 
 import harness.pipeline.cache as cache_module
-from harness.core.detections import Detections
+from harness.core.detections import Detections, unletterbox
 from harness.core.environment import environment
 from harness.core.journal import encode_record, scan
-from harness.core.settings import EvalSettings
+from harness.core.settings import EvalSettings, MetricProtocol, Preprocess
 from harness.inputs.dataset import Dataset, load_yolo
 from harness.pipeline.cache import (
     BATCH_RECORD,
@@ -40,8 +40,9 @@ from harness.pipeline.cache import (
     decode_batch,
     encode_batch,
 )
-from harness.pipeline.detect import FrameResult, file_sha256
+from harness.pipeline.detect import FrameResult, file_sha256, prepare
 from harness.pipeline.evaluate import evaluate_path
+from harness.pipeline.spec import SettingsSpec
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 N_IMAGES = 6
@@ -211,6 +212,33 @@ def test_class_map_alone_does_not_change_the_key(dataset, model, cache):
     swapped = CountingPath(model, EvalSettings(input_hw=(32, 32), score_threshold=0.25, class_map=(1, 0)))
     result = evaluate_path(swapped, dataset, cache)
     assert swapped.calls == 0 and result.settings.class_map == (1, 0)
+
+
+class FramePath(CountingPath):
+    """Detections made from the frame its settings' preprocessing gives: one box a pixel past the
+    input's edges, scored by the frame's mean, mapped back as the geometry says."""
+
+    def detect(self, image: np.ndarray) -> FrameResult:
+        self.calls += 1
+        frame, placed = prepare(image, self.settings)
+        h, w = frame.shape[:2]
+        box = Detections([[-1.0, -1.0, w + 1.0, h + 1.0]], [float(frame.mean()) / 255], [0])
+        return FrameResult(unletterbox(box, placed))
+
+
+def test_predictions_made_under_another_preprocessing_are_never_served(dataset, model, cache):
+    """--metric ultralytics measures yolo val's frames: a COCO run's letterboxed predictions are
+    another key, while the metric alone, the frames the same, shares them."""
+    coco, theirs = (SettingsSpec(metric=m).resolve((32, 32), (0, 1)) for m in MetricProtocol)
+    assert (coco.preprocess, theirs.preprocess) == (Preprocess.LETTERBOX, Preprocess.ULTRALYTICS_VAL)
+    first = evaluate_path(FramePath(model, coco), dataset, cache)
+    under_theirs = FramePath(model, theirs)
+    second = evaluate_path(under_theirs, dataset, cache)
+    assert under_theirs.calls == N_IMAGES and not _same(first.predictions, second.predictions)
+    assert cache_key(under_theirs)["settings"]["preprocess"] == "ultralytics-val"
+    same_frames = FramePath(model, replace(theirs, metric=MetricProtocol.COCO))
+    assert _same(evaluate_path(same_frames, dataset, cache).predictions, second.predictions)
+    assert same_frames.calls == 0
 
 
 def test_torn_last_record_is_reported_cut_off_and_its_images_redone(dataset, model, cache):

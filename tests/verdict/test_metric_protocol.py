@@ -6,8 +6,9 @@ import json
 import pytest
 
 from harness.core.errors import HarnessError
-from harness.core.settings import EvalSettings, MetricProtocol
+from harness.core.settings import EvalSettings, MetricProtocol, Preprocess
 from harness.pipeline.options import OPTIONS, from_text, settings_spec
+from harness.pipeline.spec import SettingsSpec
 from harness.report.view import metric_note
 from harness.verdict.gates import gate_map
 from harness.verdict.golden import golden_from_result, load_golden, write_golden
@@ -81,3 +82,22 @@ def test_the_report_says_which_protocol_the_maps_used():
     assert metric_note([{"settings": theirs.settings.to_dict()}]).startswith("mAP protocol: ultralytics (the numbers")
     old = {k: v for k, v in coco.settings.to_dict().items() if k != "metric"}
     assert metric_note([{"settings": old}]).startswith("mAP protocol: coco (pycocotools' COCOeval")
+    assert "; preprocessing: letterbox (one resize keeping the aspect ratio" in metric_note([{"settings": old}])
+    val = {**theirs.settings.to_dict(), "preprocess": "ultralytics-val"}
+    assert "; preprocessing: ultralytics-val (yolo val's: the long side resized" in metric_note([{"settings": val}])
+
+
+@pytest.mark.parametrize(
+    ("asked", "metric", "used"),
+    [
+        (Preprocess.LETTERBOX, MetricProtocol.COCO, Preprocess.LETTERBOX),
+        (Preprocess.LETTERBOX, MetricProtocol.ULTRALYTICS, Preprocess.ULTRALYTICS_VAL),
+        (Preprocess.RESIZE, MetricProtocol.ULTRALYTICS, Preprocess.RESIZE),
+        (Preprocess.ULTRALYTICS_VAL, MetricProtocol.COCO, Preprocess.ULTRALYTICS_VAL),
+    ],
+)
+def test_the_ultralytics_metric_measures_yolo_vals_letterbox(asked, metric, used):
+    assert SettingsSpec(preprocess=asked, metric=metric).resolve((320, 320), (0, 1)).preprocess is used
+    given = {"preprocess": from_text("preprocess", asked.value), "metric": from_text("metric", metric.value)}
+    spec = settings_spec(given)
+    assert spec.resolve((320, 320), (0, 1)).preprocess is used

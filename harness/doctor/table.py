@@ -21,12 +21,13 @@ from harness.pipeline.detect import (
     DetectionPath,
 )
 from harness.pipeline.factory import evaluate_spec
+from harness.pipeline.job import path_bootstrap
 from harness.pipeline.spec import REFERENCE
 from harness.verdict.diagnosis import collect_evidence, diagnose
 from harness.verdict.gate_id import baseline_kinds
 from harness.verdict.gates import GateResult, gate_path_agreement, run_gates
 from harness.verdict.golden import DEFAULT_TOLERANCES
-from harness.verdict.metrics.coco import DifferenceInterval, paired_bootstrap
+from harness.verdict.metrics.coco import DifferenceInterval
 from harness.verdict.result import PathResult
 
 CLEAN_SEEDS = (0, 1, 2, 3, 4)
@@ -188,7 +189,6 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
     if bench.hef is None:
         return ()
     drop = DEFAULT_TOLERANCES.map50_drop
-    names = [c.name for c in bench.reference.metrics.per_class]
     out = []
     for seed in seeds:
         n = max(1, round(share * len(bench.dataset.samples)))
@@ -199,8 +199,7 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
         gate = gate_path_agreement(reference, hailo)
         interval, within = None, True
         if bench.dataset.labelled:
-            truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in sample.samples]
-            interval = paired_bootstrap(truths, reference.predictions, hailo.predictions, names).map50
+            interval = path_bootstrap(sample, reference, hailo).map50
             within = (interval.low <= 0 <= interval.high) or interval.low >= -drop
         findings = tuple(f.name for f in diagnose(collect_evidence(hailo, reference)))
         share_seen = gate.observed if gate.observed is not None else math.nan

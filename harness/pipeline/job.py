@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
-from harness.inputs.dataset import left_out_note
+from harness.inputs.dataset import Dataset, left_out_note
 from harness.pipeline.backends import describe
 from harness.pipeline.factory import (
     RunContext,
@@ -50,7 +50,8 @@ from harness.verdict.golden import (
     load_golden,
     missing_golden_message,
 )
-from harness.verdict.metrics.coco import paired_bootstrap
+from harness.verdict.metrics import SET_SCORES
+from harness.verdict.metrics.coco import PairedBootstrap, paired_bootstrap
 from harness.verdict.metrics.distribution import SATURATION_LEVEL
 from harness.verdict.result import PathResult
 
@@ -72,6 +73,16 @@ class JobResult:
         return next((g for g in self.gates if g.id == gate_id), None)
 
 
+def path_bootstrap(dataset: Dataset, reference: PathResult, candidate: PathResult) -> PairedBootstrap:
+    """The paired bootstrap over ``dataset``'s images of ``candidate``'s mAPs minus ``reference``'s,
+    measured under the run's metric (``settings.metric``, as its gates are), the ground truth
+    relabelled by the run's class map."""
+    names = [c.name for c in reference.metrics.per_class]
+    truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in dataset.samples]
+    scores = SET_SCORES[reference.settings.metric]
+    return paired_bootstrap(truths, reference.predictions, candidate.predictions, names, scores=scores)
+
+
 def _baseline_gates(
     config: JobConfig,
     run: RunContext,
@@ -84,11 +95,7 @@ def _baseline_gates(
     no such file), the Hailo path against the
     reference too (with the paired bootstrap of their mAP where there are labels); the DFC stages
     are held to the float model only (gate_stages)."""
-    names = [c.name for c in reference.metrics.per_class]
-    bootstrap = None
-    if config.labelled:
-        truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in run.dataset.samples]
-        bootstrap = paired_bootstrap(truths, reference.predictions, hailo.predictions, names)
+    bootstrap = path_bootstrap(run.dataset, reference, hailo) if config.labelled else None
     kinds, original_hw = config.baseline_kinds, run.dataset.original_hw
     gates: list[GateResult] = []
     for result in (reference, hailo):

@@ -11,12 +11,16 @@ import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.core.errors import HarnessError
+from harness.core.settings import MetricProtocol
 from harness.inputs.dataset import DatasetError
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, SHIPPED_GOLDEN, demo_data
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.job import run_job, summary_lines
+from harness.pipeline.job import path_bootstrap, run_job, summary_lines
 from harness.pipeline.spec import JobConfig, SettingsSpec, planned_gates
 from harness.verdict.golden import load_golden
+from harness.verdict.metrics import METRICS
+
+from support import synthetic_results as synth
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +252,21 @@ def test_bless_then_rerun_the_same_job_and_every_gate_passes(config, shared_fixt
     assert agreement.id.kind == "path_agreement" and agreement.baseline == pytest.approx(agreement.observed, abs=1e-6)
     if data == "fire_smoke_val":
         assert agreement.observed < 0.8  # the finding: it failed the fixed floor after blessing
+
+
+def test_the_bootstrap_beside_the_map_gates_measures_with_the_runs_metric(tmp_path):
+    """Under --metric ultralytics the interval's point is the difference of Ultralytics' mAPs, not COCO's."""
+    case = synth.report_case(tmp_path / "case")
+    truths = case.dataset.ground_truths
+    points = {}
+    for metric in MetricProtocol:
+        settings = replace(synth.SETTINGS, class_map=(0, 1), metric=metric)
+        onnx, hailo = (
+            replace(r, settings=settings, metrics=METRICS[metric](truths, r.predictions, synth.NAMES, 0.2))
+            for r in (case.onnx, case.hailo)
+        )
+        boot = path_bootstrap(case.dataset, onnx, hailo)
+        assert boot.map50.point == pytest.approx(hailo.metrics.map50 - onnx.metrics.map50, abs=1e-12), metric
+        assert boot.map50_95.point == pytest.approx(hailo.metrics.map50_95 - onnx.metrics.map50_95, abs=1e-12)
+        points[metric] = boot.map50.point
+    assert points[MetricProtocol.COCO] != pytest.approx(points[MetricProtocol.ULTRALYTICS], abs=1e-6)

@@ -162,3 +162,38 @@ def test_precision_and_recall_at_the_operating_threshold_count_iou_05_matches_sc
     preds = [_det([BOX, [300, 300, 340, 360], [100, 100, 140, 160]], [0.9, 0.5, 0.2], [0, 0, 0])]
     fire = ultralytics.evaluate(truths, preds, NAMES, 0.5).per_class[0]
     assert (fire.precision, fire.recall, fire.n_predictions) == (0.5, 0.5, 3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_images=st.integers(1, 8), n_classes=st.integers(1, 3), ties=st.booleans())
+def test_an_image_set_scores_as_the_dataset_listing_those_images_would(seed, n_images, n_classes, ties):
+    """Resampling with repeats is evaluating the resampled dataset: the set's scores equal
+    ``evaluate`` on the images listed in the set's order, the identity set's the run's own."""
+    rng = np.random.default_rng(seed)
+    truths, preds = _random_images(rng, n_images, n_classes, ties)
+    names = tuple(f"c{k}" for k in range(n_classes))
+    sets = np.concatenate([np.arange(n_images)[None], rng.integers(0, n_images, (4, n_images))])
+    map50, map50_95 = ultralytics.set_scores(truths, preds, n_classes, sets)
+    for b, images in enumerate(sets):
+        whole = ultralytics.evaluate([truths[i] for i in images], [preds[i] for i in images], names)
+        assert (map50[b], map50_95[b]) == pytest.approx((whole.map50, whole.map50_95), abs=0, nan_ok=True)
+
+
+def test_image_sets_outside_the_images_are_an_error():
+    truths = [_gt([BOX], [0])]
+    with pytest.raises(MetricsError, match=r"^image sets: shape \(1, 1\), expected \(B, M\) indices in 0\.\.0$"):
+        ultralytics.set_scores(truths, [_det([BOX], [0.9], [0])], 2, np.array([[1]]))
+
+
+def test_the_paired_bootstrap_under_ultralytics_measures_ultralytics_differences():
+    truths, preds = _random_images(np.random.default_rng(7), 12, 2, False)
+    worse = [p.select(slice(0, len(p) // 2)) for p in preds]
+    boot = coco.paired_bootstrap(truths, worse, preds, NAMES, resamples=100, scores=ultralytics.set_scores)
+    theirs = ultralytics.evaluate(truths, preds, NAMES).map50 - ultralytics.evaluate(truths, worse, NAMES).map50
+    cocos = coco.evaluate(truths, preds, NAMES).map50 - coco.evaluate(truths, worse, NAMES).map50
+    assert boot.map50.point == theirs != cocos
+    assert boot.map50.low <= boot.map50.point <= boot.map50.high
+    # the default is COCO's (its class means round apart from evaluate's summary in the last bit)
+    assert coco.paired_bootstrap(truths, worse, preds, NAMES, resamples=100).map50.point == pytest.approx(
+        cocos, abs=1e-12
+    )

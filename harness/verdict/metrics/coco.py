@@ -23,7 +23,7 @@ rounding (1e-16), not to the bit.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,6 +184,17 @@ def mean_average_precision(matches: ImageMatches, image_sets: np.ndarray) -> tup
     return _class_means(_average_precision(matches, sets))
 
 
+# (ground truth, predictions, number of classes, image sets (B, M)) -> (mAP@0.5, mAP@0.5:0.95), each (B,)
+SetScores = Callable[[Sequence[GroundTruth], Sequence[Detections], int, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def set_scores(
+    ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int, image_sets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """COCO's (mAP@0.5, mAP@0.5:0.95) of ``predictions`` over each image set (:func:`mean_average_precision`)."""
+    return mean_average_precision(per_image_matches(ground_truth, predictions, n_classes), image_sets)
+
+
 def paired_bootstrap(
     ground_truth: Sequence[GroundTruth],
     predictions_a: Sequence[Detections],
@@ -191,17 +202,18 @@ def paired_bootstrap(
     names: Sequence[str],
     resamples: int = 200,
     seed: int = 0,
+    *,
+    scores: SetScores = set_scores,
 ) -> PairedBootstrap:
     """Paired bootstrap over images of mAP(b) - mAP(a): the same ``resamples`` image sets, drawn
-    with replacement, score both paths; the interval is their 2.5 %-97.5 % quantile range."""
+    with replacement, score both paths; the interval is their 2.5 %-97.5 % quantile range. The mAPs
+    are ``scores``' (COCO's; a run's own metric's: ``harness.verdict.metrics.SET_SCORES``)."""
     if resamples < 1:
         raise MetricsError(f"bootstrap: resamples {resamples}, expected at least 1")
-    a = per_image_matches(ground_truth, predictions_a, len(names))
-    b = per_image_matches(ground_truth, predictions_b, len(names))
     n = len(ground_truth)
     sets = np.concatenate([np.arange(n)[None], np.random.default_rng(seed).integers(0, n, size=(resamples, n))])
-    a50, a50_95 = mean_average_precision(a, sets)
-    b50, b50_95 = mean_average_precision(b, sets)
+    a50, a50_95 = scores(ground_truth, predictions_a, len(names), sets)
+    b50, b50_95 = scores(ground_truth, predictions_b, len(names), sets)
     return PairedBootstrap(_interval(b50 - a50), _interval(b50_95 - a50_95), resamples, seed)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from harness.core import defaults
 from harness.core.detections import Detections
 from harness.inputs.dataset import GroundTruth
-from harness.verdict.metrics.coco import ClassMetrics, CocoMetrics, check_inputs
+from harness.verdict.metrics.coco import ClassMetrics, CocoMetrics, MetricsError, check_inputs
 
 # DetectionValidator.__init__: self.iouv = torch.linspace(0.5, 0.95, 10), compared as float32
 IOU_THRESHOLDS: np.ndarray = np.linspace(0.5, 0.95, 10).astype(np.float32)
@@ -70,8 +70,7 @@ def evaluate(
     matches = match(ground_truth, predictions, len(names))
     ap = average_precision(matches, len(names))  # (K, T), NaN without ground truth
     has_truth = matches.n_ground_truth > 0
-    map50 = float(ap[has_truth, 0].mean()) if has_truth.any() else float("nan")
-    map50_95 = float(ap[has_truth].mean()) if has_truth.any() else float("nan")
+    map50, map50_95 = _means(ap)
     kept = matches.score >= score_threshold
     n_kept = np.bincount(matches.class_id[kept], minlength=len(names))
     n_correct = np.bincount(matches.class_id[kept], weights=matches.correct[kept, 0], minlength=len(names))
@@ -89,6 +88,44 @@ def evaluate(
         for k, name in enumerate(names)
     )
     return CocoMetrics(map50, map50_95, score_threshold, len(ground_truth), per_class)
+
+
+def set_scores(
+    ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int, image_sets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(mAP50, mAP50-95), each ``(B,)``, over the image sets ``(B, M)`` of image indices (repeats
+    allowed), each as :func:`evaluate` measures a dataset listing those images in that order (the
+    matching is per image, so each image is matched once). NaN for a set without ground truth."""
+    sets = np.asarray(image_sets, dtype=np.int64)
+    if sets.ndim != 2 or (sets.size and (sets.min() < 0 or sets.max() >= len(ground_truth))):
+        raise MetricsError(f"image sets: shape {sets.shape}, expected (B, M) indices in 0..{len(ground_truth) - 1}")
+    matches = match(ground_truth, predictions, n_classes)
+    truth = np.zeros((len(ground_truth), n_classes), np.int64)  # counted ground truth per image and class
+    for i, t in enumerate(ground_truth):
+        truth[i] = np.bincount(t.class_ids[~t.crowd], minlength=n_classes)
+    per_image = np.bincount(matches.image, minlength=len(ground_truth))
+    first = np.cumsum(per_image) - per_image  # matches hold the images in order
+    scores = np.full((2, len(sets)), np.nan)
+    for b, images in enumerate(sets):
+        lengths = per_image[images]
+        index = np.arange(int(lengths.sum())) + np.repeat(first[images] - (np.cumsum(lengths) - lengths), lengths)
+        subset = Matches(
+            image=matches.image[index],
+            class_id=matches.class_id[index],
+            score=matches.score[index],
+            correct=matches.correct[index],
+            n_ground_truth=truth[images].sum(0),
+        )
+        scores[:, b] = _means(average_precision(subset, n_classes))
+    return scores[0], scores[1]
+
+
+def _means(ap: np.ndarray) -> tuple[float, float]:
+    """(mAP50, mAP50-95) of ``(K, T)`` APs: the mean over the classes with ground truth (not NaN)."""
+    has_truth = ~np.isnan(ap[:, 0])
+    if not has_truth.any():
+        return float("nan"), float("nan")
+    return float(ap[has_truth, 0].mean()), float(ap[has_truth].mean())
 
 
 def match(ground_truth: Sequence[GroundTruth], predictions: Sequence[Detections], n_classes: int) -> Matches:

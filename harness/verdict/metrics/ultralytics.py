@@ -19,7 +19,9 @@ validator.py ``match_predictions``; ultralytics/utils/metrics.py ``box_iou``, ``
   ground truth the harness says NaN where Ultralytics says 0: a gate never passes on nothing.
 
 ``yolo val`` matches in its letterboxed frame, the harness in original-image pixels: the same IoU up
-to float rounding and the letterbox's per-axis ratios (under 1 px of the resized side).
+to float rounding where the boxes were mapped back as ``yolo val`` places its labels and not clipped,
+as the preprocessing ``--metric ultralytics`` chooses does (harness.inputs.preprocess.ultralytics_val).
+Resampled image sets (the paired bootstrap) are scored by :func:`set_scores`.
 
 The matching is vectorised over every (image, class) group at once, one numpy step per detection rank
 within a group; the AP over every (class, threshold) curve at once.

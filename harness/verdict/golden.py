@@ -20,6 +20,12 @@ A Hailo path's baseline also keeps its agreement with the reference path (``agre
 share of boxes and the mean absolute score drift, schema 2), so that a blessed run passes its
 agreement gate when run again. A schema 1 baseline (written before) has none: its agreement gate
 holds the default floor, and says so.
+
+A baseline also names the release it signs off (``release``: ``--release v1.3``, or null) and keeps
+its blessed history (``history``, schema 3, :mod:`harness.verdict.history`): when a blessing replaces
+a baseline, the replaced one's release, date, model sha256 and gated values are appended to it, so
+that a review diff shows the old values moving into the history, one field per line. The history is
+shown in the reports, never gated on. A baseline of schema 1 or 2 has none: its history begins with it.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 from harness.core.settings import EvalSettings
 from harness.verdict.diagnosis import matched_share
+from harness.verdict.history import HISTORY_KINDS, Blessing, blessing_document, read_blessing, read_release
 from harness.verdict.metrics.agreement import agreement
 from harness.verdict.metrics.coco import ClassMetrics, CocoMetrics
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES, BoxCounts, ScoreDistribution
@@ -55,8 +62,9 @@ try:
 except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 2
-_READ_VERSIONS = (1, SCHEMA_VERSION)  # 1: before the agreement was blessed (no ``agreement``, no its tolerances)
+SCHEMA_VERSION = 3
+# 1: before the agreement was blessed (no ``agreement``, no its tolerances); 2: before ``release`` and ``history``
+_READ_VERSIONS = (1, 2, SCHEMA_VERSION)
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 _DECIMALS = 6
 _HISTORY = "history"
@@ -120,6 +128,8 @@ class Golden:
     labelled: bool = True  # False: measured on images without labels (no mAP: only its label-free gates)
     accepted_weak: tuple[str, ...] = ()  # the weaknesses blessed knowingly (ACCEPT_WEAK_FLAG), by code
     agreement: BlessedAgreement | None = None  # None: the reference path's own, or a schema 1 baseline
+    release: str | None = None  # the release this blessing signs off (--release), None: not named
+    history: tuple[Blessing, ...] = ()  # the blessings this baseline replaced, oldest first (schema 3)
 
 
 # Labelled objects below which a mAP measures too little to hold a model to (one object more or less
@@ -252,11 +262,13 @@ def golden_from_result(
     tolerances: Tolerances = DEFAULT_TOLERANCES,
     accept_weak: bool = False,
     reference: PathResult | None = None,
+    release: str | None = None,
 ) -> Golden:
     """The baseline that ``result`` would write: its metrics, settings and provenance, and its
     agreement with ``reference`` where it is held to one (on the same images, under the same
     settings); ``accept_weak`` (:data:`ACCEPT_WEAK_FLAG`): its weaknesses are blessed knowingly,
-    else refused when written."""
+    else refused when written; ``release``: the release it signs off (``--release``). Its history is
+    the one of the baseline it replaces, added when written (:func:`bless`)."""
     golden = Golden(
         model=Path(result.provenance.model_path).stem,
         path=result.path,
@@ -270,6 +282,7 @@ def golden_from_result(
         provenance=result.provenance,
         labelled=result.labelled,
         agreement=blessed_agreement(reference, result),
+        release=release,
     )
     return replace(golden, accepted_weak=tuple(w.code for w in weaknesses(golden))) if accept_weak else golden
 
@@ -281,6 +294,49 @@ def blessed_agreement(reference: PathResult | None, result: PathResult) -> Bless
         return None
     counts = agreement(reference.predictions, result.predictions)
     return BlessedAgreement(matched_share(counts), counts.mean_abs_score_drift)
+
+
+def own_blessing(golden: Golden) -> Blessing:
+    """``golden`` as an entry of its history: its release, date, export, images, protocol and the
+    value each of its gates holds a run to (as written: rounded to the baseline's decimals)."""
+    found = {"score_saturation": golden.scores.saturation, "box_count": golden.box_counts.mean}
+    if golden.labelled:
+        found.update(map=golden.metrics.map50, map50_95=golden.metrics.map50_95)
+    if golden.agreement is not None:
+        found["path_agreement"] = golden.agreement.matched_share
+    p = golden.provenance
+    return Blessing(
+        release=golden.release,
+        created=p.created,
+        model=golden.model,
+        dataset=golden.dataset,
+        path=golden.path,
+        model_sha256=p.model_sha256,
+        dataset_manifest=p.dataset_manifest,
+        metric=golden.settings.metric.value,
+        values=tuple((k, round(float(found[k]), _DECIMALS)) for k in HISTORY_KINDS if _is_finite(found.get(k))),
+    )
+
+
+def blessed_history(golden: Golden) -> tuple[Blessing, ...]:
+    """Every blessing of ``golden``'s baseline, oldest first, ending with ``golden`` itself: what the
+    reports show (a baseline of schema 1 or 2 has only itself)."""
+    return (*golden.history, own_blessing(golden))
+
+
+def _carried(previous: Golden | GoldenError | None, golden: Golden) -> tuple[Blessing, ...]:
+    """The history ``golden`` is written with over ``previous``: the previous baseline's history and
+    itself; ``golden``'s own where there is none of the same baseline to carry (none yet, unreadable,
+    another model's, dataset's or path's) or where it is ``golden`` again (a baseline written back)."""
+    if not isinstance(previous, Golden) or (previous.model, previous.dataset, previous.path) != (
+        golden.model,
+        golden.dataset,
+        golden.path,
+    ):
+        return golden.history
+    if own_blessing(previous) == own_blessing(golden):
+        return previous.history
+    return blessed_history(previous)
 
 
 def missing_golden_message(
@@ -360,8 +416,10 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
             steps: list[tuple[Path, Path]] = []
             summaries = []
             try:
-                for file, document in documents:
+                for (file, _), (_, golden) in zip(documents, entries, strict=True):
                     previous_bytes, previous, history = _previous(file)
+                    document = _document(replace(golden, history=_carried(previous, golden)))
+                    _Reader(file).golden(json.loads(json.dumps(document)))  # its history read back too
                     if previous_bytes is not None:
                         assert history is not None
                         history.parent.mkdir(parents=True, exist_ok=True)
@@ -480,6 +538,8 @@ def _document(golden: Golden) -> dict[str, Any]:
         "emulated": golden.emulated,
         "labelled": golden.labelled,
         **({"accepted_weak": list(golden.accepted_weak)} if golden.accepted_weak else {}),
+        "release": golden.release,
+        "history": [{**blessing_document(b), "values": {k: _number(v) for k, v in b.values}} for b in golden.history],
         **(
             {
                 "agreement": {
@@ -642,7 +702,8 @@ def _changed_summary(
     if isinstance(previous, GoldenError):
         return f"{head}\n  the previous baseline was unreadable ({previous}); every value is new"
     assert previous is not None
-    old, new = _leaves(_document(previous)), _leaves(document)
+    replaced = _document(previous)
+    old, new = _leaves(_unhistoried(replaced)), _leaves(_unhistoried(document))
     ordered = [*(k for k in _HEADLINE if k in new), *sorted((old.keys() | new.keys()) - set(_HEADLINE))]
     changed = [key for key in ordered if old.get(key, "absent") != new.get(key, "absent")]
     lines = [head]
@@ -653,7 +714,14 @@ def _changed_summary(
             delta = f" ({after - before:+.6g})"
         lines.append(f"  {key}: {_show(before)} -> {_show(after)}{delta}")
     lines.append(f"  {len(new) - len(changed)} values unchanged" if changed else "  no value changed")
+    if len(document["history"]) > len(replaced["history"]):
+        lines.append(f"  history: {len(document['history'])} earlier blessings, the one replaced added last")
     return "\n".join(lines)
+
+
+def _unhistoried(document: Mapping[str, Any]) -> dict[str, Any]:
+    """``document`` without its history (said in a line of its own, not value by value)."""
+    return {key: value for key, value in document.items() if key != "history"}
 
 
 def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -750,6 +818,9 @@ class _Reader:
             accepted_weak=accepted,
             agreement=blessed,
         )
+        if version >= 3:
+            history = tuple(read_blessing(e, golden.model, golden.dataset, golden.path) for e in top.objects("history"))
+            golden = replace(golden, release=read_release(top), history=history)
         metrics.done()
         top.done()
         unaccepted = [w for w in weaknesses(golden) if w.code not in accepted]

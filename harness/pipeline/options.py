@@ -21,6 +21,7 @@ from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.backends import BACKENDS, describe, listed
 from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
+from harness.verdict.history import release_name
 
 
 def _probability(text: str) -> float:
@@ -258,6 +259,13 @@ _OPTIONS = (
         kind="flag",
         default=False,
     ),
+    Option(
+        "release",
+        "with --update-golden: the release this blessing signs off (e.g. v1.3), kept with the baselines' "
+        "blessed history, which the reports show beside each gate",
+        release_name,
+        metavar="NAME",
+    ),
 )
 OPTIONS: Mapping[str, Option] = {o.name: o for o in _OPTIONS}
 
@@ -295,6 +303,7 @@ JOB_OPTIONS = (
     "cache",
     "update_golden",
     "accept_weak_baseline",
+    "release",
 )
 DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache")
 EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage")
@@ -435,6 +444,8 @@ def job_config(
         )
     if values.get("accept_weak_baseline") and not values.get("update_golden"):
         raise HarnessError("--accept-weak-baseline: belongs to --update-golden (it says how to bless, not how to gate)")
+    if values.get("release") is not None and not values.get("update_golden"):
+        raise HarnessError("--release: belongs to --update-golden (it names the release a blessing signs off)")
     return JobConfig(
         onnx=onnx_of(values),
         dataset=values.get("dataset"),
@@ -449,6 +460,7 @@ def job_config(
         cache_dir=_value(values, "cache"),
         update_golden=bool(values.get("update_golden")),
         accept_weak_baseline=bool(values.get("accept_weak_baseline")),
+        release=values.get("release"),
         batch=_value(values, "batch"),
         invocation=invocation,
         progress=progress,

@@ -166,6 +166,7 @@ class JobConfig:
     cache_dir: Path = defaults.CACHE_DIR
     update_golden: bool = False
     accept_weak_baseline: bool = False  # blessing: keep baselines whose gates cannot fail, said by each gate
+    release: str | None = None  # blessing: the release it signs off (--release), kept in the blessed history
     batch: int = defaults.BATCH
     bless_token: str | None = None  # one per test run: its pytest-xdist workers bless the baselines once
     invocation: tuple[str, ...] = ("hailo-harness", "run")

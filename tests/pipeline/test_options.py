@@ -199,3 +199,12 @@ def test_accepting_a_weak_baseline_belongs_to_a_blessing_and_is_refused_without_
         job_config(_parse(JOB_OPTIONS, "--accept-weak-baseline"), invocation=("test",))
     blessing = job_config(_parse(JOB_OPTIONS, "--update-golden", "--accept-weak-baseline"), invocation=("test",))
     assert blessing.accept_weak_baseline and blessing.update_golden
+
+
+def test_a_release_name_belongs_to_a_blessing_and_a_bad_one_is_refused_naming_the_option():
+    with pytest.raises(HarnessError, match=r"^--release: belongs to --update-golden"):
+        job_config(_parse(JOB_OPTIONS, "--release", "v1.3"), invocation=("test",))
+    blessing = job_config(_parse(JOB_OPTIONS, "--update-golden", "--release", "v1.3"), invocation=("test",))
+    assert blessing.release == "v1.3" and job_config(_parse(JOB_OPTIONS), invocation=("test",)).release is None
+    with pytest.raises(HarnessError, match=r"^--release 'v 1\.3': expected a release name of at most 64 letters"):
+        from_text("release", "v 1.3")

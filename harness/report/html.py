@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from harness.report.plots import Picture
+from harness.report.trend import trend_svg
 from harness.report.view import (
     Block,
     Code,
@@ -22,6 +23,7 @@ from harness.report.view import (
     Pre,
     Table,
     Text,
+    Trend,
     report_view,
 )
 
@@ -75,6 +77,8 @@ def _block(block: Block, pictures: dict[str, Sequence[Picture]]) -> str:
     if isinstance(block, Facts):
         rows = "".join(f"<tr><th>{escape(name)}</th><td>{_inline(value)}</td></tr>" for name, value in block.rows)
         return f"<h3>{_inline((block.path,))}</h3><table>{rows}</table>"
+    if isinstance(block, Trend):
+        return f"<figure>{trend_svg(block)}</figure>"
     assert isinstance(block, Figures)
     shown = pictures[block.which]
     if not shown and block.which == "images":

@@ -14,7 +14,8 @@ from typing import Any
 
 from harness.inputs.dataset import Dataset
 from harness.verdict.gates import GateResult, causes_lines, shared_causes
-from harness.verdict.golden import DEFAULT_TOLERANCES, Golden
+from harness.verdict.golden import DEFAULT_TOLERANCES, Golden, blessed_history
+from harness.verdict.history import blessing_document
 from harness.verdict.result import PathResult, result_json, strict_json
 from harness.verdict.stages import first_degraded_stage, stage_results
 
@@ -22,8 +23,11 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 # 5: gates[].weak, baselines[].blessed_sha256/blessed/run_sha256/accepted_weak;
 # 6: paths[].kind (float, emulated, device, replayed) and recorded_kind (a replayed path's, else null);
 # 7: paths[] are verdict.result.result_json (eval --json's form): n_images added;
-# 8: paths[].settings.metric, the mAP protocol (coco or ultralytics)
-SCHEMA_VERSION = 8
+# 8: paths[].settings.metric, the mAP protocol (coco or ultralytics);
+# 9: gates[].kind/path (its GateId), baselines[].release and baselines[].history (each blessing of the baseline,
+#    oldest first, ending with the baseline the gates held: release, created, model_sha256, dataset_manifest,
+#    metric, values by gate kind; shown, never gated on)
+SCHEMA_VERSION = 9
 
 
 def report_document(
@@ -90,6 +94,8 @@ def json_text(document: dict[str, Any]) -> str:
 def _gate(gate: GateResult) -> dict[str, Any]:
     return {
         "name": gate.name,
+        "kind": gate.id.kind,
+        "path": gate.id.path,
         "passed": gate.passed,
         "baseline": gate.baseline,
         "observed": gate.observed,
@@ -114,5 +120,7 @@ def _baseline(path: str, file: Path, golden: Golden | None, results: Sequence[Pa
             blessed=golden.provenance.created,
             run_sha256=run,
             accepted_weak=list(golden.accepted_weak),
+            release=golden.release,
+            history=[blessing_document(b) for b in blessed_history(golden)],
         )
     return entry

@@ -24,6 +24,7 @@ from harness.report.view import (
     Pre,
     Table,
     Text,
+    Trend,
     report_view,
 )
 
@@ -52,7 +53,7 @@ def _block(block: Block) -> list[str]:
     if isinstance(block, Facts):
         facts = "; ".join(f"{name}: {_inline(parts)}" for name, parts in block.rows)
         return [f"- **{escape(block.path.label)}**: {facts}"]
-    assert isinstance(block, Figures)
+    assert isinstance(block, Figures | Trend)  # pictures and charts are the HTML report's
     return []
 
 

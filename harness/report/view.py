@@ -88,7 +88,19 @@ class Figures:
     which: Literal["charts", "images"]
 
 
-Block = Para | Table | Pre | Facts | Figures
+@dataclass(frozen=True)
+class Trend:
+    """A gate's metric at each blessing of its baseline, oldest first ((label, value): a release or a
+    date, None where that blessing held no such value), and this run's (label, value) beside them
+    (None: no run value); ``passed``: this run's gate. Only a renderer that draws charts shows it."""
+
+    title: str
+    blessed: tuple[tuple[str, float | None], ...]
+    run: tuple[str, float | None] | None
+    passed: bool
+
+
+Block = Para | Table | Pre | Facts | Figures | Trend
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,7 @@ def report_view(document: dict[str, Any]) -> ReportView:
             names = [part for n in d["gates"] for part in (Code(n), Text(", "))][:-1]
             blocks += [Para((Text("Of "), *names, Text(":"))), Pre(tuple(d["lines"]))]
         sections.append(Section((Text("Likely causes"),), tuple(blocks)))
+    sections += _history_sections(document)
     if document["stages"]:
         stages = document["stages"]
         rows = tuple(tuple(Text(cell) for cell in row) for row in stage_rows(stages))
@@ -164,6 +177,69 @@ def report_view(document: dict[str, Any]) -> ReportView:
         Section((Text("Provenance and environment"),), tuple(_facts(p) for p in paths)),
     ]
     return ReportView(document["passed"], verdict, intro, tuple(sections))
+
+
+HISTORY_NOTE = (
+    "Each gate's metric at every blessing of its baseline, oldest first, then this run's: shown for the "
+    "sign-off, never gated on (a gate holds this run to the last blessing, the baseline in force, alone). "
+    "A blessing of another export of the model shows its sha256; one of other images or another mAP "
+    "protocol than this run's says so."
+)
+HISTORY_HEADER = ("release", "blessed", "model sha256", "value", "note")
+
+
+def _history_sections(document: dict[str, Any]) -> list[Section]:
+    """The blessed history of each gate held to a baseline (report.json's ``baselines[].history``):
+    a trend and a table of release, date, model sha256 and value, this run's last."""
+    baselines = {b["path"]: b for b in document["baselines"] if b.get("history")}
+    runs = {p["path"]: p for p in document["paths"]}
+    held = [g for g in document["gates"] if g.get("path") in baselines and g.get("path") in runs]
+    if not held:
+        return []
+    sections = [Section((Text("Blessed history"),), (Para((Text(HISTORY_NOTE),)),))]
+    for gate in held:
+        history, run = baselines[gate["path"]]["history"], runs[gate["path"]]
+        if not any(gate["kind"] in b["values"] for b in history):
+            continue
+        rows = [
+            _blessing_row(b, gate["kind"], run, document, last=i == len(history) - 1) for i, b in enumerate(history)
+        ]
+        prov = run["provenance"]
+        rows.append(
+            (
+                Text("this run"),
+                Text(prov["created"]),
+                Code(prov["model_sha256"][:12]),
+                Num(num(gate["observed"])),
+                Text("signed off now: " + ("passed" if gate["passed"] else "FAILED")),
+            )
+        )
+        trend = Trend(
+            f"{gate['name']}: blessed values and this run's",
+            tuple((b["release"] or b["created"][:10], b["values"].get(gate["kind"])) for b in history),
+            ("this run", gate["observed"]),
+            gate["passed"],
+        )
+        sections.append(Section((Code(gate["name"]),), (trend, Table(HISTORY_HEADER, tuple(rows))), level=3))
+    return sections if len(sections) > 1 else []
+
+
+def _blessing_row(
+    blessing: dict[str, Any], kind: str, run: dict[str, Any], document: dict[str, Any], last: bool
+) -> tuple[Inline, ...]:
+    notes = ["the baseline this run is held to"] if last else []
+    if blessing["dataset_manifest"] != document["dataset"]["manifest"]:
+        notes.append("other images than this run's")
+    metric = run["settings"].get("metric", "coco")
+    if blessing["metric"] != metric:
+        notes.append(f"mAP protocol {blessing['metric']}, this run's {metric}")
+    return (
+        Text(blessing["release"] or "-"),
+        Text(blessing["created"]),
+        Code(blessing["model_sha256"][:12]),
+        Num(num(blessing["values"].get(kind))),
+        Text("; ".join(notes)),
+    )
 
 
 def _gate_table(gates: Sequence[dict[str, Any]]) -> Table:

@@ -715,7 +715,8 @@ def _changed_summary(
         lines.append(f"  {key}: {_show(before)} -> {_show(after)}{delta}")
     lines.append(f"  {len(new) - len(changed)} values unchanged" if changed else "  no value changed")
     if len(document["history"]) > len(replaced["history"]):
-        lines.append(f"  history: {len(document['history'])} earlier blessings, the one replaced added last")
+        earlier = len(document["history"])
+        lines.append(f"  history: {earlier} earlier blessing{'s' * (earlier > 1)}, the replaced one added last")
     return "\n".join(lines)
 
 

@@ -56,7 +56,7 @@ def test_two_blessings_with_two_releases_are_both_in_the_history_in_order(file, 
     assert history[0].value("box_count") == round(first.box_counts.mean, 6)
     assert history[0].value("path_agreement") is None  # blessed without a reference
     assert "release: n/a -> v1.3" not in summary and "release: v1.2 -> v1.3" in summary
-    assert "history: 1 earlier blessings, the one replaced added last" in summary
+    assert "history: 1 earlier blessing, the replaced one added last" in summary
 
 
 def test_the_history_survives_a_blessing_of_an_unchanged_model(file, first, second):

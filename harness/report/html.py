@@ -1,5 +1,5 @@
-"""The report as one self-contained HTML file: inline style, pictures embedded as base64 PNG, no
-script and nothing fetched from anywhere."""
+"""The report as one self-contained HTML file: inline style, pictures embedded as base64 data URIs
+(SVG charts, JPEG images), no script and nothing fetched from anywhere."""
 
 from __future__ import annotations
 
@@ -106,8 +106,8 @@ def _part(part: Inline) -> str:
 
 
 def _figure(picture: Picture) -> str:
-    data = base64.b64encode(picture.png).decode("ascii")
+    data = base64.b64encode(picture.data).decode("ascii")
     return (
-        f'<figure><img alt="{escape(picture.title)}" src="data:image/png;base64,{data}">'
+        f'<figure><img alt="{escape(picture.title)}" src="data:{picture.media_type};base64,{data}">'
         f"<figcaption><b>{escape(picture.title)}</b>: {escape(picture.caption)}</figcaption></figure>"
     )

@@ -13,7 +13,7 @@ from harness.report import write_reports
 
 from support import synthetic_results as sr
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+MAGIC = {"image/svg+xml": b"<svg ", "image/jpeg": b"\xff\xd8\xff"}
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -24,14 +24,19 @@ def case_and_html(tmp_path_factory):
     return case, files["html"]
 
 
-def test_html_is_one_self_contained_file_with_embedded_png_plots(case_and_html):
+def test_html_is_one_self_contained_file_with_embedded_svg_charts_and_jpeg_images(case_and_html):
     _, html = case_and_html
     text = html.read_text()
     links = re.findall(r'(?:src|href)="([^"]*)"', text)
-    assert links and all(link.startswith("data:image/png;base64,") for link in links)
-    assert "<script" not in text and "http://" not in text and "https://" not in text
-    for link in links:
-        assert base64.b64decode(link.split(",", 1)[1]).startswith(PNG_MAGIC)
+    kinds = [re.fullmatch(r"data:(image/svg\+xml|image/jpeg);base64,.+", link) for link in links]
+    assert links and all(kinds)
+    assert {k.group(1) for k in kinds if k} == set(MAGIC)
+    assert "<script" not in text and "https://" not in text
+    assert "http://" not in text.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )  # the SVG namespace names, never fetches
+    for link, kind in zip(links, kinds, strict=True):
+        assert base64.b64decode(link.split(",", 1)[1]).startswith(MAGIC[kind.group(1)])
 
 
 def test_html_shows_charts_the_disagreeing_images_and_labels_emulated_paths(case_and_html):

@@ -1,6 +1,8 @@
 import io
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,9 +27,20 @@ from support import synthetic_results as sr
 BOX = [10.0, 10.0, 50.0, 60.0]
 
 
-def test_importing_the_report_package_does_not_import_matplotlib():
-    code = "import sys, harness.report; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
-    subprocess.run([sys.executable, "-c", code], check=True)
+def test_writing_the_reports_imports_no_matplotlib(tmp_path):
+    code = f"""
+import sys
+from harness.report import write_reports
+from support import synthetic_results as sr
+case = sr.report_case(__import__("pathlib").Path({str(tmp_path)!r}))
+write_reports({str(tmp_path / "report")!r}, [case.onnx, case.hailo], case.gates, case.dataset)
+print(sorted({{"matplotlib", "onnx", "onnxruntime"}} & set(sys.modules)))
+"""
+    tests = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tests, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
 
 
 def test_precision_recall_follows_detections_in_score_order():
@@ -47,12 +60,19 @@ def test_worst_images_are_those_the_paths_disagree_on_worst_first(tmp_path):
     drawn = worst_images([case.onnx, case.hailo], case.dataset, truths)
     assert {p.title for p in drawn} == case.worst
     assert all("3 boxes differ between paths" in p.caption for p in drawn)
-    image = Image.open(io.BytesIO(drawn[0].png))
+    image = Image.open(io.BytesIO(drawn[0].data))
+    assert image.format == "JPEG" and all(p.media_type == "image/jpeg" for p in drawn)
     assert image.width > 2 * image.height  # one panel per path, side by side
     charts, images = pictures([case.onnx, case.hailo], case.dataset)
     assert [p.title for p in images] == [p.title for p in drawn]
     assert [c.title for c in charts] == ["Precision-recall per class", "Score histogram", "Boxes per image"]
-    assert all(Image.open(io.BytesIO(c.png)).format == "PNG" for c in charts)
+    for c in charts:  # SVG, a line per path in each panel, and the legend naming each path
+        assert c.media_type == "image/svg+xml"
+        root = ET.fromstring(c.data)
+        lines = root.findall(".//{http://www.w3.org/2000/svg}polyline")
+        assert len(lines) % 2 == 0 and lines
+        legend = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+        assert any(t.startswith("onnx") for t in legend) and any(t.startswith(case.hailo.label) for t in legend)
 
 
 def test_ground_truth_is_taken_into_model_class_ids(tmp_path):

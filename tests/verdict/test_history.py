@@ -200,3 +200,43 @@ def test_a_release_name_is_letters_digits_and_a_few_marks(name):
 def test_a_release_name_of_other_characters_is_refused(name):
     with pytest.raises(ValueError, match="expected a release name of at most 64"):
         release_name(name)
+
+
+def _leaves(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, (*path, key))
+    else:
+        yield path
+
+
+_OF_ITS_KIND = {
+    (("release",), None),
+    (("release",), "x"),
+    (("dataset_manifest",), "x"),
+    (("model_sha256",), "x"),
+    (("values", "box_count"), 1.5),
+}
+
+
+@pytest.mark.parametrize("bad", [None, True, -1, 1.5, "", "x", [], {}, [{}]])
+def test_any_value_in_any_history_field_is_read_or_refused_with_the_baseline_error(file, first, second, bad):
+    write_golden(file, golden_from_result(first, release="v1.2"))
+    write_golden(file, golden_from_result(second, release="v1.3"))
+    document = json.loads(file.read_text())
+    for path in _leaves(document["history"][0]):
+        data = json.loads(json.dumps(document))
+        *parents, key = path
+        node = data["history"][0]
+        for parent in parents:
+            node = node[parent]
+        node[key] = bad
+        file.write_text(json.dumps(data))
+        try:
+            loaded = load_golden(file)
+        except GoldenError as error:
+            assert str(error).startswith(f"{file}: ") and f"history[0].{'.'.join(path)}" in str(error)
+        else:  # a value of the field's kind: read as written
+            assert (path, bad) in _OF_ITS_KIND
+            entry = blessed_history(loaded)[0]
+            assert (entry.value(path[1]) if path[0] == "values" else getattr(entry, path[0])) == bad

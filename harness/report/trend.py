@@ -60,7 +60,7 @@ def trend_svg(trend: Trend) -> str:
         labels.append(run_label)
     step = max(1, -(-_LABEL_WIDTH * count // width))  # every step-th label, so that none overlaps the next
     for i, label in enumerate(labels):
-        if i % step == 0 or i == count - 1:
+        if (i % step == 0 and count - 1 - i >= step) or i == count - 1:  # the last (this run) always
             shown = label if len(label) <= 12 else label[:11] + "\u2026"
             parts.append(
                 f'<text x="{x(i):.1f}" y="{HEIGHT - _BOTTOM + 16}" text-anchor="middle">{escape(shown)}</text>'

@@ -1,6 +1,7 @@
 """The reports' blessed history: per gate, its metric at each blessing of its baseline beside this
 run's, as a table (report.md, report.html), a chart (report.html) and data (report.json)."""
 
+import itertools
 import json
 import re
 from dataclasses import replace
@@ -134,3 +135,11 @@ def test_the_trend_escapes_its_words_and_draws_nothing_without_a_value():
     svg = trend_svg(Trend("a <b> & c", (("<script>", 0.1),), None, True))
     assert "<script>" not in svg and "&lt;script&gt;" in svg and "a &lt;b&gt; &amp; c" in svg
     assert trend_svg(Trend("t", (("v1", None),), ("this run", None), True)) == ""
+
+
+def test_the_trends_labels_never_overlap_and_this_run_is_always_named():
+    blessed = tuple((f"v1.{i}-rc.build{i}", 0.5 + i / 1000) for i in range(30))
+    svg = trend_svg(Trend("t", blessed, ("this run", 0.52), True))
+    labels = [(float(x), text) for x, text in re.findall(r'<text x="([\d.]+)" y="1\d\d" [^>]*>([^<]*)</text>', svg)]
+    assert labels[0][1] == "v1.0-rc.bui\u2026" and labels[-1][1] == "this run" and len(_points(svg)) == 31
+    assert all(b[0] - a[0] >= 60 for a, b in itertools.pairwise(labels)), labels

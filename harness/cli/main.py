@@ -32,6 +32,7 @@ COMMANDS = {
     "doctor": "harness.cli.commands.doctor",
     "eval": "harness.cli.commands.eval",
     "inspect": "harness.cli.commands.inspect",
+    "merge": "harness.cli.commands.merge",
     "run": "harness.cli.commands.run",
     "verify-decode": "harness.cli.commands.verify_decode",
 }
@@ -43,6 +44,8 @@ HELP = {
     "eval": "run a model through one backend over a labelled dataset and report COCO mAP, box counts and score "
     "distribution (predictions cached per image, so an interrupted run resumes)",
     "inspect": "describe a HEF (architecture, streams, quantization, NMS op) and how its outputs reach the host",
+    "merge": "join the stores of every shard of one job (run --shard K/N) and gate and report the union once, "
+    "as one run over every image would",
     "run": "run the full gate: the ONNX and the Hailo path (emulated, or a HEF on a device) vs golden baselines, "
     "optionally the Dataflow Compiler's emulation stages of a HAR; reports written",
     "verify-decode": "cut an Ultralytics ONNX export at its six head outputs, decode them, and compare boxes, scores "

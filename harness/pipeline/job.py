@@ -29,7 +29,7 @@ from harness.pipeline.factory import (
     preflight,
     prepare_run,
 )
-from harness.pipeline.spec import REFERENCE, JobConfig, golden_roots, planned_gates
+from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec, golden_roots, planned_gates
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
     GateResult,
@@ -124,7 +124,7 @@ def _baseline_files(config: JobConfig) -> dict[str, Path]:
     return {path: baseline_file(roots, config.onnx, path, config.dataset_name) for path in paths}
 
 
-def _report_folder(folder: Path) -> None:
+def report_folder(folder: Path) -> None:
     """Make the reports' folder before the work they report, or refuse it: one that cannot be made
     raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -132,8 +132,9 @@ def _report_folder(folder: Path) -> None:
         raise HarnessError(f"--report {os.fspath(folder)!r}: cannot be written by this user; choose another folder")
 
 
-def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
-    """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
+def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[RunContext, tuple[PathSpec, ...]]:
+    """The run of ``config`` and its paths (the ONNX reference first, the HAR's stages, the Hailo path
+    last), every refusal made before anything runs, the reports' folder made."""
     preflight(config)
     _baseline_files(config)  # a dataset or model name a baseline's file cannot have: refused before the work
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
@@ -156,8 +157,28 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)
-    _report_folder(config.report_dir)
+    report_folder(config.report_dir)
+    return run, specs
+
+
+def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
+    """Evaluate the reference, the HAR's stages and the Hailo path, gate them, write the reports."""
+    run, specs = prepare_job(config, log)
     results = tuple(evaluate_spec(spec, run) for spec in specs)
+    return judge_job(config, run, results, calibration_note(config.hailo, run), log)
+
+
+def judge_job(
+    config: JobConfig,
+    run: RunContext,
+    results: tuple[PathResult, ...],
+    calibration: str,
+    log: Callable[[str], None] = print,
+) -> JobResult:
+    """The verdict on a job's ``results`` (the reference first, the Hailo path last), however they were
+    made (one run, or the shards a merge joins): blessed if asked, gated, the Hailo path's losses
+    located where it fails, the reports written; ``calibration``: what the Hailo path was calibrated on."""
+    dataset = run.dataset
     reference, hailo = results[0], results[-1]
     if hailo.fps is not None or config.hailo.kind is PathKind.DEVICE:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
@@ -192,7 +213,6 @@ def run_job(config: JobConfig, log: Callable[[str], None] = print) -> JobResult:
     if locate is not None and not all(g.passed for g in gates if g.id.path == hailo.path):
         # Where did the Hailo path lose it (the emulated HEF: per-tensor SQNR against the float graph), on a few frames.
         layers = locate(config.hailo, run, [s.path for s in dataset.samples[:LOCALISATION_FRAMES]])
-    calibration = calibration_note(config.hailo, run)
     log(f"reports: writing {config.report_dir}")
     from harness.report import write_reports  # the report writers (and matplotlib): once the paths have run
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.core import defaults
 from harness.core.errors import HarnessError
@@ -21,6 +21,9 @@ from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.backends import BACKENDS, describe, listed
 from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
+
+if TYPE_CHECKING:
+    from harness.pipeline.shard import Shard
 from harness.verdict.history import release_name
 
 
@@ -66,6 +69,13 @@ def _class_pair(text: str) -> tuple[str, str]:
     if not sep or not dataset_name:
         raise ValueError("expected DATASET_NAME=MODEL_NAME, or DATASET_NAME= to leave that class's labels out")
     return dataset_name, model_name
+
+
+def _shard(text: str) -> Shard:
+    """``K/N``: this runner's share of the images (harness.pipeline.shard)."""
+    from harness.pipeline.shard import Shard  # imported when --shard is given: the plugin stays light
+
+    return Shard.parse(text)
 
 
 Kind = Literal["value", "flag", "toggle", "repeat"]
@@ -251,6 +261,13 @@ _OPTIONS = (
     Option(
         "cache", "cache folder (predictions, emulated HEFs, the demo set)", _folder, defaults.CACHE_DIR, metavar="DIR"
     ),
+    Option(
+        "shard",
+        "infer only the K-th of N shares of the images (sorted by name, every N-th), into the --report folder "
+        "as a store, and gate nothing: hailo-harness merge joins the N stores and gates the union",
+        _shard,
+        metavar="K/N",
+    ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
     Option(
         "accept_weak_baseline",
@@ -301,12 +318,14 @@ JOB_OPTIONS = (
     "golden",
     "report",
     "cache",
+    "shard",
     "update_golden",
     "accept_weak_baseline",
     "release",
 )
 DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache")
-EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage")
+MERGE_OPTIONS = ("golden", "report", "cache", "update_golden", "accept_weak_baseline", "release")
+EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage", "shard")
 
 
 def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, names: Iterable[str]) -> None:

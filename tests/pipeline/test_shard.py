@@ -1,0 +1,187 @@
+"""A job spread over shards and merged gives the single run's verdict to the bit: the emulated and
+the replayed Hailo path, in 2 and 4 shards; stores that do not belong together are refused in one
+line naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main as cli
+from harness.core.errors import HarnessError
+from harness.inputs.dataset import Sample
+from harness.pipeline.job import JobResult, run_job
+from harness.pipeline.options import from_text, job_config
+from harness.pipeline.shard import MANIFEST, Shard, merge_job, run_shard
+
+# What differs between two runs of one job, the merge or not: when a path's result was made and how
+# many of its predictions came from a prediction cache (the merge serves every one from the stores).
+TIMING_FIELDS = ("created", "from_cache")
+
+
+def _config(values: dict[str, Any], report: Path) -> Any:
+    return job_config({**values, "report": report}, invocation=("hailo-harness", "run"), progress=False)
+
+
+def _sharded(values: dict[str, Any], tmp: Path, count: int) -> tuple[JobResult, list[Path]]:
+    stores = []
+    for index in range(1, count + 1):
+        store = tmp / f"shard-{index}-of-{count}"
+        run_shard(_config(values, store), Shard(index, count), values, log=lambda line: None)
+        stores.append(store)
+    merge = {k: v for k, v in values.items() if k == "cache"} | {"report": tmp / f"merged-{count}"}
+    return merge_job(list(reversed(stores)), merge, ("hailo-harness", "merge"), log=lambda line: None), stores
+
+
+def _document(job: JobResult) -> dict[str, Any]:
+    document = json.loads(job.reports["json"].read_text())
+    for path in document["paths"]:
+        for name in TIMING_FIELDS:
+            path["provenance"].pop(name)
+    return document
+
+
+def _same_verdict(single: JobResult, merged: JobResult) -> None:
+    for one, other in zip(single.results, merged.results, strict=True):
+        assert one.image_ids == other.image_ids
+        for a, b in zip(one.predictions, other.predictions, strict=True):
+            assert (a.boxes.tobytes(), a.scores.tobytes(), a.class_ids.tobytes()) == (
+                b.boxes.tobytes(),
+                b.scores.tobytes(),
+                b.class_ids.tobytes(),
+            )
+        assert (one.cells, one.box_counts, one.settings, one.kind) == (
+            other.cells,
+            other.box_counts,
+            other.settings,
+            other.kind,
+        )
+    gates = [[(g.name, g.passed, g.observed, g.baseline, g.text) for g in job.gates] for job in (single, merged)]
+    assert gates[0] == gates[1]
+    assert _document(single) == _document(merged)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("shards")
+
+
+@pytest.fixture(scope="module")
+def emulated(folder: Path) -> tuple[dict[str, Any], JobResult]:
+    values: dict[str, Any] = {"cache": folder / "cache"}
+    return values, run_job(_config(values, folder / "single"), log=lambda line: None)
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_shards_of_the_emulated_job_merge_to_the_single_runs_verdict_bit_for_bit(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, count: int
+) -> None:
+    values, single = emulated
+    merged, stores = _sharded(values, folder / f"emulated-{count}", count)
+    assert single.passed and [g.name for g in merged.gates] == [g.name for g in single.gates]
+    _same_verdict(single, merged)
+    shares = [json.loads((s / MANIFEST).read_text()) for s in stores]
+    assert [m["shard"] for m in shares] == [f"{k}/{count}" for k in range(1, count + 1)]
+
+
+def test_shards_of_a_replayed_job_merge_to_the_single_runs_verdict_bit_for_bit(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path
+) -> None:
+    values, _ = emulated
+    store = folder / "outputs.rec"
+    run_job(_config({**values, "record": store}, folder / "recording"), log=lambda line: None)
+    replay = {**values, "replay": store}
+    single = run_job(_config(replay, folder / "replayed"), log=lambda line: None)
+    assert single.results[-1].replayed
+    for count in (2, 4):
+        merged, _ = _sharded(replay, folder / f"replayed-{count}", count)
+        _same_verdict(single, merged)
+
+
+def test_a_shard_takes_every_nth_image_by_name_whatever_order_it_is_listed_in() -> None:
+    samples = [Sample(Path(f"{i}.jpg"), f"img{i:03d}.jpg", f"{i:064x}", (1, 1), None) for i in range(10)]  # type: ignore[arg-type]
+    for count in (1, 3, 4):
+        shares = [Shard(k, count).share(samples) for k in range(1, count + 1)]
+        assert sorted(s.image_id for share in shares for s in share) == [s.image_id for s in samples]
+        assert {len(share) for share in shares} <= {10 // count, -(-10 // count)}
+        shuffled = random.Random(count).sample(samples, len(samples))
+        again = [Shard(k, count).share(shuffled) for k in range(1, count + 1)]
+        assert [{s.image_id for s in a} for a in again] == [{s.image_id for s in b} for b in shares]
+    assert [s.image_id for s in Shard(2, 4).share(samples)] == ["img001.jpg", "img005.jpg", "img009.jpg"]
+    with pytest.raises(HarnessError, match=r"--shard 11/11: the dataset has 10 readable images, fewer than 11"):
+        Shard(11, 11).share(samples)
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "2", "a/b", "1/0", "-1/2", "1/2/3"])
+def test_a_shard_that_is_not_k_of_n_is_refused_naming_the_option(text: str) -> None:
+    with pytest.raises(HarnessError, match=rf"^--shard {text!r}: expected K/N"):
+        from_text("shard", text)
+    assert from_text("shard", " 2/4") == Shard(2, 4)
+
+
+def test_run_with_a_bad_shard_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:  # argparse's own usage error
+        cli.main(["run", "--shard", "5/4"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--shard: '5/4': expected K/N with K from 1 to N (e.g. 2/4), got K 5 of N 4" in err
+
+
+def _store(folder: Path, values: dict[str, Any], index: int, count: int, name: str) -> Path:
+    store = folder / name
+    run_shard(_config(values, store), Shard(index, count), values, log=lambda line: None)
+    return store
+
+
+def test_stores_that_do_not_make_one_job_are_refused_naming_the_file_and_the_field(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path
+) -> None:
+    values, _ = emulated
+    tmp = folder / "refused"
+    first = _store(tmp, values, 1, 2, "a")
+    second = _store(tmp, values, 2, 2, "b")
+    other = _store(tmp, {**values, "score_threshold": 0.3}, 2, 2, "c")
+    again = _store(tmp, values, 1, 2, "d")
+    merge = {"cache": values["cache"], "report": tmp / "merged"}
+
+    def refusal(stores: list[Path]) -> str:
+        with pytest.raises(HarnessError) as error:
+            merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None)
+        assert "\n" not in str(error.value)
+        return str(error.value)
+
+    assert refusal([first, other]).startswith(f"{other / MANIFEST}: settings ")
+    assert refusal([first, again]) == (
+        f"{again / MANIFEST}: shard 1/2 given twice (also {first / MANIFEST}); expected each shard once"
+    )
+    assert refusal([second]).startswith(f"{second / MANIFEST}: shard 2/2 of 2; shards ['1/2'] missing")
+    assert refusal([first, tmp]).startswith(f"{tmp / MANIFEST}: not found")
+    manifest = json.loads((second / MANIFEST).read_text())
+    manifest["dataset"]["manifest"] = "0" * 64
+    (second / MANIFEST).write_text(json.dumps(manifest))
+    assert refusal([first, second]).startswith(f"{second / MANIFEST}: dataset.manifest '{'0' * 64}' differs from")
+    manifest = json.loads((first / MANIFEST).read_text())
+    manifest["paths"][1]["model_sha256"] = "1" * 64
+    (second / MANIFEST).write_text(json.dumps(manifest | {"shard": "2/2"}))
+    assert refusal([first, second]).startswith(f"{second / MANIFEST}: paths[emulated-hailo].model_sha256 '{'1' * 64}'")
+    (second / MANIFEST).write_text(json.dumps(manifest | {"shard": "2/2", "extra": 1}))
+    assert "has unknown keys ['extra']" in refusal([first, second])
+
+
+def test_merge_on_the_command_line_gates_the_union_and_exits_as_run_does(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values, single = emulated
+    cache = str(values["cache"])
+    stores = [str(folder / "cli" / f"s{k}") for k in (1, 2)]
+    for k, store in enumerate(stores, 1):
+        assert cli.main(["run", "--cache", cache, "--report", store, "--shard", f"{k}/2"]) == 0
+        assert f"shard {k}/2: 50 of 100 images, onnx and emulated-hailo, stored in {store}" in capsys.readouterr().out
+    assert cli.main(["merge", *stores, "--cache", cache, "--report", str(folder / "cli" / "merged")]) == 0
+    assert f"PASSED: {len(single.gates)} of {len(single.gates)} gates passed" in capsys.readouterr().out
+    assert cli.main(["merge", stores[0], "--cache", cache]) == 2
+    assert "shards ['2/2'] missing" in capsys.readouterr().err

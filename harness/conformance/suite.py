@@ -6,9 +6,14 @@ A decoder under test has the documented signature of :func:`harness.decode.yolo.
 
 Each property plants objects in synthetic head outputs (one confident cell per object, a sharp DFL
 distribution per side, background far below threshold), so the expected detections are known
-exactly. When a decoder misses them, the failure names the mistake in plain words by recognising
-its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1] or squeezed into
-[0.5, 0.73], FCR heads read channel-first, heads paired across grids.
+exactly. When a decoder misses them, the failure names the mistake in plain words:
+
+- by reproduction first: each known misreading of an output's memory (channel-first, DFL bins
+  interleaved) is applied to the reference decoder's input on every head, on each role's heads, on
+  the FCR heads and on each head alone, and the one whose detections are the decoder's is named
+  ("the box heads of all 3 strides read channel-first ..."); where none reproduces them it says so;
+- else by its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1] or
+  squeezed into [0.5, 0.73], FCR heads read channel-first, heads paired across grids.
 
 The properties are stated per head family (:func:`properties`): YOLOv8/YOLO11 heads carry 4 x 16 DFL
 bins per box; YOLO26 heads (either head: the planted objects neither overlap nor exceed the top-k,
@@ -30,6 +35,7 @@ from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
+from harness.decode.heads import decoder
 from harness.decode.layout import HeadLayout, HeadOutput, layout_of
 from harness.formats.quant import dequantize, quantize
 
@@ -45,8 +51,11 @@ SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
 HALF_CELL = "anchor centres off by half a cell"
 FCR_CHANNEL_FIRST = "FCR head read as channel-first (FCR is channel-last on the host)"
-DFL_INTERLEAVED = "DFL bins read interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
-CHANNEL_FIRST = "every head read channel-first (host outputs are channel-last: (H, W, C))"
+DFL_INTERLEAVED = (
+    "read with the DFL bins interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
+)
+CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
+NOT_REPRODUCED = "none of the known misreadings (channel-first, DFL bins interleaved), on any head, reproduces it"
 PAIRED_ACROSS_GRIDS = (
     "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
 )
@@ -81,6 +90,7 @@ class Scene:
     expected: Detections
     strides: np.ndarray  # stride of the grid each expected detection was planted in
     layout: HeadLayout
+    family: HeadFamily = HeadFamily.YOLOV8
 
     def renamed(self, names: Mapping[str, str], order: list[str]) -> Scene:
         outputs = {names[k]: self.outputs[k] for k in order}
@@ -91,6 +101,7 @@ class Scene:
 
 @dataclass(frozen=True)
 class SceneRecipe:
+    family: HeadFamily = HeadFamily.YOLOV8  # whose reference decoder reproduces a mistake
     input_hw: tuple[int, int] = (256, 320)
     classes: int = 2
     reg_max: int = 16
@@ -189,7 +200,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7)
     expected = Detections(np.array(expected_boxes), np.array(scores), np.array(class_ids))
     strides_planted = np.array(planted_strides, dtype=np.float32)
-    return Scene(outputs, specs, config, expected, strides_planted, layout_of(heads, recipe.input_hw))
+    layout = layout_of(heads, recipe.input_hw)
+    return Scene(outputs, specs, config, expected, strides_planted, layout, recipe.family)
 
 
 def _matches(got: Detections, expected: Detections, shift: np.ndarray | None = None) -> bool:
@@ -246,33 +258,71 @@ def _describe(d: Detections) -> str:
     return f"class {d.class_ids[top]} score {d.scores[top]:.3f} box {np.round(d.boxes[top], 1).tolist()}"
 
 
-def _interleave_dfl(scene: Scene) -> Scene:
-    """The scene's box heads laid out bin-major (channel ``bin * 4 + side``): what a decoder that
-    reads the bins interleaved needs to see to get the planted boxes."""
-    outputs = dict(scene.outputs)
-    for box in scene.layout.of_role(HeadRole.BOX):
-        (h, w), c = box.grid, box.channels
-        outputs[box.name] = np.ascontiguousarray(
-            np.asarray(outputs[box.name]).reshape(h, w, 4, c // 4).transpose(0, 1, 3, 2).reshape(h, w, c)
-        )
-    return replace(scene, outputs=outputs)
+def _channel_first(a: np.ndarray) -> np.ndarray:
+    """What a decoder that reads an (H, W, C) output as (C, H, W) memory sees, laid out (H, W, C)."""
+    h, w, c = a.shape
+    return a.reshape(c, h, w).transpose(1, 2, 0)
 
 
-def _channel_first(scene: Scene) -> Scene:
-    """Every output's memory laid out (C, H, W) under its (H, W, C) shape: what a decoder that
-    reads every head channel-first needs to see to get the planted objects."""
-    outputs = {}
-    for name, value in scene.outputs.items():
-        a = np.asarray(value)
-        outputs[name] = np.ascontiguousarray(a.transpose(2, 0, 1)).reshape(a.shape)
-    return replace(scene, outputs=outputs)
+def _bins_interleaved(a: np.ndarray) -> np.ndarray:
+    """What a decoder that reads a box map's DFL bins bin-major (channel ``bin * 4 + side``) sees."""
+    h, w, c = a.shape
+    return a.reshape(h, w, c // 4, 4).transpose(0, 1, 3, 2).reshape(h, w, c)
 
 
-# A decoder that finds the planted objects only in data laid out the wrong way makes that mistake.
-_LENSES: tuple[tuple[str, Callable[[Scene], Scene]], ...] = (
-    (DFL_INTERLEAVED, _interleave_dfl),
-    (CHANNEL_FIRST, _channel_first),
+@dataclass(frozen=True)
+class Misreading:
+    """A mistake in how a decoder reads one output's memory: ``view`` is what it then sees, for the
+    outputs it ``applies`` to."""
+
+    words: str
+    applies: Callable[[HeadOutput], bool]
+    view: Callable[[np.ndarray], np.ndarray]
+
+
+MISREADINGS = (
+    Misreading(CHANNEL_FIRST, lambda output: True, _channel_first),
+    Misreading(DFL_INTERLEAVED, lambda output: output.role is HeadRole.BOX and output.channels > 4, _bins_interleaved),
 )
+
+
+def _head_sets(scene: Scene) -> list[tuple[str, tuple[HeadOutput, ...]]]:
+    """The sets of heads a misreading is tried on, the broadest first (so the simplest story wins):
+    every head, each role's heads, the FCR heads, then each head alone."""
+    layout = scene.layout
+    n = len(layout.levels)
+    sets: list[tuple[str, tuple[HeadOutput, ...]]] = [("every head", layout.outputs)]
+    for role in (HeadRole.BOX, HeadRole.CLASS):
+        sets.append((f"the {role.value} heads of all {n} strides", layout.of_role(role)))
+    fcr = tuple(o for o in layout.outputs if scene.specs[o.name].format_order is FormatOrder.FCR)
+    if 0 < len(fcr) < len(layout.outputs):
+        sets.append(("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
+    for level in layout.levels:
+        for output in level.outputs:
+            sets.append((f"the {output.role.value} head of stride {level.stride} ({output.name})", (output,)))
+    return sets
+
+
+def reproduce(got: Detections, scene: Scene) -> str | None:
+    """The known misreading, and the heads it was made on, under which the family's reference decoder
+    returns ``got``; None where none does (or ``got`` is empty: too many mistakes find nothing)."""
+    if not len(got):
+        return None
+    reference = decoder(scene.family)
+    for mistake in MISREADINGS:
+        for where, heads in _head_sets(scene):
+            if not all(mistake.applies(o) for o in heads):
+                continue
+            outputs = dict(scene.outputs)
+            for output in heads:
+                outputs[output.name] = mistake.view(np.asarray(outputs[output.name]))
+            try:
+                seen = reference(outputs, scene.specs, scene.config)
+            except Exception:
+                continue
+            if _matches(got, seen):
+                return f"{where} {mistake.words}"
+    return None
 
 
 def _raised(error: BaseException) -> str:
@@ -284,22 +334,20 @@ def _raised(error: BaseException) -> str:
     return f"raised {type(error).__name__}: {str(error) or '(no message)'}{where}"
 
 
-def _call(decoder: Decoder, scene: Scene) -> str | None:
+def _run(decoder: Decoder, scene: Scene) -> str | None:
+    """None where ``decoder`` finds the planted objects, else its mistake: named by reproduction where
+    a known misreading gives what it returned, else by the symptom, else said to be none of them."""
     try:
         got = decoder(scene.outputs, scene.specs, scene.config)
     except Exception as error:  # a user's decoder may raise anything: report it, don't crash the suite
         return _raised(error)
-    return name_mistake(got, scene)
-
-
-def _run(decoder: Decoder, scene: Scene) -> str | None:
-    failure = _call(decoder, scene)
-    if failure is None or not failure.startswith("expected "):
+    failure = name_mistake(got, scene)
+    if failure is None or not isinstance(got, Detections):
         return failure
-    for mistake, lens in _LENSES:
-        if _call(decoder, lens(scene)) is None:
-            return f"{mistake}: {failure}"
-    return failure
+    named = reproduce(got, scene)
+    if named is not None:
+        return f"{named}: {failure}" if failure.startswith("expected ") else f"{named} ({failure})"
+    return f"{failure}; {NOT_REPRODUCED}" if failure.startswith("expected ") else failure
 
 
 @dataclass(frozen=True)
@@ -344,7 +392,7 @@ def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
 def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
     """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
     the scenes planted with its box maps (DFL bins, or YOLO26's 4 distances)."""
-    base = SceneRecipe(reg_max=16 if family is HeadFamily.YOLOV8 else 1)
+    base = SceneRecipe(family=family, reg_max=16 if family is HeadFamily.YOLOV8 else 1)
     return (
         Property(
             "finds every planted object with its box, score and class", _plain(replace(base, input_hw=(640, 640)))

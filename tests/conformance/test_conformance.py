@@ -29,14 +29,44 @@ def test_the_harness_decoder_satisfies_every_property():
         (wrong_decoders.no_half_cell, "finds every planted object", conformance.HALF_CELL),
         (wrong_decoders.fcr_channel_first, "reads FCR heads channel-last", conformance.FCR_CHANNEL_FIRST),
         (wrong_decoders.paired_by_order, "pairs heads by grid", conformance.PAIRED_ACROSS_GRIDS),
-        (wrong_decoders.dfl_interleaved, "finds every planted object", conformance.DFL_INTERLEAVED),
-        (wrong_decoders.every_head_channel_first, "finds every planted object", conformance.CHANNEL_FIRST),
+        (
+            wrong_decoders.dfl_interleaved,
+            "finds every planted object",
+            f"the box heads of all 3 strides {conformance.DFL_INTERLEAVED}",
+        ),
+        (
+            wrong_decoders.every_head_channel_first,
+            "finds every planted object",
+            f"every head {conformance.CHANNEL_FIRST}",
+        ),
+        (
+            wrong_decoders.box_heads_channel_first,
+            "finds every planted object",
+            f"the box heads of all 3 strides {conformance.CHANNEL_FIRST}",
+        ),
+        (
+            wrong_decoders.coarsest_class_head_channel_first,
+            "finds every planted object",
+            f"the class head of stride 32 (cls2) {conformance.CHANNEL_FIRST}",
+        ),
     ],
 )
 def test_each_wrong_decoder_fails_with_its_mistake_named(decoder, sentence, words):
     prop = next(p for p in PROPERTIES if p.sentence.startswith(sentence))
     failure = check_property(decoder, prop)
     assert failure is not None and words in failure
+
+
+def test_an_fcr_misreading_is_named_on_the_fcr_heads_it_was_made_on():
+    prop = next(p for p in PROPERTIES if p.sentence.startswith("reads FCR heads channel-last"))
+    failure = check_property(wrong_decoders.fcr_channel_first, prop)
+    assert failure is not None and f"the FCR heads (box0, box1, box2, cls2) {conformance.CHANNEL_FIRST}" in failure
+
+
+def test_a_mistake_no_misreading_reproduces_is_said_to_be_none_of_them():
+    failure = check_property(wrong_decoders.drops_the_weakest, PROPERTIES[0])
+    assert failure is not None and failure.endswith(conformance.NOT_REPRODUCED)
+    assert "expected 4 planted detections, got 3" in failure
 
 
 def test_wrong_decoders_pass_the_properties_their_mistake_does_not_touch():

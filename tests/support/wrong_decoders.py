@@ -107,3 +107,28 @@ def yolo26_paired_by_position(outputs, specs, config):
         read[box], read_specs[box] = outputs[box], specs[box]
         read[cls], read_specs[cls] = np.resize(outputs[cls], shape), replace(specs[cls], shape=shape)
     return decode_one2one(read, read_specs, config)
+
+
+def box_heads_channel_first(outputs, specs, config):
+    """Reads the box heads (and only them) as if they were [C, H, W] in memory."""
+    fixed = dict(outputs)
+    for pair in pair_heads(specs, config.input_hw):
+        h, w, c = specs[pair.box_name].shape
+        fixed[pair.box_name] = np.asarray(outputs[pair.box_name]).reshape(c, h, w).transpose(1, 2, 0)
+    return decode(fixed, specs, config)
+
+
+def coarsest_class_head_channel_first(outputs, specs, config):
+    """Reads the class head of the coarsest grid (stride 32) as if it were [C, H, W] in memory."""
+    fixed = dict(outputs)
+    pair = pair_heads(specs, config.input_hw)[-1]
+    h, w, c = specs[pair.class_name].shape
+    fixed[pair.class_name] = np.asarray(outputs[pair.class_name]).reshape(c, h, w).transpose(1, 2, 0)
+    return decode(fixed, specs, config)
+
+
+def drops_the_weakest(outputs, specs, config):
+    """A mistake no misreading explains: the lowest-scoring detection left out."""
+    d = decode(outputs, specs, config)
+    keep = np.argsort(d.scores)[1:]
+    return Detections(d.boxes[keep], d.scores[keep], d.class_ids[keep])

@@ -14,6 +14,7 @@ the same way as :func:`dequantize`, so that it is its inverse.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,3 +62,32 @@ def quantize(x: np.ndarray, quant: Sequence[QuantInfo], dtype: np.dtype | str | 
     q = np.rint(np.clip(x, lo, hi) / scale + zp)
     info = np.iinfo(out_dtype)
     return np.clip(q, info.min, info.max).astype(out_dtype)
+
+
+def lowest_codes_reaching(
+    quant: Sequence[QuantInfo], floor: float, dtype: np.dtype, channels: int
+) -> np.ndarray | None:
+    """Per channel (one entry per quant info given), the smallest code of ``dtype`` whose dequantized value
+    is ``>= floor`` (float32 compare); ``iinfo(dtype).max + 1`` where no code reaches it. None where a scale
+    is not positive and finite (dequantization then is not increasing in the code).
+
+    A quantized value reaches ``floor`` exactly when its code reaches the channel's code:
+    :func:`dequantize` is ``(q - zp) * scale`` in float32, and float32 rounding keeps that non-decreasing
+    in ``q`` for a positive scale. HailoRT's YOLOv8 op dequantizes each class value before comparing it
+    with the score threshold (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp,
+    ``extract_detections``; include/hailo/quantization.hpp, ``dequantize_output``): the same values pass.
+    """
+    _params(quant, channels)  # the same refusals as dequantize
+    return _lowest_codes(tuple(quant), float(np.float32(floor)), np.dtype(dtype).str)
+
+
+@functools.lru_cache(maxsize=64)
+def _lowest_codes(quant: tuple[QuantInfo, ...], floor: float, dtype: str) -> np.ndarray | None:
+    scales = np.array([q.scale for q in quant], dtype=np.float32)
+    if not (np.isfinite(scales).all() and (scales > 0).all()):
+        return None
+    codes = np.arange(np.iinfo(np.dtype(dtype)).max + 1)
+    values = {q: dequantize(codes[:, None], [q])[:, 0] for q in set(quant)}  # one table per distinct quant info
+    lowest = np.array([np.searchsorted(values[q], np.float32(floor), side="left") for q in quant])
+    lowest.flags.writeable = False  # cached: shared by every caller
+    return lowest

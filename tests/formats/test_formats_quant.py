@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from harness.core.errors import SpecError
 from harness.core.specs import QuantInfo
-from harness.formats.quant import dequantize, quantize
+from harness.formats.quant import dequantize, lowest_codes_reaching, quantize
 
 DTYPES = st.sampled_from([np.dtype(np.uint8), np.dtype(np.uint16)])
 SEEDS = st.integers(0, 2**32 - 1)
@@ -102,3 +102,26 @@ def test_quant_info_count_must_be_one_or_the_channel_count():
 def test_quantize_only_to_device_types():
     with pytest.raises(SpecError, match="dtype int32 is not a device type"):
         quantize(np.zeros(3), [QuantInfo(0, 0.1, 0, 25.5)], np.int32)
+
+
+@given(st.data(), DTYPES, st.integers(1, 9))
+def test_a_code_reaches_a_floor_exactly_where_its_dequantized_value_does(data, dtype, channels):
+    quant = [data.draw(full_range_quant(dtype)) for _ in range(data.draw(st.sampled_from([1, channels])))]
+    low, high = min(q.limvals_min for q in quant), max(q.limvals_max for q in quant)
+    # the floor anywhere in the range, at a dequantized value itself, or past either end
+    at_code = float(dequantize(np.array([data.draw(st.integers(0, np.iinfo(dtype).max))], dtype), quant[:1])[0])
+    floor = data.draw(st.floats(low - 1, high + 1) | st.just(at_code) | st.sampled_from([-np.inf, np.inf]))
+    codes = np.arange(np.iinfo(dtype).max + 1, dtype=dtype)[:, None].repeat(channels, axis=1)
+    lowest = lowest_codes_reaching(quant, floor, dtype, channels)
+    assert lowest is not None
+    np.testing.assert_array_equal(codes >= np.asarray(lowest, np.int64), dequantize(codes, quant) >= np.float32(floor))
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.5, float("nan"), float("inf")])
+def test_no_codes_are_given_where_dequantizing_does_not_increase_with_the_code(scale):
+    assert lowest_codes_reaching([QuantInfo(3, scale, -1, 1)], 0.2, np.dtype(np.uint8), 4) is None
+
+
+def test_codes_reaching_are_refused_for_the_per_feature_placeholder():
+    with pytest.raises(SpecError, match="per-feature placeholder"):
+        lowest_codes_reaching([QuantInfo(0, 0, 0, 0)], 0.2, np.dtype(np.uint8), 4)

@@ -18,14 +18,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import __version__
-from harness.backends.replay import Recording, RecordingRunner
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import PathKind
 from harness.core.settings import EvalSettings
 from harness.core.stage_clock import Stage, clocked
-from harness.inputs.dataset import Dataset, class_map, load_coco, load_images, load_yolo, require_evaluable
+from harness.inputs.dataset import (
+    Dataset,
+    class_map,
+    left_out_note,
+    load_coco,
+    load_images,
+    load_yolo,
+    require_evaluable,
+)
 from harness.inputs.demo import demo_data, demo_root
 from harness.inputs.export_facts import ExportFacts, export_facts, ultralytics_facts
 from harness.pipeline.backends import describe
@@ -40,6 +47,7 @@ from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec, SettingsSpec, 
 from harness.verdict.result import PathResult
 
 if TYPE_CHECKING:
+    from harness.backends.replay import Recording
     from harness.conformance.suite import Decoder
 
 
@@ -148,6 +156,9 @@ def prepare_run(
     note = thresholds_note(settings, resolved, compiled)
     if compiled is not None:
         log(f"thresholds: {note}")
+    left_out = left_out_note(dataset, resolved.class_map)
+    if left_out:  # said once for every surface: run, eval, the plugin's job and the doctor
+        log(left_out)
     family = facts.family or facts.require_heads()[0]
     return RunContext(onnx, dataset, resolved, names, family, facts, Path(cache_dir), cache, note, progress, log, batch)
 
@@ -223,6 +234,8 @@ def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None =
     with ExitStack() as stack:
         opened = describe(spec.backend).open(spec, run, settings, stack)
         if spec.record is not None:
+            from harness.backends.replay import RecordingRunner  # only a recording run writes a store
+
             recording = _recording(spec, opened, settings, run.onnx)
             recorder = stack.enter_context(RecordingRunner(opened.runner, spec.record, recording))
             run.log(f"{spec.path_name}: recording its outputs into {spec.record}")
@@ -231,6 +244,8 @@ def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None =
 
 
 def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings, export: Path) -> Recording:
+    from harness.backends.replay import Recording
+
     runner = opened.runner
     return Recording(
         path=spec.path_name,

@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
-from harness.inputs.dataset import Dataset, left_out_note
+from harness.inputs.dataset import Dataset
 from harness.pipeline.backends import describe
 from harness.pipeline.factory import (
     RunContext,
@@ -151,9 +151,6 @@ def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[
         paths=(config.hailo, *config.stages),
         batch=config.batch,
     )
-    left_out = left_out_note(run.dataset, run.settings.class_map)
-    if left_out:
-        log(left_out)
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)

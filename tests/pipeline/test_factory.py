@@ -165,3 +165,14 @@ def test_reading_the_dataset_and_the_export_facts_are_stages_of_the_runs_clock(d
         model_facts(DEMO_ONNX, tmp_path / "cache")
         model_facts(DEMO_ONNX, tmp_path / "cache")  # the second from its sidecar
     assert clock.calls == {Stage.DATASET.value: 1, Stage.EXPORT_FACTS.value: 2}
+
+
+def test_preparing_a_run_says_once_which_dataset_classes_it_leaves_out(data, tmp_path):
+    (tmp_path / "images").symlink_to(data / "images" / "val")
+    (tmp_path / "labels").symlink_to(data / "labels" / "val")
+    (tmp_path / "data.yaml").write_text("names: {0: fire, 1: smoke, 2: steam}\n")
+    lines: list[str] = []
+    settings = SettingsSpec(map_class=(("fire", "fire"), ("smoke", "smoke"), ("steam", "")))
+    prepare_run(DEMO_ONNX, load_yolo(tmp_path), settings, tmp_path / "cache", log=lines.append)
+    said = [line for line in lines if line.startswith("left out of the evaluation")]
+    assert said == ["left out of the evaluation: the 0 labels of class 'steam' (--map-class steam=)"]

@@ -25,7 +25,9 @@ a tie), with the IoU threshold turned into the float32 one its ``IoU > threshold
 (onnxruntime: onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc and
 non_max_suppression_helper.h, ``SuppressByIOU``: the same float32 operations as :func:`box_iou`, in
 the same order, with the kept box first). Boxes it would read otherwise (not finite, or with a corner
-past the other) and thresholds outside its range go to the numpy greedy (:func:`_greedy_ranked`).
+past the other) and thresholds outside its range go to the numpy greedy (:func:`_greedy_ranked`). A few
+candidates (:data:`GREEDY_MATRIX_MAX`, every class together) are settled from their IoU matrix, a bit mask
+per candidate, in one Python pass (:func:`_greedy_matrix`): onnxruntime is then neither called nor imported.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ ULTRALYTICS_CLASS_OFFSET = np.float32(7680)
 
 # Candidates of one class whose IoUs the numpy greedy settles together (a 512 x 512 matrix, 1 MiB).
 NMS_BLOCK = 512
+
+# Candidates (of one NMS, every class together) up to which the greedy step is one IoU matrix and one
+# Python pass over its rows as bit masks (:func:`_greedy_matrix`): there, onnxruntime's call alone costs
+# more than the whole step (tools/bench_nms: about 30 us a call, and the first one imports onnxruntime and
+# builds its session), and a frame at a score threshold such as 0.25 stays below it.
+GREEDY_MATRIX_MAX = 48
 
 # One ONNX NonMaxSuppression node (opset 11; inputs boxes [classes, candidates, 4], scores
 # [classes, 1, candidates], max_per_class, iou_threshold, score_threshold; output selected [n, 3]), as
@@ -107,9 +115,20 @@ def anchors_reaching(scores: np.ndarray, floor: float | np.floating[Any]) -> np.
     if scores.shape[1] == 0:
         return np.zeros(0, dtype=np.int64)
     if scores.flags.c_contiguous:
-        rows = np.flatnonzero(scores >= floor) // scores.shape[1]
-        return rows[_run_starts(rows)]
+        return rows_holding(scores >= floor)
     return np.flatnonzero((scores >= floor).any(axis=1))
+
+
+def rows_holding(mask: np.ndarray) -> np.ndarray:
+    """The rows (ascending) of a C-contiguous boolean matrix holding a True, through its flat indices;
+    with a multiple of 8 columns, through those of its non-zero 64-bit words (8 flags each, a row's words
+    its own): an eighth of the elements to look through."""
+    columns = mask.shape[1]
+    if columns % 8 == 0 and mask.size:
+        rows = np.flatnonzero(mask.view(np.uint64) != 0) // (columns // 8)
+    else:
+        rows = np.flatnonzero(mask) // max(columns, 1)
+    return rows[_run_starts(rows)]
 
 
 def _run_starts(values: np.ndarray) -> np.ndarray:
@@ -153,11 +172,17 @@ def _greedy_classes(
     max_kept: int,
 ) -> np.ndarray:
     """Greedy NMS of candidates ``ranked`` best first, each class apart: the first ``max_kept`` kept of
-    each class, class ascending, then rank. Compiled where onnxruntime reads the boxes and the threshold
-    as the harness does, else numpy's, class by class."""
+    each class, class ascending, then rank. A few candidates (:data:`GREEDY_MATRIX_MAX`) by their IoU
+    matrix; more compiled, where onnxruntime reads the boxes and the threshold as the harness does, else
+    numpy's, class by class."""
+    matrix = len(ranked) <= GREEDY_MATRIX_MAX
+    if matrix:  # every class's greedy in one pass: what remains is what each class keeps, by rank
+        ranked = _greedy_matrix(ranked, boxes, class_ids, iou_threshold, suppresses, len(ranked))
     order = ranked[np.argsort(class_ids[ranked], kind="stable")]
     starts = _run_starts(class_ids[order])
     counts = np.subtract(np.append(starts[1:], len(order)), starts)
+    if matrix:
+        return order[np.arange(len(order)) - np.repeat(starts, counts) < max_kept]
     compiled_threshold = _onnxruntime_threshold(iou_threshold, suppresses)
     if compiled_threshold is not None and _plain_boxes(boxes[order]):
         return _greedy_onnxruntime(order, starts, counts, boxes, compiled_threshold, max_kept)
@@ -168,6 +193,36 @@ def _greedy_classes(
         for start, count in zip(starts.tolist(), counts.tolist(), strict=True)
     ]
     return np.concatenate(kept)
+
+
+def _greedy_matrix(
+    ranked: np.ndarray,
+    boxes: np.ndarray,
+    class_ids: np.ndarray | None,
+    iou_threshold: float,
+    suppresses: Callable[[np.ndarray, float], np.ndarray],
+    max_kept: int,
+) -> np.ndarray:
+    """Greedy NMS of a few candidates ``ranked`` best first (``max_kept`` at least 1): one IoU matrix
+    (:func:`box_iou`, the same float32 operations as every other path), each row the bit mask of the
+    candidates below it that it suppresses (of its class, where ``class_ids`` is given; boxes shifted apart
+    by class otherwise), then one pass in rank order: a candidate none of the kept suppresses is kept and
+    adds its mask. Returns the first ``max_kept`` kept, in rank order."""
+    candidates = boxes[ranked]
+    overlaps = suppresses(box_iou(candidates[:, None, :], candidates[None, :, :]), iou_threshold)
+    if class_ids is not None:
+        mine = class_ids[ranked]
+        overlaps &= mine[:, None] == mine[None, :]
+    rows = np.packbits(np.triu(overlaps, 1), axis=1, bitorder="little")
+    width, masks = rows.shape[1], rows.tobytes()
+    suppressed, kept = 0, []
+    for i in range(len(ranked)):
+        if not suppressed >> i & 1:
+            kept.append(i)
+            if len(kept) == max_kept:
+                break
+            suppressed |= int.from_bytes(masks[i * width : (i + 1) * width], "little")
+    return ranked[kept]
 
 
 def _onnxruntime_threshold(
@@ -347,7 +402,10 @@ def nms_ultralytics(boxes: np.ndarray, scores: np.ndarray, config: DecodeConfig)
         return Detections(cand_boxes[:0], cand_scores[:0], class_id[:0])
     shifted = cand_boxes + (class_id.astype(np.float32) * ULTRALYTICS_CLASS_OFFSET)[:, None]
     ranked = np.argsort(-cand_scores, kind="stable")
-    if _classes_apart(cand_boxes):
+    if len(ranked) <= GREEDY_MATRIX_MAX:
+        # torchvision's one pass over the shifted boxes, as it runs it
+        kept = _greedy_matrix(ranked, shifted, None, config.iou_threshold, above, config.max_total)
+    elif _classes_apart(cand_boxes):
         # No shifted box overlaps one of another class: one greedy pass over every class at once, as
         # torchvision's, keeps what each class's own greedy keeps, merged by rank.
         kept = _greedy_classes(ranked, shifted, class_id, config.iou_threshold, above, config.max_total)

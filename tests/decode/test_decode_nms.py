@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -62,18 +64,21 @@ def assert_same(a: Detections, b: Detections) -> None:
     np.testing.assert_array_equal(a.boxes, b.boxes)
 
 
-# The greedy step: onnxruntime's kernel, and the numpy greedy it leaves the rest to, which settles a
-# class in blocks of candidates (one block, and blocks of 3: many blocks).
+# The greedy step: the IoU matrix with bit masks for a few candidates, onnxruntime's kernel past them, and
+# the numpy greedy it leaves the rest to, which settles a class in blocks of candidates (one block, and
+# blocks of 3: many blocks). Each is made to take every candidate set.
 ENGINES = pytest.mark.parametrize(
     ("compiled", "nms_block"),
-    [(True, nms.NMS_BLOCK), (False, nms.NMS_BLOCK), (False, 3)],
-    ids=["onnxruntime", "numpy-one-block", "numpy-blocks-of-3"],
+    [("matrix", nms.NMS_BLOCK), (True, nms.NMS_BLOCK), (False, nms.NMS_BLOCK), (False, 3)],
+    ids=["matrix", "onnxruntime", "numpy-one-block", "numpy-blocks-of-3"],
 )
 
 
-def engine(patch: pytest.MonkeyPatch, compiled: bool, nms_block: int = nms.NMS_BLOCK) -> None:
-    """The greedy step the NMS runs within ``patch``: numpy's (in blocks of ``nms_block``) unless ``compiled``."""
+def engine(patch: pytest.MonkeyPatch, compiled: bool | str, nms_block: int = nms.NMS_BLOCK) -> None:
+    """The greedy step the NMS runs within ``patch``: the matrix's for every set size where ``compiled`` is
+    ``"matrix"``, else onnxruntime's (``compiled``) or numpy's (in blocks of ``nms_block``) for every size."""
     patch.setattr(nms, "NMS_BLOCK", nms_block)
+    patch.setattr(nms, "GREEDY_MATRIX_MAX", 10**9 if compiled == "matrix" else 0)
     if not compiled:
         patch.setattr(nms, "_onnxruntime_threshold", lambda *_: None)
 
@@ -170,14 +175,35 @@ def test_shifted_boxes_of_two_classes_overlap_past_the_class_offset_in_ultralyti
 
 
 @pytest.mark.parametrize("mode", list(NmsMode))
-def test_plain_boxes_at_a_threshold_in_range_run_the_compiled_greedy(mode, monkeypatch):
+@pytest.mark.parametrize(("matrix_max", "compiled_calls"), [(2, 1), (3, 0)])
+def test_plain_boxes_past_the_matrix_size_run_the_compiled_greedy(mode, matrix_max, compiled_calls, monkeypatch):
     calls = []
     compiled = nms._greedy_onnxruntime
     monkeypatch.setattr(nms, "_greedy_onnxruntime", lambda *a: calls.append(a) or compiled(*a))
+    monkeypatch.setattr(nms, "GREEDY_MATRIX_MAX", matrix_max)
     boxes, scores = _one_anchor_per_box([[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]], [0.9, 0.8, 0.7])
     kept = nms.nms(boxes, scores, DecodeConfig((640, 640), score_threshold=0.1, iou_threshold=0.5, mode=mode))
-    assert len(calls) == 1
+    assert len(calls) == compiled_calls
     np.testing.assert_array_equal(kept.scores, np.float32([0.9, 0.7]))
+
+
+def test_an_nms_of_few_candidates_never_imports_onnxruntime():
+    # the first compiled greedy imports onnxruntime and builds its session (milliseconds); a frame with a
+    # few candidates, as at a score threshold of 0.25, needs neither
+    code = (
+        "import sys, numpy as np\n"
+        "from harness.core.settings import DecodeConfig, NmsMode\n"
+        "from harness.decode.nms import GREEDY_MATRIX_MAX, nms\n"
+        "rng = np.random.default_rng(0)\n"
+        "xy = rng.uniform(0, 600, (GREEDY_MATRIX_MAX, 2))\n"
+        "boxes = np.concatenate([xy, xy + 40], axis=1).astype(np.float32)\n"
+        "scores = rng.uniform(0.3, 1, (GREEDY_MATRIX_MAX, 1)).astype(np.float32)\n"
+        "for mode in NmsMode:\n"
+        "    assert len(nms(boxes, scores, DecodeConfig((640, 640), score_threshold=0.25, mode=mode)))\n"
+        "print('onnxruntime' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["False"]
 
 
 def test_the_nms_model_is_the_one_onnx_helper_builds():
@@ -336,3 +362,9 @@ def test_ultralytics_computes_iou_on_class_shifted_boxes():
     assert len(nms_ultralytics(boxes, scores, config)) == 1
     assert len(reference_nms_ultralytics(boxes, scores, config)) == 1
     assert len(nms_hailort(boxes, scores, dataclasses.replace(config, mode=NmsMode.HAILORT))) == 2
+
+
+@given(st.integers(0, 40), st.sampled_from([0, 1, 3, 8, 16, 80, 81]), st.floats(0, 1), st.integers(0, 2**32 - 1))
+def test_the_rows_holding_a_flag_are_those_of_any(rows, columns, share, seed):
+    mask = np.random.default_rng(seed).random((rows, columns)) < share**4  # mostly sparse, as a threshold leaves it
+    np.testing.assert_array_equal(nms.rows_holding(mask), np.flatnonzero(mask.any(axis=1)))

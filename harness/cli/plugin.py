@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import re
 import shlex
 from collections.abc import Callable, Iterator
@@ -116,6 +117,13 @@ def _values(config: pytest.Config) -> dict[str, Any]:
         if text is None and isinstance(value, Path):
             value = config.rootpath / value
         values[name] = value
+    if len(values["hailo_device"]) > 1:  # under pytest-xdist each worker takes a device of its own
+        from harness.backends.hailort.devices import worker_devices
+
+        try:
+            values["hailo_device"] = list(worker_devices(values["hailo_device"], os.environ.get(_XDIST_WORKER)))
+        except HarnessError as error:
+            raise pytest.UsageError(str(error)) from error
     return values
 
 
@@ -212,6 +220,7 @@ def _evaluates(values: dict[str, Any]) -> bool:
     return onnx is not None and (given or Path(onnx).resolve() == DEMO_ONNX)
 
 
+_XDIST_WORKER = "PYTEST_XDIST_WORKER"  # pytest-xdist's worker name (gw0, gw1, ...) in each worker's environment
 _JOB = pytest.StashKey[JobConfig]()
 _JOB_RESULT = pytest.StashKey[object]()
 
@@ -305,8 +314,35 @@ class JobGateItem(GateItem):
         return "hailo-harness", 0, f"gate {self.name}"
 
 
+class ShardItem(GateItem):
+    """``--shard K/N``: the job's paths on this runner's share of the images, stored for
+    ``hailo-harness merge`` (which gates the union); it fails only where the share could not be stored."""
+
+    def runtest(self) -> None:
+        from harness.cli.main import failure
+        from harness.pipeline.shard import run_shard
+
+        config = self.config
+        job, values = config.stash[_JOB], config.stash[_SHARD_VALUES]
+        with _one_line_on_interrupt():
+            try:
+                stored = run_shard(job, values["shard"], values, log=_live_lines(config))
+            except Exception as error:
+                raise GateFailure(f"the shard could not run: {failure(error)[1]}") from error
+        self.user_properties.append(("store", str(stored.manifest.store)))
+        for line in stored.lines():
+            _live_lines(config)(line)
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return "hailo-harness", 0, f"shard {self.name}"
+
+
+_SHARD_VALUES = pytest.StashKey[dict[str, Any]]()
+
+
 def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[pytest.Item]:
-    """One item per gate the job will yield, named from its identity; the job runs at the first."""
+    """One item per gate the job will yield, named from its identity; the job runs at the first.
+    With ``--shard K/N`` one item, ``test_shard[K/N]``, that stores this runner's share."""
     config = parent.config
     try:
         invocation = ("pytest", *config.invocation_params.args)
@@ -327,6 +363,9 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     config.stash[_JOB] = job
+    if values["shard"] is not None:
+        config.stash[_SHARD_VALUES] = values
+        return [ShardItem.from_parent(parent, name=f"test_shard[{values['shard']}]")]
     return [JobGateItem.from_parent(parent, name=str(gate), gate_id=gate) for gate in planned_gates(job)]
 
 

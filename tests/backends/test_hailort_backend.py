@@ -589,3 +589,62 @@ def test_eval_asks_hailort_for_the_output_format_given_and_caches_the_formats_ap
     assert formats == [FormatType.FLOAT32, FormatType.UINT8]
     assert len(list((tmp_path / "cache").glob("predictions/hailo-*.bin"))) == 2
     assert maps[0] == pytest.approx(maps[1], abs=0.02)  # the same HEF, dequantized by HailoRT or by the harness
+
+
+# ---------------------------------------------------------------------------------------------- a fleet
+
+
+def test_worker_devices_give_each_xdist_worker_its_own_device_and_refuse_more_workers_than_devices() -> None:
+    from harness.backends.hailort.devices import worker_devices
+
+    devices = ("0000:01:00.0", "0000:02:00.0")
+    assert worker_devices(devices, None) == devices  # outside xdist: one virtual device of both
+    assert worker_devices(devices, "gw0") == ("0000:01:00.0",)
+    assert worker_devices(devices, "gw1") == ("0000:02:00.0",)
+    assert worker_devices(devices[:1], "gw5") == devices[:1]  # one device: every worker asks for it
+    with pytest.raises(HarnessError, match=r"worker gw2 has no device of its own \(2 devices\); .*pytest -n 2"):
+        worker_devices(devices, "gw2")
+
+
+def test_shards_on_two_devices_merge_to_the_one_device_runs_verdict_bit_for_bit(
+    make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path
+) -> None:
+    from harness.backends.hailort.devices import worker_devices
+    from harness.pipeline.options import job_config
+    from harness.pipeline.shard import Shard, merge_job, run_shard
+
+    devices = ("0000:01:00.0", "0000:02:00.0")
+    fake = make_fake(devices=list(devices))
+    write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=6, calib=0))
+    values = {"onnx": DEMO, "hef": hef_files["nms"], "dataset": tmp_path / "syn", "golden": tmp_path / "golden"}
+    values |= {"cache": tmp_path / "cache"}
+
+    def config(report: Path, device: tuple[str, ...] = ()) -> JobConfig:
+        return job_config({**values, "report": report, "hailo_device": list(device)}, ("pytest",), progress=False)
+
+    blessing = job_config({**values, "report": tmp_path / "blessed", "update_golden": True}, ("pytest",))
+    run_job(blessing, log=lambda line: None)
+    single = run_job(config(tmp_path / "single", devices[:1]), log=lambda line: None)
+    assert single.passed
+    stores = []
+    for index, worker in ((1, "gw0"), (2, "gw1")):  # as two pytest-xdist workers would, each on its device
+        store = tmp_path / f"shard-{index}"
+        run_shard(config(store, worker_devices(devices, worker)), Shard(index, 2), values, log=lambda line: None)
+        assert fake.vdevice_params[-1]["device_ids"] == [devices[index - 1]]
+        stores.append(store)
+    merged = merge_job(stores, values | {"report": tmp_path / "merged"}, ("hailo-harness", "merge"), lambda line: None)
+    assert merged.results[-1].kind.value == "device" and merged.results[-1].fps is not None
+    for one, other in zip(single.results, merged.results, strict=True):
+        for a, b in zip(one.predictions, other.predictions, strict=True):
+            assert a.boxes.tobytes() == b.boxes.tobytes() and a.scores.tobytes() == b.scores.tobytes()
+            assert a.class_ids.tobytes() == b.class_ids.tobytes()
+    assert [(g.name, g.passed, g.observed, g.text) for g in single.gates] == [
+        (g.name, g.passed, g.observed, g.text) for g in merged.gates
+    ]
+    documents = [json.loads(job.reports["json"].read_text()) for job in (single, merged)]
+    for document in documents:  # what differs: when, from a cache or not, which device and its frame rate
+        for path in document["paths"]:
+            path.pop("fps")
+            for name in ("created", "from_cache", "runtime"):
+                path["provenance"].pop(name)
+    assert documents[0] == documents[1]

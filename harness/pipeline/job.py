@@ -200,7 +200,7 @@ def judge_job(
     original_hw = run.dataset.original_hw
     gates = _baseline_gates(config, run, reference, hailo, files, goldens)
     if config.stages:
-        gates.append(gate_stages(results, original_hw=original_hw))
+        gates.append(gate_stages(results, config.stage_drop, original_hw))
     planned = planned_gates(config)
     if tuple(g.id for g in gates) != planned:
         produced = [g.name for g in gates]
@@ -215,7 +215,15 @@ def judge_job(
 
     baselines = {path: (file, goldens[path]) for path, file in files.items()}
     reports = write_reports(
-        config.report_dir, results, gates, run.dataset, layers, calibration, baselines, run.thresholds
+        config.report_dir,
+        results,
+        gates,
+        run.dataset,
+        layers,
+        calibration,
+        baselines,
+        run.thresholds,
+        config.stage_drop,
     )
     return JobResult(results, tuple(gates), reports, changes)
 

@@ -268,6 +268,14 @@ _OPTIONS = (
         _shard,
         metavar="K/N",
     ),
+    Option(
+        "stage_drop",
+        "with --har: the most mAP@0.5 each DFC stage may lose against the float model before the stage gate "
+        "fails (a floor of the run, not blessed; the report states it)",
+        _probability,
+        defaults.STAGE_DROP,
+        metavar="D",
+    ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
     Option(
         "accept_weak_baseline",
@@ -319,6 +327,7 @@ JOB_OPTIONS = (
     "report",
     "cache",
     "shard",
+    "stage_drop",
     "update_golden",
     "accept_weak_baseline",
     "release",
@@ -463,6 +472,8 @@ def job_config(
         )
     if values.get("accept_weak_baseline") and not values.get("update_golden"):
         raise HarnessError("--accept-weak-baseline: belongs to --update-golden (it says how to bless, not how to gate)")
+    if values.get("stage_drop") is not None and values.get("har") is None:
+        raise HarnessError("--stage-drop: belongs to --har (it is the floor of the HAR's DFC stages' gate)")
     if values.get("release") is not None and not values.get("update_golden"):
         raise HarnessError("--release: belongs to --update-golden (it names the release a blessing signs off)")
     return JobConfig(
@@ -480,6 +491,7 @@ def job_config(
         update_golden=bool(values.get("update_golden")),
         accept_weak_baseline=bool(values.get("accept_weak_baseline")),
         release=values.get("release"),
+        stage_drop=_value(values, "stage_drop"),
         batch=_value(values, "batch"),
         invocation=invocation,
         progress=progress,

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core import defaults
 from harness.core.files import write_atomic
 from harness.core.stage_clock import Stage, clocked
 from harness.inputs.dataset import Dataset
@@ -37,6 +38,7 @@ def write_reports(
     calibration: str | None = None,
     baselines: Mapping[str, tuple[Path, Golden | None]] | None = None,
     thresholds: str | None = None,
+    stage_drop: float = defaults.STAGE_DROP,
 ) -> dict[str, Path]:
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
     reference path (the ONNX) the others were compared with, all on the same images of ``dataset``;
@@ -47,7 +49,7 @@ def write_reports(
     be written, its old version stays and the :class:`OSError` names it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    document = report_document(results, gates, dataset, worst_layers, calibration, baselines, thresholds)
+    document = report_document(results, gates, dataset, worst_layers, calibration, baselines, thresholds, stage_drop)
     charts, images = pictures(results, dataset)
     files = report_files(out)
     texts = {

@@ -12,9 +12,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from harness.core import defaults
 from harness.inputs.dataset import Dataset
 from harness.verdict.gates import GateResult, causes_lines, shared_causes
-from harness.verdict.golden import DEFAULT_TOLERANCES, Golden, blessed_history
+from harness.verdict.golden import Golden, blessed_history
 from harness.verdict.history import blessing_document
 from harness.verdict.result import PathResult, result_json, strict_json
 from harness.verdict.stages import first_degraded_stage, stage_results
@@ -38,7 +39,7 @@ def report_document(
     calibration: str | None = None,
     baselines: Mapping[str, tuple[Path, Golden | None]] | None = None,
     thresholds: str | None = None,
-    tolerance: float = DEFAULT_TOLERANCES.map50_drop,
+    stage_drop: float = defaults.STAGE_DROP,
 ) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
@@ -62,7 +63,7 @@ def report_document(
         "paths": [result_json(r) for r in results],
         # Per-tensor SQNR of the emulated HEF against its float graph, worst first (backends/emulator/localisation)
         "worst_layers": [dict(row) for row in worst_layers],
-        "stages": _stages(results, tolerance),
+        "stages": _stages(results, stage_drop),
     }
     return strict_json(document)
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from harness.core import defaults
 from harness.core.settings import SettingsMismatch
 from harness.verdict.diagnosis import Finding, collect_evidence, diagnose, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
 from harness.verdict.golden import (
     ACCEPT_WEAK_FLAG,
-    DEFAULT_TOLERANCES,
     ROUNDING,
     UPDATE_FLAG,
     Golden,
@@ -275,7 +275,7 @@ def _agreement_verdict(counts: Agreement, share: float, limits: AgreementLimits,
 
 def gate_stages(
     results: Sequence[PathResult],
-    tolerance: float = DEFAULT_TOLERANCES.map50_drop,
+    tolerance: float = defaults.STAGE_DROP,
     original_hw: Mapping[str, tuple[int, int]] | None = None,
 ) -> GateResult:
     """No stage on the way float -> fp_optimized -> quantized -> hardware loses more than ``tolerance``

@@ -208,3 +208,15 @@ def test_a_release_name_belongs_to_a_blessing_and_a_bad_one_is_refused_naming_th
     assert blessing.release == "v1.3" and job_config(_parse(JOB_OPTIONS), invocation=("test",)).release is None
     with pytest.raises(HarnessError, match=r"^--release 'v 1\.3': expected a release name of at most 64 letters"):
         from_text("release", "v 1.3")
+
+
+def test_the_stage_gates_floor_belongs_to_a_har_and_is_the_jobs_when_given():
+    with pytest.raises(HarnessError, match=r"^--stage-drop: belongs to --har"):
+        job_config(_parse(JOB_OPTIONS, "--stage-drop", "0.05"), invocation=("test",))
+    har = job_config(
+        _parse(JOB_OPTIONS, "--onnx", "m.onnx", "--har", "m.har", "--stage-drop", "0.05"), invocation=("t",)
+    )
+    assert har.stage_drop == 0.05
+    assert job_config(_parse(JOB_OPTIONS, "--onnx", "m.onnx", "--har", "m.har"), invocation=("t",)).stage_drop == 0.02
+    with pytest.raises(HarnessError, match=r"--stage-drop"):
+        from_text("stage_drop", "1.5")

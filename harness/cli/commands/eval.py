@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
         paths=(spec,),
         batch=args.batch,
     )
-    result = evaluate_spec(spec, run)
+    part = None
+    if args.shard is not None:  # this runner's share: its predictions cached and saved, the set's mAP not measured
+        part = replace(run.dataset, samples=args.shard.share(run.dataset.samples))
+        print(f"shard {args.shard}: {len(part.samples)} of {len(run.dataset.samples)} images", file=sys.stderr)
+    result = evaluate_spec(spec, run, part)
     if args.save_predictions is not None:
         write_json(args.save_predictions, coco_predictions(result))
     from harness.verdict.result import result_json

@@ -271,9 +271,8 @@ _OPTIONS = (
     Option(
         "stage_drop",
         "with --har: the most mAP@0.5 each DFC stage may lose against the float model before the stage gate "
-        "fails (a floor of the run, not blessed; the report states it)",
+        f"fails (default {defaults.STAGE_DROP}: a floor of the run, not blessed; the report states it)",
         _probability,
-        defaults.STAGE_DROP,
         metavar="D",
     ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
@@ -491,7 +490,7 @@ def job_config(
         update_golden=bool(values.get("update_golden")),
         accept_weak_baseline=bool(values.get("accept_weak_baseline")),
         release=values.get("release"),
-        stage_drop=_value(values, "stage_drop"),
+        stage_drop=defaults.STAGE_DROP if values.get("stage_drop") is None else values["stage_drop"],
         batch=_value(values, "batch"),
         invocation=invocation,
         progress=progress,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 
-import cv2
 import numpy as np
 from PIL import Image
 
@@ -30,6 +29,8 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
     """uint8 ``(H, W, 3)`` RGB decoded as Ultralytics decodes it (``cv2.imread``: EXIF orientation applied;
     grey, alpha, palette and CMYK images converted to colour, alpha dropped). The size is read from the
     header first: an image over :data:`~harness.core.defaults.MAX_IMAGE_PIXELS` is refused undecoded."""
+    import cv2  # imported on first use (0.015 s): a rerun from the prediction cache reads no image
+
     name = os.fspath(path)
     try:
         with Image.open(path) as header:  # reads the header, not the pixels
@@ -56,6 +57,8 @@ def _check_image(image: np.ndarray) -> np.ndarray:
 
 def resize(image: np.ndarray, input_hw: tuple[int, int]) -> np.ndarray:
     """uint8 ``(H, W, 3)`` -> uint8 ``input_hw + (3,)``, ``cv2.resize(INTER_LINEAR)`` (aspect ratio not kept)."""
+    import cv2
+
     image = _check_image(image)
     out_h, out_w = input_hw
     if out_h < 1 or out_w < 1:
@@ -72,6 +75,8 @@ def letterbox(image: np.ndarray, input_hw: tuple[int, int], pad_value: int = 114
     padding is odd, Ultralytics places the image ``round(pad - 0.1)`` pixels in, i.e. half a pixel
     before ``Letterbox.pad_x``/``pad_y`` when those are half-integers.
     """
+    import cv2
+
     image = _check_image(image)
     geometry = Letterbox.fit(image.shape[:2], input_hw)
     oh, ow = image.shape[:2]
@@ -92,6 +97,8 @@ def ultralytics_val(image: np.ndarray, input_hw: tuple[int, int], pad_value: int
     ``LetterBox(new_shape=imgsz, scaleup=False)``, centred, ``auto`` off (ultralytics/engine/validator.py
     turns ``rect`` off for a fixed-size export), which for a square input only pads.
     """
+    import cv2
+
     image = _check_image(image)
     geometry = ultralytics_val_geometry(image.shape[:2], input_hw)
     loaded = resize(image, _loaded_hw(image.shape[:2], input_hw))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from harness.core.errors import HeadPairingError, SpecError
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.decode import yolo
 from harness.decode.nms import nms_hailort, nms_ultralytics
 from harness.decode.yolo import classes_are_probabilities, decode, decode_candidates, pair_heads
 from harness.formats.quant import dequantize
@@ -379,3 +380,70 @@ def test_a_spec_filed_under_another_name_raises_a_spec_error():
     specs["c8"] = specs.pop("c16")
     with pytest.raises(SpecError, match=r"specs\['c8'\] is the spec of output 'c16'"):
         pair_heads(specs, (640, 640))
+
+
+def _probability_floor(threshold: float) -> float:
+    return threshold - yolo._PRESELECT_MARGIN
+
+
+THRESHOLDS = st.sampled_from([0.0, 1e-6, 0.001, 0.25, 0.9, 1.0])
+
+
+@given(random_heads(max_side=6), st.sampled_from([None, True, False]), THRESHOLDS)
+def test_passing_decodes_exactly_the_anchors_whose_class_value_reaches_the_floor(heads, override, threshold):
+    # passing reads the class maps as they came (codes, bit patterns); the anchors it decodes are those
+    # whose dequantized class value reaches the floor, decoded as candidates decodes them
+    config = heads.config(score_threshold=threshold, classes_are_probabilities=override)
+    layout = yolo.layout(heads.specs, heads.input_hw)
+    boxes, scores = yolo.passing(heads.outputs, layout, config)
+    all_boxes, all_scores = yolo.candidates(heads.outputs, layout, config)
+    probabilities = heads.probabilities if override is None else override
+    floor = np.float32(yolo._class_value_floor(_probability_floor(threshold), probabilities))
+    reaching = (_class_values(heads) >= floor).any(axis=1)
+    np.testing.assert_array_equal(boxes, all_boxes[reaching])
+    np.testing.assert_array_equal(scores, all_scores[reaching])
+
+
+ABOVE_ONE = np.nextafter(np.float32(1), np.float32(2))
+EDGE_VALUES = np.array([-0.0, np.nan, -np.nan, -1e-45, ABOVE_ONE, np.inf, -np.inf, 2.0], np.float32)
+
+
+@given(
+    random_heads(max_side=4, formats=(FormatType.FLOAT32,)),
+    st.sampled_from(list(EDGE_VALUES)),
+    st.integers(0, 2),
+    st.integers(0, 10**6),
+    st.sampled_from([0.001, 0.25]),
+)
+def test_a_value_outside_0_and_1_anywhere_in_a_class_map_decides_as_the_float_comparisons_do(
+    heads, value, level, place, threshold
+):
+    # the bit-pattern pass reads a map as probabilities only if every value it finds lies in [0, 1]:
+    # one value outside (or -0.0, which the comparisons take for 0) anywhere gives the verdict of the float
+    # comparisons, so decode keeps giving the NMS of every candidate, or the same refusal
+    name = heads.reference[level].class_name
+    outputs = dict(heads.outputs)
+    values = outputs[name].copy().reshape(-1)
+    values[place % len(values)] = value
+    outputs[name] = values.reshape(outputs[name].shape)
+    config = heads.config(score_threshold=threshold, max_per_class=10**6, max_total=10**6)
+    try:
+        expected = nms_hailort(*decode_candidates(outputs, heads.specs, config), config)
+    except SpecError as refusal:
+        with pytest.raises(SpecError, match=re.escape(str(refusal))):
+            decode(outputs, heads.specs, config)
+    else:
+        with np.errstate(invalid="ignore"):
+            assert_same(decode(outputs, heads.specs, config), expected)
+
+
+@given(st.sampled_from([1, 2, 4, 8, 16, 24, 32, 136]), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_the_dfl_sums_are_numpys_over_each_sides_bins_to_the_bit(reg_max, cells, seed):
+    box_values = (np.random.default_rng(seed).normal(0, 4, (cells, 4 * reg_max))).astype(np.float32)
+    bins = box_values.reshape(cells, 4, reg_max)
+    if reg_max == 1:
+        expected = bins[:, :, 0]
+    else:
+        e = np.exp(bins - bins.max(axis=2, keepdims=True))
+        expected = (e * np.arange(reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
+    np.testing.assert_array_equal(yolo._side_distances(box_values, reg_max), expected)

@@ -164,10 +164,12 @@ def sidecar_path(cache_dir: str | os.PathLike[str], sha256: str) -> Path:
     return Path(cache_dir) / "exports" / f"{sha256}.json"
 
 
-def export_facts(onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None) -> ExportFacts:
+def export_facts(
+    onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None, keep: bool = True
+) -> ExportFacts:
     """The facts of the export at ``onnx_path``: from its sidecar in ``cache_dir`` where that holds
-    (see the module), else read from the model and, where its heads are found, kept there. Without
-    ``cache_dir`` they are read from the model."""
+    (see the module), else read from the model and, where its heads are found and ``keep`` is true,
+    kept there. Without ``cache_dir`` they are read from the model."""
     sha256 = file_sha256(onnx_path)
     if cache_dir is not None:
         found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256), _KEYS, WHAT, log)
@@ -176,7 +178,7 @@ def export_facts(onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike
     from harness.inputs.onnx_graph import load_model
 
     facts = export_facts_of(load_model(onnx_path), sha256, os.fspath(onnx_path))
-    if cache_dir is not None and facts.family is not None:
+    if cache_dir is not None and keep and facts.family is not None:
         write_sidecar(sidecar_path(cache_dir, sha256), _json(facts), WHAT, log)
     return facts
 

@@ -141,7 +141,7 @@ def prepare_run(
     object, is refused."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
-    facts = model_facts(onnx, cache_dir if use_cache else None)  # --no-cache: nothing kept
+    facts = model_facts(onnx, cache_dir, keep=use_cache)  # --no-cache: a sidecar is read, nothing is kept
     input_hw, names = facts.input_hw, facts.names
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
@@ -164,7 +164,7 @@ def prepare_run(
 
 
 @clocked(Stage.EXPORT_FACTS)
-def model_facts(model: Path, cache_dir: Path | None) -> ExportFacts:
+def model_facts(model: Path, cache_dir: Path | None, keep: bool = True) -> ExportFacts:
     """The facts of the model a run evaluates: its ONNX export's (kept in the cache folder: a rerun loads
     no model), or, given a HEF (or its folder) that Ultralytics exported, what the export's files say."""
     if model.is_dir() or model.suffix == ".hef":
@@ -174,7 +174,7 @@ def model_facts(model: Path, cache_dir: Path | None) -> ExportFacts:
         if export is None:
             raise HarnessError(f"{model}: a HEF without its Ultralytics export's metadata.yaml, expected --onnx M.onnx")
         return ultralytics_facts(export)
-    return export_facts(model, cache_dir)
+    return export_facts(model, cache_dir, keep)
 
 
 def compiled_thresholds(spec: PathSpec, log: Callable[[str], None] = print) -> CompiledThresholds | None:

@@ -73,6 +73,16 @@ def test_a_rerun_takes_an_exports_facts_from_its_sidecar_and_they_are_the_models
     assert export_facts(export, tmp_path) == first
 
 
+def test_without_the_cache_a_sidecar_is_read_and_none_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--no-cache`` (``prepare_run(use_cache=False)``): the facts a sidecar holds are read from it (no
+    model loaded), and facts read from the model are not kept."""
+    fresh = factory.model_facts(DEMO_ONNX, tmp_path / "fresh", keep=False)
+    assert not (tmp_path / "fresh").exists()
+    kept = export_facts(DEMO_ONNX, tmp_path / "kept")
+    _model_unread(monkeypatch)
+    assert factory.model_facts(DEMO_ONNX, tmp_path / "kept", keep=False) == kept == fresh
+
+
 @pytest.mark.parametrize("change", [*STALE_EXPORT, "not json", "not an object", "a key twice", "an unknown key"])
 def test_a_corrupt_or_stale_export_sidecar_is_logged_and_rebuilt_from_the_model(
     change: str, tmp_path: Path, caplog: pytest.LogCaptureFixture

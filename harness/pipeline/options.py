@@ -37,6 +37,12 @@ def _probability(text: str) -> float:
     return value
 
 
+def _output_bits(text: str) -> int:
+    if text not in ("8", "16"):
+        raise ValueError("expected 8 or 16")
+    return int(text)
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -196,6 +202,13 @@ _OPTIONS = (
         defaults.BATCH,
         metavar="N",
     ),
+    Option(
+        "output_bits",
+        "emulator: the raw head outputs' bits, 8 or 16 (default: 16 for YOLO26 heads, whose output layers "
+        "Ultralytics compiles a16_w16; 8 for YOLOv8/YOLO11)",
+        _output_bits,
+        metavar="{8,16}",
+    ),
     Option("sigmoid_inside", "emulator: the class sigmoid compiled into the HEF", default=True, kind="toggle"),
     Option(
         "hef_nms",
@@ -205,7 +218,8 @@ _OPTIONS = (
     ),
     Option(
         "hailo_device",
-        "HailoRT device id, e.g. 0000:01:00.0 (repeatable: several make one virtual device; default: any free)",
+        "HailoRT device id, e.g. 0000:01:00.0 (repeatable: several make one virtual device, or under pytest-xdist "
+        "one each per worker, gwN the N-th; default: any free)",
         metavar="ID",
         kind="repeat",
     ),
@@ -303,6 +317,7 @@ PATH_OPTIONS = (
     "replay",
     "calibration",
     "calibration_count",
+    "output_bits",
     "hailo_device",
     "hailo_format",
     "batch",
@@ -418,6 +433,7 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
         sigmoid_inside=_value(values, "sigmoid_inside"),
         hef_nms=_value(values, "hef_nms"),
         hailo_devices=tuple(values.get("hailo_device") or ()),
+        output_bits=values.get("output_bits"),
         hailo_format=OUTPUT_FORMATS[_value(values, "hailo_format")],
         record=values.get("record"),
         replay=values.get("replay"),

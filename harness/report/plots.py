@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,23 +149,33 @@ def worst_images(
     for i in range(n):
         truth = Detections(truths[i].boxes, np.ones(len(truths[i])), truths[i].class_ids)
         for result in results if dataset.labelled else ():
-            a = agreement([truth], [result.predictions[i]])
-            against_truth[i] += a.missed + a.extra + a.class_flipped
+            against_truth[i] += _differing(truth, result.predictions[i])
         for result in results[1:]:
-            a = agreement([reference[i]], [result.predictions[i]])
-            between[i] += a.missed + a.extra + a.class_flipped
+            between[i] += _differing(reference[i], result.predictions[i])
     order = np.lexsort((np.arange(n), -against_truth, -between))  # ties: dataset order
     order = order[(between[order] + against_truth[order]) > 0][:count]
     names = [c.name for c in results[0].metrics.per_class]
-    pictures = []
-    for i in order:
-        image_id = results[0].image_ids[i]
-        jpeg = _draw(samples[image_id], truths[i], [r.predictions[i] for r in results], results, names)
-        caption = f"{between[i]} boxes differ between paths" + (
-            f", {against_truth[i]} differ from the ground truth (green: ground truth)" if dataset.labelled else ""
-        )
-        pictures.append(Picture(image_id, caption, jpeg, "image/jpeg"))
+    ids, pictures = results[0].image_ids, []
+
+    def draw(i: int) -> bytes:
+        return _draw(samples[ids[i]], truths[i], [r.predictions[i] for r in results], results, names)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # PIL decodes, resizes and encodes without the GIL
+        for i, jpeg in zip(order, pool.map(draw, order), strict=True):
+            caption = f"{between[i]} boxes differ between paths" + (
+                f", {against_truth[i]} differ from the ground truth (green: ground truth)" if dataset.labelled else ""
+            )
+            pictures.append(Picture(ids[i], caption, jpeg, "image/jpeg"))
     return pictures
+
+
+def _differing(reference: Detections, candidate: Detections) -> int:
+    """Boxes of either that the other does not match with its class (missed + extra + class-flipped);
+    where one side has none, every box of the other."""
+    if not len(reference) or not len(candidate):
+        return len(reference) + len(candidate)
+    a = agreement([reference], [candidate])
+    return a.missed + a.extra + a.class_flipped
 
 
 def _draw(

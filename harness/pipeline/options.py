@@ -485,6 +485,11 @@ def job_config(
         raise HarnessError(
             f"--backend {hailo.backend.value}: a job's Hailo path is {paths} (--har adds the DFC's stages)"
         )
+    if values.get("shard") is not None and values.get("update_golden"):
+        raise HarnessError(
+            "--update-golden: a shard blesses nothing (its share is not the set); bless the union with "
+            "hailo-harness merge STORE... --update-golden"
+        )
     if values.get("accept_weak_baseline") and not values.get("update_golden"):
         raise HarnessError("--accept-weak-baseline: belongs to --update-golden (it says how to bless, not how to gate)")
     if values.get("stage_drop") is not None and values.get("har") is None:

@@ -123,6 +123,13 @@ def test_a_shard_that_is_not_k_of_n_is_refused_naming_the_option(text: str) -> N
     assert from_text("shard", " 2/4") == Shard(2, 4)
 
 
+def test_a_shard_blesses_nothing_the_merge_does(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--shard", "1/2", "--update-golden"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--update-golden: a shard blesses nothing" in err
+    assert "hailo-harness merge STORE... --update-golden" in err
+
+
 def test_run_with_a_bad_shard_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:  # argparse's own usage error
         cli.main(["run", "--shard", "5/4"])
@@ -185,3 +192,20 @@ def test_merge_on_the_command_line_gates_the_union_and_exits_as_run_does(
     assert f"PASSED: {len(single.gates)} of {len(single.gates)} gates passed" in capsys.readouterr().out
     assert cli.main(["merge", stores[0], "--cache", cache]) == 2
     assert "shards ['2/2'] missing" in capsys.readouterr().err
+
+
+def test_the_merge_blesses_the_union_and_the_whole_run_then_passes_against_it(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path
+) -> None:
+    values, _ = emulated
+    tmp, golden = folder / "blessing", folder / "blessing" / "golden"
+    stores = [_store(tmp, values, index, 2, f"s{index}") for index in (1, 2)]
+    merge = {"cache": values["cache"], "report": tmp / "merged", "golden": golden, "update_golden": True}
+    blessed = merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None)
+    assert blessed.golden_changes and blessed.passed
+    assert sorted(p.name for p in golden.rglob("*.json")) == [
+        "synthetic_fire_smoke_seed0--emulated-hailo.json",
+        "synthetic_fire_smoke_seed0--onnx.json",
+    ]
+    rerun = run_job(_config({**values, "golden": golden}, tmp / "rerun"), log=lambda line: None)
+    assert rerun.passed and [g.name for g in rerun.gates] == [g.name for g in blessed.gates]

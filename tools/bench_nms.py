@@ -242,7 +242,9 @@ def main() -> None:
     columns += ["torchvision", "tv/nms", "tv/decode", "same"] if with_torch else []
     print(
         f"NMS at 80 classes, IoU 0.7, max_det 300, one thread, {len(images)} COCO frames; median ms per frame "
-        f"of {args.rounds} interleaved rounds" + ("" if with_torch else f"; {args.torch_python}: none, harness only")
+        f"of {args.rounds} interleaved rounds"
+        + ("" if with_torch else f"; {args.torch_python}: none, harness only")
+        + f"; {_load()}"
     )
     print(
         f"{'model':12} {'setting':18} "
@@ -261,6 +263,13 @@ def main() -> None:
             finally:
                 if worker is not None:
                     worker.close()
+    print(f"after: {_load()}")
+
+
+def _load() -> str:
+    """The machine's load (1, 5 and 15 minute averages) and its cores: other work skews the timings."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 if __name__ == "__main__":

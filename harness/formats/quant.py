@@ -86,8 +86,11 @@ def _lowest_codes(quant: tuple[QuantInfo, ...], floor: float, dtype: str) -> np.
     scales = np.array([q.scale for q in quant], dtype=np.float32)
     if not (np.isfinite(scales).all() and (scales > 0).all()):
         return None
-    codes = np.arange(np.iinfo(np.dtype(dtype)).max + 1)
-    values = {q: dequantize(codes[:, None], [q])[:, 0] for q in set(quant)}  # one table per distinct quant info
-    lowest = np.array([np.searchsorted(values[q], np.float32(floor), side="left") for q in quant])
+    codes = np.arange(np.iinfo(np.dtype(dtype)).max + 1)[:, None]
+    found: dict[QuantInfo, int] = {}  # each distinct quant info's code, its table of every value made once
+    for q in quant:
+        if q not in found:
+            found[q] = int(np.searchsorted(dequantize(codes, [q])[:, 0], np.float32(floor), side="left"))
+    lowest = np.array([found[q] for q in quant])
     lowest.flags.writeable = False  # cached: shared by every caller
     return lowest

@@ -49,6 +49,7 @@ class PathSpec:
     sigmoid_inside: bool = True
     hef_nms: bool = True
     hailo_devices: tuple[str, ...] = ()
+    output_bits: int | None = None  # emulator: the raw head outputs' bits (None: the head family's)
     hailo_format: FormatType = FormatType.FLOAT32
     decoder: Decoder | None = None
     record: Path | None = None

@@ -524,6 +524,41 @@ def test_a_yolo26_emulated_hef_finds_what_its_float_export_finds_with_confidence
     assert found >= 4
 
 
+@pytest.fixture(scope="module")
+def yolo26_hef16(images: dict[str, Path], cache_dir: Path) -> EmulatedHef:
+    from harness.inputs.demo import DEMO26_ONNX
+
+    options = _options(sigmoid_inside=False, output_bits=16, output_format=FormatType.UINT16)
+    return build_emulated_hef(DEMO26_ONNX, images["in_domain"], options, cache_dir)
+
+
+def test_16_bit_outputs_keep_the_calibrated_range_in_steps_257_times_finer(
+    yolo26_hef: EmulatedHef, yolo26_hef16: EmulatedHef
+) -> None:
+    assert [h.format_type for h in yolo26_hef16.heads] == [FormatType.UINT16] * 6
+    assert "16-bit outputs" in yolo26_hef16.label and "16-bit" not in yolo26_hef.label
+    for wide, narrow in zip(yolo26_hef16.heads, yolo26_hef.heads, strict=True):
+        (q16,), (q8,) = wide.quant, narrow.quant
+        assert q16.limvals_min == pytest.approx(q8.limvals_min, abs=q16.scale)
+        assert q16.limvals_max == pytest.approx(q8.limvals_max, abs=q16.scale)
+        assert q8.scale / q16.scale == pytest.approx(65535 / 255, rel=1e-3)
+
+
+def test_16_bit_outputs_hold_the_same_values_as_8_bit_ones_within_half_a_step_of_each(
+    yolo26_hef: EmulatedHef, yolo26_hef16: EmulatedHef
+) -> None:
+    """The body is quantized alike (the same calibration): only the heads' own rounding differs."""
+    frame = _first_calibration_frame(yolo26_hef)
+    with EmulatorRunner(yolo26_hef) as narrow, EmulatorRunner(yolo26_hef16) as wide:
+        eight = narrow.infer({yolo26_hef.input.name: frame})
+        sixteen = wide.infer({yolo26_hef16.input.name: frame})
+    for h8, h16 in zip(yolo26_hef.heads, yolo26_hef16.heads, strict=True):
+        assert sixteen[h16.name].dtype == np.uint16 and eight[h8.name].dtype == np.uint8
+        values8, values16 = dequantize(eight[h8.name], h8.quant), dequantize(sixteen[h16.name], h16.quant)
+        bound = (h8.quant[0].scale + h16.quant[0].scale) / 2 + 1e-5
+        assert np.abs(values8 - values16).max() <= bound, h8.name
+
+
 def test_a_yolo26_emulated_hef_with_the_yolov8_nms_op_is_refused_naming_the_head(
     images: dict[str, Path], cache_dir: Path
 ) -> None:

@@ -176,3 +176,16 @@ def test_preparing_a_run_says_once_which_dataset_classes_it_leaves_out(data, tmp
     prepare_run(DEMO_ONNX, load_yolo(tmp_path), settings, tmp_path / "cache", log=lines.append)
     said = [line for line in lines if line.startswith("left out of the evaluation")]
     assert said == ["left out of the evaluation: the 0 labels of class 'steam' (--map-class steam=)"]
+
+
+def test_an_emulated_yolo26_hef_has_16_bit_outputs_as_ultralytics_compiles_it_unless_8_are_asked_for(run, data):
+    from harness.inputs.demo import DEMO26_ONNX
+    from harness.pipeline.factory import emulated_hef
+
+    calibration = {"calibration": str(data / "images" / "calib"), "calibration_count": 3}
+    yolo26 = prepare_run(DEMO26_ONNX, load_yolo(data), cache_dir=data.parent / "cache", log=lambda _: None)
+    assert emulated_hef(PathSpec(Backend.EMULATOR, **calibration), yolo26).options.output_bits == 16
+    assert emulated_hef(PathSpec(Backend.EMULATOR, output_bits=8, **calibration), yolo26).options.output_bits == 8
+    assert emulated_hef(PathSpec(Backend.EMULATOR, **calibration), run).options.output_bits == 8  # YOLOv8
+    with pytest.raises(HarnessError, match=r"^--output-bits belongs to --backend emulator, not --backend onnx$"):
+        PathSpec(Backend.ONNX, output_bits=16)

@@ -100,7 +100,8 @@ class EmulatedHef:
         nms = ", HailoRT NMS" if o.nms else ""
         family = f", {self.family.value} heads" if self.family.host_postprocess else ""
         return (
-            f"emulated HEF of {self.source.name} [{self.content_hash[:12]}] (onnxruntime uint8/int8, "
+            f"emulated HEF of {self.source.name} [{self.content_hash[:12]}] (onnxruntime uint8/int8"
+            f"{', 16-bit outputs' if o.output_bits == 16 else ''}, "
             f"{o.calibration_method.value} calibration on {len(self.calibration_images)} images, {inside}{nms}{family})"
         )
 

@@ -36,7 +36,11 @@ class EmulatorOptions:
     - ``nms``: the HailoRT YOLOv8 NMS op after the heads, one HAILO_NMS_BY_CLASS output; it applies
       no sigmoid itself. ``score_threshold``, ``iou_threshold``, ``max_proposals_per_class`` are
       its settings (the Model Zoo's yolov8 NMS config: 0.2, 0.7, 100).
-    - ``output_format``: raw head outputs as UINT8 device values or dequantized FLOAT32.
+    - ``output_bits``: the raw head outputs' bits on the device: 8, or 16 as Ultralytics compiles
+      YOLO26's six output layers (``quantization_param(..., precision_mode=a16_w16)``; here the
+      outputs are 16-bit over the range calibrated for them, the weights stay int8).
+    - ``output_format``: raw head outputs as device values (UINT8, or UINT16 with 16 bits) or
+      dequantized FLOAT32.
     - ``end_nodes``: the head nodes (or tensors) to cut at; ``None`` finds them by structure.
 
     Only the calibration images, the model and ``quantization_settings`` decide the quantized model.
@@ -52,6 +56,7 @@ class EmulatorOptions:
     max_proposals_per_class: int = defaults.MAX_PER_CLASS
     output_format: FormatType = FormatType.FLOAT32
     end_nodes: tuple[str, ...] | None = None
+    output_bits: int = 8
 
     def __post_init__(self) -> None:
         if self.calibration_count < 1:
@@ -61,9 +66,12 @@ class EmulatorOptions:
                 f"emulator options: calibration_method is {self.calibration_method!r}, "
                 f"expected one of {[m.value for m in CalibrationMethod]}"
             )
-        if self.output_format not in (FormatType.UINT8, FormatType.FLOAT32):
+        if self.output_bits not in (8, 16):
+            raise HarnessError(f"emulator options: output_bits is {self.output_bits!r}, expected 8 or 16")
+        if self.output_format not in (self.device_type, FormatType.FLOAT32):
             raise HarnessError(
-                f"emulator options: output_format is {self.output_format!r}, expected FormatType.UINT8 or FLOAT32"
+                f"emulator options: output_format is {self.output_format!r} with {self.output_bits}-bit outputs, "
+                f"expected FormatType.{self.device_type.name} or FLOAT32"
             )
         if self.nms and self.output_format is not FormatType.FLOAT32:
             # hailort: hailort/libhailort/include/hailo/hailort.h (HAILO_NMS_BY_CLASS: float32 records)
@@ -82,6 +90,11 @@ class EmulatorOptions:
         if self.end_nodes is not None and (isinstance(self.end_nodes, str) or not self.end_nodes):
             raise HarnessError(f"emulator options: end_nodes is {self.end_nodes!r}, expected a tuple of node names")
 
+    @property
+    def device_type(self) -> FormatType:
+        """The raw head outputs' type on the device."""
+        return FormatType.UINT16 if self.output_bits == 16 else FormatType.UINT8
+
     def quantization_settings(self) -> dict[str, object]:
         """The settings that change the quantized model (part of its cache key)."""
         return {
@@ -90,4 +103,5 @@ class EmulatorOptions:
             "per_channel": self.per_channel,
             "sigmoid_inside": self.sigmoid_inside,
             "end_nodes": list(self.end_nodes) if self.end_nodes is not None else None,
+            "output_bits": self.output_bits,
         }

@@ -32,8 +32,6 @@ if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not
 # The name HailoRT gives the YOLOv8 NMS op's output (network name prefix left out).
 NMS_OUTPUT = "yolov8_nms_postprocess"
 
-_UINT8_MAX = 255
-
 
 def _dims(value: onnx.ValueInfoProto) -> tuple[int, ...]:
     return tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
@@ -46,8 +44,12 @@ def input_spec(model: onnx.ModelProto) -> InputSpec:
     return InputSpec(value.name, (h, w, c), FormatOrder.NHWC, FormatType.UINT8)
 
 
-def _quant_info(model: onnx.ModelProto, tensor: str) -> QuantInfo:
-    """Quant info of the head ``tensor``, from the ``QuantizeLinear`` writing it (per tensor)."""
+_DEVICE_TYPES = {np.dtype(np.uint8): FormatType.UINT8, np.dtype(np.uint16): FormatType.UINT16}
+
+
+def _quant_info(model: onnx.ModelProto, tensor: str) -> tuple[QuantInfo, FormatType]:
+    """Quant info and device type of the head ``tensor``, from the ``QuantizeLinear`` writing it (per
+    tensor; 16-bit outputs are written by onnxruntime's com.microsoft QuantizeLinear)."""
     from onnx import numpy_helper
 
     node = next((n for n in model.graph.node if tensor in n.output), None)
@@ -57,13 +59,13 @@ def _quant_info(model: onnx.ModelProto, tensor: str) -> QuantInfo:
         )
     initializers = {i.name: i for i in model.graph.initializer}
     scale, zero_point = (numpy_helper.to_array(initializers[name]) for name in node.input[1:3])
-    if scale.size != 1 or zero_point.dtype != np.uint8:
+    if scale.size != 1 or zero_point.dtype not in _DEVICE_TYPES:
         raise GraphError(
             f"emulated HEF model: head output {tensor!r}: quantizer scale of shape {scale.shape}, zero point "
-            f"{zero_point.dtype}, expected one per-tensor scale and a uint8 zero point"
+            f"{zero_point.dtype}, expected one per-tensor scale and a uint8 or uint16 zero point"
         )
-    s, zp = np.float32(scale.item()), np.float32(zero_point.item())
-    return QuantInfo(float(zp), float(s), float((0 - zp) * s), float((_UINT8_MAX - zp) * s))
+    s, zp, top = np.float32(scale.item()), np.float32(zero_point.item()), np.iinfo(zero_point.dtype).max
+    return QuantInfo(float(zp), float(s), float((0 - zp) * s), float((top - zp) * s)), _DEVICE_TYPES[zero_point.dtype]
 
 
 def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
@@ -99,25 +101,27 @@ def head_family(model: onnx.ModelProto) -> HeadFamily:
 
 
 def head_layout(model: onnx.ModelProto) -> HeadLayout:
-    """The raw heads as UINT8 device values with their quant infos, laid out by the roles the emulator recorded."""
+    """The raw heads as device values (UINT8, or UINT16) with their quant infos, laid out by the roles
+    the emulator recorded."""
     shapes = {o.name: _dims(o) for o in model.graph.output}
     smallest = min(h * w for _, _, h, w in shapes.values())
     heads = []
     for tensor, role in head_roles(model).items():
         _, c, h, w = shapes[tensor]
         order = FormatOrder.FCR if role is HeadRole.BOX or h * w == smallest else FormatOrder.NHWC
-        spec = OutputSpec(tensor, (h, w, c), order, FormatType.UINT8, (_quant_info(model, tensor),))
+        quant, device_type = _quant_info(model, tensor)
+        spec = OutputSpec(tensor, (h, w, c), order, device_type, (quant,))
         heads.append(HeadOutput.of_spec(spec, role))
     return layout_of(heads, input_spec(model).hw)
 
 
 def head_specs(model: onnx.ModelProto) -> tuple[OutputSpec, ...]:
-    """The raw head outputs as UINT8 device values, in head order (stride ascending, box first)."""
+    """The raw head outputs as device values, in head order (stride ascending, box first)."""
     return tuple(output.host_spec for output in head_layout(model).outputs)
 
 
 def host_spec(head: OutputSpec, format_type: FormatType) -> OutputSpec:
-    """A raw head as the host reads it: UINT8 as on the device, or FLOAT32 dequantized by HailoRT
+    """A raw head as the host reads it: as on the device (UINT8 or UINT16), or FLOAT32 dequantized by HailoRT
     (the vstream info keeps the quant info either way)."""
     return OutputSpec(head.name, head.shape, head.format_order, format_type, head.quant)
 

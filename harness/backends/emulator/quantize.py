@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
@@ -39,8 +40,30 @@ _ORT_METHODS = {
 }
 
 
-def expose_head_quantizers(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.ModelProto:
-    """The QDQ model with each head output taken straight from its ``QuantizeLinear`` (uint8)."""
+def _widen(model: onnx.ModelProto, quantizer: onnx.NodeProto) -> None:
+    """``quantizer`` (a uint8 ``QuantizeLinear``) made 16-bit over the same calibrated range: scale
+    ``(max - min) / 65535`` and a uint16 zero point, run by onnxruntime's com.microsoft QuantizeLinear
+    (the ONNX one takes 16 bits only from opset 21). As the DFC's a16 output layers, whose range the
+    calibration sets and whose steps are 256 times finer (hailo_model_zoo: a16_w16 precision_mode)."""
+    from onnx import numpy_helper
+
+    initializers = {i.name: i for i in model.graph.initializer}
+    scale, zero_point = (numpy_helper.to_array(initializers[n]) for n in quantizer.input[1:3])
+    s, zp = float(scale.item()), float(zero_point.item())
+    low, high = (0 - zp) * s, (255 - zp) * s
+    scale16 = np.float32((high - low) / 65535)
+    zero16 = np.uint16(min(max(round(-low / float(scale16)), 0), 65535))
+    names = (f"{quantizer.input[1]}_a16", f"{quantizer.input[2]}_a16")
+    model.graph.initializer.extend(
+        [numpy_helper.from_array(np.array(scale16), names[0]), numpy_helper.from_array(np.array(zero16), names[1])]
+    )
+    quantizer.input[1:3] = names
+    quantizer.domain = "com.microsoft"
+
+
+def expose_head_quantizers(model: onnx.ModelProto, heads: Sequence[HeadTensor], bits: int = 8) -> onnx.ModelProto:
+    """The QDQ model with each head output taken straight from its ``QuantizeLinear`` (uint8, or
+    uint16 with ``bits`` 16)."""
     graph = model.graph
     producers = {out: node for node in graph.node for out in node.output}
     for head in heads:
@@ -61,11 +84,15 @@ def expose_head_quantizers(model: onnx.ModelProto, heads: Sequence[HeadTensor]) 
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
         copy.output[:] = [quantizers.get(o, o) for o in copy.output]
+        if bits == 16 and copy.op_type == "QuantizeLinear" and copy.output[0] in heads_out:
+            _widen(model, copy)
         kept.append(copy)
     del graph.node[:]
     graph.node.extend(kept)
+    if bits == 16 and not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
     for output in graph.output:
-        output.type.tensor_type.elem_type = TensorProto.UINT8
+        output.type.tensor_type.elem_type = TensorProto.UINT16 if bits == 16 else TensorProto.UINT8
     roles = onnx.StringStringEntryProto(key=HEAD_ROLES_KEY, value=json.dumps({h.tensor: h.role for h in heads}))
     model.metadata_props.append(roles)
     onnx.checker.check_model(model)
@@ -99,7 +126,8 @@ def _onnxruntime_messages_relayed() -> Iterator[None]:
 
 
 def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOptions) -> onnx.ModelProto:
-    """The HEF's quantized model, calibrated on ``frames``; head outputs uint8."""
+    """The HEF's quantized model, calibrated on ``frames``; head outputs uint8, or uint16 with
+    ``options.output_bits`` 16."""
     source = onnx.ModelProto()
     source.CopyFrom(graph.model)  # quantize_static may change the model it is given
     with tempfile.TemporaryDirectory(prefix="hailo-harness-emulator-") as tmp:
@@ -116,6 +144,6 @@ def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOp
                 calibrate_method=_ORT_METHODS[options.calibration_method],
             )
         quantized = onnx.load(out)
-    model = expose_head_quantizers(quantized, graph.heads)
+    model = expose_head_quantizers(quantized, graph.heads, options.output_bits)
     model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_FAMILY_KEY, value=graph.family.value))
     return model

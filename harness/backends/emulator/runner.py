@@ -142,7 +142,7 @@ class EmulatorRunner(RunnerBase):
         if self._nms is not None:
             ((name, spec),) = self._output_specs.items()
             return {name: yolov8_nms_op(raw, self._heads, self._nms, spec)}
-        if self.hef.options.output_format is FormatType.UINT8:
+        if self.hef.options.output_format is not FormatType.FLOAT32:  # the device values, UINT8 or UINT16
             return raw
         return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}
 

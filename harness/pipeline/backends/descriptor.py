@@ -69,6 +69,7 @@ SPEC_OPTIONS = (
     SpecOption("har", "--har", "--har belongs to --backend {owners}, not --backend {name}"),
     SpecOption("hailo_devices", "--hailo-device", "--hailo-device belongs to --backend {owners}, not --backend {name}"),
     SpecOption("calibration", "--calibration", "--calibration belongs to --backend {owners}, not --backend {name}"),
+    SpecOption("output_bits", "--output-bits", "--output-bits belongs to --backend {owners}, not --backend {name}"),
 )
 
 Log = Callable[[str], None]

@@ -55,12 +55,16 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
 def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
     """The emulated HEF of ``spec`` (cached by content in the run's cache folder). The class sigmoid
     and HailoRT's NMS op go in as asked where the head family's HEF has them at all: a YOLO26 HEF
-    has neither (:class:`~harness.core.head_family.HeadFamily`)."""
+    has neither (:class:`~harness.core.head_family.HeadFamily`), and its outputs are 16-bit unless
+    ``spec.output_bits`` says 8, as Ultralytics compiles its six output layers a16_w16
+    (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``)."""
     from harness.backends.emulator import EmulatorOptions, build_emulated_hef
 
     source, count = calibration_source(spec, run)
     host = run.family.host_postprocess
+    bits = spec.output_bits if spec.output_bits is not None else 16 if host else 8
     options = EmulatorOptions(
+        output_bits=bits,
         calibration_count=count,
         sigmoid_inside=spec.sigmoid_inside and not host,
         nms=spec.hef_nms and not host,
@@ -109,7 +113,7 @@ DESCRIPTOR = BackendDescriptor(
     (EMULATED_HAILO,),
     _open,
     _calibration,
-    takes=frozenset({"record", "calibration"}),
+    takes=frozenset({"record", "calibration", "output_bits"}),
     job_path=True,
     preflight=_preflight,
     locate=_locate,

@@ -209,3 +209,21 @@ def test_the_merge_blesses_the_union_and_the_whole_run_then_passes_against_it(
     ]
     rerun = run_job(_config({**values, "golden": golden}, tmp / "rerun"), log=lambda line: None)
     assert rerun.passed and [g.name for g in rerun.gates] == [g.name for g in blessed.gates]
+
+
+def test_a_damaged_or_incomplete_store_is_refused_naming_its_predictions_file(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path
+) -> None:
+    values, _ = emulated
+    tmp = folder / "damaged"
+    stores = [_store(tmp, values, index, 2, f"s{index}") for index in (1, 2)]
+    merge = {"cache": values["cache"], "report": tmp / "merged"}
+    file = next((stores[1] / "predictions").glob("emulated-hailo-*.bin"))
+    data = bytearray(file.read_bytes())
+    data[-10] ^= 0xFF  # a flipped bit in the last batch of predictions
+    file.write_bytes(bytes(data))
+    with pytest.raises(HarnessError, match=rf"^{file}: .*\(damaged; run shard 2/2 again\)$"):
+        merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None)
+    file.unlink()
+    with pytest.raises(HarnessError, match=r"paths\[emulated-hailo\]\.file: .* not found \(run that shard again\)$"):
+        merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None)

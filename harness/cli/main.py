@@ -12,10 +12,7 @@ import errno
 import importlib
 import io
 import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Sequence
@@ -156,6 +153,9 @@ def write_log(command: str, error: BaseException, folder: Path = CACHE_DIR / "lo
     """Write ``error``'s traceback, with the ``command`` line and the versions, to ``<time>-<pid>.log``
     in ``folder`` (default ``.harness-cache/logs`` under the working directory), or else in the
     system's temporary folder; its path (None where neither could be written)."""
+    import platform  # only where an internal error is logged (tempfile: 0.009 s of every start)
+    import tempfile
+
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     text = "".join(
         [
@@ -208,6 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         status, words = failure(error)
         if status == INTERNAL_ERROR:
+            import shlex
+
             words = f"{words}; {logged(write_log(shlex.join(['hailo-harness', *argv]), error))}"
         else:
             words = f"error: {words}"

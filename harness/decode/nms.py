@@ -184,8 +184,10 @@ def _greedy_classes(
     if matrix:
         return order[np.arange(len(order)) - np.repeat(starts, counts) < max_kept]
     compiled_threshold = _onnxruntime_threshold(iou_threshold, suppresses)
-    if compiled_threshold is not None and _plain_boxes(boxes[order]):
-        return _greedy_onnxruntime(order, starts, counts, boxes, compiled_threshold, max_kept)
+    if compiled_threshold is not None:
+        ordered = boxes[order]
+        if _plain_boxes(ordered):
+            return _greedy_onnxruntime(order, starts, counts, ordered, compiled_threshold, max_kept)
     kept = [
         order[start : start + 1]  # a class's only candidate is kept
         if count == 1
@@ -225,6 +227,7 @@ def _greedy_matrix(
     return ranked[kept]
 
 
+@functools.lru_cache(maxsize=64)
 def _onnxruntime_threshold(
     iou_threshold: float, suppresses: Callable[[np.ndarray, float], np.ndarray]
 ) -> np.float32 | None:
@@ -260,18 +263,19 @@ def _greedy_onnxruntime(
     order: np.ndarray,
     starts: np.ndarray,
     counts: np.ndarray,
-    boxes: np.ndarray,
+    ordered: np.ndarray,
     iou_threshold: np.float32,
     max_kept: int,
 ) -> np.ndarray:
     """onnxruntime's greedy over candidates ``order`` (class after class from ``starts``, ``counts`` long,
-    each best first): one class per batch, padded to the longest; a candidate's score is how many of its
-    class follow it, plus one (a pad's is 0, under the score threshold), so that it pops in rank order."""
+    each best first; ``ordered``: their boxes, in that order): one class per batch, padded to the longest; a
+    candidate's score is how many of its class follow it, plus one (a pad's is 0, under the score
+    threshold), so that it pops in rank order."""
     width = int(counts.max())
     batch = np.repeat(np.arange(len(starts)), counts)
     place = np.arange(len(order)) - np.repeat(starts, counts)
     batch_boxes = np.zeros((len(starts), width, 4), dtype=np.float32)
-    batch_boxes[batch, place] = boxes[order]
+    batch_boxes[batch, place] = ordered
     priority = np.zeros((len(starts), 1, width), dtype=np.float32)
     priority[batch, 0, place] = width - place
     (selected,) = _nms_session().run(

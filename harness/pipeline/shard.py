@@ -78,6 +78,7 @@ KEPT_OPTIONS = (
     "preprocess",
     "map_class",
     "metric",
+    "stage_drop",  # the floor of a HAR's stage gate, which the merge gates
 )
 
 

@@ -227,3 +227,25 @@ def test_a_damaged_or_incomplete_store_is_refused_naming_its_predictions_file(
     file.unlink()
     with pytest.raises(HarnessError, match=r"paths\[emulated-hailo\]\.file: .* not found \(run that shard again\)$"):
         merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None)
+
+
+def test_the_options_a_shard_keeps_read_back_as_the_command_line_gave_them(tmp_path: Path) -> None:
+    from harness.cli.main import build_parser
+    from harness.pipeline.shard import KEPT_OPTIONS, kept_options, option_values
+
+    (tmp_path / "m.hef").write_bytes(b"")
+    argv = ["run", "--onnx", "m.onnx", "--hef", str(tmp_path / "m.hef"), "--dataset", "d", "--calibration", "in-domain"]
+    argv += ["--calibration-count", "32", "--batch", "4", "--score-threshold", "0.3", "--iou-threshold", "0.65"]
+    argv += ["--nms", "ultralytics", "--preprocess", "resize", "--metric", "ultralytics", "--max-unreadable", "0.1"]
+    argv += ["--map-class", "smoke=fire", "--map-class", "a=b=c", "--map-class", "steam=", "--hailo-format", "uint8"]
+    argv += ["--shard", "2/3", "--hailo-device", "0000:01:00.0", "--record", "out.rec"]
+    values = vars(build_parser("run").parse_args(argv))
+    kept = kept_options(values)
+    assert "shard" not in kept and "hailo_device" not in kept and "record" not in kept
+    assert kept["map_class"] == ["smoke=fire", "a=b=c", "steam="]
+    again = option_values(json.loads(json.dumps(kept)), tmp_path / MANIFEST)
+    assert again == {k: v for k, v in values.items() if k in kept} and set(kept) <= set(KEPT_OPTIONS)
+    with pytest.raises(HarnessError, match=r"shard.json: options.record: not an option a shard keeps"):
+        option_values({"record": "x"}, tmp_path / MANIFEST)
+    with pytest.raises(HarnessError, match=r"shard.json: options.batch: --batch '0': expected a whole number"):
+        option_values({"batch": "0"}, tmp_path / MANIFEST)

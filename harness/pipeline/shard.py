@@ -161,15 +161,12 @@ class StoredPath:
     @classmethod
     def read(cls, f: Fields, settings: EvalSettings) -> StoredPath:
         kinds = [k.value for k in PathKind]
-
-        def kind(key: str, nullable: bool) -> PathKind | None:
-            value = f.value(key, lambda v: v in kinds or (nullable and v is None), f"one of {kinds}")
-            return None if value is None else PathKind(value)
+        recorded = f.value("recorded", lambda v: v is None or v in kinds, f"null or one of {kinds}")
 
         path = cls(
             name=f.string("name", nonempty=True),
-            kind=kind("kind", False) or PathKind.FLOAT,
-            recorded=kind("recorded", True),
+            kind=PathKind(f.value("kind", lambda v: v in kinds, f"one of {kinds}")),
+            recorded=None if recorded is None else PathKind(recorded),
             model_file=Path(f.string("model_file", nonempty=True)),
             model_sha256=f.string("model_sha256", nonempty=True),
             variant=f.string("variant"),

@@ -55,7 +55,11 @@ DFL_INTERLEAVED = (
     "read with the DFL bins interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
 )
 CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
-NOT_REPRODUCED = "none of the known misreadings (channel-first, DFL bins interleaved), on any head, reproduces it"
+SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
+NOT_REPRODUCED = (
+    "none of the known misreadings (channel-first, DFL bins interleaved, 16-bit read as 8-bit), on any head, "
+    "reproduces it"
+)
 PAIRED_ACROSS_GRIDS = (
     "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
 )
@@ -112,14 +116,22 @@ class SceneRecipe:
     class_orders: tuple[FormatOrder, FormatOrder, FormatOrder] = (FormatOrder.NHWC,) * 3
 
 
-def _box_quant() -> QuantInfo:
-    return QuantInfo(zero_point=128, scale=0.1, limvals_min=-12.8, limvals_max=12.7)
+def _widened(quant: QuantInfo, format_type: FormatType) -> QuantInfo:
+    """``quant``'s range over 16 bits where ``format_type`` is UINT16 (as the DFC's a16 layers keep it)."""
+    if format_type is not FormatType.UINT16:
+        return quant
+    scale = (quant.limvals_max - quant.limvals_min) / 65535
+    return QuantInfo(round(-quant.limvals_min / scale), scale, quant.limvals_min, quant.limvals_max)
 
 
-def _class_quant(logits: bool) -> QuantInfo:
+def _box_quant(format_type: FormatType) -> QuantInfo:
+    return _widened(QuantInfo(zero_point=128, scale=0.1, limvals_min=-12.8, limvals_max=12.7), format_type)
+
+
+def _class_quant(logits: bool, format_type: FormatType) -> QuantInfo:
     if logits:
-        return QuantInfo(zero_point=200, scale=0.06, limvals_min=-12.0, limvals_max=3.3)
-    return QuantInfo(zero_point=0, scale=1 / 255, limvals_min=0.0, limvals_max=1.0)
+        return _widened(QuantInfo(zero_point=200, scale=0.06, limvals_min=-12.0, limvals_max=3.3), format_type)
+    return _widened(QuantInfo(zero_point=0, scale=1 / 255, limvals_min=0.0, limvals_max=1.0), format_type)
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -170,8 +182,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     seen_classes: list[np.ndarray] = []
     for g in range(3):
         for role, value, order, quant in (
-            (HeadRole.BOX, boxes[g], recipe.box_order, _box_quant()),
-            (HeadRole.CLASS, classes[g], recipe.class_orders[g], _class_quant(recipe.logits)),
+            (HeadRole.BOX, boxes[g], recipe.box_order, _box_quant(recipe.format_type)),
+            (HeadRole.CLASS, classes[g], recipe.class_orders[g], _class_quant(recipe.logits, recipe.format_type)),
         ):
             name = f"{'box' if role is HeadRole.BOX else 'cls'}{g}"
             if recipe.format_type is FormatType.FLOAT32:
@@ -258,16 +270,23 @@ def _describe(d: Detections) -> str:
     return f"class {d.class_ids[top]} score {d.scores[top]:.3f} box {np.round(d.boxes[top], 1).tolist()}"
 
 
-def _channel_first(a: np.ndarray) -> np.ndarray:
+def _channel_first(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that reads an (H, W, C) output as (C, H, W) memory sees, laid out (H, W, C)."""
     h, w, c = a.shape
-    return a.reshape(c, h, w).transpose(1, 2, 0)
+    return a.reshape(c, h, w).transpose(1, 2, 0), spec
 
 
-def _bins_interleaved(a: np.ndarray) -> np.ndarray:
+def _low_bytes(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads a 16-bit output's buffer as 8-bit codes sees: its first H x W x C
+    bytes, each taken for a code of the output's quant info."""
+    low = np.ascontiguousarray(a).view(np.uint8).reshape(-1)[: a.size].reshape(a.shape)
+    return dequantize(low, spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+def _bins_interleaved(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that reads a box map's DFL bins bin-major (channel ``bin * 4 + side``) sees."""
     h, w, c = a.shape
-    return a.reshape(h, w, c // 4, 4).transpose(0, 1, 3, 2).reshape(h, w, c)
+    return a.reshape(h, w, c // 4, 4).transpose(0, 1, 3, 2).reshape(h, w, c), spec
 
 
 @dataclass(frozen=True)
@@ -277,12 +296,13 @@ class Misreading:
 
     words: str
     applies: Callable[[HeadOutput], bool]
-    view: Callable[[np.ndarray], np.ndarray]
+    view: Callable[[np.ndarray, OutputSpec], tuple[np.ndarray, OutputSpec]]
 
 
 MISREADINGS = (
     Misreading(CHANNEL_FIRST, lambda output: True, _channel_first),
     Misreading(DFL_INTERLEAVED, lambda output: output.role is HeadRole.BOX and output.channels > 4, _bins_interleaved),
+    Misreading(SIXTEEN_AS_EIGHT, lambda output: output.host_spec.format_type is FormatType.UINT16, _low_bytes),
 )
 
 
@@ -305,19 +325,19 @@ def _head_sets(scene: Scene) -> list[tuple[str, tuple[HeadOutput, ...]]]:
 
 def reproduce(got: Detections, scene: Scene) -> str | None:
     """The known misreading, and the heads it was made on, under which the family's reference decoder
-    returns ``got``; None where none does (or ``got`` is empty: too many mistakes find nothing)."""
-    if not len(got):
-        return None
+    returns ``got``; None where none does."""
     reference = decoder(scene.family)
     for mistake in MISREADINGS:
         for where, heads in _head_sets(scene):
             if not all(mistake.applies(o) for o in heads):
                 continue
-            outputs = dict(scene.outputs)
+            outputs, specs = dict(scene.outputs), dict(scene.specs)
             for output in heads:
-                outputs[output.name] = mistake.view(np.asarray(outputs[output.name]))
+                outputs[output.name], specs[output.name] = mistake.view(
+                    np.asarray(outputs[output.name]), specs[output.name]
+                )
             try:
-                seen = reference(outputs, scene.specs, scene.config)
+                seen = reference(outputs, specs, scene.config)
             except Exception:
                 continue
             if _matches(got, seen):
@@ -403,6 +423,10 @@ def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
         Property(
             "reads UINT8 logit outputs through their quant info",
             _plain(replace(base, format_type=FormatType.UINT8, logits=True)),
+        ),
+        Property(
+            "reads UINT16 outputs (16-bit output layers) through their quant info",
+            _plain(replace(base, format_type=FormatType.UINT16, logits=True)),
         ),
         Property("reads FCR heads channel-last, like NHWC", _fcr_channel_last(base)),
         Property("pairs heads by grid and channels, whatever the outputs' order or names", _pairing(base)),

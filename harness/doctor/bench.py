@@ -14,7 +14,6 @@ from harness.conformance.suite import Decoder
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
-from harness.core.head_family import HeadFamily
 from harness.core.settings import EvalSettings
 from harness.doctor.description import hef_description
 from harness.inputs.dataset import Dataset, DatasetError
@@ -143,12 +142,6 @@ def open_bench(
     if not full.samples:
         raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
     run = prepare_run(onnx, full, settings, Path(cache_dir), progress=False, log=log, max_unreadable=max_unreadable)
-    if run.family is not HeadFamily.YOLOV8:
-        # its modes inject what YOLOv8/YOLO11 HEFs get wrong: DFL box maps, the HailoRT NMS op, host decoders of both
-        raise HarnessError(
-            f"doctor --onnx {onnx}: a {run.family.value} export; the failure modes are built for YOLOv8/YOLO11 "
-            "heads (DFL boxes, HailoRT's NMS op). Check this model with hailo-harness run, eval or verify-decode"
-        )
     full = run.dataset  # images without labels take the model's class names here
     data = subset(full, range(min(first, len(full.samples)))) if first else full
     spec = PathSpec(Backend.EMULATOR, calibration=calibration)

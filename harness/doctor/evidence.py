@@ -62,6 +62,6 @@ def doctor_evidence(
         evidence = replace(evidence, reversed_channels_matched_share=matched_share(counts))
     decoder = getattr(probe, "decoder", None)
     if decoder is not None:
-        failures = [f for f in run_conformance(decoder).values() if f]
+        failures = [f for f in run_conformance(decoder, family=bench.run.family).values() if f]
         evidence = replace(evidence, decoder_conformance=failures[0] if failures else "")
     return evidence

@@ -19,8 +19,9 @@ from harness.core.detections import (
 )
 from harness.core.settings import DecodeConfig, EvalSettings
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.heads import Decode
 from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, pair_heads
-from harness.formats.quant import dequantize
+from harness.formats.quant import dequantize, quantize
 from harness.inputs.preprocess import geometry
 
 
@@ -41,6 +42,34 @@ def fcr_read_channel_first(
             h, w, c = spec.shape
             fixed[name] = np.asarray(outputs[name]).reshape(c, h, w).transpose(1, 2, 0)
     return decode(fixed, specs, config)
+
+
+def _sixteen_bit(spec: OutputSpec) -> bool:
+    """UINT16 on the host, or FLOAT32 that HailoRT dequantized from a 16-bit quant info (65535 steps)."""
+    if spec.format_type is FormatType.UINT16:
+        return True
+    q = spec.quant[0] if spec.quant else None
+    return q is not None and q.scale > 0 and (q.limvals_max - q.limvals_min) / q.scale > 256
+
+
+def sixteen_bit_read_as_eight(family_decode: Decode) -> Decode:
+    """A host that reads each 16-bit output buffer as uint8 (as if compiled a8): the first H x W x C
+    bytes of the little-endian uint16 codes, each byte taken for a code of the output's quant info,
+    then decoded by the family's decoder."""
+
+    def decoder(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        fixed, fixed_specs = dict(outputs), dict(specs)
+        for name, spec in specs.items():
+            if not _sixteen_bit(spec):
+                continue  # an 8-bit or float output: nothing to misread
+            value = np.asarray(outputs[name])
+            codes = value if spec.format_type is FormatType.UINT16 else quantize(value, spec.quant, np.uint16)
+            first_bytes = np.ascontiguousarray(codes).view(np.uint8).reshape(-1)[: codes.size].reshape(codes.shape)
+            fixed[name] = dequantize(first_bytes, spec.quant)
+            fixed_specs[name] = replace(spec, format_type=FormatType.FLOAT32)
+        return family_decode(fixed, fixed_specs, config)
+
+    return decoder
 
 
 BOX_RANGE = 0.25  # the box convs' collapsed quantization range: DFL logits in [-1, 1]

@@ -12,7 +12,9 @@ import yaml
 
 from harness.backends.base import Runner
 from harness.core.errors import HarnessError, HeadPairingError
+from harness.core.head_family import HeadFamily
 from harness.core.settings import Preprocess
+from harness.decode.heads import decoder
 from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode
 from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
@@ -29,6 +31,7 @@ from harness.doctor.mistakes import (
     scores_shifted,
     sigmoid_on_probabilities,
     sigmoid_on_scores,
+    sixteen_bit_read_as_eight,
 )
 from harness.inputs.dataset import Dataset, DatasetError, load_yolo
 from harness.inputs.demo import OFF_DOMAIN
@@ -38,6 +41,7 @@ from harness.pipeline.detect import (
 )
 from harness.pipeline.factory import open_runner, path_over
 
+EVERY_FAMILY = frozenset(HeadFamily)
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
 WRONG_NMS_SCORE_THRESHOLD = 0.25
@@ -75,6 +79,7 @@ class Mode:
     needs_labels: bool = False  # the mistake lives in the dataset's class names
     detail: str = ""
     gap: str = ""
+    families: frozenset[HeadFamily] = frozenset({HeadFamily.YOLOV8})  # the heads whose users make it
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,10 @@ def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, box_range_collapsed))
 
 
+def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, sixteen_bit_read_as_eight(decoder(bench.run.family))))
+
+
 def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
     """A copy of the dataset description: the same images and labels, the first two names swapped."""
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hailo-harness-doctor-")))
@@ -199,6 +208,7 @@ MODES: tuple[Mode, ...] = (
         "score_cap",
         _calibration_off_domain,
         needs_emulator=True,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "nms_without_sigmoid",
@@ -221,6 +231,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper applying a sigmoid to every detection score of the path under test",
         "sigmoid_applied_twice",
         _host_sigmoid_on_nms_scores,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "scores_shifted_on_device",
@@ -228,6 +239,7 @@ MODES: tuple[Mode, ...] = (
         f"every score of the path under test moved by {SCORE_SHIFT:+g}, the boxes kept",
         "confidence_shift",
         _scores_shifted,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "raw_decoder_on_nms_buffer",
@@ -250,6 +262,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper feeding uint8(image / 255)",
         "input_normalised_twice",
         _input_normalised_twice,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "bgr_input",
@@ -257,6 +270,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper reversing the colour channels of each image",
         "channels_swapped",
         _bgr_input,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "resize_not_letterbox",
@@ -265,6 +279,7 @@ MODES: tuple[Mode, ...] = (
         "settings_differ",
         _resize_not_letterbox,
         detail="preprocess",
+        families=EVERY_FAMILY,
     ),
     Mode(
         "heads_paired_across_grids",
@@ -289,12 +304,22 @@ MODES: tuple[Mode, ...] = (
         needs_emulator=True,
     ),
     Mode(
+        "sixteen_bit_read_as_eight",
+        "16-bit outputs (YOLO26's a16 output layers) read as 8-bit buffers",
+        "host decoder reading each uint16 output buffer's first H x W x C bytes as its codes",
+        "sixteen_bit_read_as_eight",
+        _sixteen_bit_read_as_eight,
+        needs_emulator=True,
+        families=frozenset({HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY}),
+    ),
+    Mode(
         "class_names_swapped",
         "the dataset names its classes in another order than the model",
         "dataset copy (same images and labels) with the first two class names swapped",
         "class_names_reordered",
         _class_names_swapped,
         needs_labels=True,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "class_map_wrong",
@@ -303,6 +328,7 @@ MODES: tuple[Mode, ...] = (
         "dataset_class_order",
         _class_map_wrong,
         needs_labels=True,
+        families=EVERY_FAMILY,
     ),
     Mode(
         "nms_classes_wrong",
@@ -328,6 +354,11 @@ MODES: tuple[Mode, ...] = (
 )
 
 MODES_BY_NAME: Mapping[str, Mode] = {m.name: m for m in MODES}
+
+
+def modes_for(family: HeadFamily) -> tuple[Mode, ...]:
+    """The modes a user of ``family``'s heads can meet (YOLOv8's DFL and NMS-op modes are not YOLO26's)."""
+    return tuple(m for m in MODES if family in m.families)
 
 
 def inject(mode: Mode | str, bench: Bench, stack: ExitStack) -> Injected:

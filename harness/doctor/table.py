@@ -13,10 +13,11 @@ import numpy as np
 
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
-from harness.decode.yolo import decode
+from harness.core.head_family import HeadFamily
+from harness.decode.heads import decoder
 from harness.doctor.bench import Bench, subset
 from harness.doctor.evidence import doctor_evidence
-from harness.doctor.modes import MODES, REFUSALS, Injected, Mode, inject
+from harness.doctor.modes import REFUSALS, Injected, Mode, inject, modes_for
 from harness.pipeline.detect import (
     DetectionPath,
 )
@@ -169,7 +170,7 @@ def controls(bench: Bench) -> tuple[DoctorRow, ...]:
     may fail and no rule may hold."""
     with ExitStack() as stack:
         clean = _path_row(bench, _CLEAN, f"clean {bench.subject.label}", bench.subject_path(stack), bench.subject)
-        raw = bench.raw_path(stack, decode)
+        raw = bench.raw_path(stack, decoder(bench.run.family))
         heads = _path_row(
             bench,
             replace(_CLEAN, name="clean_raw_heads"),
@@ -177,6 +178,8 @@ def controls(bench: Bench) -> tuple[DoctorRow, ...]:
             raw,
             bench.evaluate_path(raw),
         )
+    if bench.run.family is not HeadFamily.YOLOV8:  # the static checks describe a YOLOv8 NMS HEF
+        return clean, heads
     failing = [r for r in bench.checks(bench.description) if r.passed is False]
     static = _checks_row(replace(_CLEAN, name="clean_hef_description"), "static checks, clean HEF description", failing)
     return clean, heads, static
@@ -209,12 +212,14 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
 
 def run_doctor(
     bench: Bench,
-    modes: Sequence[Mode] = MODES,
+    modes: Sequence[Mode] | None = None,
     seeds: Sequence[int] = CLEAN_SEEDS,
     log: Callable[[str], None] = lambda line: None,
 ) -> DoctorTable:
-    """Every mode of ``modes`` injected into ``bench`` (see :func:`~harness.doctor.bench.open_bench`),
-    after the clean controls and the clean runs on ``seeds``; ``log`` gets a line per step."""
+    """Every mode of ``modes`` (default: those of the bench's head family) injected into ``bench`` (see
+    :func:`~harness.doctor.bench.open_bench`), after the clean controls and the clean runs on ``seeds``;
+    ``log`` gets a line per step."""
+    modes = modes_for(bench.run.family) if modes is None else modes
     hailo = bench.hef.label if bench.hef is not None else f"none: {bench.emulator_refusal}"
     log("doctor: the clean controls")
     clean = controls(bench)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS
+from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIXTEEN_AS_EIGHT
 from harness.core.detections import (
     Detections,
     letterbox_boxes,
@@ -183,6 +183,16 @@ RULES: tuple[Rule, ...] = (
         holds=lambda e: PAIRED_ACROSS_GRIDS in e.decoder_conformance,
         fix="pair each box head with the class head of the same grid size (box: 4 x regression length channels, "
         "class: one per class), never by output name or list order",
+    ),
+    Rule(
+        name="sixteen_bit_read_as_eight",
+        # ultralytics: ultralytics/engine/exporter.py (export_hailo: YOLO26's output layers a16_w16);
+        # hailort: hailort/libhailort/include/hailo/hailort.h (HAILO_FORMAT_TYPE_UINT16: two bytes a value)
+        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
+        needs=("decoder_conformance",),
+        holds=lambda e: SIXTEEN_AS_EIGHT in e.decoder_conformance,
+        fix="read 16-bit outputs as uint16 (their vstream info says UINT16), or ask HailoRT for float32 and let it "
+        "dequantize",
     ),
     Rule(
         name="sigmoid_missing",

@@ -63,6 +63,13 @@ def test_an_fcr_misreading_is_named_on_the_fcr_heads_it_was_made_on():
     assert failure is not None and f"the FCR heads (box0, box1, box2, cls2) {conformance.CHANNEL_FIRST}" in failure
 
 
+def test_16_bit_outputs_read_as_8_bit_fail_only_the_uint16_property_and_are_named():
+    results = run_conformance(wrong_decoders.sixteen_bit_read_as_eight)
+    failing = {k: v for k, v in results.items() if v}
+    assert list(failing) == ["reads UINT16 outputs (16-bit output layers) through their quant info"]
+    assert f"every head {conformance.SIXTEEN_AS_EIGHT}" in next(iter(failing.values()))
+
+
 def test_a_mistake_no_misreading_reproduces_is_said_to_be_none_of_them():
     failure = check_property(wrong_decoders.drops_the_weakest, PROPERTIES[0])
     assert failure is not None and failure.endswith(conformance.NOT_REPRODUCED)

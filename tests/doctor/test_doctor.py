@@ -9,7 +9,8 @@ import pytest
 
 from harness.cli.commands import doctor
 from harness.core.errors import HarnessError
-from harness.doctor.modes import MODES
+from harness.core.head_family import HeadFamily
+from harness.doctor.modes import modes_for
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,7 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_doctor_json_for_the_demo_lists_every_mode_caught_and_named(doctor_cache, capsys):
     code = doctor.run(_args("--first", "30", "--cache", str(doctor_cache), "--json"))
     table = json.loads(capsys.readouterr().out)
-    assert [r["mode"] for r in table["modes"]] == [m.name for m in MODES]
+    assert [r["mode"] for r in table["modes"]] == [m.name for m in modes_for(HeadFamily.YOLOV8)]
     for row in table["modes"]:
         assert row["injected"] and row["correct"], row
         assert row["gate_failed"] is (not row["gap"]), row
@@ -101,11 +102,10 @@ def test_without_labels_the_doctor_runs_the_label_free_gates_and_leaves_out_the_
     assert code == 0
 
 
-def test_a_yolo26_export_is_refused_before_any_mode_naming_its_head_and_what_checks_it(tmp_path):
-    from harness.doctor.bench import open_bench
+def test_a_mode_of_another_head_family_is_a_usage_error_before_any_work(tmp_path):
     from harness.inputs.demo import DEMO26_ONNX
 
-    lines: list[str] = []
-    with pytest.raises(HarnessError, match=r"a yolo26-one2one export; the failure modes are built for YOLOv8"):
-        open_bench(onnx=DEMO26_ONNX, first=4, cache_dir=tmp_path, golden_root=tmp_path / "golden", log=lines.append)
-    assert not any(line.startswith("onnx: predicting") for line in lines)  # refused before any path ran
+    args = _args("--onnx", str(DEMO26_ONNX), "--cache", str(tmp_path), "--mode", "nms_without_sigmoid")
+    with pytest.raises(HarnessError, match=r"^--mode nms_without_sigmoid: not a mistake of yolo26-one2one heads; "):
+        doctor.run(args)
+    assert not (tmp_path / "emulator").exists()  # refused before any emulated HEF was built

@@ -7,6 +7,7 @@ import pytest
 
 from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIGMOID_TWICE, run_conformance
 from harness.core.detections import Detections
+from harness.core.head_family import HeadFamily
 from harness.core.settings import EvalSettings
 from harness.doctor.bench import open_bench
 from harness.doctor.mistakes import (
@@ -15,8 +16,9 @@ from harness.doctor.mistakes import (
     records_read_x_first,
     sigmoid_on_probabilities,
 )
-from harness.doctor.modes import MODES, MODES_BY_NAME, REFUSALS
+from harness.doctor.modes import MODES, MODES_BY_NAME, REFUSALS, modes_for
 from harness.doctor.table import clean_runs, controls, run_doctor, run_mode
+from harness.inputs.demo import DEMO26_ONNX
 from harness.pipeline.spec import SettingsSpec
 from harness.verdict.diagnosis import RULES
 from harness.verdict.hef_checks import STATIC_CHECKS
@@ -39,7 +41,14 @@ def bench(doctor_cache, request):
 
 @pytest.fixture(scope="module")
 def rows(bench):
-    return {mode.name: run_mode(bench, mode) for mode in MODES}
+    return {mode.name: run_mode(bench, mode) for mode in modes_for(HeadFamily.YOLOV8)}
+
+
+@pytest.fixture(scope="module")
+def yolo26_rows(doctor_cache):
+    """The YOLO26 demo export's own modes (its emulated HEF with 16-bit outputs, as Ultralytics compiles it)."""
+    bench = open_bench(DEMO26_ONNX, first=IMAGES, cache_dir=doctor_cache)
+    return {mode.name: run_mode(bench, mode) for mode in modes_for(bench.run.family)}
 
 
 def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
@@ -49,11 +58,18 @@ def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
     assert len(MODES_BY_NAME) == len(MODES) >= 12
 
 
-@pytest.mark.parametrize("name", [m.name for m in MODES if not m.gap])
+@pytest.mark.parametrize("name", [m.name for m in modes_for(HeadFamily.YOLOV8) if not m.gap])
 def test_each_injected_mode_fails_a_gate_and_is_named(rows, name):
     row = rows[name]
     assert row.injected and row.gate_failed, row
     assert (row.diagnosis, row.correct) == (MODES_BY_NAME[name].expected, True), row.cause
+
+
+def test_a_yolo26_export_gets_the_modes_its_users_meet_each_caught_and_named(yolo26_rows):
+    assert "sixteen_bit_read_as_eight" in yolo26_rows and "nms_without_sigmoid" not in yolo26_rows
+    wrong = {name: (row.diagnosis, row.gate_failed) for name, row in yolo26_rows.items() if not row.correct}
+    assert not wrong
+    assert "read as 8-bit" in yolo26_rows["sixteen_bit_read_as_eight"].cause
 
 
 def test_a_host_sigmoid_over_nms_scores_is_caught_by_the_score_drift_of_the_agreement_gate(rows):

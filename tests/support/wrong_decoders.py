@@ -132,3 +132,10 @@ def drops_the_weakest(outputs, specs, config):
     d = decode(outputs, specs, config)
     keep = np.argsort(d.scores)[1:]
     return Detections(d.boxes[keep], d.scores[keep], d.class_ids[keep])
+
+
+def sixteen_bit_read_as_eight(outputs, specs, config):
+    """Reads each 16-bit output buffer as uint8 codes (its first H x W x C bytes)."""
+    from harness.doctor.mistakes import sixteen_bit_read_as_eight as mistake
+
+    return mistake(decode)(outputs, specs, config)

@@ -14,9 +14,7 @@ from harness.pipeline.options import DOCTOR_OPTIONS, add_options, onnx_of, setti
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, DOCTOR_OPTIONS)
     parser.add_argument("--first", type=int, metavar="N", help="use only the first N images of the dataset")
-    parser.add_argument(
-        "--mode", action="append", metavar="NAME", help="run only this failure mode (repeatable)"
-    )
+    parser.add_argument("--mode", action="append", metavar="NAME", help="run only this failure mode (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
 
 
@@ -28,15 +26,24 @@ def run(args: argparse.Namespace) -> int:
     if args.first is not None and args.first < 1:
         raise HarnessError(f"--first {args.first}: expected a positive number of images")
     from harness.doctor.bench import open_bench  # the evaluation, once the options hold
-    from harness.doctor.modes import MODES, MODES_BY_NAME
+    from harness.doctor.modes import MODES_BY_NAME, modes_for
     from harness.doctor.render import table_dict, table_lines
     from harness.doctor.table import run_doctor
+    from harness.pipeline.factory import model_facts
 
     unknown = [name for name in args.mode or () if name not in MODES_BY_NAME]
     if unknown:
         raise HarnessError(f"--mode {unknown[0]}: expected one of {list(MODES_BY_NAME)}")
-    modes = [MODES_BY_NAME[name] for name in args.mode] if args.mode else MODES
     values = vars(args)
+    facts = model_facts(onnx_of(values), args.cache)  # the head family, before any work
+    family = facts.family or facts.require_heads()[0]
+    own = modes_for(family)
+    foreign = [name for name in args.mode or () if MODES_BY_NAME[name] not in own]
+    if foreign:
+        raise HarnessError(
+            f"--mode {foreign[0]}: not a mistake of {family.value} heads; theirs: {[m.name for m in own]}"
+        )
+    modes = [MODES_BY_NAME[name] for name in args.mode] if args.mode else own
     bench = open_bench(
         onnx_of(values),
         args.dataset,

@@ -6,8 +6,8 @@ Pins every onnxruntime session to ``--threads`` intra-op threads (one inter-op),
 side does (tools/ultralytics_val.py). Runs the command through the CLI's entry point
 (:func:`harness.cli.main.main`) while the pipeline's stage clock listens
 (:mod:`harness.core.stage_clock`: dataset, export facts, evaluate, decode image, preprocess, inference,
-decode + NMS, metrics, cache, reports) and writes to ``OUT.json`` the seconds and calls per stage, the command's wall time, exit
-status and what it printed. Image decoding runs on the evaluation's read-ahead threads, so its
+decode + NMS, metrics, cache, reports) and writes to ``OUT.json`` the seconds and calls per stage, the
+command's wall time, exit status and what it printed. Image decoding runs on the evaluation's read-ahead threads, so its
 seconds overlap the others'. Imports the harness only in :func:`main` (tools/ultralytics_val.py
 imports :func:`pin_threads` in Ultralytics' venv).
 """

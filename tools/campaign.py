@@ -555,7 +555,7 @@ class Campaign:
         }
         for name, (new_meta, new_arrays) in garbage.items():
             payload = len(new_meta).to_bytes(4, "little") + new_meta + new_arrays
-            bad = intact[: frame.offset] + journal.record(FRAME_RECORD, payload) + intact[frame.end :]
+            bad = intact[: frame.offset] + journal.encode_record(FRAME_RECORD, payload) + intact[frame.end :]
             store = folder / "garbage.rec"
             store.write_bytes(bad)
             ran = self.cli(

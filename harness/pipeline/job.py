@@ -211,7 +211,7 @@ def judge_job(
         # Where did the Hailo path lose it (the emulated HEF: per-tensor SQNR against the float graph), on a few frames.
         layers = locate(config.hailo, run, [s.path for s in dataset.samples[:LOCALISATION_FRAMES]])
     log(f"reports: writing {config.report_dir}")
-    from harness.report import write_reports  # the report writers (and matplotlib): once the paths have run
+    from harness.report import write_reports  # the report writers (and PIL): once the paths have run
 
     baselines = {path: (file, goldens[path]) for path, file in files.items()}
     reports = write_reports(

@@ -6,12 +6,14 @@ from pathlib import Path
 import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
+from harness.conformance.suite import properties
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 
 from support.interrupt import interrupt_at
 
 pytest_plugins = ["pytester"]
+PROPERTIES = properties()  # the same sentences for every head family
 
 EMPTY_DECODER = """
 from harness.core.detections import Detections
@@ -34,13 +36,13 @@ def test_decoder_option_adds_one_named_item_per_conformance_property(pytester):
     result.stdout.fnmatch_lines(
         ["*test_decoder_conformance[[]finds_every_planted_object_with_its_box_score_and_class[]]*"]
     )
-    assert result.stdout.str().count("test_decoder_conformance[") == 7
+    assert result.stdout.str().count("test_decoder_conformance[") == len(PROPERTIES)
 
 
 def test_broken_decoder_fails_naming_the_property_and_what_it_got(pytester):
     pytester.makepyfile(userdec=EMPTY_DECODER)
     result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "-q")
-    result.assert_outcomes(failed=7)
+    result.assert_outcomes(failed=len(PROPERTIES))
     result.stdout.fnmatch_lines(
         ["*breaks 'applies the sigmoid to logit class outputs'*expected * planted detections, got 0*"]
     )
@@ -50,7 +52,7 @@ def test_decoder_can_be_set_as_an_ini_key(pytester):
     pytester.makepyfile(userdec=EMPTY_DECODER)
     pytester.makeini("[pytest]\nharness_decoder = userdec:decode\n")
     result = pytester.runpytest_subprocess("--collect-only", "-q")
-    assert result.stdout.str().count("test_decoder_conformance[") == 7
+    assert result.stdout.str().count("test_decoder_conformance[") == len(PROPERTIES)
 
 
 def test_unimportable_decoder_is_a_usage_error_not_a_traceback(pytester):
@@ -68,9 +70,9 @@ def test_malformed_decoder_target_names_the_expected_form(pytester):
 def test_decoder_head_runs_the_yolo26_properties_against_a_yolo26_decoder(pytester):
     pytester.makepyfile(userdec="from harness.decode.yolo26 import decode_one2one as decode\n")
     result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolo26-one2one", "-q")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=len(PROPERTIES))
     # the same decoder held to YOLOv8's DFL heads fails every property
-    pytester.runpytest_subprocess("--decoder", "userdec:decode", "-q").assert_outcomes(failed=7)
+    pytester.runpytest_subprocess("--decoder", "userdec:decode", "-q").assert_outcomes(failed=len(PROPERTIES))
 
 
 def test_an_unknown_decoder_head_or_one_without_a_decoder_is_a_usage_error(pytester):

@@ -47,7 +47,14 @@ from harness.pipeline.cache import BATCH_RECORD, JOURNAL, KEY_RECORD, Prediction
 from harness.pipeline.detect import FrameResult
 from harness.pipeline.factory import RunContext, calibration_note, load_dataset, open_path, prepare_run
 from harness.pipeline.job import JobResult, judge_job, prepare_job, report_folder
-from harness.pipeline.options import MERGE_OPTIONS, OPTIONS, job_config
+from harness.pipeline.options import (
+    DATASET_OPTIONS,
+    MERGE_OPTIONS,
+    OPTIONS,
+    PATH_OPTIONS,
+    SETTINGS_OPTIONS,
+    job_config,
+)
 from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec
 from harness.verdict.result import PathResult
 
@@ -57,27 +64,9 @@ PREDICTIONS = "predictions"
 # The job's options a shard keeps for the merge: what fixes the predictions and where the files are;
 # not where this runner writes, its device or its recording, nor how the merge blesses.
 KEPT_OPTIONS = (
-    "onnx",
-    "hef",
-    "har",
-    "backend",
-    "replay",
-    "calibration",
-    "calibration_count",
-    "hailo_format",
-    "batch",
-    "dataset",
-    "images",
-    "split",
-    "max_unreadable",
-    "score_threshold",
-    "iou_threshold",
-    "max_per_class",
-    "max_total",
-    "nms",
-    "preprocess",
-    "map_class",
-    "metric",
+    *(name for name in PATH_OPTIONS if name not in ("record", "hailo_device")),
+    *DATASET_OPTIONS,
+    *SETTINGS_OPTIONS,
     "stage_drop",  # the floor of a HAR's stage gate, which the merge gates
 )
 

@@ -238,11 +238,11 @@ def test_the_options_a_shard_keeps_read_back_as_the_command_line_gave_them(tmp_p
     argv += ["--calibration-count", "32", "--batch", "4", "--score-threshold", "0.3", "--iou-threshold", "0.65"]
     argv += ["--nms", "ultralytics", "--preprocess", "resize", "--metric", "ultralytics", "--max-unreadable", "0.1"]
     argv += ["--map-class", "smoke=fire", "--map-class", "a=b=c", "--map-class", "steam=", "--hailo-format", "uint8"]
-    argv += ["--shard", "2/3", "--hailo-device", "0000:01:00.0", "--record", "out.rec"]
+    argv += ["--shard", "2/3", "--hailo-device", "0000:01:00.0", "--record", "out.rec", "--output-bits", "8"]
     values = vars(build_parser("run").parse_args(argv))
     kept = kept_options(values)
     assert "shard" not in kept and "hailo_device" not in kept and "record" not in kept
-    assert kept["map_class"] == ["smoke=fire", "a=b=c", "steam="]
+    assert kept["map_class"] == ["smoke=fire", "a=b=c", "steam="] and kept["output_bits"] == "8"
     again = option_values(json.loads(json.dumps(kept)), tmp_path / MANIFEST)
     assert again == {k: v for k, v in values.items() if k in kept} and set(kept) <= set(KEPT_OPTIONS)
     with pytest.raises(HarnessError, match=r"shard.json: options.record: not an option a shard keeps"):

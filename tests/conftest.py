@@ -3,7 +3,10 @@ references) imports as ``from support import ...`` from any room; and the fake D
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +16,25 @@ import pytest
 TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One emulator cache for the whole run, shared by every pytest-xdist worker and every pytester or
+    CLI subprocess (they inherit the environment): an emulated HEF is quantized once per content, not
+    once per test's cache folder. The tests of the emulator's own cache give it their folder."""
+    if "HARNESS_EMULATOR_CACHE" not in os.environ:
+        os.environ["HARNESS_EMULATOR_CACHE"] = tempfile.mkdtemp(prefix="hailo-harness-tests-emulator-")
+        config.stash[_OWN_EMULATOR_CACHE] = os.environ["HARNESS_EMULATOR_CACHE"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_EMULATOR_CACHE, None)
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+        del os.environ["HARNESS_EMULATOR_CACHE"]
+
+
+_OWN_EMULATOR_CACHE = pytest.StashKey[str]()
 
 
 @pytest.fixture

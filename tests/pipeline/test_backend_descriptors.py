@@ -78,3 +78,12 @@ def test_a_spec_with_an_option_of_another_backend_is_never_made_and_the_refusal_
 
 def test_names_are_listed_as_a_sentence_says_them():
     assert [listed(n) for n in (["a"], ["a", "b"], ["a", "b", "c"])] == ["a", "a or b", "a, b or c"]
+
+
+def test_emulated_hefs_are_kept_in_the_runs_cache_folder_unless_a_shared_one_is_named(monkeypatch, tmp_path):
+    from harness.pipeline.backends.emulator import emulator_cache
+
+    monkeypatch.delenv("HARNESS_EMULATOR_CACHE", raising=False)
+    assert emulator_cache(tmp_path / "cache") == tmp_path / "cache" / "emulator"
+    monkeypatch.setenv("HARNESS_EMULATOR_CACHE", str(tmp_path / "shared"))
+    assert emulator_cache(tmp_path / "cache") == tmp_path / "shared"

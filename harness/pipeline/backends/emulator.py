@@ -3,6 +3,7 @@ by content), the export check before any work, and where a failed one lost its a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -73,8 +74,16 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         max_proposals_per_class=run.settings.max_per_class,
     )
     return build_emulated_hef(
-        run.onnx, source, options, run.cache_dir / "emulator", progress=run.log, onnx_sha256=run.facts.sha256
+        run.onnx, source, options, emulator_cache(run.cache_dir), progress=run.log, onnx_sha256=run.facts.sha256
     )
+
+
+def emulator_cache(cache_dir: Path) -> Path:
+    """Where emulated HEFs are kept: the folder ``HARNESS_EMULATOR_CACHE`` names, where set (one that
+    several projects or CI jobs share: an emulated HEF is keyed by its export, calibration images,
+    options and the emulator's code, and written whole), else the run's cache folder's ``emulator/``."""
+    shared = os.environ.get("HARNESS_EMULATOR_CACHE")
+    return Path(shared) if shared else cache_dir / "emulator"
 
 
 def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> OpenRunner:

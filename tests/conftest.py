@@ -13,28 +13,31 @@ from types import ModuleType
 
 import pytest
 
+from harness.core.files import SHARED_CACHE_VARIABLE
+
 TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """One emulator cache for the whole run, shared by every pytest-xdist worker and every pytester or
-    CLI subprocess (they inherit the environment): an emulated HEF is quantized once per content, not
-    once per test's cache folder. The tests of the emulator's own cache give it their folder."""
-    if "HARNESS_EMULATOR_CACHE" not in os.environ:
-        os.environ["HARNESS_EMULATOR_CACHE"] = tempfile.mkdtemp(prefix="hailo-harness-tests-emulator-")
-        config.stash[_OWN_EMULATOR_CACHE] = os.environ["HARNESS_EMULATOR_CACHE"]
+    """One shared cache for the whole run (:func:`harness.core.files.shared_cache`), for every pytest-xdist
+    worker and every pytester or CLI subprocess (they inherit the environment): an emulated HEF is
+    quantized, and the demo set generated, once per content, not once per test's cache folder. A test
+    of what a run says as it makes them unsets it."""
+    if SHARED_CACHE_VARIABLE not in os.environ:
+        os.environ[SHARED_CACHE_VARIABLE] = tempfile.mkdtemp(prefix="hailo-harness-tests-shared-")
+        config.stash[_OWN_SHARED_CACHE] = os.environ[SHARED_CACHE_VARIABLE]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    own = config.stash.get(_OWN_EMULATOR_CACHE, None)
+    own = config.stash.get(_OWN_SHARED_CACHE, None)
     if own is not None:
         shutil.rmtree(own, ignore_errors=True)
-        del os.environ["HARNESS_EMULATOR_CACHE"]
+        del os.environ[SHARED_CACHE_VARIABLE]
 
 
-_OWN_EMULATOR_CACHE = pytest.StashKey[str]()
+_OWN_SHARED_CACHE = pytest.StashKey[str]()
 
 
 @pytest.fixture

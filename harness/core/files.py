@@ -18,6 +18,17 @@ from harness.core.documents import DocumentError, parse_json, read_bytes
 T = TypeVar("T")
 
 
+SHARED_CACHE_VARIABLE = "HARNESS_SHARED_CACHE"
+
+
+def shared_cache(cache_dir: Path) -> Path:
+    """Where what is costly to make and keyed by its content alone is kept (emulated HEFs, the generated
+    demo set): the folder ``HARNESS_SHARED_CACHE`` names, where set (one that several projects, CI jobs
+    or a test suite's workers share), else the run's ``cache_dir``."""
+    shared = os.environ.get(SHARED_CACHE_VARIABLE)
+    return Path(shared) if shared else Path(cache_dir)
+
+
 def fsync_folder(folder: Path) -> None:
     """Make a new file's name durable too (a no-op where folders cannot be opened, e.g. Windows)."""
     try:

@@ -6,9 +6,13 @@ the user's project, never to the install."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from harness.core.files import shared_cache
 
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
 DEMO_ONNX = PACKAGE_DATA / "demo" / "fire_smoke_yolo11n_256.onnx"
@@ -23,15 +27,17 @@ _SPLITS = {IN_DOMAIN: "calib", OFF_DOMAIN: "calib_offdomain"}
 
 
 def demo_root(cache_dir: Path) -> Path:
-    """Where the demo set lies in ``cache_dir`` (nothing is generated)."""
-    return Path(cache_dir) / "demo-data" / DEMO_DATASET_NAME
+    """Where the demo set lies: ``demo-data/`` in the shared cache (:func:`~harness.core.files.shared_cache`:
+    ``cache_dir`` unless one is named); nothing is generated."""
+    return shared_cache(cache_dir) / "demo-data" / DEMO_DATASET_NAME
 
 
 def demo_data(cache_dir: Path, log: Callable[[str], None] | None = None) -> Path:
-    """The demo set's folder, generated into ``cache_dir`` when first asked for (``log`` is told)."""
+    """The demo set's folder, generated when first asked for (``log`` is told): into a folder of its
+    own, renamed into place whole, so that a reader (another process sharing the cache included) sees
+    the whole set or none."""
     out = demo_root(cache_dir)
-    done = out / ".complete"
-    if not done.exists():
+    if not (out / ".complete").exists():
         from harness.inputs.synthetic import Recipe, write_dataset  # the generator, when the set is missing
 
         recipe = Recipe(seed=DEMO_SEED, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)
@@ -39,8 +45,19 @@ def demo_data(cache_dir: Path, log: Callable[[str], None] | None = None) -> Path
             total = recipe.val + recipe.calib + recipe.offdomain_calib
             log(f"demo set: generating {total} images (seed {DEMO_SEED}, once) into {out}")
         start = time.monotonic()
-        write_dataset(out, recipe)
-        done.touch()
+        making = out.with_name(f".{out.name}.{os.getpid()}.making")
+        shutil.rmtree(making, ignore_errors=True)
+        write_dataset(making, recipe)
+        (making / ".complete").touch()
+        try:
+            if out.exists() and not (out / ".complete").exists():
+                shutil.rmtree(out)  # a set left half-written by an older harness
+            os.rename(making, out)
+        except OSError:
+            if not (out / ".complete").exists():  # not another process's whole set: a real failure
+                raise
+        finally:
+            shutil.rmtree(making, ignore_errors=True)
         if log is not None:
             log(f"demo set: written in {time.monotonic() - start:.1f} s")
     return out

@@ -80,10 +80,15 @@ def test_names_are_listed_as_a_sentence_says_them():
     assert [listed(n) for n in (["a"], ["a", "b"], ["a", "b", "c"])] == ["a", "a or b", "a, b or c"]
 
 
-def test_emulated_hefs_are_kept_in_the_runs_cache_folder_unless_a_shared_one_is_named(monkeypatch, tmp_path):
+def test_emulated_hefs_and_the_demo_set_are_kept_in_the_runs_cache_folder_unless_a_shared_one_is_named(
+    monkeypatch, tmp_path
+):
+    from harness.inputs.demo import demo_root
     from harness.pipeline.backends.emulator import emulator_cache
 
-    monkeypatch.delenv("HARNESS_EMULATOR_CACHE", raising=False)
+    monkeypatch.delenv("HARNESS_SHARED_CACHE", raising=False)
     assert emulator_cache(tmp_path / "cache") == tmp_path / "cache" / "emulator"
-    monkeypatch.setenv("HARNESS_EMULATOR_CACHE", str(tmp_path / "shared"))
-    assert emulator_cache(tmp_path / "cache") == tmp_path / "shared"
+    assert demo_root(tmp_path / "cache").parent == tmp_path / "cache" / "demo-data"
+    monkeypatch.setenv("HARNESS_SHARED_CACHE", str(tmp_path / "shared"))
+    assert emulator_cache(tmp_path / "cache") == tmp_path / "shared" / "emulator"
+    assert demo_root(tmp_path / "cache").parent == tmp_path / "shared" / "demo-data"

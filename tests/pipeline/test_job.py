@@ -30,9 +30,7 @@ def config(tmp_path_factory) -> JobConfig:
 
 
 def test_main_job_on_the_demo_passes_every_gate_against_the_shipped_golden(config, monkeypatch):
-    monkeypatch.delenv(
-        "HARNESS_EMULATOR_CACHE", raising=False
-    )  # its own: the emulated HEF's line is said as it is built
+    monkeypatch.delenv("HARNESS_SHARED_CACHE", raising=False)  # its own: the emulated HEF's line is said as it is built
     lines: list[str] = []
     job = run_job(config, log=lines.append)
     assert [g.name for g in job.gates if not g.passed] == []

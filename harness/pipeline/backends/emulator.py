@@ -3,13 +3,13 @@ by content), the export check before any work, and where a failed one lost its a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError
+from harness.core.files import shared_cache
 from harness.core.path_names import EMULATED_HAILO, PathKind
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
 from harness.pipeline.backends.descriptor import Backend, BackendDescriptor, OpenRunner
@@ -79,11 +79,10 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
 
 
 def emulator_cache(cache_dir: Path) -> Path:
-    """Where emulated HEFs are kept: the folder ``HARNESS_EMULATOR_CACHE`` names, where set (one that
-    several projects or CI jobs share: an emulated HEF is keyed by its export, calibration images,
-    options and the emulator's code, and written whole), else the run's cache folder's ``emulator/``."""
-    shared = os.environ.get("HARNESS_EMULATOR_CACHE")
-    return Path(shared) if shared else cache_dir / "emulator"
+    """Where emulated HEFs are kept: ``emulator/`` in the shared cache (:func:`~harness.core.files.shared_cache`;
+    an emulated HEF is keyed by its export, calibration images, options and the emulator's code, and
+    written whole)."""
+    return shared_cache(cache_dir) / "emulator"
 
 
 def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> OpenRunner:

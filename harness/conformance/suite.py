@@ -37,7 +37,7 @@ from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.heads import decoder
 from harness.decode.layout import HeadLayout, HeadOutput, layout_of
-from harness.formats.quant import dequantize, quantize
+from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
 
@@ -279,8 +279,7 @@ def _channel_first(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputS
 def _low_bytes(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that reads a 16-bit output's buffer as 8-bit codes sees: its first H x W x C
     bytes, each taken for a code of the output's quant info."""
-    low = np.ascontiguousarray(a).view(np.uint8).reshape(-1)[: a.size].reshape(a.shape)
-    return dequantize(low, spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
+    return dequantize(read_as_uint8(a), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
 def _bins_interleaved(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:

@@ -21,7 +21,7 @@ from harness.core.settings import DecodeConfig, EvalSettings
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import Decode
 from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, pair_heads
-from harness.formats.quant import dequantize, quantize
+from harness.formats.quant import dequantize, quantize, read_as_uint8
 from harness.inputs.preprocess import geometry
 
 
@@ -64,8 +64,7 @@ def sixteen_bit_read_as_eight(family_decode: Decode) -> Decode:
                 continue  # an 8-bit or float output: nothing to misread
             value = np.asarray(outputs[name])
             codes = value if spec.format_type is FormatType.UINT16 else quantize(value, spec.quant, np.uint16)
-            first_bytes = np.ascontiguousarray(codes).view(np.uint8).reshape(-1)[: codes.size].reshape(codes.shape)
-            fixed[name] = dequantize(first_bytes, spec.quant)
+            fixed[name] = dequantize(read_as_uint8(codes), spec.quant)
             fixed_specs[name] = replace(spec, format_type=FormatType.FLOAT32)
         return family_decode(fixed, fixed_specs, config)
 

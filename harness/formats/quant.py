@@ -45,6 +45,13 @@ def dequantize(q: np.ndarray, quant: Sequence[QuantInfo]) -> np.ndarray:
     return ((q.astype(np.float32) - zp) * scale).astype(np.float32)
 
 
+def read_as_uint8(codes: np.ndarray) -> np.ndarray:
+    """What a host that reads a 16-bit output's buffer as 8-bit codes sees: its first ``codes.size``
+    bytes (little-endian, two a code: hailort: hailort/libhailort/include/hailo/hailort.h,
+    HAILO_FORMAT_TYPE_UINT16), in ``codes``' shape."""
+    return np.ascontiguousarray(codes).view(np.uint8).reshape(-1)[: codes.size].reshape(codes.shape)
+
+
 def quantize(x: np.ndarray, quant: Sequence[QuantInfo], dtype: np.dtype | str | type = np.uint8) -> np.ndarray:
     """float array (channel-last) -> uint8/uint16: clipped to limvals, rounded half to even.
 

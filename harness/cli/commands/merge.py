@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.pipeline.job import summary_lines  # the evaluation, once the options hold
-    from harness.pipeline.shard import merge_job
+    from harness.cli.commands.run import said
+    from harness.pipeline.shard import merge_job  # the evaluation, once the options hold
 
     start = time.monotonic()
     job = merge_job(
@@ -33,9 +33,4 @@ def run(args: argparse.Namespace) -> int:
         invocation=("hailo-harness", "merge", *sys.argv[2:]),
         log=lambda line: print(line, file=sys.stderr),
     )
-    for line in job.golden_changes:
-        print(line)
-    for line in summary_lines(job):
-        print(line)
-    print(f"wall time {time.monotonic() - start:.1f} s")
-    return 0 if job.passed else 1
+    return said(job, start)

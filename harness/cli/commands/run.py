@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from harness.pipeline.options import JOB_OPTIONS, add_options, job_config
+
+if TYPE_CHECKING:
+    from harness.pipeline.job import JobResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.pipeline.job import run_job, summary_lines  # the evaluation, once the options hold
+    from harness.pipeline.job import run_job  # the evaluation, once the options hold
 
     start = time.monotonic()
     config = job_config(vars(args), invocation=("hailo-harness", "run", *sys.argv[2:]))
@@ -26,7 +30,13 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         print(f"wall time {time.monotonic() - start:.1f} s")
         return 0
-    job = run_job(config, log=lambda line: print(line, file=sys.stderr))
+    return said(run_job(config, log=lambda line: print(line, file=sys.stderr)), start)
+
+
+def said(job: JobResult, start: float) -> int:
+    """``job``'s baseline changes, its summary and the wall time since ``start`` on stdout; its exit status."""
+    from harness.pipeline.job import summary_lines
+
     for line in job.golden_changes:
         print(line)
     for line in summary_lines(job):

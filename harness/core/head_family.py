@@ -13,7 +13,11 @@ class HeadFamily(str, enum.Enum):
 
     - ``YOLOV8``: YOLOv8/YOLO11, box maps of 4 x reg_max DFL bins, decoded then NMS'd;
     - ``YOLO26_ONE2ONE``: YOLO26's one-to-one head (exported end to end, ``[1, max_det, 6]``): top-k, no NMS;
-    - ``YOLO26_ONE2MANY``: YOLO26's one-to-many head (``[1, 4 + nc, anchors]``): box maps of 4, then NMS.
+    - ``YOLO26_ONE2MANY``: YOLO26's one-to-many head (``[1, 4 + nc, anchors]``): box maps of 4, then NMS;
+    - ``YOLOV5``: YOLOv5/YOLOv7's anchor-based head: per stride one map of ``na x (5 + nc)`` channels (per
+      anchor the box offsets, objectness and class scores, all sigmoided), score = objectness x class,
+      then NMS; the HEF compiles the sigmoid in and HailoRT's YOLOv5 op decodes
+      (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp).
 
     A YOLO26 HEF ends at the head convolutions: Ultralytics compiles it without the class sigmoid and
     without an NMS op, both run on the host (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``).
@@ -22,11 +26,17 @@ class HeadFamily(str, enum.Enum):
     YOLOV8 = "yolov8"
     YOLO26_ONE2ONE = "yolo26-one2one"
     YOLO26_ONE2MANY = "yolo26-one2many"
+    YOLOV5 = "yolov5"
 
     @property
     def host_postprocess(self) -> bool:
         """True where the sigmoid and the selection of boxes run on the host, not inside the HEF."""
-        return self is not HeadFamily.YOLOV8
+        return self in (HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY)
+
+    @property
+    def anchor_based(self) -> bool:
+        """True where each stride's boxes are offsets from anchor boxes (``DecodeConfig.anchors``)."""
+        return self is HeadFamily.YOLOV5
 
 
 class HeadRole(str, enum.Enum):
@@ -35,12 +45,17 @@ class HeadRole(str, enum.Enum):
     - ``BOX``: 4 x reg_max channels, the sides left, top, right, bottom: distances in cells with
       reg_max 1 (YOLO26), DFL bins otherwise (YOLOv8/YOLO11: reg_max 16);
     - ``CLASS``: nc class scores, logits or (the sigmoid compiled in) probabilities;
-    - ``OBJECTNESS``: one score per anchor, for the families that have one (none of those here yet).
+    - ``OBJECTNESS``: one score per anchor, for the families that have one in a map of its own;
+    - ``ANCHORED``: box, objectness and class channels of every anchor of a stride in one map
+      (YOLOv5/YOLOv7: ``na x (5 + nc)`` channels, anchor-major: per anchor x, y, w, h, objectness, then
+      the nc class scores; hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``X_INDEX`` ..
+      ``CLASSES_START_INDEX``).
     """
 
     BOX = "box"
     CLASS = "class"
     OBJECTNESS = "objectness"
+    ANCHORED = "anchored"
 
 
 @dataclass(frozen=True)
@@ -54,3 +69,5 @@ class HeadTensor:
     role: HeadRole
     channels: int
     grid: tuple[int, int]
+    # per anchor of the stride its (width, height) in input pixels, where the role is ANCHORED
+    anchors: tuple[tuple[float, float], ...] = ()

@@ -43,6 +43,10 @@ class DecodeConfig:
     max_candidates: int = defaults.MAX_CANDIDATES
     # None: decide from the class outputs' quant limvals or value range whether they are logits.
     classes_are_probabilities: bool | None = None
+    # Anchor-based heads (YOLOv5/YOLOv7): per stride, ascending, each anchor's (width, height) in input
+    # pixels, as HailoRT's YOLOv5 op config holds them (hailort: libhailort/src/net_flow/ops_metadata/
+    # yolov5_op_metadata.hpp, ``YoloPostProcessConfig::anchors``); read from the export or its HEF.
+    anchors: tuple[tuple[tuple[float, float], ...], ...] = ()
 
 
 class Preprocess(str, enum.Enum):
@@ -97,7 +101,12 @@ class EvalSettings:
     class_map: tuple[int, ...] = ()
     metric: MetricProtocol = MetricProtocol.COCO  # how the mAPs are measured; fixes no prediction
 
-    def decode_config(self, classes_are_probabilities: bool | None = None) -> DecodeConfig:
+    def decode_config(
+        self,
+        classes_are_probabilities: bool | None = None,
+        anchors: tuple[tuple[tuple[float, float], ...], ...] = (),
+    ) -> DecodeConfig:
+        """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads."""
         return DecodeConfig(
             input_hw=self.input_hw,
             score_threshold=self.score_threshold,
@@ -106,6 +115,7 @@ class EvalSettings:
             max_total=self.max_total,
             mode=self.nms_mode,
             classes_are_probabilities=classes_are_probabilities,
+            anchors=anchors,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -53,7 +53,9 @@ class HeadOutput:
 @dataclass(frozen=True)
 class Level:
     """The outputs of one stride: its box map (4 x reg_max channels), its class map (nc) and, in a
-    family that has them, its objectness map and its anchors' ``(width, height)`` in input pixels."""
+    family that has them, its objectness map and its anchors' ``(width, height)`` in input pixels.
+    In an anchor-based head (YOLOv5/YOLOv7) one ``ANCHORED`` map holds all three: ``box``, ``classes``
+    and ``objectness`` are that one output (:attr:`anchored`)."""
 
     stride: int
     grid: tuple[int, int]
@@ -63,8 +65,15 @@ class Level:
     anchors: tuple[tuple[float, float], ...] = ()
 
     @property
+    def anchored(self) -> bool:
+        """Whether one map holds every anchor's box, objectness and class channels."""
+        return self.box.role is HeadRole.ANCHORED
+
+    @property
     def outputs(self) -> tuple[HeadOutput, ...]:
-        """Box, class, then objectness where there is one."""
+        """Box, class, then objectness where there is one; the one map of an anchored level."""
+        if self.anchored:
+            return (self.box,)
         return (self.box, self.classes) if self.objectness is None else (self.box, self.classes, self.objectness)
 
     @property
@@ -77,8 +86,13 @@ class Level:
 
     @property
     def reg_max(self) -> int:
-        """Bins per box side: 1 where the box map holds the distances themselves."""
-        return self.box.channels // 4
+        """Bins per box side: 1 where the box map holds the distances (or offsets) themselves."""
+        return 1 if self.anchored else self.box.channels // 4
+
+    @property
+    def classes_count(self) -> int:
+        """nc: the class map's channels, or an anchored map's per anchor less its 5 box and objectness."""
+        return self.classes.channels // len(self.anchors) - 5 if self.anchored else self.classes.channels
 
     @property
     def cells(self) -> int:
@@ -94,6 +108,14 @@ class HeadLayout:
     def __post_init__(self) -> None:
         if not self.levels:
             raise HeadPairingError("no outputs given: expected a box head and a class head per stride")
+        if len({level.anchored for level in self.levels}) != 1:
+            raise HeadPairingError(
+                f"outputs {_describe(self.outputs)}: some strides have one anchored map, others box and class maps; "
+                f"expected one kind of head"
+            )
+        if self.anchored:
+            _check_anchored(self.levels)
+            return
         for field, channels in (
             ("box heads (4 * reg_max)", [level.box.channels for level in self.levels]),
             ("class heads (nc)", [level.classes.channels for level in self.levels]),
@@ -117,13 +139,39 @@ class HeadLayout:
 
     @property
     def classes(self) -> int:
-        """nc: the class maps' channels."""
-        return self.levels[0].classes.channels
+        """nc: the class maps' channels (per anchor, in an anchored head)."""
+        return self.levels[0].classes_count
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the head is anchor-based (YOLOv5/YOLOv7): one anchored map per stride."""
+        return self.levels[0].anchored
+
+    @property
+    def anchors(self) -> tuple[tuple[tuple[float, float], ...], ...]:
+        """Per stride, ascending, its anchors' ``(width, height)`` in input pixels (empty: anchor-free)."""
+        return tuple(level.anchors for level in self.levels)
 
     @property
     def cells(self) -> int:
         """Grid cells over all strides (anchor points: one per cell)."""
         return sum(level.cells for level in self.levels)
+
+
+def _check_anchored(levels: tuple[Level, ...]) -> None:
+    """Every anchored map holds ``na x (5 + nc)`` channels for its stride's ``na`` anchors, one nc for all."""
+    counts = []
+    for level in levels:
+        na, channels = len(level.anchors), level.box.channels
+        if na == 0 or channels % na or channels // na < 6:
+            raise HeadPairingError(
+                f"output {level.box.name!r} (stride {level.stride}): {channels} channels for {na} anchor(s); "
+                f"expected anchors x (5 + nc) channels with at least one anchor and one class"
+            )
+        counts.append(channels // na - 5)
+    if len(set(counts)) != 1:
+        found = ", ".join(f"stride {v.stride}: {c}" for v, c in zip(levels, counts, strict=True))
+        raise HeadPairingError(f"anchored maps hold different class counts ({found}); expected one for all strides")
 
 
 def _describe(outputs: Iterable[OutputSpec | HeadOutput]) -> str:
@@ -217,9 +265,14 @@ def _paired(
     return HeadLayout(tuple(sorted(levels, key=lambda level: level.stride)))
 
 
-def layout_of(outputs: Iterable[HeadOutput], input_hw: tuple[int, int]) -> HeadLayout:
+def layout_of(
+    outputs: Iterable[HeadOutput],
+    input_hw: tuple[int, int],
+    anchors: Mapping[str, tuple[tuple[float, float], ...]] | None = None,
+) -> HeadLayout:
     """The layout of outputs whose roles are known: per grid one box output, one class output and at
-    most one objectness output; ``input_hw`` divided by each grid one integral stride.
+    most one objectness output, or one anchored output (its anchors: ``anchors[name]``); ``input_hw``
+    divided by each grid one integral stride.
     Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
     grids: dict[tuple[int, int], dict[HeadRole, list[HeadOutput]]] = {}
     for output in outputs:
@@ -227,6 +280,15 @@ def layout_of(outputs: Iterable[HeadOutput], input_hw: tuple[int, int]) -> HeadL
     levels = []
     for grid, roles in grids.items():
         found = [o for role in roles.values() for o in role]
+        if HeadRole.ANCHORED in roles:
+            if len(found) != 1:
+                described = ", ".join(f"{o.name!r} ({o.role.value})" for o in found)
+                raise HeadPairingError(
+                    f"grid {grid[0]}x{grid[1]}: outputs {described}; expected one anchored map per grid and no other"
+                )
+            (one,) = found
+            levels.append(Level(_stride(grid, input_hw, found), grid, one, one, one, (anchors or {}).get(one.name, ())))
+            continue
         counts = {role: len(roles.get(role, [])) for role in HeadRole}
         if counts[HeadRole.BOX] != 1 or counts[HeadRole.CLASS] != 1 or counts[HeadRole.OBJECTNESS] > 1:
             described = ", ".join(f"{o.name!r} ({o.role.value})" for o in found)
@@ -242,7 +304,54 @@ def layout_of(outputs: Iterable[HeadOutput], input_hw: tuple[int, int]) -> HeadL
 
 def layout_of_tensors(heads: Iterable[HeadTensor], input_hw: tuple[int, int]) -> HeadLayout:
     """The layout of an ONNX export's head tensors (:func:`~harness.inputs.onnx_graph.export_heads`)."""
-    return layout_of((HeadOutput(h.tensor, h.role, h.grid, h.channels) for h in heads), input_hw)
+    heads = tuple(heads)
+    outputs = (HeadOutput(h.tensor, h.role, h.grid, h.channels) for h in heads)
+    return layout_of(outputs, input_hw, {h.tensor: h.anchors for h in heads if h.anchors})
+
+
+def anchored_by_grid(
+    specs: Mapping[str, OutputSpec],
+    input_hw: tuple[int, int],
+    anchors: tuple[tuple[tuple[float, float], ...], ...],
+) -> HeadLayout:
+    """The layout of an anchor-based head's outputs (YOLOv5/YOLOv7): one channel-last ``(H, W, C)`` map
+    per grid, ``C = na x (5 + nc)``, stride ascending by grid, never by name or order; ``anchors``: per
+    stride, ascending, its anchors' ``(width, height)`` (one group per output).
+    Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
+    by_grid: dict[tuple[int, int], list[OutputSpec]] = {}
+    for name, spec in specs.items():
+        if name != spec.name:
+            raise SpecError(
+                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
+            )
+        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
+            raise HeadPairingError(
+                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
+                f"expected a channel-last (H, W, C) output"
+            )
+        by_grid.setdefault(spec.grid, []).append(spec)
+    for grid, found in by_grid.items():
+        if len(found) != 1:
+            raise HeadPairingError(
+                f"grid {grid[0]}x{grid[1]}: found {len(found)} outputs ({_describe(found)}); expected one anchored "
+                f"map per stride (anchors x (5 + nc) channels)"
+            )
+    ordered = sorted((spec for (spec,) in by_grid.values()), key=lambda s: _stride(s.grid, input_hw, [s]))
+    if not anchors:
+        raise HeadPairingError(
+            f"outputs {_describe(ordered)}: an anchor-based head but no anchors given; expected per stride its "
+            f"anchors' (width, height) in input pixels (DecodeConfig.anchors, read from the export or the HEF)"
+        )
+    if len(anchors) != len(ordered):
+        raise HeadPairingError(
+            f"outputs {_describe(ordered)}: {len(ordered)} stride(s) but anchors for {len(anchors)}; expected one "
+            f"group of (width, height) anchors per stride, stride ascending"
+        )
+    levels = []
+    for spec, group in zip(ordered, anchors, strict=True):
+        one = HeadOutput.of_spec(spec, HeadRole.ANCHORED)
+        levels.append(Level(_stride(spec.grid, input_hw, [spec]), spec.grid, one, one, one, group))
+    return HeadLayout(tuple(levels))
 
 
 def layout_of_export(facts: ExportFacts) -> HeadLayout:

@@ -82,7 +82,7 @@ def _limvals_verdict(spec: OutputSpec) -> bool | None:
     return None
 
 
-def _host_array(outputs: Mapping[str, np.ndarray], spec: OutputSpec) -> np.ndarray:
+def host_array(outputs: Mapping[str, np.ndarray], spec: OutputSpec) -> np.ndarray:
     """One output's frame as (H*W, C), checked against its spec; float32 or the quantized dtype."""
     if spec.name not in outputs:
         raise SpecError(f"output {spec.name!r}: missing from the outputs given ({sorted(outputs)})")
@@ -116,7 +116,7 @@ def _host_array(outputs: Mapping[str, np.ndarray], spec: OutputSpec) -> np.ndarr
     return array.reshape(-1, spec.channels)
 
 
-def _to_float(array: np.ndarray, spec: OutputSpec) -> np.ndarray:
+def to_float(array: np.ndarray, spec: OutputSpec) -> np.ndarray:
     return dequantize(array, spec.quant) if spec.is_quantized else array
 
 
@@ -131,7 +131,7 @@ def _class_value_floor(probability: float, probabilities: bool) -> float:
     return math.log(probability) - math.log1p(-probability)
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32, copy=False)
 
@@ -161,9 +161,9 @@ def _read_heads(outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: De
     return _Heads(
         levels=heads.levels,
         starts=tuple(itertools.accumulate((level.cells for level in heads.levels[:-1]), initial=0)),
-        box_maps=tuple(_host_array(outputs, s) for s in box_specs),
+        box_maps=tuple(host_array(outputs, s) for s in box_specs),
         box_specs=box_specs,
-        class_maps=tuple(_host_array(outputs, s) for s in class_specs),
+        class_maps=tuple(host_array(outputs, s) for s in class_specs),
         class_specs=class_specs,
         probabilities=config.classes_are_probabilities,
     )
@@ -199,7 +199,7 @@ def _verdict(class_map: np.ndarray, spec: OutputSpec) -> bool:
         if not (first.min() >= 0 and first.max() <= 1):
             return False
     by_limvals = _limvals_verdict(spec)
-    return by_limvals if by_limvals is not None else classes_are_probabilities(spec, _to_float(class_map, spec))
+    return by_limvals if by_limvals is not None else classes_are_probabilities(spec, to_float(class_map, spec))
 
 
 def _reach(class_map: np.ndarray, spec: OutputSpec, floor: np.float32, out: np.ndarray) -> None:
@@ -210,7 +210,7 @@ def _reach(class_map: np.ndarray, spec: OutputSpec, floor: np.float32, out: np.n
         return
     codes = lowest_codes_reaching(spec.quant, float(floor), class_map.dtype, spec.channels)
     if codes is None:
-        np.greater_equal(_to_float(class_map, spec), floor, out=out)
+        np.greater_equal(to_float(class_map, spec), floor, out=out)
     elif (codes > np.iinfo(class_map.dtype).max).any():  # a code past the dtype: compared in a wider type
         np.greater_equal(class_map, codes, out=out)
     else:
@@ -234,7 +234,7 @@ def _cells_of(heads: _Heads, anchors: np.ndarray) -> _Cells:
     )
     values = np.concatenate(
         [
-            _to_float(class_map[mine], spec)
+            to_float(class_map[mine], spec)
             for class_map, spec, mine in zip(heads.class_maps, heads.class_specs, cells, strict=True)
         ]
     )
@@ -328,14 +328,14 @@ def _decode_cells(heads: _Heads, found: _Cells, probabilities: bool) -> tuple[np
     (every level has one reg_max); only their box values are dequantized."""
     box_values = np.concatenate(
         [
-            _to_float(box_map[mine], spec)
+            to_float(box_map[mine], spec)
             for box_map, spec, mine in zip(heads.box_maps, heads.box_specs, found.cells, strict=True)
         ]
     )
     centres, signed_strides = _anchor_points(tuple((level.stride, *level.grid) for level in heads.levels))
     distance = _side_distances(box_values, heads.levels[0].reg_max)
     boxes = centres[found.anchors] + distance * signed_strides[found.anchors]
-    scores = found.values if probabilities else _sigmoid(found.values)
+    scores = found.values if probabilities else sigmoid(found.values)
     return boxes.astype(np.float32, copy=False), scores
 
 

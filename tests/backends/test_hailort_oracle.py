@@ -26,8 +26,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from harness.backends.emulator.outputs import nms_spec
-from harness.backends.emulator.runner import yolov8_nms_op
+from harness.backends.emulator.runner import nms_op
 from harness.core.errors import HefError
+from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.formats.layout import device_to_host, frame_bytes, host_to_device, padded_shape
@@ -566,15 +567,14 @@ def test_hailorts_input_transform_quantizes_float_frames_as_the_harness_does(tra
 
 # ----------------------------------------------------------------------------------- the YOLOv8 NMS op
 
-NMS_DRIVER = ORACLE / "yolov8_nms.cpp"
 
+class NmsOpDriver:
+    """One of HailoRT's NMS post-process ops in a driver process per build (``source``: a driver in
+    tests/support/hailort_oracle/). Their symbols are hidden in libhailort.so, so the driver is compiled
+    with libhailort's own flags and linked with its objects and static libraries, as the build's CMake
+    files list them."""
 
-class Yolov8NmsOp:
-    """HailoRT's YOLOV8PostProcessOp, one driver process per build (tests/support/hailort_oracle/yolov8_nms.cpp).
-    Its symbols are hidden in libhailort.so, so the driver is compiled with libhailort's own flags and
-    linked with its objects and static libraries, as the build's CMake files list them."""
-
-    def __init__(self, build: Build, folder: Path) -> None:
+    def __init__(self, build: Build, folder: Path, source: Path) -> None:
         target = build.root / "src" / "build" / "hailort" / "libhailort" / "src"
         objects = target / "CMakeFiles" / "libhailort.dir"
         flags = dict(
@@ -587,10 +587,10 @@ class Yolov8NmsOp:
             for a in link
             if a.endswith(".a") or a.startswith("-l")
         ]
-        binary = folder / "yolov8_nms"
+        binary = folder / source.stem
         includes = flags["CXX_INCLUDES"].split()
         steps = (
-            ["g++", "-std=c++17", "-O1", *defines, *includes, "-c", str(NMS_DRIVER), "-o", f"{binary}.o"],
+            ["g++", "-std=c++17", "-O1", *defines, *includes, "-c", str(source), "-o", f"{binary}.o"],
             ["g++", "-o", str(binary), f"{binary}.o", *map(str, sorted(objects.rglob("*.o"))), *libs, "-lpthread"],
         )  # fmt: skip
         for step in steps:
@@ -598,12 +598,22 @@ class Yolov8NmsOp:
             assert done.returncode == 0, done.stderr[-3000:]
         self.driver = Driver(binary, folder)
 
-    def __call__(self, heads: Sequence[Head], classes: int, config: DecodeConfig, dtype: np.dtype) -> tuple[int, bytes]:
+    def __call__(
+        self, heads: Sequence[Head], classes: int, config: DecodeConfig, dtype: np.dtype, anchors: bool = False
+    ) -> tuple[int, bytes]:
+        """The op's answer to one frame: the YOLOv8 op's box and class head per stride, or (``anchors``)
+        the YOLOv5 op's one anchored head per stride, each with ``config.anchors`` of its stride."""
         h, w = config.input_hw
         fields = [classes, config.max_per_class, repr(config.score_threshold), repr(config.iou_threshold), h, w]
-        request = [" ".join(map(str, [*fields, int(FORMAT_TYPE[dtype]), len(heads) // 2])).encode() + b"\n"]
+        strides = len(heads) if anchors else len(heads) // 2
+        request = [" ".join(map(str, [*fields, int(FORMAT_TYPE[dtype]), strides])).encode() + b"\n"]
         for i, head in enumerate(heads):
-            if i % 2 == 0:
+            if anchors:
+                group = config.anchors[i]
+                request.append(
+                    " ".join(map(str, [len(group), *(int(v) for pair in group for v in pair)])).encode() + b"\n"
+                )
+            elif i % 2 == 0:
                 request.append(f"{head.stride}\n".encode())
             q = head.quant
             numbers = [
@@ -628,8 +638,17 @@ class Head:
 
 
 @pytest.fixture(scope="module")
-def nms_op(build, tmp_path_factory) -> Iterator[Yolov8NmsOp]:
-    op = Yolov8NmsOp(build, tmp_path_factory.mktemp(f"yolov8-nms-{build.version}"))
+def yolov8_op(build, tmp_path_factory) -> Iterator[NmsOpDriver]:
+    """HailoRT's YOLOV8PostProcessOp (tests/support/hailort_oracle/yolov8_nms.cpp)."""
+    op = NmsOpDriver(build, tmp_path_factory.mktemp(f"yolov8-nms-{build.version}"), ORACLE / "yolov8_nms.cpp")
+    yield op
+    op.driver.close()
+
+
+@pytest.fixture(scope="module")
+def yolov5_op(build, tmp_path_factory) -> Iterator[NmsOpDriver]:
+    """HailoRT's YOLOv5PostProcessOp (tests/support/hailort_oracle/yolov5_nms.cpp)."""
+    op = NmsOpDriver(build, tmp_path_factory.mktemp(f"yolov5-nms-{build.version}"), ORACLE / "yolov5_nms.cpp")
     yield op
     op.driver.close()
 
@@ -681,13 +700,13 @@ def nms_frames(draw):
 
 @settings(max_examples=40, deadline=None, derandomize=True)  # the same frames every run
 @given(frame=nms_frames())
-def test_hailorts_yolov8_nms_op_writes_the_nms_by_class_buffer_the_emulator_writes(nms_op, frame):
+def test_hailorts_yolov8_nms_op_writes_the_nms_by_class_buffer_the_emulator_writes(yolov8_op, frame):
     heads, classes, config, dtype = frame
-    status, theirs = nms_op(heads, classes, config, dtype)
+    status, theirs = yolov8_op(heads, classes, config, dtype)
     assert status == 0, f"HailoRT status {status}"
     raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, dtype, h.padded) for h in heads}
     specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in heads}
-    ours = yolov8_nms_op(raw, specs, config, nms_spec(classes, config.max_per_class))
+    ours = nms_op(raw, specs, config, nms_spec(classes, config.max_per_class))
     theirs_array = np.frombuffer(theirs, np.float32)
     boxes = box_positions(ours, classes)
     # the same counts, classes, order and scores, bit for bit; box corners within float32 rounding
@@ -710,7 +729,7 @@ def box_positions(buffer: np.ndarray, classes: int) -> np.ndarray:
     return boxes
 
 
-def test_hailorts_yolov8_nms_op_gives_nan_boxes_for_dfl_logits_past_88_where_the_emulator_does_not(nms_op):
+def test_hailorts_yolov8_nms_op_gives_nan_boxes_for_dfl_logits_past_88_where_the_emulator_does_not(yolov8_op):
     """HailoRT's softmax over the DFL bins exponentiates without subtracting the maximum
     (hailort: libhailort/src/net_flow/ops/softmax_post_process.cpp, SoftmaxPostProcessOp::softmax):
     a bin past ln(FLT_MAX) = 88.7 overflows and the box comes out NaN. The emulator's softmax is the
@@ -723,11 +742,69 @@ def test_hailorts_yolov8_nms_op_gives_nan_boxes_for_dfl_logits_past_88_where_the
     heads = [Head("box8", 8, (1, 1, 64), (1, 1, 64), quant, frame[:, :, :1].tobytes()),
              Head("cls8", 8, (1, 1, 1), (1, 8, 1), score, cls.tobytes())]  # fmt: skip
     config = DecodeConfig(input_hw=(8, 8), score_threshold=0.5, mode=NmsMode.HAILORT, classes_are_probabilities=True)
-    status, theirs = nms_op(heads, 1, config, np.dtype(np.uint8))
+    status, theirs = yolov8_op(heads, 1, config, np.dtype(np.uint8))
     assert status == 0
     record = np.frombuffer(theirs, np.float32)[:6]
     assert record[0] == 1 and np.isnan(record[1:5]).any() and record[5] == 1.0
     raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, np.uint8, h.padded) for h in heads}
     specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FormatType.UINT8, (h.quant,)) for h in heads}
-    ours = yolov8_nms_op(raw, specs, config, nms_spec(1, config.max_per_class))
+    ours = nms_op(raw, specs, config, nms_spec(1, config.max_per_class))
     assert np.isfinite(ours).all()
+
+
+# ----------------------------------------------------------------------------------- the YOLOv5 NMS op
+
+
+@st.composite
+def yolov5_frames(draw):
+    """One anchored head per stride of a YOLOv5 detector (per anchor x, y, w, h, objectness and class
+    scores, post-sigmoid as the HEF leaves them), random device values, anchors and NMS settings.
+    Objectness and class codes are drawn without repeats, so that equal scores are rare (HailoRT's
+    std::sort leaves their order to libstdc++, see nms_frames)."""
+    dtype = np.dtype(draw(st.sampled_from([np.uint8, np.uint16])))
+    top = np.iinfo(dtype).max
+    side = draw(st.sampled_from([32, 64]))
+    classes = draw(st.integers(1, 4))
+    na = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    scale = float(np.float32(1 / top))
+    quant = QuantInfo(0.0, scale, 0.0, 1.0)  # post-sigmoid: the op reads probabilities (should_sigmoid false)
+    heads, anchors = [], []
+    for stride in (8, 16, 32):
+        grid = side // stride
+        shape = (grid, grid, na * (5 + classes))
+        values = rng.integers(0, top, shape, endpoint=True, dtype=dtype).reshape(grid, grid, na, 5 + classes)
+        scores = rng.choice(top + 1, grid * grid * na * (1 + classes), replace=False).astype(dtype)
+        values[..., 4:] = scores.reshape(grid, grid, na, 1 + classes)
+        padded = padded_shape(FormatOrder.NHCW, shape, dtype)
+        frame = host_to_device(values.reshape(shape), FormatOrder.NHCW, padded).tobytes()
+        heads.append(Head(f"head{stride}", stride, shape, padded, quant, frame))
+        anchors.append(tuple((float(w), float(h)) for w, h in rng.integers(2, 4 * side, (na, 2))))
+    config = DecodeConfig(
+        input_hw=(side, side),
+        score_threshold=draw(st.sampled_from([0.2, 0.5, 0.9])),
+        iou_threshold=draw(st.sampled_from([0.45, 0.7])),
+        max_per_class=draw(st.sampled_from([3, 100])),
+        mode=NmsMode.HAILORT,
+        classes_are_probabilities=True,
+        anchors=tuple(anchors),
+    )
+    return heads, classes, config, dtype
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)  # the same frames every run
+@given(frame=yolov5_frames())
+def test_hailorts_yolov5_nms_op_writes_the_nms_by_class_buffer_the_emulator_writes(yolov5_op, frame):
+    heads, classes, config, dtype = frame
+    status, theirs = yolov5_op(heads, classes, config, dtype, anchors=True)
+    assert status == 0, f"HailoRT status {status}"
+    raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, dtype, h.padded) for h in heads}
+    specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in heads}
+    ours = nms_op(raw, specs, config, nms_spec(classes, config.max_per_class), HeadFamily.YOLOV5)
+    theirs_array = np.frombuffer(theirs, np.float32)
+    assert ours.size == theirs_array.size
+    boxes = box_positions(ours, classes)
+    # the same counts, classes, order and scores, bit for bit; box corners within float32 rounding
+    # (HailoRT computes them normalised by the grid and the image; the emulator in input pixels)
+    np.testing.assert_array_equal(theirs_array[~boxes], ours[~boxes])
+    np.testing.assert_allclose(theirs_array[boxes], ours[boxes], rtol=1e-6, atol=1e-6)

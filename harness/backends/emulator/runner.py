@@ -16,9 +16,10 @@ import numpy as np
 from harness.backends.base import InputSpec, RunnerBase
 from harness.backends.emulator.build import EmulatedHef
 from harness.core.errors import SpecError
+from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatType, OutputSpec
-from harness.decode.yolo import decode
+from harness.decode.heads import decoder
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import dequantize
 
@@ -28,13 +29,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def yolov8_nms_op(
-    raw: Mapping[str, np.ndarray], heads: Mapping[str, OutputSpec], config: DecodeConfig, spec: OutputSpec
+def nms_op(
+    raw: Mapping[str, np.ndarray],
+    heads: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+    spec: OutputSpec,
+    family: HeadFamily = HeadFamily.YOLOV8,
 ) -> np.ndarray:
-    """HailoRT's YOLOv8 NMS post-process op on one frame's raw heads: the HAILO_NMS_BY_CLASS buffer
-    (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.cpp; held to that op's own code
-    by tests/backends/test_hailort_oracle.py)."""
-    return encode_nms_by_class(decode(raw, heads, config), spec, config.input_hw)
+    """HailoRT's NMS post-process op of ``family`` on one frame's raw heads: the HAILO_NMS_BY_CLASS buffer
+    (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.cpp, yolov5_post_process.cpp; held
+    to those ops' own code by tests/backends/test_hailort_oracle.py)."""
+    return encode_nms_by_class(decoder(family)(raw, heads, config), spec, config.input_hw)
 
 
 class EmulatorRunner(RunnerBase):
@@ -141,7 +146,7 @@ class EmulatorRunner(RunnerBase):
         """One frame's outputs as the host receives them, from its raw heads."""
         if self._nms is not None:
             ((name, spec),) = self._output_specs.items()
-            return {name: yolov8_nms_op(raw, self._heads, self._nms, spec)}
+            return {name: nms_op(raw, self._heads, self._nms, spec, self.hef.family)}
         if self.hef.options.output_format is not FormatType.FLOAT32:  # the device values, UINT8 or UINT16
             return raw
         return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from harness.inputs.hef.ultralytics import UltralyticsExport
     from harness.inputs.onnx_graph import ExportHeads
 
-FORMAT = 2  # 2: the head maps and the input's channels
+FORMAT = 3  # 2: the head maps and the input's channels; 3: an anchored head's anchors
 _KIND = "hailo-harness export facts"
 WHAT = "export facts"
 # The code the facts are read by: an edit to it reads them again.
@@ -68,6 +68,11 @@ class ExportFacts:
                 self.refusal or f"{self.source}: no raw head maps known (an export folder without its ONNX)"
             )
         return self.family, self.heads
+
+    @property
+    def anchors(self) -> tuple[tuple[tuple[float, float], ...], ...]:
+        """Per stride, ascending, the anchors' ``(width, height)`` of an anchor-based head (empty otherwise)."""
+        return tuple(h.anchors for h in self.heads if h.role is HeadRole.ANCHORED)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -212,7 +217,7 @@ _KEYS = (
     "heads",
     "passed",
 )
-_HEAD_KEYS = ("tensor", "node", "role", "channels", "grid")
+_HEAD_KEYS = ("tensor", "node", "role", "channels", "grid", "anchors")
 
 
 def _json(facts: ExportFacts) -> dict[str, Any]:
@@ -228,7 +233,14 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
         "end_to_end": facts.end_to_end,
         "family": None if facts.family is None else facts.family.value,
         "heads": [
-            {"tensor": h.tensor, "node": h.node, "role": h.role.value, "channels": h.channels, "grid": list(h.grid)}
+            {
+                "tensor": h.tensor,
+                "node": h.node,
+                "role": h.role.value,
+                "channels": h.channels,
+                "grid": list(h.grid),
+                "anchors": [list(a) for a in h.anchors],
+            }
             for h in facts.heads
         ],
         "passed": list(facts.passed),
@@ -291,5 +303,16 @@ def _heads(data: object) -> tuple[HeadTensor, ...]:
             raise ValueError(f"{where}: 'channels' is {str(channels)[:40]!r}, expected a positive integer")
         if not (isinstance(grid, list) and len(grid) == 2 and all(type(v) is int and v > 0 for v in grid)):
             raise ValueError(f"{where}: 'grid' is {str(grid)[:40]!r}, expected [height, width]")
-        heads.append(HeadTensor(head["tensor"], head["node"], HeadRole(head["role"]), channels, (grid[0], grid[1])))
+        anchors = head["anchors"]
+        if not (
+            isinstance(anchors, list)
+            and all(
+                isinstance(a, list) and len(a) == 2 and all(type(v) in (int, float) and v > 0 for v in a)
+                for a in anchors
+            )
+        ):
+            raise ValueError(f"{where}: 'anchors' is {str(anchors)[:40]!r}, expected a list of [width, height]")
+        pairs = tuple((float(a[0]), float(a[1])) for a in anchors)
+        role = HeadRole(head["role"])
+        heads.append(HeadTensor(head["tensor"], head["node"], role, channels, (grid[0], grid[1]), pairs))
     return tuple(heads)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -316,6 +316,20 @@ def find_heads(model: onnx.ModelProto, end_nodes: Sequence[str] | None = None) -
     return _sorted_heads(_head(graph, tail, t) for t in dict.fromkeys(t for t in tensors.values() if t is not None))
 
 
+def _last_convolutions(graph: _Graph, outputs: Sequence[str]) -> list[onnx.NodeProto]:
+    """The convolutions upstream of ``outputs`` with no convolution after them on the way there."""
+    upstream = set().union(*(graph.ancestors(o) for o in outputs))
+    convs = list(
+        {n.output[0]: n for n in graph.producers.values() if n.op_type == "Conv" and n.output[0] in upstream}.values()
+    )
+    conv_outputs = {n.output[0] for n in convs}
+    downstream_of: dict[str, set[str]] = {t: set() for t in conv_outputs}
+    for node in convs:  # a conv whose input descends from another conv's output
+        for earlier in graph.ancestors(node.input[0]) & conv_outputs:
+            downstream_of[earlier].add(node.output[0])
+    return [n for n in convs if not downstream_of[n.output[0]]]
+
+
 def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     """The raw head tensors of a YOLO26 export (reg_max 1, no DFL), stride ascending, box before class.
 
@@ -326,17 +340,7 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     ultralytics: ultralytics/nn/modules/head.py (Detect with reg_max 1: ``dfl`` is an identity).
     """
     graph = _Graph.of(model)
-    outputs = [o.name for o in model.graph.output]
-    upstream = set().union(*(graph.ancestors(o) for o in outputs))
-    convs = list(
-        {n.output[0]: n for n in graph.producers.values() if n.op_type == "Conv" and n.output[0] in upstream}.values()
-    )
-    conv_outputs = {n.output[0] for n in convs}
-    downstream_of: dict[str, set[str]] = {t: set() for t in conv_outputs}
-    for node in convs:  # a conv whose input descends from another conv's output
-        for earlier in graph.ancestors(node.input[0]) & conv_outputs:
-            downstream_of[earlier].add(node.output[0])
-    last = [n for n in convs if not downstream_of[n.output[0]]]
+    last = _last_convolutions(graph, [o.name for o in model.graph.output])
     shapes = {n.output[0]: graph.static_shape(n.output[0]) for n in last}
     if len(last) != 6 or any(s is None or len(s) != 4 for s in shapes.values()):
         raise GraphError(
@@ -354,6 +358,88 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
         _, c, h, w = shapes[node.output[0]]  # type: ignore[misc]
         heads.append(HeadTensor(node.output[0], node.name, HeadRole.BOX if c == 4 else HeadRole.CLASS, c, (h, w)))
     return _sorted_heads(heads)
+
+
+def find_yolov5_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
+    """The raw head maps of a YOLOv5/YOLOv7 export (anchor-based), stride ascending, each with its anchors.
+
+    Its detect head ends in one convolution per stride of ``na x (5 + nc)`` channels, viewed as
+    ``[1, na, 5 + nc, H, W]`` on the way to the decoded output ``[1, rows, 5 + nc]`` (per stride, anchor by
+    anchor, its cells: x, y, w, h in input pixels, objectness, class scores). The anchors are read by running
+    that decode tail on zero logits, where every row holds its cell's centre and its anchor's own size
+    (sigmoid 0 = 0.5: ``(2 x 0.5 + cell - 0.5) x stride`` and ``(2 x 0.5) ** 2 x anchor``); a tail that does
+    not give them is refused. ultralytics/yolov5: models/yolo.py (``Detect.forward``, ``_make_grid``).
+    """
+    graph = _Graph.of(model)
+    output = full_head_output(model)
+    out_shape = graph.static_shape(output)
+    last = _last_convolutions(graph, [output])
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    heads = []
+    for node in last:
+        shape = graph.static_shape(node.output[0])
+        views = [graph.static_shape(n.output[0]) for n in consumers.get(node.output[0], []) if n.op_type == "Reshape"]
+        view = views[0] if len(views) == 1 else None
+        if (
+            out_shape is None
+            or len(out_shape) != 3
+            or shape is None
+            or len(shape) != 4
+            or view is None
+            or len(view) != 5
+            or view[2] != out_shape[2]
+            or view[1] * view[2] != shape[1]
+            or view[2] < 6
+        ):
+            raise GraphError(
+                f"{graph.name!r}: last convolution {node.name!r} {shape} -> {view}, output {output!r} {out_shape}; "
+                "expected a YOLOv5 head: per stride a convolution of na x (5 + nc) channels viewed as "
+                "[1, na, 5 + nc, H, W], decoded into [1, rows, 5 + nc]"
+            )
+        heads.append(HeadTensor(node.output[0], node.name, HeadRole.ANCHORED, shape[1], (shape[2], shape[3])))
+    return _with_anchors(model, _sorted_heads(heads))
+
+
+def _with_anchors(model: onnx.ModelProto, heads: tuple[HeadTensor, ...]) -> tuple[HeadTensor, ...]:
+    """``heads`` with the anchors their decode tail gives at zero logits (see :func:`find_yolov5_heads`)."""
+    import onnxruntime as ort
+
+    _, (_, in_w) = model_input(model)
+    tail = decode_tail(model, heads)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(tail.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feed = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim], np.float32) for i in tail.graph.input}
+    rows = session.run(None, feed)[0][0]
+    found: dict[str, tuple[tuple[float, float], ...]] = {}
+    start = 0
+    by_stride = {in_w // h.grid[1]: h for h in heads}
+    while start < len(rows) and len(found) < len(heads):
+        stride = round(2 * float(rows[start, 0]))
+        head = by_stride.get(stride)
+        if head is None or head.tensor in found:
+            break
+        cells = head.grid[0] * head.grid[1]
+        block = rows[start : start + head.channels // rows.shape[1] * cells]
+        na = len(block) // cells
+        row, col = np.divmod(np.arange(cells), head.grid[1])
+        centres = np.tile(np.stack([col + 0.5, row + 0.5], axis=1) * stride, (na, 1))
+        sizes = block[:, 2:4].reshape(na, cells, 2)
+        centred = np.allclose(block[:, :2], centres, rtol=1e-5, atol=1e-3)
+        if not (centred and np.allclose(sizes, sizes[:, :1], rtol=1e-5)):
+            break
+        found[head.tensor] = tuple((float(w), float(h)) for w, h in sizes[:, 0])
+        start += len(block)
+    if len(found) != len(heads) or start != len(rows):
+        raise GraphError(
+            f"{model.graph.name or 'graph'!r}: its decode tail does not decode as YOLOv5's (at zero logits, rows "
+            f"{start} of {len(rows)} hold each cell's centre and its anchor's size); expected "
+            "xy = (2 sigmoid + cell - 0.5) x stride and wh = (2 sigmoid) ** 2 x anchor"
+        )
+    return tuple(replace(h, anchors=found[h.tensor]) for h in heads)
 
 
 @dataclass(frozen=True)
@@ -374,7 +460,10 @@ def export_heads(model: onnx.ModelProto, end_nodes: Sequence[str] | None = None)
         try:
             heads = find_yolo26_heads(model)
         except GraphError:
-            raise error from None
+            try:
+                return ExportHeads(find_yolov5_heads(model), HeadFamily.YOLOV5)
+            except GraphError:
+                raise error from None
     return ExportHeads(heads, HeadFamily.YOLO26_ONE2ONE if end_to_end(model) else HeadFamily.YOLO26_ONE2MANY)
 
 

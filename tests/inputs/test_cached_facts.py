@@ -243,3 +243,21 @@ def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
         k: v for k, v in data.items() if k != "model_sha256"
     }
     assert rebuilt["model_sha256"] == file_sha256(first.quantized_model)
+
+
+def test_an_anchor_based_exports_anchors_are_kept_in_its_sidecar_and_read_back(tmp_path: Path, monkeypatch) -> None:
+    from support.yolov5_exports import yolov5_export
+
+    anchors = (((10.0, 13.0), (16.0, 30.0)), ((30.0, 61.0), (62.0, 45.0)), ((116.0, 90.0), (156.5, 198.0)))
+    export = tmp_path / "v5.onnx"
+    onnx.save(yolov5_export(anchors=anchors), export)
+    first = export_facts(export, tmp_path)
+    assert first.family is HeadFamily.YOLOV5 and first.anchors == anchors
+    _model_unread(monkeypatch)
+    assert export_facts(export, tmp_path) == first
+    sidecar = sidecar_path(tmp_path, first.sha256)
+    data = json.loads(sidecar.read_text())
+    data["heads"][0]["anchors"] = [[10, -13]]
+    sidecar.write_text(json.dumps(data))
+    monkeypatch.undo()
+    assert export_facts(export, tmp_path) == first  # a bad sidecar is read from the model again

@@ -12,16 +12,21 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.backends.onnx.runner import OnnxRunner
 from harness.core.errors import GraphError
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import FormatOrder, FormatType
 from harness.inputs.onnx_graph import (
     cut_at_heads,
     decode_tail,
     dequantize_decode_tail,
+    export_heads,
     find_heads,
+    find_yolov5_heads,
     full_head_output,
     load_model,
     model_input,
 )
+
+from support import yolov5_exports
 
 EXPORTS = {
     # file: (head prefix, input size, grids stride-ascending)
@@ -308,3 +313,36 @@ def test_export_heads_reports_the_yolov8_refusal_when_no_head_of_either_family_i
     model = helper.make_model(helper.make_graph([node], "g", [x], [y], [shape]))
     with pytest.raises(GraphError, match="expected exactly one class Sigmoid among them"):
         export_heads(model)
+
+
+# --- YOLOv5/YOLOv7 exports (anchor-based) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("nc", "anchors"),
+    [
+        (2, yolov5_exports.DEFAULT_ANCHORS),
+        (1, (((12, 16),), ((36, 75),), ((142, 110),))),  # one anchor per stride
+        (5, (((10, 13), (16, 30)), ((30, 61), (62, 45)), ((116, 90), (156, 198)))),
+    ],
+)
+def test_a_yolov5_export_gives_one_anchored_map_per_stride_with_the_anchors_its_decode_tail_multiplies(
+    nc, anchors
+) -> None:
+    found = export_heads(yolov5_exports.yolov5_export(nc=nc, anchors=anchors))
+    assert found.family is HeadFamily.YOLOV5
+    assert [h.node for h in found.heads] == [f"/model.24/m.{i}/Conv" for i in range(3)]
+    assert [h.grid for h in found.heads] == [(8, 8), (4, 4), (2, 2)]
+    channels = [len(a) * (5 + nc) for a in anchors]
+    assert all(h.role is HeadRole.ANCHORED for h in found.heads) and [h.channels for h in found.heads] == channels
+    assert [h.anchors for h in found.heads] == [tuple((float(w), float(h)) for w, h in a) for a in anchors]
+
+
+def test_a_tail_that_does_not_decode_as_yolov5s_is_refused_not_read_for_anchors() -> None:
+    model = yolov5_exports.yolov5_export()
+    for tensor in model.graph.initializer:
+        if tensor.name.endswith("/grid"):  # the grid at the cell, not at cell - 0.5
+            shifted = numpy_helper.to_array(tensor) + np.float32(0.5)
+            tensor.CopyFrom(numpy_helper.from_array(shifted, tensor.name))
+    with pytest.raises(GraphError, match="does not decode as YOLOv5's"):
+        find_yolov5_heads(model)

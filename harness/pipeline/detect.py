@@ -36,7 +36,8 @@ from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, stage
-from harness.decode.heads import decoder, head_layout
+from harness.decode import yolov5
+from harness.decode.heads import Anchors, decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
 from harness.decode.yolo import classes_are_probabilities
@@ -150,6 +151,7 @@ class OnnxPath(Closing):
         self._input_name = facts.input_name
         self._config = settings.decode_config(classes_are_probabilities=True)
         self._end_to_end = facts.end_to_end
+        self._rows = facts.family is HeadFamily.YOLOV5  # [1, rows, 5 + nc]: xywh, objectness, classes
         self._threads = threads
         self._session: FullHeadRunner | None = None
         self._closed = False
@@ -178,13 +180,18 @@ class OnnxPath(Closing):
             return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
 
     def _decode(self, head: np.ndarray, geometry: Letterbox) -> FrameResult:
-        """One frame's head output, ``(4 + nc, anchors)`` or ``(max_det, 6)``, as detections on its image."""
+        """One frame's head output, ``(4 + nc, anchors)``, ``(max_det, 6)`` or (YOLOv5) ``(rows, 5 + nc)``, as
+        detections on its image."""
         if self._end_to_end:
             rows = head[above(head[:, 4], self.settings.score_threshold)]
             kept = Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int64))
             return FrameResult(unletterbox(kept, geometry))
-        boxes = xywh_to_xyxy(head[:4].T)
-        scores = head[4:].T.astype(np.float32, copy=False)  # a view: NMS reads only the anchors that pass
+        if self._rows:  # ultralytics/yolov5: utils/general.py, non_max_suppression (conf = obj * cls)
+            rows = head.astype(np.float32, copy=False)
+            boxes, scores = xywh_to_xyxy(rows[:, :4]), rows[:, 5:] * rows[:, 4:5]
+        else:
+            boxes = xywh_to_xyxy(head[:4].T)
+            scores = head[4:].T.astype(np.float32, copy=False)  # a view: NMS reads only the anchors that pass
         return FrameResult(unletterbox(nms(boxes, scores, self._config), geometry))
 
     def close(self) -> None:
@@ -224,6 +231,7 @@ class _RunnerPath:
         model_names: Sequence[str] | None = None,
         variant: str = "",
         family: HeadFamily = HeadFamily.YOLOV8,
+        anchors: Anchors = (),
     ) -> None:
         if name not in self.path_names:
             raise HarnessError(
@@ -238,6 +246,7 @@ class _RunnerPath:
         self.input_hw = settings.input_hw
         self.model_names = _names(model_names)
         self.family = family
+        self.anchors = anchors
         self._runner = runner
         self.runtime = runner.label
         self.score_ceiling: float | None = getattr(runner, "score_ceiling", None)
@@ -273,7 +282,10 @@ def _class_probabilities(
     outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig
 ) -> list[np.ndarray]:
     """Every cell's class probabilities, ``(cells, nc)`` per class output of ``heads``, as the decoders
-    score them: dequantized, and through a float32 sigmoid unless the outputs already hold probabilities."""
+    score them: dequantized, and through a float32 sigmoid unless the outputs already hold probabilities;
+    of an anchored head, every (cell, anchor)'s objectness x class."""
+    if heads.anchored:
+        return [yolov5.candidates(outputs, heads, config)[1]]
     values = []
     for level in heads.levels:
         spec = level.classes.host_spec
@@ -297,10 +309,10 @@ class RawHeadsPath(_RunnerPath):
     # hailort: hailort/libhailort/include/hailo/hailort.h (hailo_format_order_t)
 
     def _check_outputs(self) -> None:
-        self._config = self.settings.decode_config()
+        self._config = self.settings.decode_config(anchors=self.anchors)
         self._decode_heads = decoder(self.family)
         # fails now, naming the outputs, if they are not the family's heads
-        self._layout = head_layout(self.family, self._specs, self._config.input_hw)
+        self._layout = head_layout(self.family, self._specs, self._config.input_hw, self.anchors)
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         detections = self._decode_heads(outputs, self._specs, self._config)
@@ -338,11 +350,13 @@ def runner_path(
     model_names: Sequence[str] | None = None,
     variant: str = "",
     family: HeadFamily = HeadFamily.YOLOV8,
+    anchors: Anchors = (),
 ) -> RawHeadsPath | NmsBufferPath:
-    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads (of ``family``)."""
+    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads (of ``family``,
+    with its ``anchors`` where it is anchor-based)."""
     buffered = any(spec.is_nms for spec in runner.output_specs.values())
     kind = NmsBufferPath if buffered else RawHeadsPath
-    return kind(runner, settings, model_file, name, model_names, variant, family)
+    return kind(runner, settings, model_file, name, model_names, variant, family, anchors)
 
 
 class DecoderPath(_RunnerPath):
@@ -350,7 +364,8 @@ class DecoderPath(_RunnerPath):
     signature (``decoder(outputs, specs, config) -> Detections``) turns into detections: a user's
     own decoder, or one of the doctor's host mistakes. ``decoder`` is kept for the conformance suite.
     The runner's outputs are not checked: whatever the decoder makes of them is what is measured.
-    ``onnx`` names the ONNX cut at its heads in a runner fed like a HEF."""
+    ``onnx`` names the ONNX cut at its heads in a runner fed like a HEF; ``anchors`` reach the decoder in
+    its config (``DecodeConfig.anchors``) for an anchor-based head."""
 
     path_names = (*DEVICE_PATHS, ONNX)
 
@@ -363,13 +378,14 @@ class DecoderPath(_RunnerPath):
         name: str,
         model_names: Sequence[str] | None,
         variant: str,
+        anchors: Anchors = (),
     ) -> None:
         self.decoder = decoder
-        super().__init__(runner, settings, model_file, name, model_names, variant)
+        super().__init__(runner, settings, model_file, name, model_names, variant, anchors=anchors)
         self.emulated = name not in (HAILO, ONNX)
 
     def _check_outputs(self) -> None:
-        self._config = self.settings.decode_config()
+        self._config = self.settings.decode_config(anchors=self.anchors)
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         return FrameResult(unletterbox(self.decoder(outputs, self._specs, self._config), geometry))

@@ -282,8 +282,12 @@ def path_over(
     settings, name = settings or run.settings, spec.path_name
     if spec.decoder is not None:
         variant = f"{opened.variant}+{_decoder_tag(spec.decoder)}"
-        return DecoderPath(opened.runner, settings, opened.model_file, spec.decoder, name, run.names, variant)
-    return runner_path(opened.runner, settings, opened.model_file, name, run.names, opened.variant, run.family)
+        return DecoderPath(
+            opened.runner, settings, opened.model_file, spec.decoder, name, run.names, variant, run.facts.anchors
+        )
+    return runner_path(
+        opened.runner, settings, opened.model_file, name, run.names, opened.variant, run.family, run.facts.anchors
+    )
 
 
 def evaluate_spec(spec: PathSpec, run: RunContext, dataset: Dataset | None = None) -> PathResult:

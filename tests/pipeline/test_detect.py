@@ -331,3 +331,32 @@ def test_a_batch_gives_each_image_the_detections_it_gets_alone_on_every_path(mod
                 np.testing.assert_array_equal(got.detections.scores, expected.detections.scores)
                 np.testing.assert_array_equal(got.detections.class_ids, expected.detections.class_ids)
                 assert got.cells == expected.cells
+
+
+def test_a_yolov5_export_gives_the_same_detections_on_the_onnx_path_as_its_float_heads_decoded_by_the_harness(
+    tmp_path: Path, images
+):
+    """The ONNX path scores the export's own rows objectness x class; the raw-head path over the export cut
+    at its anchored maps (the sigmoid inside, as a YOLOv5 HEF) decodes them with the anchors the export's
+    tail multiplies."""
+    from harness.backends.onnx.runner import FloatHeadsRunner
+    from harness.core.head_family import HeadFamily
+    from harness.inputs.export_facts import export_facts
+
+    from support.yolov5_exports import yolov5_export
+
+    export = tmp_path / "v5.onnx"
+    onnx.save(yolov5_export(side=64, nc=3, seed=3), export)
+    facts = export_facts(export)
+    settings = EvalSettings(input_hw=(64, 64), score_threshold=0.3)
+    compared = 0
+    with OnnxPath(export, settings, threads=1) as reference, FloatHeadsRunner(export, threads=1) as runner:
+        heads = runner_path(runner, settings, export, HAILO, family=HeadFamily.YOLOV5, anchors=facts.anchors)
+        for image in images:
+            expected, ours = reference.detect(image).detections, heads.detect(image).detections
+            # in one order (the NMS's): random weights give many boxes alike, too alike to pair by closeness
+            np.testing.assert_array_equal(ours.class_ids, expected.class_ids)
+            np.testing.assert_allclose(ours.scores, expected.scores, atol=1e-5)
+            np.testing.assert_allclose(ours.boxes, expected.boxes, atol=BOX_TOLERANCE)
+            compared += len(expected)
+    assert compared >= 10

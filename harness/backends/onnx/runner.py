@@ -161,9 +161,9 @@ def head_format_order(role: HeadRole, grid: tuple[int, int], smallest: int) -> F
 
 class FloatHeadsRunner(RunnerBase):
     """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
-    class heads through a sigmoid as a model script compiles it in (YOLOv8 heads; a YOLO26 HEF keeps
-    its class logits), float32 channel-last outputs listed with the orders the emulator gives a
-    HEF's heads. Not quantized: it stands in for a raw-output HEF where the emulator cannot quantize
+    class heads through a sigmoid as a model script compiles it in (YOLOv8 heads, YOLOv5's anchored maps
+    whole; a YOLO26 HEF keeps its class logits), float32 channel-last outputs listed with the orders the
+    emulator gives a HEF's heads. Not quantized: it stands in for a raw-output HEF where the emulator cannot quantize
     the model."""
 
     def __init__(self, onnx_path: Path, threads: int | None = None) -> None:
@@ -174,7 +174,8 @@ class FloatHeadsRunner(RunnerBase):
         self._runner = OnnxRunner(cut_at_heads(model, found.heads), threads)
         self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
         inside = not found.family.host_postprocess
-        self._classes = {o.name for o in layout.of_role(HeadRole.CLASS)} if inside else set()
+        scores = (*layout.of_role(HeadRole.CLASS), *layout.of_role(HeadRole.ANCHORED))  # YOLOv5: the whole map
+        self._classes = {o.name for o in scores} if inside else set()
         smallest = min(level.cells for level in layout.levels)
         self._specs = {
             o.name: OutputSpec(

@@ -32,10 +32,10 @@ from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
+from harness.decode import yolo, yolov5
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
-from harness.decode.yolo import candidates
 from harness.decode.yolo26 import decode_one2one
 from harness.inputs.onnx_graph import (
     HeadTensor,
@@ -164,6 +164,25 @@ def _one_to_one_agreement(
     )
 
 
+def _anchored_rows(reference: np.ndarray, layout: HeadLayout) -> tuple[np.ndarray, np.ndarray]:
+    """A YOLOv5 export's rows ``(rows, 5 + nc)`` (per stride, anchor by anchor, its cells: xywh in input
+    pixels, objectness, classes) as the harness's candidates lie: per stride, cell by cell, anchor by
+    anchor; boxes xyxy and scores objectness x class (ultralytics/yolov5: models/yolo.py, ``Detect``;
+    utils/general.py, ``non_max_suppression``)."""
+    blocks, start = [], 0
+    for level in layout.levels:
+        na = len(level.anchors)
+        block = reference[start : start + na * level.cells]
+        blocks.append(block.reshape(na, level.cells, -1).transpose(1, 0, 2).reshape(na * level.cells, -1))
+        start += na * level.cells
+    if start != len(reference):
+        raise HarnessError(
+            f"export rows: {len(reference)}, expected {start} (anchors x cells over the strides of the heads)"
+        )
+    rows = np.concatenate(blocks).astype(np.float32, copy=False)
+    return xywh_to_xyxy(rows[:, :4]), np.ascontiguousarray(rows[:, 5:] * rows[:, 4:5])
+
+
 def verify_decode(
     onnx_path: str | os.PathLike[str],
     image_paths: Sequence[str | os.PathLike[str]],
@@ -186,15 +205,17 @@ def verify_decode(
     if tuple(config.input_hw) != input_hw:
         raise HarnessError(f"decode config: input_hw {config.input_hw}, expected the model input size {input_hw}")
     found = export_heads(model, end_nodes)
-    heads, yolo26 = found.heads, found.family.host_postprocess
-    reference_model = model if yolo26 else dequantize_decode_tail(model)
+    heads = found.heads
+    if found.family.anchor_based and not config.anchors:  # the anchors the export's tail multiplies
+        config = replace(config, anchors=tuple(h.anchors for h in heads))
+    reference_model = dequantize_decode_tail(model) if found.family is HeadFamily.YOLOV8 else model
     images = []
     with (
         OnnxRunner(cut_at_heads(model, heads), threads) as cut,
         DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
     ):
         specs = cut.output_specs
-        layout = head_layout(found.family, specs, input_hw)
+        layout = head_layout(found.family, specs, input_hw, config.anchors)
         for path in image_paths:
             feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
             outputs = cut.infer(feed)
@@ -202,9 +223,13 @@ def verify_decode(
             if found.family is HeadFamily.YOLO26_ONE2ONE:  # end to end: (max_det, 6)
                 images.append(_one_to_one_agreement(Path(path).name, outputs, specs, config, reference))
                 continue
-            boxes, scores = candidates(outputs, layout, config)
-            ref_boxes = xywh_to_xyxy(reference[:4].T)
-            ref_scores = np.ascontiguousarray(reference[4:].T, dtype=np.float32)
+            if found.family is HeadFamily.YOLOV5:
+                boxes, scores = yolov5.candidates(outputs, layout, config)
+                ref_boxes, ref_scores = _anchored_rows(reference, layout)
+            else:
+                boxes, scores = yolo.candidates(outputs, layout, config)
+                ref_boxes = xywh_to_xyxy(reference[:4].T)
+                ref_scores = np.ascontiguousarray(reference[4:].T, dtype=np.float32)
             if boxes.shape != ref_boxes.shape or scores.shape != ref_scores.shape:
                 raise HarnessError(
                     f"decoded candidates: boxes {boxes.shape}, scores {scores.shape}; expected the reference's "
@@ -270,6 +295,13 @@ def format_report(report: VerifyReport) -> str:
     ]
     for level in report.layout.levels:
         (h, w), box, cls = level.grid, heads[level.box.name], heads[level.classes.name]
+        if level.anchored:
+            sizes = ", ".join(f"{aw:g}x{ah:g}" for aw, ah in level.anchors)
+            lines.append(
+                f"  stride {level.stride:>2} grid {h}x{w}: anchored {box.tensor!r} ({box.channels} ch, node "
+                f"{box.node!r}), anchors {sizes}"
+            )
+            continue
         lines.append(
             f"  stride {level.stride:>2} grid {h}x{w}: box {box.tensor!r} ({box.channels} ch, node "
             f"{box.node!r}), class {cls.tensor!r} ({cls.channels} ch, node {cls.node!r})"

@@ -92,7 +92,7 @@ def test_a_decoder_off_by_half_a_cell_is_caught(
         boxes, scores = candidates(outputs, heads, config)
         return boxes + np.float32(4), scores  # half a stride-8 cell
 
-    monkeypatch.setattr(vd, "candidates", shifted)
+    monkeypatch.setattr(vd.yolo, "candidates", shifted)
     report = verify_decode(model_path, images[:2], threads=1)
     assert not report.ok
     assert report.max_box_diff_px == pytest.approx(4, abs=1e-3)
@@ -127,7 +127,7 @@ def test_cli_verify_decode_json(command, model_path, image_folder, capsys) -> No
 def test_cli_verify_decode_exits_1_when_the_decoder_disagrees(
     command, model_path, image_folder, monkeypatch, capsys
 ) -> None:
-    monkeypatch.setattr(vd, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
+    monkeypatch.setattr(vd.yolo, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
     assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 1
     assert "DISAGREES" in capsys.readouterr().out
 
@@ -159,3 +159,34 @@ def test_a_yolo26_export_is_verified_against_its_own_one_to_one_top_k(shared_fix
     assert "decode: top-300 (anchor, class) pairs of the one-to-one head, no NMS" in text
     assert "NMS identical" not in text and "after top-k identical on 6/6 images" in text
     assert report_as_dict(report)["family"] == "yolo26-one2one"
+
+
+@pytest.fixture(scope="module")
+def yolov5_model(tmp_path_factory) -> Path:
+    import onnx
+
+    from support.yolov5_exports import yolov5_export
+
+    path = tmp_path_factory.mktemp("yolov5") / "v5.onnx"
+    onnx.save(yolov5_export(side=64, nc=3, seed=3), path)
+    return path
+
+
+def test_a_yolov5_export_is_verified_against_its_own_rows_with_the_anchors_its_tail_multiplies(
+    yolov5_model: Path, images: list[Path]
+) -> None:
+    report = verify_decode(yolov5_model, images, threads=1)
+    assert report.ok, format_report(report)
+    assert report.config.anchors == tuple(h.anchors for h in report.heads) and len(report.config.anchors) == 3
+    assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
+    assert sum(i.detections for i in report.images) >= 10
+    text = format_report(report)
+    assert "anchored '/model.24/m.0/Conv_output_0' (24 ch" in text and "anchors 10x13, 16x30, 33x23" in text
+
+
+def test_a_yolov5_decode_with_anchors_of_the_wrong_strides_disagrees(yolov5_model: Path, images: list[Path]) -> None:
+    from harness.decode.yolov5 import DEFAULT_ANCHORS
+
+    config = vd.DecodeConfig(input_hw=(64, 64), anchors=DEFAULT_ANCHORS[::-1])
+    report = verify_decode(yolov5_model, images, config=config, threads=1)
+    assert not report.ok and report.max_box_diff_px > 10

@@ -9,15 +9,20 @@ distribution per side, background far below threshold), so the expected detectio
 exactly. When a decoder misses them, the failure names the mistake in plain words:
 
 - by reproduction first: each known misreading of an output's memory (channel-first, DFL bins
-  interleaved) is applied to the reference decoder's input on every head, on each role's heads, on
-  the FCR heads and on each head alone, and the one whose detections are the decoder's is named
-  ("the box heads of all 3 strides read channel-first ..."); where none reproduces them it says so;
+  interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
+  objectness left out) is applied to the reference decoder's input on every head, on each role's
+  heads, on the FCR heads and on each head alone, then each known misreading of the anchors (groups
+  reversed, (height, width), YOLOv5's defaults), and the one whose detections are the decoder's is
+  named ("the box heads of all 3 strides read channel-first ..."); where none reproduces them it says so;
 - else by its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1] or
   squeezed into [0.5, 0.73], FCR heads read channel-first, heads paired across grids.
 
 The properties are stated per head family (:func:`properties`): YOLOv8/YOLO11 heads carry 4 x 16 DFL
 bins per box; YOLO26 heads (either head: the planted objects neither overlap nor exceed the top-k,
-so the one-to-one and the one-to-many decode find the same) carry the 4 distances themselves.
+so the one-to-one and the one-to-many decode find the same) carry the 4 distances themselves;
+YOLOv5/YOLOv7 heads one anchored map per stride (per anchor the box offsets, objectness and class
+scores), the objects planted on chosen (cell, anchor) entries, with two properties of their own:
+the score is objectness x class, and each anchor's (width, height) is the config's.
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
-from harness.decode.heads import decoder
-from harness.decode.layout import HeadLayout, HeadOutput, layout_of
+from harness.decode.heads import decoder, head_layout
+from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of
+from harness.decode.yolo import classes_are_probabilities, sigmoid
+from harness.decode.yolov5 import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
+Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
 BOX_TOLERANCE_PX = 0.5
 SCORE_TOLERANCE = 0.01
@@ -56,12 +64,25 @@ DFL_INTERLEAVED = (
 )
 CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
 SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
+CLASS_MAJOR = (
+    "read class-major (channel value x na + anchor; an anchored map is anchor-major: each anchor's 5 + nc values "
+    "are contiguous)"
+)
+SIGMOID_AGAIN = "put through a second sigmoid (one makes them probabilities: the HEF's, or the decoder's for logits)"
+OBJECTNESS_LEFT_OUT = "read without its objectness (score = class alone; an anchored head scores objectness x class)"
+ANCHORS_REVERSED = "the anchor groups taken in reverse stride order (config.anchors is stride ascending)"
+ANCHORS_WH_SWAPPED = "each anchor taken as (height, width) (config.anchors holds (width, height))"
+DEFAULT_ANCHORS_USED = "YOLOv5's default anchors used instead of config.anchors"
 NOT_REPRODUCED = (
-    "none of the known misreadings (channel-first, DFL bins interleaved, 16-bit read as 8-bit), on any head, "
-    "reproduces it"
+    "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
+    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults), "
+    "on any head, reproduces it"
 )
 PAIRED_ACROSS_GRIDS = (
     "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
+)
+ANCHORS_BY_ORDER = (
+    "anchor groups given to the outputs by their order or name (they go by grid: config.anchors is stride ascending)"
 )
 
 
@@ -100,7 +121,8 @@ class Scene:
         outputs = {names[k]: self.outputs[k] for k in order}
         specs = {names[k]: replace(self.specs[k], name=names[k]) for k in order}
         heads = (HeadOutput.of_spec(specs[names[o.name]], o.role) for o in self.layout.outputs)
-        return replace(self, outputs=outputs, specs=specs, layout=layout_of(heads, self.config.input_hw))
+        anchors = {names[o.name]: level.anchors for level in self.layout.levels for o in level.outputs}
+        return replace(self, outputs=outputs, specs=specs, layout=layout_of(heads, self.config.input_hw, anchors))
 
 
 @dataclass(frozen=True)
@@ -114,6 +136,12 @@ class SceneRecipe:
     format_type: FormatType = FormatType.FLOAT32
     box_order: FormatOrder = FormatOrder.NHWC
     class_orders: tuple[FormatOrder, FormatOrder, FormatOrder] = (FormatOrder.NHWC,) * 3
+    # Anchor-based families (YOLOv5/YOLOv7): each stride's anchored map's order; per seed, anchors drawn
+    # at random (not square, not YOLOv5's defaults) instead of DEFAULT_ANCHORS; and decoys: entries whose
+    # objectness x class stays below the threshold although their class score, or their objectness, does not.
+    anchored_orders: tuple[FormatOrder, FormatOrder, FormatOrder] = (FormatOrder.NHWC,) * 3
+    drawn_anchors: bool = False
+    decoys: int = 0
 
 
 def _widened(quant: QuantInfo, format_type: FormatType) -> QuantInfo:
@@ -144,6 +172,8 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 
 def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     """Plant ``recipe.objects`` non-overlapping objects in random cells of random grids."""
+    if recipe.family.anchor_based:
+        return _anchored_scene(recipe, seed)
     rng = np.random.default_rng(seed)
     h, w = recipe.input_hw
     strides = (8, 16, 32)
@@ -216,23 +246,132 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     return Scene(outputs, specs, config, expected, strides_planted, layout, recipe.family)
 
 
-def _matches(got: Detections, expected: Detections, shift: np.ndarray | None = None) -> bool:
-    """Every expected detection has exactly one counterpart (same class, box and score within tolerance)."""
-    if len(got) != len(expected):
+def _logit(p: np.ndarray | float) -> np.ndarray:
+    p = np.asarray(p, dtype=np.float64)
+    return np.log(p / (1 - p))
+
+
+def _drawn_anchors(rng: np.random.Generator, strides: tuple[int, ...]) -> Anchors:
+    """Three anchors per stride, 1 to 6 strides a side, none within 20 % of square (so that a decoder taking
+    them as (height, width) moves every box side by more than the box tolerance)."""
+    groups = []
+    for s in strides:
+        group: list[tuple[float, float]] = []
+        while len(group) < 3:
+            w, h = (float(round(v)) for v in rng.uniform(1, 6, 2) * s)
+            if abs(w - h) >= 0.2 * max(w, h):
+                group.append((w, h))
+        groups.append(tuple(group))
+    return tuple(groups)
+
+
+def _anchored_scene(recipe: SceneRecipe, seed: int) -> Scene:
+    """A YOLOv5/YOLOv7 scene: one anchored map per stride (per anchor tx, ty, tw, th, objectness, nc class
+    scores; hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``X_INDEX`` .. ``CLASSES_START_INDEX``),
+    the objects planted on (cell, anchor) entries of each stride in turn, each with objectness and class
+    score both below 1 (a score is their product); every other entry's objectness far below threshold,
+    except ``recipe.decoys``: a high class score under a low objectness, or both above the threshold
+    and their product below it."""
+    rng = np.random.default_rng(seed)
+    h, w = recipe.input_hw
+    strides = (8, 16, 32)
+    anchors = _drawn_anchors(rng, strides) if recipe.drawn_anchors else DEFAULT_ANCHORS
+    na, entry = len(anchors[0]), ENTRY_HEAD + recipe.classes
+    maps = [np.full((h // s, w // s, na, entry), BACKGROUND_LOGIT, np.float64) for s in strides]
+    for m in maps:
+        m[..., :OBJECTNESS] = rng.normal(0, 1, (*m.shape[:3], OBJECTNESS))
+    taken: set[tuple[int, int, int, int]] = set()
+    planted: list[tuple[int, int, int, int, int]] = []  # grid index, row, col, anchor, class
+    planted_boxes: list[np.ndarray] = []
+    while len(planted) < recipe.objects:
+        g = len(planted) % len(strides)
+        s = strides[g]
+        row, col, a = int(rng.integers(h // s)), int(rng.integers(w // s)), int(rng.integers(na))
+        t = rng.uniform((0.2, 0.2, 0.3, 0.3), (0.8, 0.8, 0.6, 0.6))
+        centre = (2 * t[:2] - 0.5 + (col, row)) * s
+        size = np.square(2 * t[2:]) * anchors[g][a]
+        box = np.concatenate([centre - size / 2, centre + size / 2])
+        if (g, row, col, a) in taken or any(_iou(box, other) > 0.05 for other in planted_boxes):
+            continue
+        cls = int(rng.integers(recipe.classes))
+        # the first scores at least 0.81: the right scores never all lie where a second sigmoid squeezes them
+        objectness, score = rng.uniform(0.9 if not planted else 0.7, 0.98, 2)
+        maps[g][row, col, a, :OBJECTNESS] = _logit(t)
+        maps[g][row, col, a, OBJECTNESS] = _logit(objectness)
+        maps[g][row, col, a, ENTRY_HEAD + cls] = _logit(score)
+        taken.add((g, row, col, a))
+        planted.append((g, row, col, a, cls))
+        planted_boxes.append(box)
+    decoys = 0
+    while decoys < recipe.decoys:
+        g = int(rng.integers(len(strides)))
+        row, col, a = int(rng.integers(h // strides[g])), int(rng.integers(w // strides[g])), int(rng.integers(na))
+        if (g, row, col, a) in taken:
+            continue
+        cls = int(rng.integers(recipe.classes))
+        decoys += 1
+        if decoys % 2:  # a high class score under a low objectness: at most 0.2 x 0.99 < 0.25
+            objectness, score = rng.uniform(0.02, 0.2), rng.uniform(0.9, 0.99)
+        else:  # both at the threshold or above, their product below it: at most 0.5 x 0.45 < 0.25
+            objectness, score = rng.uniform(0.3, 0.5), rng.uniform(0.3, 0.45)
+        maps[g][row, col, a, :OBJECTNESS] = _logit(rng.uniform((0.2, 0.2, 0.3, 0.3), (0.8, 0.8, 0.6, 0.6)))
+        maps[g][row, col, a, OBJECTNESS] = _logit(objectness)
+        maps[g][row, col, a, ENTRY_HEAD + cls] = _logit(score)
+        taken.add((g, row, col, a))
+
+    quant = _class_quant(recipe.logits, recipe.format_type)
+    outputs: dict[str, np.ndarray] = {}
+    specs: dict[str, OutputSpec] = {}
+    seen: list[np.ndarray] = []  # per stride, the map's values as a correct decoder reads them, (H, W, na, entry)
+    for g, m in enumerate(maps):
+        value = (m if recipe.logits else _sigmoid(m)).astype(np.float32).reshape(*m.shape[:2], na * entry)
+        name = f"p{g + 3}"  # P3 .. P5: strides 8 .. 32
+        spec_quant: tuple[QuantInfo, ...] = ()
+        if recipe.format_type is FormatType.FLOAT32:
+            outputs[name], read = value, value
+        else:
+            q = quantize(value, (quant,), np.dtype(recipe.format_type.numpy_dtype))
+            outputs[name], read, spec_quant = q, dequantize(q, (quant,)), (quant,)
+        specs[name] = OutputSpec(name, value.shape, recipe.anchored_orders[g], recipe.format_type, spec_quant)
+        entries = read.astype(np.float64).reshape(m.shape)
+        seen.append(_sigmoid(entries) if recipe.logits else entries)
+
+    expected_boxes, scores, class_ids, planted_strides = [], [], [], []
+    for g, row, col, a, cls in planted:
+        s = strides[g]
+        t = seen[g][row, col, a]
+        centre = (2 * t[:2] - 0.5 + (col, row)) * s
+        size = np.square(2 * t[2:4]) * anchors[g][a]
+        expected_boxes.append(np.concatenate([centre - size / 2, centre + size / 2]))
+        scores.append(float(t[OBJECTNESS] * t[ENTRY_HEAD + cls]))
+        class_ids.append(cls)
+        planted_strides.append(s)
+    config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7, anchors=anchors)
+    expected = Detections(np.array(expected_boxes), np.array(scores), np.array(class_ids))
+    layout = head_layout(recipe.family, specs, recipe.input_hw, anchors)
+    return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
+
+
+def _matches(got: Detections, expected: Detections) -> bool:
+    """Every expected detection has exactly one counterpart (same class, box and score within tolerance).
+
+    Refused at once where the classes or the sorted scores already differ (no pairing can then hold:
+    the sorted pairing is the closest in score); else each expected detection, in order, takes the first
+    free counterpart of its class."""
+    if len(got) != len(expected) or not np.array_equal(np.sort(got.class_ids), np.sort(expected.class_ids)):
         return False
-    boxes = got.boxes if shift is None else got.boxes + shift
-    used = np.zeros(len(got), bool)
-    for i in range(len(expected)):
-        err = np.abs(boxes - expected.boxes[i]).max(axis=1)
-        ok = (
-            ~used
-            & (got.class_ids == expected.class_ids[i])
-            & (err <= BOX_TOLERANCE_PX)
-            & (np.abs(got.scores - expected.scores[i]) <= SCORE_TOLERANCE)
-        )
-        if not ok.any():
-            return False
-        used[int(np.argmax(ok))] = True
+    if len(got) and np.abs(np.sort(got.scores) - np.sort(expected.scores)).max() > SCORE_TOLERANCE:
+        return False
+    for cls in np.unique(expected.class_ids):
+        mine, theirs = np.flatnonzero(got.class_ids == cls), np.flatnonzero(expected.class_ids == cls)
+        boxes, scores = got.boxes[mine], got.scores[mine]
+        used = np.zeros(len(mine), bool)
+        for i in theirs:
+            err = np.abs(boxes - expected.boxes[i]).max(axis=1)
+            ok = ~used & (err <= BOX_TOLERANCE_PX) & (np.abs(scores - expected.scores[i]) <= SCORE_TOLERANCE)
+            if not ok.any():
+                return False
+            used[int(np.argmax(ok))] = True
     return True
 
 
@@ -241,12 +380,12 @@ def name_mistake(got: object, scene: Scene) -> str | None:
     if not isinstance(got, Detections):
         return f"returned {type(got).__name__}, expected harness.core.detections.Detections"
     expected = scene.expected
+    if _matches(got, expected):  # before the symptoms: right scores may all lie in [0.5, 0.73]
+        return None
     if len(got) and (got.scores.max() > 1 + 1e-6 or got.scores.min() < -1e-6):
         return f"{SIGMOID_MISSING} (scores {got.scores.min():.3g} .. {got.scores.max():.3g})"
     if len(got) and got.scores.min() >= 0.5 - 1e-3 and got.scores.max() <= _sigmoid(1.0) + 1e-3:
         return f"{SIGMOID_TWICE} ({len(got)} detections, scores {got.scores.min():.3f} .. {got.scores.max():.3f})"
-    if _matches(got, expected):
-        return None
     swapped = Detections(got.boxes[:, [1, 0, 3, 2]], got.scores, got.class_ids)
     if _matches(swapped, expected):
         return XY_SWAPPED
@@ -270,38 +409,88 @@ def _describe(d: Detections) -> str:
     return f"class {d.class_ids[top]} score {d.scores[top]:.3f} box {np.round(d.boxes[top], 1).tolist()}"
 
 
-def _channel_first(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
+def _channel_first(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that reads an (H, W, C) output as (C, H, W) memory sees, laid out (H, W, C)."""
     h, w, c = a.shape
     return a.reshape(c, h, w).transpose(1, 2, 0), spec
 
 
-def _low_bytes(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
+def _low_bytes(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that reads a 16-bit output's buffer as 8-bit codes sees: its first H x W x C
     bytes, each taken for a code of the output's quant info."""
     return dequantize(read_as_uint8(a), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
-def _bins_interleaved(a: np.ndarray, spec: OutputSpec) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that reads a box map's DFL bins bin-major (channel ``bin * 4 + side``) sees."""
+def _interleaved(a: np.ndarray, groups: int) -> np.ndarray:
+    """Channel ``g * n + i`` of ``groups`` groups of ``n`` read from channel ``i * groups + g``."""
     h, w, c = a.shape
-    return a.reshape(h, w, c // 4, 4).transpose(0, 1, 3, 2).reshape(h, w, c), spec
+    return a.reshape(h, w, c // groups, groups).transpose(0, 1, 3, 2).reshape(h, w, c)
+
+
+def _bins_interleaved(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads a box map's DFL bins bin-major (channel ``bin * 4 + side``) sees."""
+    return _interleaved(a, 4), spec
+
+
+def _class_major(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads an anchored map class-major (value ``k`` of anchor ``a`` at channel
+    ``k * na + a``, not ``a * (5 + nc) + k``) sees."""
+    return _interleaved(a, len(level.anchors)), spec
+
+
+def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
+    """The output's values as probabilities, float32: as the family's decoder reads them (its sigmoid
+    where they are logits)."""
+    values = dequantize(a, spec.quant) if spec.is_quantized else np.asarray(a, np.float32)
+    return values if classes_are_probabilities(spec, values) else sigmoid(values)
+
+
+def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that puts an output's probabilities through one more sigmoid sees."""
+    return sigmoid(_probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that scores an anchored map's entries by their class alone sees: every objectness 1."""
+    h, w, c = a.shape
+    entries = _probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
+    entries[..., OBJECTNESS] = 1
+    return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
 @dataclass(frozen=True)
 class Misreading:
-    """A mistake in how a decoder reads one output's memory: ``view`` is what it then sees, for the
-    outputs it ``applies`` to."""
+    """A mistake in how a decoder reads one output's memory: ``view`` is what it then sees of an output
+    (of that stride's level), for the outputs it ``applies`` to."""
 
     words: str
     applies: Callable[[HeadOutput], bool]
-    view: Callable[[np.ndarray, OutputSpec], tuple[np.ndarray, OutputSpec]]
+    view: Callable[[np.ndarray, OutputSpec, Level], tuple[np.ndarray, OutputSpec]]
 
 
 MISREADINGS = (
     Misreading(CHANNEL_FIRST, lambda output: True, _channel_first),
     Misreading(DFL_INTERLEAVED, lambda output: output.role is HeadRole.BOX and output.channels > 4, _bins_interleaved),
+    Misreading(CLASS_MAJOR, lambda output: output.role is HeadRole.ANCHORED, _class_major),
     Misreading(SIXTEEN_AS_EIGHT, lambda output: output.host_spec.format_type is FormatType.UINT16, _low_bytes),
+    Misreading(SIGMOID_AGAIN, lambda output: output.role in (HeadRole.CLASS, HeadRole.ANCHORED), _sigmoid_again),
+    Misreading(OBJECTNESS_LEFT_OUT, lambda output: output.role is HeadRole.ANCHORED, _objectness_left_out),
+)
+
+
+@dataclass(frozen=True)
+class AnchorMisreading:
+    """A mistake in how a decoder takes its anchors: ``view`` is the anchors it then uses instead of
+    ``config.anchors`` (stride ascending, (width, height) in input pixels)."""
+
+    words: str
+    view: Callable[[Anchors], Anchors]
+
+
+ANCHOR_MISREADINGS = (
+    AnchorMisreading(ANCHORS_REVERSED, lambda anchors: anchors[::-1]),
+    AnchorMisreading(ANCHORS_WH_SWAPPED, lambda anchors: tuple(tuple((h, w) for w, h in g) for g in anchors)),
+    AnchorMisreading(DEFAULT_ANCHORS_USED, lambda anchors: DEFAULT_ANCHORS),
 )
 
 
@@ -312,7 +501,8 @@ def _head_sets(scene: Scene) -> list[tuple[str, tuple[HeadOutput, ...]]]:
     n = len(layout.levels)
     sets: list[tuple[str, tuple[HeadOutput, ...]]] = [("every head", layout.outputs)]
     for role in (HeadRole.BOX, HeadRole.CLASS):
-        sets.append((f"the {role.value} heads of all {n} strides", layout.of_role(role)))
+        if layout.of_role(role):
+            sets.append((f"the {role.value} heads of all {n} strides", layout.of_role(role)))
     fcr = tuple(o for o in layout.outputs if scene.specs[o.name].format_order is FormatOrder.FCR)
     if 0 < len(fcr) < len(layout.outputs):
         sets.append(("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
@@ -322,10 +512,26 @@ def _head_sets(scene: Scene) -> list[tuple[str, tuple[HeadOutput, ...]]]:
     return sets
 
 
+def _reproduces(
+    got: Detections,
+    scene: Scene,
+    outputs: Mapping[str, np.ndarray],
+    specs: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+) -> bool:
+    """Whether the family's reference decoder returns ``got`` from what a mistaken decoder sees."""
+    try:
+        seen = decoder(scene.family)(outputs, specs, config)
+    except Exception:  # a misreading may give the reference what it refuses: then it is not that one
+        return False
+    return _matches(got, seen)
+
+
 def reproduce(got: Detections, scene: Scene) -> str | None:
     """The known misreading, and the heads it was made on, under which the family's reference decoder
-    returns ``got``; None where none does."""
-    reference = decoder(scene.family)
+    returns ``got`` (else the known misreading of the anchors, for an anchor-based family); None where
+    none does."""
+    level_of = {output.name: level for level in scene.layout.levels for output in level.outputs}
     for mistake in MISREADINGS:
         for where, heads in _head_sets(scene):
             if not all(mistake.applies(o) for o in heads):
@@ -333,14 +539,17 @@ def reproduce(got: Detections, scene: Scene) -> str | None:
             outputs, specs = dict(scene.outputs), dict(scene.specs)
             for output in heads:
                 outputs[output.name], specs[output.name] = mistake.view(
-                    np.asarray(outputs[output.name]), specs[output.name]
+                    np.asarray(outputs[output.name]), specs[output.name], level_of[output.name]
                 )
-            try:
-                seen = reference(outputs, specs, scene.config)
-            except Exception:
-                continue
-            if _matches(got, seen):
+            if _reproduces(got, scene, outputs, specs, scene.config):
                 return f"{where} {mistake.words}"
+    anchors = scene.config.anchors
+    for anchor_mistake in ANCHOR_MISREADINGS:
+        taken = anchor_mistake.view(anchors)
+        if anchors and taken != anchors:
+            config = replace(scene.config, anchors=taken)
+            if _reproduces(got, scene, scene.outputs, scene.specs, config):
+                return anchor_mistake.words
     return None
 
 
@@ -380,9 +589,13 @@ def _plain(recipe: SceneRecipe) -> Callable[[Decoder, int], str | None]:
 
 
 def _fcr_channel_last(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
-    # The field report's mix: FCR box heads, NHWC class heads on two grids and FCR on the third.
-    orders = (FormatOrder.NHWC, FormatOrder.NHWC, FormatOrder.FCR)
-    mixed = replace(base, box_order=FormatOrder.FCR, class_orders=orders)
+    # The field report's mix: FCR box heads, NHWC class heads on two grids and FCR on the third
+    # (an anchored head: FCR maps on the finest and the coarsest grid).
+    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
+    if base.family.anchor_based:
+        mixed = replace(base, anchored_orders=(fcr, nhwc, fcr))
+    else:
+        mixed = replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
 
     def check(decoder: Decoder, seed: int) -> str | None:
         failure = _run(decoder, make_scene(mixed, seed))
@@ -402,7 +615,7 @@ def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
         names = {k: f"output_{j}" for k, j in zip(order, rng.permutation(len(order)), strict=True)}
         failure = _run(decoder, scene.renamed(names, order))
         if failure and _run(decoder, scene) is None:
-            return f"{PAIRED_ACROSS_GRIDS}: {failure}"
+            return f"{ANCHORS_BY_ORDER if base.family.anchor_based else PAIRED_ACROSS_GRIDS}: {failure}"
         return failure
 
     return check
@@ -410,9 +623,10 @@ def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
 
 def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
     """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
-    the scenes planted with its box maps (DFL bins, or YOLO26's 4 distances)."""
+    the scenes planted with its box maps (DFL bins, YOLO26's 4 distances, or YOLOv5's anchored maps),
+    then an anchor-based family's own two."""
     base = SceneRecipe(family=family, reg_max=16 if family is HeadFamily.YOLOV8 else 1)
-    return (
+    common = (
         Property(
             "finds every planted object with its box, score and class", _plain(replace(base, input_hw=(640, 640)))
         ),
@@ -429,6 +643,19 @@ def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
         ),
         Property("reads FCR heads channel-last, like NHWC", _fcr_channel_last(base)),
         Property("pairs heads by grid and channels, whatever the outputs' order or names", _pairing(base)),
+    )
+    if not family.anchor_based:
+        return common
+    return (
+        *common,
+        Property(
+            "scores objectness x class: a high class score under a low objectness is no detection",
+            _plain(replace(base, decoys=8)),
+        ),
+        Property(
+            "takes each anchor's (width, height) from config.anchors, per stride",
+            _plain(replace(base, drawn_anchors=True)),
+        ),
     )
 
 

@@ -12,6 +12,7 @@ from harness.core.specs import FormatOrder, FormatType
 from harness.decode.nms import nms_hailort
 from harness.decode.yolo import decode, decode_candidates, pair_heads
 from harness.decode.yolo26 import decode_one2one
+from harness.decode.yolov5 import DEFAULT_ANCHORS
 from harness.formats.quant import dequantize
 
 
@@ -139,3 +140,122 @@ def sixteen_bit_read_as_eight(outputs, specs, config):
     from harness.doctor.mistakes import sixteen_bit_read_as_eight as mistake
 
     return mistake(decode)(outputs, specs, config)
+
+
+# ------------------------------------------------------------------------ YOLOv5/YOLOv7 (anchored maps)
+
+
+def _yolov5_by_hand(outputs, specs, config, bug=None):
+    """A YOLOv5 decoder written as a user would, apart from the harness's (one map per stride, finest grid
+    first, with its group of config.anchors; per anchor tx, ty, tw, th, objectness, classes), making the
+    one mistake ``bug``; None: no mistake."""
+    names = list(specs) if bug == "anchors by order" else sorted(specs, key=lambda n: -specs[n].shape[0])
+    anchors = {
+        "anchors reversed": config.anchors[::-1],
+        "default anchors": DEFAULT_ANCHORS,
+    }.get(bug, config.anchors)
+    boxes, scores = [], []
+    for name, group in zip(names, anchors, strict=True):
+        spec, raw = specs[name], np.asarray(outputs[name])
+        h, w, c = spec.shape
+        if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
+            raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
+        if bug == "channel-first" or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
+            raw = raw.reshape(c, h, w).transpose(1, 2, 0)
+        x = dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+        if bug != "no sigmoid" and (x.min() < 0 or x.max() > 1):
+            x = 1 / (1 + np.exp(-x))
+        if bug == "sigmoid twice":
+            x = 1 / (1 + np.exp(-x))
+        na = len(group)
+        if bug == "class-major":
+            e = x.reshape(h, w, c // na, na).transpose(0, 1, 3, 2)
+        else:
+            e = x.reshape(h, w, na, c // na)
+        stride = config.input_hw[0] / h
+        gy, gx = np.mgrid[0:h, 0:w]
+        grid = np.stack([gx, gy], axis=-1)[:, :, None, :]  # (h, w, 1, 2): x, y
+        if bug == "grid without -0.5":
+            centre = (e[..., 0:2] * 2 + grid) * stride
+        elif bug == "YOLOv3 centre":
+            centre = (e[..., 0:2] + grid) * stride
+        else:
+            centre = (e[..., 0:2] * 2 - 0.5 + grid) * stride
+        anchor = np.asarray(group, np.float32)
+        if bug == "anchor w/h swapped":
+            anchor = anchor[:, ::-1]
+        size = (e[..., 2:4] * 2) ** 2 * anchor
+        boxes.append(np.concatenate([centre - size / 2, centre + size / 2], axis=-1).reshape(-1, 4))
+        objectness = 1 if bug == "objectness ignored" else e[..., 4:5]
+        scores.append((e[..., 5:] * objectness).reshape(-1, c // na - 5))
+    return nms_hailort(np.concatenate(boxes), np.concatenate(scores), config)
+
+
+def yolov5_by_hand(outputs, specs, config):
+    """The hand-written YOLOv5 decoder without a mistake: it holds every property."""
+    return _yolov5_by_hand(outputs, specs, config)
+
+
+def yolov5_objectness_ignored(outputs, specs, config):
+    """Scores each entry by its class alone, not objectness x class."""
+    return _yolov5_by_hand(outputs, specs, config, "objectness ignored")
+
+
+def yolov5_anchors_reversed(outputs, specs, config):
+    """Takes the anchor groups coarsest stride first (stride 8 gets stride 32's anchors)."""
+    return _yolov5_by_hand(outputs, specs, config, "anchors reversed")
+
+
+def yolov5_anchor_wh_swapped(outputs, specs, config):
+    """Takes each anchor as (height, width)."""
+    return _yolov5_by_hand(outputs, specs, config, "anchor w/h swapped")
+
+
+def yolov5_default_anchors(outputs, specs, config):
+    """Uses YOLOv5's default anchors, whatever config.anchors holds."""
+    return _yolov5_by_hand(outputs, specs, config, "default anchors")
+
+
+def yolov5_anchors_by_order(outputs, specs, config):
+    """Gives the anchor groups to the outputs in the order they come, not finest grid first."""
+    return _yolov5_by_hand(outputs, specs, config, "anchors by order")
+
+
+def yolov5_channel_first(outputs, specs, config):
+    """Reads every anchored map as if it were [C, H, W] in memory."""
+    return _yolov5_by_hand(outputs, specs, config, "channel-first")
+
+
+def yolov5_fcr_channel_first(outputs, specs, config):
+    """Reads the FCR anchored maps as if they were [C, H, W] in memory."""
+    return _yolov5_by_hand(outputs, specs, config, "FCR channel-first")
+
+
+def yolov5_class_major(outputs, specs, config):
+    """Reads each anchored map class-major (value k of anchor a at channel k * na + a)."""
+    return _yolov5_by_hand(outputs, specs, config, "class-major")
+
+
+def yolov5_sigmoid_twice(outputs, specs, config):
+    """Puts the maps through a sigmoid after deciding whether they hold logits."""
+    return _yolov5_by_hand(outputs, specs, config, "sigmoid twice")
+
+
+def yolov5_no_sigmoid(outputs, specs, config):
+    """Trusts every map to hold probabilities."""
+    return _yolov5_by_hand(outputs, specs, config, "no sigmoid")
+
+
+def yolov5_grid_without_half(outputs, specs, config):
+    """Centres at (2 t + cell) * stride, without YOLOv5's -0.5."""
+    return _yolov5_by_hand(outputs, specs, config, "grid without -0.5")
+
+
+def yolov5_yolov3_centre(outputs, specs, config):
+    """Centres at (t + cell) * stride, YOLOv3's formula: a mistake no known misreading reproduces."""
+    return _yolov5_by_hand(outputs, specs, config, "YOLOv3 centre")
+
+
+def yolov5_sixteen_bit_read_as_eight(outputs, specs, config):
+    """Reads each 16-bit map's buffer as uint8 codes (its first H x W x C bytes)."""
+    return _yolov5_by_hand(outputs, specs, config, "16-bit as 8-bit")

@@ -568,3 +568,223 @@ def test_a_yolo26_emulated_hef_with_the_yolov8_nms_op_is_refused_naming_the_head
         build_emulated_hef(
             DEMO26_ONNX, images["in_domain"], _options(nms=True, output_format=FormatType.FLOAT32), cache_dir
         )
+
+
+# ---------------------------------------------------------------------------------------------- YOLOv5
+
+V5_SIDE = 64
+V5_HW = (V5_SIDE, V5_SIDE)
+# two anchors per stride, none of YOLOv5's defaults: the HEF must carry the export's own
+V5_ANCHORS = (((9.0, 12.0), (20.0, 14.0)), ((24.0, 40.0), (44.0, 30.0)), ((60.0, 50.0), (40.0, 70.0)))
+
+
+def _tempered(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with each convolution's random weights rescaled to a standard deviation of 1 / sqrt(fan in):
+    head logits of a few units, as a trained detector's are, not the saturated ones of the export's plain
+    random weights (where nearly every sigmoid sits at 0 or 1)."""
+    for init in model.graph.initializer:
+        if init.name.endswith(".weight"):
+            w = onnx.numpy_helper.to_array(init)
+            tempered = w / (w.std() * np.sqrt(np.prod(w.shape[1:])))
+            init.CopyFrom(onnx.numpy_helper.from_array(tempered.astype(np.float32), init.name))
+    return model
+
+
+@pytest.fixture(scope="module")
+def yolov5_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from support.yolov5_exports import yolov5_export
+
+    path = tmp_path_factory.mktemp("yolov5") / "yolov5_test.onnx"
+    onnx.save(_tempered(yolov5_export(side=V5_SIDE, nc=2, anchors=V5_ANCHORS, seed=1)), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def yolov5_hef(yolov5_onnx: Path, images: dict[str, Path], cache_dir: Path) -> EmulatedHef:
+    return build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache_dir)
+
+
+def _v5_frames(folder: Path) -> list[np.ndarray]:
+    return [letterbox(load_image(p), V5_HW)[0][None] for p in sorted(folder.iterdir())]
+
+
+def _v5_config(**changes: object) -> DecodeConfig:
+    settings: dict[str, object] = {
+        "input_hw": V5_HW,
+        "score_threshold": 0.25,
+        "iou_threshold": 0.45,
+        "classes_are_probabilities": True,
+        "anchors": V5_ANCHORS,
+    }
+    settings.update(changes)
+    return DecodeConfig(**settings)  # type: ignore[arg-type]
+
+
+def test_a_yolov5_export_becomes_one_anchored_map_per_stride_with_its_anchors_and_the_sigmoid_on_every_channel(
+    yolov5_onnx: Path, images: dict[str, Path], cache_dir: Path, yolov5_hef: EmulatedHef
+) -> None:
+    from harness.core.head_family import HeadFamily
+
+    assert yolov5_hef.family is HeadFamily.YOLOV5 and yolov5_hef.classes == 2
+    assert yolov5_hef.anchors == V5_ANCHORS == yolov5_hef.layout.anchors
+    assert [(h.shape, h.format_order) for h in yolov5_hef.heads] == [
+        ((8, 8, 14), FormatOrder.NHWC),  # 2 anchors x (5 + 2 classes)
+        ((4, 4, 14), FormatOrder.NHWC),
+        ((2, 2, 14), FormatOrder.FCR),
+    ]
+    assert [level.stride for level in yolov5_hef.layout.levels] == [8, 16, 32]
+    assert "yolov5 heads" in yolov5_hef.label and "sigmoid inside" in yolov5_hef.label
+    # box offsets, objectness and classes all sigmoided: every map's range within [0, 1]
+    tops = [h.quant[0].limvals_max for h in yolov5_hef.heads]
+    assert all(0 <= h.quant[0].limvals_min and h.quant[0].limvals_max <= 1 for h in yolov5_hef.heads)
+    assert yolov5_hef.score_ceiling == pytest.approx(max(tops) ** 2)  # objectness x class
+    logits = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=False), cache_dir)
+    assert logits.quantized_model != yolov5_hef.quantized_model
+    assert all(h.quant[0].limvals_min < -1 for h in logits.heads)
+
+
+BEST = 5  # the export's detections per frame held to be found again (random weights: scores of 0.4 to 0.5)
+
+
+def _export_rows(session: ort.InferenceSession, frame: np.ndarray, hef: EmulatedHef) -> np.ndarray:
+    """The export's own decoded rows of ``frame`` (x, y, w, h in pixels, objectness, classes), in the order the
+    harness's decoder takes entries: per stride, cell-major then anchor. YOLOv5 writes them anchor-major
+    (ultralytics/yolov5: models/yolo.py, ``Detect.forward``: ``view(bs, na * nx * ny, no)`` after
+    ``permute(0, 1, 3, 4, 2)``)."""
+    (rows,) = session.run(None, {"images": (frame.transpose(0, 3, 1, 2) / np.float32(255)).astype(np.float32)})
+    parts, start = [], 0
+    for level in hef.layout.levels:
+        na = len(level.anchors)
+        block = rows[0, start : start + na * level.cells]
+        parts.append(block.reshape(na, level.cells, -1).transpose(1, 0, 2).reshape(na * level.cells, -1))
+        start += na * level.cells
+    assert start == rows.shape[1]
+    return np.concatenate(parts)
+
+
+def test_a_yolov5_emulated_hefs_raw_heads_decode_to_the_float_exports_own_output_within_quantization_error(
+    yolov5_onnx: Path, yolov5_hef: EmulatedHef, images: dict[str, Path]
+) -> None:
+    """Every (cell, anchor) entry decoded from the uint8 maps by harness.decode.yolov5 against the export's own
+    decode tail: centre, size and score differences in steps of the map's quantization (one step of a
+    sigmoided value moves a centre by at most 2 x stride, a size by at most 8 x anchor, a score
+    objectness x class by at most 2). Then the best detections of the export's rows (the harness's NMS over
+    them) are found again: the same class, IoU at least 0.5."""
+    from harness.decode import yolov5
+    from harness.decode.nms import box_iou, nms
+
+    session = ort.InferenceSession(str(yolov5_onnx), providers=["CPUExecutionProvider"])
+    specs = {h.name: h for h in yolov5_hef.heads}
+    config = _v5_config()
+    layout = yolov5_hef.layout
+    steps: dict[str, list[np.ndarray]] = {"centre": [], "size": [], "score": []}
+    confident = matched = 0
+    with EmulatorRunner(yolov5_hef) as runner:
+        for frame in _v5_frames(images["val"]):
+            raw = runner.infer({"images": frame})
+            rows = _export_rows(session, frame, yolov5_hef)
+            boxes, scores = yolov5.candidates(raw, layout, config)
+            per_entry = [
+                (np.full((len(v.anchors) * v.cells, 1), v.stride, np.float32), np.tile(v.anchors, (v.cells, 1)))
+                for v in layout.levels
+            ]
+            scale = np.concatenate(
+                [np.full(len(v.anchors) * v.cells, v.box.host_spec.quant[0].scale) for v in layout.levels]
+            )[:, None]
+            stride, anchor = (np.concatenate(part) for part in zip(*per_entry, strict=True))
+            centre, size = (boxes[:, :2] + boxes[:, 2:]) / 2, boxes[:, 2:] - boxes[:, :2]
+            steps["centre"].append(np.abs(centre - rows[:, :2]) / (2 * stride * scale))
+            steps["size"].append(np.abs(size - rows[:, 2:4]) / (8 * anchor * scale))
+            steps["score"].append(np.abs(scores - rows[:, 5:] * rows[:, 4:5]) / (2 * scale))
+            ours = yolov5.decode(raw, specs, config)
+            xyxy = np.concatenate([rows[:, :2] - rows[:, 2:4] / 2, rows[:, :2] + rows[:, 2:4] / 2], axis=1)
+            theirs = nms(xyxy.astype(np.float32), (rows[:, 5:] * rows[:, 4:5]).astype(np.float32), config)
+            sure = theirs.select(np.argsort(-theirs.scores, kind="stable")[:BEST])
+            for box, class_id in zip(sure.boxes, sure.class_ids, strict=True):
+                same = ours.class_ids == class_id
+                matched += bool(same.any() and box_iou(box[None], ours.boxes[same]).max() >= 0.5)
+            confident += len(sure)
+    for name, found in steps.items():
+        values = np.concatenate(found).ravel()
+        # every layer before the heads is quantized too: typically well under a step, a few entries see more
+        assert np.median(values) <= 1 and np.percentile(values, 99) <= 4, (name, np.percentile(values, [50, 99]))
+    assert confident == BEST * RECIPE.val and matched >= 0.9 * confident, (matched, confident)
+
+
+def test_a_yolov5_emulated_hef_with_nms_writes_hailorts_yolov5_op_buffer_of_its_raw_heads(
+    yolov5_onnx: Path, images: dict[str, Path], cache_dir: Path, yolov5_hef: EmulatedHef
+) -> None:
+    from harness.backends.emulator.runner import nms_op
+    from harness.core.head_family import HeadFamily
+    from harness.core.settings import NmsMode
+
+    options = _options(
+        sigmoid_inside=True, nms=True, output_format=FormatType.FLOAT32, score_threshold=0.3, max_proposals_per_class=20
+    )
+    nms_hef = build_emulated_hef(yolov5_onnx, images["in_domain"], options, cache_dir)
+    assert nms_hef.quantized_model == yolov5_hef.quantized_model  # NMS is a runtime setting
+    assert "HailoRT NMS" in nms_hef.label
+    ((name, spec),) = nms_hef.output_specs.items()
+    # hailo-ai/tappas: core/hailo/libs/postprocesses/detection/yolo_hailortpp.cpp
+    assert name == "yolov5_nms_postprocess"
+    assert (spec.format_order, spec.format_type, spec.shape) == (
+        FormatOrder.NMS_BY_CLASS,
+        FormatType.FLOAT32,
+        (2, 5, 20),
+    )
+    config = _v5_config(
+        score_threshold=0.3, iou_threshold=nms_hef.options.iou_threshold, max_per_class=20, mode=NmsMode.HAILORT
+    )
+    found = 0
+    with EmulatorRunner(nms_hef) as runner, EmulatorRunner(yolov5_hef) as raw_runner:
+        for frame in _v5_frames(images["val"]):
+            buffer = runner.infer({"images": frame})[name]
+            raw = raw_runner.infer({"images": frame})
+            expected = nms_op(raw, {h.name: h for h in yolov5_hef.heads}, config, spec, HeadFamily.YOLOV5)
+            assert buffer.dtype == np.float32 and buffer.shape == (by_class_size(spec.nms),)
+            np.testing.assert_array_equal(buffer, expected)
+            found += len(decode_nms(buffer, spec, V5_HW))
+    assert found > 0
+
+
+def test_a_yolov5_models_corrupt_anchors_are_refused_naming_the_head_and_a_cached_one_is_quantized_again(
+    yolov5_onnx: Path,
+    images: dict[str, Path],
+    yolov5_hef: EmulatedHef,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from harness.backends.emulator.facts import hef_facts_of
+    from harness.backends.emulator.quantize import HEAD_ANCHORS_KEY
+    from harness.core.documents import DocumentError
+
+    model = onnx.load(yolov5_hef.quantized_model)
+    entry = next(p for p in model.metadata_props if p.key == HEAD_ANCHORS_KEY)
+    first = yolov5_hef.heads[0].name
+    entry.value = entry.value.replace("[9.0, 12.0]", "[9.0, -12.0]")
+    with pytest.raises(DocumentError, match=rf"{HEAD_ANCHORS_KEY}'?: field {first} is .*expected a non-empty list"):
+        hef_facts_of(model)
+    del model.metadata_props[list(model.metadata_props).index(entry)]
+    with pytest.raises(GraphError, match=rf"{HEAD_ANCHORS_KEY}' missing, expected the anchors of its anchored maps"):
+        hef_facts_of(model)
+    # a model cached without them (as an emulator that knew no anchors left one) is quantized again
+    cache = tmp_path / "cache"
+    built = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache)
+    onnx.save(model, built.quantized_model)
+    built.quantized_model.with_suffix(".json").unlink()
+    with caplog.at_level(logging.WARNING, logger="harness.backends.emulator"):
+        again = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache)
+    assert "unreadable" in caplog.text and HEAD_ANCHORS_KEY in caplog.text
+    assert again.anchors == V5_ANCHORS and again == built
+
+
+def test_nms_is_allowed_for_yolov5_heads_and_refused_for_yolo26_heads(
+    yolov5_onnx: Path, images: dict[str, Path]
+) -> None:
+    from harness.backends.emulator import check_export
+    from harness.inputs.demo import DEMO26_ONNX
+
+    options = EmulatorOptions(sigmoid_inside=True, nms=True)
+    check_export(yolov5_onnx, options)
+    with pytest.raises(GraphError, match=r"yolo26-one2one head with HailoRT's YOLOv8 NMS op.*expected nms off"):
+        check_export(DEMO26_ONNX, options)

@@ -203,6 +203,7 @@ def test_a_cached_emulated_hef_is_described_from_its_sidecar_as_from_its_model(
         "order",
         "family",
         "classes",
+        "anchors",
         "model rewritten",
     ],
 )
@@ -223,6 +224,7 @@ def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
         "order": {"heads": [head | {"order": "NCHWX"}, *rest]},
         "family": {"family": "yolo99"},
         "classes": {"classes": 0},
+        "anchors": {"anchors": [[[10, 13]]]},  # anchors for an anchor-free head
     }
     if change == "not json":
         kept.write_text("{")
@@ -261,3 +263,68 @@ def test_an_anchor_based_exports_anchors_are_kept_in_its_sidecar_and_read_back(t
     sidecar.write_text(json.dumps(data))
     monkeypatch.undo()
     assert export_facts(export, tmp_path) == first  # a bad sidecar is read from the model again
+
+
+V5_ANCHORS = (((10.0, 13.0), (16.0, 30.0)), ((30.0, 61.0), (62.0, 45.0)), ((116.0, 90.0), (156.5, 198.0)))
+
+
+@pytest.fixture(scope="module")
+def yolov5_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from support.yolov5_exports import yolov5_export
+
+    export = tmp_path_factory.mktemp("yolov5") / "v5.onnx"
+    onnx.save(yolov5_export(anchors=V5_ANCHORS), export)
+    return export
+
+
+def _build_v5(export: Path, calibration: list[Path], cache: Path) -> EmulatedHef:
+    options = EmulatorOptions(calibration_count=4, sigmoid_inside=True, nms=True)
+    return build_emulated_hef(export, calibration, options, cache)
+
+
+def test_a_cached_yolov5_emulated_hef_keeps_its_anchors_in_its_sidecar_and_is_described_from_it(
+    yolov5_onnx: Path, calibration: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _build_v5(yolov5_onnx, calibration, tmp_path)
+    assert first.family is HeadFamily.YOLOV5 and first.classes == 2 and first.anchors == V5_ANCHORS
+    data = json.loads(first.quantized_model.with_suffix(".json").read_text())
+    assert data["anchors"] == [[list(pair) for pair in group] for group in V5_ANCHORS] and data["family"] == "yolov5"
+
+    def unread(path: Path) -> None:
+        raise AssertionError(f"quantized model {path} loaded although its facts are kept")
+
+    monkeypatch.setattr(emulator_build, "_load_cached", unread)
+    again = _build_v5(yolov5_onnx, calibration, tmp_path)
+    assert again == first and again.layout.anchors == V5_ANCHORS
+    assert again.output_specs == first.output_specs and again.score_ceiling == first.score_ceiling
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("a negative height", "field anchors is"),
+        ("a stride's anchors missing", "field anchors is"),
+        ("a pair of three", "field anchors is"),
+        ("an anchor dropped", "fields 'heads' and 'anchors' are not the heads of a yolov5 HEF"),
+        ("none", "field anchors is [], expected 3 lists"),
+    ],
+)
+def test_a_corrupt_anchors_entry_of_a_yolov5_emulated_hefs_sidecar_is_refused_naming_the_field_and_rebuilt(
+    change: str, said: str, yolov5_onnx: Path, calibration: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = _build_v5(yolov5_onnx, calibration, tmp_path)
+    kept = first.quantized_model.with_suffix(".json")
+    data = json.loads(kept.read_text())
+    anchors = data["anchors"]
+    changed = {
+        "a negative height": [[[10, -13], [16, 30]], *anchors[1:]],
+        "a stride's anchors missing": anchors[:2],
+        "a pair of three": [[[10, 13, 1], [16, 30]], *anchors[1:]],
+        "an anchor dropped": [[[10, 13]], *anchors[1:]],  # 14 channels for one anchor: 9 classes, not 2
+        "none": [],
+    }
+    kept.write_text(json.dumps(data | {"anchors": changed[change]}))
+    with caplog.at_level(logging.WARNING, logger="harness.backends.emulator.facts"):
+        again = _build_v5(yolov5_onnx, calibration, tmp_path)
+    assert f"emulated HEF facts {kept} not used" in caplog.text and said in caplog.text
+    assert again == first and json.loads(kept.read_text()) == data

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.facts import hef_facts_of, read_hef_facts, write_hef_facts
+from harness.backends.emulator.facts import HefFacts, hef_facts_of, read_hef_facts, write_hef_facts
 from harness.backends.emulator.options import EmulatorOptions
-from harness.backends.emulator.outputs import head_family, head_roles, host_spec, nms_spec
+from harness.backends.emulator.outputs import NMS_OUTPUTS, host_spec, nms_spec
 from harness.core import defaults
 from harness.core.environment import code_digest, environment
-from harness.core.errors import GraphError
+from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import OutputSpec, QuantInfo
-from harness.decode.heads import head_layout
+from harness.decode.heads import Anchors, head_layout
 from harness.decode.layout import HeadLayout
 from harness.inputs.calibration import CalibrationSource, calibration_paths, images_digest
 
@@ -50,8 +50,9 @@ class EmulatedHef:
     """A quantized model standing in for a compiled HEF (emulation, not a Hailo device).
 
     ``heads``: the raw head outputs as UINT8 device values with their quant infos, in head order
-    (stride ascending, box before class), of the export's head ``family``; ``output_specs`` what a
-    runner hands back under ``options``.
+    (stride ascending, box before class), of the export's head ``family``; ``anchors``: per stride,
+    ascending, its anchors' ``(width, height)`` in input pixels (anchor-based families; empty
+    otherwise); ``output_specs`` what a runner hands back under ``options``.
     ``content_hash`` identifies the emulated HEF: model, calibration images and every option.
     """
 
@@ -61,6 +62,7 @@ class EmulatedHef:
     heads: tuple[OutputSpec, ...]
     family: HeadFamily
     classes: int
+    anchors: Anchors
     options: EmulatorOptions
     calibration_images: tuple[Path, ...]
     content_hash: str
@@ -72,14 +74,19 @@ class EmulatedHef:
     @property
     def layout(self) -> HeadLayout:
         """What each raw head is, by stride."""
-        return head_layout(self.family, {h.name: h for h in self.heads}, self.input_hw)
+        return head_layout(self.family, {h.name: h for h in self.heads}, self.input_hw, self.anchors)
 
     @property
     def score_ceiling(self) -> float:
         """The highest score any class output can represent: its range's top (through the sigmoid
-        when that is not inside). Far below 1, every score is capped there."""
-        tops = [o.host_spec.quant[0].limvals_max for o in self.layout.of_role(HeadRole.CLASS)]
-        return max(tops) if self.options.sigmoid_inside else float(1 / (1 + np.exp(-max(tops))))
+        when that is not inside); in an anchored head, where a score is objectness x class read from
+        one map, that top squared. Far below 1, every score is capped there."""
+        layout = self.layout
+        maps = layout.of_role(HeadRole.ANCHORED if layout.anchored else HeadRole.CLASS)
+        top = max(o.host_spec.quant[0].limvals_max for o in maps)
+        if not self.options.sigmoid_inside:
+            top = float(1 / (1 + np.exp(-top)))
+        return top * top if layout.anchored else top
 
     @property
     def quant(self) -> dict[str, QuantInfo]:
@@ -89,7 +96,7 @@ class EmulatedHef:
     @property
     def output_specs(self) -> dict[str, OutputSpec]:
         if self.options.nms:
-            spec = nms_spec(self.classes, self.options.max_proposals_per_class)
+            spec = nms_spec(self.classes, self.options.max_proposals_per_class, self.family)
             return {spec.name: spec}
         return {h.name: host_spec(h, self.options.output_format) for h in self.heads}
 
@@ -98,7 +105,7 @@ class EmulatedHef:
         o = self.options
         inside = "sigmoid inside" if o.sigmoid_inside else "class logits"
         nms = ", HailoRT NMS" if o.nms else ""
-        family = f", {self.family.value} heads" if self.family.host_postprocess else ""
+        family = f", {self.family.value} heads" if self.family is not HeadFamily.YOLOV8 else ""
         return (
             f"emulated HEF of {self.source.name} [{self.content_hash[:12]}] (onnxruntime uint8/int8"
             f"{', 16-bit outputs' if o.output_bits == 16 else ''}, "
@@ -125,18 +132,18 @@ def _content_hash(key: str, options: EmulatorOptions) -> str:
     return hashlib.sha256(f"{key}\0{json.dumps(everything, sort_keys=True)}".encode()).hexdigest()
 
 
-def _load_cached(path: Path) -> onnx.ModelProto | None:
+def _load_cached(path: Path) -> HefFacts | None:
+    """The facts of the quantized model cached as ``path``; None where there is none, or where it is
+    unreadable or not described as this emulator describes one (a model an older emulator cached: its
+    heads' recorded roles, family or anchors refused), logged."""
     if not path.is_file():
         return None
     import google.protobuf.message
     import onnx
 
     try:
-        model = onnx.load(os.fspath(path))
-        head_roles(model)
-        head_family(model)
-        return model
-    except (OSError, google.protobuf.message.DecodeError, ValueError) as error:
+        return hef_facts_of(onnx.load(os.fspath(path)))
+    except (OSError, google.protobuf.message.DecodeError, ValueError, HarnessError) as error:
         log.warning("emulated HEF cache entry %s unreadable (%s): quantizing again", path, error)
         return None
 
@@ -155,7 +162,8 @@ def _store(model: onnx.ModelProto, path: Path) -> None:
 
 
 def _check_nms(family: HeadFamily, options: EmulatorOptions, source: str | os.PathLike[str]) -> None:
-    if options.nms and family.host_postprocess:
+    """Refuse NMS for a head whose HEF has no NMS op (YOLO26); YOLOv8's and YOLOv5's have HailoRT's."""
+    if options.nms and family not in NMS_OUTPUTS:
         # ultralytics: ultralytics/engine/exporter.py (export_hailo: no nms_postprocess for reg_max 1 heads)
         raise GraphError(
             f"ONNX model {os.fspath(source)!r}: a {family.value} head with HailoRT's YOLOv8 NMS op, which decodes "
@@ -207,7 +215,7 @@ def build_emulated_hef(
     kept = cached.with_suffix(".json")
     facts = read_hef_facts(kept, key, cached)
     if facts is None:
-        facts = hef_facts_of(_quantized(source, paths, options, cached, progress))
+        facts = _quantized(source, paths, options, cached, progress)
         write_hef_facts(kept, facts, key, cached)
     else:
         log.info(
@@ -221,6 +229,7 @@ def build_emulated_hef(
         heads=facts.heads,
         family=facts.family,
         classes=facts.classes,
+        anchors=facts.anchors,
         options=options,
         calibration_images=paths,
         content_hash=_content_hash(key, options),
@@ -241,12 +250,12 @@ def _quantized(
     options: EmulatorOptions,
     cached: Path,
     progress: Callable[[str], None] | None,
-) -> onnx.ModelProto:
-    """The quantized model cached as ``cached``, or quantized now and cached there."""
-    model = _load_cached(cached)
-    if model is not None:
+) -> HefFacts:
+    """The facts of the quantized model cached as ``cached``, or of the one quantized now and cached there."""
+    facts = _load_cached(cached)
+    if facts is not None:
         log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
-        return model
+        return facts
     from harness.backends.emulator.calibration import CalibrationFrames
     from harness.backends.emulator.graph import batched, hef_graph
     from harness.inputs.onnx_graph import load_model
@@ -267,4 +276,4 @@ def _quantized(
         len(paths),
         cached,
     )
-    return model
+    return hef_facts_of(model)

@@ -1,6 +1,6 @@
 """What a run needs of a cached emulated HEF before it infers anything (its input, its raw heads with
-their quant infos, its head family and class count), kept beside the quantized model as
-``<key>.json``: a rerun reads them without loading the model (nor importing onnx).
+their quant infos, its head family, class count and, for an anchor-based family, its anchors), kept
+beside the quantized model as ``<key>.json``: a rerun reads them without loading the model (nor importing onnx).
 
 They are trusted only whole: the format number, the emulated HEF's cache key, the sha256 of the
 quantized model beside them and the digest of the code that read them must match, every field of
@@ -19,17 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 from harness.backends import spec_json
 from harness.backends.base import InputSpec
-from harness.backends.emulator.outputs import head_family, head_roles, head_specs, input_spec
+from harness.backends.emulator.outputs import head_family, head_layout, input_spec, is_anchors
 from harness.core.documents import Fields
 from harness.core.environment import code_digest
+from harness.core.errors import HeadPairingError
 from harness.core.files import read_sidecar, write_sidecar
-from harness.core.head_family import HeadFamily, HeadRole
+from harness.core.head_family import HeadFamily
 from harness.core.specs import OutputSpec
+from harness.decode.heads import Anchors
+from harness.decode.heads import head_layout as family_layout
 
 if TYPE_CHECKING:
     import onnx
 
-FORMAT = 2  # 2: specs in the one spec JSON form (backends/spec_json.py)
+FORMAT = 3  # 2: specs in the one spec JSON form (backends/spec_json.py); 3: an anchor-based family's anchors
 _KIND = "hailo-harness emulated HEF facts"
 WHAT = "emulated HEF facts"
 # The code the facts are read by: an edit to it reads them again.
@@ -41,27 +44,29 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class HefFacts:
     """The emulated HEF's input, raw heads (UINT8 device values with their quant infos, in head
-    order), head family and number of classes."""
+    order), head family, number of classes (its layout's) and, per stride ascending, its anchors'
+    ``(width, height)`` in input pixels (empty for an anchor-free family)."""
 
     input: InputSpec
     heads: tuple[OutputSpec, ...]
     family: HeadFamily
     classes: int
+    anchors: Anchors
 
 
 def hef_facts_of(model: onnx.ModelProto) -> HefFacts:
     """The facts of a quantized model the emulator built (a :class:`GraphError` where it did not)."""
-    heads = head_specs(model)
-    roles = head_roles(model)
-    classes = next(h.channels for h in heads if roles[h.name] == HeadRole.CLASS)
-    return HefFacts(input_spec(model), heads, head_family(model), classes)
+    layout = head_layout(model)
+    heads = tuple(output.host_spec for output in layout.outputs)
+    anchors = layout.anchors if layout.anchored else ()
+    return HefFacts(input_spec(model), heads, head_family(model), layout.classes, anchors)
 
 
 def _sha256(file: Path) -> str:
     return hashlib.sha256(file.read_bytes()).hexdigest()
 
 
-_KEYS = ("kind", "format", "code", "key", "model_sha256", "input", "heads", "family", "classes")
+_KEYS = ("kind", "format", "code", "key", "model_sha256", "input", "heads", "family", "classes", "anchors")
 
 
 def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
@@ -75,6 +80,7 @@ def _json(facts: HefFacts, key: str, model_sha256: str) -> dict[str, Any]:
         "heads": [spec_json.output_json(h) for h in facts.heads],
         "family": facts.family.value,
         "classes": facts.classes,
+        "anchors": [[list(pair) for pair in group] for group in facts.anchors],
     }
 
 
@@ -107,8 +113,28 @@ def _fields(data: Mapping[str, Any], key: str, model: Path) -> HefFacts:
     families = [f.value for f in HeadFamily]
     family = HeadFamily(fields.value("family", lambda v: v in families, f"one of {families}"))
     classes = fields.integer("classes", lo=1)
+    anchors = _anchors(fields, family, len(heads))
     fields.done()
-    return HefFacts(given, heads, family, classes)
+    try:
+        layout = family_layout(family, {h.name: h for h in heads}, given.hw, anchors)
+    except HeadPairingError as error:
+        raise ValueError(f"fields 'heads' and 'anchors' are not the heads of a {family.value} HEF ({error})") from None
+    if layout.classes != classes:
+        fields.fail("classes", classes, f"{layout.classes}, the class count of the heads")
+    return HefFacts(given, heads, family, classes, anchors)
+
+
+def _anchors(fields: Fields, family: HeadFamily, strides: int) -> Anchors:
+    """The ``anchors`` field: per stride a non-empty list of ``[width, height]`` for an anchor-based
+    ``family`` (one group per head), an empty list otherwise."""
+    if family.anchor_based:
+        expected = f"{strides} lists (one per stride) of [width, height] in input pixels (positive)"
+        groups = fields.value(
+            "anchors", lambda v: isinstance(v, list) and len(v) == strides and all(map(is_anchors, v)), expected
+        )
+    else:
+        groups = fields.value("anchors", lambda v: v == [], f"[] (a {family.value} head has no anchors)")
+    return tuple(tuple((float(w), float(h)) for w, h in group) for group in groups)
 
 
 def read_hef_facts(path: Path, key: str, model: Path) -> HefFacts | None:

@@ -1,5 +1,5 @@
 """The float graph a HEF is compiled from: the ONNX cut at its heads, with a HEF's input contract in
-front and, optionally, the sigmoid a model script adds to the class convs.
+front and, optionally, the sigmoid a model script adds to the class convs (to all of an anchored map's).
 
 A HEF takes raw uint8 RGB 0-255 NHWC frames; the ``normalization([0,0,0],[255,255,255])`` of the
 Model Zoo's model scripts is compiled in (mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls). Here
@@ -37,7 +37,7 @@ BATCH = "batch"  # the symbolic leading dimension of a graph that takes any numb
 @dataclass(frozen=True)
 class HefGraph:
     """The float model: input ``input_name`` uint8 ``(N, H, W, 3)``; one output per head, named as the
-    head tensor, ``[N, C, H, W]`` float (class heads after their sigmoid when it is inside). ``N`` is
+    head tensor, ``[N, C, H, W]`` float (class heads and anchored maps after their sigmoid when it is inside). ``N`` is
     1, or :data:`BATCH` once :func:`batched` lets the graph take any number of frames."""
 
     model: onnx.ModelProto
@@ -156,11 +156,18 @@ def _batch_dimension(model: onnx.ModelProto, name: str, outputs: Sequence[str]) 
     return batched if _takes_a_batch(batched, name) else model
 
 
-def _sigmoid_on_class_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> None:
-    """Each class head tensor ``t`` becomes ``Sigmoid(t_logits)``: the output keeps the head's name."""
+# The heads whose sigmoid a HEF compiles in: YOLOv8's class maps (mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls,
+# change_output_activation), and every channel of YOLOv5's anchored maps, which HailoRT's YOLOv5 op reads as
+# probabilities (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``dequantize_and_sigmoid``, and
+# nms_post_process.hpp, ``should_sigmoid`` false).
+_SIGMOID_ROLES = frozenset({HeadRole.CLASS, HeadRole.ANCHORED})
+
+
+def _sigmoid_on_score_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> None:
+    """Each class head and anchored map tensor ``t`` becomes ``Sigmoid(t_logits)``: the output keeps the head's name."""
     graph = model.graph
     for head in heads:
-        if head.role is not HeadRole.CLASS:
+        if head.role not in _SIGMOID_ROLES:
             continue
         logits = f"{head.tensor}_logits"
         for node in graph.node:
@@ -181,7 +188,7 @@ def hef_graph(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | No
     _reject_quantized(cut, source)
     _uint8_nhwc_input(cut, input_name, input_hw)
     if sigmoid_inside:
-        _sigmoid_on_class_heads(cut, heads)
+        _sigmoid_on_score_heads(cut, heads)
     onnx.checker.check_model(cut)
     return HefGraph(cut, heads, found.family, input_name, input_hw)
 

@@ -9,6 +9,9 @@
 - Quant info per head: scale and zero point of its ``QuantizeLinear``; limvals the representable
   range ``[(0 - zp) * scale, (255 - zp) * scale]``, as in compiled HEFs (fixture
   hailo8l_yolov8s_nms_truncated.hef: zp 164, scale 0.13575 -> limvals [-22.26, 12.35]).
+- Anchored maps (YOLOv5/YOLOv7): order labels as the class heads' (no parse-hef of a YOLOv5 HEF was at
+  hand to say otherwise; the host layout is ``(H, W, C)`` either way), each map with its anchors as the
+  emulator recorded them.
 - With NMS: one HAILO_NMS_BY_CLASS float32 output, host shape ``(classes, 5, max_bboxes_per_class)``.
 """
 
@@ -29,8 +32,11 @@ from harness.formats.nms_buffer import BBOX_PARAMS
 if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not by the specs it describes
     import onnx
 
-# The name HailoRT gives the YOLOv8 NMS op's output (network name prefix left out).
-NMS_OUTPUT = "yolov8_nms_postprocess"
+# The name a HEF gives its NMS op's output, per head family (network name prefix left out), as HailoRT
+# reports it: YOLOv8's in a compiled HEF (fixture hailo8l_yolov8s_nms_truncated.hef,
+# "yolov8s/yolov8_nms_postprocess"), YOLOv5's in the Model Zoo's HEFs as Hailo's own post-processes read it
+# (tappas: core/hailo/libs/postprocesses/detection/yolo_hailortpp.cpp, "yolov5_nms_postprocess").
+NMS_OUTPUTS = {HeadFamily.YOLOV8: "yolov8_nms_postprocess", HeadFamily.YOLOV5: "yolov5_nms_postprocess"}
 
 
 def _dims(value: onnx.ValueInfoProto) -> tuple[int, ...]:
@@ -69,7 +75,8 @@ def _quant_info(model: onnx.ModelProto, tensor: str) -> tuple[QuantInfo, FormatT
 
 
 def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
-    """``{head tensor: "box" | "class"}`` in head order (stride ascending, box first), as the emulator recorded it."""
+    """``{head tensor: "box" | "class" | "anchored"}`` in head order (stride ascending, box first), as the
+    emulator recorded it: box and class maps for an anchor-free family, anchored maps for an anchor-based one."""
     from harness.backends.emulator.quantize import HEAD_ROLES_KEY
 
     meta = {p.key: p.value for p in model.metadata_props}
@@ -77,12 +84,51 @@ def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
         raise GraphError(f"emulated HEF model: metadata {HEAD_ROLES_KEY!r} missing: not a model the emulator built")
     source = f"emulated HEF model: metadata {HEAD_ROLES_KEY!r}"
     roles = Fields(parse_json(meta[HEAD_ROLES_KEY], source), source)
-    known = (HeadRole.BOX, HeadRole.CLASS)
+    family = head_family(model)
+    known = (HeadRole.ANCHORED,) if family.anchor_based else (HeadRole.BOX, HeadRole.CLASS)
     found: dict[str, HeadRole] = {}
     for tensor, role in roles.items():
         if role not in known:
-            roles.fail(tensor, role, " or ".join(f'"{r.value}"' for r in known))
+            roles.fail(tensor, role, " or ".join(f'"{r.value}"' for r in known) + f" ({family.value} heads)")
         found[tensor] = HeadRole(role)
+    return found
+
+
+def is_anchors(value: object) -> bool:
+    """A non-empty list of ``[width, height]`` (one stride's anchors), each a positive finite number."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < float("inf") for v in pair)
+            for pair in value
+        )
+    )
+
+
+def head_anchors(model: onnx.ModelProto) -> dict[str, tuple[tuple[float, float], ...]]:
+    """Per anchored map its anchors' ``(width, height)`` in input pixels, as the emulator recorded them: one
+    entry for each anchored map and for no other head (none for an anchor-free family)."""
+    from harness.backends.emulator.quantize import HEAD_ANCHORS_KEY
+
+    meta = {p.key: p.value for p in model.metadata_props}
+    anchored = [t for t, role in head_roles(model).items() if role is HeadRole.ANCHORED]
+    if HEAD_ANCHORS_KEY not in meta:
+        if anchored:
+            raise GraphError(
+                f"emulated HEF model: metadata {HEAD_ANCHORS_KEY!r} missing, expected the anchors of its anchored "
+                f"maps {anchored}: not a model this emulator built"
+            )
+        return {}
+    source = f"emulated HEF model: metadata {HEAD_ANCHORS_KEY!r}"
+    fields = Fields(parse_json(meta[HEAD_ANCHORS_KEY], source), source)
+    found = {}
+    for tensor in anchored:
+        pairs = fields.value(tensor, is_anchors, "a non-empty list of [width, height] in input pixels (positive)")
+        found[tensor] = tuple((float(w), float(h)) for w, h in pairs)
+    fields.done()
     return found
 
 
@@ -102,7 +148,7 @@ def head_family(model: onnx.ModelProto) -> HeadFamily:
 
 def head_layout(model: onnx.ModelProto) -> HeadLayout:
     """The raw heads as device values (UINT8, or UINT16) with their quant infos, laid out by the roles
-    the emulator recorded."""
+    (and an anchored map's anchors) the emulator recorded."""
     shapes = {o.name: _dims(o) for o in model.graph.output}
     smallest = min(h * w for _, _, h, w in shapes.values())
     heads = []
@@ -112,12 +158,7 @@ def head_layout(model: onnx.ModelProto) -> HeadLayout:
         quant, device_type = _quant_info(model, tensor)
         spec = OutputSpec(tensor, (h, w, c), order, device_type, (quant,))
         heads.append(HeadOutput.of_spec(spec, role))
-    return layout_of(heads, input_spec(model).hw)
-
-
-def head_specs(model: onnx.ModelProto) -> tuple[OutputSpec, ...]:
-    """The raw head outputs as device values, in head order (stride ascending, box first)."""
-    return tuple(output.host_spec for output in head_layout(model).outputs)
+    return layout_of(heads, input_spec(model).hw, head_anchors(model))
 
 
 def host_spec(head: OutputSpec, format_type: FormatType) -> OutputSpec:
@@ -126,10 +167,10 @@ def host_spec(head: OutputSpec, format_type: FormatType) -> OutputSpec:
     return OutputSpec(head.name, head.shape, head.format_order, format_type, head.quant)
 
 
-def nms_spec(classes: int, max_proposals_per_class: int) -> OutputSpec:
-    """The NMS_BY_CLASS output of the YOLOv8 NMS op."""
+def nms_spec(classes: int, max_proposals_per_class: int, family: HeadFamily = HeadFamily.YOLOV8) -> OutputSpec:
+    """The NMS_BY_CLASS output of ``family``'s NMS op (one of :data:`NMS_OUTPUTS`' families)."""
     return OutputSpec(
-        NMS_OUTPUT,
+        NMS_OUTPUTS[family],
         (classes, BBOX_PARAMS, max_proposals_per_class),
         FormatOrder.NMS_BY_CLASS,
         FormatType.FLOAT32,

@@ -25,11 +25,14 @@ from onnxruntime.quantization import CalibrationMethod as OrtCalibrationMethod
 from harness.backends.emulator.graph import HefGraph
 from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
 from harness.core.errors import GraphError
-from harness.core.head_family import HeadTensor
+from harness.core.head_family import HeadRole, HeadTensor
 
-# metadata_props keys of a quantized model: {head tensor: "box" | "class"}, in head order; its HeadFamily value
+# metadata_props keys of a quantized model: {head tensor: "box" | "class" | "anchored"}, in head order; its
+# HeadFamily value; where its heads are anchored maps, {head tensor: [[width, height], ...]} (per map its
+# anchors in input pixels), present only then
 HEAD_ROLES_KEY = "hailo_harness.emulator.head_roles"
 HEAD_FAMILY_KEY = "hailo_harness.emulator.head_family"
+HEAD_ANCHORS_KEY = "hailo_harness.emulator.head_anchors"
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,9 @@ def expose_head_quantizers(model: onnx.ModelProto, heads: Sequence[HeadTensor], 
         output.type.tensor_type.elem_type = TensorProto.UINT16 if bits == 16 else TensorProto.UINT8
     roles = onnx.StringStringEntryProto(key=HEAD_ROLES_KEY, value=json.dumps({h.tensor: h.role for h in heads}))
     model.metadata_props.append(roles)
+    anchors = {h.tensor: [list(a) for a in h.anchors] for h in heads if h.role is HeadRole.ANCHORED}
+    if anchors:
+        model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_ANCHORS_KEY, value=json.dumps(anchors)))
     onnx.checker.check_model(model)
     return model
 

@@ -47,7 +47,8 @@ class EmulatorRunner(RunnerBase):
 
     ``infer({input: uint8 (1, H, W, 3)})`` gives per raw head ``(H, W, C)`` uint8 device values or
     float32 dequantized with the head's quant info (HailoRT's rule), or, with NMS, the one
-    HAILO_NMS_BY_CLASS float32 buffer of the HailoRT YOLOv8 NMS op run on the dequantized heads.
+    HAILO_NMS_BY_CLASS float32 buffer of HailoRT's NMS op of the HEF's head family (YOLOv8's, or
+    YOLOv5's with the HEF's anchors) run on the dequantized heads.
     ``infer_batch({input: uint8 (n, H, W, 3)})`` gives the same for each of ``n`` frames.
     """
 
@@ -68,6 +69,7 @@ class EmulatorRunner(RunnerBase):
                 max_per_class=hef.options.max_proposals_per_class,
                 mode=NmsMode.HAILORT,
                 classes_are_probabilities=True,  # the op takes class values as scores: it has no sigmoid
+                anchors=hef.anchors,
             )
             if hef.options.nms
             else None

@@ -18,7 +18,7 @@ from harness.core.specs import FormatType
 from harness.decode.layout import HeadLayout, layout_of_tensors
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.hef.inspect import sigmoid
-from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
+from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo
 from harness.inputs.hef.ultralytics import METADATA, NMS_CONFIG, UltralyticsExport
 
 # A class output that cannot represent a score above this was calibrated without (enough)
@@ -135,6 +135,8 @@ def check_regression_length(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF")
+    if nms.kind != "yolov8":
+        return CheckResult.skipped(name, f"a {nms.kind} NMS op has no regression_length (no DFL box maps)")
     streams = _streams(ctx.group)
     for d in nms.bbox_decoders:
         box = streams.get(d.box_stream)
@@ -194,6 +196,8 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
+    if nms.kind == "yolov5":
+        return _anchored_pairing(name, nms, streams)
     for d in nms.bbox_decoders:
         box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
         if box is None or cls is None:
@@ -222,6 +226,67 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
                 "use the class conv (nc channels) as cls_layer and the box conv as reg_layer",
             )
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
+
+
+def _anchored_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) -> CheckResult:
+    """A YOLOv5 NMS op's decoders: one stream each, of ``anchors x (5 + classes)`` channels
+    (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``extract_detections`` checks the
+    buffer size against it)."""
+    for d in nms.bbox_decoders:
+        stream = streams.get(d.box_stream)
+        if stream is None:
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride}",
+                f"stream {d.box_stream} not among the outputs",
+                "an output of the HEF",
+                "name existing end-node layers in the nms_postprocess JSON",
+            )
+        expected = len(d.anchors) * (5 + nms.classes)
+        if stream.shape[2] != expected:
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride} stream {stream.name} channels",
+                stream.shape[2],
+                f"{expected} ({len(d.anchors)} anchors x (5 + {nms.classes} classes))",
+                "give each decoder its stride's anchors and the model's class count in the nms_postprocess JSON",
+            )
+    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read anchors x (5 + classes) channels")
+
+
+def check_anchors(ctx: CheckContext) -> CheckResult:
+    """A YOLOv5 NMS op's anchors against those the export's decode tail multiplies (the HEF keeps them
+    as whole pixels: hailort: hailort/libhailort/hef.proto, ProtoHEFYoloBboxDecoder ``w``, ``h`` uint32)."""
+    name = "anchors"
+    nms = ctx.group.nms
+    if nms is None or ctx.model is None:
+        return CheckResult.skipped(name, "needs an NMS HEF and --onnx")
+    anchor_op, anchor_export = nms.kind == "yolov5", ctx.layout.anchored
+    if anchor_op != anchor_export:
+        return CheckResult.failed(
+            name,
+            "NMS op",
+            f"{nms.kind} ({'anchors' if anchor_op else 'anchor-free'})",
+            f"the {ctx.model.family.value if ctx.model.family else 'unknown'} head of {ctx.model.source} "
+            f"({'anchors' if anchor_export else 'anchor-free'})",
+            "compile with the nms_postprocess meta_arch of the model's head (yolov5 for anchor-based heads)",
+        )
+    if not anchor_op:
+        return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
+    ours = {d.stride: d.anchors for d in nms.bbox_decoders}
+    for level in ctx.layout.levels:
+        theirs = ours.get(level.stride, ())
+        expected = tuple((round(w), round(h)) for w, h in level.anchors)
+        if theirs != expected:
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {level.stride} anchors (w, h)",
+                list(theirs),
+                f"{list(expected)} (the anchors of {ctx.model.source}'s stride {level.stride}, in whole pixels)",
+                "copy the export's anchors into the nms_postprocess JSON (the model's own, not the defaults: "
+                "autoanchor may have changed them) and recompile",
+            )
+    return CheckResult.ok(name, f"the NMS op's anchors are the export's at all {len(ctx.layout.levels)} strides")
 
 
 def check_sigmoid_present(ctx: CheckContext) -> CheckResult:
@@ -414,6 +479,7 @@ STATIC_CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     check_regression_length,
     check_strides_vs_grids,
     check_decoder_pairing,
+    check_anchors,
     check_sigmoid_present,
     check_class_score_range,
     check_box_logit_range,

@@ -106,7 +106,7 @@ def test_hef_option_runs_each_static_check_as_its_own_item(pytester, shared_fixt
     hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
     onnx = shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx"
     result = pytester.runpytest_subprocess(f"--hef={hef}", f"--onnx={onnx}", "-rs")
-    result.assert_outcomes(failed=1, skipped=11)
+    result.assert_outcomes(failed=1, skipped=12)
     result.stdout.fnmatch_lines(
         [
             "*HEF static check input_shape failed: input MNIST_CNN/input_layer1 shape: found 32x32x1, "
@@ -291,8 +291,8 @@ def test_an_option_without_its_partner_is_a_usage_error_naming_what_is_missing(
 
 def test_a_hef_that_no_static_check_applies_to_fails_instead_of_skipping_everything(pytester, shared_fixtures):
     result = pytester.runpytest_subprocess(f"--hef={shared_fixtures / 'hef' / 'hailo10h_lightface_slim.hef'}")
-    result.assert_outcomes(failed=1, skipped=12)
-    result.stdout.fnmatch_lines(["*none of the 12 static checks applies to *, so nothing was checked*"])
+    result.assert_outcomes(failed=1, skipped=13)
+    result.stdout.fnmatch_lines(["*none of the 13 static checks applies to *, so nothing was checked*"])
 
 
 def _project_beside_another_checkout(pytester: pytest.Pytester) -> tuple[Path, Path]:

@@ -17,7 +17,7 @@ from harness.core.errors import HefError
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.inputs.hef import reader
 from harness.inputs.hef.reader import HefInfo, HwArch, parse_hef, read_hef
-from harness.inputs.hef.wire import Message
+from harness.inputs.hef.wire import Message, ProtoError
 
 TRUNCATED = "hef_bad/hailo8l_yolov8s_nms_truncated.hef"
 
@@ -395,3 +395,12 @@ def test_hailort_cross_check_without_hailo_platform_is_a_hef_error(infos: dict[s
 
     with pytest.raises(HefError, match=r"hailo_platform \(HailoRT's Python package\) is not installed"):
         hailort_output_specs(infos["hailo8_mnist_cnn"].path)
+
+
+def test_wire_decoder_reads_repeated_unsigned_varints_packed_or_not() -> None:
+    data = _field(2, _varint(13) + _varint(300) + _varint(23)) + _varint(2 << 3) + _varint(7) + _field(3, b"")
+    message = Message(data, "m")
+    assert message.uints(2, "h") == (13, 300, 23, 7)
+    assert message.uints(3, "w") == () and message.uints(4, "absent") == ()
+    with pytest.raises(ProtoError, match=r"m\.h: varint runs past the end"):
+        Message(_field(2, b"\x80"), "m").uints(2, "h")

@@ -22,3 +22,29 @@ def yolo_facts(
     )
     names = tuple(f"class{i}" for i in range(classes))
     return ExportFacts("0" * 64, "images", input_hw, names, False, family, heads, source=source)
+
+
+def yolov5_facts(
+    classes: int = 3,
+    anchors: tuple[tuple[tuple[float, float], ...], ...] = (
+        ((10, 13), (16, 30), (33, 23)),
+        ((30, 61), (62, 45), (59, 119)),
+        ((116, 90), (156, 198), (373, 326)),
+    ),
+    input_hw: tuple[int, int] = (640, 640),
+    source: str = "v5.onnx",
+) -> ExportFacts:
+    """The facts of a YOLOv5 export: one anchored map per stride 8, 16 and 32, ``anchors`` per stride."""
+    heads = tuple(
+        HeadTensor(
+            f"anchored{i}",
+            f"/model.24/m.{i}/Conv",
+            HeadRole.ANCHORED,
+            len(group) * (5 + classes),
+            (input_hw[0] // s, input_hw[1] // s),
+            tuple((float(w), float(h)) for w, h in group),
+        )
+        for i, (s, group) in enumerate(zip((8, 16, 32), anchors, strict=True))
+    )
+    names = tuple(f"class{i}" for i in range(classes))
+    return ExportFacts("0" * 64, "images", input_hw, names, False, HeadFamily.YOLOV5, heads, source=source)

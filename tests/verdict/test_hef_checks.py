@@ -9,7 +9,7 @@ from harness.core.specs import FormatType, QuantInfo
 from harness.inputs.hef.reader import HefInfo, read_hef
 from harness.verdict.hef_checks import CheckContext, run_checks
 
-from support.export_facts import yolo_facts
+from support.export_facts import yolo_facts, yolov5_facts
 
 MODEL = yolo_facts(source="yolov8s.onnx")  # a 3-class YOLOv8s export at 640 (reg_max 16)
 
@@ -148,3 +148,67 @@ def test_a_box_output_whose_range_passes_88_7_fails_for_the_nan_boxes_hailorts_n
     outputs = tuple(replace(s, quant=q, quant_infos=(q,)) if s.name == box else s for s in group.outputs)
     r = _results(CheckContext(_with_group(hef, outputs=outputs)))["box_logit_range"]
     assert r.passed is False and box in r.message and "127.5" in r.message and "NaN box" in r.message
+
+
+# --- a YOLOv5 NMS HEF: the real HEF's streams as one anchored map per stride ---------------------
+
+
+def _as_yolov5(hef: HefInfo, anchors=((10, 13), (16, 30), (33, 23)), classes: int = 3) -> HefInfo:
+    """The fixture's HEF as a YOLOv5 NMS HEF: its class streams become anchored maps of 3 x (5 + 3)
+    channels, post-sigmoid, and its NMS op YOLOv5's, the decoders' anchors ``anchors`` at every stride
+    unless a tuple per stride is given."""
+    group = hef.network_groups[0]
+    per_stride = anchors if isinstance(anchors[0][0], tuple) else (anchors, anchors, anchors)
+    decoders = group.nms.bbox_decoders
+    q = QuantInfo(0, 1 / 255, 0.0, 1.0)
+    kept = {d.class_stream for d in decoders}
+    outputs = tuple(
+        replace(s, shape=(*s.shape[:2], 3 * (5 + classes)), quant=q, quant_infos=(q,))
+        for s in group.outputs
+        if s.name in kept
+    )
+    anchored = tuple(
+        replace(d, box_stream=d.class_stream, anchors=tuple(a)) for d, a in zip(decoders, per_stride, strict=True)
+    )
+    nms = replace(group.nms, kind="yolov5", regression_length=0, bbox_decoders=anchored)
+    return _with_group(hef, outputs=outputs, nms=nms)
+
+
+V5_ANCHORS = (((10, 13), (16, 30), (33, 23)), ((30, 61), (62, 45), (59, 119)), ((116, 90), (156, 198), (373, 326)))
+
+
+def test_a_consistent_yolov5_setup_passes_its_checks_and_skips_the_dfl_ones(hef):
+    results = _results(CheckContext(_as_yolov5(hef, V5_ANCHORS), yolov5_facts(), ("a", "b", "c"), 0.2))
+    failed = {name: r.message for name, r in results.items() if r.passed is False}
+    assert failed == {}
+    assert results["anchors"].passed and results["decoder_pairing"].passed
+    skipped = results["regression_length"]
+    assert skipped.passed is None and "no regression_length" in skipped.message
+    assert results["box_logit_range"].passed is None
+
+
+def test_a_yolov5_hef_compiled_with_the_default_anchors_for_an_autoanchored_export_names_the_stride(hef):
+    evolved = (((12.4, 16.2), (19, 36), (40, 28)), *V5_ANCHORS[1:])
+    r = _results(CheckContext(_as_yolov5(hef, V5_ANCHORS), yolov5_facts(anchors=evolved)))["anchors"]
+    assert r.passed is False
+    assert "stride 8 anchors" in r.message and "[(10, 13), (16, 30), (33, 23)]" in r.message
+    assert "[(12, 16), (19, 36), (40, 28)]" in r.message and "autoanchor" in r.message
+
+
+def test_a_yolov5_hef_with_anchors_of_the_wrong_stride_fails(hef):
+    r = _results(CheckContext(_as_yolov5(hef, V5_ANCHORS[::-1]), yolov5_facts()))["anchors"]
+    assert r.passed is False and "stride 8 anchors" in r.message
+
+
+def test_a_yolov5_decoder_whose_anchors_do_not_fit_its_streams_channels_fails(hef):
+    two = tuple(group[:2] for group in V5_ANCHORS)
+    r = _results(CheckContext(_as_yolov5(hef, two)))["decoder_pairing"]
+    assert r.passed is False and "channels" in r.message and "24" in r.message and "16 (2 anchors x (5 + 3" in r.message
+
+
+@pytest.mark.parametrize("v5_hef", [True, False])
+def test_an_nms_op_of_another_head_than_the_exports_fails_naming_both(hef, v5_hef):
+    ctx = CheckContext(_as_yolov5(hef, V5_ANCHORS), MODEL) if v5_hef else CheckContext(hef, yolov5_facts())
+    r = _results(ctx)["anchors"]
+    assert r.passed is False and "meta_arch" in r.message
+    assert ("yolov5 (anchors)" in r.message) is v5_hef and ("yolov8 (anchor-free)" in r.message) is not v5_hef

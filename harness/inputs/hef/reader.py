@@ -159,6 +159,9 @@ class BboxDecoder:
     stride: int
     box_stream: str
     class_stream: str
+    # a YOLOv5 decoder's anchors, (width, height) in input pixels (hailort: hailort/libhailort/hef.proto,
+    # ProtoHEFYoloBboxDecoder ``w``/``h``; src/hef/hef.cpp, ``create_yolov5_config`` pairs them w, h)
+    anchors: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -592,7 +595,16 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
                     )
                 names.append(by_pad[pad])
             stride = decoder.uint(stride_field, "stride") if stride_field else 0
-            decoders.append(BboxDecoder(stride, names[0], names[1]))
+            anchors: tuple[tuple[int, int], ...] = ()
+            if kind == "yolov5":
+                heights, widths = decoder.uints(2, "h"), decoder.uints(3, "w")
+                if len(heights) != len(widths):
+                    raise HefError(
+                        f"malformed proto field {decoder.path}: {len(widths)} anchor widths w and {len(heights)} "
+                        "heights h, expected one of each per anchor"
+                    )
+                anchors = tuple(zip(widths, heights, strict=True))
+            decoders.append(BboxDecoder(stride, names[0], names[1], anchors))
     output_pads = op.messages(3, "output_pads")
     return NmsOpConfig(
         name=op.string(1, "name"),

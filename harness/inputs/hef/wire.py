@@ -171,6 +171,19 @@ class Message:
             values.extend(struct.unpack(f"<{len(raw) // 8}d", raw))
         return tuple(values)
 
+    def uints(self, number: int, name: str) -> tuple[int, ...]:
+        """A repeated unsigned varint, packed or not."""
+        values: list[int] = []
+        for record in self._typed(number, name, (VARINT, LENGTH_DELIMITED)):
+            if record.wire_type == VARINT:
+                values.append(int(record.value))
+                continue
+            raw, pos = _payload(record), 0
+            while pos < len(raw):
+                value, pos = read_varint(raw, pos, f"{self.path}.{name}")
+                values.append(value)
+        return tuple(values)
+
     def string(self, number: int, name: str) -> str:
         found = self._typed(number, name, (LENGTH_DELIMITED,))
         if not found:

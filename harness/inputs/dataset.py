@@ -37,7 +37,19 @@ from harness.core.errors import HarnessError
 # rotate 90), as PIL's ImageOps.exif_transpose applies them.
 _SWAPPING_ORIENTATIONS = frozenset({5, 6, 7, 8})
 _EXIF_ORIENTATION = 274
-_IMAGE_SUFFIXES = frozenset(Image.registered_extensions())
+# The file suffixes Pillow 13.0 opens (``PIL.Image.registered_extensions()``, which imports every one
+# of its plugins to list them: 25-30 ms a run). tests/inputs/test_dataset.py holds this list to the
+# installed Pillow's; a file with another suffix is not listed as an image.
+_IMAGE_SUFFIXES = frozenset(
+    (
+        ".apng", ".avif", ".avifs", ".blp", ".bmp", ".bufr", ".bw", ".cur", ".dcx", ".dds", ".dib", ".emf",
+        ".eps", ".fit", ".fits", ".flc", ".fli", ".ftc", ".ftu", ".gbr", ".gif", ".grib", ".h5", ".hdf",
+        ".icb", ".icns", ".ico", ".iim", ".im", ".j2c", ".j2k", ".jfif", ".jp2", ".jpc", ".jpe", ".jpeg",
+        ".jpf", ".jpg", ".jpx", ".mpeg", ".mpg", ".mpo", ".msp", ".palm", ".pbm", ".pcd", ".pcx", ".pdf",
+        ".pfm", ".pgm", ".png", ".pnm", ".ppm", ".ps", ".psd", ".pxr", ".qoi", ".ras", ".rgb", ".rgba",
+        ".sgi", ".tga", ".tif", ".tiff", ".vda", ".vst", ".webp", ".wmf", ".xbm", ".xpm",
+    )
+)  # fmt: skip
 # Ultralytics accepts normalised coordinates up to 1 % outside [0, 1] (ultralytics/data/utils.py).
 _COORD_TOLERANCE = 0.01
 # Far above an image file within the pixel limit (40 MP of 16-bit RGBA is 320 MB).

@@ -1,6 +1,8 @@
 import json
 import os
 import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from PIL import Image
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import (
+    _IMAGE_SUFFIXES,
     LEFT_OUT,
     DatasetError,
     GroundTruth,
@@ -124,6 +127,25 @@ def test_images_are_read_by_content_whatever_their_name_says(tmp_path):
     for sample in dataset.samples:
         assert load_image(sample.path).shape[:2] == sample.original_hw
     assert len(dataset.missing_labels) == 4
+
+
+def test_the_image_suffixes_are_those_the_installed_pillow_opens():
+    assert _IMAGE_SUFFIXES == frozenset(Image.registered_extensions())
+
+
+def test_a_folder_is_listed_without_registering_every_pillow_plugin(tmp_path):
+    """Listing by suffix loads none of the plugins ``registered_extensions()`` would import
+    (PDF, EPS, ...): a PNG and a JPEG are opened with the few Pillow loads first."""
+    root = _folder(tmp_path)
+    _image(root / "images" / "val" / "b.png", (9, 7), fmt="PNG")
+    (root / "images" / "val" / "notes.txt").write_text("not an image")
+    script = (
+        "import sys\nfrom harness.inputs.dataset import load_yolo\n"
+        f"dataset = load_yolo({str(root)!r})\n"
+        "print(sorted(s.image_id for s in dataset.samples), 'PIL.PdfImagePlugin' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["['images/val/b.png',", "'images/val/plain.jpg']", "False"]
 
 
 def test_exif_rotated_jpeg_has_its_displayed_size_and_boxes_in_that_frame(tmp_path):

@@ -380,7 +380,7 @@ def _refuse_bad_inputs(job: JobConfig, log: Callable[[str], None]) -> None:
     not a failure per gate."""
     from harness.pipeline.factory import check, load_dataset, preflight, prepare_run
 
-    preflight(job)
+    facts = preflight(job)
     dataset = load_dataset(job.dataset, job.split, job.cache_dir, job.images, log)
     paths = (job.hailo, *job.stages)
     run = prepare_run(
@@ -392,6 +392,7 @@ def _refuse_bad_inputs(job: JobConfig, log: Callable[[str], None]) -> None:
         max_unreadable=job.max_unreadable,
         paths=paths,
         batch=job.batch,
+        facts=facts,
     )
     for spec in paths:
         check(spec, run.settings)

@@ -133,15 +133,18 @@ def prepare_run(
     max_unreadable: float = defaults.MAX_UNREADABLE,
     paths: Sequence[PathSpec] = (),
     batch: int = defaults.BATCH,
+    facts: ExportFacts | None = None,
 ) -> RunContext:
     """The run of ``onnx`` on ``dataset``: class names from the export's metadata, matched to the
     dataset's by name (``settings.map_class`` maps the ones named differently), thresholds not given
     taken from the NMS compiled into the first of ``paths`` whose model has one (:class:`SettingsSpec`). A
     dataset with more unreadable images than ``max_unreadable`` allows, or without one labelled
-    object, is refused."""
+    object, is refused. ``facts``: the export's, where the caller has read them (:func:`preflight`),
+    else read here."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
-    facts = model_facts(onnx, cache_dir, keep=use_cache)  # --no-cache: a sidecar is read, nothing is kept
+    if facts is None:
+        facts = model_facts(onnx, cache_dir, keep=use_cache)  # --no-cache: a sidecar is read, nothing is kept
     input_hw, names = facts.input_hw, facts.names
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
@@ -190,15 +193,15 @@ def calibration_note(spec: PathSpec, run: RunContext) -> str:
     return describe(spec.backend).calibration(spec, run)
 
 
-def preflight(config: JobConfig) -> None:
+def preflight(config: JobConfig) -> ExportFacts | None:
     """Refuse a job before anything runs where it can be known without the data: each path's options,
     and what the Hailo path's backend refuses beforehand (a replayed store of another model, an export
-    the emulator cannot take): one clear error, not one failure per gate."""
+    the emulator cannot take): one clear error, not one failure per gate. The export's facts where the
+    backend read them (hand them to :func:`prepare_run`), else None."""
     for spec in (REFERENCE, *config.stages, config.hailo):
         spec.check_files()
     hailo = describe(config.hailo.backend).preflight
-    if hailo is not None:
-        hailo(config.hailo, config.onnx, config.cache_dir)
+    return None if hailo is None else hailo(config.hailo, config.onnx, config.cache_dir)
 
 
 def check(spec: PathSpec, settings: EvalSettings) -> None:

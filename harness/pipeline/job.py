@@ -135,7 +135,7 @@ def report_folder(folder: Path) -> None:
 def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[RunContext, tuple[PathSpec, ...]]:
     """The run of ``config`` and its paths (the ONNX reference first, the HAR's stages, the Hailo path
     last), every refusal made before anything runs, the reports' folder made."""
-    preflight(config)
+    facts = preflight(config)
     _baseline_files(config)  # a dataset or model name a baseline's file cannot have: refused before the work
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
     what = f"{dataset.n_boxes} labelled boxes" if dataset.labelled else "no labels (held to the ONNX path)"
@@ -150,6 +150,7 @@ def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[
         max_unreadable=config.max_unreadable,
         paths=(config.hailo, *config.stages),
         batch=config.batch,
+        facts=facts,
     )
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs

@@ -189,3 +189,36 @@ def test_an_emulated_yolo26_hef_has_16_bit_outputs_as_ultralytics_compiles_it_un
     assert emulated_hef(PathSpec(Backend.EMULATOR, **calibration), run).options.output_bits == 8  # YOLOv8
     with pytest.raises(HarnessError, match=r"^--output-bits belongs to --backend emulator, not --backend onnx$"):
         PathSpec(Backend.ONNX, output_bits=16)
+
+
+def test_a_job_hashes_its_export_once_and_a_replayed_path_takes_its_sha256_from_the_run(data, tmp_path, monkeypatch):
+    """The emulator's preflight reads the export's facts and hands them to the run; a replayed path checks
+    its store against the sha256 in them: the export (10 MB for the demo) is not hashed again."""
+    from harness.inputs import export_facts
+    from harness.pipeline import detect
+    from harness.pipeline.job import prepare_job
+
+    calibration = PathSpec(Backend.EMULATOR, calibration=str(data / "images" / "calib"), calibration_count=3)
+    store = tmp_path / "emulated.rec"
+    config = JobConfig(dataset=data, cache_dir=tmp_path / "cache", report_dir=tmp_path / "report", progress=False)
+    run, _ = prepare_job(replace(config, hailo=calibration), log=lambda _: None)
+    evaluate_spec(replace(calibration, record=store), run)
+    hashed: list[str] = []
+    real = export_facts.file_sha256
+
+    def counting(path):
+        hashed.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(export_facts, "file_sha256", counting)
+    monkeypatch.setattr(detect, "file_sha256", counting)
+    prepare_job(replace(config, hailo=calibration), log=lambda _: None)
+    assert hashed == [DEMO_ONNX.name]  # once, by the preflight: not again to prepare the run
+    hashed.clear()
+    replayed = PathSpec(Backend.REPLAY, replay=store)
+    run, _ = prepare_job(replace(config, hailo=replayed), log=lambda _: None)
+    assert hashed == [DEMO_ONNX.name, DEMO_ONNX.name]  # the store checked before the work, the run's facts
+    hashed.clear()
+    with open_path(replayed, run) as path:
+        assert path.name == "emulated-hailo"
+    assert DEMO_ONNX.name not in hashed  # the store checked against the run's facts, the export not read again

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from harness.backends.emulator import EmulatedHef
     from harness.core.settings import EvalSettings
     from harness.inputs.calibration import CalibrationSource
+    from harness.inputs.export_facts import ExportFacts
     from harness.pipeline.factory import RunContext
     from harness.pipeline.spec import PathSpec
 
@@ -93,8 +94,8 @@ def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitSt
     return OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash)
 
 
-def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> None:
-    """Refuse an export the emulator cannot take, checked once per its content."""
+def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> ExportFacts:
+    """Refuse an export the emulator cannot take, checked once per its content; the export's facts."""
     from harness.backends.emulator import EmulatorOptions, check_export
     from harness.backends.emulator.build import export_check
     from harness.inputs.export_facts import export_facts, record_passed
@@ -104,7 +105,8 @@ def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> None:
     passed = export_check(options)
     if passed not in facts.passed:
         check_export(onnx, options)
-        record_passed(facts, passed, cache_dir)
+        facts = record_passed(facts, passed, cache_dir)
+    return facts
 
 
 def _locate(spec: PathSpec, run: RunContext, frames: Sequence[Path]) -> list[dict[str, object]]:

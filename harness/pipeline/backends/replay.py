@@ -3,6 +3,7 @@ name and kind are the recording's, and a store of another model or other setting
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
@@ -46,7 +47,9 @@ def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitSt
 
     replay = stack.enter_context(ReplayRunner(spec.replay))
     recording = replay.recording
-    check_replayed_model(spec, recording, run.onnx)
+    facts = run.facts  # an ONNX file's facts carry its sha256 (a HEF's export folder's: its HEF's)
+    read = facts.sha256 if facts.source == os.fspath(run.onnx) and run.onnx.is_file() else None
+    check_replayed_model(spec, recording, run.onnx, read)
     expected = shaping(settings, recording.outputs)
     differ = {k: (v, expected.get(k)) for k, v in recording.shaping.items() if expected.get(k) != v}
     if differ:
@@ -56,10 +59,10 @@ def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitSt
     return OpenRunner(replay, spec.replay, "")
 
 
-def check_replayed_model(spec: PathSpec, recording: Recording, export: Path) -> None:
+def check_replayed_model(spec: PathSpec, recording: Recording, export: Path, export_sha256: str | None = None) -> None:
     """Refuse a store recorded from another model than this run's: the HEF where ``--hef`` is
-    given, else the run's ``export`` (the one the recording run was given), naming both and their
-    sha256s."""
+    given, else the run's ``export`` (the one the recording run was given; ``export_sha256``: its
+    sha256 where the run has read it), naming both and their sha256s."""
     from harness.backends.replay import StoreError
     from harness.pipeline.detect import file_sha256
 
@@ -67,10 +70,10 @@ def check_replayed_model(spec: PathSpec, recording: Recording, export: Path) -> 
     if recording.export_sha256 != recording.model_sha256:
         recorded += f" in a run of {recording.export_file} (sha256 {recording.export_sha256[:16]})"
     if spec.hef is not None:
-        model, wanted, this = spec.hef, recording.model_sha256, ", not from --hef"
+        model, wanted, this, sha256 = spec.hef, recording.model_sha256, ", not from --hef", None
     else:
-        model, wanted, this = export, recording.export_sha256, "; this run's model is"
-    sha256 = file_sha256(model)
+        model, wanted, this, sha256 = export, recording.export_sha256, "; this run's model is", export_sha256
+    sha256 = sha256 or file_sha256(model)
     if sha256 != wanted:
         raise StoreError(
             f"--replay {spec.replay}: {recorded}{this} {model} (sha256 {sha256[:16]}): a store serves only the "

@@ -18,7 +18,7 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import Dataset, GroundTruth, Sample
 from harness.report import svg
-from harness.verdict.metrics.agreement import agreement
+from harness.verdict.metrics.agreement import differing_boxes
 from harness.verdict.metrics.coco import ClassMatches, per_image_matches
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES
 from harness.verdict.result import PathResult
@@ -146,12 +146,11 @@ def worst_images(
     n = len(reference)
     between = np.zeros(n, dtype=np.int64)
     against_truth = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        truth = Detections(truths[i].boxes, np.ones(len(truths[i])), truths[i].class_ids)
-        for result in results if dataset.labelled else ():
-            against_truth[i] += _differing(truth, result.predictions[i])
-        for result in results[1:]:
-            between[i] += _differing(reference[i], result.predictions[i])
+    truth = [Detections(t.boxes, np.ones(len(t)), t.class_ids) for t in truths]
+    for result in results if dataset.labelled else ():
+        against_truth += differing_boxes(truth, result.predictions)
+    for result in results[1:]:
+        between += differing_boxes(reference, result.predictions)
     order = np.lexsort((np.arange(n), -against_truth, -between))  # ties: dataset order
     order = order[(between[order] + against_truth[order]) > 0][:count]
     names = [c.name for c in results[0].metrics.per_class]
@@ -167,15 +166,6 @@ def worst_images(
             )
             pictures.append(Picture(ids[i], caption, jpeg, "image/jpeg"))
     return pictures
-
-
-def _differing(reference: Detections, candidate: Detections) -> int:
-    """Boxes of either that the other does not match with its class (missed + extra + class-flipped);
-    where one side has none, every box of the other."""
-    if not len(reference) or not len(candidate):
-        return len(reference) + len(candidate)
-    a = agreement([reference], [candidate])
-    return a.missed + a.extra + a.class_flipped
 
 
 def _draw(

@@ -1,10 +1,16 @@
+import importlib
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core.detections import Detections
-from harness.verdict.metrics.agreement import AgreementError, agreement
+from harness.verdict.metrics.agreement import AgreementError, agreement, differing_boxes
+
+from support.reference import agreement as loop
+
+agreement_module = importlib.import_module("harness.verdict.metrics.agreement")  # the package re-exports its function
 
 
 @st.composite
@@ -100,3 +106,74 @@ def test_a_box_just_below_iou_05_is_missed():
 def test_paths_over_different_image_counts_are_an_error():
     with pytest.raises(AgreementError, match="2 reference images but 1 candidate images"):
         agreement([Detections.empty()] * 2, [Detections.empty()])
+
+
+# --- the vectorised matching against the per-image loop it replaced ---------------------------------
+
+
+@st.composite
+def _crowded(draw, max_boxes=12, n_classes=3):
+    """Boxes on a small grid of few sizes and scores from a short list: many equal IoUs and equal
+    scores, IoUs exactly at 0.5, boxes nested and repeated."""
+    n = draw(st.integers(0, max_boxes))
+    cells = draw(
+        st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.sampled_from([4, 8])), min_size=n, max_size=n)
+    )
+    boxes = np.array([[x * 4, y * 4, x * 4 + w, y * 4 + w] for x, y, w in cells], np.float32).reshape(-1, 4)
+    scores = draw(st.lists(st.sampled_from([0.25, 0.5, 0.5, 0.75, 0.9]), min_size=n, max_size=n))
+    classes = draw(st.lists(st.integers(0, n_classes - 1), min_size=n, max_size=n))
+    return Detections(boxes, np.array(scores, np.float32), np.array(classes))
+
+
+_crowded_paths = st.integers(1, 6).flatmap(
+    lambda n: st.tuples(st.lists(_crowded(), min_size=n, max_size=n), st.lists(_crowded(), min_size=n, max_size=n))
+)
+
+
+def _same(found, expected):
+    assert found == expected  # counts equal, drifts equal to the bit (dataclass equality of the floats)
+
+
+@settings(max_examples=300)
+@given(_crowded_paths, st.sampled_from([0.5, 0.3, 0.0]))
+def test_the_vectorised_matching_equals_the_per_image_loop_bit_for_bit(paths, threshold):
+    reference, candidate = paths
+    _same(agreement(reference, candidate, threshold), loop.agreement(reference, candidate, threshold))
+    _same(agreement(candidate, reference, threshold), loop.agreement(candidate, reference, threshold))
+
+
+@settings(max_examples=100)
+@given(_paths | _crowded_paths, st.integers(1, 64))
+def test_matching_in_chunks_of_any_size_changes_nothing(paths, cells):
+    reference, candidate = paths
+    whole = agreement(reference, candidate)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(agreement_module, "_CELLS", cells)
+        assert agreement(reference, candidate) == whole
+        assert differing_boxes(reference, candidate).tolist() == [
+            loop.differing(r, c) for r, c in zip(reference, candidate, strict=True)
+        ]
+
+
+@given(_paths | _crowded_paths)
+def test_the_differing_boxes_per_image_are_those_the_report_counted_image_by_image(paths):
+    reference, candidate = paths
+    expected = [loop.differing(r, c) for r, c in zip(reference, candidate, strict=True)]
+    assert differing_boxes(reference, candidate).tolist() == expected
+
+
+def test_many_images_of_many_boxes_agree_as_the_loop_counted():
+    """300 images of up to 40 boxes and their jittered copies (several chunks), the drift statistics
+    to the bit."""
+    rng = np.random.default_rng(5)
+    images = []
+    for _ in range(300):
+        n = int(rng.integers(0, 40))
+        corner = rng.uniform(0, 600, (n, 2))
+        boxes = np.concatenate([corner, corner + rng.uniform(5, 120, (n, 2))], axis=1).astype(np.float32)
+        images.append(Detections(boxes, rng.uniform(0, 1, n).astype(np.float32), rng.integers(0, 5, n)))
+    jittered = [
+        Detections(d.boxes + rng.normal(0, 3, d.boxes.shape).astype(np.float32), d.scores * 0.9, d.class_ids)
+        for d in images
+    ]
+    _same(agreement(images, jittered), loop.agreement(images, jittered))

@@ -12,6 +12,7 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 
 IOU_THRESHOLD = 0.5
+_CELLS = 1 << 18  # (image, reference, candidate) cells matched at once: 2 MiB per float64 array
 
 
 class AgreementError(HarnessError):
@@ -42,30 +43,9 @@ def agreement(
     """Greedy matching per image: candidate boxes in descending score order each take the unmatched
     reference box of their class with the highest IoU >= ``iou_threshold``; the boxes left over are
     then paired the same way across classes (class flips)."""
-    if len(reference) != len(candidate):
-        raise AgreementError(f"agreement: {len(reference)} reference images but {len(candidate)} candidate images")
-    matched = flipped = n_ref = n_cand = 0
-    drifts: list[np.ndarray] = []
-    for ref, cand in zip(reference, candidate, strict=True):
-        iou = _pairwise_iou(ref.boxes, cand.boxes)
-        same_class = ref.class_ids[:, None] == cand.class_ids[None, :]
-        order = np.argsort(-cand.scores, kind="stable")
-        ref_order = np.argsort(-ref.scores, kind="stable")
-        pairs = _greedy(np.where(same_class & (iou >= iou_threshold), iou, -1.0), order, ref_order)
-        free_ref = np.ones(len(ref), bool)
-        free_ref[[r for r, _ in pairs]] = False
-        free_cand = np.ones(len(cand), bool)
-        free_cand[[c for _, c in pairs]] = False
-        eligible = ~same_class & (iou >= iou_threshold) & free_ref[:, None] & free_cand[None, :]
-        flips = _greedy(np.where(eligible, iou, -1.0), order, ref_order)
-        matched += len(pairs)
-        flipped += len(flips)
-        n_ref += len(ref)
-        n_cand += len(cand)
-        if pairs:
-            r, c = np.array(pairs).T
-            drifts.append(cand.scores[c].astype(np.float64) - ref.scores[r].astype(np.float64))
-    drift = np.concatenate(drifts) if drifts else np.zeros(0)
+    found = _match(reference, candidate, iou_threshold)
+    n_ref, n_cand = int(found.n_reference.sum()), int(found.n_candidate.sum())
+    matched, flipped, drift = int(found.matched.sum()), int(found.flipped.sum()), found.drift
     return Agreement(
         n_reference=n_ref,
         n_candidate=n_cand,
@@ -79,26 +59,131 @@ def agreement(
     )
 
 
-def _greedy(quality: np.ndarray, order: np.ndarray, ref_order: np.ndarray) -> list[tuple[int, int]]:
-    """(reference, candidate) pairs: each candidate in ``order`` takes the free reference of highest
-    ``quality`` (negative: not eligible); equal qualities go to the reference first in ``ref_order``
-    (the higher-scoring one, so that a path compared with itself pairs every box with itself)."""
-    quality = quality[ref_order]
-    pairs = []
-    for c in order:
-        if not len(quality):
-            break
-        r = int(np.argmax(quality[:, c]))
-        if quality[r, c] < 0:
-            continue
-        pairs.append((int(ref_order[r]), int(c)))
-        quality[r, :] = -1.0
-    return pairs
+def differing_boxes(
+    reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float = IOU_THRESHOLD
+) -> np.ndarray:
+    """Per image, the boxes of either path that the other does not match with its class, as
+    :func:`agreement` matches them: missed + extra + class-flipped (every box of the other where one
+    path has none)."""
+    found = _match(reference, candidate, iou_threshold)
+    return found.n_reference + found.n_candidate - 2 * found.matched - found.flipped
+
+
+@dataclass(frozen=True)
+class _Matches:
+    """Per image its reference and candidate boxes, matched pairs and class flips; ``drift``: candidate
+    minus reference score (float64) of each matched pair, image by image, within an image in the
+    order the candidates took their references."""
+
+    n_reference: np.ndarray
+    n_candidate: np.ndarray
+    matched: np.ndarray
+    flipped: np.ndarray
+    drift: np.ndarray
+
+
+def _match(reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float) -> _Matches:
+    """The greedy matching of every image, a chunk of images of about :data:`_CELLS` (image, reference,
+    candidate) cells at a time."""
+    if len(reference) != len(candidate):
+        raise AgreementError(f"agreement: {len(reference)} reference images but {len(candidate)} candidate images")
+    n_ref = np.array([len(d) for d in reference], dtype=np.int64)
+    n_cand = np.array([len(d) for d in candidate], dtype=np.int64)
+    matched, flipped = np.zeros(len(reference), np.int64), np.zeros(len(reference), np.int64)
+    drifts: list[np.ndarray] = []
+    for a, b in _chunks(n_ref.tolist(), n_cand.tolist()):
+        matched[a:b], flipped[a:b], drift = _match_chunk(reference[a:b], candidate[a:b], iou_threshold)
+        drifts.append(drift)
+    drift = np.concatenate(drifts) if drifts else np.zeros(0)
+    return _Matches(n_ref, n_cand, matched, flipped, drift)
+
+
+def _chunks(n_ref: list[int], n_cand: list[int]) -> list[tuple[int, int]]:
+    """Consecutive image ranges whose padded (images, most references, most candidates) cells stay
+    within :data:`_CELLS` (one image at least)."""
+    ranges, start = [], 0
+    while start < len(n_ref):
+        stop, rows, columns = start + 1, n_ref[start], n_cand[start]
+        while stop < len(n_ref):
+            wider_rows, wider_columns = max(rows, n_ref[stop]), max(columns, n_cand[stop])
+            if (stop + 1 - start) * wider_rows * wider_columns > _CELLS:
+                break
+            stop, rows, columns = stop + 1, wider_rows, wider_columns
+        ranges.append((start, stop))
+        start = stop
+    return ranges
+
+
+def _ranked(detections: Sequence[Detections], width: int) -> tuple[np.ndarray, ...]:
+    """Each image's boxes (float64), scores and class ids in descending score order (ties: in their
+    order), padded to ``width`` per image; and whether each slot holds a box."""
+    n = len(detections)
+    lengths = np.array([len(d) for d in detections], dtype=np.int64)
+    image = np.repeat(np.arange(n), lengths)
+    scores = np.concatenate([d.scores for d in detections])
+    order = np.lexsort((-scores, image))  # stable: as np.argsort(-scores, kind="stable") image by image
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    boxes = np.zeros((n, width, 4))
+    ranked_scores = np.zeros((n, width), np.float32)
+    class_ids = np.zeros((n, width), np.int64)
+    boxes[image, rank] = np.concatenate([d.boxes for d in detections])[order]
+    ranked_scores[image, rank] = scores[order]
+    class_ids[image, rank] = np.concatenate([d.class_ids for d in detections])[order]
+    held = np.arange(width)[None, :] < lengths[:, None]
+    return boxes, ranked_scores, class_ids, held
+
+
+def _match_chunk(
+    reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(matched, class flips) per image of the chunk and the matched pairs' score drifts (see :class:`_Matches`)."""
+    n = len(reference)
+    rows, columns = max(len(d) for d in reference), max(len(d) for d in candidate)
+    if not rows or not columns:
+        return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(0)
+    ref_boxes, ref_scores, ref_ids, ref_held = _ranked(reference, rows)
+    cand_boxes, cand_scores, cand_ids, cand_held = _ranked(candidate, columns)
+    iou = _pairwise_iou(ref_boxes, cand_boxes)  # (n, rows, columns)
+    near = (iou >= iou_threshold) & ref_held[:, :, None] & cand_held[:, None, :]
+    same_class = ref_ids[:, :, None] == cand_ids[:, None, :]
+    image, ref, cand = _greedy(np.where(same_class & near, iou, -1.0))
+    free_ref, free_cand = ref_held.copy(), cand_held.copy()
+    free_ref[image, ref] = False
+    free_cand[image, cand] = False
+    eligible = ~same_class & near & free_ref[:, :, None] & free_cand[:, None, :]
+    flip_image, _, _ = _greedy(np.where(eligible, iou, -1.0))
+    order = np.lexsort((cand, image))  # image by image, each in the order its candidates were taken
+    image, ref, cand = image[order], ref[order], cand[order]
+    drift = cand_scores[image, cand].astype(np.float64) - ref_scores[image, ref].astype(np.float64)
+    return np.bincount(image, minlength=n), np.bincount(flip_image, minlength=n), drift
+
+
+def _greedy(quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(image, reference, candidate) of each pair: in every image at once, each candidate in turn (the
+    columns, in descending score order) takes the free reference (the rows, in descending score
+    order) of highest ``quality`` (negative: not eligible); equal qualities go to the first row (the
+    higher-scoring reference, so that a path compared with itself pairs every box with itself).
+    ``quality`` ``(images, references, candidates)`` is used up (a taken reference's row set to -1)."""
+    images = np.arange(len(quality))
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for c in range(quality.shape[2]):
+        column = quality[:, :, c]
+        best = column.argmax(axis=1)
+        taken = column[images, best] >= 0
+        if taken.any():
+            image, ref = images[taken], best[taken]
+            quality[image, ref, :] = -1.0
+            found.append((image, ref, np.full(len(image), c)))
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    image, ref, cand = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    return image, ref, cand
 
 
 def _pairwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU ``(len(a), len(b))`` of pixel xyxy boxes, in float64; 0 where boxes do not overlap."""
-    a, b = a.astype(np.float64)[:, None, :], b.astype(np.float64)[None, :, :]
+    """IoU ``(n, len(a), len(b))`` of each image's pixel xyxy boxes ``a`` ``(n, A, 4)`` and ``b`` ``(n, B, 4)``,
+    in float64; 0 where boxes do not overlap."""
+    a, b = a.astype(np.float64)[:, :, None, :], b.astype(np.float64)[:, None, :, :]
     width = np.clip(np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]), 0, None)
     height = np.clip(np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]), 0, None)
     inter = width * height

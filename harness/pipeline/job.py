@@ -20,6 +20,8 @@ from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
 from harness.inputs.dataset import Dataset
 from harness.pipeline.backends import describe
+from harness.pipeline.bootstrap_cache import FOLDER as BOOTSTRAP_FOLDER
+from harness.pipeline.bootstrap_cache import kept_bootstrap
 from harness.pipeline.factory import (
     RunContext,
     calibration_note,
@@ -73,14 +75,19 @@ class JobResult:
         return next((g for g in self.gates if g.id == gate_id), None)
 
 
-def path_bootstrap(dataset: Dataset, reference: PathResult, candidate: PathResult) -> PairedBootstrap:
+def path_bootstrap(
+    dataset: Dataset, reference: PathResult, candidate: PathResult, kept: Path | None = None
+) -> PairedBootstrap:
     """The paired bootstrap over ``dataset``'s images of ``candidate``'s mAPs minus ``reference``'s,
     measured under the run's metric (``settings.metric``, as its gates are), the ground truth
-    relabelled by the run's class map."""
+    relabelled by the run's class map; ``kept``: the folder where a run of the same inputs kept it
+    (:mod:`harness.pipeline.bootstrap_cache`), None to resample."""
     names = [c.name for c in reference.metrics.per_class]
     truths = [s.ground_truth.mapped(np.asarray(reference.settings.class_map)) for s in dataset.samples]
-    scores = SET_SCORES[reference.settings.metric]
-    return paired_bootstrap(truths, reference.predictions, candidate.predictions, names, scores=scores)
+    metric, a, b = reference.settings.metric, reference.predictions, candidate.predictions
+    if kept is not None:
+        return kept_bootstrap(kept, truths, a, b, names, metric)
+    return paired_bootstrap(truths, a, b, names, scores=SET_SCORES[metric])
 
 
 def _baseline_gates(
@@ -95,7 +102,8 @@ def _baseline_gates(
     no such file), the Hailo path against the
     reference too (with the paired bootstrap of their mAP where there are labels); the DFC stages
     are held to the float model only (gate_stages)."""
-    bootstrap = path_bootstrap(run.dataset, reference, hailo) if config.labelled else None
+    kept = run.cache_dir / BOOTSTRAP_FOLDER if run.cache is not None else None  # no prediction cache: nothing kept
+    bootstrap = path_bootstrap(run.dataset, reference, hailo, kept) if config.labelled else None
     kinds, original_hw = config.baseline_kinds, run.dataset.original_hw
     gates: list[GateResult] = []
     for result in (reference, hailo):

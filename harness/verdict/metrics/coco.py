@@ -40,6 +40,7 @@ MAX_DETECTIONS = 100
 AREA_ALL = (0.0, 1e5**2)  # Params.areaRng "all": boxes of an area outside it are ignored
 CHUNK_PAIRS = 1 << 18  # (detection, ground truth) pairs whose IoU is computed at once: ~40 MiB at peak
 _ACCUMULATION_CELLS = 1 << 18  # (image set, detection) cells accumulated at once: 2 MiB per float array
+RESAMPLES, SEED = 200, 0  # the paired bootstrap's image sets, and the seed that draws them
 
 
 class MetricsError(HarnessError):
@@ -200,8 +201,8 @@ def paired_bootstrap(
     predictions_a: Sequence[Detections],
     predictions_b: Sequence[Detections],
     names: Sequence[str],
-    resamples: int = 200,
-    seed: int = 0,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
     *,
     scores: SetScores = set_scores,
 ) -> PairedBootstrap:

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import onnx
 import pytest
 from PIL import Image
 
@@ -25,6 +26,8 @@ from harness.backends.dfc.compiler import (
 from harness.backends.dfc.scripts import failures, names_from_parsed, onnx_facts, parsed_layers, validate_files
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, load_model
+
+from support.yolov5_exports import yolov5_export
 
 DFC_CALL_ORDER = [
     "ClientRunner",
@@ -224,3 +227,36 @@ def test_real_dfc_compiles_the_demo_model_into_a_hef(calibration: Path, tmp_path
     )
     assert result.hef.read_bytes()[:4] == b"\x01HEF"
     assert result.har.is_file() and result.log.read_text()
+
+
+def test_a_yolov5_export_is_compiled_with_its_three_head_convs_the_sigmoid_and_the_yolov5_nms_op(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    onnx_path = tmp_path / "yolov5_64.onnx"
+    onnx.save(yolov5_export(64, 2), onnx_path)
+    out = tmp_path / "out"
+    result = compile_hef(
+        CompileRequest(onnx_path, calibration, calibration_count=3), out, cache_root=tmp_path / "cache"
+    )
+    assert [call for call, _ in sdk.CALLS] == DFC_CALL_ORDER
+    (translate,) = _calls(sdk, "translate_onnx_model")
+    assert translate["end_node_names"] == [f"/model.24/m.{i}/Conv" for i in range(3)]
+    assert translate["net_input_shapes"] == {"images": [1, 3, 64, 64]}
+    (script,) = _calls(sdk, "load_model_script")
+    nms_json = out / "yolov5_64_nms_config.json"
+    assert script["script"] == (
+        "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n"
+        "change_output_activation(sigmoid)\n"
+        f'nms_postprocess("{nms_json.resolve()}", meta_arch=yolov5, engine=cpu)\n'
+    )
+    assert 'nms_postprocess("yolov5_64_nms_config.json", meta_arch=yolov5' in result.scripts.alls.read_text()
+    decoders = json.loads(nms_json.read_text())["bbox_decoders"]
+    # The fake names the end nodes conv51.. in order; anchors: YOLOv5's defaults, the export's
+    assert [(d["encoded_layer"], d["stride"], d["w"], d["h"]) for d in decoders] == [
+        ("conv51", 8, [10, 16, 33], [13, 30, 23]),
+        ("conv52", 16, [30, 62, 59], [61, 45, 119]),
+        ("conv53", 32, [116, 156, 373], [90, 198, 326]),
+    ]
+    assert result.hef.read_bytes() == sdk.HEF_BYTES
+    assert not failures(result.checks)
+    assert {r.name for r in result.checks if r.passed} >= {"anchors", "encoded_layer", "sigmoid", "layer_names"}

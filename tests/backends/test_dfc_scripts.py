@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import pytest
 from hypothesis import given
@@ -36,14 +37,23 @@ from harness.backends.dfc.scripts import (
     write_scripts,
 )
 from harness.backends.dfc.yolo26_script import head_outputs, render_yolo26_alls, validate_yolo26_script
+from harness.backends.dfc.yolov5_script import NMS_KEYS as YOLOV5_NMS_KEYS
+from harness.backends.dfc.yolov5_script import (
+    render_yolov5_alls,
+    validate_yolov5_scripts,
+    write_yolov5_scripts,
+    yolov5_nms_config,
+)
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.decode.yolov5 import DEFAULT_ANCHORS
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.onnx_graph import load_model
 
 from support.yolo26_exports import both_heads_export, one_to_many_export
+from support.yolov5_exports import yolov5_export
 
 # hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov8n.alls (commit 52b78424)
 ZOO_YOLOV8N_ALLS = (
@@ -642,3 +652,428 @@ def test_yolo26_end_nodes_must_be_its_six_head_convolutions(demo26: ExportFacts)
     assert onnx_facts(DEMO26, given_nodes) == demo26
     with pytest.raises(DfcScriptError, match=r"a YOLO26 export is cut at its head convolutions, found by structure"):
         onnx_facts(DEMO26, ULTRALYTICS_END_NODES[:5])
+
+
+# ---------------------------------------------------------------------------------------------- YOLOv5
+
+# hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov5s.alls (commit 6845dd2b): meta_arch by position, the
+# sigmoid on every output layer
+ZOO_YOLOV5S_ALLS = (
+    "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n"
+    "change_output_activation(sigmoid)\n"
+    'nms_postprocess("../../postprocess_config/yolov5s_nms_config.json", yolov5, engine=cpu)\n'
+    "model_optimization_config(calibration, batch_size=4)"
+)
+# hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json (commit 52b78424)
+ZOO_YOLOV5S_NMS = {
+    "nms_scores_th": 0.001,
+    "nms_iou_th": 0.6,
+    "image_dims": [640, 640],
+    "max_proposals_per_class": 80,
+    "background_removal": False,
+    "classes": 80,
+    "bbox_decoders": [
+        {"name": "bbox_decoder55", "w": [10, 16, 33], "h": [13, 30, 23], "stride": 8, "encoded_layer": "conv55"},
+        {"name": "bbox_decoder63", "w": [30, 62, 59], "h": [61, 45, 119], "stride": 16, "encoded_layer": "conv63"},
+        {"name": "bbox_decoder70", "w": [116, 156, 373], "h": [90, 198, 326], "stride": 32, "encoded_layer": "conv70"},
+    ],
+}
+YOLOV5S_LAYERS = (55, 63, 70)  # the head convs of strides 8, 16, 32 in the Model Zoo's parsed yolov5s
+# Anchors as autoanchor leaves them: YOLOv5's defaults moved, in fractions of a pixel (37.5 and 390.5 round to
+# the even pixel, as Python's round and the HEF check do).
+AUTOANCHORS = (
+    ((11.6, 14.3), (18.2, 33.9), (37.5, 25.1)),
+    ((33.4, 66.8), (70.2, 49.6), (64.1, 131.7)),
+    ((126.3, 97.4), (171.8, 214.2), (390.5, 347.9)),
+)
+AUTOANCHORS_PIXELS = (
+    ((12, 14), (18, 34), (38, 25)),
+    ((33, 67), (70, 50), (64, 132)),
+    ((126, 97), (172, 214), (390, 348)),
+)
+
+
+Anchors = tuple[tuple[tuple[float, float], ...], ...]
+YoloV5File = Callable[[int, int, Anchors], Path]
+
+
+@pytest.fixture(scope="module")
+def yolov5_file(tmp_path_factory: pytest.TempPathFactory) -> YoloV5File:
+    """The YOLOv5-style export of (side, classes, anchors), made once a module."""
+    made: dict[tuple[int, int, Anchors], Path] = {}
+
+    def path(side: int, nc: int, anchors: Anchors) -> Path:
+        if (side, nc, anchors) not in made:
+            made[side, nc, anchors] = tmp_path_factory.mktemp("yolov5") / f"yolov5_{side}_{nc}.onnx"
+            onnx.save(yolov5_export(side, nc, anchors), made[side, nc, anchors])
+        return made[side, nc, anchors]
+
+    return path
+
+
+@pytest.fixture(scope="module")
+def yolov5s(yolov5_file: YoloV5File) -> ExportFacts:
+    """A YOLOv5s-shaped export: 640 input, 80 classes, YOLOv5's default anchors."""
+    return onnx_facts(yolov5_file(640, 80, DEFAULT_ANCHORS))
+
+
+@pytest.fixture(scope="module")
+def autoanchored(yolov5_file: YoloV5File) -> ExportFacts:
+    """A 64-pixel export of 2 classes with its own anchors, in fractions of a pixel."""
+    return onnx_facts(yolov5_file(64, 2, AUTOANCHORS))
+
+
+def _v5_scripts(
+    facts: ExportFacts, numbers: tuple[int, ...] = YOLOV5S_LAYERS, settings: NmsSettings | None = None
+) -> tuple[str, str, LayerTable]:
+    table = parsed_layers(_hn(facts, numbers))
+    names = names_from_parsed(facts, table)
+    config = yolov5_nms_config(facts, names, settings or NmsSettings())
+    return render_yolov5_alls("model_nms_config.json"), render_nms_json(config), table
+
+
+def test_a_yolov5_export_is_cut_at_its_three_head_convs_and_takes_no_head(
+    yolov5s: ExportFacts, yolov5_file: YoloV5File
+) -> None:
+    assert yolov5s.family is HeadFamily.YOLOV5
+    assert [h.node for h in end_nodes_of(yolov5s)] == [f"/model.24/m.{i}/Conv" for i in range(3)]
+    assert [(h.role, h.channels, h.grid) for h in end_nodes_of(yolov5s)] == [
+        ("anchored", 255, (g, g)) for g in (80, 40, 20)
+    ]
+    with pytest.raises(
+        DfcScriptError, match=r"head yolo26-one2one asked for, but the export carries the YOLOv5/YOLOv7"
+    ):
+        onnx_facts(yolov5_file(640, 80, DEFAULT_ANCHORS), head=HeadFamily.YOLO26_ONE2ONE)
+
+
+def test_yolov5_end_nodes_must_be_its_head_convolutions(yolov5s: ExportFacts, yolov5_file: YoloV5File) -> None:
+    path = yolov5_file(640, 80, DEFAULT_ANCHORS)
+    assert onnx_facts(path, [h.tensor for h in reversed(yolov5s.heads)]) == yolov5s
+    with pytest.raises(DfcScriptError, match=r"a YOLOv5/YOLOv7 export is cut at its head convolutions, found by"):
+        onnx_facts(path, [h.node for h in yolov5s.heads[:2]])
+
+
+def test_the_yolov5s_nms_config_is_the_model_zoos(yolov5s: ExportFacts) -> None:
+    alls, nms, table = _v5_scripts(yolov5s, settings=NmsSettings(0.001, 0.6, 80))
+    assert json.loads(nms) == ZOO_YOLOV5S_NMS
+    assert list(json.loads(nms)) == list(YOLOV5_NMS_KEYS)
+    assert alls == (
+        "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n"
+        "change_output_activation(sigmoid)\n"
+        'nms_postprocess("model_nms_config.json", meta_arch=yolov5, engine=cpu)\n'
+    )
+    results = validate_yolov5_scripts(alls, nms, yolov5s, table)
+    assert [r.name for r in results] == [
+        "nms_keys",
+        "image_dims",
+        "classes",
+        "decoder_strides",
+        "anchors",
+        "layer_names",
+        "encoded_layer",
+        "sigmoid",
+        "normalization",
+        "nms_postprocess",
+    ]
+    assert all(r.passed for r in results), [r.message for r in results if not r.passed]
+
+
+def test_the_model_zoos_own_yolov5s_script_passes_every_check(yolov5s: ExportFacts) -> None:
+    """Its meta_arch given by position and its sigmoid on every output layer are read as the DFC reads them."""
+    script = parse_alls(ZOO_YOLOV5S_ALLS)
+    assert script.nms_options["meta_arch"] == "yolov5" and script.every_output_activation == "sigmoid"
+    assert script.activation_of("conv55") == "sigmoid" and script.activations == {}
+    table = parsed_layers(_hn(yolov5s, YOLOV5S_LAYERS))
+    results = validate_yolov5_scripts(ZOO_YOLOV5S_ALLS, json.dumps(ZOO_YOLOV5S_NMS), yolov5s, table)
+    assert all(r.passed for r in results), [r.message for r in results if not r.passed]
+
+
+def test_anchors_in_fractions_of_a_pixel_are_written_rounded_and_the_check_says_so(
+    autoanchored: ExportFacts, yolov5s: ExportFacts
+) -> None:
+    assert autoanchored.anchors == tuple(
+        tuple((float(np.float32(w)), float(np.float32(h))) for w, h in stride) for stride in AUTOANCHORS
+    )
+    alls, nms, table = _v5_scripts(autoanchored)
+    decoders = json.loads(nms)["bbox_decoders"]
+    assert [tuple(zip(d["w"], d["h"], strict=True)) for d in decoders] == list(AUTOANCHORS_PIXELS)
+    results = {r.name: r for r in validate_yolov5_scripts(alls, nms, autoanchored, table)}
+    assert all(r.passed for r in results.values())
+    assert "rounded to whole pixels from the export's stride 8 [(11.6, 14.3), (18.2, 33.9), (37.5, 25.1)]" in (
+        results["anchors"].message
+    )
+    alls, nms, table = _v5_scripts(yolov5s)
+    whole = {r.name: r for r in validate_yolov5_scripts(alls, nms, yolov5s, table)}
+    assert whole["anchors"].passed and "rounded" not in whole["anchors"].message
+
+
+def test_yolov5_scripts_with_placeholders_validate_all_but_the_names(autoanchored: ExportFacts, tmp_path: Path) -> None:
+    names = placeholder_names(autoanchored)
+    assert list(names.values()) == [f"UNRESOLVED_encoded_stride{s}" for s in (8, 16, 32)]
+    files = write_yolov5_scripts(tmp_path, "v5", autoanchored, names, NmsSettings())
+    config = json.loads(files.nms_json.read_text())
+    assert [(d["name"], d["stride"], d["encoded_layer"]) for d in config["bbox_decoders"]] == [
+        (f"bbox_decoder_stride{s}", s, f"UNRESOLVED_encoded_stride{s}") for s in (8, 16, 32)
+    ]
+    assert json.loads(files.layer_names.read_text()) == names
+    table = table_from_names(autoanchored, names, "placeholder")
+    results = {r.name: r for r in validate_files(files.alls, files.nms_json, autoanchored, table)}
+    assert results["layer_names"].passed is None and "placeholders" in results["layer_names"].message
+    assert all(r.passed for name, r in results.items() if name != "layer_names")
+
+    # A user's edit of the written JSON, read back from the file.
+    config["bbox_decoders"][0]["w"], config["bbox_decoders"][0]["h"] = [10, 16, 33], [13, 30, 23]
+    files.nms_json.write_text(json.dumps(config))
+    failed = failures(validate_files(files.alls, files.nms_json, autoanchored, table))
+    assert [r.name for r in failed] == ["anchors"]
+    assert "YOLOv5's default anchors of stride 8" in failed[0].message
+
+    files.alls.write_text(files.alls.read_text().replace("v5_nms_config.json", "other.json"))
+    failed = failures(validate_files(files.alls, files.nms_json, autoanchored, table))
+    assert [r.name for r in failed] == ["anchors", "nms_reference"] and "other.json" in failed[1].message
+
+
+def _decoders(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[str, str], tuple[str, str]]:
+    return _edit_nms(lambda config: edit(config["bbox_decoders"]))
+
+
+def _swap(key: str, i: int, j: int) -> Callable[[list[dict[str, Any]]], None]:
+    def apply(decoders: list[dict[str, Any]]) -> None:
+        decoders[i][key], decoders[j][key] = decoders[j][key], decoders[i][key]
+
+    return apply
+
+
+def _anchors_reversed_across_strides(decoders: list[dict[str, Any]]) -> None:
+    _swap("w", 0, 2)(decoders)
+    _swap("h", 0, 2)(decoders)
+
+
+def _defaults(decoders: list[dict[str, Any]]) -> None:
+    for d, default in zip(decoders, DEFAULT_ANCHORS, strict=True):
+        d["w"], d["h"] = [int(w) for w, _ in default], [int(h) for _, h in default]
+
+
+def _update(i: int, **values: Any) -> Callable[[list[dict[str, Any]]], None]:
+    return lambda decoders: decoders[i].update(values)
+
+
+# mistake -> (edit, the checks that fail, in order, and what the first one's message says); on the
+# autoanchored export, layers conv55, conv63, conv70
+YOLOV5_MISTAKES: dict[str, tuple[Callable[[str, str], tuple[str, str]], list[str], str]] = {
+    "default anchors for an autoanchored export": (
+        _decoders(_defaults),
+        ["anchors"],
+        "bbox_decoders[0] (stride 8) anchors (w, h): found [(10, 13), (16, 30), (33, 23)] (YOLOv5's default anchors "
+        "of stride 8; the export's are its own",
+    ),
+    "anchors reversed across strides": (
+        _decoders(_anchors_reversed_across_strides),
+        ["anchors"],
+        "found [(126, 97), (172, 214), (390, 348)] (the export's anchors of stride 32: the strides' anchors swapped)",
+    ),
+    "w and h swapped": (
+        _decoders(lambda d: d[1].update(w=d[1]["h"], h=d[1]["w"])),
+        ["anchors"],
+        "bbox_decoders[1] (stride 16) anchors (w, h): found [(67, 33), (50, 70), (132, 64)] (w and h swapped",
+    ),
+    "anchors in another order": (
+        _decoders(lambda d: d[2].update(w=d[2]["w"][::-1], h=d[2]["h"][::-1])),
+        ["anchors"],
+        "(the export's anchors in another order",
+    ),
+    "anchors in fractions of a pixel": (
+        _decoders(_update(0, w=[11.6, 18.2, 37.5])),
+        ["anchors"],
+        "bbox_decoders[0] (stride 8) w: found [11.6, 18.2, 37.5], expected whole pixels, integers (the HEF keeps "
+        "anchors as uint32): [12, 18, 38]",
+    ),
+    "an anchor left out": (
+        _decoders(_update(1, w=[33, 70], h=[67, 50])),
+        ["anchors"],
+        "found 2 widths and 2 heights, expected 3 of each: the stride's anchors, its map has 21 channels = 3 x (5 + 2)",
+    ),
+    "wrong classes": (_edit_nms(lambda c: c.update(classes=3)), ["classes"], "NMS config classes: found 3, expected 2"),
+    "classes as a float": (_edit_nms(lambda c: c.update(classes=2.0)), ["classes"], "found 2.0, expected 2"),
+    "wrong image dims": (
+        _edit_nms(lambda c: c.update(image_dims=[640, 640])),
+        ["image_dims"],
+        "NMS config image_dims: found [640, 640], expected [64, 64]",
+    ),
+    "the YOLOv8 meta_arch": (
+        _edit_alls("meta_arch=yolov5", "meta_arch=yolov8"),
+        ["nms_postprocess"],
+        "nms_postprocess meta_arch: found yolov8, expected yolov5",
+    ),
+    "no sigmoid": (
+        _edit_alls("change_output_activation(sigmoid)\n", ""),
+        ["sigmoid"],
+        "activation of encoded_layer conv55 (bbox_decoders[0]): found none changed (logits reach the NMS op",
+    ),
+    "the sigmoid on two of three outputs": (
+        _edit_alls(
+            "change_output_activation(sigmoid)\n",
+            "change_output_activation(conv55, sigmoid)\nchange_output_activation(conv63, sigmoid)\n",
+        ),
+        ["sigmoid"],
+        "activation of encoded_layer conv70 (bbox_decoders[2]): found none changed",
+    ),
+    "a linear output under the sigmoid": (
+        _edit_alls(
+            "change_output_activation(sigmoid)\n",
+            "change_output_activation(sigmoid)\nchange_output_activation(conv63, linear)\n",
+        ),
+        ["sigmoid"],
+        "activation of encoded_layer conv63 (bbox_decoders[1]): found linear",
+    ),
+    "no normalization": (
+        _edit_alls("normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n", ""),
+        ["normalization"],
+        "found no normalization command",
+    ),
+    "no nms_postprocess": (
+        _edit_alls('nms_postprocess("model_nms_config.json", meta_arch=yolov5, engine=cpu)\n', ""),
+        ["nms_postprocess"],
+        "found no nms_postprocess command with a JSON path",
+    ),
+    "encoded layers of two strides swapped": (
+        _decoders(_swap("encoded_layer", 0, 1)),
+        ["encoded_layer"],
+        "bbox_decoders[0].encoded_layer conv63: found grid 4x4, 21 channels (the head conv of stride 16), expected the "
+        "head conv of stride 8: grid 8x8, 21 channels",
+    ),
+    "a layer the graph does not have": (
+        _decoders(_update(2, encoded_layer="conv99")),
+        ["layer_names"],
+        "bbox_decoders[2].encoded_layer: found 'conv99', expected a layer of the parsed graph",
+    ),
+    "a decoder left out": (
+        _decoders(lambda d: d.pop(1)),
+        ["decoder_strides"],
+        "bbox_decoders strides: found [8, 32], expected each stride of",
+    ),
+    "a stride twice": (
+        _decoders(_update(0, stride=16)),
+        ["decoder_strides", "encoded_layer"],
+        "bbox_decoders strides: found [16, 16, 32]",
+    ),
+    "a key left out": (
+        _edit_nms(lambda c: c.pop("background_removal")),
+        ["nms_keys"],
+        "(missing ['background_removal'])",
+    ),
+    "the YOLOv8 regression_length": (
+        _edit_nms(lambda c: c.update(regression_length=16)),
+        ["nms_keys"],
+        "(unknown ['regression_length'])",
+    ),
+    "a YOLOv8 decoder": (
+        _decoders(lambda d: d[0].update(reg_layer="conv55", cls_layer="conv55")),
+        ["nms_keys"],
+        "bbox_decoders[0]: found",
+    ),
+    "a threshold as a string": (
+        _edit_nms(lambda c: c.update(nms_scores_th="0.2")),
+        ["nms_keys"],
+        'NMS config nms_scores_th: found "0.2", expected a number from 0 to 1',
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(YOLOV5_MISTAKES))
+def test_each_yolov5_script_mistake_fails_its_check_naming_field_found_expected_and_fix(
+    autoanchored: ExportFacts, mistake: str
+) -> None:
+    edit, checks, detail = YOLOV5_MISTAKES[mistake]
+    alls, nms, table = _v5_scripts(autoanchored)
+    results = validate_yolov5_scripts(*edit(alls, nms), autoanchored, table)
+    failed = failures(results)
+    assert [r.name for r in failed] == checks, [r.message for r in failed]
+    assert detail in failed[0].message, failed[0].message
+    assert all(re.fullmatch(r".+: found .+, expected .+\. Fix: .+", r.message, re.DOTALL) for r in failed)
+    if checks == ["nms_keys"]:
+        names = {r.name for r in results if r.passed is None}
+        assert names == {
+            "image_dims",
+            "classes",
+            "decoder_strides",
+            "anchors",
+            "layer_names",
+            "encoded_layer",
+            "sigmoid",
+        }
+
+
+def test_a_yolov5_head_conv_of_another_shape_in_the_parsed_graph_fails_encoded_layer(autoanchored: ExportFacts) -> None:
+    hn = _hn(autoanchored, YOLOV5S_LAYERS)
+    hn["layers"]["net/conv63"]["output_shapes"] = [[-1, 4, 4, 14]]  # two anchors, as another export would have
+    table = parsed_layers(hn)
+    names = names_from_parsed(autoanchored, table)  # by original names
+    alls = render_yolov5_alls("nms.json")
+    nms = render_nms_json(yolov5_nms_config(autoanchored, names, NmsSettings()))
+    failed = failures(validate_yolov5_scripts(alls, nms, autoanchored, table))
+    assert [r.name for r in failed] == ["encoded_layer"]
+    assert "encoded_layer conv63: found grid 4x4, 14 channels, expected the head conv of stride 16" in failed[0].message
+
+
+@st.composite
+def _anchored_layouts(draw: st.DrawFn) -> tuple[ExportFacts, dict[str, str]]:
+    nc, na = draw(st.integers(1, 100)), draw(st.integers(1, 4))
+    rows, cols = draw(st.integers(1, 20)), draw(st.integers(1, 20))
+    numbers = draw(st.lists(st.integers(1, 300), min_size=3, max_size=3, unique=True))
+    pixels = st.floats(2, 640, allow_nan=False, width=32)
+    heads = []
+    for i, stride in enumerate((8, 16, 32)):
+        anchors = tuple(draw(st.lists(st.tuples(pixels, pixels), min_size=na, max_size=na)))
+        node = f"/model.24/m.{i}/Conv"
+        grid = (rows * 32 // stride, cols * 32 // stride)
+        heads.append(HeadTensor(f"{node}_output_0", node, HeadRole.ANCHORED, na * (5 + nc), grid, anchors))
+    facts = ExportFacts(
+        "0" * 64, "images", (rows * 32, cols * 32), None, False, HeadFamily.YOLOV5, tuple(heads), source="v5.onnx"
+    )
+    return facts, {h.node: f"conv{n}" for h, n in zip(heads, numbers, strict=True)}
+
+
+@given(_anchored_layouts(), st.integers(0, 2), st.integers(0, 3), st.sampled_from(["w", "h"]))
+def test_generated_yolov5_scripts_pass_every_check_and_one_anchor_a_pixel_off_fails_anchors(
+    layout: tuple[ExportFacts, dict[str, str]], stride: int, anchor: int, key: str
+) -> None:
+    facts, names = layout
+    alls = render_yolov5_alls("nms.json")
+    config = yolov5_nms_config(facts, names, NmsSettings(0.25, 0.45, 300))
+    table = table_from_names(facts, names, "layer map")
+    assert [
+        r for r in validate_yolov5_scripts(alls, render_nms_json(config), facts, table) if r.passed is not True
+    ] == []
+    decoder = config["bbox_decoders"][stride]
+    decoder[key][anchor % len(decoder[key])] += 1
+    failed = failures(validate_yolov5_scripts(alls, render_nms_json(config), facts, table))
+    assert [r.name for r in failed] == ["anchors"] and f"bbox_decoders[{stride}]" in failed[0].message
+
+
+def test_a_sigmoid_on_every_output_is_read_and_refused_where_boxes_or_logits_must_stay_raw(
+    yolov8n: ExportFacts, demo26: ExportFacts
+) -> None:
+    """YOLOv8's box convs feed the DFL softmax raw; YOLO26's maps leave the HEF as they are."""
+    alls, nms, table = _scripts(yolov8n, YOLOV8N_LAYERS)
+    every = re.sub(r"(change_output_activation\(conv\d+, sigmoid\)\n)+", "change_output_activation(sigmoid)\n", alls)
+    assert every.count("change_output_activation") == 1
+    failed = failures(validate_scripts(every, nms, yolov8n, table))
+    assert [r.name for r in failed] == ["sigmoid"]
+    assert "activation of reg_layer conv41 (bbox_decoders[0]): found sigmoid" in failed[0].message
+    assert "replace change_output_activation(sigmoid) (every output layer)" in failed[0].message
+
+    alls26, names, table26 = _yolo26(demo26)
+    failed = failures(
+        validate_yolo26_script(alls26 + "change_output_activation(sigmoid)\n", demo26, names, table26, CALIBRATION)
+    )
+    assert [r.name for r in failed] == ["no_activation_change"]
+    assert "found {'every output layer': 'sigmoid'}" in failed[0].message
+
+
+def test_an_nms_config_of_a_head_without_one_is_refused(demo26: ExportFacts, tmp_path: Path) -> None:
+    alls, nms = tmp_path / "m.alls", tmp_path / "m_nms_config.json"
+    alls.write_text(ULTRALYTICS_YOLO26_ALLS)
+    nms.write_text("{}")
+    with pytest.raises(DfcScriptError, match=r"m_nms_config.json: .* carries a yolo26-one2one head, whose NMS config"):
+        validate_files(alls, nms, demo26, table_from_names(demo26, placeholder_names(demo26), "placeholder"))

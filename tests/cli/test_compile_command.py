@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import onnx
 import pytest
 from PIL import Image
 
@@ -21,6 +22,7 @@ from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, find_yolo26_heads, load_model
 
 from support.yolo26_exports import one_to_many_export
+from support.yolov5_exports import yolov5_export
 
 
 @pytest.fixture
@@ -292,3 +294,103 @@ def test_compile_of_a_yolo26_export_with_the_dfc_loads_its_script_and_keeps_16_b
     runner.translate_onnx_model(str(DEMO26), "demo26", end_node_names=YOLO26_END_NODES)
     with pytest.raises(sdk.AllocatorScriptParserException, match=r"\['output_layer7'\] are not in the network"):
         runner.load_model_script(A16_OUTPUTS + "output_layer7], precision_mode=a16_w16)\n")
+
+
+# ---------------------------------------------------------------------------------------------- YOLOv5
+
+YOLOV5_END_NODES = [f"/model.24/m.{i}/Conv" for i in range(3)]  # tests/support/yolov5_exports.py, as YOLOv5 names them
+# Autoanchored: YOLOv5's defaults moved, in fractions of a pixel.
+AUTOANCHORS = (
+    ((11.6, 14.3), (18.2, 33.9), (37.5, 25.1)),
+    ((33.4, 66.8), (70.2, 49.6), (64.1, 131.7)),
+    ((126.3, 97.4), (171.8, 214.2), (390.5, 347.9)),
+)
+
+
+@pytest.fixture
+def yolov5(tmp_path: Path) -> Path:
+    path = tmp_path / "fire_yolov5s_64.onnx"
+    onnx.save(yolov5_export(64, 2, AUTOANCHORS), path)
+    return path
+
+
+def test_dry_run_of_a_yolov5_export_writes_its_model_script_and_nms_config_with_its_anchors(
+    yolov5: Path, calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert _run(*_base26(calibration, out, yolov5), "--dry-run") == 0
+    text = capsys.readouterr().out
+    alls, nms = out / "fire_yolov5s_64.alls", out / "fire_yolov5s_64_nms_config.json"
+    assert sorted(p.name for p in out.iterdir()) == [alls.name, nms.name, "layer_names.json"]
+    assert f"wrote {alls}\nwrote {nms}\nwrote {out / 'layer_names.json'}\n" in text
+    assert "head: the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride" in text
+    assert f"end nodes: {' '.join(YOLOV5_END_NODES)}\n" in text
+    assert "layer names: placeholder" in text and "SKIP  layer_names" in text and "FAIL" not in text
+    for check in (
+        "nms_keys",
+        "image_dims",
+        "classes",
+        "decoder_strides",
+        "encoded_layer",
+        "sigmoid",
+        "nms_postprocess",
+    ):
+        assert f"PASS  {check}:" in text
+    assert (
+        "PASS  anchors: every decoder holds its stride's anchors of the export, in order, (w, h) in whole pixels; "
+        in (text)
+    )
+    assert "rounded to whole pixels from the export's stride 8 [(11.6, 14.3), (18.2, 33.9), (37.5, 25.1)]" in text
+    assert alls.read_text() == (
+        "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n"
+        "change_output_activation(sigmoid)\n"
+        'nms_postprocess("fire_yolov5s_64_nms_config.json", meta_arch=yolov5, engine=cpu)\n'
+    )
+    config = json.loads(nms.read_text())
+    assert config["classes"] == 2 and config["image_dims"] == [64, 64]
+    assert [(d["stride"], d["w"], d["h"], d["encoded_layer"]) for d in config["bbox_decoders"]] == [
+        (8, [12, 18, 38], [14, 34, 25], "UNRESOLVED_encoded_stride8"),
+        (16, [33, 70, 64], [67, 50, 132], "UNRESOLVED_encoded_stride16"),
+        (32, [126, 172, 390], [97, 214, 348], "UNRESOLVED_encoded_stride32"),
+    ]
+    assert list(json.loads((out / "layer_names.json").read_text())) == YOLOV5_END_NODES
+
+
+def test_dry_run_of_a_yolov5_export_with_a_layer_map_or_the_translated_graph_checks_the_encoded_layers(
+    sdk: ModuleType, yolov5: Path, calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    layer_map = tmp_path / "names.json"
+    layer_map.write_text(json.dumps(dict(zip(YOLOV5_END_NODES, ("conv55", "conv63", "conv70"), strict=True))))
+    out = tmp_path / "out"
+    assert _run(*_base26(calibration, out, yolov5), "--dry-run", "--layer-map", layer_map) == 0
+    assert "PASS  layer_names" in capsys.readouterr().out
+    decoders = json.loads((out / "fire_yolov5s_64_nms_config.json").read_text())["bbox_decoders"]
+    assert [(d["name"], d["encoded_layer"]) for d in decoders] == [
+        ("bbox_decoder55", "conv55"),
+        ("bbox_decoder63", "conv63"),
+        ("bbox_decoder70", "conv70"),
+    ]
+
+    runner = sdk.ClientRunner(hw_arch="hailo8")
+    runner.translate_onnx_model(str(yolov5), "v5", end_node_names=YOLOV5_END_NODES)
+    graph = runner.get_hn()
+    graph["layers"]["v5/conv52"]["output_shapes"] = [[-1, 4, 4, 14]]  # stride 16's head conv with two anchors
+    hn = tmp_path / "v5.hn"
+    hn.write_text(json.dumps(graph))
+    assert _run(*_base26(calibration, out, yolov5), "--dry-run", "--hn", hn) == 1
+    text = capsys.readouterr().out
+    assert "layer names: parsed" in text and "PASS  layer_names" in text
+    assert (
+        "FAIL  encoded_layer: bbox_decoders[1].encoded_layer conv52: found grid 4x4, 14 channels, expected the head "
+        "conv of stride 16: grid 4x4, 21 channels (3 anchors x (5 + 2 classes))"
+    ) in text
+
+
+def test_a_yolov5_export_takes_no_head_and_is_cut_at_its_head_convolutions(
+    yolov5: Path, calibration: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(HarnessError, match=r"head yolo26-one2one asked for, but the export carries the YOLOv5/YOLOv7"):
+        _run(*_base26(calibration, tmp_path / "out", yolov5), "--dry-run", "--head", "one2one")
+    with pytest.raises(HarnessError, match=r"a YOLOv5/YOLOv7 export is cut at its head convolutions"):
+        _run(*_base26(calibration, tmp_path / "out", yolov5), "--dry-run", "--end-nodes", YOLOV5_END_NODES[0])
+    assert _run(*_base26(calibration, tmp_path / "out", yolov5), "--dry-run", "--end-nodes", *YOLOV5_END_NODES) == 0

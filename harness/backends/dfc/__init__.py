@@ -1,7 +1,8 @@
 """Dataflow Compiler backend: the model script and NMS config written and checked from the ONNX
-(:mod:`~harness.backends.dfc.scripts`, no DFC needed), the adapter to the DFC's Python API
-(:mod:`~harness.backends.dfc.compiler`, which alone imports ``hailo_sdk_client``, lazily) and its
-emulator as a runner (:mod:`~harness.backends.dfc.runner`)."""
+(:mod:`~harness.backends.dfc.scripts`, with a module per head family whose script differs:
+:mod:`~harness.backends.dfc.yolo26_script`, :mod:`~harness.backends.dfc.yolov5_script`; no DFC
+needed), the adapter to the DFC's Python API (:mod:`~harness.backends.dfc.compiler`, which alone
+imports ``hailo_sdk_client``, lazily) and its emulator as a runner (:mod:`~harness.backends.dfc.runner`)."""
 
 from harness.backends.dfc.compiler import (
     DEFAULT_CACHE_ROOT,

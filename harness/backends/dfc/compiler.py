@@ -1,7 +1,7 @@
 """Adapter to the Hailo Dataflow Compiler's Python API (``hailo_sdk_client``, closed source).
 
-ONNX -> translate (end nodes at the six head convs) -> the parsed layer names -> model script (with the
-NMS config for a YOLOv8/YOLO11 head; a YOLO26 head's script has no NMS op) written and checked ->
+ONNX -> translate (end nodes at the head convs) -> the parsed layer names -> model script (with the
+NMS config for a YOLOv8/YOLO11 or YOLOv5/YOLOv7 head; a YOLO26 head's script has no NMS op) written and checked ->
 load_model_script -> optimize (letterboxed calibration images) -> compile -> HEF bytes. HEFs are cached
 by content under ``.harness-cache/dfc/``; the DFC's log is kept beside the HEF and scanned for known
 bad signs. The optimized HAR is kept beside the HEF for the DFC's emulator
@@ -53,6 +53,7 @@ from harness.backends.dfc.scripts import (
     write_scripts,
 )
 from harness.backends.dfc.yolo26_script import validate_yolo26_script, write_yolo26_script
+from harness.backends.dfc.yolov5_script import render_yolov5_alls, write_yolov5_scripts
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, read_json
@@ -372,15 +373,25 @@ def write_checked_scripts(
     nms: NmsSettings,
     calibration_count: int,
 ) -> tuple[ScriptFiles, tuple[CheckResult, ...]]:
-    """The model script of the ONNX's head (and the NMS config of a YOLOv8/YOLO11 head) written into
-    ``folder``, and every check of them."""
-    if facts.family is HeadFamily.YOLOV8:
-        files = write_scripts(folder, stem, facts, names, nms)
+    """The model script of the ONNX's head (and the NMS config of a YOLOv8/YOLO11 or YOLOv5/YOLOv7 head)
+    written into ``folder``, and every check of them."""
+    if facts.family in (HeadFamily.YOLOV8, HeadFamily.YOLOV5):
+        write = write_scripts if facts.family is HeadFamily.YOLOV8 else write_yolov5_scripts
+        files = write(folder, stem, facts, names, nms)
         assert files.nms_json is not None
         return files, validate_files(files.alls, files.nms_json, facts, table)
     files = write_yolo26_script(folder, stem, facts, names, table, calibration_count)
     alls = files.alls.read_text(encoding="utf-8")
     return files, validate_yolo26_script(alls, facts, names, table, calibration_count)
+
+
+def _dfc_alls(facts: ExportFacts, names: dict[str, str], scripts: ScriptFiles) -> str:
+    """The model script the DFC loads: the one on disk, naming its NMS config by absolute path (the file on
+    disk names it beside the model script)."""
+    if scripts.nms_json is None:
+        return scripts.alls.read_text(encoding="utf-8")
+    config = os.fspath(scripts.nms_json.resolve())
+    return render_yolov5_alls(config) if facts.family is HeadFamily.YOLOV5 else render_alls(facts, names, config)
 
 
 def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAULT_CACHE_ROOT) -> CompileResult:
@@ -424,12 +435,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     if not cached:
         if runner is None:
             runner = _translate(sdk, request, facts, log)
-        # The DFC gets the NMS config by absolute path; the files on disk name it beside the model script.
-        alls = (
-            render_alls(facts, names, os.fspath(scripts.nms_json.resolve()))
-            if scripts.nms_json
-            else scripts.alls.read_text(encoding="utf-8")
-        )
+        alls = _dfc_alls(facts, names, scripts)
         _build(runner, alls, calibration_array(paths, facts.input_hw), log, entry)
     hef, har = out_dir / f"{stem}.hef", out_dir / f"{stem}_optimized.har"
     shutil.copyfile(entry / "model.hef", hef)

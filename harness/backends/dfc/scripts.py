@@ -1,7 +1,8 @@
 """The Dataflow Compiler's model script (.alls) and NMS config (JSON) for a YOLOv8 / YOLO11 detector,
 written from the ONNX's heads and checked against them before anything is compiled; what the ONNX says
 for any detector's script (:class:`ExportFacts`: a YOLO26 export's is written by
-:mod:`~harness.backends.dfc.yolo26_script`) and the layer names both scripts use.
+:mod:`~harness.backends.dfc.yolo26_script`, a YOLOv5/YOLOv7 export's by
+:mod:`~harness.backends.dfc.yolov5_script`) and the layer names every script uses.
 
 Both files name layers of the DFC's *parsed* graph (``conv41``, ...), not ONNX nodes, and those names
 exist only once the DFC has translated the ONNX. A :class:`LayerTable` carries the names with where
@@ -37,7 +38,7 @@ from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.decode.layout import layout_of_export
 from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
 from harness.inputs.layer_names import is_layer_name
-from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, load_model
+from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, find_yolov5_heads, load_model
 
 if TYPE_CHECKING:
     import onnx
@@ -93,8 +94,9 @@ def end_nodes_of(facts: ExportFacts) -> tuple[HeadTensor, ...]:
     layers and of the HEF's outputs. YOLOv8: box then class per grid, as Ultralytics and the Model Zoo
     cut it; YOLO26: the three box maps, then the three class maps, the order Ultralytics' Hailo backend
     decodes (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
-    ``_decode_raw``)."""
-    if facts.family is HeadFamily.YOLOV8:
+    ``_decode_raw``); YOLOv5/YOLOv7: one anchored map per stride, stride ascending, as the Model Zoo's
+    YOLOv5 NMS config lists them (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json)."""
+    if facts.family in (HeadFamily.YOLOV8, HeadFamily.YOLOV5):
         return facts.heads
     by_name = {h.tensor: h for h in facts.heads}
     layout = layout_of_export(facts)
@@ -113,7 +115,11 @@ HEAD_WORDS = {
     HeadFamily.YOLO26_ONE2ONE: "YOLO26's one-to-one head (one2one_cv2/one2one_cv3; sigmoid and top-k on the host, "
     "no NMS)",
     HeadFamily.YOLO26_ONE2MANY: "YOLO26's one-to-many head (cv2/cv3; sigmoid and NMS on the host)",
+    HeadFamily.YOLOV5: "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid "
+    "and the YOLOv5 NMS op compiled in)",
 }
+# The families whose export carries one head, so that there is no head to choose (--head).
+_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5)
 
 
 def onnx_facts(
@@ -124,7 +130,7 @@ def onnx_facts(
 
     ``head`` is the head to compile. A YOLO26 export carries one (an end-to-end export the one-to-one
     head, else the one-to-many head), which must be the one asked for, by default the one-to-one head;
-    a YOLOv8/YOLO11 export has one head and takes no ``head``."""
+    a YOLOv8/YOLO11 or YOLOv5/YOLOv7 export has one head and takes no ``head``."""
     source = os.fspath(onnx)
     model = load_model(onnx)
     found = _export_heads(model, source, end_nodes)
@@ -147,7 +153,8 @@ def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
 
 
 def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None) -> ExportHeads:
-    """The heads and their family; a YOLO26 export's end nodes are its head convolutions or none."""
+    """The heads and their family; a YOLO26 or YOLOv5/YOLOv7 export's end nodes are its head convolutions
+    (found by structure, :func:`export_heads`) or none."""
     try:
         return export_heads(model, end_nodes)
     except GraphError as error:
@@ -162,16 +169,18 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
         by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
             return found
+        family = "YOLOv5/YOLOv7" if found.family is HeadFamily.YOLOV5 else "YOLO26"
         raise DfcScriptError(
-            f"{source}: end nodes {list(end_nodes)}: a YOLO26 export is cut at its head convolutions, found by "
+            f"{source}: end nodes {list(end_nodes)}: a {family} export is cut at its head convolutions, found by "
             f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
         )
-    try:
-        find_yolo26_heads(model)
-    except GraphError as error:
-        yolo26 = f"nor a YOLO26 head ({error})"
-    else:
-        yolo26 = "nor a YOLO26 head: its head convolutions, but not the one head output that tells which head"
+    yolo26_error, yolov5_error = _graph_error(find_yolo26_heads, model), _graph_error(find_yolov5_heads, model)
+    yolo26 = (
+        f"nor a YOLO26 head ({yolo26_error})"
+        if yolo26_error
+        else "nor a YOLO26 head: its head convolutions, but not the one head output that tells which head"
+    )
+    yolov5 = f" nor a YOLOv5/YOLOv7 head ({yolov5_error})" if yolov5_error else ""
     both = (
         f"; it has {len(model.graph.output)} outputs {_outputs(model)}, expected one head output: an export of both "
         "YOLO26 heads cannot be compiled as one, export one (end2end=True: the one-to-one head, end2end=False: the "
@@ -180,13 +189,23 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
         else ""
     )
     raise DfcScriptError(
-        f"{source}: cannot be compiled: found neither a YOLOv8/YOLO11 head ({yolov8_error}) {yolo26}{both}. "
-        "Fix: give a float Ultralytics detect export (YOLOv8/YOLO11, or YOLO26 ending in its head convolutions)"
+        f"{source}: cannot be compiled: found neither a YOLOv8/YOLO11 head ({yolov8_error}) {yolo26}{yolov5}{both}. "
+        "Fix: give a float detect export (YOLOv8/YOLO11, YOLOv5/YOLOv7 with its decode tail, or YOLO26 ending in its "
+        "head convolutions)"
     ) from yolov8_error
 
 
+def _graph_error(find: Callable[[onnx.ModelProto], object], model: onnx.ModelProto) -> GraphError | None:
+    """Why ``find`` finds no heads in ``model``; None where it finds them."""
+    try:
+        find(model)
+    except GraphError as error:
+        return error
+    return None
+
+
 def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:
-    if found is HeadFamily.YOLOV8:
+    if found in _ONE_HEAD:
         if head is not None:
             raise DfcScriptError(
                 f"{source}: head {head.value} asked for, but the export carries {HEAD_WORDS[found]}, its only head. "
@@ -344,13 +363,20 @@ def names_from_map(facts: ExportFacts, mapping: Mapping[str, str]) -> dict[str, 
     return names
 
 
+# What a placeholder calls each head map: the NMS config's word for the layer (reg_layer, cls_layer,
+# encoded_layer of a YOLOv5 decoder).
+_PLACEHOLDER_WORDS = {
+    HeadRole.BOX: "reg",
+    HeadRole.CLASS: "cls",
+    HeadRole.OBJECTNESS: "obj",
+    HeadRole.ANCHORED: "encoded",
+}
+
+
 def placeholder_names(facts: ExportFacts) -> dict[str, str]:
     """Stand-in names that say which head they stand for and that they are not parsed layers."""
     stride = {h.node: facts.input_hw[0] // h.grid[0] for h in facts.heads}
-    return {
-        h.node: f"{PLACEHOLDER_PREFIX}{'reg' if h.role is HeadRole.BOX else 'cls'}_stride{stride[h.node]}"
-        for h in facts.heads
-    }
+    return {h.node: f"{PLACEHOLDER_PREFIX}{_PLACEHOLDER_WORDS[h.role]}_stride{stride[h.node]}" for h in facts.heads}
 
 
 def table_from_names(facts: ExportFacts, names: Mapping[str, str], source: LayerSource) -> LayerTable:
@@ -364,8 +390,10 @@ def table_from_names(facts: ExportFacts, names: Mapping[str, str], source: Layer
     )
 
 
-def _decoder_name(reg_layer: str, stride: int) -> str:
-    number = re.fullmatch(r"conv(\d+)", reg_layer)
+def decoder_name(layer: str, stride: int) -> str:
+    """A bbox decoder's name as the Model Zoo gives it: after the number of the layer it reads first
+    (``conv41`` -> ``bbox_decoder41``), else after its stride."""
+    number = re.fullmatch(r"conv(\d+)", layer)
     return f"bbox_decoder{number.group(1)}" if number else f"bbox_decoder_stride{stride}"
 
 
@@ -375,7 +403,7 @@ def nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettin
     for stride, box, cls in pairs(facts):
         reg = names[box.node]
         decoders.append(
-            {"name": _decoder_name(reg, stride), "stride": stride, "reg_layer": reg, "cls_layer": names[cls.node]}
+            {"name": decoder_name(reg, stride), "stride": stride, "reg_layer": reg, "cls_layer": names[cls.node]}
         )
     return {
         "nms_scores_th": settings.score_threshold,
@@ -444,10 +472,26 @@ class AllsScript:
     precision: tuple[tuple[str, str], ...] = ()  # (unscoped layer, precision_mode) per quantization_param layer
     optimization: dict[str, str] = field(default_factory=dict)  # model_optimization_flavor's options
     post_quantization: dict[str, dict[str, str]] = field(default_factory=dict)  # algorithm -> its options
+    # change_output_activation(<activation>) without a layer: every output layer (the Model Zoo's YOLOv5
+    # script, hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov5s.alls)
+    every_output_activation: str | None = None
+
+    def activation_of(self, layer: str) -> str | None:
+        """The activation the script gives output layer ``layer``: its own command, else the one for
+        every output layer; None where none is changed."""
+        return self.activations.get(unscoped(layer), self.every_output_activation)
+
+    @property
+    def changed_activations(self) -> dict[str, str]:
+        """Every activation change, by layer; ``every output layer`` for a command without one."""
+        every = {"every output layer": self.every_output_activation} if self.every_output_activation else {}
+        return every | self.activations
 
 
 _NORMALIZATION = re.compile(r"=\s*normalization\(\s*\[([^\]]*)\]\s*,\s*\[([^\]]*)\]\s*\)")
 _ACTIVATION = re.compile(r"change_output_activation\(\s*([^,\s()]+)\s*,\s*(\w+)\s*\)")
+_EVERY_ACTIVATION = re.compile(r"change_output_activation\(\s*(\w+)\s*\)")
+_WORD = re.compile(r"^\s*(\w+)\s*$")
 _NMS = re.compile(r"nms_postprocess\((.*)\)")
 _NMS_PATH = re.compile(r'^\s*(?:config_path\s*=\s*)?"([^"]*)"\s*$')
 _QUANTIZATION = re.compile(r"quantization_param\(\s*(\[[^\]]*\]|[^,\[\]()]+)\s*,([^()]*)\)")
@@ -470,6 +514,7 @@ def parse_alls(text: str) -> AllsScript:
     precision: list[tuple[str, str]] = []
     optimization: dict[str, str] = {}
     post_quantization: dict[str, dict[str, str]] = {}
+    every_output = None
     for full_line in text.splitlines():
         line = full_line.split("#", 1)[0]  # a model script's comments start with #
         if m := _QUANTIZATION.search(line):
@@ -486,11 +531,15 @@ def parse_alls(text: str) -> AllsScript:
                 raise DfcScriptError(f"model script: {line.strip()!r}: {error}") from error
         for layer, activation in _ACTIVATION.findall(line):
             activations[unscoped(layer)] = activation
+        for activation in _EVERY_ACTIVATION.findall(line):
+            every_output = activation
         if m := _NMS.search(line):
             nms = True
             for argument in m.group(1).split(","):
                 if path := _NMS_PATH.match(argument):
                     reference = path.group(1)
+                elif word := _WORD.match(argument):  # the Model Zoo names meta_arch by position (yolov5s.alls)
+                    options.setdefault("meta_arch", word.group(1))
                 elif "=" in argument:
                     key, value = argument.split("=", 1)
                     options[key.strip()] = value.strip()
@@ -503,6 +552,7 @@ def parse_alls(text: str) -> AllsScript:
         tuple(precision),
         optimization,
         post_quantization,
+        every_output,
     )
 
 
@@ -681,22 +731,28 @@ def _check_sigmoid(s: _Scripts) -> CheckResult:
     name = "sigmoid"
     for i, d in enumerate(s.decoders):
         cls, reg = unscoped(d["cls_layer"]), unscoped(d["reg_layer"])
-        if s.alls.activations.get(cls) != "sigmoid":
+        if s.alls.activation_of(cls) != "sigmoid":
             # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to the class values.
             return CheckResult.failed(
                 name,
                 f"activation of cls_layer {cls} (bbox_decoders[{i}])",
-                s.alls.activations.get(cls, "none changed (logits reach the NMS op)"),
+                s.alls.activation_of(cls) or "none changed (logits reach the NMS op)",
                 "sigmoid",
                 f"add change_output_activation({cls}, sigmoid) to the model script",
             )
-        if reg in s.alls.activations:
+        if (activation := s.alls.activation_of(reg)) is not None:
+            fix = (
+                f"remove change_output_activation({reg}, ...) from the model script"
+                if reg in s.alls.activations
+                else f"replace change_output_activation({activation}) (every output layer) by one "
+                "change_output_activation(<cls_layer>, sigmoid) per class conv"
+            )
             return CheckResult.failed(
                 name,
                 f"activation of reg_layer {reg} (bbox_decoders[{i}])",
-                s.alls.activations[reg],
+                activation,
                 "unchanged (the NMS op applies the DFL softmax to the raw box values)",
-                f"remove change_output_activation({reg}, ...) from the model script",
+                fix,
             )
     return CheckResult.ok(name, "every class conv of the NMS config has a sigmoid; box convs are unchanged")
 
@@ -773,10 +829,22 @@ def validate_scripts(
 
 
 def validate_files(alls: Path, nms_json: Path, facts: ExportFacts, table: LayerTable) -> tuple[CheckResult, ...]:
-    """:func:`validate_scripts` on the files, and that the model script's NMS path is this JSON
-    (a relative path is taken from the model script's folder)."""
-    alls_text = alls.read_text(encoding="utf-8")
-    results = validate_scripts(alls_text, nms_json.read_text(encoding="utf-8"), facts, table)
+    """Every check of the model script and NMS config files of the export's head (:func:`validate_scripts`,
+    or :func:`~harness.backends.dfc.yolov5_script.validate_yolov5_scripts` for a YOLOv5/YOLOv7 head), and
+    that the model script's NMS path is this JSON (a relative path is taken from the model script's folder)."""
+    alls_text, nms_text = alls.read_text(encoding="utf-8"), nms_json.read_text(encoding="utf-8")
+    if facts.family is HeadFamily.YOLOV5:
+        from harness.backends.dfc.yolov5_script import validate_yolov5_scripts  # which builds on this module
+
+        results = validate_yolov5_scripts(alls_text, nms_text, facts, table)
+    elif facts.family is HeadFamily.YOLOV8:
+        results = validate_scripts(alls_text, nms_text, facts, table)
+    else:
+        raise DfcScriptError(
+            f"{nms_json}: {facts.source} carries a {facts.require_heads()[0].value} head, whose NMS config the harness "
+            "does not write; expected a YOLOv8/YOLO11 or YOLOv5/YOLOv7 export (a YOLO26 model script has no NMS "
+            "config: yolo26_script.validate_yolo26_script checks it)"
+        )
     reference = parse_alls(alls_text).nms_reference
     if reference is not None and (alls.parent / reference).resolve() != nms_json.resolve():
         results += (

@@ -155,11 +155,11 @@ def _check_host_decode(alls: AllsScript) -> tuple[CheckResult, CheckResult]:
         CheckResult.failed(
             "no_activation_change",
             "model script change_output_activation",
-            alls.activations,
+            alls.changed_activations,
             "none (the sigmoid runs on the host; a sigmoid in the HEF would be applied twice)",
             "remove the change_output_activation commands",
         )
-        if alls.activations
+        if alls.changed_activations
         else CheckResult.ok("no_activation_change", "outputs unchanged: the class sigmoid runs on the host")
     )
     return nms, activation

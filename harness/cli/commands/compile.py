@@ -1,6 +1,8 @@
 """``hailo-harness compile``: the DFC's model script (and NMS config) for an ONNX, checked, then a HEF.
 
-A YOLOv8/YOLO11 export gets a model script with the NMS op and its NMS config; a YOLO26 export (found
+A YOLOv8/YOLO11 export gets a model script with the NMS op and its NMS config; a YOLOv5/YOLOv7 export
+(found by its decode tail) gets the sigmoid on every output and the YOLOv5 NMS op, its NMS config holding
+the export's anchors per stride, as the Model Zoo compiles YOLOv5; a YOLO26 export (found
 by its head convolutions) gets a model script without NMS op or sigmoid (both run on the host), 16-bit
 head outputs, as Ultralytics compiles it, for the head the export carries: the one-to-one head by
 default, the one-to-many head (NMS on the host) with ``--head one2many``.
@@ -56,7 +58,11 @@ _HEADS = {"one2one": HeadFamily.YOLO26_ONE2ONE, "one2many": HeadFamily.YOLO26_ON
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--onnx", type=Path, required=True, metavar="M.onnx", help="float Ultralytics YOLOv8 / YOLO11 / YOLO26 export"
+        "--onnx",
+        type=Path,
+        required=True,
+        metavar="M.onnx",
+        help="float YOLOv8 / YOLO11 / YOLOv5 / YOLOv7 / YOLO26 export",
     )
     parser.add_argument("--calibration", type=Path, required=True, metavar="DIR", help="folder of calibration images")
     add_options(parser, ["calibration_count"])

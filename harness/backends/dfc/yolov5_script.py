@@ -1,0 +1,488 @@
+"""The Dataflow Compiler's model script and NMS config for a YOLOv5/YOLOv7 detector (anchor-based):
+written from the ONNX's heads and checked against them before anything is compiled.
+
+As the Hailo Model Zoo compiles YOLOv5 (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov5s.alls,
+hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json):
+
+- end nodes: the head's last convolutions, one anchored map of ``anchors x (5 + nc)`` channels per
+  stride, stride ascending (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+- ``normalization([0, 0, 0], [255, 255, 255])``: the /255 of the export inside the HEF;
+- ``change_output_activation(sigmoid)``: every output layer, the whole anchored map (box offsets,
+  objectness and classes), since HailoRT's YOLOv5 op reads probabilities (hailort:
+  libhailort/src/net_flow/ops/nms_post_process.hpp, ``should_sigmoid`` false, which
+  yolov5_post_process.hpp does not override);
+- ``nms_postprocess("<json>", meta_arch=yolov5, engine=cpu)`` (the Model Zoo names meta_arch by
+  position; the checks read either);
+- the NMS config: the thresholds, ``image_dims``, ``max_proposals_per_class``, ``background_removal``,
+  ``classes``, and per stride a bbox decoder with that stride's anchors as ``w`` and ``h`` lists in whole
+  pixels (the HEF keeps them as integers: hailort: hailort/libhailort/hef.proto,
+  ``ProtoHEFYoloBboxDecoder`` ``w``, ``h`` uint32; libhailort/src/net_flow/ops/yolov5_post_process.cpp
+  reads them as ``std::vector<int>`` pairs), in the export's order, and ``encoded_layer`` the parsed
+  layer of that stride's head conv. Anchors the export holds in fractions of a pixel (autoanchor writes
+  them so) are rounded, and the check says so.
+
+The Model Zoo's script also sets ``model_optimization_config(calibration, batch_size=4)``, the batch of
+its calibration runs, which changes no result; it is left out, as the YOLOv8 script leaves out what
+only tunes the optimization (:func:`~harness.backends.dfc.scripts.render_alls`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from harness.backends.dfc.scripts import (
+    NORMALIZATION,
+    PLACEHOLDER_PREFIX,
+    AllsScript,
+    LayerTable,
+    NmsSettings,
+    ScriptFiles,
+    check_normalization,
+    decoder_name,
+    parse_alls,
+    render_nms_json,
+    unscoped,
+)
+from harness.core.checks import CheckResult
+from harness.core.documents import DocumentError, parse_json
+from harness.core.files import write_atomic
+from harness.decode.layout import HeadLayout, Level, layout_of_export
+from harness.decode.yolov5 import DEFAULT_ANCHORS
+from harness.inputs.export_facts import ExportFacts
+from harness.inputs.layer_names import is_layer_name
+
+META_ARCH = "yolov5"
+# The keys of the Model Zoo's YOLOv5 NMS config, in its order
+# (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json).
+NMS_KEYS = (
+    "nms_scores_th",
+    "nms_iou_th",
+    "image_dims",
+    "max_proposals_per_class",
+    "background_removal",
+    "classes",
+    "bbox_decoders",
+)
+DECODER_KEYS = ("name", "w", "h", "stride", "encoded_layer")
+# An export's anchor closer than this to a whole pixel is taken as whole (its decode tail holds float32).
+WHOLE_PIXEL = 1e-3
+# YOLOv5's default anchors by stride (ultralytics/yolov5: models/yolov5s.yaml; harness.decode.yolov5).
+_DEFAULT_STRIDES = (8, 16, 32)
+
+Anchors = tuple[tuple[int, int], ...]
+
+
+def whole_pixels(anchors: Sequence[tuple[float, float]]) -> Anchors:
+    """The anchors ``(w, h)`` rounded to whole pixels, as the NMS config and the HEF hold them; rounded as
+    the HEF check rounds the export's (:func:`harness.verdict.hef_checks.check_anchors`)."""
+    return tuple((round(w), round(h)) for w, h in anchors)
+
+
+def fractional(anchors: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The anchors that are not whole pixels."""
+    return [(w, h) for w, h in anchors if max(abs(w - round(w)), abs(h - round(h))) > WHOLE_PIXEL]
+
+
+def yolov5_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+    """The ``nms_postprocess`` JSON as a dict, one bbox decoder per stride, stride ascending."""
+    layout = layout_of_export(facts)
+    by_tensor = {h.tensor: h for h in facts.heads}
+    decoders = []
+    for level in layout.levels:
+        layer = names[by_tensor[level.box.name].node]
+        anchors = whole_pixels(level.anchors)
+        decoders.append(
+            {
+                "name": decoder_name(layer, level.stride),
+                "w": [w for w, _ in anchors],
+                "h": [h for _, h in anchors],
+                "stride": level.stride,
+                "encoded_layer": layer,
+            }
+        )
+    return {
+        "nms_scores_th": settings.score_threshold,
+        "nms_iou_th": settings.iou_threshold,
+        "image_dims": list(facts.input_hw),
+        "max_proposals_per_class": settings.max_proposals_per_class,
+        "background_removal": False,
+        "classes": layout.classes,
+        "bbox_decoders": decoders,
+    }
+
+
+def render_yolov5_alls(nms_json_reference: str) -> str:
+    """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU."""
+    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
+    lines = [
+        f"normalization1 = normalization([{mean}], [{std}])",
+        "change_output_activation(sigmoid)",
+        f'nms_postprocess("{nms_json_reference}", meta_arch={META_ARCH}, engine=cpu)',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_yolov5_scripts(
+    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
+) -> ScriptFiles:
+    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
+    ``layer_names.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nms_json = folder / f"{stem}_nms_config.json"
+    write_atomic(nms_json, render_nms_json(yolov5_nms_config(facts, names, settings)))
+    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
+    write_atomic(files.alls, render_yolov5_alls(nms_json.name))
+    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
+    return files
+
+
+@dataclass(frozen=True)
+class _Scripts:
+    alls: AllsScript
+    nms: Mapping[str, Any]
+    facts: ExportFacts
+    table: LayerTable
+
+    @cached_property
+    def layout(self) -> HeadLayout:
+        return layout_of_export(self.facts)
+
+    @property
+    def decoders(self) -> list[Mapping[str, Any]]:
+        return list(self.nms["bbox_decoders"])
+
+    def level(self, stride: int) -> Level | None:
+        return next((level for level in self.layout.levels if level.stride == stride), None)
+
+
+def _said(value: object) -> str:
+    """A value as the JSON has it (``"80"`` and ``80`` told apart)."""
+    return json.dumps(value)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_fraction(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def _is_count(value: object) -> bool:
+    return _is_int(value) and value >= 1  # type: ignore[operator]
+
+
+def _check_nms_keys(s: _Scripts) -> CheckResult:
+    """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
+    name = "nms_keys"
+    missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
+    if missing or unknown:
+        said = f"missing {missing}" if missing else f"unknown {unknown}"
+        return CheckResult.failed(
+            name, "NMS config keys", f"{list(s.nms)} ({said})", list(NMS_KEYS), "give exactly these keys"
+        )
+    scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+        ("nms_scores_th", _is_fraction, "a number from 0 to 1"),
+        ("nms_iou_th", _is_fraction, "a number from 0 to 1"),
+        ("max_proposals_per_class", _is_count, "an integer of at least 1"),
+        ("background_removal", lambda v: isinstance(v, bool), "true or false"),
+    )
+    for key, fits, expected in scalars:
+        if not fits(s.nms[key]):
+            return CheckResult.failed(
+                name, f"NMS config {key}", _said(s.nms[key]), expected, f"set {key} to {expected}"
+            )
+    decoders = s.nms["bbox_decoders"]
+    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
+        return CheckResult.failed(
+            name, "NMS config bbox_decoders", _said(decoders), "a list of objects", "one object per stride"
+        )
+    for i, d in enumerate(decoders):
+        lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
+        if lacking or unknown:
+            said = f"missing {lacking}" if lacking else f"unknown {unknown}"
+            return CheckResult.failed(
+                name, f"bbox_decoders[{i}]", f"{dict(d)} ({said})", list(DECODER_KEYS), "give exactly these keys"
+            )
+        if not is_layer_name(d["encoded_layer"]):
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}].encoded_layer",
+                repr(d["encoded_layer"]),
+                "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv55)",
+                "name the parsed layer of the stride's head conv",
+            )
+        if not _is_count(d["stride"]):
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}].stride",
+                _said(d["stride"]),
+                "a positive integer",
+                "give the stride in pixels",
+            )
+        for key in ("w", "h"):
+            if not (isinstance(d[key], list) and all(_is_number(v) for v in d[key])):
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key}",
+                    _said(d[key]),
+                    "a list of numbers (the anchors' widths or heights in pixels)",
+                    f"give {key} as a list",
+                )
+    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
+
+
+def _check_field(s: _Scripts, key: str, expected: object, why: str) -> CheckResult:
+    """The NMS config's ``key`` is ``expected`` as JSON writes it: ``80.0``, ``true`` or ``"80"`` is not
+    ``80`` (Python would take the first two as equal)."""
+    found, wanted = _said(s.nms[key]), _said(expected)
+    if found != wanted:
+        return CheckResult.failed(key, f"NMS config {key}", found, f"{wanted} ({why})", f'set "{key}": {wanted}')
+    return CheckResult.ok(key, f"{key} {wanted} ({why})")
+
+
+def _check_image_dims(s: _Scripts) -> CheckResult:
+    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
+    return _check_field(s, "image_dims", list(s.facts.input_hw), why)
+
+
+def _check_classes(s: _Scripts) -> CheckResult:
+    na = len(s.layout.levels[0].anchors)
+    why = (
+        f"class channels of {s.facts.source}: {s.layout.levels[0].box.channels} channels per map = "
+        f"{na} anchors x (5 + {s.layout.classes})"
+    )
+    return _check_field(s, "classes", s.layout.classes, why)
+
+
+def _strides(s: _Scripts) -> list[int]:
+    return [level.stride for level in s.layout.levels]
+
+
+def _check_decoder_strides(s: _Scripts) -> CheckResult:
+    name = "decoder_strides"
+    found = [d["stride"] for d in s.decoders]
+    if sorted(found) != sorted(_strides(s)):
+        return CheckResult.failed(
+            name,
+            "bbox_decoders strides",
+            found,
+            f"each stride of {s.facts.source}'s head once: {_strides(s)}",
+            "one bbox decoder per stride",
+        )
+    return CheckResult.ok(name, f"one bbox decoder per stride {_strides(s)}")
+
+
+def _misreading(found: Anchors, stride: int, s: _Scripts) -> str:
+    """What anchors ``found`` at ``stride`` are, where they are the export's read in a known wrong way."""
+    expected = next(whole_pixels(level.anchors) for level in s.layout.levels if level.stride == stride)
+    if found == tuple((h, w) for w, h in expected):
+        return " (w and h swapped: w holds the heights)"
+    if sorted(found) == sorted(expected):
+        return " (the export's anchors in another order: the map's channels are anchor by anchor, in its order)"
+    for level in s.layout.levels:
+        if level.stride != stride and found == whole_pixels(level.anchors):
+            return f" (the export's anchors of stride {level.stride}: the strides' anchors swapped)"
+    for default_stride, default in zip(_DEFAULT_STRIDES, DEFAULT_ANCHORS, strict=True):
+        if found == whole_pixels(default):
+            return (
+                f" (YOLOv5's default anchors of stride {default_stride}; the export's are its own, as autoanchor "
+                "sets them when training)"
+            )
+    return ""
+
+
+def _check_anchors(s: _Scripts) -> CheckResult:
+    """Each decoder's ``w`` and ``h`` are the export's anchors at its stride: as many, whole pixels, the
+    same values in the same order, widths in ``w``."""
+    name = "anchors"
+    rounded = []
+    for i, d in enumerate(s.decoders):
+        level = s.level(d["stride"])
+        if level is None or [e["stride"] for e in s.decoders].count(d["stride"]) != 1:
+            return CheckResult.skipped(name, f"bbox_decoders[{i}]: stride {d['stride']} (see decoder_strides)")
+        where = f"bbox_decoders[{i}] (stride {level.stride})"
+        expected = whole_pixels(level.anchors)
+        for key, side in (("w", [w for w, _ in expected]), ("h", [h for _, h in expected])):
+            if not all(_is_int(v) for v in d[key]):
+                return CheckResult.failed(
+                    name,
+                    f"{where} {key}",
+                    _said(d[key]),
+                    f"whole pixels, integers (the HEF keeps anchors as uint32): {side}",
+                    f"write {key} as integers",
+                )
+        if not len(d["w"]) == len(d["h"]) == len(expected):
+            return CheckResult.failed(
+                name,
+                f"{where} anchors",
+                f"{len(d['w'])} widths and {len(d['h'])} heights",
+                f"{len(expected)} of each: the stride's anchors, its map has {level.box.channels} channels = "
+                f"{len(expected)} x (5 + {s.layout.classes})",
+                "give one w and one h per anchor of the stride",
+            )
+        found = tuple(zip(d["w"], d["h"], strict=True))
+        if found != expected:
+            return CheckResult.failed(
+                name,
+                f"{where} anchors (w, h)",
+                f"{list(found)}{_misreading(found, level.stride, s)}",
+                f"{list(expected)} (the anchors of {s.facts.source}'s stride {level.stride}, in whole pixels, in its "
+                "order)",
+                "copy the export's anchors into w and h (the model's own, not YOLOv5's defaults)",
+            )
+        if off := fractional(level.anchors):
+            rounded.append(f"stride {level.stride} {[(round(w, 3), round(h, 3)) for w, h in off]}")
+    said = f"; rounded to whole pixels from the export's {', '.join(rounded)}" if rounded else ""
+    return CheckResult.ok(
+        name, f"every decoder holds its stride's anchors of the export, in order, (w, h) in whole pixels{said}"
+    )
+
+
+def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
+    """(where, layer name) for every layer the two files name."""
+    named = [(f"bbox_decoders[{i}].encoded_layer", d["encoded_layer"]) for i, d in enumerate(s.decoders)]
+    return named + [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
+
+
+def _check_layer_names(s: _Scripts) -> CheckResult:
+    name = "layer_names"
+    named = _named_layers(s)
+    placeholders = sorted({layer for _, layer in named if unscoped(layer).startswith(PLACEHOLDER_PREFIX)})
+    if placeholders:
+        return CheckResult.skipped(
+            name,
+            f"layer names {placeholders} are placeholders: the DFC names its layers when it translates the ONNX. "
+            "Give the parsed names (--layer-map, or --hn with the translated graph), or compile without --dry-run",
+        )
+    known = {layer.name for layer in s.table.layers}
+    for where, layer in named:
+        if unscoped(layer) not in known:
+            origin = "the parsed graph" if s.table.source == "parsed" else "the layer map"
+            return CheckResult.failed(
+                name,
+                where,
+                repr(layer),
+                f"a layer of {origin}: {s.table.output_names}",
+                "name the parsed layers of the head convs (see layer_names.json)",
+            )
+    return CheckResult.ok(name, f"every named layer is in the {s.table.source} layer table")
+
+
+def _check_encoded_layer(s: _Scripts) -> CheckResult:
+    """Each decoder's ``encoded_layer`` is the layer of its stride's head conv: that grid, anchors x
+    (5 + nc) channels, an output of the network."""
+    name = "encoded_layer"
+    for i, d in enumerate(s.decoders):
+        layer, level = s.table.get(d["encoded_layer"]), s.level(d["stride"])
+        if layer is None or level is None:
+            return CheckResult.skipped(
+                name, f"bbox_decoders[{i}]: layer or stride unknown (see layer_names, decoder_strides)"
+            )
+        h, w = level.grid
+        head = f"the head conv of stride {level.stride}: grid {h}x{w}, {level.box.channels} channels"
+        if (layer.grid, layer.channels) != (level.grid, level.box.channels):
+            other = next(
+                (v.stride for v in s.layout.levels if (v.grid, v.box.channels) == (layer.grid, layer.channels)), None
+            )
+            said = f" (the head conv of stride {other})" if other is not None else ""
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}].encoded_layer {layer.name}",
+                f"grid {layer.grid[0]}x{layer.grid[1]}, {layer.channels} channels{said}",
+                f"{head} ({len(level.anchors)} anchors x (5 + {s.layout.classes} classes))",
+                "name the parsed layer of this stride's head conv (see layer_names.json)",
+            )
+        if not layer.is_output:
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}].encoded_layer {layer.name}",
+                "a layer that feeds no output layer",
+                f"{head}, an end node of the network",
+                "translate with the head convs as end nodes and name their layers",
+            )
+    return CheckResult.ok(name, "each decoder reads the head conv of its stride")
+
+
+def _check_sigmoid(s: _Scripts) -> CheckResult:
+    name = "sigmoid"
+    for i, d in enumerate(s.decoders):
+        layer = unscoped(d["encoded_layer"])
+        activation = s.alls.activation_of(layer)
+        if activation != "sigmoid":
+            # hailort: libhailort/src/net_flow/ops/nms_post_process.hpp, should_sigmoid false for the YOLOv5 op
+            return CheckResult.failed(
+                name,
+                f"activation of encoded_layer {layer} (bbox_decoders[{i}])",
+                activation or "none changed (logits reach the NMS op, which reads probabilities)",
+                "sigmoid (box offsets, objectness and classes alike)",
+                "add change_output_activation(sigmoid) to the model script (every output layer)",
+            )
+    return CheckResult.ok(name, "every encoded layer of the NMS config has a sigmoid")
+
+
+def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
+    name = "nms_postprocess"
+    if alls.nms_reference is None:
+        return CheckResult.failed(
+            name,
+            "model script nms_postprocess",
+            "no nms_postprocess command with a JSON path",
+            f'nms_postprocess("<nms json>", meta_arch={META_ARCH}, engine=cpu)',
+            "add the command naming the NMS config",
+        )
+    if alls.nms_options.get("meta_arch") != META_ARCH:
+        return CheckResult.failed(
+            name,
+            "nms_postprocess meta_arch",
+            alls.nms_options.get("meta_arch"),
+            f"{META_ARCH} (the anchor-based decoder: objectness x class, boxes from the anchors; the YOLOv8 "
+            "decoder would read each map as DFL box bins)",
+            f"set meta_arch={META_ARCH}",
+        )
+    return CheckResult.ok(name, f"nms_postprocess({alls.nms_reference!r}, meta_arch={META_ARCH})")
+
+
+_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
+    _check_image_dims,
+    _check_classes,
+    _check_decoder_strides,
+    _check_anchors,
+    _check_layer_names,
+    _check_encoded_layer,
+    _check_sigmoid,
+)
+
+
+def validate_yolov5_scripts(
+    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
+) -> tuple[CheckResult, ...]:
+    """Every check of a YOLOv5 model script and NMS config against the ONNX and the layer table, in order."""
+    alls = parse_alls(alls_text)
+    tail = (check_normalization(alls), _check_nms_postprocess(alls))
+    try:
+        nms = parse_json(nms_json_text, "NMS config")
+    except DocumentError as error:
+        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"), *tail)
+    if not isinstance(nms, dict):
+        found = type(nms).__name__
+        return (CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file"), *tail)
+    s = _Scripts(alls, nms, facts, table)
+    keys = _check_nms_keys(s)
+    if keys.passed:
+        return (keys, *(check(s) for check in _NEEDS_NMS_KEYS), *tail)
+    skipped = "the NMS config lacks keys or types (see nms_keys)"
+    return (
+        keys,
+        *(CheckResult.skipped(check.__name__.removeprefix("_check_"), skipped) for check in _NEEDS_NMS_KEYS),
+        *tail,
+    )

@@ -17,7 +17,11 @@ class HeadFamily(str, enum.Enum):
     - ``YOLOV5``: YOLOv5/YOLOv7's anchor-based head: per stride one map of ``na x (5 + nc)`` channels (per
       anchor the box offsets, objectness and class scores, all sigmoided), score = objectness x class,
       then NMS; the HEF compiles the sigmoid in and HailoRT's YOLOv5 op decodes
-      (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp).
+      (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp);
+    - ``YOLOX``: YOLOX's anchor-free head: per stride a box map of 4 (``tx, ty, tw, th``), an objectness map of 1
+      and a class map of nc, score = objectness x class, centre ``(t + cell) x stride``, size ``exp(t) x stride``,
+      then NMS; HailoRT's YOLOX op decodes, reading the objectness and class maps as probabilities (it has no
+      sigmoid: the HEF holds it; hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp).
 
     A YOLO26 HEF ends at the head convolutions: Ultralytics compiles it without the class sigmoid and
     without an NMS op, both run on the host (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``).
@@ -27,6 +31,7 @@ class HeadFamily(str, enum.Enum):
     YOLO26_ONE2ONE = "yolo26-one2one"
     YOLO26_ONE2MANY = "yolo26-one2many"
     YOLOV5 = "yolov5"
+    YOLOX = "yolox"
 
     @property
     def host_postprocess(self) -> bool:

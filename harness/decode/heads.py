@@ -15,7 +15,7 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
 from harness.core.specs import OutputSpec
-from harness.decode import yolo, yolo26, yolov5
+from harness.decode import yolo, yolo26, yolov5, yolox
 from harness.decode.layout import HeadLayout
 
 Decode = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
@@ -41,6 +41,7 @@ _FAMILIES: dict[HeadFamily, Family] = {
     HeadFamily.YOLO26_ONE2ONE: Family(_anchor_free(yolo26.layout), yolo26.decode_one2one),
     HeadFamily.YOLO26_ONE2MANY: Family(_anchor_free(yolo26.layout), yolo26.decode_one2many),
     HeadFamily.YOLOV5: Family(yolov5.layout, yolov5.decode),
+    HeadFamily.YOLOX: Family(_anchor_free(yolox.layout), yolox.decode),
 }
 
 

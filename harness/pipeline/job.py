@@ -58,6 +58,7 @@ from harness.verdict.metrics.distribution import SATURATION_LEVEL
 from harness.verdict.result import PathResult
 
 LOCALISATION_FRAMES = 16
+DRAWINGS_FOLDER = "drawings"  # under the cache folder: the reports' drawn worst images (harness.report.plots)
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,7 @@ def judge_job(
         baselines,
         run.thresholds,
         config.stage_drop,
+        run.cache_dir / DRAWINGS_FOLDER if run.cache is not None else None,
     )
     return JobResult(results, tuple(gates), reports, changes)
 

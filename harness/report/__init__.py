@@ -39,18 +39,20 @@ def write_reports(
     baselines: Mapping[str, tuple[Path, Golden | None]] | None = None,
     thresholds: str | None = None,
     stage_drop: float = defaults.STAGE_DROP,
+    kept: Path | None = None,
 ) -> dict[str, Path]:
     """``report.md``, ``report.json`` and ``report.html`` in ``out_dir``; ``results[0]`` is the
     reference path (the ONNX) the others were compared with, all on the same images of ``dataset``;
     ``calibration`` says what the Hailo path was calibrated on, ``baselines`` which file each path
     was held against and what it held (path name -> (file, its baseline or None where there is none)),
-    ``thresholds`` where the evaluation's thresholds come from.
+    ``thresholds`` where the evaluation's thresholds come from, ``kept`` where the drawn worst images
+    are kept for a rerun (:mod:`harness.report.plots`; None: drawn every time).
     Each file is written whole or not at all (:func:`~harness.core.files.write_atomic`): where one cannot
     be written, its old version stays and the :class:`OSError` names it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     document = report_document(results, gates, dataset, worst_layers, calibration, baselines, thresholds, stage_drop)
-    charts, images = pictures(results, dataset)
+    charts, images = pictures(results, dataset, kept)
     files = report_files(out)
     texts = {
         "markdown": render_markdown(document),

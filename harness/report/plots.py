@@ -1,21 +1,35 @@
 """The report's pictures: per-class precision-recall curves of every path, score and boxes-per-image
 histograms (SVG, written by :mod:`harness.report.svg`), and the images on which the paths disagree most
 with both paths' boxes drawn (JPEG, drawn with PIL).
+
+Drawing those images is most of a report's time (11 ms each on the demo); where a run gives a folder
+to keep them in, each is kept as ``<key>.jpg``, the key a sha256 over everything its pixels depend on
+(:func:`drawing_key`): the image file's sha256, the ground truth and each path's detections drawn on
+it, the paths' labels, the class names, this module's code and the Pillow that draws and encodes it.
+A rerun that draws the same picture reads it back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import logging
+import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont, ImageOps
+import PIL
+from PIL import Image, ImageDraw, ImageFont, ImageOps, features
 
 from harness.core.detections import Detections
+from harness.core.environment import code_digest
 from harness.core.errors import HarnessError
+from harness.core.files import write_atomic
 from harness.inputs.dataset import Dataset, GroundTruth, Sample
 from harness.report import svg
 from harness.verdict.metrics.agreement import differing_boxes
@@ -29,6 +43,10 @@ WORST_IMAGES = 6
 PR_CLASSES = 12
 _PANEL_SIDE = 360  # pixels of a worst-image panel's longer side
 JPEG_QUALITY = 90  # the drawn images are photographs: JPEG encodes them in 1 ms where PNG took 80 ms
+DRAWING_FORMAT = 1  # of a kept drawing's key
+_COUNT = struct.Struct("<q")
+
+log = logging.getLogger(__name__)
 
 
 class ReportError(HarnessError):
@@ -65,8 +83,11 @@ def precision_recall(matches: ClassMatches) -> tuple[np.ndarray, np.ndarray]:
     return recall, precision
 
 
-def pictures(results: Sequence[PathResult], dataset: Dataset) -> tuple[list[Picture], list[Picture]]:
-    """(charts, worst images); ``results[0]`` is the reference the others are held to."""
+def pictures(
+    results: Sequence[PathResult], dataset: Dataset, kept: Path | None = None
+) -> tuple[list[Picture], list[Picture]]:
+    """(charts, worst images); ``results[0]`` is the reference the others are held to; ``kept``: the
+    folder the drawn images are kept in (see the module), None to draw them all."""
     if not results:
         raise ReportError("report: no path results")
     for r in results[1:]:
@@ -76,7 +97,7 @@ def pictures(results: Sequence[PathResult], dataset: Dataset) -> tuple[list[Pict
     charts = [score_histogram_chart(results), box_count_chart(results)]
     if dataset.labelled:  # images without labels have no precision-recall curve to draw
         charts.insert(0, precision_recall_chart(results, truths))
-    return charts, worst_images(results, dataset, truths)
+    return charts, worst_images(results, dataset, truths, kept=kept)
 
 
 def precision_recall_chart(results: Sequence[PathResult], truths: Sequence[GroundTruth]) -> Picture:
@@ -136,10 +157,15 @@ def box_count_chart(results: Sequence[PathResult]) -> Picture:
 
 
 def worst_images(
-    results: Sequence[PathResult], dataset: Dataset, truths: Sequence[GroundTruth], count: int = WORST_IMAGES
+    results: Sequence[PathResult],
+    dataset: Dataset,
+    truths: Sequence[GroundTruth],
+    count: int = WORST_IMAGES,
+    kept: Path | None = None,
 ) -> list[Picture]:
     """The images where the paths disagree most with the first path (missed + extra + class-flipped
-    boxes), then with the ground truth; each drawn once per path with its boxes and the truth.
+    boxes), then with the ground truth; each drawn once per path with its boxes and the truth (read
+    from ``kept`` where a run kept the same drawing there, and kept there when drawn).
     Images on which every path agrees with the ground truth are not shown."""
     samples = {s.image_id: s for s in dataset.samples}
     reference = results[0].predictions
@@ -154,25 +180,84 @@ def worst_images(
     order = np.lexsort((np.arange(n), -against_truth, -between))  # ties: dataset order
     order = order[(between[order] + against_truth[order]) > 0][:count]
     names = [c.name for c in results[0].metrics.per_class]
-    ids, pictures = results[0].image_ids, []
+    labels = [r.label for r in results]
+    ids = results[0].image_ids
+
+    def key(i: int) -> str:
+        return drawing_key(samples[ids[i]], truths[i], [r.predictions[i] for r in results], labels, names)
 
     def draw(i: int) -> bytes:
-        return _draw(samples[ids[i]], truths[i], [r.predictions[i] for r in results], results, names)
+        return _draw(samples[ids[i]], truths[i], [r.predictions[i] for r in results], labels, names)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:  # PIL decodes, resizes and encodes without the GIL
-        for i, jpeg in zip(order, pool.map(draw, order), strict=True):
-            caption = f"{between[i]} boxes differ between paths" + (
-                f", {against_truth[i]} differ from the ground truth (green: ground truth)" if dataset.labelled else ""
-            )
-            pictures.append(Picture(ids[i], caption, jpeg, "image/jpeg"))
+    files = {i: kept / f"{key(i)}.jpg" for i in order} if kept is not None else {}
+    drawn = {i: jpeg for i, file in files.items() if (jpeg := _kept_drawing(file)) is not None}
+    missing = [i for i in order if i not in drawn]
+    if missing:
+        with ThreadPoolExecutor(max_workers=2) as pool:  # PIL decodes, resizes and encodes without the GIL
+            drawn.update(zip(missing, pool.map(draw, missing), strict=True))
+        for i in missing:
+            if i in files:
+                _keep_drawing(files[i], drawn[i])
+    pictures = []
+    for i in order:
+        caption = f"{between[i]} boxes differ between paths" + (
+            f", {against_truth[i]} differ from the ground truth (green: ground truth)" if dataset.labelled else ""
+        )
+        pictures.append(Picture(ids[i], caption, drawn[i], "image/jpeg"))
     return pictures
+
+
+def drawing_key(
+    sample: Sample,
+    truth: GroundTruth,
+    predictions: Sequence[Detections],
+    labels: Sequence[str],
+    names: Sequence[str],
+) -> str:
+    """The sha256 (hex) of everything one worst image's drawing depends on (see the module)."""
+    head = {
+        "format": DRAWING_FORMAT,
+        "code": code_digest("report/plots.py"),
+        "pillow": [PIL.__version__, *(features.version(f) for f in ("jpg", "freetype2", "raqm"))],
+        "image": sample.sha256,
+        "labels": list(labels),
+        "names": list(names),
+    }
+    digest = hashlib.sha256(json.dumps(head, sort_keys=True).encode())
+    for arrays in ((truth.boxes, truth.class_ids), *((d.boxes, d.scores, d.class_ids) for d in predictions)):
+        for array in arrays:  # fixed dtypes and widths (GroundTruth, Detections): the length says the rest
+            digest.update(_COUNT.pack(len(array)) + np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def _kept_drawing(file: Path) -> bytes | None:
+    """The JPEG kept in ``file``; None where there is none or it is not a whole JPEG (logged: drawn again)."""
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        log.warning("kept drawing %s not used (%s): drawn again", file, error)
+        return None
+    if not (data.startswith(b"\xff\xd8") and data.endswith(b"\xff\xd9")):  # a JPEG's start and end markers
+        log.warning("kept drawing %s not used (not a whole JPEG): drawn again", file)
+        return None
+    return data
+
+
+def _keep_drawing(file: Path, data: bytes) -> None:
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(file, data)
+    except OSError as error:
+        log.warning("drawing %s not kept (%s): the next run draws it again", file, error)
 
 
 def _draw(
     sample: Sample,
     truth: GroundTruth,
     predictions: Sequence[Detections],
-    results: Sequence[PathResult],
+    labels: Sequence[str],
     names: Sequence[str],
 ) -> bytes:
     with Image.open(sample.path) as opened:
@@ -182,7 +267,7 @@ def _draw(
     font, heading = ImageFont.load_default(size=12), ImageFont.load_default(size=14)
     header = 20
     canvas = Image.new("RGB", (len(predictions) * (image.width + 6), image.height + header), "white")
-    for i, (det, result) in enumerate(zip(predictions, results, strict=True)):
+    for i, (det, label) in enumerate(zip(predictions, labels, strict=True)):
         panel = image.copy()
         draw = ImageDraw.Draw(panel)
         for box in truth.boxes * scale:
@@ -197,7 +282,7 @@ def _draw(
             _label(draw, boxes[k], f"{name} {det.scores[k]:.2f}", _colour(i), font, placed)
         x = i * (image.width + 6)
         canvas.paste(panel, (x, header))
-        title = panel_title(result.label, len(det), len(placed))
+        title = panel_title(label, len(det), len(placed))
         ImageDraw.Draw(canvas).text((x, 2), title, fill=_colour(i), font=heading)
     out = io.BytesIO()
     canvas.save(out, format="JPEG", quality=JPEG_QUALITY, subsampling=0)  # 4:4:4: box lines and label chips stay crisp

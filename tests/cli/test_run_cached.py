@@ -1,6 +1,6 @@
 """A rerun of ``hailo-harness run`` whose predictions are all cached loads nothing it does not use:
-no model (onnx, onnxruntime), no chart library (matplotlib), no image codec (OpenCV), and still
-writes every report."""
+no model (onnx, onnxruntime), no chart library (matplotlib), no image codec (OpenCV); it reads the
+paired bootstrap and the drawn images the first run kept, and still writes every report."""
 
 import ast
 import subprocess
@@ -36,7 +36,16 @@ def test_a_rerun_with_every_prediction_cached_imports_no_model_chart_library_or_
     assert status == 0 and set(imported) == {"cv2", "onnx", "onnxruntime"}  # the first run infers: it needs them
     report = tmp_path / "reports" / "latest" / "report.html"
     report.unlink()
+    kept = _kept(tmp_path / ".harness-cache")
+    assert len([f for f in kept if f.parent.name == "bootstrap"]) == 1 and kept
     status, imported, said = _run(tmp_path, *options)
     assert "8 images in 0.0 s, 8 from the prediction cache" in said
     assert status == 0 and imported == []
     assert report.stat().st_size > 0
+    assert _kept(tmp_path / ".harness-cache") == kept  # the bootstrap and the drawings read, none made again
+
+
+def _kept(cache: Path) -> dict[Path, tuple[int, int]]:
+    """The kept bootstraps and drawn images, each with its inode and modification time."""
+    files = [*(cache / "bootstrap").iterdir(), *(cache / "drawings").iterdir()]
+    return {f: (f.stat().st_ino, f.stat().st_mtime_ns) for f in files}

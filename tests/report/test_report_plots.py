@@ -1,4 +1,5 @@
 import io
+import logging
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -11,6 +12,7 @@ from PIL import Image, ImageDraw, ImageFont
 from harness.core.detections import Detections
 from harness.core.settings import EvalSettings
 from harness.inputs.dataset import GroundTruth
+from harness.report import plots
 from harness.report.plots import (
     ReportError,
     _label,
@@ -117,3 +119,87 @@ def test_box_labels_stay_inside_the_panel_and_never_cover_each_other():
 )
 def test_a_panel_title_says_how_many_boxes_carry_no_label_and_why(boxes, labelled, title):
     assert panel_title("onnx", boxes, labelled) == title
+
+
+# --- the drawn worst images, kept for a rerun ---------------------------------------------------------
+
+
+def _no_drawing(monkeypatch):
+    def drawn(*args, **kwargs):
+        raise AssertionError("drawn, though the same drawing was kept")
+
+    monkeypatch.setattr(plots, "_draw", drawn)
+
+
+def test_kept_drawings_are_read_back_as_drawn_without_drawing(tmp_path, monkeypatch):
+    case = sr.report_case(tmp_path / "case")
+    truths = ground_truths(case.onnx, case.dataset)
+    fresh = worst_images([case.onnx, case.hailo], case.dataset, truths)
+    first = worst_images([case.onnx, case.hailo], case.dataset, truths, kept=tmp_path / "kept")
+    assert first == fresh
+    assert len(list((tmp_path / "kept").glob("*.jpg"))) == len(fresh) == 2
+    _no_drawing(monkeypatch)
+    assert worst_images([case.onnx, case.hailo], case.dataset, truths, kept=tmp_path / "kept") == fresh
+
+
+def test_a_changed_score_on_a_worst_image_draws_it_again(tmp_path):
+    case = sr.report_case(tmp_path / "case")
+    truths = ground_truths(case.onnx, case.dataset)
+    kept = tmp_path / "kept"
+    worst_images([case.onnx, case.hailo], case.dataset, truths, kept=kept)
+    shown = next(i for i, image_id in enumerate(case.onnx.image_ids) if image_id in case.worst)
+    predictions = list(case.onnx.predictions)
+    d = predictions[shown]
+    predictions[shown] = Detections(d.boxes, d.scores * np.float32(0.5), d.class_ids)  # other label chips
+    onnx = sr.replaced(case.onnx, predictions=tuple(predictions))
+    again = worst_images([onnx, case.hailo], case.dataset, truths, kept=kept)
+    assert again == worst_images([onnx, case.hailo], case.dataset, truths)
+    assert len(list(kept.glob("*.jpg"))) == 3  # the changed image is a new drawing, the other one kept
+
+
+def test_every_input_of_a_drawing_is_in_its_key(tmp_path, monkeypatch):
+    case = sr.report_case(tmp_path / "case")
+    sample, truth = case.dataset.samples[0], case.dataset.ground_truths[0]
+    predictions = [case.onnx.predictions[0], case.hailo.predictions[0]]
+    labels, names = ["onnx", "hailo (emulated)"], ["fire", "smoke"]
+    key = plots.drawing_key(sample, truth, predictions, labels, names)
+    d = predictions[1]
+    moved = GroundTruth(truth.boxes + 1, truth.class_ids)
+    changes = [
+        (sr.replaced(sample, sha256="0" * 64), truth, predictions, labels, names),
+        (sample, moved, predictions, labels, names),
+        (sample, truth, [predictions[0], Detections(d.boxes, d.scores, 1 - d.class_ids)], labels, names),
+        (sample, truth, predictions[::-1], labels, names),
+        (sample, truth, predictions, ["onnx", "hailo"], names),
+        (sample, truth, predictions, labels, ["smoke", "fire"]),
+    ]
+    keys = {plots.drawing_key(*change) for change in changes}
+    assert len(keys) == len(changes) and key not in keys
+    monkeypatch.setattr(plots.PIL, "__version__", "0.0")
+    assert plots.drawing_key(sample, truth, predictions, labels, names) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(plots, "code_digest", lambda *parts: "0" * 64)
+    assert plots.drawing_key(sample, truth, predictions, labels, names) != key
+
+
+def test_a_cut_drawing_is_drawn_again_and_replaced(tmp_path, caplog):
+    case = sr.report_case(tmp_path / "case")
+    truths = ground_truths(case.onnx, case.dataset)
+    kept = tmp_path / "kept"
+    fresh = worst_images([case.onnx, case.hailo], case.dataset, truths, kept=kept)
+    cut = sorted(kept.glob("*.jpg"))[0]
+    cut.write_bytes(cut.read_bytes()[:100])
+    with caplog.at_level(logging.WARNING, logger=plots.__name__):
+        assert worst_images([case.onnx, case.hailo], case.dataset, truths, kept=kept) == fresh
+    assert f"kept drawing {cut} not used (not a whole JPEG)" in caplog.text
+    assert cut.read_bytes().endswith(b"\xff\xd9")
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_draws_every_time(tmp_path, caplog):
+    case = sr.report_case(tmp_path / "case")
+    truths = ground_truths(case.onnx, case.dataset)
+    (tmp_path / "file").write_text("a file where the folder would be")
+    with caplog.at_level(logging.WARNING, logger=plots.__name__):
+        drawn = worst_images([case.onnx, case.hailo], case.dataset, truths, kept=tmp_path / "file" / "kept")
+    assert drawn == worst_images([case.onnx, case.hailo], case.dataset, truths)
+    assert "not kept" in caplog.text

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
 DECODER_HEAD_HELP = (
-    "the head family --decoder decodes: yolov8 (YOLOv8/YOLO11, default), yolo26-one2one, yolo26-one2many"
+    "the head family --decoder decodes: yolov8 (YOLOv8/YOLO11, default), yolo26-one2one, yolo26-one2many, "
+    "yolov5 (YOLOv5/YOLOv7: anchors from DecodeConfig.anchors)"
 )
 
 

@@ -4,6 +4,7 @@ HailoRT's YOLOX op walks them, and what it promises whatever the outputs' names,
 from __future__ import annotations
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,9 +17,11 @@ from harness.decode.heads import decoder, head_layout
 from harness.decode.nms import nms
 from harness.decode.yolox import candidates, decode, layout
 from harness.formats.quant import dequantize
+from harness.inputs.onnx_graph import cut_at_heads, export_heads
 
 from support.reference.decode import reference_nms_hailort, reference_nms_ultralytics
 from support.reference.yolox import reference_candidates
+from support.yolox_exports import yolox_export
 
 STRIDES = (8, 16, 32)
 KINDS = ("probabilities", "logits", "uint8", "uint16")
@@ -255,3 +258,20 @@ def test_the_layout_gives_each_stride_its_box_objectness_and_class_map():
         (f"m{s}_4", f"m{s}_1", f"m{s}_3") for s in STRIDES
     ]
     assert heads.classes == 3 and heads.reg_max == 1
+
+
+@pytest.mark.parametrize(("nc", "seed"), [(1, 0), (2, 1), (5, 2)])
+def test_the_heads_of_a_yolox_export_decode_to_the_rows_of_its_own_decode_tail(nc, seed):
+    model = yolox_export(nc=nc, seed=seed)
+    heads = export_heads(model).heads
+    image = np.random.default_rng(seed).uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)
+    rows = ort.InferenceSession(model.SerializeToString()).run(None, {"images": image})[0][0]
+    maps = ort.InferenceSession(cut_at_heads(model, heads).SerializeToString()).run(None, {"images": image})
+    outputs = {h.tensor: m[0].transpose(1, 2, 0) for h, m in zip(heads, maps, strict=True)}  # NCHW -> HWC
+    specs = {n: OutputSpec(n, a.shape, FormatOrder.NHWC, FormatType.FLOAT32) for n, a in outputs.items()}
+    cfg = config(64, 0.25)
+    boxes, scores = candidates(outputs, layout(specs, cfg.input_hw), cfg)
+    centre, size = rows[:, :2], rows[:, 2:4]
+    np.testing.assert_allclose(boxes, np.concatenate([centre - size / 2, centre + size / 2], axis=1), atol=1e-4)
+    np.testing.assert_allclose(scores, rows[:, 4:5] * rows[:, 5:], rtol=1e-5)
+    assert 0.05 < rows[:, 4:].min() and rows[:, 4:].max() < 0.999  # the sigmoids not saturated

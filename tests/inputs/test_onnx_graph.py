@@ -21,12 +21,13 @@ from harness.inputs.onnx_graph import (
     export_heads,
     find_heads,
     find_yolov5_heads,
+    find_yolox_heads,
     full_head_output,
     load_model,
     model_input,
 )
 
-from support import yolov5_exports
+from support import yolov5_exports, yolox_exports
 
 EXPORTS = {
     # file: (head prefix, input size, grids stride-ascending)
@@ -346,3 +347,42 @@ def test_a_tail_that_does_not_decode_as_yolov5s_is_refused_not_read_for_anchors(
             tensor.CopyFrom(numpy_helper.from_array(shifted, tensor.name))
     with pytest.raises(GraphError, match="does not decode as YOLOv5's"):
         find_yolov5_heads(model)
+
+
+# --- YOLOX exports (anchor-free, objectness) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("nc", [1, 2, 4, 5])
+def test_a_yolox_export_gives_per_stride_its_box_class_and_objectness_maps_read_off_its_decode_tail(nc) -> None:
+    found = export_heads(yolox_exports.yolox_export(nc=nc))
+    assert found.family is HeadFamily.YOLOX
+    assert [(h.node, h.role, h.channels, h.grid) for h in found.heads] == [
+        (f"/head/{pred}.{i}/Conv", role, channels, (8 // 2**i, 8 // 2**i))
+        for i in range(3)
+        for pred, role, channels in (
+            ("reg_preds", HeadRole.BOX, 4),
+            ("cls_preds", HeadRole.CLASS, nc),
+            ("obj_preds", HeadRole.OBJECTNESS, 1),
+        )
+    ]
+    assert found.heads == find_yolox_heads(yolox_exports.yolox_export(nc=nc))
+
+
+def test_a_yolox_export_without_its_decode_tail_is_refused_naming_decode_in_inference() -> None:
+    undecoded = yolox_exports.yolox_export(decoded=False)  # YOLOX's export_onnx.py default
+    with pytest.raises(GraphError, match=r"'yolox_test': its decode tail does not decode as YOLOX's.*in_inference"):
+        find_yolox_heads(undecoded)
+
+
+def test_a_tail_whose_grid_is_not_at_the_cells_corner_is_refused_not_read_for_roles() -> None:
+    model = yolox_exports.yolox_export()
+    for tensor in model.graph.initializer:
+        if tensor.name == "/head/grids":  # YOLOv5's grid, at cell - 0.5
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) - np.float32(0.5), tensor.name))
+    with pytest.raises(GraphError, match=r"does not decode as YOLOX's \(rows 0 of 84"):
+        find_yolox_heads(model)
+
+
+def test_a_head_whose_last_convolutions_are_not_three_per_grid_is_refused_naming_them() -> None:
+    with pytest.raises(GraphError, match=r"last convolutions \[.*expected a YOLOX head: per stride convolutions"):
+        find_yolox_heads(yolov5_exports.yolov5_export())

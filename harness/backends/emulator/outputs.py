@@ -35,8 +35,13 @@ if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not
 # The name a HEF gives its NMS op's output, per head family (network name prefix left out), as HailoRT
 # reports it: YOLOv8's in a compiled HEF (fixture hailo8l_yolov8s_nms_truncated.hef,
 # "yolov8s/yolov8_nms_postprocess"), YOLOv5's in the Model Zoo's HEFs as Hailo's own post-processes read it
-# (tappas: core/hailo/libs/postprocesses/detection/yolo_hailortpp.cpp, "yolov5_nms_postprocess").
-NMS_OUTPUTS = {HeadFamily.YOLOV8: "yolov8_nms_postprocess", HeadFamily.YOLOV5: "yolov5_nms_postprocess"}
+# (tappas: core/hailo/libs/postprocesses/detection/yolo_hailortpp.cpp, "yolov5_nms_postprocess"; YOLOX's alike,
+# its ``yolox`` reads "yolox_nms_postprocess").
+NMS_OUTPUTS = {
+    HeadFamily.YOLOV8: "yolov8_nms_postprocess",
+    HeadFamily.YOLOV5: "yolov5_nms_postprocess",
+    HeadFamily.YOLOX: "yolox_nms_postprocess",
+}
 
 
 def _dims(value: onnx.ValueInfoProto) -> tuple[int, ...]:

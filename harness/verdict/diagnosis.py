@@ -435,6 +435,17 @@ def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Findin
     return findings
 
 
+def _median(values: np.ndarray) -> float:
+    """``np.median(values)`` of one float64 value or more, to the bit (the middle value, or the mean of the middle two
+    as ``np.mean`` takes it: their sum halved; NaN where one is NaN), without numpy's quantile code,
+    whose ``np.unique`` imports ``numpy.ma`` (6 ms a run)."""
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    middle = len(ordered) // 2
+    if np.isnan(ordered[-1]):  # NaNs sort last
+        return float("nan")
+    return float(ordered[middle]) if len(ordered) % 2 else float((ordered[middle - 1] + ordered[middle]) / 2)
+
+
 def _sizes(result: PathResult) -> np.ndarray:
     """sqrt(width * height) of every box, in pixels."""
     boxes = [p.boxes for p in result.predictions if len(p)]
@@ -447,11 +458,11 @@ def _sizes(result: PathResult) -> np.ndarray:
 def _box_sizes(evidence: Evidence, result: PathResult, reference: PathResult) -> Evidence:
     """The median box size against the reference's, and each one's spread (coefficient of variation)."""
     mine, theirs = _sizes(result), _sizes(reference)
-    if len(mine) < MIN_BOXES or len(theirs) < MIN_BOXES or np.median(theirs) <= 0:
+    if len(mine) < MIN_BOXES or len(theirs) < MIN_BOXES or _median(theirs) <= 0:
         return evidence
     return replace(
         evidence,
-        box_size_ratio=float(np.median(mine) / np.median(theirs)),
+        box_size_ratio=float(_median(mine) / _median(theirs)),
         box_size_spread=float(mine.std() / max(mine.mean(), 1e-9)),
         reference_box_size_spread=float(theirs.std() / max(theirs.mean(), 1e-9)),
     )

@@ -2,10 +2,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.core.detections import Detections, Letterbox, letterbox_boxes, unletterbox
 from harness.core.settings import EvalSettings, SettingsMismatch
-from harness.verdict.diagnosis import RULES, Evidence, Rule, collect_evidence, diagnose
+from harness.verdict.diagnosis import RULES, Evidence, Rule, _median, collect_evidence, diagnose
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 from support import synthetic_results as sr
@@ -176,3 +178,12 @@ def test_a_cap_below_the_operating_threshold_is_named_before_the_near_black_inpu
     # a ceiling above the threshold is no cap: the near-black input is the cause then
     lit = dataclasses.replace(capped, score_ceiling=0.97)
     assert diagnose(collect_evidence(lit, reference))[0].name == "input_normalised_twice"
+
+
+@given(
+    st.lists(st.floats(0, 1e6, width=32) | st.sampled_from([0.0, 1.5, 7.25]), min_size=1, max_size=60)
+    | st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=9)
+)
+def test_the_median_box_size_is_numpys_median_to_the_bit(values):
+    expected = float(np.median(np.array(values, dtype=np.float64)))
+    assert _median(np.array(values)).hex() == expected.hex()

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -8,6 +8,7 @@ from harness.core.detections import Detections
 from harness.verdict.metrics.distribution import (
     SCORE_BIN_EDGES,
     DistributionError,
+    _percentile_95,
     box_counts,
     cells_above_threshold,
     score_distribution,
@@ -24,6 +25,16 @@ def test_box_counts_give_mean_p95_max_and_total_boxes_per_image():
     counts = box_counts(preds)
     assert (counts.mean, counts.max, counts.total) == (2.25, 9, 45)
     assert counts.p95 == pytest.approx(np.percentile([0] * 10 + list(range(10)), 95)) == pytest.approx(8.05)
+
+
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=300) | st.lists(st.integers(0, 3), min_size=1, max_size=50))
+@example([0, 43]).via("numpy's two interpolation branches round apart here")
+@example([0, 0, 45]).via("numpy's two interpolation branches round apart here")
+@example([0, 0, 16, 73]).via("numpy's two interpolation branches round apart here")
+@example([0] * 13 + [25]).via("numpy's two interpolation branches round apart here")
+def test_the_p95_of_box_counts_is_numpys_percentile_to_the_bit(counts):
+    expected = np.percentile(np.array(counts), 95)
+    assert _percentile_95(np.array(counts)).hex() == float(expected).hex()
 
 
 def test_box_counts_of_no_images_are_an_error():

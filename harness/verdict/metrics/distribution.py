@@ -3,6 +3,7 @@ raw class-output cells pass a score threshold (a broken path shows as boxes ever
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,7 +63,23 @@ def box_counts(predictions: Sequence[Detections]) -> BoxCounts:
     if not predictions:
         raise DistributionError("box counts: no images, expected one Detections per image")
     counts = np.array([len(p) for p in predictions])
-    return BoxCounts(float(counts.mean()), float(np.percentile(counts, 95)), int(counts.max()), int(counts.sum()))
+    return BoxCounts(float(counts.mean()), _percentile_95(counts), int(counts.max()), int(counts.sum()))
+
+
+def _percentile_95(counts: np.ndarray) -> float:
+    """``np.percentile(counts, 95)`` of one whole number or more, to the bit: linear interpolation between the two
+    ranks around ``(n - 1) * 0.95``, in numpy's order of operations (numpy: numpy/lib/_function_base_impl.py,
+    ``_quantile``, ``_get_indexes`` and ``_lerp``), without numpy's quantile code, whose ``np.unique``
+    imports ``numpy.ma`` (6 ms a run)."""
+    ordered = np.sort(np.asarray(counts, dtype=np.int64))
+    position = (len(ordered) - 1) * 0.95
+    if position >= len(ordered) - 1:  # one value: the last
+        return float(ordered[-1])
+    below = math.floor(position)
+    weight = position - below
+    low, high = int(ordered[below]), int(ordered[below + 1])
+    step = high - low
+    return high - step * (1 - weight) if weight >= 0.5 else low + step * weight
 
 
 def score_distribution(predictions: Sequence[Detections]) -> ScoreDistribution:

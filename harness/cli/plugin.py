@@ -421,13 +421,14 @@ class HarnessSuite(pytest.Collector):
             try:
                 load_decoder(target)  # a bad target is a usage error at collection, not seven failures
                 family = HeadFamily(head or HeadFamily.YOLOV8)
+                planted = properties(family)
             except HarnessError as error:
                 raise pytest.UsageError(str(error)) from error
             except ValueError:
                 raise pytest.UsageError(
                     f"--decoder-head {head}: expected one of {[f.value for f in HeadFamily]}"
                 ) from None
-            for prop in properties(family):
+            for prop in planted:
                 slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
                 items.append(
                     ConformanceItem.from_parent(

@@ -621,10 +621,20 @@ def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
     return check
 
 
+# The head families the suite plants scenes for.
+SCENE_FAMILIES = (HeadFamily.YOLOV8, HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY, HeadFamily.YOLOV5)
+
+
 def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
     """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
     the scenes planted with its box maps (DFL bins, YOLO26's 4 distances, or YOLOv5's anchored maps),
-    then an anchor-based family's own two."""
+    then an anchor-based family's own two. A family without scenes (:data:`SCENE_FAMILIES`) is a
+    :class:`~harness.core.errors.HarnessError`."""
+    if family not in SCENE_FAMILIES:
+        raise HarnessError(
+            f"head family {family.value!r}: the conformance suite plants no scenes of its heads yet; expected one "
+            f"of {[f.value for f in SCENE_FAMILIES]}"
+        )
     base = SceneRecipe(family=family, reg_max=16 if family is HeadFamily.YOLOV8 else 1)
     common = (
         Property(

@@ -32,7 +32,7 @@ from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
-from harness.decode import yolo, yolov5
+from harness.decode import yolo, yolov5, yolox
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
@@ -165,13 +165,14 @@ def _one_to_one_agreement(
 
 
 def _anchored_rows(reference: np.ndarray, layout: HeadLayout) -> tuple[np.ndarray, np.ndarray]:
-    """A YOLOv5 export's rows ``(rows, 5 + nc)`` (per stride, anchor by anchor, its cells: xywh in input
-    pixels, objectness, classes) as the harness's candidates lie: per stride, cell by cell, anchor by
+    """A YOLOv5 or YOLOX export's rows ``(rows, 5 + nc)`` (per stride, anchor by anchor, its cells: xywh in
+    input pixels, objectness, classes) as the harness's candidates lie: per stride, cell by cell, anchor by
     anchor; boxes xyxy and scores objectness x class (ultralytics/yolov5: models/yolo.py, ``Detect``;
-    utils/general.py, ``non_max_suppression``)."""
+    utils/general.py, ``non_max_suppression``; Megvii-BaseDetection/YOLOX: yolox/models/yolo_head.py,
+    ``decode_outputs``, one row per cell)."""
     blocks, start = [], 0
     for level in layout.levels:
-        na = len(level.anchors)
+        na = max(len(level.anchors), 1)
         block = reference[start : start + na * level.cells]
         blocks.append(block.reshape(na, level.cells, -1).transpose(1, 0, 2).reshape(na * level.cells, -1))
         start += na * level.cells
@@ -225,6 +226,9 @@ def verify_decode(
                 continue
             if found.family is HeadFamily.YOLOV5:
                 boxes, scores = yolov5.candidates(outputs, layout, config)
+                ref_boxes, ref_scores = _anchored_rows(reference, layout)
+            elif found.family is HeadFamily.YOLOX:
+                boxes, scores = yolox.candidates(outputs, layout, config)
                 ref_boxes, ref_scores = _anchored_rows(reference, layout)
             else:
                 boxes, scores = yolo.candidates(outputs, layout, config)

@@ -151,7 +151,8 @@ class OnnxPath(Closing):
         self._input_name = facts.input_name
         self._config = settings.decode_config(classes_are_probabilities=True)
         self._end_to_end = facts.end_to_end
-        self._rows = facts.family is HeadFamily.YOLOV5  # [1, rows, 5 + nc]: xywh, objectness, classes
+        # [1, rows, 5 + nc]: xywh, objectness, classes (YOLOv5: models/yolo.py; YOLOX: yolo_head.py decode_outputs)
+        self._rows = facts.family in (HeadFamily.YOLOV5, HeadFamily.YOLOX)
         self._threads = threads
         self._session: FullHeadRunner | None = None
         self._closed = False
@@ -180,7 +181,7 @@ class OnnxPath(Closing):
             return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
 
     def _decode(self, head: np.ndarray, geometry: Letterbox) -> FrameResult:
-        """One frame's head output, ``(4 + nc, anchors)``, ``(max_det, 6)`` or (YOLOv5) ``(rows, 5 + nc)``, as
+        """One frame's head output, ``(4 + nc, anchors)``, ``(max_det, 6)`` or (YOLOv5, YOLOX) ``(rows, 5 + nc)``, as
         detections on its image."""
         if self._end_to_end:
             rows = head[above(head[:, 4], self.settings.score_threshold)]

@@ -1077,3 +1077,16 @@ def test_an_nms_config_of_a_head_without_one_is_refused(demo26: ExportFacts, tmp
     nms.write_text("{}")
     with pytest.raises(DfcScriptError, match=r"m_nms_config.json: .* carries a yolo26-one2one head, whose NMS config"):
         validate_files(alls, nms, demo26, table_from_names(demo26, placeholder_names(demo26), "placeholder"))
+
+
+def test_a_yolox_export_is_refused_by_compile_naming_its_head_not_an_internal_error(tmp_path):
+    import onnx
+
+    from harness.backends.dfc.scripts import onnx_facts
+
+    from support.yolox_exports import yolox_export
+
+    path = tmp_path / "yolox.onnx"
+    onnx.save(yolox_export(side=64, nc=2), path)
+    with pytest.raises(DfcScriptError, match=r"found the YOLOX head .* not of this one yet.*meta_arch=yolox"):
+        onnx_facts(path)

@@ -788,3 +788,39 @@ def test_nms_is_allowed_for_yolov5_heads_and_refused_for_yolo26_heads(
     check_export(yolov5_onnx, options)
     with pytest.raises(GraphError, match=r"yolo26-one2one head with HailoRT's YOLOv8 NMS op.*expected nms off"):
         check_export(DEMO26_ONNX, options)
+
+
+def test_a_yolox_export_becomes_box_objectness_and_class_maps_per_stride_its_nms_hailorts_yolox_op(
+    tmp_path_factory: pytest.TempPathFactory, images: dict[str, Path], cache_dir: Path
+) -> None:
+    """The sigmoid goes on the objectness and class maps (HailoRT's YOLOX op reads probabilities there),
+    the role of each map is recorded, and the NMS output is the YOLOX op's on the raw heads."""
+    from harness.backends.emulator.runner import nms_op
+    from harness.core.head_family import HeadFamily, HeadRole
+    from harness.core.settings import NmsMode
+
+    from support.yolox_exports import yolox_export
+
+    path = tmp_path_factory.mktemp("yolox") / "yolox_test.onnx"
+    onnx.save(yolox_export(side=V5_SIDE, nc=2, seed=1), path)
+    raw_hef = build_emulated_hef(path, images["in_domain"], _options(sigmoid_inside=True), cache_dir)
+    assert raw_hef.family is HeadFamily.YOLOX and raw_hef.classes == 2
+    layout = raw_hef.layout
+    assert [len(level.outputs) for level in layout.levels] == [3, 3, 3]
+    scored = [*layout.of_role(HeadRole.OBJECTNESS), *layout.of_role(HeadRole.CLASS)]
+    assert all(0 <= o.host_spec.quant[0].limvals_min and o.host_spec.quant[0].limvals_max <= 1 for o in scored)
+    options = _options(sigmoid_inside=True, nms=True, output_format=FormatType.FLOAT32, score_threshold=0.3)
+    nms_hef = build_emulated_hef(path, images["in_domain"], options, cache_dir)
+    ((name, spec),) = nms_hef.output_specs.items()
+    config = DecodeConfig(input_hw=V5_HW, score_threshold=0.3, iou_threshold=nms_hef.options.iou_threshold,
+                          max_per_class=spec.nms.max_bboxes_per_class, mode=NmsMode.HAILORT,
+                          classes_are_probabilities=True)  # fmt: skip
+    found = 0
+    with EmulatorRunner(nms_hef) as runner, EmulatorRunner(raw_hef) as raw_runner:
+        for frame in _v5_frames(images["val"]):
+            buffer = runner.infer({"images": frame})[name]
+            expected = nms_op(raw_runner.infer({"images": frame}), {h.name: h for h in raw_hef.heads}, config,
+                              spec, HeadFamily.YOLOX)  # fmt: skip
+            np.testing.assert_array_equal(buffer, expected)
+            found += len(decode_nms(buffer, spec, V5_HW))
+    assert found > 0

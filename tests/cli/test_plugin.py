@@ -160,7 +160,7 @@ def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, sha
     result = pytester.runpytest_subprocess(
         f"--onnx={DEMO}", f"--hef={hef}", "--backend", "hailort", "-k", "test_box_count and hailo]"
     )
-    result.assert_outcomes(failed=1, deselected=20)
+    result.assert_outcomes(failed=1, deselected=21)
     result.stdout.fnmatch_lines(["*the evaluation could not run:*hailo_platform*emulator*"])
     result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--har", "m.har")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

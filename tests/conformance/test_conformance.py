@@ -265,3 +265,8 @@ def test_right_detections_are_never_taken_for_a_symptom_whatever_their_scores():
     scene = make_scene(SceneRecipe(), 0)
     squeezed = Detections(scene.expected.boxes, np.linspace(0.55, 0.7, len(scene.expected)), scene.expected.class_ids)
     assert conformance.name_mistake(squeezed, replace(scene, expected=squeezed)) is None
+
+
+def test_a_family_the_suite_plants_no_scenes_for_is_refused_naming_those_it_does():
+    with pytest.raises(HarnessError, match=r"'yolox': the conformance suite plants no scenes.*'yolov5'"):
+        properties(HeadFamily.YOLOX)

@@ -190,3 +190,16 @@ def test_a_yolov5_decode_with_anchors_of_the_wrong_strides_disagrees(yolov5_mode
     config = vd.DecodeConfig(input_hw=(64, 64), anchors=DEFAULT_ANCHORS[::-1])
     report = verify_decode(yolov5_model, images, config=config, threads=1)
     assert not report.ok and report.max_box_diff_px > 10
+
+
+def test_a_yolox_export_is_verified_against_its_own_rows(tmp_path: Path, images: list[Path]) -> None:
+    import onnx
+
+    from support.yolox_exports import yolox_export
+
+    path = tmp_path / "yolox.onnx"
+    onnx.save(yolox_export(side=64, nc=3, seed=3), path)
+    report = verify_decode(path, images, threads=1)
+    assert report.ok, format_report(report)
+    assert report.family.value == "yolox" and report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
+    assert sum(i.detections for i in report.images) >= 10

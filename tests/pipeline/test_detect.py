@@ -360,3 +360,28 @@ def test_a_yolov5_export_gives_the_same_detections_on_the_onnx_path_as_its_float
             np.testing.assert_allclose(ours.boxes, expected.boxes, atol=BOX_TOLERANCE)
             compared += len(expected)
     assert compared >= 10
+
+
+def test_a_yolox_export_gives_the_same_detections_on_the_onnx_path_as_its_float_heads_decoded_by_the_harness(
+    tmp_path: Path, images
+):
+    """The ONNX path scores the export's own rows objectness x class; the raw-head path over its box,
+    objectness and class maps (the sigmoid inside on the last two) decodes them as HailoRT's YOLOX op."""
+    from harness.backends.onnx.runner import FloatHeadsRunner
+    from harness.core.head_family import HeadFamily
+
+    from support.yolox_exports import yolox_export
+
+    export = tmp_path / "yolox.onnx"
+    model = yolox_export(side=64, nc=3, seed=3)
+    onnx.helper.set_model_props(model, {"names": str({i: f"class{i}" for i in range(3)})})
+    onnx.save(model, export)
+    settings = EvalSettings(input_hw=(64, 64), score_threshold=0.3)
+    compared = 0
+    with OnnxPath(export, settings, threads=1) as reference, FloatHeadsRunner(export, threads=1) as runner:
+        heads = runner_path(runner, settings, export, HAILO, family=HeadFamily.YOLOX)
+        for image in images:
+            expected, ours = reference.detect(image).detections, heads.detect(image).detections
+            assert same_detections(expected, ours, BOX_TOLERANCE, 1e-5)
+            compared += len(expected)
+    assert compared >= 10

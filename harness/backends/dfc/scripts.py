@@ -117,7 +117,10 @@ HEAD_WORDS = {
     HeadFamily.YOLO26_ONE2MANY: "YOLO26's one-to-many head (cv2/cv3; sigmoid and NMS on the host)",
     HeadFamily.YOLOV5: "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid "
     "and the YOLOv5 NMS op compiled in)",
+    HeadFamily.YOLOX: "the YOLOX head (box, objectness and class maps per stride)",
 }
+# The families compile writes no model script for yet.
+_NOT_WRITTEN = frozenset({HeadFamily.YOLOX})
 # The families whose export carries one head, so that there is no head to choose (--head).
 _ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5)
 
@@ -205,6 +208,12 @@ def _graph_error(find: Callable[[onnx.ModelProto], object], model: onnx.ModelPro
 
 
 def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:
+    if found in _NOT_WRITTEN:
+        raise DfcScriptError(
+            f"{source}: found {HEAD_WORDS[found]}; compile writes the model script of YOLOv8/YOLO11, YOLO26 and "
+            "YOLOv5/YOLOv7 heads, not of this one yet. Fix: write its .alls and NMS config (nms_postprocess "
+            "meta_arch=yolox) by hand and compile with the Dataflow Compiler"
+        )
     if found in _ONE_HEAD:
         if head is not None:
             raise DfcScriptError(

@@ -80,13 +80,22 @@ class EmulatedHef:
     def score_ceiling(self) -> float:
         """The highest score any class output can represent: its range's top (through the sigmoid
         when that is not inside); in an anchored head, where a score is objectness x class read from
-        one map, that top squared. Far below 1, every score is capped there."""
+        one map, that top squared; with objectness maps of their own (YOLOX), times their top. Far below
+        1, every score is capped there."""
         layout = self.layout
         maps = layout.of_role(HeadRole.ANCHORED if layout.anchored else HeadRole.CLASS)
         top = max(o.host_spec.quant[0].limvals_max for o in maps)
         if not self.options.sigmoid_inside:
             top = float(1 / (1 + np.exp(-top)))
-        return top * top if layout.anchored else top
+        objectness = layout.of_role(HeadRole.OBJECTNESS)
+        if layout.anchored:
+            return top * top
+        if objectness:  # YOLOX: class x objectness, each map's own top
+            ceiling = max(o.host_spec.quant[0].limvals_max for o in objectness)
+            if not self.options.sigmoid_inside:
+                ceiling = float(1 / (1 + np.exp(-ceiling)))
+            return top * ceiling
+        return top
 
     @property
     def quant(self) -> dict[str, QuantInfo]:

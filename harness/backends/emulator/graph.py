@@ -160,7 +160,7 @@ def _batch_dimension(model: onnx.ModelProto, name: str, outputs: Sequence[str]) 
 # change_output_activation), and every channel of YOLOv5's anchored maps, which HailoRT's YOLOv5 op reads as
 # probabilities (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``dequantize_and_sigmoid``, and
 # nms_post_process.hpp, ``should_sigmoid`` false).
-_SIGMOID_ROLES = frozenset({HeadRole.CLASS, HeadRole.ANCHORED})
+_SIGMOID_ROLES = frozenset({HeadRole.CLASS, HeadRole.ANCHORED, HeadRole.OBJECTNESS})
 
 
 def _sigmoid_on_score_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> None:

@@ -80,8 +80,9 @@ def _quant_info(model: onnx.ModelProto, tensor: str) -> tuple[QuantInfo, FormatT
 
 
 def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
-    """``{head tensor: "box" | "class" | "anchored"}`` in head order (stride ascending, box first), as the
-    emulator recorded it: box and class maps for an anchor-free family, anchored maps for an anchor-based one."""
+    """``{head tensor: "box" | "class" | "objectness" | "anchored"}`` in head order (stride ascending, box
+    first), as the emulator recorded it: box and class maps (and YOLOX's objectness maps) for an anchor-free
+    family, anchored maps for an anchor-based one."""
     from harness.backends.emulator.quantize import HEAD_ROLES_KEY
 
     meta = {p.key: p.value for p in model.metadata_props}
@@ -91,6 +92,8 @@ def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
     roles = Fields(parse_json(meta[HEAD_ROLES_KEY], source), source)
     family = head_family(model)
     known = (HeadRole.ANCHORED,) if family.anchor_based else (HeadRole.BOX, HeadRole.CLASS)
+    if family is HeadFamily.YOLOX:  # an objectness map of its own per stride
+        known = (*known, HeadRole.OBJECTNESS)
     found: dict[str, HeadRole] = {}
     for tensor, role in roles.items():
         if role not in known:

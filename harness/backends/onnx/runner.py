@@ -160,11 +160,11 @@ def head_format_order(role: HeadRole, grid: tuple[int, int], smallest: int) -> F
 
 
 class FloatHeadsRunner(RunnerBase):
-    """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its
-    class heads through a sigmoid as a model script compiles it in (YOLOv8 heads, YOLOv5's anchored maps
-    whole; a YOLO26 HEF keeps its class logits), float32 channel-last outputs listed with the orders the
-    emulator gives a HEF's heads. Not quantized: it stands in for a raw-output HEF where the emulator cannot quantize
-    the model."""
+    """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its score
+    maps through a sigmoid as a model script compiles it in (YOLOv8's class maps, YOLOX's objectness and
+    class maps, YOLOv5's anchored maps whole; a YOLO26 HEF keeps its class logits), float32 channel-last
+    outputs listed with the orders the emulator gives a HEF's heads. Not quantized: it stands in for a
+    raw-output HEF where the emulator cannot quantize the model."""
 
     def __init__(self, onnx_path: Path, threads: int | None = None) -> None:
         model = load_model(onnx_path)
@@ -174,7 +174,12 @@ class FloatHeadsRunner(RunnerBase):
         self._runner = OnnxRunner(cut_at_heads(model, found.heads), threads)
         self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
         inside = not found.family.host_postprocess
-        scores = (*layout.of_role(HeadRole.CLASS), *layout.of_role(HeadRole.ANCHORED))  # YOLOv5: the whole map
+        # the score maps: class maps, YOLOX's objectness maps, YOLOv5's anchored maps whole
+        scores = (
+            *layout.of_role(HeadRole.CLASS),
+            *layout.of_role(HeadRole.OBJECTNESS),
+            *layout.of_role(HeadRole.ANCHORED),
+        )
         self._classes = {o.name for o in scores} if inside else set()
         smallest = min(level.cells for level in layout.levels)
         self._specs = {

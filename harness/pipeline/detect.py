@@ -233,6 +233,7 @@ class _RunnerPath:
         variant: str = "",
         family: HeadFamily = HeadFamily.YOLOV8,
         anchors: Anchors = (),
+        model_sha256: str = "",
     ) -> None:
         if name not in self.path_names:
             raise HarnessError(
@@ -241,7 +242,7 @@ class _RunnerPath:
         self.name = name
         self.emulated = name != HAILO
         self.model_file = Path(model_file)
-        self.model_sha256 = file_sha256(self.model_file)
+        self.model_sha256 = model_sha256 or file_sha256(self.model_file)
         self.variant = variant
         self.settings = settings
         self.input_hw = settings.input_hw
@@ -352,12 +353,13 @@ def runner_path(
     variant: str = "",
     family: HeadFamily = HeadFamily.YOLOV8,
     anchors: Anchors = (),
+    model_sha256: str = "",
 ) -> RawHeadsPath | NmsBufferPath:
     """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads (of ``family``,
     with its ``anchors`` where it is anchor-based)."""
     buffered = any(spec.is_nms for spec in runner.output_specs.values())
     kind = NmsBufferPath if buffered else RawHeadsPath
-    return kind(runner, settings, model_file, name, model_names, variant, family, anchors)
+    return kind(runner, settings, model_file, name, model_names, variant, family, anchors, model_sha256)
 
 
 class DecoderPath(_RunnerPath):
@@ -380,9 +382,12 @@ class DecoderPath(_RunnerPath):
         model_names: Sequence[str] | None,
         variant: str,
         anchors: Anchors = (),
+        model_sha256: str = "",
     ) -> None:
         self.decoder = decoder
-        super().__init__(runner, settings, model_file, name, model_names, variant, anchors=anchors)
+        super().__init__(
+            runner, settings, model_file, name, model_names, variant, anchors=anchors, model_sha256=model_sha256
+        )
         self.emulated = name not in (HAILO, ONNX)
 
     def _check_outputs(self) -> None:

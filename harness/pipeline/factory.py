@@ -242,7 +242,7 @@ def open_runner(spec: PathSpec, run: RunContext, settings: EvalSettings | None =
             recording = _recording(spec, opened, settings, run.onnx)
             recorder = stack.enter_context(RecordingRunner(opened.runner, spec.record, recording))
             run.log(f"{spec.path_name}: recording its outputs into {spec.record}")
-            opened = OpenRunner(recorder, opened.model_file, opened.variant)
+            opened = OpenRunner(recorder, opened.model_file, opened.variant, opened.model_sha256)
         yield opened
 
 
@@ -255,7 +255,7 @@ def _recording(spec: PathSpec, opened: OpenRunner, settings: EvalSettings, expor
         emulated=spec.kind is not PathKind.DEVICE,
         runtime=runner.label,
         model_file=str(opened.model_file),
-        model_sha256=file_sha256(opened.model_file),
+        model_sha256=opened.model_sha256 or file_sha256(opened.model_file),
         export_file=str(export),
         export_sha256=file_sha256(export),
         inputs=tuple(runner.input_specs.values()),
@@ -286,10 +286,26 @@ def path_over(
     if spec.decoder is not None:
         variant = f"{opened.variant}+{_decoder_tag(spec.decoder)}"
         return DecoderPath(
-            opened.runner, settings, opened.model_file, spec.decoder, name, run.names, variant, run.facts.anchors
+            opened.runner,
+            settings,
+            opened.model_file,
+            spec.decoder,
+            name,
+            run.names,
+            variant,
+            run.facts.anchors,
+            model_sha256=opened.model_sha256,
         )
     return runner_path(
-        opened.runner, settings, opened.model_file, name, run.names, opened.variant, run.family, run.facts.anchors
+        opened.runner,
+        settings,
+        opened.model_file,
+        name,
+        run.names,
+        opened.variant,
+        run.family,
+        run.facts.anchors,
+        model_sha256=opened.model_sha256,
     )
 
 

@@ -27,6 +27,7 @@ from harness.core.journal import HEADER, encode_record, read
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
+from harness.inputs.export_facts import file_sha256
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.factory import calibration_note, compiled_thresholds, evaluate_spec, preflight, prepare_run
 from harness.pipeline.options import job_config
@@ -184,6 +185,10 @@ def test_the_emulated_path_replayed_gives_the_same_detections_and_metrics_as_liv
     assert replayed.replayed and replayed.label == "emulated-hailo (emulated, replayed)"
     assert replayed.provenance.runtime.startswith("replayed from emulated HEF of fire_smoke_yolo11n_256.onnx")
     assert replayed.metrics == recorded.metrics
+    # the replayed path is the recorded model's (its baselines hold), not the store file's
+    mine, theirs = replayed.provenance, recorded.provenance
+    assert (mine.model_path, mine.model_sha256) == (theirs.model_path, theirs.model_sha256)
+    assert mine.model_sha256 != file_sha256(store)
     for a, b in zip(recorded.predictions, replayed.predictions, strict=True):
         assert np.array_equal(a.boxes, b.boxes) and np.array_equal(a.scores, b.scores)
         assert np.array_equal(a.class_ids, b.class_ids)

@@ -203,3 +203,17 @@ def test_a_yolox_export_is_verified_against_its_own_rows(tmp_path: Path, images:
     assert report.ok, format_report(report)
     assert report.family.value == "yolox" and report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
     assert sum(i.detections for i in report.images) >= 10
+
+
+def test_the_trained_yolov5_export_is_verified_on_real_fire_smoke_frames(shared_fixtures: Path) -> None:
+    """tests/support/data/fire_smoke_yolov5_256.onnx (MODEL_CARD_yolov5.md): YOLOv5's own export tail, its
+    default anchors read from the graph, the harness's decoder equal to its rows on real frames."""
+    from harness.decode.yolov5 import DEFAULT_ANCHORS
+
+    model = Path(__file__).resolve().parents[1] / "support" / "data" / "fire_smoke_yolov5_256.onnx"
+    frames = sorted((shared_fixtures / "datasets/fire_smoke_val/images/val").glob("*.jpg"))[:12]
+    report = verify_decode(model, frames, threads=1)
+    assert report.ok, format_report(report)
+    assert report.config.anchors == DEFAULT_ANCHORS
+    assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
+    assert sum(i.detections for i in report.images) >= 12

@@ -43,11 +43,13 @@ class CompiledThresholds:
 @dataclass(frozen=True)
 class OpenRunner:
     """A backend's runner fed like a HEF, the model file it runs and what else fixes its outputs
-    (the cache variant)."""
+    (the cache variant); ``model_sha256``: that file's, where it is known without reading the file
+    (a replayed model's, recorded in its store: the file may not be on this machine), else empty."""
 
     runner: Runner
     model_file: Path
     variant: str
+    model_sha256: str = ""
 
 
 @dataclass(frozen=True)

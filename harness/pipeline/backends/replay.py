@@ -56,7 +56,8 @@ def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitSt
         said = "; ".join(f"{k} recorded {was}, this run {now}" for k, (was, now) in differ.items())
         raise StoreError(f"--replay {spec.replay}: recorded under other settings that shape its outputs: {said}")
     run.log(f"Hailo path: {replay.label}")
-    return OpenRunner(replay, spec.replay, "")
+    # the path is the recorded model's: its baselines, its report and its cache are that model's
+    return OpenRunner(replay, Path(recording.model_file), "", recording.model_sha256)
 
 
 def check_replayed_model(spec: PathSpec, recording: Recording, export: Path, export_sha256: str | None = None) -> None:

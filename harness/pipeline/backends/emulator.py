@@ -3,6 +3,7 @@ by content), the export check before any work, and where a failed one lost its a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -91,7 +92,8 @@ def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitSt
 
     hef = emulated_hef(spec, run)
     run.log(f"Hailo path: {hef.label}")
-    return OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash)
+    known = run.facts.sha256 if run.facts.source == os.fspath(run.onnx) else ""  # the export's, read once
+    return OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash, known)
 
 
 def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> ExportFacts:

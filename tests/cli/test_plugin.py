@@ -398,7 +398,8 @@ def test_a_bad_dataset_is_one_usage_error_as_a_bad_model_is_not_a_failure_per_ga
 
 def test_ctrl_c_during_the_job_ends_pytest_with_one_line_and_the_rerun_recovers(pytester, tmp_path):
     data = tmp_path / "fire_smoke_small"
-    write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
+    # 48 images: predicting lasts long enough for SIGINT to land in it on a loaded runner (6 did not)
+    write_dataset(data, Recipe(seed=4, train=0, val=48, calib=0))
     args = (f"--onnx={DEMO}", f"--dataset={data}", f"--cache={tmp_path / 'cache'}", f"--golden={tmp_path / 'golden'}")
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
     stopped = interrupt_at(command, "hailo-harness: onnx: predicting", cwd=pytester.path)

@@ -137,7 +137,8 @@ def test_a_report_folder_that_cannot_be_made_is_refused_before_the_work(
 def test_ctrl_c_mid_run_is_one_line_exit_130_and_the_rerun_recovers(tmp_path: Path) -> None:
     """A real run, sent SIGINT while it infers; run again, it finishes from what its caches kept."""
     data = tmp_path / "fire_smoke_small"
-    write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
+    # 48 images: predicting lasts long enough for SIGINT to land in it on a loaded runner (6 did not)
+    write_dataset(data, Recipe(seed=4, train=0, val=48, calib=0))
     places = ("--cache", "cache", "--golden", "golden", "--report", "reports")
     command = [sys.executable, "-m", "harness.cli.main", "run", "--onnx", str(DEMO), "--dataset", str(data), *places]
     stopped = interrupt_at(command, "onnx: predicting", stream="stderr", cwd=tmp_path)

@@ -1,17 +1,15 @@
 """The pytest plugin, driven through pytester exactly as a user's pytest run would."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.backends.dfc import CompileRequest, compile_hef
 from harness.conformance.suite import properties
-from harness.core.files import SHARED_CACHE_VARIABLE
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 
-from support.interrupt import interrupt_at
+from support.interrupt import interrupt_at, slow_inference
 
 pytest_plugins = ["pytester"]
 PROPERTIES = properties()  # the same sentences for every head family
@@ -397,14 +395,13 @@ def test_a_bad_dataset_is_one_usage_error_as_a_bad_model_is_not_a_failure_per_ga
     assert "FAILED" not in result.stdout.str() and "collected 0 items" in result.stdout.str()
 
 
-def test_ctrl_c_during_the_job_ends_pytest_with_one_line_and_the_rerun_recovers(pytester, tmp_path, monkeypatch):
-    """SIGINT while the job quantizes its emulated HEF (seconds, where SIGINT lands even on a loaded runner)."""
-    monkeypatch.delenv(SHARED_CACHE_VARIABLE, raising=False)  # its own emulated HEF, quantized in the job
+def test_ctrl_c_during_the_job_ends_pytest_with_one_line_and_the_rerun_recovers(pytester, tmp_path):
+    """SIGINT while the job infers (held there by the test)."""
     data = tmp_path / "fire_smoke_small"
     write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
     args = (f"--onnx={DEMO}", f"--dataset={data}", f"--cache={tmp_path / 'cache'}", f"--golden={tmp_path / 'golden'}")
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
-    stopped = interrupt_at(command, "quantizing on", cwd=pytester.path)
+    command = slow_inference("pytest", "-p", "no:cacheprovider", *args)
+    stopped = interrupt_at(command, "hailo-harness: onnx: predicting", cwd=pytester.path)
     said = stopped.out[len(stopped.said_before) :] + stopped.err
     assert stopped.returncode == pytest.ExitCode.INTERRUPTED, said
     assert "! Interrupted: hailo-harness stopped; nothing half-written is kept, and a rerun resumes" in said

@@ -11,14 +11,13 @@ import pytest
 
 import harness.pipeline.job as job_module
 from harness.cli import main as cli
-from harness.core.files import SHARED_CACHE_VARIABLE
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import JobResult
 from harness.pipeline.spec import Backend, JobConfig
 
-from support.interrupt import interrupt_at
+from support.interrupt import interrupt_at, slow_inference
 
 
 @pytest.fixture
@@ -135,15 +134,15 @@ def test_a_report_folder_that_cannot_be_made_is_refused_before_the_work(
     )
 
 
-def test_ctrl_c_mid_run_is_one_line_exit_130_and_the_rerun_recovers(tmp_path: Path, monkeypatch) -> None:
-    """A real run, sent SIGINT while it quantizes its emulated HEF (seconds, where SIGINT lands even on a
-    loaded runner; inferring 6 or 48 images could end first); run again, it finishes from what its caches kept."""
-    monkeypatch.delenv(SHARED_CACHE_VARIABLE, raising=False)  # its own emulated HEF, quantized in the run
+def test_ctrl_c_mid_run_is_one_line_exit_130_and_the_rerun_recovers(tmp_path: Path) -> None:
+    """A real run, sent SIGINT while it infers (held there by the test); run again, it finishes from what
+    its caches kept."""
     data = tmp_path / "fire_smoke_small"
     write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
     places = ("--cache", "cache", "--golden", "golden", "--report", "reports")
-    command = [sys.executable, "-m", "harness.cli.main", "run", "--onnx", str(DEMO), "--dataset", str(data), *places]
-    stopped = interrupt_at(command, "quantizing on", stream="stderr", cwd=tmp_path)
+    args = ("run", "--onnx", str(DEMO), "--dataset", str(data), *places)
+    command = [sys.executable, "-m", "harness.cli.main", *args]
+    stopped = interrupt_at(slow_inference("harness.cli.main", *args), "onnx: predicting", stream="stderr", cwd=tmp_path)
     assert stopped.returncode == 130, stopped.err
     said = stopped.err[len(stopped.said_before) :]
     assert said.splitlines()[-1] == "hailo-harness run: interrupted; nothing half-written is kept", said

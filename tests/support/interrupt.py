@@ -58,3 +58,22 @@ def interrupt_at(
         (seen["stdout"] + out).decode(errors="replace"),
         (seen["stderr"] + err).decode(errors="replace"),
     )
+
+
+_SLOW_INFERENCE = """
+import runpy, sys, time
+from harness.pipeline import detect
+def _slow(self, images, _batch=detect.OnnxPath.detect_batch):
+    time.sleep(120)
+    return _batch(self, images)
+detect.OnnxPath.detect_batch = _slow
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
+
+
+def slow_inference(module: str, *args: str) -> list[str]:
+    """``python -m module args`` whose ONNX path sleeps before each batch it infers: a run still inferring
+    when SIGINT comes, however loaded the machine (a real one of a few images may end before it lands)."""
+    import sys
+
+    return [sys.executable, "-c", _SLOW_INFERENCE, module, *args]

@@ -184,6 +184,9 @@ def test_a_cap_below_the_operating_threshold_is_named_before_the_near_black_inpu
     st.lists(st.floats(0, 1e6, width=32) | st.sampled_from([0.0, 1.5, 7.25]), min_size=1, max_size=60)
     | st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=9)
 )
-def test_the_median_box_size_is_numpys_median_to_the_bit(values):
+def test_the_median_box_size_is_numpys_median_to_the_bit_but_for_the_sign_of_a_zero(values):
+    """Equal zeros of either sign are left in any order by numpy's partition ([0.0, -0.0, 0.0] gives 0.0,
+    a sort -0.0); the sign of a zero median changes nothing the diagnosis reads (it asks ``<= 0``)."""
     expected = float(np.median(np.array(values, dtype=np.float64)))
-    assert _median(np.array(values)).hex() == expected.hex()
+    got = _median(np.array(values))
+    assert got.hex() == expected.hex() or got == expected == 0.0

@@ -400,8 +400,9 @@ def test_ctrl_c_during_the_job_ends_pytest_with_one_line_and_the_rerun_recovers(
     data = tmp_path / "fire_smoke_small"
     write_dataset(data, Recipe(seed=4, train=0, val=6, calib=0))
     args = (f"--onnx={DEMO}", f"--dataset={data}", f"--cache={tmp_path / 'cache'}", f"--golden={tmp_path / 'golden'}")
-    command = slow_inference("pytest", "-p", "no:cacheprovider", *args)
-    stopped = interrupt_at(command, "hailo-harness: onnx: predicting", cwd=pytester.path)
+    inferring = tmp_path / "inferring"
+    command = slow_inference(inferring, "pytest", "-p", "no:cacheprovider", *args)
+    stopped = interrupt_at(command, "hailo-harness: onnx: predicting", cwd=pytester.path, sentinel=inferring)
     said = stopped.out[len(stopped.said_before) :] + stopped.err
     assert stopped.returncode == pytest.ExitCode.INTERRUPTED, said
     assert "! Interrupted: hailo-harness stopped; nothing half-written is kept, and a rerun resumes" in said

@@ -142,7 +142,9 @@ def test_ctrl_c_mid_run_is_one_line_exit_130_and_the_rerun_recovers(tmp_path: Pa
     places = ("--cache", "cache", "--golden", "golden", "--report", "reports")
     args = ("run", "--onnx", str(DEMO), "--dataset", str(data), *places)
     command = [sys.executable, "-m", "harness.cli.main", *args]
-    stopped = interrupt_at(slow_inference("harness.cli.main", *args), "onnx: predicting", stream="stderr", cwd=tmp_path)
+    inferring = tmp_path / "inferring"
+    held = slow_inference(inferring, "harness.cli.main", *args)
+    stopped = interrupt_at(held, "onnx: predicting", stream="stderr", cwd=tmp_path, sentinel=inferring)
     assert stopped.returncode == 130, stopped.err
     said = stopped.err[len(stopped.said_before) :]
     assert said.splitlines()[-1] == "hailo-harness run: interrupted; nothing half-written is kept", said

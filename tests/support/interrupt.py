@@ -21,11 +21,18 @@ class Interrupted:
 
 
 def interrupt_at(
-    command: Sequence[str], marker: str, *, stream: str = "stdout", cwd: Path | None = None, timeout: float = 240
+    command: Sequence[str],
+    marker: str,
+    *,
+    stream: str = "stdout",
+    cwd: Path | None = None,
+    timeout: float = 240,
+    sentinel: Path | None = None,
 ) -> Interrupted:
     """Run ``command`` and send it SIGINT as soon as ``marker`` shows in its ``stream`` ("stdout" or
-    "stderr"); what it printed and its exit status. A command that ends before it says ``marker``
-    fails the caller's test with what it printed."""
+    "stderr"), or, with ``sentinel``, as soon as that file exists (what :func:`slow_inference` touches:
+    no pipe or buffer between); what it printed and its exit status. A command that ends before it says
+    ``marker`` fails the caller's test with what it printed."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     assert process.stdout is not None and process.stderr is not None
     streams = {"stdout": process.stdout, "stderr": process.stderr}
@@ -34,11 +41,15 @@ def interrupt_at(
     for name, pipe in streams.items():
         selector.register(pipe, selectors.EVENT_READ, name)
     deadline = time.monotonic() + timeout
+
+    def ready() -> bool:
+        return sentinel.exists() if sentinel is not None else marker.encode() in seen[stream]
+
     try:
-        while marker.encode() not in seen[stream]:
+        while not ready():
             if time.monotonic() > deadline or not selector.get_map():
                 raise AssertionError(f"{marker!r} never said; stdout: {seen['stdout']!r}, stderr: {seen['stderr']!r}")
-            for key, _ in selector.select(timeout=1):
+            for key, _ in selector.select(timeout=0.2):
                 data = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
                 if data:
                     seen[key.data] += data
@@ -61,9 +72,11 @@ def interrupt_at(
 
 
 _SLOW_INFERENCE = """
-import runpy, sys, time
+import pathlib, runpy, sys, time
 from harness.pipeline import detect
+sentinel = pathlib.Path(sys.argv.pop(1))
 def _slow(self, images, _batch=detect.OnnxPath.detect_batch):
+    sentinel.touch()
     time.sleep(120)
     return _batch(self, images)
 detect.OnnxPath.detect_batch = _slow
@@ -71,9 +84,10 @@ runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
 """
 
 
-def slow_inference(module: str, *args: str) -> list[str]:
-    """``python -m module args`` whose ONNX path sleeps before each batch it infers: a run still inferring
-    when SIGINT comes, however loaded the machine (a real one of a few images may end before it lands)."""
+def slow_inference(sentinel: Path, module: str, *args: str) -> list[str]:
+    """``python -m module args`` whose ONNX path touches ``sentinel`` and sleeps before each batch it infers:
+    a run still inferring when SIGINT comes (``interrupt_at(..., sentinel=sentinel)``), however loaded the
+    machine (a real one of a few images may end before it lands)."""
     import sys
 
-    return [sys.executable, "-c", _SLOW_INFERENCE, module, *args]
+    return [sys.executable, "-c", _SLOW_INFERENCE, str(sentinel), module, *args]

@@ -33,7 +33,15 @@ def interrupt_at(
     "stderr"), or, with ``sentinel``, as soon as that file exists (what :func:`slow_inference` touches:
     no pipe or buffer between); what it printed and its exit status. A command that ends before it says
     ``marker`` fails the caller's test with what it printed."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    # SIGINT as a terminal's Ctrl-C finds it: handled, even where this runner ignores it (a job a
+    # non-interactive shell started in the background ignores SIGINT, and its children inherit that)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert process.stdout is not None and process.stderr is not None
     streams = {"stdout": process.stdout, "stderr": process.stderr}
     seen = {"stdout": b"", "stderr": b""}

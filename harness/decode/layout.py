@@ -218,6 +218,25 @@ def _box_and_class(
     return box, (b if box is a else a)
 
 
+def maps_by_grid(specs: Iterable[tuple[str, OutputSpec]]) -> dict[tuple[int, int], list[OutputSpec]]:
+    """The outputs ``(name, spec)`` grouped by grid, each checked to be a raw head map: a channel-last
+    ``(H, W, C)`` output keyed by its own name (a :class:`SpecError` or :class:`HeadPairingError` naming
+    it otherwise)."""
+    grids: dict[tuple[int, int], list[OutputSpec]] = {}
+    for name, spec in specs:
+        if name != spec.name:
+            raise SpecError(
+                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
+            )
+        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
+            raise HeadPairingError(
+                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
+                f"expected a channel-last (H, W, C) output"
+            )
+        grids.setdefault(spec.grid, []).append(spec)
+    return grids
+
+
 def pair_by_grid(
     specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], box_channels: int | None = None
 ) -> HeadLayout:
@@ -238,18 +257,7 @@ def pair_by_grid(
 def _paired(
     specs: tuple[tuple[str, OutputSpec], ...], input_hw: tuple[int, int], box_channels: int | None
 ) -> HeadLayout:
-    grids: dict[tuple[int, int], list[OutputSpec]] = {}
-    for name, spec in specs:
-        if name != spec.name:
-            raise SpecError(
-                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
-            )
-        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
-            raise HeadPairingError(
-                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
-                f"expected a channel-last (H, W, C) output"
-            )
-        grids.setdefault(spec.grid, []).append(spec)
+    grids = maps_by_grid(specs)
     levels = []
     for grid, grid_specs in grids.items():
         if len(grid_specs) != 2:
@@ -318,18 +326,7 @@ def anchored_by_grid(
     per grid, ``C = na x (5 + nc)``, stride ascending by grid, never by name or order; ``anchors``: per
     stride, ascending, its anchors' ``(width, height)`` (one group per output).
     Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
-    by_grid: dict[tuple[int, int], list[OutputSpec]] = {}
-    for name, spec in specs.items():
-        if name != spec.name:
-            raise SpecError(
-                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
-            )
-        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
-            raise HeadPairingError(
-                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
-                f"expected a channel-last (H, W, C) output"
-            )
-        by_grid.setdefault(spec.grid, []).append(spec)
+    by_grid = maps_by_grid(specs.items())
     for grid, found in by_grid.items():
         if len(found) != 1:
             raise HeadPairingError(

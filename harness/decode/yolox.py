@@ -25,11 +25,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from harness.core.detections import Detections
-from harness.core.errors import HeadPairingError, SpecError
+from harness.core.errors import HeadPairingError
 from harness.core.head_family import HeadRole
 from harness.core.settings import DecodeConfig
-from harness.core.specs import FormatOrder, OutputSpec
-from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of
+from harness.core.specs import OutputSpec
+from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of, maps_by_grid
 from harness.decode.nms import at_least, nms
 from harness.decode.yolo import classes_are_probabilities, host_array, sigmoid, to_float
 
@@ -56,18 +56,7 @@ def _describe(specs: list[OutputSpec]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _laid_out(specs: tuple[tuple[str, OutputSpec], ...], input_hw: tuple[int, int]) -> HeadLayout:
-    grids: dict[tuple[int, int], list[OutputSpec]] = {}
-    for name, spec in specs:
-        if name != spec.name:
-            raise SpecError(
-                f"specs[{name!r}] is the spec of output {spec.name!r}; expected each key to be its output's name"
-            )
-        if spec.is_nms or len(spec.shape) != 3 or min(spec.shape) < 1 or spec.format_order is FormatOrder.NCHW:
-            raise HeadPairingError(
-                f"output {name!r}: shape {spec.shape}, order {spec.format_order.name} is not a raw head map; "
-                f"expected a channel-last (H, W, C) output"
-            )
-        grids.setdefault(spec.grid, []).append(spec)
+    grids = maps_by_grid(specs)
     outputs = []
     for (h, w), found in grids.items():
         boxes = [s for s in found if s.channels == BOX_CHANNELS]

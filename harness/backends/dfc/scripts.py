@@ -648,8 +648,13 @@ def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
 
 
 def _check_layer_names(s: _Scripts) -> CheckResult:
+    return check_named_layers(_named_layers(s), s.table)
+
+
+def check_named_layers(named: list[tuple[str, str]], table: LayerTable) -> CheckResult:
+    """Every layer a script names, ``(where, layer)``, is a layer of ``table``; skipped while they are
+    placeholders."""
     name = "layer_names"
-    named = _named_layers(s)
     placeholders = sorted({layer for _, layer in named if unscoped(layer).startswith(PLACEHOLDER_PREFIX)})
     if placeholders:
         return CheckResult.skipped(
@@ -657,18 +662,18 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
             f"layer names {placeholders} are placeholders: the DFC names its layers when it translates the ONNX. "
             "Give the parsed names (--layer-map, or --hn with the translated graph), or compile without --dry-run",
         )
-    known = {layer.name for layer in s.table.layers}
+    known = {layer.name for layer in table.layers}
     for where, layer in named:
         if unscoped(layer) not in known:
-            origin = "the parsed graph" if s.table.source == "parsed" else "the layer map"
+            origin = "the parsed graph" if table.source == "parsed" else "the layer map"
             return CheckResult.failed(
                 name,
                 where,
                 repr(layer),
-                f"a layer of {origin}: {s.table.output_names}",
+                f"a layer of {origin}: {table.output_names}",
                 "name the parsed layers of the head convs (see layer_names.json)",
             )
-    return CheckResult.ok(name, f"every named layer is in the {s.table.source} layer table")
+    return CheckResult.ok(name, f"every named layer is in the {table.source} layer table")
 
 
 def _check_decoder_pairing(s: _Scripts) -> CheckResult:

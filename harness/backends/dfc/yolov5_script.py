@@ -37,11 +37,11 @@ from typing import Any
 
 from harness.backends.dfc.scripts import (
     NORMALIZATION,
-    PLACEHOLDER_PREFIX,
     AllsScript,
     LayerTable,
     NmsSettings,
     ScriptFiles,
+    check_named_layers,
     check_normalization,
     decoder_name,
     parse_alls,
@@ -355,27 +355,7 @@ def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
 
 
 def _check_layer_names(s: _Scripts) -> CheckResult:
-    name = "layer_names"
-    named = _named_layers(s)
-    placeholders = sorted({layer for _, layer in named if unscoped(layer).startswith(PLACEHOLDER_PREFIX)})
-    if placeholders:
-        return CheckResult.skipped(
-            name,
-            f"layer names {placeholders} are placeholders: the DFC names its layers when it translates the ONNX. "
-            "Give the parsed names (--layer-map, or --hn with the translated graph), or compile without --dry-run",
-        )
-    known = {layer.name for layer in s.table.layers}
-    for where, layer in named:
-        if unscoped(layer) not in known:
-            origin = "the parsed graph" if s.table.source == "parsed" else "the layer map"
-            return CheckResult.failed(
-                name,
-                where,
-                repr(layer),
-                f"a layer of {origin}: {s.table.output_names}",
-                "name the parsed layers of the head convs (see layer_names.json)",
-            )
-    return CheckResult.ok(name, f"every named layer is in the {s.table.source} layer table")
+    return check_named_layers(_named_layers(s), s.table)
 
 
 def _check_encoded_layer(s: _Scripts) -> CheckResult:

@@ -15,6 +15,7 @@
 // create_yolov5_bbox_only_op_metadata, compute_num_of_proposals): {1, anchors x cells of every head,
 // 5 + classes}; the op does not check it.
 #include "net_flow/ops/yolov5_bbox_only_post_process.hpp"
+#include "driver_io.hpp"
 
 #include <iostream>
 #include <memory>
@@ -23,21 +24,6 @@
 
 using namespace hailort;
 using namespace hailort::net_flow;
-
-static BufferMetaData read_head(hailo_format_type_t type, std::vector<uint8_t> &frame)
-{
-    BufferMetaData meta{};
-    size_t nbytes;
-    std::cin >> meta.shape.height >> meta.shape.width >> meta.shape.features
-             >> meta.padded_shape.height >> meta.padded_shape.width >> meta.padded_shape.features
-             >> meta.quant_info.qp_zp >> meta.quant_info.qp_scale >> meta.quant_info.limvals_min >> meta.quant_info.limvals_max
-             >> nbytes;
-    std::cin.get();
-    frame.resize(nbytes);
-    std::cin.read(reinterpret_cast<char *>(frame.data()), static_cast<std::streamsize>(nbytes));
-    meta.format = hailo_format_t{type, HAILO_FORMAT_ORDER_NHCW, HAILO_FORMAT_FLAGS_NONE};
-    return meta;
-}
 
 static std::vector<uint8_t> vstream_record(const hailo_vstream_info_t &info)
 {
@@ -99,12 +85,7 @@ int main()
                 answer.insert(answer.end(), buffer.begin(), buffer.end());
             }
         }
-        if (HAILO_SUCCESS != status) {
-            answer.clear();
-        }
-        std::cout << static_cast<int>(status) << " " << answer.size() << "\n";
-        std::cout.write(reinterpret_cast<const char *>(answer.data()), static_cast<std::streamsize>(answer.size()));
-        std::cout.flush();
+        write_answer(status, answer);
     }
     return 0;
 }

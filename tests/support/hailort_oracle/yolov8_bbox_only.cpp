@@ -13,6 +13,7 @@
 // The output's shape is the one HailoRT gives it reading a HEF (hailort: libhailort/src/hef/hef.cpp,
 // create_yolov8_bbox_only_op_metadata): {1, the cells of every stride, 4 + classes}; the op does not check it.
 #include "net_flow/ops/yolov8_bbox_only_post_process.hpp"
+#include "driver_io.hpp"
 
 #include <iostream>
 #include <memory>
@@ -21,21 +22,6 @@
 
 using namespace hailort;
 using namespace hailort::net_flow;
-
-static BufferMetaData read_head(hailo_format_type_t type, std::vector<uint8_t> &frame)
-{
-    BufferMetaData meta{};
-    size_t nbytes;
-    std::cin >> meta.shape.height >> meta.shape.width >> meta.shape.features
-             >> meta.padded_shape.height >> meta.padded_shape.width >> meta.padded_shape.features
-             >> meta.quant_info.qp_zp >> meta.quant_info.qp_scale >> meta.quant_info.limvals_min >> meta.quant_info.limvals_max
-             >> nbytes;
-    std::cin.get();
-    frame.resize(nbytes);
-    std::cin.read(reinterpret_cast<char *>(frame.data()), static_cast<std::streamsize>(nbytes));
-    meta.format = hailo_format_t{type, HAILO_FORMAT_ORDER_NHCW, HAILO_FORMAT_FLAGS_NONE};
-    return meta;
-}
 
 static std::vector<uint8_t> vstream_record(const hailo_vstream_info_t &info)
 {
@@ -95,12 +81,7 @@ int main()
                 answer.insert(answer.end(), buffer.begin(), buffer.end());
             }
         }
-        if (HAILO_SUCCESS != status) {
-            answer.clear();
-        }
-        std::cout << static_cast<int>(status) << " " << answer.size() << "\n";
-        std::cout.write(reinterpret_cast<const char *>(answer.data()), static_cast<std::streamsize>(answer.size()));
-        std::cout.flush();
+        write_answer(status, answer);
     }
     return 0;
 }

@@ -8,6 +8,7 @@
 //            "H W C PH PW PC ZP SCALE MIN MAX NBYTES\n" + NBYTES bytes (the device frame, NHCW)
 //   answer:  "STATUS NBYTES\n" + the HAILO_NMS_BY_CLASS float32 buffer (STATUS: hailo_status, 0 = success)
 #include "net_flow/ops/yolov8_post_process.hpp"
+#include "driver_io.hpp"
 
 #include <iostream>
 #include <memory>
@@ -16,21 +17,6 @@
 
 using namespace hailort;
 using namespace hailort::net_flow;
-
-static BufferMetaData read_head(hailo_format_type_t type, std::vector<uint8_t> &frame)
-{
-    BufferMetaData meta{};
-    size_t nbytes;
-    std::cin >> meta.shape.height >> meta.shape.width >> meta.shape.features
-             >> meta.padded_shape.height >> meta.padded_shape.width >> meta.padded_shape.features
-             >> meta.quant_info.qp_zp >> meta.quant_info.qp_scale >> meta.quant_info.limvals_min >> meta.quant_info.limvals_max
-             >> nbytes;
-    std::cin.get();
-    frame.resize(nbytes);
-    std::cin.read(reinterpret_cast<char *>(frame.data()), static_cast<std::streamsize>(nbytes));
-    meta.format = hailo_format_t{type, HAILO_FORMAT_ORDER_NHCW, HAILO_FORMAT_FLAGS_NONE};
-    return meta;
-}
 
 int main()
 {
@@ -70,12 +56,7 @@ int main()
                 status = op.value()->execute(inputs, outputs);
             }
         }
-        if (HAILO_SUCCESS != status) {
-            buffer.clear();
-        }
-        std::cout << static_cast<int>(status) << " " << buffer.size() << "\n";
-        std::cout.write(reinterpret_cast<const char *>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
-        std::cout.flush();
+        write_answer(status, buffer);
     }
     return 0;
 }

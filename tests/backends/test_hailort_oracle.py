@@ -706,11 +706,17 @@ def test_hailorts_yolov8_nms_op_writes_the_nms_by_class_buffer_the_emulator_writ
     assert status == 0, f"HailoRT status {status}"
     raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, dtype, h.padded) for h in heads}
     specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in heads}
-    ours = nms_op(raw, specs, config, nms_spec(classes, config.max_per_class))
+    # HailoRT sums the DFL bins in another order: a few ulp of a normalised coordinate
+    assert_same_nms_buffer(theirs, nms_op(raw, specs, config, nms_spec(classes, config.max_per_class)), classes)
+
+
+def assert_same_nms_buffer(theirs: bytes, ours: np.ndarray, classes: int) -> None:
+    """HailoRT's HAILO_NMS_BY_CLASS buffer and the emulator's: the same counts, classes, order and scores,
+    bit for bit; box corners within float32 rounding (HailoRT computes them in another order, or
+    normalised where the emulator works in input pixels)."""
     theirs_array = np.frombuffer(theirs, np.float32)
+    assert ours.size == theirs_array.size
     boxes = box_positions(ours, classes)
-    # the same counts, classes, order and scores, bit for bit; box corners within float32 rounding
-    # (HailoRT sums the DFL bins in another order: a few ulp of a normalised coordinate)
     np.testing.assert_array_equal(theirs_array[~boxes], ours[~boxes])
     np.testing.assert_allclose(theirs_array[boxes], ours[boxes], rtol=1e-6, atol=1e-6)
 
@@ -801,10 +807,4 @@ def test_hailorts_yolov5_nms_op_writes_the_nms_by_class_buffer_the_emulator_writ
     raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, dtype, h.padded) for h in heads}
     specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in heads}
     ours = nms_op(raw, specs, config, nms_spec(classes, config.max_per_class), HeadFamily.YOLOV5)
-    theirs_array = np.frombuffer(theirs, np.float32)
-    assert ours.size == theirs_array.size
-    boxes = box_positions(ours, classes)
-    # the same counts, classes, order and scores, bit for bit; box corners within float32 rounding
-    # (HailoRT computes them normalised by the grid and the image; the emulator in input pixels)
-    np.testing.assert_array_equal(theirs_array[~boxes], ours[~boxes])
-    np.testing.assert_allclose(theirs_array[boxes], ours[boxes], rtol=1e-6, atol=1e-6)
+    assert_same_nms_buffer(theirs, ours, classes)  # HailoRT's boxes normalised by the grid and the image

@@ -11,19 +11,7 @@ import numpy as np
 
 from harness.core.specs import OutputSpec
 
-F = np.float32
-
-
-def _value(raw: float, spec: OutputSpec, channel: int) -> np.float32:
-    if not spec.is_quantized:
-        return F(raw)
-    q = spec.quant[channel] if len(spec.quant) > 1 else spec.quant[0]
-    return (F(raw) - F(q.zero_point)) * F(q.scale)
-
-
-def _sigmoid(x: np.float32) -> np.float32:
-    with np.errstate(over="ignore"):
-        return F(1) / (F(1) + np.exp(-x))
+from support.reference.float32 import F, sigmoid, value
 
 
 def reference_candidates(
@@ -49,8 +37,8 @@ def reference_candidates(
                 for a, (wa, ha) in enumerate(anchors):
                     values = []
                     for k in range(entry):
-                        v = _value(frame[row][col][a * entry + k], spec, a * entry + k)
-                        values.append(v if probabilities else _sigmoid(v))
+                        v = value(frame[row][col][a * entry + k], spec, a * entry + k)
+                        values.append(v if probabilities else sigmoid(v))
                     tx, ty, tw, th, objectness = values[:5]
                     if float(objectness) < score_threshold:
                         continue

@@ -11,19 +11,7 @@ import numpy as np
 
 from harness.core.specs import OutputSpec
 
-F = np.float32
-
-
-def _value(raw: float, spec: OutputSpec, channel: int) -> np.float32:
-    if not spec.is_quantized:
-        return F(raw)
-    q = spec.quant[channel] if len(spec.quant) > 1 else spec.quant[0]
-    return (F(raw) - F(q.zero_point)) * F(q.scale)
-
-
-def _sigmoid(x: np.float32) -> np.float32:
-    with np.errstate(over="ignore"):
-        return F(1) / (F(1) + np.exp(-x))
+from support.reference.float32 import F, sigmoid, value
 
 
 def reference_candidates(
@@ -47,19 +35,19 @@ def reference_candidates(
         height, width, nc = class_spec.shape
         for row in range(height):
             for col in range(width):
-                objectness = _value(obj[row][col][0], objectness_spec, 0)
+                objectness = value(obj[row][col][0], objectness_spec, 0)
                 if not probabilities:
-                    objectness = _sigmoid(objectness)
+                    objectness = sigmoid(objectness)
                 if float(objectness) < score_threshold:
                     continue
-                tx, ty, tw, th = (_value(reg[row][col][k], box_spec, k) for k in range(4))
+                tx, ty, tw, th = (value(reg[row][col][k], box_spec, k) for k in range(4))
                 w = np.exp(tw) / F(width)
                 h = np.exp(th) / F(height)
                 x_centre = (tx + F(col)) / F(width)
                 y_centre = (ty + F(row)) / F(height)
                 x_min, y_min = x_centre - w / F(2), y_centre - h / F(2)
                 boxes.append([x_min * image_w, y_min * image_h, (x_min + w) * image_w, (y_min + h) * image_h])
-                confidences = (_value(cls[row][col][c], class_spec, c) for c in range(nc))
-                scores.append([(c if probabilities else _sigmoid(c)) * objectness for c in confidences])
+                confidences = (value(cls[row][col][c], class_spec, c) for c in range(nc))
+                scores.append([(c if probabilities else sigmoid(c)) * objectness for c in confidences])
     nc = specs[heads[-1][2]].channels
     return np.array(boxes, dtype=np.float32).reshape(-1, 4), np.array(scores, dtype=np.float32).reshape(-1, nc)

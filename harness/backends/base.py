@@ -1,9 +1,10 @@
 """What every backend runner offers: its inputs, its outputs as the host receives them, one frame at a time;
-and what a runner that takes a batch of frames in one call offers besides."""
+what a runner that takes a batch of frames in one call offers besides; and what a runner that keeps
+outputs by the image file an input was made from offers (a recorder, a replay)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, runtime_checkable
@@ -70,9 +71,25 @@ class BatchRunner(Protocol):
     def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]: ...
 
 
-def infer_frames(runner: Runner, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+@runtime_checkable
+class SourcedRunner(Protocol):
+    """What a runner that knows the image file each input was made from offers: ``sources``, each
+    frame's image file sha256 (the preprocessing is the runner's, fixed for its life). A recorder keeps
+    each frame's outputs under its source as well; a replay serves them by it, the file unread."""
+
+    def infer_sourced(self, feed: Mapping[str, np.ndarray], sources: Sequence[str]) -> list[dict[str, np.ndarray]]: ...
+
+    def served(self, source: str) -> dict[str, np.ndarray] | None: ...
+
+
+def infer_frames(
+    runner: Runner, feed: Mapping[str, np.ndarray], sources: Sequence[str] | None = None
+) -> list[dict[str, np.ndarray]]:
     """``{input name: (n, *shape)}`` -> one output dict per frame: in one call where ``runner`` takes
-    a batch, else frame by frame, each fed as a batch of one."""
+    a batch, else frame by frame, each fed as a batch of one. ``sources``: each frame's image file
+    sha256, where known, for a runner that keeps outputs by it."""
+    if sources is not None and isinstance(runner, SourcedRunner):
+        return runner.infer_sourced(feed, sources)
     if isinstance(runner, BatchRunner):
         return runner.infer_batch(feed)
     count = len(next(iter(feed.values())))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from harness.backends.base import InputSpec, Runner, infer_frames
+from harness.backends.base import InputSpec, Runner, SourcedRunner, infer_frames
 from harness.core.closing import Closing
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
 from harness.core.environment import environment
@@ -44,7 +44,7 @@ from harness.decode.yolo import classes_are_probabilities
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
 from harness.inputs.export_facts import ExportFacts, export_facts, file_sha256
-from harness.inputs.preprocess import fit, to_nchw_float
+from harness.inputs.preprocess import fit, geometry, to_nchw_float
 from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_above_threshold
 
 if TYPE_CHECKING:
@@ -94,10 +94,26 @@ class BatchDetectionPath(Protocol):
     def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]: ...
 
 
-def detect_frames(path: DetectionPath, images: Iterable[np.ndarray]) -> Iterator[FrameResult]:
+@runtime_checkable
+class SourcedPath(Protocol):
+    """What a path whose runner keeps outputs by the image file an input was made from offers besides
+    (a recorder, a replay: :class:`~harness.backends.base.SourcedRunner`): a batch with each image's
+    file sha256, and a frame served by that sha256 alone, the file unread (None where it is not)."""
+
+    def detect_sourced(self, images: Sequence[np.ndarray], sources: Sequence[str]) -> list[FrameResult]: ...
+
+    def served(self, source: str, original_hw: tuple[int, int]) -> FrameResult | None: ...
+
+
+def detect_frames(
+    path: DetectionPath, images: Iterable[np.ndarray], sources: Sequence[str] | None = None
+) -> Iterator[FrameResult]:
     """Each image's frame: all in one batch where ``path`` takes batches, else each image taken and
-    detected as the one before is handed on."""
-    if isinstance(path, BatchDetectionPath):
+    detected as the one before is handed on. ``sources``: each image file's sha256, for a path that
+    keeps outputs by it."""
+    if sources is not None and isinstance(path, SourcedPath):
+        yield from path.detect_sourced(list(images), sources)
+    elif isinstance(path, BatchDetectionPath):
         yield from path.detect_batch(list(images))
     else:
         for image in images:
@@ -272,12 +288,29 @@ class _RunnerPath:
         return self.detect_batch([image])[0]
 
     def detect_batch(self, images: Sequence[np.ndarray]) -> list[FrameResult]:
+        return self._detect(images, None)
+
+    def detect_sourced(self, images: Sequence[np.ndarray], sources: Sequence[str]) -> list[FrameResult]:
+        return self._detect(images, sources)
+
+    def served(self, source: str, original_hw: tuple[int, int]) -> FrameResult | None:
+        if not isinstance(self._runner, SourcedRunner):
+            return None
+        with stage(Stage.INFERENCE):
+            outputs = self._runner.served(source)
+        if outputs is None:
+            return None
+        with stage(Stage.DECODE):
+            return self._decode(outputs, geometry(self.settings.preprocess, original_hw, self.input_hw))
+
+    def _detect(self, images: Sequence[np.ndarray], sources: Sequence[str] | None) -> list[FrameResult]:
         with stage(Stage.PREPROCESS):
             prepared = [prepare(image, self.settings) for image in images]
         with stage(Stage.INFERENCE):
-            outputs = infer_frames(self._runner, {self._input_name: np.stack([canvas for canvas, _ in prepared])})
+            feed = {self._input_name: np.stack([canvas for canvas, _ in prepared])}
+            outputs = infer_frames(self._runner, feed, sources)
         with stage(Stage.DECODE):
-            return [self._decode(frame, geometry) for frame, (_, geometry) in zip(outputs, prepared, strict=True)]
+            return [self._decode(frame, fitted) for frame, (_, fitted) in zip(outputs, prepared, strict=True)]
 
 
 def _class_probabilities(

@@ -36,7 +36,7 @@ from harness.inputs.dataset import LEFT_OUT, Dataset, DatasetError, Sample, clas
 from harness.inputs.preprocess import load_image
 from harness.pipeline.backends import kind_named
 from harness.pipeline.cache import CacheFile, PredictionCache
-from harness.pipeline.detect import DetectionPath, FrameResult, detect_frames
+from harness.pipeline.detect import DetectionPath, FrameResult, SourcedPath, detect_frames
 from harness.verdict.metrics import METRICS, box_counts, score_distribution
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
@@ -128,6 +128,7 @@ def _frames(
     if batch < 1:
         raise HarnessError(f"batch {batch}: expected a whole number of at least 1")
     reads_ahead = batch + max(PREFETCH, batch)
+    sourced = path if isinstance(path, SourcedPath) else None  # a replay serves by the image file's sha256
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hailo-harness-read") as pool:
         ahead: deque[_Entry] = deque()
         queue = iter(samples)
@@ -135,7 +136,12 @@ def _frames(
         while True:
             while reading < reads_ahead and len(ahead) < 2 * reads_ahead and (sample := next(queue, None)) is not None:
                 cached = timed(Stage.CACHE, cache.get, sample.sha256) if cache is not None else None
-                if cached is None:
+                served = sourced.served(sample.sha256, sample.original_hw) if cached is None and sourced else None
+                if served is not None:
+                    ahead.append(_Entry(sample, served, None, False))
+                    if cache is not None:
+                        timed(Stage.CACHE, cache.put, sample.sha256, sample.image_id, served)
+                elif cached is None:
                     ahead.append(
                         _Entry(sample, None, pool.submit(timed, Stage.DECODE_IMAGE, load_image, sample.path), False)
                     )
@@ -147,7 +153,8 @@ def _frames(
             if ahead[0].frame is None:
                 pending = [entry for entry in ahead if entry.frame is None][:batch]
                 images = (_image(entry) for entry in pending)
-                for entry, frame in zip(pending, detect_frames(path, images), strict=True):
+                sources = [entry.sample.sha256 for entry in pending]
+                for entry, frame in zip(pending, detect_frames(path, images, sources), strict=True):
                     entry.frame, entry.reading = frame, None
                     if cache is not None:
                         timed(Stage.CACHE, cache.put, entry.sample.sha256, entry.sample.image_id, frame)

@@ -22,13 +22,14 @@ from harness.backends.replay import (
     feed_key,
     read_recording,
 )
-from harness.backends.replay.store import FRAME_RECORD, HEADER_RECORD, JOURNAL, StoreReader, StoreWriter
+from harness.backends.replay.store import FRAME_RECORD, HEADER_RECORD, JOURNAL, READS, StoreReader, StoreWriter
 from harness.core.journal import HEADER, encode_record, read
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.dataset import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.export_facts import file_sha256
 from harness.inputs.synthetic import Recipe, write_dataset
+from harness.pipeline import evaluate as evaluate_module
 from harness.pipeline.factory import calibration_note, compiled_thresholds, evaluate_spec, preflight, prepare_run
 from harness.pipeline.options import job_config
 from harness.pipeline.spec import Backend, CompiledThresholds, PathSpec, SettingsSpec, planned_gates
@@ -305,6 +306,7 @@ BYTES = zlib.compress(bytes(8 * 8 * 64))
         ({"arrays": ARRAYS}, BYTES, r"field key is missing"),
         ({"key": KEY, "arrays": ARRAYS, "size": 3}, BYTES, r"\(top level\) has unknown keys \['size'\]"),
         ({"key": 7, "arrays": ARRAYS}, BYTES, r"field key is 7, expected 32 lowercase hex digits"),
+        ({"key": KEY, "image": "ab", "arrays": ARRAYS}, BYTES, r"field image is 'ab', expected null or an image"),
         ({"key": KEY, "arrays": [{**ARRAYS[0], "dtype": "|O"}]}, BYTES, r"field arrays\[0\].dtype is '\|O'"),
         (
             {"key": KEY, "arrays": [{**ARRAYS[0], "dtype": "uint8"}]},
@@ -387,12 +389,64 @@ def test_a_store_of_the_older_format_is_refused_naming_it_and_left_alone(tmp_pat
     file = tmp_path / "old.rec"
     old = b'hailo-harness output store 1\n\x10\x00\x00\x00\x00\x00\x00\x00{"path":"hailo"}'
     file.write_bytes(old)
-    said = r"old.rec: an output store of format 1 \(an older harness\); this harness reads format 2 \(record it again"
+    said = r"old.rec: an output store of format 1 \(an older harness\); this harness reads format 3 \(record it again"
     with pytest.raises(StoreError, match=said):
         read_recording(file)
     with pytest.raises(StoreError, match=said):
         StoreWriter(file, RECORDING)
     assert file.read_bytes() == old
+
+
+def test_a_store_of_format_2_is_replayed_by_its_inputs_and_never_appended_to(tmp_path):
+    file = tmp_path / "two.rec"
+    meta = json.dumps({"key": feed_key(_feed(0)), "arrays": ARRAYS}).encode()
+    frame = encode_record(FRAME_RECORD, len(meta).to_bytes(4, "little") + meta + BYTES)
+    recording = dataclasses.replace(RECORDING, outputs=(HEAD,))
+    header = encode_record(HEADER_RECORD, json.dumps(recording.to_json()).encode())
+    file.write_bytes(READS[2].preamble + header + frame)
+    with ReplayRunner(file) as replay:
+        assert replay.infer(_feed(0))["conv41"].shape == (1, 8, 8, 64)
+        assert replay.served("ab" * 32) is None
+    said = r"two.rec: an output store of format 2 \(replayed as it is, never appended to\); this harness reads format 3"
+    with pytest.raises(StoreError, match=said):
+        StoreWriter(file, RECORDING)
+
+
+def test_a_frame_recorded_with_its_image_file_is_served_by_that_file_alone_whatever_the_input(tmp_path):
+    file, image = tmp_path / "run.rec", "0f" * 32
+    with RecordingRunner(_Batched(), file, dataclasses.replace(RECORDING, outputs=(HEAD,))) as recorder:
+        (recorded,) = recorder.infer_sourced(_feed(0), [image])
+        with pytest.raises(StoreError, match=r"run.rec: 2 image sha256s for 1 frames"):
+            recorder.infer_sourced(_feed(1), [image, image])
+    with ReplayRunner(file) as replay:
+        served = replay.served(image)
+        assert served is not None and np.array_equal(served["conv41"], recorded["conv41"])
+        assert replay.served("1f" * 32) is None
+        # the image file's outputs whatever its input's bytes (another decoder's pixels), the input's else
+        (by_image,) = replay.infer_sourced(_feed(5), [image])
+        assert np.array_equal(by_image["conv41"], recorded["conv41"])
+        with pytest.raises(StoreError, match=r"no outputs recorded for this input"):
+            replay.infer_sourced(_feed(5), ["1f" * 32])
+
+
+def test_a_replayed_evaluation_reads_no_image_file_the_store_recorded(small, monkeypatch):
+    tmp, dataset, calibration = small
+    run = prepare_run(
+        DEMO_ONNX, dataset, cache_dir=tmp / "cache", use_cache=False, progress=False, log=lambda line: None
+    )
+    store = tmp / "sourced.rec"
+    live = PathSpec(Backend.EMULATOR, calibration=str(calibration), calibration_count=8, record=store)
+    recorded = evaluate_spec(live, run)
+    assert {StoreReader(store).key_of(s.sha256) is not None for s in dataset.samples} == {True}
+
+    def unread(path):
+        raise AssertionError(f"{path} read")
+
+    monkeypatch.setattr(evaluate_module, "load_image", unread)
+    replayed = evaluate_spec(PathSpec(Backend.REPLAY, replay=store), run)
+    assert replayed.metrics == recorded.metrics
+    for a, b in zip(recorded.predictions, replayed.predictions, strict=True):
+        assert np.array_equal(a.boxes, b.boxes) and np.array_equal(a.scores, b.scores)
 
 
 def test_replay_refuses_a_store_recorded_from_another_model_naming_both_files_and_sha256s(small):

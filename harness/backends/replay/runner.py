@@ -4,7 +4,7 @@ that writes them while any other runner works."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,9 @@ from harness.core.specs import OutputSpec
 
 class ReplayRunner(RunnerBase):
     """A :class:`~harness.backends.base.Runner` over a store: for each input, the outputs recorded
-    for exactly that input (the same image, preprocessed the same way); any other input is refused."""
+    for exactly that input (the same image, preprocessed the same way), or for the image file it was
+    made from (a :class:`~harness.backends.base.SourcedRunner`: the store's header fixes the
+    preprocessing); any other input is refused."""
 
     def __init__(self, store: str | os.PathLike[str]) -> None:
         self._store = StoreReader(store)
@@ -44,6 +46,18 @@ class ReplayRunner(RunnerBase):
                 + self._missing(key)
             )
         return self._store.get(key)
+
+    def served(self, source: str) -> dict[str, np.ndarray] | None:
+        """The outputs recorded for the input made from the image file of sha256 ``source``, if any."""
+        key = self._store.key_of(source)
+        return None if key is None else self._store.get(key)
+
+    def infer_sourced(self, feed: Mapping[str, np.ndarray], sources: Sequence[str]) -> list[dict[str, np.ndarray]]:
+        """Each frame's outputs by its image file where the store has them, else by its input."""
+        return [
+            self.served(source) or self.infer({name: array[i : i + 1] for name, array in feed.items()})
+            for i, source in enumerate(sources)
+        ]
 
     def _missing(self, key: str) -> str:
         """Why a key is not in the store: lost to damage (surely, or perhaps where a lost frame's key
@@ -100,9 +114,22 @@ class RecordingRunner(RunnerBase):
     def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
         """A batch in one call where the runner takes one; each frame recorded under the key of its own
         feed as a batch of one, as :meth:`infer` records it and :class:`ReplayRunner` looks it up."""
+        return self._recorded(feed, [None] * len(next(iter(feed.values()))))
+
+    def infer_sourced(self, feed: Mapping[str, np.ndarray], sources: Sequence[str]) -> list[dict[str, np.ndarray]]:
+        """As :meth:`infer_batch`, each frame also recorded as made from the image file of sha256 ``sources[i]``."""
+        return self._recorded(feed, list(sources))
+
+    def served(self, source: str) -> None:
+        """A recorder serves nothing: every input is inferred."""
+        return None
+
+    def _recorded(self, feed: Mapping[str, np.ndarray], sources: Sequence[str | None]) -> list[dict[str, np.ndarray]]:
         frames = infer_frames(self._runner, feed)
+        if len(sources) != len(frames):
+            raise StoreError(f"output store {self.file}: {len(sources)} image sha256s for {len(frames)} frames")
         for i, outputs in enumerate(frames):
-            self._writer.put(feed_key({name: array[i : i + 1] for name, array in feed.items()}), outputs)
+            self._writer.put(feed_key({name: array[i : i + 1] for name, array in feed.items()}), outputs, sources[i])
         return frames
 
     def close(self) -> None:

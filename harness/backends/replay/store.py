@@ -4,9 +4,13 @@ append-only file per run, so that a hosted CI job can replay what a device produ
 The file is a :mod:`~harness.core.journal` of format :data:`FORMAT` (framing, lock, repair). Its
 first record (:data:`HEADER_RECORD`) is the :class:`Recording` as JSON; each further one
 (:data:`FRAME_RECORD`) one input's outputs, keyed by :func:`feed_key` (the runner's input bytes:
-the image and its preprocessing)::
+the image and its preprocessing) and, where the input was made from an image file, that file's
+sha256 (``image``: the header's shaping fixes the preprocessing, so a replay finds a file's outputs
+without reading the file again)::
 
-    frame = meta length:u32  meta (UTF-8 JSON: key, arrays: name, dtype, shape)  zlib(array bytes)
+    frame = meta length:u32  meta (UTF-8 JSON: key, image, arrays: name, dtype, shape)  zlib(array bytes)
+
+A store of format 2 (no ``image``) is replayed by its keys alone, and never appended to.
 
 One process records into a store at a time (a second is refused). Resuming a store cuts off a
 frame cut short by a killed run; a frame damaged before the last costs that frame alone (the file
@@ -24,7 +28,7 @@ import struct
 import warnings
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,7 +42,7 @@ from harness.core.errors import HarnessError
 from harness.core.journal import Format, Loss, Record, Scan, Writer, read, read_record
 from harness.core.specs import OutputSpec
 
-FORMAT = 2
+FORMAT = 3
 HEADER_RECORD, FRAME_RECORD = b"HEAD", b"OUTS"
 _META = struct.Struct("<I")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -63,12 +67,19 @@ JOURNAL = Format(
     kinds=(HEADER_RECORD, FRAME_RECORD),
     error=StoreError,
     advice="record it again with this harness, into a new file: --record NEW.rec",
-    older=((b"hailo-harness output store 1\n", "an output store of format 1 (an older harness)"),),
+    older=(
+        (b"hailo-harness output store 1\n", "an output store of format 1 (an older harness)"),
+        (b"HHOUTPUT" + struct.pack("<I", 2), "an output store of format 2 (replayed as it is, never appended to)"),
+    ),
     busy=(
         "another process is recording into it (it holds the file's lock); let that recording end, "
         "or give --record another file"
     ),
 )
+
+
+# the formats a store is replayed from: format 2's frames have no image sha256
+READS = {FORMAT: JOURNAL, 2: replace(JOURNAL, version=2)}
 
 
 @dataclass(frozen=True)
@@ -155,7 +166,7 @@ class StoreWriter:
                         f"output store {self.file}: recorded with other {differ} ({stored.runtime}, "
                         f"{stored.created}); give a new file to record this run"
                     )
-                self.keys = {_frame(r, self.file)[0] for r in found.records[1:]}
+                self.keys = {_frame(r, self.file).key for r in found.records[1:]}
                 copy = self._journal.repair()
             else:
                 self._journal.start(HEADER_RECORD, _json(recording.to_json()))
@@ -172,14 +183,16 @@ class StoreWriter:
                 stacklevel=2,
             )
 
-    def put(self, key: str, outputs: Mapping[str, np.ndarray]) -> None:
-        """One input's outputs (once: a key already stored is kept as it is)."""
+    def put(self, key: str, outputs: Mapping[str, np.ndarray], image: str | None = None) -> None:
+        """One input's outputs (once: a key already stored is kept as it is); ``image``: the sha256
+        of the image file the input was made from, where it was."""
         if key in self.keys:
             return
+        if image is not None and not _SHA256.fullmatch(image):
+            raise StoreError(f"output store {self.file}: image {image!r}, expected a sha256 (64 lowercase hex digits)")
         arrays = [(name, np.ascontiguousarray(outputs[name])) for name in sorted(outputs)]
-        meta = _json(
-            {"key": key, "arrays": [{"name": n, "dtype": a.dtype.str, "shape": list(a.shape)} for n, a in arrays]}
-        )
+        described = [{"name": n, "dtype": a.dtype.str, "shape": list(a.shape)} for n, a in arrays]
+        meta = _json({"key": key, "image": image, "arrays": described})
         data = zlib.compress(b"".join(a.tobytes() for _, a in arrays), 1)
         self._journal.append(FRAME_RECORD, _META.pack(len(meta)) + meta + data, sync=False)
         self.keys.add(key)
@@ -189,17 +202,23 @@ class StoreWriter:
 
 
 class StoreReader:
-    """A store's recording and its outputs by key, read from the file when asked for; ``lost``:
-    its frames lost to damage or an interrupted write, each with its key where the damaged record
-    still shows it (warned of on opening)."""
+    """A store's recording and its outputs by key, read from the file when asked for (and the key
+    of an image file's input by the file's sha256, :meth:`key_of`); ``lost``: its frames lost to
+    damage or an interrupted write, each with its key where the damaged record still shows it
+    (warned of on opening)."""
 
     def __init__(self, file: str | os.PathLike[str]) -> None:
         self.file = Path(file)
-        found = read(self.file, JOURNAL)
+        self._format = _format_of(self.file)
+        found = read(self.file, self._format)
         self.recording = _recording(found, self.file)
         self._frames: dict[str, tuple[int, int]] = {}  # key: record number, offset
+        self._images: dict[str, str] = {}  # image file sha256: key
         for rec in found.records[1:]:
-            self._frames.setdefault(_frame(rec, self.file)[0], (rec.number, rec.offset))
+            frame = _frame(rec, self.file)
+            self._frames.setdefault(frame.key, (rec.number, rec.offset))
+            if frame.image is not None:
+                self._images.setdefault(frame.image, frame.key)
         self.lost = _lost(found.losses)
         if self.lost:
             warnings.warn(
@@ -214,12 +233,17 @@ class StoreReader:
     def __contains__(self, key: str) -> bool:
         return key in self._frames
 
+    def key_of(self, image: str) -> str | None:
+        """The key of the input made from the image file of sha256 ``image``, where one was recorded."""
+        return self._images.get(image)
+
     def get(self, key: str) -> dict[str, np.ndarray]:
         """The outputs recorded for ``key``; a :class:`StoreError` names the frame and what is wrong."""
         number, offset = self._frames[key]
-        payload = read_record(self.file, offset, JOURNAL)
+        payload = read_record(self.file, offset, self._format)
         where = f"output store {self.file}: record {number} at byte {offset}"
-        _, arrays, compressed = _frame_parts(payload, where)
+        frame, compressed = _frame_parts(payload, where)
+        arrays = frame.arrays
         size = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in arrays)
         stream = zlib.decompressobj()
         try:
@@ -247,8 +271,19 @@ class StoreReader:
 def read_recording(file: str | os.PathLike[str]) -> Recording:
     """The store's header alone."""
     path = Path(file)
-    payload = read_record(path, len(JOURNAL.preamble), JOURNAL)
+    payload = read_record(path, len(JOURNAL.preamble), _format_of(path))
     return _parsed(payload, f"output store {path}: header", Recording.from_json)
+
+
+def _format_of(file: Path) -> Format:
+    """The journal format a store is read in: the one of its preamble where it is replayed, else this
+    harness's (whose reader then names what the file is)."""
+    try:
+        with file.open("rb") as fh:
+            head = fh.read(len(JOURNAL.preamble))
+    except OSError:
+        return JOURNAL  # the reader names the file and why it cannot be read
+    return next((f for f in READS.values() if head == f.preamble), JOURNAL)
 
 
 def _recording(found: Scan, file: Path) -> Recording:
@@ -263,33 +298,41 @@ def _recording(found: Scan, file: Path) -> Recording:
     return _parsed(first.payload, f"output store {file}: header", Recording.from_json)
 
 
-def _frame(rec: Record, file: Path) -> tuple[str, list[tuple[str, np.dtype[Any], tuple[int, ...]]]]:
-    """A sound frame record's key and arrays (name, dtype, shape)."""
+@dataclass(frozen=True)
+class _Frame:
+    """A frame's meta: its key, the sha256 of the image file its input was made from (None: not
+    recorded), and its arrays (name, dtype, shape)."""
+
+    key: str
+    image: str | None
+    arrays: list[tuple[str, np.dtype[Any], tuple[int, ...]]]
+
+
+def _frame(rec: Record, file: Path) -> _Frame:
+    """A sound frame record's meta."""
     if rec.kind != FRAME_RECORD:
         raise StoreError(f"output store {file}: record {rec.number} at byte {rec.offset}: a second header")
-    key, arrays, _ = _frame_parts(rec.payload, f"output store {file}: record {rec.number} at byte {rec.offset}")
-    return key, arrays
+    return _frame_parts(rec.payload, f"output store {file}: record {rec.number} at byte {rec.offset}")[0]
 
 
-def _frame_parts(
-    payload: bytes | memoryview, where: str
-) -> tuple[str, list[tuple[str, np.dtype[Any], tuple[int, ...]]], bytes | memoryview]:
-    """A frame's key, its arrays (name, dtype, shape) and their compressed bytes."""
+def _frame_parts(payload: bytes | memoryview, where: str) -> tuple[_Frame, bytes | memoryview]:
+    """A frame's meta and its arrays' compressed bytes."""
     if len(payload) < _META.size:
         raise StoreError(f"{where}: {len(payload)} bytes, expected at least {_META.size} (the meta length)")
     (length,) = _META.unpack_from(payload)
     if length > len(payload) - _META.size:
         raise StoreError(f"{where}: meta length {length}, more than the {len(payload) - _META.size} bytes after it")
     meta = bytes(payload[_META.size : _META.size + length])
-    key, arrays = _parsed(meta, f"{where} meta", _frame_meta)
-    return key, arrays, payload[_META.size + length :]
+    return _parsed(meta, f"{where} meta", _frame_meta), payload[_META.size + length :]
 
 
-def _frame_meta(fields: Fields) -> tuple[str, list[tuple[str, np.dtype[Any], tuple[int, ...]]]]:
+def _frame_meta(fields: Fields) -> _Frame:
     key = fields.value("key", _is(_KEY), "32 lowercase hex digits (an input's key)")
+    sha256 = _is(_SHA256)
+    image = fields.value("image", lambda v: v is None or sha256(v), "null or an image file's sha256 (64 hex)", None)
     arrays = [_array(a) for a in fields.objects("arrays")]
     fields.done()
-    return key, arrays
+    return _Frame(key, image, arrays)
 
 
 def _array(fields: Fields) -> tuple[str, np.dtype[Any], tuple[int, ...]]:
@@ -325,7 +368,7 @@ def _lost_key(loss: Loss) -> str | None:
     if loss.payload is None:
         return None
     try:
-        return _frame_parts(loss.payload, "")[0]
+        return _frame_parts(loss.payload, "")[0].key
     except StoreError:
         return None
 

@@ -357,6 +357,14 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     for node in last:
         _, c, h, w = shapes[node.output[0]]  # type: ignore[misc]
         heads.append(HeadTensor(node.output[0], node.name, HeadRole.BOX if c == 4 else HeadRole.CLASS, c, (h, w)))
+    for grid in sorted({h.grid for h in heads}, reverse=True):  # one box and one class map per stride
+        maps = sorted((h for h in heads if h.grid == grid), key=lambda h: -h.channels)
+        if sorted(h.role for h in maps) != [HeadRole.BOX, HeadRole.CLASS]:
+            raise GraphError(
+                f"{graph.name!r}: grid {grid[0]}x{grid[1]} has {len(maps)} maps "
+                f"({', '.join(str(h.channels) for h in maps)} channels), expected 2: a box map of 4 and a class map "
+                "of nc channels per stride, as a YOLO26 export has"
+            )
     return _sorted_heads(heads)
 
 

@@ -20,6 +20,7 @@ from harness.inputs.onnx_graph import (
     dequantize_decode_tail,
     export_heads,
     find_heads,
+    find_yolo26_heads,
     find_yolov5_heads,
     find_yolox_heads,
     full_head_output,
@@ -366,6 +367,19 @@ def test_a_yolox_export_gives_per_stride_its_box_class_and_objectness_maps_read_
         )
     ]
     assert found.heads == find_yolox_heads(yolox_exports.yolox_export(nc=nc))
+
+
+def test_a_two_stride_one_class_yolox_export_is_yolox_not_a_yolo26_of_six_last_convolutions() -> None:
+    # two strides x (box 4, objectness 1, class 1): six last convolutions of 4 and 1 channels, as a YOLO26
+    # of three strides with nc = 1 has; its three maps per grid tell them apart
+    model = yolox_exports.yolox_export(nc=1, levels=2)
+    with pytest.raises(GraphError, match=r"grid 8x8 has 3 maps \(4, 1, 1 channels\), expected 2: a box map of 4"):
+        find_yolo26_heads(model)
+    found = export_heads(model)
+    assert found.family is HeadFamily.YOLOX
+    assert [(h.role, h.grid) for h in found.heads] == [
+        (role, (grid, grid)) for grid in (8, 4) for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS)
+    ]
 
 
 def test_a_yolox_export_without_its_decode_tail_is_refused_naming_decode_in_inference() -> None:

@@ -21,9 +21,12 @@ STRIDES = (8, 16, 32)
 SCORE_GAIN, BOX_GAIN = 12.0, 4.0
 
 
-def yolox_export(side: int = 64, nc: int = 2, seed: int = 0, decoded: bool = True) -> onnx.ModelProto:
+def yolox_export(
+    side: int = 64, nc: int = 2, seed: int = 0, decoded: bool = True, levels: int = len(STRIDES)
+) -> onnx.ModelProto:
     """A float YOLOX-style export: input ``images`` [1, 3, side, side], output ``output`` [1, cells, 5 + nc]
-    (``decoded`` False: the rows before ``decode_outputs``, as YOLOX's export writes them by default). Weights
+    (``decoded`` False: the rows before ``decode_outputs``, as YOLOX's export writes them by default), its head
+    on the first ``levels`` of strides 8, 16 and 32. Weights
     are drawn at a gain of 1 / sqrt(fan in), so that on inputs in [0, 1] the logits stay within a few units:
     the sigmoids do not saturate and exp(wh) stays a few strides."""
     rng = np.random.default_rng(seed)
@@ -60,7 +63,8 @@ def yolox_export(side: int = 64, nc: int = 2, seed: int = 0, decoded: bool = Tru
         cin = 8
         features.append(x)
     flat = []
-    for i, feature in enumerate(features):
+    strides = STRIDES[:levels]
+    for i, feature in enumerate(features[:levels]):
         p = f"/head/{i}"
         stem = silu(conv(f"/head/stems.{i}/conv/Conv", feature, 8, 8, 1))
         cls_feat = silu(conv(f"/head/cls_convs.{i}/conv/Conv", stem, 8, 8, 3, pad=1))
@@ -76,20 +80,20 @@ def yolox_export(side: int = 64, nc: int = 2, seed: int = 0, decoded: bool = Tru
             helper.make_node("Reshape", [f"{p}/cat", shape], [f"{p}/flat"]),
         ]
         flat.append(f"{p}/flat")
-    cells = sum((side // s) ** 2 for s in STRIDES)
+    cells = sum((side // s) ** 2 for s in strides)
     nodes += [
         helper.make_node("Concat", flat, ["/head/cat"], axis=2),
         helper.make_node("Transpose", ["/head/cat"], ["/head/rows" if decoded else "output"], perm=[0, 2, 1]),
     ]
     if decoded:
-        grids, strides = [], []
-        for stride in STRIDES:
+        grids, steps = [], []
+        for stride in strides:
             grid = side // stride
             row, col = np.divmod(np.arange(grid * grid), grid)
             grids.append(np.stack([col, row], axis=1))
-            strides.append(np.full((grid * grid, 1), stride))
+            steps.append(np.full((grid * grid, 1), stride))
         grid_xy = const("/head/grids", np.concatenate(grids)[None].astype(np.float32))
-        step = const("/head/strides", np.concatenate(strides)[None].astype(np.float32))
+        step = const("/head/strides", np.concatenate(steps)[None].astype(np.float32))
 
         def take(name: str, start: int, end: int) -> str:
             bounds = [const(f"{name}/{k}", np.array([v], np.int64)) for k, v in (("starts", start), ("ends", end))]

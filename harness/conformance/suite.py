@@ -22,7 +22,9 @@ bins per box; YOLO26 heads (either head: the planted objects neither overlap nor
 so the one-to-one and the one-to-many decode find the same) carry the 4 distances themselves;
 YOLOv5/YOLOv7 heads one anchored map per stride (per anchor the box offsets, objectness and class
 scores), the objects planted on chosen (cell, anchor) entries, with two properties of their own:
-the score is objectness x class, and each anchor's (width, height) is the config's.
+the score is objectness x class, and each anchor's (width, height) is the config's; YOLOX heads a
+box map of 4 (``tx, ty, tw, th``), an objectness map of 1 and a class map of nc per stride, with the
+property that the score is objectness x class.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of
 from harness.decode.yolo import classes_are_probabilities, sigmoid
 from harness.decode.yolov5 import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
+from harness.decode.yolox import BOX_CHANNELS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
@@ -69,7 +72,7 @@ CLASS_MAJOR = (
     "are contiguous)"
 )
 SIGMOID_AGAIN = "put through a second sigmoid (one makes them probabilities: the HEF's, or the decoder's for logits)"
-OBJECTNESS_LEFT_OUT = "read without its objectness (score = class alone; an anchored head scores objectness x class)"
+OBJECTNESS_LEFT_OUT = "read without its objectness (score = class alone; the head scores objectness x class)"
 ANCHORS_REVERSED = "the anchor groups taken in reverse stride order (config.anchors is stride ascending)"
 ANCHORS_WH_SWAPPED = "each anchor taken as (height, width) (config.anchors holds (width, height))"
 DEFAULT_ANCHORS_USED = "YOLOv5's default anchors used instead of config.anchors"
@@ -174,6 +177,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     """Plant ``recipe.objects`` non-overlapping objects in random cells of random grids."""
     if recipe.family.anchor_based:
         return _anchored_scene(recipe, seed)
+    if recipe.family is HeadFamily.YOLOX:
+        return _yolox_scene(recipe, seed)
     rng = np.random.default_rng(seed)
     h, w = recipe.input_hw
     strides = (8, 16, 32)
@@ -352,6 +357,98 @@ def _anchored_scene(recipe: SceneRecipe, seed: int) -> Scene:
     return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
 
 
+def _scores(rng: np.random.Generator, first: bool, decoy: int | None = None) -> tuple[float, float]:
+    """An (objectness, class score) pair: a planted object's, both below 1 (the first scoring at least 0.81:
+    the right scores never all lie where a second sigmoid squeezes them), or decoy number ``decoy``'s: a high
+    class score under a low objectness (odd: at most 0.2 x 0.99 < 0.25), or both at the threshold or above and
+    their product below it (even: at most 0.5 x 0.45 < 0.25)."""
+    if decoy is None:
+        objectness, score = rng.uniform(0.9 if first else 0.7, 0.98, 2)
+    elif decoy % 2:
+        objectness, score = rng.uniform(0.02, 0.2), rng.uniform(0.9, 0.99)
+    else:
+        objectness, score = rng.uniform(0.3, 0.5), rng.uniform(0.3, 0.45)
+    return float(objectness), float(score)
+
+
+def _yolox_scene(recipe: SceneRecipe, seed: int) -> Scene:
+    """A YOLOX scene: per stride a box map of 4 (``tx, ty`` the centre's offset from the cell's corner in
+    cells, ``tw, th`` the log of the size in strides), an objectness map of 1 and a class map of nc
+    (hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp), the objects planted on cells of each
+    stride in turn, each with objectness and class score below 1 (a score is their product); every other
+    cell's objectness far below threshold, except ``recipe.decoys`` (see :func:`_scores`). The objectness
+    maps are laid out as the class maps of their stride (``recipe.class_orders``)."""
+    rng = np.random.default_rng(seed)
+    h, w = recipe.input_hw
+    strides = (8, 16, 32)
+    boxes = [rng.normal(0, 1, (h // s, w // s, BOX_CHANNELS)) for s in strides]
+    objectness = [np.full((h // s, w // s, 1), BACKGROUND_LOGIT) for s in strides]
+    classes = [np.full((h // s, w // s, recipe.classes), BACKGROUND_LOGIT) for s in strides]
+    taken: set[tuple[int, int, int]] = set()
+    planted: list[tuple[int, int, int, int]] = []  # grid index, row, col, class
+    planted_boxes: list[np.ndarray] = []
+    decoys = 0
+    while len(planted) < recipe.objects or decoys < recipe.decoys:
+        decoy = None if len(planted) < recipe.objects else decoys + 1
+        g = len(planted) % len(strides) if decoy is None else int(rng.integers(len(strides)))
+        s = strides[g]
+        row, col = int(rng.integers(h // s)), int(rng.integers(w // s))
+        t = np.concatenate([rng.uniform(0.1, 0.9, 2), np.log(rng.uniform(1.0, 6.0, 2))])
+        centre, size = (t[:2] + np.array([col, row])) * s, np.exp(t[2:]) * s
+        box = np.concatenate([centre - size / 2, centre + size / 2])
+        overlaps = decoy is None and any(_iou(box, other) > 0.05 for other in planted_boxes)
+        if (g, row, col) in taken or overlaps:
+            continue
+        cls = int(rng.integers(recipe.classes))
+        o, score = _scores(rng, not planted, decoy)
+        boxes[g][row, col], objectness[g][row, col, 0], classes[g][row, col, cls] = t, _logit(o), _logit(score)
+        taken.add((g, row, col))
+        if decoy is None:
+            planted.append((g, row, col, cls))
+            planted_boxes.append(box)
+        else:
+            decoys = decoy
+
+    outputs: dict[str, np.ndarray] = {}
+    specs: dict[str, OutputSpec] = {}
+    heads: list[HeadOutput] = []
+    seen: dict[tuple[int, HeadRole], np.ndarray] = {}  # the values a correct decoder reads (probabilities)
+    score_quant = _class_quant(recipe.logits, recipe.format_type)
+    for g in range(len(strides)):
+        for role, value, order, quant in (
+            (HeadRole.BOX, boxes[g], recipe.box_order, _box_quant(recipe.format_type)),
+            (HeadRole.OBJECTNESS, objectness[g], recipe.class_orders[g], score_quant),
+            (HeadRole.CLASS, classes[g], recipe.class_orders[g], score_quant),
+        ):
+            name = f"{role.value}{g}"
+            scored = role is not HeadRole.BOX
+            value = (value if recipe.logits or not scored else _sigmoid(value)).astype(np.float32)
+            spec_quant: tuple[QuantInfo, ...] = ()
+            if recipe.format_type is FormatType.FLOAT32:
+                outputs[name], read = value, value
+            else:
+                q = quantize(value, (quant,), np.dtype(recipe.format_type.numpy_dtype))
+                outputs[name], read, spec_quant = q, dequantize(q, (quant,)), (quant,)
+            specs[name] = OutputSpec(name, value.shape, order, recipe.format_type, spec_quant)
+            heads.append(HeadOutput.of_spec(specs[name], role))
+            read = read.astype(np.float64)
+            seen[g, role] = _sigmoid(read) if recipe.logits and scored else read
+
+    expected_boxes, scores, class_ids, planted_strides = [], [], [], []
+    for g, row, col, cls in planted:
+        s = strides[g]
+        t = seen[g, HeadRole.BOX][row, col]
+        centre, size = (t[:2] + np.array([col, row])) * s, np.exp(t[2:]) * s
+        expected_boxes.append(np.concatenate([centre - size / 2, centre + size / 2]))
+        scores.append(float(seen[g, HeadRole.OBJECTNESS][row, col, 0] * seen[g, HeadRole.CLASS][row, col, cls]))
+        class_ids.append(cls)
+        planted_strides.append(s)
+    config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7)
+    expected = Detections(np.array(expected_boxes), np.array(scores), np.array(class_ids))
+    layout = head_layout(recipe.family, specs, recipe.input_hw)
+    return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
+
+
 def _matches(got: Detections, expected: Detections) -> bool:
     """Every expected detection has exactly one counterpart (same class, box and score within tolerance).
 
@@ -451,11 +548,18 @@ def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.nd
 
 
 def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that scores an anchored map's entries by their class alone sees: every objectness 1."""
+    """What a decoder that scores entries by their class alone sees: every objectness 1 (an objectness map's
+    every value, an anchored map's objectness channel)."""
+    if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
+        return np.ones(a.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
     h, w, c = a.shape
     entries = _probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
     entries[..., OBJECTNESS] = 1
     return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
+OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
 
 
 @dataclass(frozen=True)
@@ -468,13 +572,16 @@ class Misreading:
     view: Callable[[np.ndarray, OutputSpec, Level], tuple[np.ndarray, OutputSpec]]
 
 
+# The misreadings in the order they are tried: one that only a 16-bit output allows first (where a decoder
+# finds nothing in a UINT16 scene, reading its bytes as 8-bit codes and reading it channel-first may both
+# find nothing; the width is then the likelier story, and channel-first shows on every other scene).
 MISREADINGS = (
+    Misreading(SIXTEEN_AS_EIGHT, lambda output: output.host_spec.format_type is FormatType.UINT16, _low_bytes),
     Misreading(CHANNEL_FIRST, lambda output: True, _channel_first),
     Misreading(DFL_INTERLEAVED, lambda output: output.role is HeadRole.BOX and output.channels > 4, _bins_interleaved),
     Misreading(CLASS_MAJOR, lambda output: output.role is HeadRole.ANCHORED, _class_major),
-    Misreading(SIXTEEN_AS_EIGHT, lambda output: output.host_spec.format_type is FormatType.UINT16, _low_bytes),
-    Misreading(SIGMOID_AGAIN, lambda output: output.role in (HeadRole.CLASS, HeadRole.ANCHORED), _sigmoid_again),
-    Misreading(OBJECTNESS_LEFT_OUT, lambda output: output.role is HeadRole.ANCHORED, _objectness_left_out),
+    Misreading(SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
+    Misreading(OBJECTNESS_LEFT_OUT, lambda output: output.role in OBJECTNESS_HELD, _objectness_left_out),
 )
 
 
@@ -496,13 +603,17 @@ ANCHOR_MISREADINGS = (
 
 def _head_sets(scene: Scene) -> list[tuple[str, tuple[HeadOutput, ...]]]:
     """The sets of heads a misreading is tried on, the broadest first (so the simplest story wins):
-    every head, each role's heads, the FCR heads, then each head alone."""
+    every head, each role's heads (the class and objectness heads together too), the FCR heads, then
+    each head alone."""
     layout = scene.layout
     n = len(layout.levels)
     sets: list[tuple[str, tuple[HeadOutput, ...]]] = [("every head", layout.outputs)]
-    for role in (HeadRole.BOX, HeadRole.CLASS):
+    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS):
         if layout.of_role(role):
             sets.append((f"the {role.value} heads of all {n} strides", layout.of_role(role)))
+    if layout.of_role(HeadRole.OBJECTNESS):  # the maps holding scores, where a score is their product
+        scored = layout.of_role(HeadRole.CLASS) + layout.of_role(HeadRole.OBJECTNESS)
+        sets.append((f"the class and objectness heads of all {n} strides", scored))
     fcr = tuple(o for o in layout.outputs if scene.specs[o.name].format_order is FormatOrder.FCR)
     if 0 < len(fcr) < len(layout.outputs):
         sets.append(("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
@@ -622,13 +733,22 @@ def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
 
 
 # The head families the suite plants scenes for.
-SCENE_FAMILIES = (HeadFamily.YOLOV8, HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY, HeadFamily.YOLOV5)
+SCENE_FAMILIES = (
+    HeadFamily.YOLOV8,
+    HeadFamily.YOLO26_ONE2ONE,
+    HeadFamily.YOLO26_ONE2MANY,
+    HeadFamily.YOLOV5,
+    HeadFamily.YOLOX,
+)
+# The head families whose score is objectness x class.
+OBJECTNESS_FAMILIES = (HeadFamily.YOLOV5, HeadFamily.YOLOX)
 
 
 def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
     """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
-    the scenes planted with its box maps (DFL bins, YOLO26's 4 distances, or YOLOv5's anchored maps),
-    then an anchor-based family's own two. A family without scenes (:data:`SCENE_FAMILIES`) is a
+    the scenes planted with its box maps (DFL bins, YOLO26's 4 distances, YOLOv5's anchored maps or YOLOX's
+    box, objectness and class maps), then an objectness family's own (score = objectness x class) and an
+    anchor-based family's (anchors from the config). A family without scenes (:data:`SCENE_FAMILIES`) is a
     :class:`~harness.core.errors.HarnessError`."""
     if family not in SCENE_FAMILIES:
         raise HarnessError(
@@ -654,18 +774,17 @@ def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
         Property("reads FCR heads channel-last, like NHWC", _fcr_channel_last(base)),
         Property("pairs heads by grid and channels, whatever the outputs' order or names", _pairing(base)),
     )
-    if not family.anchor_based:
-        return common
+    objectness = Property(
+        "scores objectness x class: a high class score under a low objectness is no detection",
+        _plain(replace(base, decoys=8)),
+    )
+    anchors = Property(
+        "takes each anchor's (width, height) from config.anchors, per stride", _plain(replace(base, drawn_anchors=True))
+    )
     return (
         *common,
-        Property(
-            "scores objectness x class: a high class score under a low objectness is no detection",
-            _plain(replace(base, decoys=8)),
-        ),
-        Property(
-            "takes each anchor's (width, height) from config.anchors, per stride",
-            _plain(replace(base, drawn_anchors=True)),
-        ),
+        *((objectness,) if family in OBJECTNESS_FAMILIES else ()),
+        *((anchors,) if family.anchor_based else ()),
     )
 
 

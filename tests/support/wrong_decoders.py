@@ -259,3 +259,103 @@ def yolov5_yolov3_centre(outputs, specs, config):
 def yolov5_sixteen_bit_read_as_eight(outputs, specs, config):
     """Reads each 16-bit map's buffer as uint8 codes (its first H x W x C bytes)."""
     return _yolov5_by_hand(outputs, specs, config, "16-bit as 8-bit")
+
+
+# ------------------------------------------------------------------------ YOLOX (box, objectness, class maps)
+
+
+def _yolox_by_hand(outputs, specs, config, bug=None):
+    """A YOLOX decoder written as a user would, apart from the harness's (per grid, finest first, the map of 4
+    channels is the box, of 1 the objectness, the other the classes; centre (t + cell) x stride, size exp(t) x
+    stride, score objectness x class), making the one mistake ``bug``; None: no mistake."""
+
+    def grid_first(names):
+        return names if bug == "paired by order" else sorted(names, key=lambda n: -specs[n].shape[0])
+
+    def read(name, role):
+        spec, raw = specs[name], np.asarray(outputs[name])
+        h, w, c = spec.shape
+        if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
+            raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
+        flipped = bug == "channel-first" or (bug == "box channel-first" and role == "box")
+        if flipped or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
+            raw = raw.reshape(c, h, w).transpose(1, 2, 0)
+        x = dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+        if role != "box" and bug != "no sigmoid" and (x.min() < 0 or x.max() > 1):
+            x = 1 / (1 + np.exp(-x))
+        if role != "box" and bug == "sigmoid twice":
+            x = 1 / (1 + np.exp(-x))
+        return x
+
+    channels = {n: specs[n].shape[2] for n in specs}
+    box_names = grid_first([n for n in specs if channels[n] == 4])
+    objectness_names = grid_first([n for n in specs if channels[n] == 1])
+    class_names = grid_first([n for n in specs if channels[n] not in (1, 4)])
+    boxes, scores = [], []
+    for box_name, objectness_name, class_name in zip(box_names, objectness_names, class_names, strict=True):
+        t, objectness, classes = read(box_name, "box"), read(objectness_name, "obj"), read(class_name, "cls")
+        h, w, _ = t.shape
+        stride = config.input_hw[0] / h
+        gy, gx = np.mgrid[0:h, 0:w]
+        cell = np.stack([gx, gy], axis=-1) + (0.5 if bug == "half-cell centre" else 0.0)
+        centre = (t[..., 0:2] + cell) * stride
+        size = (t[..., 2:4] if bug == "no exp" else np.exp(t[..., 2:4])) * stride
+        boxes.append(np.concatenate([centre - size / 2, centre + size / 2], axis=-1).reshape(-1, 4))
+        factor = 1 if bug == "objectness ignored" else objectness
+        scores.append((classes * factor).reshape(-1, classes.shape[-1]))
+    return nms_hailort(np.concatenate(boxes), np.concatenate(scores), config)
+
+
+def yolox_by_hand(outputs, specs, config):
+    """The hand-written YOLOX decoder without a mistake: it holds every property."""
+    return _yolox_by_hand(outputs, specs, config)
+
+
+def yolox_objectness_ignored(outputs, specs, config):
+    """Scores each cell by its class alone, not objectness x class."""
+    return _yolox_by_hand(outputs, specs, config, "objectness ignored")
+
+
+def yolox_paired_by_order(outputs, specs, config):
+    """Pairs the box, objectness and class maps in the order they come, not by grid."""
+    return _yolox_by_hand(outputs, specs, config, "paired by order")
+
+
+def yolox_channel_first(outputs, specs, config):
+    """Reads every map as if it were [C, H, W] in memory."""
+    return _yolox_by_hand(outputs, specs, config, "channel-first")
+
+
+def yolox_box_channel_first(outputs, specs, config):
+    """Reads the box maps alone as if they were [C, H, W] in memory."""
+    return _yolox_by_hand(outputs, specs, config, "box channel-first")
+
+
+def yolox_fcr_channel_first(outputs, specs, config):
+    """Reads the FCR maps as if they were [C, H, W] in memory."""
+    return _yolox_by_hand(outputs, specs, config, "FCR channel-first")
+
+
+def yolox_sigmoid_twice(outputs, specs, config):
+    """Puts the objectness and class maps through a sigmoid after deciding whether they hold logits."""
+    return _yolox_by_hand(outputs, specs, config, "sigmoid twice")
+
+
+def yolox_no_sigmoid(outputs, specs, config):
+    """Trusts the objectness and class maps to hold probabilities."""
+    return _yolox_by_hand(outputs, specs, config, "no sigmoid")
+
+
+def yolox_half_cell_centre(outputs, specs, config):
+    """Centres at (t + cell + 0.5) x stride: YOLOv8's anchor points, not YOLOX's cell corners."""
+    return _yolox_by_hand(outputs, specs, config, "half-cell centre")
+
+
+def yolox_no_exp(outputs, specs, config):
+    """Sizes of t x stride, without the exp: a mistake no known misreading reproduces."""
+    return _yolox_by_hand(outputs, specs, config, "no exp")
+
+
+def yolox_sixteen_bit_read_as_eight(outputs, specs, config):
+    """Reads each 16-bit map's buffer as uint8 codes (its first H x W x C bytes)."""
+    return _yolox_by_hand(outputs, specs, config, "16-bit as 8-bit")

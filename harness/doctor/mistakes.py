@@ -214,10 +214,10 @@ def one_class_per_anchor(
     outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
 ) -> Detections:
     """A host decoder that keeps one detection per anchor, its best class, among the ``max_total`` anchors
-    with the best class score (never a second class of the same anchor). YOLO26's top-k takes the best
-    (anchor, class) pairs of those anchors, a second class of an anchor among them; the pairs are those
-    a top-k over every (anchor, class) pair at once would take (ties aside: a pair of an anchor outside
-    the ``max_total`` ranks under each of theirs' best), so only this reading keeps other detections."""
+    with the best class score. YOLO26's top-k keeps the best (anchor, class) pairs of those anchors: a
+    second class of an anchor too, where it passes the threshold. (A top-k over every (anchor, class)
+    pair at once keeps those same pairs, ties aside: a pair of an anchor outside the ``max_total`` ranks
+    under the best pair of each anchor inside; that reading is no mistake.)"""
     boxes, scores = passing(outputs, yolo26_layout(specs, config.input_hw), config)
     best = scores.max(axis=1, initial=0)
     anchors = np.argsort(-best, kind="stable")[: config.max_total]

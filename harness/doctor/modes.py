@@ -347,7 +347,6 @@ MODES: tuple[Mode, ...] = (
         "host decoder running the evaluation's NMS (its IoU threshold, per class) over the one-to-one head's anchors",
         "nms_on_one_to_one",
         _one2one_with_nms,
-        needs_emulator=True,
         families=ONE2ONE,
     ),
     Mode(
@@ -357,7 +356,6 @@ MODES: tuple[Mode, ...] = (
         f"{ONE2MANY_IOU:g}) over the one-to-one head's anchors",
         "nms_on_one_to_one",
         _one2one_as_one2many,
-        needs_emulator=True,
         families=ONE2ONE,
     ),
     Mode(
@@ -367,16 +365,16 @@ MODES: tuple[Mode, ...] = (
         "against bin index 0)",
         "box_distances_read_as_dfl",
         _box_distances_read_as_dfl,
-        needs_emulator=True,
         families=YOLO26,
     ),
     Mode(
         "yolov8_decoder_on_yolo26",
         "a YOLOv8/YOLO11 decoder (DFL box heads, reg_max 16) kept for YOLO26's heads of 4 distances",
-        "the harness' YOLOv8 raw-head decoder over the YOLO26 HEF's six outputs",
+        "the harness' YOLOv8 raw-head decoder over the YOLO26 HEF's six outputs (refused where no head has "
+        "4 x reg_max >= 8 channels, as with the demo's 2 classes; a class head of 8, 12, ... 80 channels "
+        "would be taken for the box head)",
         "no_dfl_box_head",
         _dfl_decoder_on_distance_heads,
-        needs_emulator=True,
         families=YOLO26,
     ),
     Mode(
@@ -385,7 +383,6 @@ MODES: tuple[Mode, ...] = (
         f"host decoder keeping the best class of the {defaults.MAX_TOTAL} anchors with the best class score",
         "none",
         _one_class_per_anchor,
-        needs_emulator=True,
         gap="the same detections as the top-k wherever no anchor passes the score threshold with two classes, "
         "which a one-to-one head (one prediction an object) rarely does at a deployment threshold: no frame of "
         "the demo does at 0.2",

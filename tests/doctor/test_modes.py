@@ -219,3 +219,18 @@ def test_a_model_the_emulator_refuses_gets_the_modes_without_an_emulated_hef(sha
     assert (swapped.gate_failed, swapped.diagnosis) == (True, "yx_swapped")
     assert (static.gate_failed, static.diagnosis) == (True, "nms_classes_vs_onnx")
     assert all(not r.gate_failed for r in table.controls)
+
+
+def test_without_an_emulated_hef_the_yolo26_host_decoders_run_over_the_onnx_cut_at_its_heads(yolo26_bench):
+    from dataclasses import replace
+
+    from harness.pipeline.spec import REFERENCE
+
+    onnx = yolo26_bench.reference  # the path under test where the emulator refuses the model
+    bench = replace(yolo26_bench, hef=None, emulator_refusal="refused", subject_spec=REFERENCE, subject=onnx)
+    hosts = ("one2one_decoded_with_nms", "one2one_decoded_as_one2many", "box_distances_read_as_dfl")
+    for name in (*hosts, "yolov8_decoder_on_yolo26"):
+        row = run_mode(bench, MODES_BY_NAME[name])
+        assert (row.injected, row.gate_failed, row.correct) == (True, True, True), (name, row.diagnosis, row.gate)
+        assert "onnx" in row.gate or row.gate.startswith("refused: "), row.gate
+    assert not run_mode(bench, MODES_BY_NAME["sixteen_bit_read_as_eight"]).injected  # needs the 16-bit HEF

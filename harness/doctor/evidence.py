@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -10,6 +11,7 @@ from harness.conformance.suite import run_conformance
 from harness.core.detections import (
     Detections,
 )
+from harness.decode.nms import greedy_per_class
 from harness.doctor.adapters import HostPath
 from harness.doctor.bench import Bench, subset
 from harness.doctor.mistakes import reversed_channels
@@ -36,16 +38,29 @@ def _truth(result: PathResult, dataset: Dataset) -> list[Detections]:
     return out
 
 
+def after_nms(predictions: Sequence[Detections], iou_threshold: float, max_per_class: int) -> list[Detections]:
+    """Each image's detections after a greedy NMS per class at ``iou_threshold`` (HailoRT's rule)."""
+    out = []
+    for det in predictions:
+        kept = greedy_per_class(det.boxes, det.scores, det.class_ids, iou_threshold, max_per_class)
+        out.append(Detections(det.boxes[kept], det.scores[kept], det.class_ids[kept]))
+    return out
+
+
 def doctor_evidence(
     bench: Bench, result: PathResult, reference: PathResult, probe: DetectionPath | None = None
 ) -> Evidence:
     """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis.collect_evidence`
-    against the reference (where it is comparable), the settings that differ from it, agreement
-    with the ground truth and, for a ``probe`` path (a run whose gates failed), the matched share
-    with red and blue exchanged on the first :data:`PROBE_IMAGES` images and the conformance of its
-    host decoder, if it has one."""
+    against the reference (where it is comparable) and against the reference after an NMS per class
+    (:func:`after_nms`), the settings that differ from it, agreement with the ground truth and, for a
+    ``probe`` path (a run whose gates failed), the matched share with red and blue exchanged on the
+    first :data:`PROBE_IMAGES` images and the conformance of its host decoder, if it has one."""
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
     evidence = collect_evidence(result, reference if comparable else None, bench.original_hw)
+    if comparable:
+        settings = result.settings
+        suppressed = after_nms(reference.predictions, settings.iou_threshold, settings.max_per_class)
+        evidence = replace(evidence, nms_matched_share=matched_share(agreement(suppressed, result.predictions)))
     truth = agreement(_truth(result, bench.dataset), result.predictions)
     evidence = replace(
         evidence,

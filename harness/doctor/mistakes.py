@@ -17,10 +17,13 @@ from harness.core.detections import (
     xyxy_pixels_to_yxyx_normalized,
     yxyx_normalized_to_xyxy_pixels,
 )
-from harness.core.settings import DecodeConfig, EvalSettings
+from harness.core.settings import DecodeConfig, EvalSettings, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import Decode
-from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, pair_heads
+from harness.decode.nms import above
+from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, host_array, pair_heads, passing, to_float
+from harness.decode.yolo26 import decode_one2many
+from harness.decode.yolo26 import layout as yolo26_layout
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 from harness.inputs.preprocess import geometry
 
@@ -68,6 +71,7 @@ def sixteen_bit_read_as_eight(family_decode: Decode) -> Decode:
             fixed_specs[name] = replace(spec, format_type=FormatType.FLOAT32)
         return family_decode(fixed, fixed_specs, config)
 
+    decoder.__name__ = f"sixteen_bit_read_as_eight({family_decode.__name__})"  # its own prediction cache entry
     return decoder
 
 
@@ -156,3 +160,66 @@ def sigmoid_on_scores(detections: Detections, original_hw: tuple[int, int]) -> D
     """A host sigmoid over scores that are probabilities already (e.g. an NMS output's)."""
     scores = np.float32(1) / (np.float32(1) + np.exp(-detections.scores))
     return Detections(detections.boxes, scores, detections.class_ids)
+
+
+# ------------------------------------------------------------------------------ YOLO26's host decoders
+
+
+def one2one_with_nms(
+    iou_threshold: float | None = None, mode: NmsMode | None = None, multi_label: bool | None = None
+) -> Decode:
+    """A host decoder that decodes YOLO26's one-to-one head as a one-to-many head: its anchors through
+    an NMS in place of the top-k, the config's own unless another IoU threshold, NMS mode or multi-label
+    choice is given."""
+
+    def decoder(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        nms = replace(
+            config,
+            iou_threshold=config.iou_threshold if iou_threshold is None else iou_threshold,
+            mode=config.mode if mode is None else mode,
+            multi_label=config.multi_label if multi_label is None else multi_label,
+        )
+        return decode_one2many(outputs, specs, nms)
+
+    decoder.__name__ = f"one2one_with_nms({iou_threshold}, {mode and mode.value}, {multi_label})"  # its cache entry
+    return decoder
+
+
+def box_distances_read_as_dfl(family_decode: Decode) -> Decode:
+    """A host decoder that takes YOLO26's 4 box channels (reg_max 1: the distances themselves) for DFL
+    bins, ``channels / 4`` = 1 bin a side, then decodes as ``family_decode``: the softmax over one bin is
+    1, its integral against the bin indices ``[0]`` is 0, so every side's distance is 0 and every box a
+    point at its anchor's centre."""
+
+    # ultralytics: ultralytics/nn/modules/block.py, ``DFL``: softmax over the bins, then the integral
+    # against the bin indices 0 .. reg_max - 1
+    def decoder(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        fixed, fixed_specs = dict(outputs), dict(specs)
+        for level in yolo26_layout(specs, config.input_hw).levels:
+            spec = level.box.host_spec
+            values = host_array(outputs, spec)
+            bins = to_float(values, spec).reshape(len(values), 4, -1)
+            weights = np.exp(bins - bins.max(axis=2, keepdims=True))
+            weights /= weights.sum(axis=2, keepdims=True)
+            distances = weights @ np.arange(bins.shape[2], dtype=np.float32)
+            fixed[spec.name] = distances.reshape(spec.shape).astype(np.float32)
+            fixed_specs[spec.name] = replace(spec, format_type=FormatType.FLOAT32, quant=())
+        return family_decode(fixed, fixed_specs, config)
+
+    decoder.__name__ = f"box_distances_read_as_dfl({family_decode.__name__})"  # its own prediction cache entry
+    return decoder
+
+
+def one_class_per_anchor(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """A host decoder that keeps one detection per anchor, its best class, among the ``max_total`` anchors
+    with the best class score. YOLO26's top-k keeps the best (anchor, class) pairs of those anchors: a
+    second class of an anchor too, where it passes the threshold. (A top-k over every (anchor, class)
+    pair at once keeps those same pairs, ties aside: a pair of an anchor outside the ``max_total`` ranks
+    under the best pair of each anchor inside; that reading is no mistake.)"""
+    boxes, scores = passing(outputs, yolo26_layout(specs, config.input_hw), config)
+    best = scores.max(axis=1, initial=0)
+    anchors = np.argsort(-best, kind="stable")[: config.max_total]
+    anchors = anchors[above(best[anchors], config.score_threshold)]
+    return Detections(boxes[anchors], best[anchors], scores[anchors].argmax(axis=1))

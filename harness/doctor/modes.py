@@ -11,9 +11,10 @@ from pathlib import Path
 import yaml
 
 from harness.backends.base import Runner
+from harness.core import defaults
 from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadFamily
-from harness.core.settings import Preprocess
+from harness.core.settings import NmsMode, Preprocess
 from harness.decode.heads import decoder
 from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode
 from harness.doctor.adapters import HostPath, ListedRunner
@@ -22,9 +23,12 @@ from harness.doctor.description import with_nms
 from harness.doctor.mistakes import (
     BOX_RANGE,
     SCORE_SHIFT,
+    box_distances_read_as_dfl,
     box_range_collapsed,
     fcr_read_channel_first,
     normalised_again,
+    one2one_with_nms,
+    one_class_per_anchor,
     paired_by_listing_order,
     records_read_x_first,
     reversed_channels,
@@ -42,6 +46,9 @@ from harness.pipeline.detect import (
 from harness.pipeline.factory import open_runner, path_over
 
 EVERY_FAMILY = frozenset(HeadFamily)
+YOLO26 = frozenset({HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY})
+ONE2ONE = frozenset({HeadFamily.YOLO26_ONE2ONE})
+ONE2MANY_IOU = 0.45  # a YOLOv8 pipeline's host NMS: Ultralytics' (best class per anchor) at this IoU
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
 WRONG_NMS_SCORE_THRESHOLD = 0.25
@@ -95,6 +102,7 @@ class Refusal:
 REFUSALS: tuple[Refusal, ...] = (
     Refusal("class_names_reordered", DatasetError, "the same names in another order"),
     Refusal("not_raw_heads", HeadPairingError, "is not a raw head map"),
+    Refusal("no_dfl_box_head", HeadPairingError, "expected exactly one with 4 * reg_max channels"),
 )
 
 
@@ -166,6 +174,27 @@ def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
 
 def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, sixteen_bit_read_as_eight(decoder(bench.run.family))))
+
+
+def _one2one_with_nms(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, one2one_with_nms()))
+
+
+def _one2one_as_one2many(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, one2one_with_nms(ONE2MANY_IOU, NmsMode.ULTRALYTICS, multi_label=False)))
+
+
+def _box_distances_read_as_dfl(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, box_distances_read_as_dfl(decoder(bench.run.family))))
+
+
+def _dfl_decoder_on_distance_heads(bench: Bench, stack: ExitStack) -> Injected:
+    # the harness's own YOLOv8 decoder (DFL, box heads of 4 x reg_max >= 8 channels) over YOLO26's heads
+    return Injected(bench.raw_path(stack, decode))
+
+
+def _one_class_per_anchor(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.raw_path(stack, one_class_per_anchor))
 
 
 def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
@@ -310,7 +339,54 @@ MODES: tuple[Mode, ...] = (
         "sixteen_bit_read_as_eight",
         _sixteen_bit_read_as_eight,
         needs_emulator=True,
-        families=frozenset({HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY}),
+        families=YOLO26,
+    ),
+    Mode(
+        "one2one_decoded_with_nms",
+        "YOLO26's one-to-one head decoded with an NMS instead of its top-k",
+        "host decoder running the evaluation's NMS (its IoU threshold, per class) over the one-to-one head's anchors",
+        "nms_on_one_to_one",
+        _one2one_with_nms,
+        families=ONE2ONE,
+    ),
+    Mode(
+        "one2one_decoded_as_one2many",
+        "YOLO26's one-to-one head decoded as a one-to-many head, with a YOLOv8 pipeline's NMS",
+        "host decoder running Ultralytics' NMS (best class per anchor, IoU "
+        f"{ONE2MANY_IOU:g}) over the one-to-one head's anchors",
+        "nms_on_one_to_one",
+        _one2one_as_one2many,
+        families=ONE2ONE,
+    ),
+    Mode(
+        "box_distances_read_as_dfl",
+        "YOLO26's reg_max 1 box heads (4 distances) read as DFL bins",
+        "host decoder putting each side's one channel through a DFL of one bin (softmax, then the integral "
+        "against bin index 0)",
+        "box_distances_read_as_dfl",
+        _box_distances_read_as_dfl,
+        families=YOLO26,
+    ),
+    Mode(
+        "yolov8_decoder_on_yolo26",
+        "a YOLOv8/YOLO11 decoder (DFL box heads, reg_max 16) kept for YOLO26's heads of 4 distances",
+        "the harness' YOLOv8 raw-head decoder over the YOLO26 HEF's six outputs (refused where no head has "
+        "4 x reg_max >= 8 channels, as with the demo's 2 classes; a class head of 8, 12, ... 80 channels "
+        "would be taken for the box head)",
+        "no_dfl_box_head",
+        _dfl_decoder_on_distance_heads,
+        families=YOLO26,
+    ),
+    Mode(
+        "one_class_per_anchor",
+        "YOLO26's top-k keeping one class per anchor (its best), never a second",
+        f"host decoder keeping the best class of the {defaults.MAX_TOTAL} anchors with the best class score",
+        "none",
+        _one_class_per_anchor,
+        gap="the same detections as the top-k wherever no anchor passes the score threshold with two classes, "
+        "which a one-to-one head (one prediction an object) rarely does at a deployment threshold: no frame of "
+        "the demo does at 0.2",
+        families=ONE2ONE,
     ),
     Mode(
         "class_names_swapped",

@@ -45,7 +45,8 @@ class Evidence:
     ``reversed_channels_matched_share`` the matched share when the path is fed the same images with
     the first and last colour channels exchanged; ``decoder_conformance`` the first failure of the
     conformance suite (:mod:`harness.conformance.suite`) on the host decoder the path used, ``""`` when
-    it conforms."""
+    it conforms; ``nms_matched_share`` the matched share against the reference's boxes after a greedy
+    NMS per class at the evaluation's IoU threshold (what an NMS over a head decoded without one keeps)."""
 
     path: str
     score_threshold: float
@@ -85,6 +86,7 @@ class Evidence:
     box_size_ratio: float | None = None
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None
+    nms_matched_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,40 @@ RULES: tuple[Rule, ...] = (
         holds=lambda e: SIXTEEN_AS_EIGHT in e.decoder_conformance,
         fix="read 16-bit outputs as uint16 (their vstream info says UINT16), or ask HailoRT for float32 and let it "
         "dequantize",
+    ),
+    Rule(
+        name="nms_on_one_to_one",
+        # ultralytics: ultralytics/nn/modules/head.py (``Detect.postprocess``: the one-to-one head's top-k,
+        # no NMS); ultralytics/utils/nms.py (NMS for the one-to-many head only)
+        cause="{path} returns {boxes} where {reference_path} returns {reference_boxes}, and its boxes are the "
+        "reference's after an NMS per class ({nms_matched_share:.0%} matched, against {matched_share:.0%} "
+        "without): an NMS was run over the one-to-one head, which is decoded by its top-k alone and keeps "
+        "overlapping boxes that an NMS removes",
+        needs=("nms_matched_share", "matched_share", "n_boxes", "reference_n_boxes", "reference_path"),
+        holds=lambda e: (
+            e.reference_n_boxes >= MIN_BOXES
+            and e.n_boxes < e.reference_n_boxes
+            and e.nms_matched_share >= 0.9
+            and e.nms_matched_share >= e.matched_share + 0.1
+        ),
+        fix="decode YOLO26's one-to-one head by its top-k (the max_det anchors with the best class score, then the "
+        "best (anchor, class) pairs among them, above the threshold), without NMS; NMS belongs to the one-to-many "
+        "head only",
+    ),
+    Rule(
+        name="box_distances_read_as_dfl",
+        # ultralytics: ultralytics/nn/modules/head.py (``Detect``: reg_max 1 makes ``dfl`` an identity; the
+        # 4 box channels are the distances); ultralytics/nn/modules/block.py (``DFL``: softmax, then the
+        # integral against the bin indices 0 .. reg_max - 1)
+        cause="{path}'s median box has no size (at least half of its {boxes} have no width or height, "
+        "against {reference_boxes} of the reference's with a spread of {reference_box_size_spread:.0%}): every "
+        "side's distance came out 0, as when the 4 box channels of a reg_max 1 head (the distances "
+        "themselves) are read as DFL bins, one a side: the softmax of one bin is 1, its integral against "
+        "the bin index 0 is 0",
+        needs=("box_size_ratio", "reference_box_size_spread", "n_boxes", "reference_n_boxes"),
+        holds=lambda e: e.box_size_ratio == 0 and e.n_boxes >= MIN_BOXES,
+        fix="read a head of 4 box channels (YOLO26: reg_max 1) as the distances left, top, right, bottom in "
+        "strides, with no softmax and no DFL; DFL is for box heads of 4 x reg_max bins (YOLOv8/YOLO11: 64)",
     ),
     Rule(
         name="sigmoid_missing",
@@ -417,6 +453,7 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "box_size_ratio": "median box size against the reference",
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",
+    "nms_matched_share": "matched share after an NMS over the reference",
 }
 
 

@@ -109,3 +109,23 @@ def test_a_mode_of_another_head_family_is_a_usage_error_before_any_work(tmp_path
     with pytest.raises(HarnessError, match=r"^--mode nms_without_sigmoid: not a mistake of yolo26-one2one heads; "):
         doctor.run(args)
     assert not (tmp_path / "emulator").exists()  # refused before any emulated HEF was built
+
+
+def test_doctor_json_for_the_yolo26_demo_lists_its_modes_each_caught_or_a_stated_gap_and_named(doctor_cache, capsys):
+    from harness.inputs.demo import DEMO26_ONNX
+
+    code = doctor.run(_args("--onnx", str(DEMO26_ONNX), "--first", "30", "--cache", str(doctor_cache), "--json"))
+    table = json.loads(capsys.readouterr().out)
+    assert [r["mode"] for r in table["modes"]] == [m.name for m in modes_for(HeadFamily.YOLO26_ONE2ONE)]
+    for row in table["modes"]:
+        assert row["injected"] and row["correct"], row
+        assert row["gate_failed"] is (not row["gap"]), row
+    assert [r["mode"] for r in table["controls"]] == ["clean", "clean_raw_heads"]
+    assert [c["passed"] for c in table["clean_runs"]] == [True] * 5
+    assert (code, table["problems"]) == (0, [])
+
+
+def test_a_yolo26_mode_on_a_yolov8_export_is_a_usage_error(tmp_path):
+    args = _args("--cache", str(tmp_path), "--mode", "one2one_decoded_with_nms")
+    with pytest.raises(HarnessError, match=r"^--mode one2one_decoded_with_nms: not a mistake of yolov8 heads; "):
+        doctor.run(args)

@@ -71,16 +71,22 @@ THRESHOLD_MODES = (
 
 
 @pytest.fixture(scope="module")
-def yolo26_rows(doctor_cache):
-    """The YOLO26 demo export's own modes (its emulated HEF with 16-bit outputs, as Ultralytics compiles it)."""
-    bench = open_bench(DEMO26_ONNX, first=IMAGES, cache_dir=doctor_cache)
-    return {mode.name: run_mode(bench, mode) for mode in modes_for(bench.run.family)}
+def yolo26_bench(doctor_cache):
+    """The YOLO26 demo export (its one-to-one head) on the demo's first images."""
+    return open_bench(DEMO26_ONNX, first=IMAGES, cache_dir=doctor_cache)
+
+
+@pytest.fixture(scope="module")
+def yolo26_rows(yolo26_bench):
+    """The YOLO26 demo export's own modes."""
+    return {mode.name: run_mode(yolo26_bench, mode) for mode in modes_for(yolo26_bench.run.family)}
 
 
 def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
     known = {r.name for r in RULES} | {c.__name__.removeprefix("check_") for c in STATIC_CHECKS}
     known |= {r.name for r in REFUSALS}
-    assert {m.expected for m in MODES} <= known
+    assert {m.expected for m in MODES if not m.gap} <= known
+    assert {m.expected for m in MODES if m.gap} <= known | {"none"}  # a gap may leave nothing to name
     assert len(MODES_BY_NAME) == len(MODES) >= 12
 
 
@@ -99,11 +105,49 @@ def test_each_injected_mode_fails_a_gate_and_is_named(rows, name):
     assert (row.diagnosis, row.correct) == (MODES_BY_NAME[name].expected, True), row.cause
 
 
+YOLO26_MODES = (
+    "sixteen_bit_read_as_eight",
+    "one2one_decoded_with_nms",
+    "one2one_decoded_as_one2many",
+    "box_distances_read_as_dfl",
+    "one_class_per_anchor",
+)
+
+
+def test_the_emulated_yolo26_hef_has_16_bit_outputs_as_ultralytics_compiles_it(yolo26_bench):
+    assert yolo26_bench.hef is not None and yolo26_bench.hef.options.output_bits == 16
+
+
 def test_a_yolo26_export_gets_the_modes_its_users_meet_each_caught_and_named(yolo26_rows):
-    assert "sixteen_bit_read_as_eight" in yolo26_rows and "nms_without_sigmoid" not in yolo26_rows
+    assert set(YOLO26_MODES) <= set(yolo26_rows)
+    assert not {"nms_without_sigmoid", "box_range_collapsed", "nms_classes_wrong"} & set(yolo26_rows)
     wrong = {name: (row.diagnosis, row.gate_failed) for name, row in yolo26_rows.items() if not row.correct}
     assert not wrong
+    for name, row in yolo26_rows.items():
+        assert row.injected and row.gate_failed is (not row.gap), (name, row.gate)
     assert "read as 8-bit" in yolo26_rows["sixteen_bit_read_as_eight"].cause
+
+
+@pytest.mark.parametrize("name", ["one2one_decoded_with_nms", "one2one_decoded_as_one2many"])
+def test_an_nms_over_the_one_to_one_head_is_named_by_the_reference_it_reproduces_after_an_nms(yolo26_rows, name):
+    row = yolo26_rows[name]
+    assert row.gate_failed and row.diagnosis == "nms_on_one_to_one", row.gate
+    assert "the reference's after an NMS per class" in row.cause
+
+
+def test_box_distances_read_as_dfl_bins_leave_point_boxes_and_are_named_so(yolo26_rows):
+    row = yolo26_rows["box_distances_read_as_dfl"]
+    assert "test_map" in row.gate and "median box has no size" in row.cause
+
+
+def test_one_class_per_anchor_is_a_known_gap_with_the_same_detections_on_the_demo(yolo26_rows):
+    row = yolo26_rows["one_class_per_anchor"]
+    assert (row.gate_failed, row.diagnosis, row.correct) == (False, "none", True) and "two classes" in row.gap
+
+
+def test_clean_yolo26_paths_pass_every_gate_and_no_rule_fires(yolo26_bench):
+    for row in controls(yolo26_bench):
+        assert (row.gate_failed, row.diagnosis, row.correct) == (False, "none", True), row.gate
 
 
 def test_a_host_sigmoid_over_nms_scores_is_caught_by_the_score_drift_of_the_agreement_gate(rows):
@@ -175,3 +219,18 @@ def test_a_model_the_emulator_refuses_gets_the_modes_without_an_emulated_hef(sha
     assert (swapped.gate_failed, swapped.diagnosis) == (True, "yx_swapped")
     assert (static.gate_failed, static.diagnosis) == (True, "nms_classes_vs_onnx")
     assert all(not r.gate_failed for r in table.controls)
+
+
+def test_without_an_emulated_hef_the_yolo26_host_decoders_run_over_the_onnx_cut_at_its_heads(yolo26_bench):
+    from dataclasses import replace
+
+    from harness.pipeline.spec import REFERENCE
+
+    onnx = yolo26_bench.reference  # the path under test where the emulator refuses the model
+    bench = replace(yolo26_bench, hef=None, emulator_refusal="refused", subject_spec=REFERENCE, subject=onnx)
+    hosts = ("one2one_decoded_with_nms", "one2one_decoded_as_one2many", "box_distances_read_as_dfl")
+    for name in (*hosts, "yolov8_decoder_on_yolo26"):
+        row = run_mode(bench, MODES_BY_NAME[name])
+        assert (row.injected, row.gate_failed, row.correct) == (True, True, True), (name, row.diagnosis, row.gate)
+        assert "onnx" in row.gate or row.gate.startswith("refused: "), row.gate
+    assert not run_mode(bench, MODES_BY_NAME["sixteen_bit_read_as_eight"]).injected  # needs the 16-bit HEF

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.core import defaults
 from harness.core.errors import HarnessError
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
@@ -55,3 +56,26 @@ def images_digest(paths: Sequence[Path]) -> str:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()
+
+
+def calibration_shortfall(
+    count: int, level: int = defaults.DFC_OPTIMIZATION_LEVEL, available: int | None = None
+) -> str | None:
+    """What the DFC will do with ``count`` calibration images that it does not say until its log:
+    below :data:`~harness.core.defaults.DFC_FULL_OPTIMIZATION_IMAGES` it lowers optimization level
+    ``level``; and what would give it enough, as the set's size allows (``available``: the images the
+    calibration set holds, None where not known). None when the count is enough."""
+    needed = defaults.DFC_FULL_OPTIMIZATION_IMAGES
+    if count >= needed:
+        return None
+    if available is None or available >= needed:
+        remedy = f"give --calibration-count {needed} or more images"
+    else:
+        larger = f"{needed} need a larger set (--calibration DIR)"
+        taken = "this set holds no more" if available <= count else f"--calibration-count {available} takes all of it"
+        remedy = f"{taken}; {larger}"
+    return (
+        f"{count} calibration images, below the {needed} the Dataflow Compiler wants for optimization level "
+        f"{level}: it lowers the level and says so only in its log, so the quantization is optimized less "
+        f"(scores and boxes may drift from the float model); {remedy}"
+    )

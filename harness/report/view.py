@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.core import defaults
 from harness.core.path_names import PathKind
 from harness.inputs.demo import SHIPPED_GOLDEN
-from harness.verdict.hef_checks import DEFAULT_MIN_SCORE_CAP
 
 
 @dataclass(frozen=True)
@@ -444,7 +444,7 @@ def cap_notes(paths: Sequence[dict[str, Any]]) -> list[str]:
         "score, as after calibrating on images without the classes."
         for p in paths
         if p.get("highest_score") is not None
-        and p["highest_score"] < DEFAULT_MIN_SCORE_CAP
+        and p["highest_score"] < defaults.MIN_SCORE_CAP
         and p["box_counts"]["total"]
     ]
 

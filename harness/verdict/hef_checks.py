@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
@@ -20,10 +21,6 @@ from harness.inputs.export_facts import ExportFacts
 from harness.inputs.hef.inspect import sigmoid
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo
 from harness.inputs.hef.ultralytics import METADATA, NMS_CONFIG, UltralyticsExport
-
-# A class output that cannot represent a score above this was calibrated without (enough)
-# positives: every detection is capped below it (the field report's 64 off-domain frames).
-DEFAULT_MIN_SCORE_CAP = 0.9
 
 
 @dataclass(frozen=True)
@@ -35,7 +32,7 @@ class CheckContext:
     model: ExportFacts | None = None
     dataset_names: tuple[str, ...] | None = None
     eval_score_threshold: float | None = None
-    min_score_cap: float = DEFAULT_MIN_SCORE_CAP
+    min_score_cap: float = defaults.MIN_SCORE_CAP
     export: UltralyticsExport | None = None  # the HEF given as an Ultralytics export folder
 
     def __post_init__(self) -> None:

@@ -14,9 +14,10 @@ import onnx
 import pytest
 from PIL import Image
 
-from harness.backends.dfc.compiler import DfcNotInstalled, calibration_shortfall
+from harness.backends.dfc.compiler import DfcNotInstalled
 from harness.cli.commands import compile as compile_command
 from harness.core.errors import HarnessError
+from harness.inputs.calibration import calibration_shortfall
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, find_yolo26_heads, load_model

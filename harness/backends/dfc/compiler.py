@@ -103,29 +103,6 @@ def sdk_version(sdk: ModuleType) -> str:
         return "unknown"
 
 
-def calibration_shortfall(
-    count: int, level: int = defaults.DFC_OPTIMIZATION_LEVEL, available: int | None = None
-) -> str | None:
-    """What the DFC will do with ``count`` calibration images that it does not say until its log:
-    below :data:`~harness.core.defaults.DFC_FULL_OPTIMIZATION_IMAGES` it lowers optimization level
-    ``level``; and what would give it enough, as the set's size allows (``available``: the images the
-    calibration set holds, None where not known). None when the count is enough."""
-    needed = defaults.DFC_FULL_OPTIMIZATION_IMAGES
-    if count >= needed:
-        return None
-    if available is None or available >= needed:
-        remedy = f"give --calibration-count {needed} or more images"
-    else:
-        larger = f"{needed} need a larger set (--calibration DIR)"
-        taken = "this set holds no more" if available <= count else f"--calibration-count {available} takes all of it"
-        remedy = f"{taken}; {larger}"
-    return (
-        f"{count} calibration images, below the {needed} the Dataflow Compiler wants for optimization level "
-        f"{level}: it lowers the level and says so only in its log, so the quantization is optimized less "
-        f"(scores and boxes may drift from the float model); {remedy}"
-    )
-
-
 @dataclass(frozen=True)
 class LogSign:
     pattern: str  # regular expression, case-insensitive, searched in each log line

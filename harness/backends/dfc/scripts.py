@@ -439,7 +439,7 @@ def render_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference
     they are left out here on purpose, so that this script stays the Model Zoo's: level 2 is the DFC's
     default (:data:`~harness.core.defaults.DFC_OPTIMIZATION_LEVEL`), which it lowers itself with too few
     images or no GPU, and the compile warns of that before it starts
-    (:func:`~harness.backends.dfc.compiler.calibration_shortfall`)."""
+    (:func:`~harness.inputs.calibration.calibration_shortfall`)."""
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [f"normalization1 = normalization([{mean}], [{std}])"]
     lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in pairs(facts)]

@@ -26,7 +26,6 @@ from pathlib import Path
 from harness.backends.dfc.compiler import (
     HW_ARCHS,
     CompileRequest,
-    calibration_shortfall,
     compile_hef,
     load_sdk,
     write_checked_scripts,
@@ -48,7 +47,7 @@ from harness.core.checks import CheckResult
 from harness.core.documents import read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
-from harness.inputs.calibration import calibration_paths, calibration_size
+from harness.inputs.calibration import calibration_paths, calibration_shortfall, calibration_size
 from harness.inputs.export_facts import ExportFacts
 from harness.pipeline.options import add_options
 

@@ -48,8 +48,7 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
         named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
         where = f"the demo set's {named} frames" if named else "the folder"
         note = f"{count} images of {where} {source} (the emulator's quantization ranges)"
-    from harness.backends.dfc import calibration_shortfall
-    from harness.inputs.calibration import calibration_size
+    from harness.inputs.calibration import calibration_shortfall, calibration_size
 
     shortfall = calibration_shortfall(count, available=calibration_size(source))
     return f"{note}; a HEF compiled from them: {shortfall}" if shortfall else note

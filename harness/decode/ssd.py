@@ -148,14 +148,21 @@ def _clip(values: np.ndarray, top: float) -> np.ndarray:
     return np.where(values >= F(top), F(top), np.where(values <= F(0), F(0), values))
 
 
+def _expf(x: np.ndarray) -> np.ndarray:
+    """``expf`` of float32 ``x`` as glibc computes it, correctly rounded in all but rare cases: the float64
+    exponential rounded to float32 (numpy's float32 ``exp`` can be an ulp off it, which a box corner near 0
+    makes many ulps)."""
+    with np.errstate(over="ignore"):
+        return np.exp(x.astype(np.float64)).astype(F)
+
+
 def _boxes(t: np.ndarray, anchor: np.ndarray, centre: np.ndarray, grid: tuple[int, int], ssd: SsdConfig) -> np.ndarray:
     """Regression rows ``t`` ``(N, 4)`` -> boxes xyxy, fractions of the input (float32, HailoRT's operations)."""
     ty, tx, th, tw = (t[:, i] for i in ssd.box_indices)
     centres, dimensions = F(ssd.centers_scale_factor), F(ssd.bbox_dimensions_scale_factor)
     wa, ha = anchor[:, 0], anchor[:, 1]
-    with np.errstate(over="ignore"):
-        w = np.exp(tw / dimensions) * wa
-        h = np.exp(th / dimensions) * ha
+    w = _expf(tw / dimensions) * wa
+    h = _expf(th / dimensions) * ha
     x_centre = (tx / centres) * wa + centre[:, 0]
     y_centre = (ty / centres) * ha + centre[:, 1]
     half_w, half_h = w / F(2), h / F(2)

@@ -51,15 +51,14 @@ def ssd_configs(draw, layers: int, nc: int) -> SsdConfig:
 
 @st.composite
 def ssd_heads(draw, kinds=KINDS):
-    """Per layer (largest grid first) a regression map (4 x na) and a class map (na x nc) under random names
-    in random order. Regression values raw offsets; class values all different (no ties): probabilities, or
-    UINT8/UINT16 codes of probabilities (regression codes with a quant info of their own)."""
+    """Per layer (largest grid first, the first of 20 cells at least) a regression map (4 x na) and a class map
+    (na x nc) under random names in random order. Regression values raw offsets; class values all different
+    (no ties): probabilities, or UINT8/UINT16 codes of probabilities (regression codes with a quant info of
+    their own)."""
     side = draw(st.sampled_from([64, 300]))
     layers = draw(st.integers(1, 3))
-    grids = sorted(
-        draw(st.lists(st.sampled_from(GRIDS), min_size=layers, max_size=layers, unique=True)),
-        key=lambda g: -g[0] * g[1],
-    )
+    smaller = st.lists(st.sampled_from(GRIDS[2:]), min_size=layers - 1, max_size=layers - 1, unique=True)
+    grids = [draw(st.sampled_from(GRIDS[:2])), *sorted(draw(smaller), key=lambda g: -g[0] * g[1])]
     nc = draw(st.sampled_from([1, 2, 3, 5]))
     ssd = draw(ssd_configs(layers, nc))
     kind = draw(st.sampled_from(kinds))

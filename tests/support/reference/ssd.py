@@ -5,6 +5,7 @@ formula: the box in fractions of the input, then scaled to input pixels."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -13,6 +14,14 @@ from harness.core.settings import SsdConfig
 from harness.core.specs import OutputSpec
 
 from support.reference.float32 import F, value
+
+
+def _expf(x: np.float32) -> np.float32:
+    """glibc's ``expf``, correctly rounded but in rare cases: the exponential in double, rounded to float32."""
+    try:
+        return F(math.exp(float(x)))
+    except OverflowError:
+        return F(np.inf)
 
 
 def _clip(n: np.float32, top: int) -> np.float32:
@@ -58,9 +67,8 @@ def reference_candidates(
                     ty = t[ty_i] / F(ssd.centers_scale_factor)
                     tw = t[tw_i] / F(ssd.bbox_dimensions_scale_factor)
                     th = t[th_i] / F(ssd.bbox_dimensions_scale_factor)
-                    with np.errstate(over="ignore"):
-                        w = np.exp(tw) * wa
-                        h = np.exp(th) * ha
+                    w = _expf(tw) * wa
+                    h = _expf(th) * ha
                     w_stride, h_stride = F(1) / F(width), F(1) / F(height)
                     x_centre = tx * wa + (F(col) * w_stride + F(0.5) * w_stride)
                     y_centre = ty * ha + (F(row) * h_stride + F(0.5) * h_stride)

@@ -161,7 +161,8 @@ class HeadLayout:
 
     @property
     def anchors(self) -> tuple[tuple[tuple[float, float], ...], ...]:
-        """Per stride, ascending, its anchors' ``(width, height)`` in input pixels (empty: anchor-free)."""
+        """Per stride, ascending, its anchors' ``(width, height)`` in input pixels (empty: anchor-free); per SSD
+        layer, largest grid first, as fractions of the input."""
         return tuple(level.anchors for level in self.levels)
 
     @property

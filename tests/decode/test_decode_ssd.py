@@ -255,6 +255,11 @@ def spec(name: str, shape: tuple[int, int, int]) -> OutputSpec:
         ([(4, 4, 8), (4, 4, 6), (2, 2, 4), (2, 2, 3)], ANCHORS[:1], r"2 grid\(s\) but anchors for 1 layer"),
         ([(4, 4, 8), (4, 4, 5)], ANCHORS[:1], r"4 x anchors box channels and anchors x nc class channels"),
         ([(4, 4, 8), (4, 4, 6)], (), r"an SSD head but no anchors given"),
+        (
+            [(4, 4, 8), (4, 4, 6), (2, 2, 4), (2, 2, 2)],
+            ANCHORS,
+            r"different class counts per anchor \(grid 4x4: 3, grid 2x2: 2\)",
+        ),
     ],
 )
 def test_outputs_that_are_not_the_configs_ssd_head_are_refused_naming_them(shapes, anchors, message):

@@ -49,12 +49,14 @@ class SsdConfig:
       input size (the ``w`` and ``h`` lists of one bbox decoder); a layer's regression map has 4 channels per
       anchor, its class map ``nc`` per anchor;
     - ``centers_scale_factor``, ``bbox_dimensions_scale_factor``: the centre offsets are divided by the
-      first, the log sizes by the second (10 and 5 in TensorFlow's SSD box coder);
+      first, the log sizes by the second (the training's box coder scales; hef.proto: "derived from
+      faster_rcnn architecture");
     - ``ty_index`` .. ``tw_index``: where each offset lies among an anchor's 4 regression channels;
     - ``background_class``: the class map's background channel, left out of the detections (the first or
       the last class; the first shifts every class id down by one); None: no background channel;
     - ``normalize_boxes``: HailoRT's clip of each corner to ``[0, grid width - 1]`` (``[0, grid height -
-      1]``) of the layer, which no HEF sets.
+      1]``) of the layer, which no HEF sets (libhailort/src/hef/hef.cpp, ``create_ssd_op_metadata``, leaves it
+      false).
     """
 
     anchors: tuple[tuple[tuple[float, float], ...], ...]

@@ -21,7 +21,11 @@ class HeadFamily(str, enum.Enum):
     - ``YOLOX``: YOLOX's anchor-free head: per stride a box map of 4 (``tx, ty, tw, th``), an objectness map of 1
       and a class map of nc, score = objectness x class, centre ``(t + cell) x stride``, size ``exp(t) x stride``,
       then NMS; HailoRT's YOLOX op decodes, reading the objectness and class maps as probabilities (it has no
-      sigmoid: the HEF holds it; hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp).
+      sigmoid: the HEF holds it; hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp);
+    - ``SSD``: an SSD head: per layer a regression map of ``4 x na`` channels and a class map of ``na x nc``
+      (its anchors and box coding given in a config, :class:`~harness.core.settings.SsdConfig`), every
+      (anchor, class) a candidate, then NMS; HailoRT's SSD op decodes, reading the class map as scores
+      (hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp).
 
     A YOLO26 HEF ends at the head convolutions: Ultralytics compiles it without the class sigmoid and
     without an NMS op, both run on the host (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``).
@@ -32,6 +36,7 @@ class HeadFamily(str, enum.Enum):
     YOLO26_ONE2MANY = "yolo26-one2many"
     YOLOV5 = "yolov5"
     YOLOX = "yolox"
+    SSD = "ssd"
 
     @property
     def host_postprocess(self) -> bool:
@@ -54,13 +59,18 @@ class HeadRole(str, enum.Enum):
     - ``ANCHORED``: box, objectness and class channels of every anchor of a stride in one map
       (YOLOv5/YOLOv7: ``na x (5 + nc)`` channels, anchor-major: per anchor x, y, w, h, objectness, then
       the nc class scores; hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``X_INDEX`` ..
-      ``CLASSES_START_INDEX``).
+      ``CLASSES_START_INDEX``);
+    - ``ANCHOR_BOXES``: an SSD layer's regression map, 4 channels per anchor (ty, tx, th, tw in the order the
+      config gives), anchor-major (hailort: libhailort/src/net_flow/ops/ssd_post_process.cpp, ``reg_idx``);
+    - ``ANCHOR_CLASSES``: an SSD layer's class map, nc channels per anchor, anchor-major (``cls_idx``).
     """
 
     BOX = "box"
     CLASS = "class"
     OBJECTNESS = "objectness"
     ANCHORED = "anchored"
+    ANCHOR_BOXES = "anchor-boxes"
+    ANCHOR_CLASSES = "anchor-classes"
 
 
 @dataclass(frozen=True)

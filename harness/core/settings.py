@@ -7,11 +7,12 @@ difference alone looks like a regression, so it is an error, never a number.)
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.core import defaults
-from harness.core.documents import Fields
+from harness.core.documents import DocumentError, Fields
 from harness.core.errors import HarnessError
 
 
@@ -31,6 +32,120 @@ class NmsMode(str, enum.Enum):
     ULTRALYTICS = "ultralytics"
 
 
+# The regression channels' order HailoRT's SSD op takes where a HEF gives none: ty, tx, th, tw
+# (hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp, ``DEFAULT_Y_OFFSET_IDX`` .. ``DEFAULT_W_OFFSET_IDX``;
+# libhailort/src/hef/hef.cpp, ``create_ssd_op_metadata``).
+SSD_BOX_INDICES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class SsdConfig:
+    """How an SSD head's boxes are coded: what HailoRT's SSD op is configured with, and what no ONNX graph
+    holds (hailort: libhailort/src/net_flow/ops_metadata/ssd_op_metadata.hpp, ``SSDPostProcessConfig``;
+    libhailort/hef.proto, ``ProtoHEFSSDNmsOp``, ``ProtoHEFSSDBboxDecoder``; nms_op_metadata.hpp,
+    ``background_removal``).
+
+    - ``anchors``: per layer, largest grid first, each anchor's ``(width, height)`` as a fraction of the
+      input size (the ``w`` and ``h`` lists of one bbox decoder); a layer's regression map has 4 channels per
+      anchor, its class map ``nc`` per anchor;
+    - ``centers_scale_factor``, ``bbox_dimensions_scale_factor``: the centre offsets are divided by the
+      first, the log sizes by the second (the training's box coder scales; hef.proto: "derived from
+      faster_rcnn architecture");
+    - ``ty_index`` .. ``tw_index``: where each offset lies among an anchor's 4 regression channels;
+    - ``background_class``: the class map's background channel, left out of the detections (the first or
+      the last class; the first shifts every class id down by one); None: no background channel;
+    - ``normalize_boxes``: HailoRT's clip of each corner to ``[0, grid width - 1]`` (``[0, grid height -
+      1]``) of the layer, which no HEF sets (libhailort/src/hef/hef.cpp, ``create_ssd_op_metadata``, leaves it
+      false).
+    """
+
+    anchors: tuple[tuple[tuple[float, float], ...], ...]
+    centers_scale_factor: int
+    bbox_dimensions_scale_factor: int
+    ty_index: int = SSD_BOX_INDICES[0]
+    tx_index: int = SSD_BOX_INDICES[1]
+    th_index: int = SSD_BOX_INDICES[2]
+    tw_index: int = SSD_BOX_INDICES[3]
+    background_class: int | None = None
+    normalize_boxes: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.anchors or not all(self.anchors):
+            raise SsdConfigError(
+                f"SSD config: anchors {self.anchors!r}; expected per layer at least one (width, height) anchor"
+            )
+        for i, layer in enumerate(self.anchors):
+            for anchor in layer:
+                if len(anchor) != 2 or not all(math.isfinite(v) and v > 0 for v in anchor):
+                    raise SsdConfigError(
+                        f"SSD config: anchors[{i}] holds {anchor!r}; expected (width, height), two finite numbers > 0"
+                    )
+        for field in ("centers_scale_factor", "bbox_dimensions_scale_factor"):
+            if getattr(self, field) < 1:
+                raise SsdConfigError(f"SSD config: {field} is {getattr(self, field)}; expected an integer >= 1")
+        if sorted(self.box_indices) != list(SSD_BOX_INDICES):
+            raise SsdConfigError(
+                f"SSD config: ty, tx, th, tw indices {self.box_indices}; expected each of 0, 1, 2, 3 once"
+            )
+        if self.background_class is not None and self.background_class < 0:
+            raise SsdConfigError(f"SSD config: background_class is {self.background_class}; expected an index >= 0")
+
+    @property
+    def box_indices(self) -> tuple[int, int, int, int]:
+        """The regression channels of ty, tx, th, tw within an anchor's 4."""
+        return (self.ty_index, self.tx_index, self.th_index, self.tw_index)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str, path: str = "") -> SsdConfig:
+        """An SSD config file's content (JSON or YAML, read by :mod:`harness.core.documents`), in the words of
+        HailoRT's HEF (hailort: libhailort/hef.proto, ``ProtoHEFSSDNmsOp``)::
+
+            centers_scale_factor: 10
+            bbox_dimensions_scale_factor: 5
+            ty: 0                            # optional, with tx, th, tw: 0, 1, 2, 3
+            background_removal_index: 0      # optional: no background channel where absent
+            normalize_boxes: false           # optional
+            bbox_decoders:                   # one per layer, largest grid first
+              - {w: [0.1, 0.14, 0.07], h: [0.1, 0.07, 0.14]}
+
+        Errors name ``source`` and the key path."""
+        f = Fields(data, source, path)
+        anchors = []
+        for decoder in f.objects("bbox_decoders"):
+            widths = decoder.value("w", _is_sizes, "a non-empty list of numbers > 0 (fractions of the input width)")
+            heights = decoder.value("h", _is_sizes, "a non-empty list of numbers > 0 (fractions of the input height)")
+            if len(widths) != len(heights):
+                decoder.fail("h", heights, f"as many heights as widths ({len(widths)})")
+            decoder.done()
+            anchors.append(tuple((float(w), float(h)) for w, h in zip(widths, heights, strict=True)))
+        if not anchors:
+            f.fail("bbox_decoders", [], "one bbox decoder per layer, largest grid first")
+        indices = tuple(
+            f.integer(key, default, lo=0, hi=3)
+            for key, default in zip(("ty", "tx", "th", "tw"), SSD_BOX_INDICES, strict=True)
+        )
+        try:
+            config = cls(
+                anchors=tuple(anchors),
+                centers_scale_factor=f.integer("centers_scale_factor", lo=1),
+                bbox_dimensions_scale_factor=f.integer("bbox_dimensions_scale_factor", lo=1),
+                ty_index=indices[0],
+                tx_index=indices[1],
+                th_index=indices[2],
+                tw_index=indices[3],
+                background_class=f.integer("background_removal_index", None, lo=0),
+                normalize_boxes=f.boolean("normalize_boxes", False),
+            )
+        except SsdConfigError as error:
+            raise DocumentError(f"{source}: {error}") from None
+        f.done()
+        return config
+
+
+class SsdConfigError(HarnessError):
+    """An SSD head's box coding (:class:`SsdConfig`) that HailoRT's SSD op could not take."""
+
+
 @dataclass(frozen=True)
 class DecodeConfig:
     input_hw: tuple[int, int]
@@ -47,6 +162,8 @@ class DecodeConfig:
     # pixels, as HailoRT's YOLOv5 op config holds them (hailort: libhailort/src/net_flow/ops_metadata/
     # yolov5_op_metadata.hpp, ``YoloPostProcessConfig::anchors``); read from the export or its HEF.
     anchors: tuple[tuple[tuple[float, float], ...], ...] = ()
+    # An SSD head (HeadFamily.SSD): its anchors and box coding, given in a config file (no graph holds them).
+    ssd: SsdConfig | None = None
 
 
 class Preprocess(str, enum.Enum):
@@ -181,6 +298,14 @@ def _is_count(value: Any) -> bool:
 def _is_ids(value: Any) -> bool:
     """Model class ids, or -1 for a dataset class left out (harness.inputs.dataset.LEFT_OUT)."""
     return isinstance(value, list) and all(_is_count(v) and v >= -1 for v in value)
+
+
+def _is_sizes(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(_is_number(v) and v > 0 for v in value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _one_of(kind: type[enum.Enum]) -> Any:

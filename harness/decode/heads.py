@@ -1,7 +1,7 @@
 """Each head family's module as the harness uses it: how its layout is read from output specs, and its decoder.
 
 A family is one module of :mod:`harness.decode` (:mod:`~harness.decode.yolo`, :mod:`~harness.decode.yolo26`,
-:mod:`~harness.decode.yolov5`) registered here once.
+:mod:`~harness.decode.yolov5`, :mod:`~harness.decode.yolox`, :mod:`~harness.decode.ssd`) registered here once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
 from harness.core.specs import OutputSpec
-from harness.decode import yolo, yolo26, yolov5, yolox
+from harness.decode import ssd, yolo, yolo26, yolov5, yolox
 from harness.decode.layout import HeadLayout
 
 Decode = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
@@ -42,6 +42,7 @@ _FAMILIES: dict[HeadFamily, Family] = {
     HeadFamily.YOLO26_ONE2MANY: Family(_anchor_free(yolo26.layout), yolo26.decode_one2many),
     HeadFamily.YOLOV5: Family(yolov5.layout, yolov5.decode),
     HeadFamily.YOLOX: Family(_anchor_free(yolox.layout), yolox.decode),
+    HeadFamily.SSD: Family(ssd.layout, ssd.decode),
 }
 
 
@@ -53,6 +54,7 @@ def decoder(family: HeadFamily) -> Decode:
 def head_layout(
     family: HeadFamily, specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], anchors: Anchors = ()
 ) -> HeadLayout:
-    """The layout of ``family``'s outputs ``specs`` (``anchors``: per stride, for an anchor-based family);
+    """The layout of ``family``'s outputs ``specs`` (``anchors``: per stride, for an anchor-based family; per
+    layer, largest grid first, ``SsdConfig.anchors`` for SSD);
     a :class:`~harness.core.errors.HeadPairingError` naming the outputs where they are not that family's heads."""
     return _FAMILIES[family].layout(specs, input_hw, anchors)

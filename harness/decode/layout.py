@@ -55,7 +55,9 @@ class Level:
     """The outputs of one stride: its box map (4 x reg_max channels), its class map (nc) and, in a
     family that has them, its objectness map and its anchors' ``(width, height)`` in input pixels.
     In an anchor-based head (YOLOv5/YOLOv7) one ``ANCHORED`` map holds all three: ``box``, ``classes``
-    and ``objectness`` are that one output (:attr:`anchored`)."""
+    and ``objectness`` are that one output (:attr:`anchored`). In an SSD head the box and class maps hold
+    per anchor 4 and nc channels (:attr:`per_anchor`), the anchors' ``(width, height)`` as fractions of the
+    input."""
 
     stride: int
     grid: tuple[int, int]
@@ -68,6 +70,11 @@ class Level:
     def anchored(self) -> bool:
         """Whether one map holds every anchor's box, objectness and class channels."""
         return self.box.role is HeadRole.ANCHORED
+
+    @property
+    def per_anchor(self) -> bool:
+        """Whether the box and class maps hold 4 and nc channels per anchor (SSD)."""
+        return self.box.role is HeadRole.ANCHOR_BOXES
 
     @property
     def outputs(self) -> tuple[HeadOutput, ...]:
@@ -87,12 +94,14 @@ class Level:
     @property
     def reg_max(self) -> int:
         """Bins per box side: 1 where the box map holds the distances (or offsets) themselves."""
-        return 1 if self.anchored else self.box.channels // 4
+        return 1 if self.anchored or self.per_anchor else self.box.channels // 4
 
     @property
     def classes_count(self) -> int:
         """nc: the class map's channels, or an anchored map's per anchor less its 5 box and objectness."""
-        return self.classes.channels // len(self.anchors) - 5 if self.anchored else self.classes.channels
+        if self.anchored:
+            return self.classes.channels // len(self.anchors) - 5
+        return self.classes.channels // len(self.anchors) if self.per_anchor else self.classes.channels
 
     @property
     def cells(self) -> int:
@@ -108,13 +117,16 @@ class HeadLayout:
     def __post_init__(self) -> None:
         if not self.levels:
             raise HeadPairingError("no outputs given: expected a box head and a class head per stride")
-        if len({level.anchored for level in self.levels}) != 1:
+        if len({level.box.role for level in self.levels}) != 1:
             raise HeadPairingError(
-                f"outputs {_describe(self.outputs)}: some strides have one anchored map, others box and class maps; "
-                f"expected one kind of head"
+                f"outputs {_describe(self.outputs)}: some strides have one anchored map, others box and class maps, "
+                f"or box maps of another kind; expected one kind of head"
             )
         if self.anchored:
             _check_anchored(self.levels)
+            return
+        if self.levels[0].per_anchor:
+            _check_per_anchor(self.levels)
             return
         for field, channels in (
             ("box heads (4 * reg_max)", [level.box.channels for level in self.levels]),
@@ -149,7 +161,8 @@ class HeadLayout:
 
     @property
     def anchors(self) -> tuple[tuple[tuple[float, float], ...], ...]:
-        """Per stride, ascending, its anchors' ``(width, height)`` in input pixels (empty: anchor-free)."""
+        """Per stride, ascending, its anchors' ``(width, height)`` in input pixels (empty: anchor-free); per SSD
+        layer, largest grid first, as fractions of the input."""
         return tuple(level.anchors for level in self.levels)
 
     @property
@@ -172,6 +185,23 @@ def _check_anchored(levels: tuple[Level, ...]) -> None:
     if len(set(counts)) != 1:
         found = ", ".join(f"stride {v.stride}: {c}" for v, c in zip(levels, counts, strict=True))
         raise HeadPairingError(f"anchored maps hold different class counts ({found}); expected one for all strides")
+
+
+def _check_per_anchor(levels: tuple[Level, ...]) -> None:
+    """Every SSD layer's box map holds 4 channels per anchor and its class map nc per anchor, one nc for all."""
+    counts = []
+    for level in levels:
+        na = len(level.anchors)
+        if na == 0 or level.box.channels != 4 * na or level.classes.channels % na or level.classes.channels < na:
+            raise HeadPairingError(
+                f"outputs {level.box.name!r} ({level.box.channels} channels) and {level.classes.name!r} "
+                f"({level.classes.channels} channels), grid {level.grid[0]}x{level.grid[1]}: {na} anchor(s); expected "
+                f"4 x anchors box channels and anchors x nc class channels, with at least one anchor and one class"
+            )
+        counts.append(level.classes.channels // na)
+    if len(set(counts)) != 1:
+        found = ", ".join(f"grid {v.grid[0]}x{v.grid[1]}: {c}" for v, c in zip(levels, counts, strict=True))
+        raise HeadPairingError(f"class maps hold different class counts per anchor ({found}); expected one for all")
 
 
 def _describe(outputs: Iterable[OutputSpec | HeadOutput]) -> str:

@@ -10,6 +10,7 @@ skip saying so, and with HARNESS_REQUIRE_HAILORT=VERSION[,VERSION] (as .ci/run s
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import json
@@ -29,9 +30,11 @@ from harness.backends.emulator.outputs import nms_spec
 from harness.backends.emulator.runner import nms_op
 from harness.core.errors import HefError
 from harness.core.head_family import HeadFamily
-from harness.core.settings import DecodeConfig, NmsMode
-from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
+from harness.core.settings import DecodeConfig, NmsMode, SsdConfig
+from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.decode.heads import decoder
 from harness.formats.layout import device_to_host, frame_bytes, host_to_device, padded_shape
+from harness.formats.nms_buffer import BBOX_PARAMS, encode_nms_by_class
 from harness.formats.quant import dequantize, quantize
 from harness.inputs.hef.inspect import render_text
 from harness.inputs.hef.reader import DEFAULT_HOST_ORDER, HefInfo, StreamInfo, VStreamInfo, parse_hef
@@ -808,3 +811,163 @@ def test_hailorts_yolov5_nms_op_writes_the_nms_by_class_buffer_the_emulator_writ
     specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in heads}
     ours = nms_op(raw, specs, config, nms_spec(classes, config.max_per_class), HeadFamily.YOLOV5)
     assert_same_nms_buffer(theirs, ours, classes)  # HailoRT's boxes normalised by the grid and the image
+
+
+# ----------------------------------------------------------------------------------- the SSD NMS op
+
+
+@pytest.fixture(scope="module")
+def ssd_op(build, tmp_path_factory) -> Iterator[NmsOpDriver]:
+    """HailoRT's SSDPostProcessOp (tests/support/hailort_oracle/ssd_nms.cpp)."""
+    op = NmsOpDriver(build, tmp_path_factory.mktemp(f"ssd-nms-{build.version}"), ORACLE / "ssd_nms.cpp")
+    yield op
+    op.driver.close()
+
+
+def ssd_request(heads: Sequence[Head], classes: int, config: DecodeConfig, dtype: np.dtype) -> bytes:
+    """One frame for ssd_nms.cpp: the NMS settings and ``config.ssd``, then per layer its anchors, its regression
+    head and its class head (``heads``: regression, class, per layer in ``config.ssd.anchors``' order)."""
+    ssd = config.ssd
+    assert ssd is not None
+    h, w = config.input_hw
+    background = -1 if ssd.background_class is None else ssd.background_class
+    fields = [classes, config.max_per_class, repr(config.score_threshold), repr(config.iou_threshold), h, w,
+              int(FORMAT_TYPE[dtype]), ssd.centers_scale_factor, ssd.bbox_dimensions_scale_factor, *ssd.box_indices,
+              background, int(ssd.normalize_boxes), len(ssd.anchors)]  # fmt: skip
+    lines = [" ".join(map(str, fields)).encode() + b"\n"]
+    for i, head in enumerate(heads):
+        if i % 2 == 0:
+            group = ssd.anchors[i // 2]
+            lines.append(" ".join(map(str, [len(group), *(repr(v) for pair in group for v in pair)])).encode() + b"\n")
+        q = head.quant
+        numbers = [*head.shape, *head.padded, *(repr(v) for v in (q.zero_point, q.scale, q.limvals_min, q.limvals_max))]
+        lines.append(" ".join(map(str, [*numbers, len(head.frame)])).encode() + b"\n" + head.frame)
+    return b"".join(lines)
+
+
+def ssd_frame(
+    rng: np.random.Generator, dtype: np.dtype, grids: Sequence[tuple[int, int]], classes: int, ssd: SsdConfig
+) -> list[Head]:
+    """Per layer an SSD regression head (4 x na, offsets within +-3) and class head (na x classes, scores as the
+    HEF leaves them), the class codes drawn without repeats (HailoRT's std::sort leaves the order of equal
+    scores to libstdc++, see nms_frames)."""
+    top = np.iinfo(dtype).max
+    sizes = [gh * gw * len(a) * classes for (gh, gw), a in zip(grids, ssd.anchors, strict=True)]
+    distinct = np.split(rng.choice(top + 1, sum(sizes), replace=False).astype(dtype), np.cumsum(sizes)[:-1])
+    score_quant = QuantInfo(0.0, float(np.float32(1 / top)), 0.0, 1.0)  # the op reads scores: no activation
+    heads = []
+    for i, ((gh, gw), group, scores) in enumerate(zip(grids, ssd.anchors, distinct, strict=True)):
+        zp = int(rng.integers(0, top, endpoint=True))
+        scale = float(np.float32(6 / top))
+        reg_quant = QuantInfo(float(zp), scale, (0 - zp) * scale, (top - zp) * scale)
+        maps = (
+            ("reg", rng.integers(0, top, (gh, gw, 4 * len(group)), endpoint=True, dtype=dtype), reg_quant),
+            ("cls", scores.reshape(gh, gw, len(group) * classes), score_quant),
+        )
+        for kind, values, quant in maps:
+            padded = padded_shape(FormatOrder.NHCW, values.shape, dtype)
+            frame = host_to_device(values, FormatOrder.NHCW, padded).tobytes()
+            heads.append(Head(f"{kind}{i}", 0, values.shape, padded, quant, frame))
+    return heads
+
+
+@st.composite
+def ssd_frames(draw):
+    """An SSD detector's heads on 1 to 3 layers with 1 to 3 anchors each (float32 fractions of the input), its
+    box coding (scale factors, channel order, background class, HailoRT's clip) and NMS settings. The input is
+    a power of two, so that the harness's pixels and HailoRT's fractions are the same floats scaled exactly."""
+    dtype = np.dtype(draw(st.sampled_from([np.uint8, np.uint16])))
+    small = dtype == np.uint8  # 256 codes: 14 cells x 2 anchors x 3 classes at most
+    layers = draw(st.integers(1, 3))
+    grids = [((3, 3), (2, 2), (1, 1)), ((8, 8), (5, 3), (2, 2))][not small][:layers]
+    classes = draw(st.sampled_from([1, 2, 3] if small else [1, 2, 3, 5, 6]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    most = 2 if small else 3
+    anchors = tuple(
+        tuple((float(np.float32(wa)), float(np.float32(ha))) for wa, ha in rng.uniform(0.05, 0.9, (n, 2)))
+        for n in (draw(st.integers(1, most)) for _ in range(layers))
+    )
+    ty, tx, th, tw = draw(st.permutations([0, 1, 2, 3]))
+    ssd = SsdConfig(
+        anchors,
+        centers_scale_factor=draw(st.sampled_from([1, 10])),
+        bbox_dimensions_scale_factor=draw(st.sampled_from([1, 5])),
+        ty_index=ty,
+        tx_index=tx,
+        th_index=th,
+        tw_index=tw,
+        background_class=draw(st.sampled_from([None, 0, classes - 1] if classes > 1 else [None])),
+        normalize_boxes=draw(st.booleans()),
+    )
+    side = draw(st.sampled_from([64, 256]))
+    config = DecodeConfig(
+        input_hw=(side, side),
+        score_threshold=draw(st.sampled_from([0.2, 0.5, 0.9])),
+        iou_threshold=draw(st.sampled_from([0.45, 0.7])),
+        max_per_class=draw(st.sampled_from([3, 100])),
+        mode=NmsMode.HAILORT,
+        ssd=ssd,
+    )
+    return ssd_frame(rng, dtype, grids, classes, ssd), classes, config, dtype
+
+
+def harness_ssd_buffer(heads: Sequence[Head], classes: int, config: DecodeConfig, dtype: np.dtype) -> np.ndarray:
+    """The harness decoder's NMS_BY_CLASS buffer of one frame (the background class left out)."""
+    assert config.ssd is not None
+    kept = classes - (config.ssd.background_class is not None)
+    raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, dtype, h.padded) for h in heads}
+    specs = {h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in heads}
+    spec = OutputSpec("ssd_nms_postprocess", (kept, BBOX_PARAMS, config.max_per_class), FormatOrder.NMS_BY_CLASS,
+                      FormatType.FLOAT32, nms=NmsShape(kept, config.max_per_class))  # fmt: skip
+    return encode_nms_by_class(decoder(HeadFamily.SSD)(raw, specs, config), spec, config.input_hw)
+
+
+def hailort_ssd_buffer(
+    op: NmsOpDriver, heads: Sequence[Head], classes: int, config: DecodeConfig, dtype: np.dtype, size: int
+) -> bytes:
+    """HailoRT's NMS_BY_CLASS buffer of one frame, its first ``size`` floats. HailoRT writes a count for every
+    class of the class map, the background's too (always 0: the last class once the classes after a first
+    background move down, hailort: ssd_post_process.hpp, ``extract_bbox_classes``), past the classes its
+    vstream declares (nms_post_process.cpp, ``nms_info``: one class fewer); what lies past ``size`` is checked
+    zero."""
+    status, theirs = op.driver.exchange(ssd_request(heads, classes, config, dtype))
+    assert status == 0, f"HailoRT status {status}"
+    array = np.frombuffer(theirs, np.float32)
+    assert not array[size:].any()
+    return array[:size].tobytes()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)  # the same frames every run
+@given(frame=ssd_frames())
+def test_hailorts_ssd_nms_op_writes_the_nms_by_class_buffer_the_harness_decoder_writes(ssd_op, frame):
+    heads, classes, config, dtype = frame
+    ours = harness_ssd_buffer(heads, classes, config, dtype)
+    theirs = hailort_ssd_buffer(ssd_op, heads, classes, config, dtype, ours.size)
+    assert config.ssd is not None
+    assert_same_nms_buffer(theirs, ours, classes - (config.ssd.background_class is not None))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"ty_index": 1, "tx_index": 0}, id="ty-and-tx-swapped"),
+        pytest.param({"th_index": 3, "tw_index": 2}, id="th-and-tw-swapped"),
+        pytest.param({"centers_scale_factor": 1}, id="centres-not-scaled"),
+        pytest.param({"bbox_dimensions_scale_factor": 1}, id="sizes-not-scaled"),
+        pytest.param({"anchors": (((0.4, 0.2), (0.25, 0.5)), ((0.3, 0.6),))}, id="anchors-height-width"),
+        pytest.param({"background_class": 2}, id="background-last-not-first"),
+    ],
+)
+def test_a_decoder_with_a_wrong_ssd_coding_writes_another_buffer_than_hailorts(ssd_op, change):
+    """The comparison above can fail: one frame decoded right equals HailoRT's buffer; decoded with each
+    mistake of the coding, it does not."""
+    ssd = SsdConfig((((0.2, 0.4), (0.5, 0.25)), ((0.6, 0.3),)), 10, 5, background_class=0)
+    dtype = np.dtype(np.uint16)
+    heads = ssd_frame(np.random.default_rng(11), dtype, ((8, 8), (4, 4)), 3, ssd)
+    config = DecodeConfig((256, 256), score_threshold=0.5, iou_threshold=0.45, max_per_class=100, ssd=ssd)
+    ours = harness_ssd_buffer(heads, 3, config, dtype)
+    theirs = hailort_ssd_buffer(ssd_op, heads, 3, config, dtype, ours.size)
+    assert_same_nms_buffer(theirs, ours, 2)
+    mistaken = harness_ssd_buffer(heads, 3, dataclasses.replace(config, ssd=dataclasses.replace(ssd, **change)), dtype)
+    with pytest.raises(AssertionError):
+        assert_same_nms_buffer(theirs, mistaken, 2)

@@ -1,13 +1,17 @@
 """A HEF written field by field with the protobuf wire format, for the reader's tests: a v0 header (size,
 MD5) around a proto of one network group whose core outputs are boundary edge layers and whose NMS op
-(YOLOv8's or YOLOv5's, ``bbox_decoding_only`` or not) names them by pad. Field numbers are hef.proto's
+(YOLOv8's or YOLOv5's, ``bbox_decoding_only`` or not) names them by pad; and a real HEF given such an
+op (:func:`with_bbox_only_op`), which HailoRT itself reads. Field numbers are hef.proto's
 (hailort: hailort/libhailort/hef.proto), as harness/inputs/hef/reader.py reads them."""
 
 from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from harness.inputs.hef.wire import read_varint
 
 
 def varint(value: int) -> bytes:
@@ -103,3 +107,73 @@ def nms_hef(
     group = field(1, field(1, "net")) + field(3, context) + field(8, op)
     proto = field(1, uint(1, 1)) + field(2, group)  # header.hw_arch 1 (HAILO8P)
     return v0_hef(proto)
+
+
+def _records(data: bytes) -> list[tuple[int, int, bytes]]:
+    """A message's records in order: (field number, wire type, the whole record's bytes)."""
+    out, pos = [], 0
+    while pos < len(data):
+        start = pos
+        key, pos = read_varint(data, pos, "record")
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = read_varint(data, pos, "record")
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            length, pos = read_varint(data, pos, "record")
+            pos += length
+        out.append((number, wire, data[start:pos]))
+    return out
+
+
+def _payload(record: bytes) -> bytes:
+    """The payload of a length-delimited record."""
+    _, pos = read_varint(record, 0, "record")
+    length, pos = read_varint(record, pos, "record")
+    return record[pos : pos + length]
+
+
+def _edited(data: bytes, number: int, edit: Callable[[bytes], bytes]) -> bytes:
+    """``data`` with each length-delimited record of field ``number`` replaced by ``edit(payload)``."""
+    return b"".join(
+        field(number, edit(_payload(record))) if n == number and wire == 2 else record
+        for n, wire, record in _records(data)
+    )
+
+
+def with_bbox_only_op(
+    hef: bytes, kind: str, classes: int, anchors: tuple[tuple[int, int], ...] = (), output_name: str = "bbox_only"
+) -> bytes:
+    """A v0 HEF of one network group with one core output (hef/hailo8_mnist_cnn.hef) made a net-flow HEF
+    whose ``kind`` NMS op, compiled ``bbox_decoding_only``, reads that output as its one decoder's box and
+    class stream (pad 0): the HAILO_NET_FLOW extension (13), the group's core op moved into ``ops`` with the
+    NMS op beside it, a pad edge from the core output to the op's input (hailort: libhailort/hef.proto;
+    src/hef/hef.cpp, fill_core_ops and create_ops_metadata read these)."""
+    proto = hef[32:]
+
+    def edge_layer(layer: bytes) -> bytes:
+        outgoing = any(n == 1 and r == uint(1, 1) for n, _, r in _records(layer))
+        return layer + uint(7, 0) if outgoing else layer  # pad_index 0 on the boundary output
+
+    def context(ctx: bytes) -> bytes:
+        return _edited(ctx, 3, lambda metadata: _edited(metadata, 2, edge_layer))
+
+    def group(old: bytes) -> bytes:
+        core = _edited(old, 3, context)
+        name = next(
+            _payload(_records(_payload(r))[0][2]) for n, _, r in _records(old) if n == 1
+        )  # network_group_metadata.network_group_name
+        decoder = Decoder(32, 0, 0, anchors)
+        detail = double(1, 32.0) + double(2, 32.0) + field(4, _decoder(kind, decoder))
+        if kind == "yolov8":
+            detail += uint(5, 4)
+        nms = double(1, 0.2) + double(2, 0.7) + uint(3, 100) + uint(4, classes) + uint(13, 1)
+        nms += field({"yolov5": 7, "yolov8": 12}[kind], detail)
+        core_op = field(1, name) + field(3, uint(1, 0)) + field(4, core)
+        nms_op = field(1, "nms") + field(2, uint(1, 1)) + field(3, uint(1, 2) + field(2, output_name)) + field(5, nms)
+        # the group keeps its metadata and output order: HailoRT names the group and orders its outputs by them
+        kept = b"".join(r for n, _, r in _records(old) if n in (1, 4))
+        return kept + field(8, core_op) + field(8, nms_op) + field(9, uint(1, 0) + uint(2, 1)) + field(10, name)
+
+    return v0_hef(_edited(proto, 2, group) + field(5, uint(1, 13)))

@@ -869,22 +869,36 @@ def test_a_bbox_only_hef_writes_the_bbox_only_op_of_its_raw_heads_and_the_host_n
     assert found > 0
 
 
-def test_a_yolov5_bbox_only_hef_writes_every_anchor_of_every_cell_with_its_objectness(
+def test_a_yolov5_bbox_only_hef_writes_every_anchor_of_every_cell_and_the_host_nms_keeps_what_the_op_keeps(
     yolov5_onnx: Path, images: dict[str, Path], cache_dir: Path, yolov5_hef: EmulatedHef
 ) -> None:
+    from harness.backends.emulator.outputs import nms_spec
+    from harness.backends.emulator.runner import nms_op
     from harness.core.head_family import HeadFamily
-    from harness.decode.bbox_only import bbox_only_op
+    from harness.core.settings import NmsMode
+    from harness.decode.bbox_only import bbox_only_op, decode_bbox_only
 
     bbox_hef = build_emulated_hef(yolov5_onnx, images["in_domain"], _bbox_only_options(), cache_dir)
     ((name, spec),) = bbox_hef.output_specs.items()
     assert name == "yolov5_nms_postprocess"
     assert spec.shape == (1, 2 * (8 * 8 + 4 * 4 + 2 * 2), 5 + 2)  # 2 anchors per cell, objectness then 2 classes
     heads = {h.name: h for h in yolov5_hef.heads}
+    config = _v5_config(mode=NmsMode.HAILORT, max_per_class=20)
+    op_spec = nms_spec(2, 20, HeadFamily.YOLOV5)
+    found = 0
     with EmulatorRunner(bbox_hef) as runner, EmulatorRunner(yolov5_hef) as raw_runner:
-        for frame in _v5_frames(images["val"])[:3]:
+        for frame in _v5_frames(images["val"]):
             buffer = runner.infer({"images": frame})[name]
-            expected = bbox_only_op(raw_runner.infer({"images": frame}), heads, _v5_config(), HeadFamily.YOLOV5)
-            np.testing.assert_array_equal(buffer, expected)
+            raw = raw_runner.infer({"images": frame})
+            np.testing.assert_array_equal(buffer, bbox_only_op(raw, heads, config, HeadFamily.YOLOV5))
+            # the host's NMS over it keeps what HailoRT's YOLOv5 NMS op keeps of the same heads
+            ours = decode_bbox_only(buffer, spec, config, HeadFamily.YOLOV5)
+            theirs = decode_nms(nms_op(raw, heads, config, op_spec, HeadFamily.YOLOV5), op_spec, V5_HW)
+            np.testing.assert_array_equal(ours.class_ids, theirs.class_ids)
+            np.testing.assert_array_equal(ours.scores, theirs.scores)
+            np.testing.assert_allclose(ours.boxes, theirs.boxes, atol=1e-3)
+            found += len(ours)
+    assert found > 0
 
 
 def test_the_bbox_only_op_is_refused_beside_the_nms_op_with_uint8_outputs_and_on_a_head_without_one(

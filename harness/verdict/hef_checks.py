@@ -3,6 +3,10 @@
 Each check is a pure function of a :class:`CheckContext` returning a :class:`CheckResult`; the
 pytest plugin turns each into its own test item. A failure names the field, the value found, the
 value expected and the fix.
+
+An NMS op compiled ``bbox_decoding_only`` (HailoRT's bbox-only op) is checked as the NMS op it is
+(classes, regression length or anchors, strides, pairing, sigmoid, box range): it decodes the same
+heads the same way; only its thresholds go unused, the host running the NMS (``score_threshold`` says so).
 """
 
 from __future__ import annotations
@@ -359,6 +363,16 @@ def check_score_threshold(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None:
         return CheckResult.skipped(name, "needs an NMS HEF")
+    if nms.bbox_decoding_only:
+        # hailort: libhailort/src/net_flow/ops/yolov8_bbox_only_post_process.cpp and
+        # yolov5_bbox_only_post_process.cpp write every proposal: no threshold, no NMS
+        at = f"{ctx.eval_score_threshold:g}" if ctx.eval_score_threshold is not None else "its score threshold"
+        return CheckResult.ok(
+            name,
+            f"NMS op {nms.name!r} decodes boxes only (bbox_decoding_only): HailoRT applies no threshold and runs "
+            f"no NMS (its compiled {nms.score_threshold:g} goes unused); the host must run the NMS, the "
+            f"evaluation's at {at}",
+        )
     if ctx.eval_score_threshold is None:
         return CheckResult.skipped(
             name, f"no --score-threshold given: an evaluation takes the HEF's compiled {nms.score_threshold:g}"

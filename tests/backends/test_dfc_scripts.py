@@ -1090,3 +1090,29 @@ def test_a_yolox_export_is_refused_by_compile_naming_its_head_not_an_internal_er
     onnx.save(yolox_export(side=64, nc=2), path)
     with pytest.raises(DfcScriptError, match=r"found the YOLOX head .* not of this one yet.*meta_arch=yolox"):
         onnx_facts(path)
+
+
+# ---------------------------------------------------------------------------------------------- bbox-only op
+
+
+def test_bbox_decoding_only_asks_the_model_script_for_the_bbox_only_op_with_the_nms_ops_own_config(
+    demo: ExportFacts, autoanchored: ExportFacts, tmp_path: Path
+) -> None:
+    """As the Model Zoo's yolov5s_bbox_decoding_only.alls: an argument of nms_postprocess; the NMS config
+    keeps its keys (yolov8s_bbox_decoding_only_nms_config.json). Both families' scripts validate and say
+    that the host must run the NMS."""
+    settings = NmsSettings(bbox_decoding_only=True)
+    for facts, write, meta_arch in ((demo, write_scripts, "yolov8"), (autoanchored, write_yolov5_scripts, "yolov5")):
+        names = placeholder_names(facts)
+        plain = write(tmp_path / f"{meta_arch}-nms", "m", facts, names, NmsSettings())
+        files = write(tmp_path / meta_arch, "m", facts, names, settings)
+        assert files.nms_json.read_text() == plain.nms_json.read_text()
+        command = f'nms_postprocess("m_nms_config.json", meta_arch={meta_arch}, engine=cpu, bbox_decoding_only=True)'
+        assert command in files.alls.read_text().splitlines()
+        assert "bbox_decoding_only" not in plain.alls.read_text()
+        table = table_from_names(facts, names, "placeholder")
+        results = {r.name: r for r in validate_files(files.alls, files.nms_json, facts, table)}
+        assert all(r.passed is not False for r in results.values()), failures(results.values())
+        assert "the host must run the NMS" in results["nms_postprocess"].message
+        said = {r.name: r for r in validate_files(plain.alls, plain.nms_json, facts, table)}
+        assert "the host must run the NMS" not in said["nms_postprocess"].message

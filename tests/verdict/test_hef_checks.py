@@ -212,3 +212,29 @@ def test_an_nms_op_of_another_head_than_the_exports_fails_naming_both(hef, v5_he
     r = _results(ctx)["anchors"]
     assert r.passed is False and "meta_arch" in r.message
     assert ("yolov5 (anchors)" in r.message) is v5_hef and ("yolov8 (anchor-free)" in r.message) is not v5_hef
+
+
+def test_a_bbox_only_op_is_held_to_the_export_as_the_nms_op_and_says_the_host_must_run_the_nms(hef):
+    bbox_only = _with_nms(hef, bbox_decoding_only=True)
+    results = _results(CheckContext(bbox_only, MODEL, ("a", "b", "c"), 0.25))
+    failed = {name for name, r in results.items() if r.passed is False}
+    assert failed == {"class_score_range"}  # as the NMS op's, and no threshold mismatch: none is compiled in
+    r = results["score_threshold"]
+    assert r.passed and "decodes boxes only" in r.message and "the host must run the NMS" in r.message
+    assert "0.25" in r.message and "compiled 0.2 goes unused" in r.message
+    nms_op = _with_nms(hef, score_threshold=0.5)  # the NMS op's threshold is applied: it must be the evaluation's
+    assert _results(CheckContext(nms_op, MODEL, None, 0.25))["score_threshold"].passed is False
+    wrong = _with_nms(bbox_only, regression_length=8, classes=80)
+    results = _results(CheckContext(wrong, MODEL))
+    assert results["regression_length"].passed is False and results["nms_classes_vs_onnx"].passed is False
+    swapped = bbox_only.network_groups[0].nms.bbox_decoders
+    swapped = (replace(swapped[0], stride=16), replace(swapped[1], stride=8), swapped[2])
+    assert _results(CheckContext(_with_nms(bbox_only, bbox_decoders=swapped)))["strides_vs_grids"].passed is False
+
+
+def test_a_yolov5_bbox_only_op_is_held_to_the_exports_anchors(hef):
+    op = _as_yolov5(hef, V5_ANCHORS)
+    bbox_only = _with_nms(op, bbox_decoding_only=True)
+    assert _results(CheckContext(bbox_only, yolov5_facts()))["anchors"].passed
+    evolved = (((12.4, 16.2), (19, 36), (40, 28)), *V5_ANCHORS[1:])
+    assert _results(CheckContext(bbox_only, yolov5_facts(anchors=evolved)))["anchors"].passed is False

@@ -73,11 +73,14 @@ class DfcScriptError(HarnessError):
 
 @dataclass(frozen=True)
 class NmsSettings:
-    """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100)."""
+    """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100).
+    ``bbox_decoding_only``: the op compiled to decode the boxes alone, the NMS left to the host (HailoRT's
+    bbox-only op); the thresholds then go unused."""
 
     score_threshold: float = defaults.SCORE_THRESHOLD
     iou_threshold: float = defaults.IOU_THRESHOLD
     max_proposals_per_class: int = defaults.MAX_PER_CLASS
+    bbox_decoding_only: bool = False
 
     def __post_init__(self) -> None:
         for option, value in (("score_threshold", self.score_threshold), ("iou_threshold", self.iou_threshold)):
@@ -431,8 +434,37 @@ def render_nms_json(config: Mapping[str, Any]) -> str:
     return json.dumps(config, indent=4) + "\n"
 
 
-def render_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
-    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU.
+# The model script asks for the bbox-only op with an argument of ``nms_postprocess``, its NMS config
+# being the NMS op's (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov5s_bbox_decoding_only.alls,
+# ``nms_postprocess(..., yolov5, engine=cpu, bbox_decoding_only=True)``;
+# cfg/postprocess_config/yolov8s_bbox_decoding_only_nms_config.json holds the NMS config's keys alone).
+BBOX_DECODING_ONLY = "bbox_decoding_only"
+
+
+def nms_command(reference: str, meta_arch: str, bbox_decoding_only: bool) -> str:
+    """The ``nms_postprocess`` command of a model script: the op on the CPU, decoding boxes only where asked."""
+    only = f", {BBOX_DECODING_ONLY}=True" if bbox_decoding_only else ""
+    return f'nms_postprocess("{reference}", meta_arch={meta_arch}, engine=cpu{only})'
+
+
+def decodes_boxes_only(alls: AllsScript) -> bool:
+    """Whether the script's ``nms_postprocess`` asks for the bbox-only op."""
+    return alls.nms_options.get(BBOX_DECODING_ONLY, "False") == "True"
+
+
+def nms_command_said(alls: AllsScript, meta_arch: str) -> str:
+    """The command as a passed check says it, and what a bbox-only op leaves to the host."""
+    said = f"nms_postprocess({alls.nms_reference!r}, meta_arch={meta_arch})"
+    if decodes_boxes_only(alls):
+        said += ", bbox_decoding_only: HailoRT decodes the boxes, the host must run the NMS"
+    return said
+
+
+def render_alls(
+    facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str, bbox_decoding_only: bool = False
+) -> str:
+    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU
+    (decoding boxes only with ``bbox_decoding_only``).
 
     As the Model Zoo's yolov8n.alls. Ultralytics' export_hailo writes the same commands and also
     ``model_optimization_flavor(optimization_level=2)`` and ``post_quantization_optimization(finetune, ...)``;
@@ -443,7 +475,7 @@ def render_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [f"normalization1 = normalization([{mean}], [{std}])"]
     lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in pairs(facts)]
-    lines.append(f'nms_postprocess("{nms_json_reference}", meta_arch=yolov8, engine=cpu)')
+    lines.append(nms_command(nms_json_reference, "yolov8", bbox_decoding_only))
     lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
     return "\n".join(lines) + "\n"
 
@@ -464,7 +496,7 @@ def write_scripts(
     nms_json = folder / f"{stem}_nms_config.json"
     write_atomic(nms_json, render_nms_json(nms_config(facts, names, settings)))
     files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_alls(facts, names, nms_json.name))
+    write_atomic(files.alls, render_alls(facts, names, nms_json.name, settings.bbox_decoding_only))
     write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
 
@@ -805,7 +837,7 @@ def _check_nms_postprocess(s: _Scripts) -> CheckResult:
             "yolov8 (the YOLOv8 / YOLO11 anchor-free decoder)",
             "set meta_arch=yolov8",
         )
-    return CheckResult.ok(name, f"nms_postprocess({s.alls.nms_reference!r}, meta_arch=yolov8)")
+    return CheckResult.ok(name, nms_command_said(s.alls, "yolov8"))
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (

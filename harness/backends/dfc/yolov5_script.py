@@ -44,6 +44,8 @@ from harness.backends.dfc.scripts import (
     check_named_layers,
     check_normalization,
     decoder_name,
+    nms_command,
+    nms_command_said,
     parse_alls,
     render_nms_json,
     unscoped,
@@ -116,13 +118,15 @@ def yolov5_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: Nm
     }
 
 
-def render_yolov5_alls(nms_json_reference: str) -> str:
-    """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU."""
+def render_yolov5_alls(nms_json_reference: str, bbox_decoding_only: bool = False) -> str:
+    """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU
+    (decoding boxes only with ``bbox_decoding_only``, as hailo_model_zoo/cfg/alls/generic/
+    yolov5s_bbox_decoding_only.alls)."""
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [
         f"normalization1 = normalization([{mean}], [{std}])",
         "change_output_activation(sigmoid)",
-        f'nms_postprocess("{nms_json_reference}", meta_arch={META_ARCH}, engine=cpu)',
+        nms_command(nms_json_reference, META_ARCH, bbox_decoding_only),
     ]
     return "\n".join(lines) + "\n"
 
@@ -136,7 +140,7 @@ def write_yolov5_scripts(
     nms_json = folder / f"{stem}_nms_config.json"
     write_atomic(nms_json, render_nms_json(yolov5_nms_config(facts, names, settings)))
     files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_yolov5_alls(nms_json.name))
+    write_atomic(files.alls, render_yolov5_alls(nms_json.name, settings.bbox_decoding_only))
     write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
 
@@ -429,7 +433,7 @@ def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
             "decoder would read each map as DFL box bins)",
             f"set meta_arch={META_ARCH}",
         )
-    return CheckResult.ok(name, f"nms_postprocess({alls.nms_reference!r}, meta_arch={META_ARCH})")
+    return CheckResult.ok(name, nms_command_said(alls, META_ARCH))
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (

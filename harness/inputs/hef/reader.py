@@ -193,6 +193,15 @@ class NmsOpConfig:
         return NmsShape(classes, self.max_proposals_per_class, self.max_proposals_per_class * self.classes)
 
 
+# The fields before the class values in a bbox-only op's proposals, per NMS kind: YOLOv8's box
+# (``sizeof(hailo_rectangle_t) / sizeof(float32_t)``), YOLOv5's box and objectness
+# (``YOLOV5_BBOX_NUM_OF_VALUES``) (hailort: hailort/libhailort/src/hef/hef.cpp,
+# create_yolov8_bbox_only_op_metadata, create_yolov5_bbox_only_op_metadata; alike in 4.23.0 and 5.2.0).
+# HailoRT builds a bbox-only op for these two kinds alone; its YOLOX, SSD and YOLOv5-seg ops refuse
+# ``bbox_only`` (src/net_flow/ops/yolox_post_process.cpp, ssd_post_process.cpp, yolov5_seg_post_process.cpp).
+BBOX_ONLY_LEADING_FIELDS = {"yolov8": 4, "yolov5": 5}
+
+
 @dataclass(frozen=True)
 class VStreamInfo:
     """``hailo_vstream_info_t`` as HailoRT gives it before the user picks a host format: the device's type
@@ -253,10 +262,58 @@ class NetworkGroupInfo:
     def input_vstreams(self) -> tuple[VStreamInfo, ...]:
         return tuple(_vstream(s) for s in self.inputs)
 
+    def bbox_only_vstream(self) -> VStreamInfo:
+        """The one output of the network group's bbox-only op (an NMS op compiled ``bbox_decoding_only``):
+        FLOAT32 NHWC, height 1, width the proposals, features the leading fields and then one per class,
+        quant info of scale 1 (hailort: hailort/libhailort/src/hef/hef.cpp, create_yolov8_bbox_only_op_metadata
+        and create_yolov5_bbox_only_op_metadata: ``output_metadata.shape = {1, num_of_proposals, ...}``;
+        src/net_flow/ops/nms_post_process.cpp, expand_output_format_autos_by_op_type (bbox_only: NHWC, FLOAT32)
+        and NmsOpMetadata::get_output_vstream_info; yolov8_bbox_only_post_process.cpp and
+        yolov5_bbox_only_post_process.cpp, get_output_vstream_info, which set that shape).
+
+        Proposals: YOLOv8's the cells of the op's input streams over two (a box and a class stream per grid:
+        ``compute_yolov8_bbox_only_num_of_proposals``); YOLOv5's per anchored stream its anchors x cells
+        (``compute_num_of_proposals``). The op's inputs are read here as the streams its decoders name.
+        """
+        nms = self.nms
+        if nms is None or not nms.bbox_decoding_only:
+            raise HefError(f"network group {self.name!r}: no NMS op compiled bbox_decoding_only")
+        lead = BBOX_ONLY_LEADING_FIELDS.get(nms.kind)
+        if lead is None:
+            raise HefError(
+                f"network group {self.name!r}: NMS op {nms.name!r} of kind {nms.kind} with bbox_decoding_only; "
+                f"HailoRT decodes boxes only for {' or '.join(BBOX_ONLY_LEADING_FIELDS)}"
+            )
+        streams = {s.name: s for s in self.outputs}
+        named = [n for d in nms.bbox_decoders for n in (d.box_stream, d.class_stream)]
+        missing = sorted({n for n in named if n not in streams})
+        if not nms.bbox_decoders or missing:
+            raise HefError(
+                f"network group {self.name!r}: NMS op {nms.name!r}: bbox_decoders name streams {missing} that are "
+                f"not core outputs ({sorted(streams)}); expected at least one decoder over the core outputs"
+            )
+        if nms.kind == "yolov8":
+            cells = {n: streams[n].shape[0] * streams[n].shape[1] for n in named}
+            proposals = sum(cells.values()) // 2  # YOLOV8_NUM_OF_OUTPUTS_PER_SHAPE
+        else:
+            anchors = {d.box_stream: len(d.anchors) for d in nms.bbox_decoders}  # HailoRT's map: the last wins
+            proposals = sum(count * streams[n].shape[0] * streams[n].shape[1] for n, count in anchors.items())
+        if proposals < 1 or nms.classes < 1:
+            raise HefError(
+                f"network group {self.name!r}: NMS op {nms.name!r}: {proposals} proposals of {nms.classes} classes "
+                "(bbox_decoding_only); expected at least one of each"
+            )
+        return VStreamInfo(
+            nms.output_name, FormatOrder.NHWC, FormatType.FLOAT32, 1, proposals, lead + nms.classes, _NMS_QUANT
+        )
+
     @property
     def output_vstreams(self) -> tuple[VStreamInfo, ...]:
-        """HailoRT's output vstream infos: an NMS op's one output in place of the core outputs it consumes."""
-        if self.nms is not None and not self.nms.bbox_decoding_only:
+        """HailoRT's output vstream infos: an NMS op's one output in place of the core outputs it consumes
+        (a bbox-only op's: :meth:`bbox_only_vstream`)."""
+        if self.nms is not None and self.nms.bbox_decoding_only:
+            return (self.bbox_only_vstream(),)
+        if self.nms is not None:
             shape = self.nms.nms_shape
             return (
                 VStreamInfo(
@@ -268,15 +325,17 @@ class NetworkGroupInfo:
     def output_specs(self, format_type: FormatType = FormatType.FLOAT32) -> tuple[OutputSpec, ...]:
         """The outputs as the host receives them through vstreams / InferModel.
 
-        With an NMS op, the one NMS_BY_CLASS output (always FLOAT32). Otherwise one spec per core output in
-        its default host order, as FLOAT32 (de-quantized by HailoRT) or, with UINT8/UINT16/AUTO, as the
-        device's own quantized type.
+        With an NMS op, the one NMS_BY_CLASS output (always FLOAT32); with a bbox-only op, its one FLOAT32
+        NHWC output ``(1, proposals, fields)`` (:meth:`bbox_only_vstream`; the host runs the NMS). Otherwise
+        one spec per core output in its default host order, as FLOAT32 (de-quantized by HailoRT) or, with
+        UINT8/UINT16/AUTO, as the device's own quantized type.
         """
         if self.logits_op is not None:
             raise HefError(f"network group {self.name!r}: the host output of a {self.logits_op} op is not described")
+        if self.nms is not None and self.nms.bbox_decoding_only:
+            info = self.bbox_only_vstream()
+            return (OutputSpec(info.name, info.shape, info.order, info.type, (info.quant,)),)
         if self.nms is not None:
-            if self.nms.bbox_decoding_only:
-                raise HefError(f"network group {self.name!r}: NMS op {self.nms.name!r} decodes boxes only (no NMS)")
             shape = self.nms.nms_shape
             return (
                 OutputSpec(

@@ -683,6 +683,36 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
     return check_named_layers(_named_layers(s), s.table)
 
 
+def said(value: object) -> str:
+    """A value as the JSON has it (``"80"`` and ``80`` told apart)."""
+    return json.dumps(value)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_fraction(value: object) -> bool:
+    return is_number(value) and 0 <= value <= 1  # type: ignore[operator]
+
+
+def is_count(value: object) -> bool:
+    return is_int(value) and value >= 1  # type: ignore[operator]
+
+
+def check_field(nms: Mapping[str, Any], key: str, expected: object, why: str) -> CheckResult:
+    """The NMS config's ``key`` is ``expected`` as JSON writes it: ``80.0``, ``true`` or ``"80"`` is not
+    ``80`` (Python would take the first two as equal)."""
+    found, wanted = said(nms[key]), said(expected)
+    if found != wanted:
+        return CheckResult.failed(key, f"NMS config {key}", found, f"{wanted} ({why})", f'set "{key}": {wanted}')
+    return CheckResult.ok(key, f"{key} {wanted} ({why})")
+
+
 def check_named_layers(named: list[tuple[str, str]], table: LayerTable) -> CheckResult:
     """Every layer a script names, ``(where, layer)``, is a layer of ``table``; skipped while they are
     placeholders."""

@@ -99,7 +99,7 @@ def end_nodes_of(facts: ExportFacts) -> tuple[HeadTensor, ...]:
     decodes (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
     ``_decode_raw``); YOLOv5/YOLOv7: one anchored map per stride, stride ascending, as the Model Zoo's
     YOLOv5 NMS config lists them (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json)."""
-    if facts.family in (HeadFamily.YOLOV8, HeadFamily.YOLOV5):
+    if facts.family in _ONE_HEAD:
         return facts.heads
     by_name = {h.tensor: h for h in facts.heads}
     layout = layout_of_export(facts)
@@ -120,12 +120,13 @@ HEAD_WORDS = {
     HeadFamily.YOLO26_ONE2MANY: "YOLO26's one-to-many head (cv2/cv3; sigmoid and NMS on the host)",
     HeadFamily.YOLOV5: "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid "
     "and the YOLOv5 NMS op compiled in)",
-    HeadFamily.YOLOX: "the YOLOX head (box, objectness and class maps per stride)",
+    HeadFamily.YOLOX: "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and "
+    "class maps and the YOLOX NMS op compiled in)",
 }
-# The families compile writes no model script for yet.
-_NOT_WRITTEN = frozenset({HeadFamily.YOLOX})
 # The families whose export carries one head, so that there is no head to choose (--head).
-_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5)
+_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5, HeadFamily.YOLOX)
+# A family's name in the messages of end nodes given for it.
+_FAMILY_NAMES = {HeadFamily.YOLOV5: "YOLOv5/YOLOv7", HeadFamily.YOLOX: "YOLOX"}
 
 
 def onnx_facts(
@@ -159,8 +160,8 @@ def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
 
 
 def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None) -> ExportHeads:
-    """The heads and their family; a YOLO26 or YOLOv5/YOLOv7 export's end nodes are its head convolutions
-    (found by structure, :func:`export_heads`) or none."""
+    """The heads and their family; a YOLO26, YOLOv5/YOLOv7 or YOLOX export's end nodes are its head
+    convolutions (found by structure, :func:`export_heads`) or none."""
     try:
         return export_heads(model, end_nodes)
     except GraphError as error:
@@ -175,7 +176,7 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
         by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
             return found
-        family = "YOLOv5/YOLOv7" if found.family is HeadFamily.YOLOV5 else "YOLO26"
+        family = _FAMILY_NAMES.get(found.family, "YOLO26")
         raise DfcScriptError(
             f"{source}: end nodes {list(end_nodes)}: a {family} export is cut at its head convolutions, found by "
             f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
@@ -211,12 +212,6 @@ def _graph_error(find: Callable[[onnx.ModelProto], object], model: onnx.ModelPro
 
 
 def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:
-    if found in _NOT_WRITTEN:
-        raise DfcScriptError(
-            f"{source}: found {HEAD_WORDS[found]}; compile writes the model script of YOLOv8/YOLO11, YOLO26 and "
-            "YOLOv5/YOLOv7 heads, not of this one yet. Fix: write its .alls and NMS config (nms_postprocess "
-            "meta_arch=yolox) by hand and compile with the Dataflow Compiler"
-        )
     if found in _ONE_HEAD:
         if head is not None:
             raise DfcScriptError(
@@ -906,20 +901,25 @@ def validate_scripts(
 
 def validate_files(alls: Path, nms_json: Path, facts: ExportFacts, table: LayerTable) -> tuple[CheckResult, ...]:
     """Every check of the model script and NMS config files of the export's head (:func:`validate_scripts`,
-    or :func:`~harness.backends.dfc.yolov5_script.validate_yolov5_scripts` for a YOLOv5/YOLOv7 head), and
+    :func:`~harness.backends.dfc.yolov5_script.validate_yolov5_scripts` for a YOLOv5/YOLOv7 head or
+    :func:`~harness.backends.dfc.yolox_script.validate_yolox_scripts` for a YOLOX head), and
     that the model script's NMS path is this JSON (a relative path is taken from the model script's folder)."""
     alls_text, nms_text = alls.read_text(encoding="utf-8"), nms_json.read_text(encoding="utf-8")
     if facts.family is HeadFamily.YOLOV5:
         from harness.backends.dfc.yolov5_script import validate_yolov5_scripts  # which builds on this module
 
         results = validate_yolov5_scripts(alls_text, nms_text, facts, table)
+    elif facts.family is HeadFamily.YOLOX:
+        from harness.backends.dfc.yolox_script import validate_yolox_scripts  # which builds on this module
+
+        results = validate_yolox_scripts(alls_text, nms_text, facts, table)
     elif facts.family is HeadFamily.YOLOV8:
         results = validate_scripts(alls_text, nms_text, facts, table)
     else:
         raise DfcScriptError(
             f"{nms_json}: {facts.source} carries a {facts.require_heads()[0].value} head, whose NMS config the harness "
-            "does not write; expected a YOLOv8/YOLO11 or YOLOv5/YOLOv7 export (a YOLO26 model script has no NMS "
-            "config: yolo26_script.validate_yolo26_script checks it)"
+            "does not write; expected a YOLOv8/YOLO11, YOLOv5/YOLOv7 or YOLOX export (a YOLO26 model script has no "
+            "NMS config: yolo26_script.validate_yolo26_script checks it)"
         )
     reference = parse_alls(alls_text).nms_reference
     if reference is not None and (alls.parent / reference).resolve() != nms_json.resolve():

@@ -467,6 +467,15 @@ def test_the_proposals_are_the_cells_of_each_grid_times_its_anchors(
     assert v8.shape == (1, cells, 4 + classes) and v5.shape == (1, anchors * cells, 5 + classes)
 
 
+def test_a_yolox_nms_ops_decoders_name_their_box_class_and_objectness_streams_by_pad() -> None:
+    streams = (Stream("net/box", (20, 20, 4), 0), Stream("net/cls", (20, 20, 3), 1), Stream("net/obj", (20, 20, 1), 2))
+    nms = parse_hef(nms_hef(streams, "yolox", (Decoder(32, 0, 1, objectness_pad=2),), 3, False), "x.hef")
+    (decoder,) = nms.network_groups[0].nms.bbox_decoders
+    assert (decoder.box_stream, decoder.class_stream, decoder.objectness_stream) == ("net/box", "net/cls", "net/obj")
+    with pytest.raises(HefError, match=r"bbox_decoders\[0\]\.obj_pad_index: pad 7 is not a core output stream"):
+        parse_hef(nms_hef(streams, "yolox", (Decoder(32, 0, 1, objectness_pad=7),), 3, False), "x.hef")
+
+
 def test_bbox_decoding_only_on_an_op_hailort_has_no_bbox_only_op_for_is_refused_naming_it() -> None:
     streams = (Stream("net/box", (20, 20, 4), 0), Stream("net/cls", (20, 20, 3), 1))
     data = nms_hef(streams, "yolox", (Decoder(32, 0, 1),), 3, True)

@@ -58,13 +58,14 @@ class Stream:
 
 @dataclass(frozen=True)
 class Decoder:
-    """One bbox decoder: its stride and the pads of its box and class streams (one for YOLOv5), and a
-    YOLOv5 decoder's anchors ``(width, height)``."""
+    """One bbox decoder: its stride and the pads of its box and class streams (one for YOLOv5), a
+    YOLOv5 decoder's anchors ``(width, height)`` and a YOLOX decoder's objectness pad."""
 
     stride: int
     box_pad: int
     class_pad: int
     anchors: tuple[tuple[int, int], ...] = ()
+    objectness_pad: int | None = None  # a YOLOX decoder's objectness stream
 
 
 def _edge_layer(stream: Stream) -> bytes:
@@ -78,7 +79,8 @@ def _edge_layer(stream: Stream) -> bytes:
 
 def _decoder(kind: str, d: Decoder) -> bytes:
     if kind in ("yolov8", "yolox"):  # ProtoHEFYolov8/YoloxBboxDecoder: stride 1, reg_pad_index 2, cls_pad_index 3
-        return uint(1, d.stride) + uint(2, d.box_pad) + uint(3, d.class_pad)
+        objectness = uint(4, d.objectness_pad) if d.objectness_pad is not None else b""  # YOLOX: obj_pad_index 4
+        return uint(1, d.stride) + uint(2, d.box_pad) + uint(3, d.class_pad) + objectness
     # ProtoHEFYoloBboxDecoder: h 2, w 3 (repeated), stride 4, pad_index 5
     return b"".join(uint(2, h) + uint(3, w) for w, h in d.anchors) + uint(4, d.stride) + uint(5, d.box_pad)
 

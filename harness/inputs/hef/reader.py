@@ -162,6 +162,9 @@ class BboxDecoder:
     # a YOLOv5 decoder's anchors, (width, height) in input pixels (hailort: hailort/libhailort/hef.proto,
     # ProtoHEFYoloBboxDecoder ``w``/``h``; src/hef/hef.cpp, ``create_yolov5_config`` pairs them w, h)
     anchors: tuple[tuple[int, int], ...] = ()
+    # a YOLOX decoder's objectness output (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder
+    # ``obj_pad_index``); "" for the other kinds
+    objectness_stream: str = ""
 
 
 @dataclass(frozen=True)
@@ -631,6 +634,9 @@ _DECODER_FIELDS = {
     "yolov8": (4, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
 }
 
+# A YOLOX decoder's third pad, its objectness layer (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder).
+_YOLOX_OBJECTNESS_PAD = (4, "obj_pad_index")
+
 
 def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
     nms = op.message(5, "nms_op")
@@ -645,7 +651,8 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
         decoders_field, stride_field, box_pad, class_pad = _DECODER_FIELDS[kind]
         for decoder in detail.messages(decoders_field, "bbox_decoders"):
             names = []
-            for field, label in (box_pad, class_pad):
+            pads = (box_pad, class_pad, *((_YOLOX_OBJECTNESS_PAD,) if kind == "yolox" else ()))
+            for field, label in pads:
                 pad = decoder.uint(field, label)
                 if pad not in by_pad:
                     raise HefError(
@@ -663,7 +670,7 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
                         "heights h, expected one of each per anchor"
                     )
                 anchors = tuple(zip(widths, heights, strict=True))
-            decoders.append(BboxDecoder(stride, names[0], names[1], anchors))
+            decoders.append(BboxDecoder(stride, names[0], names[1], anchors, *names[2:]))
     output_pads = op.messages(3, "output_pads")
     return NmsOpConfig(
         name=op.string(1, "name"),

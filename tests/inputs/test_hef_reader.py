@@ -9,12 +9,14 @@ import struct
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.core.errors import HefError
 from harness.core.head_family import HeadFamily
+from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
 from harness.formats.bbox_only import bbox_only_spec
 from harness.inputs.hef import reader
@@ -474,6 +476,32 @@ def test_a_yolox_nms_ops_decoders_name_their_box_class_and_objectness_streams_by
     assert (decoder.box_stream, decoder.class_stream, decoder.objectness_stream) == ("net/box", "net/cls", "net/obj")
     with pytest.raises(HefError, match=r"bbox_decoders\[0\]\.obj_pad_index: pad 7 is not a core output stream"):
         parse_hef(nms_hef(streams, "yolox", (Decoder(32, 0, 1, objectness_pad=7),), 3, False), "x.hef")
+
+
+SSD_STREAMS = (
+    Stream("net/reg19", (19, 19, 12), 0),
+    Stream("net/cls19", (19, 19, 9), 1),
+    Stream("net/reg10", (10, 10, 24), 2),
+    Stream("net/cls10", (10, 10, 18), 3),
+)
+SSD_ANCHORS = (
+    ((0.1, 0.1), (0.2, 0.1), (0.1, 0.2)),
+    ((0.35, 0.35), (0.5, 0.25), (0.25, 0.5), (0.6, 0.2), (0.2, 0.6), (0.4, 0.4)),
+)
+
+
+def test_an_ssd_ops_anchors_and_box_coding_are_read_as_hailort_builds_them_largest_grid_first() -> None:
+    decoders = (Decoder(0, 2, 3, SSD_ANCHORS[1]), Decoder(0, 0, 1, SSD_ANCHORS[0]))  # the HEF lists 10x10 first
+    data = nms_hef(SSD_STREAMS, "ssd", decoders, 3, False, (300, 300), background_index=0)
+    ssd = parse_hef(data, "ssd.hef").network_groups[0].nms.ssd
+    f32 = tuple(tuple(tuple(float(np.float32(v)) for v in a) for a in layer) for layer in SSD_ANCHORS)
+    assert ssd == SsdConfig(f32, 10, 5, 0, 1, 2, 3, background_class=0)
+    coded = nms_hef(SSD_STREAMS, "ssd", decoders, 3, False, (300, 300), ssd_coding=(10, 5, 1, 0, 3, 2))
+    ssd = parse_hef(coded, "ssd.hef").network_groups[0].nms.ssd
+    assert ssd.box_indices == (1, 0, 3, 2) and ssd.background_class is None
+    broken = nms_hef(SSD_STREAMS, "ssd", decoders, 3, False, (300, 300), ssd_coding=(0, 5, 0, 0, 0, 0))
+    with pytest.raises(HefError, match=r"ssd_nms_op: SSD config: centers_scale_factor is 0; expected an integer >= 1"):
+        parse_hef(broken, "ssd.hef")
 
 
 def test_bbox_decoding_only_on_an_op_hailort_has_no_bbox_only_op_for_is_refused_naming_it() -> None:

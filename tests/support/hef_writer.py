@@ -77,7 +77,15 @@ def _edge_layer(stream: Stream) -> bytes:
     return uint(1, 1) + uint(2, 0) + field(3, info) + field(5, uint(3, 0)) + uint(7, stream.pad)
 
 
+def _floats(number: int, values: tuple[float, ...]) -> bytes:
+    """A packed repeated float."""
+    return field(number, struct.pack(f"<{len(values)}f", *values))
+
+
 def _decoder(kind: str, d: Decoder) -> bytes:
+    if kind == "ssd":  # ProtoHEFSSDBboxDecoder: h 1, w 2 (repeated float), reg_pad_index 3, cls_pad_index 4
+        heights, widths = tuple(h for _, h in d.anchors), tuple(w for w, _ in d.anchors)
+        return _floats(1, heights) + _floats(2, widths) + uint(3, d.box_pad) + uint(4, d.class_pad)
     if kind in ("yolov8", "yolox"):  # ProtoHEFYolov8/YoloxBboxDecoder: stride 1, reg_pad_index 2, cls_pad_index 3
         objectness = uint(4, d.objectness_pad) if d.objectness_pad is not None else b""  # YOLOX: obj_pad_index 4
         return uint(1, d.stride) + uint(2, d.box_pad) + uint(3, d.class_pad) + objectness
@@ -94,15 +102,23 @@ def nms_hef(
     image_hw: tuple[int, int] = (640, 640),
     output_name: str = "net/nms_postprocess",
     regression_length: int = 16,
+    ssd_coding: tuple[int, ...] = (10, 5, 0, 0, 0, 0),
+    background_index: int | None = None,
 ) -> bytes:
-    """A HEF of one network group ``net`` with ``streams`` and a ``kind`` (``yolov8``, ``yolov5`` or
-    ``yolox``) NMS op over them: score 0.2, IoU 0.7, 100 per class."""
+    """A HEF of one network group ``net`` with ``streams`` and a ``kind`` (``yolov8``, ``yolov5``, ``yolox`` or
+    ``ssd``: its ``ssd_coding`` centers and dimensions scale factors, ty, tx, th, tw) NMS op over them: score 0.2,
+    IoU 0.7, 100 per class, ``background_index`` removed where given."""
     detail = double(1, image_hw[0]) + double(2, image_hw[1])
-    detail += b"".join(field(4 if kind != "yolox" else 3, _decoder(kind, d)) for d in decoders)
+    if kind == "ssd":  # ProtoHEFSSDNmsOp: centers_scale_factor 3, bbox_dimensions_scale_factor 4, ty..tw 5..8
+        detail += b"".join(uint(number, value) for number, value in zip(range(3, 9), ssd_coding, strict=True))
+    decoders_field = {"yolox": 3, "ssd": 9}.get(kind, 4)
+    detail += b"".join(field(decoders_field, _decoder(kind, d)) for d in decoders)
     if kind == "yolov8":
         detail += uint(5, regression_length)
-    kind_field = {"yolov5": 7, "yolox": 8, "yolov8": 12}[kind]
+    kind_field = {"yolov5": 7, "yolox": 8, "ssd": 9, "yolov8": 12}[kind]
     nms = double(1, 0.2) + double(2, 0.7) + uint(3, 100) + uint(4, classes) + uint(13, int(bbox_decoding_only))
+    if background_index is not None:  # background_removal 5, background_removal_index 6
+        nms += uint(5, 1) + uint(6, background_index)
     nms += field(kind_field, detail)
     op = field(1, "nms_op") + field(3, uint(1, 0) + field(2, output_name)) + field(5, nms)
     context = field(3, b"".join(field(2, _edge_layer(s)) for s in streams))

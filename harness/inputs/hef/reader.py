@@ -11,10 +11,12 @@ import enum
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import HefError
+from harness.core.settings import SSD_BOX_INDICES, SsdConfig, SsdConfigError
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.hef.header import ChecksumKind, HefHeader, check_size, parse_header, verify_checksum
 from harness.inputs.hef.wire import Message
@@ -161,7 +163,8 @@ class BboxDecoder:
     class_stream: str
     # a YOLOv5 decoder's anchors, (width, height) in input pixels (hailort: hailort/libhailort/hef.proto,
     # ProtoHEFYoloBboxDecoder ``w``/``h``; src/hef/hef.cpp, ``create_yolov5_config`` pairs them w, h)
-    anchors: tuple[tuple[int, int], ...] = ()
+    # an SSD decoder's (hef.proto ProtoHEFSSDBboxDecoder ``w``/``h`` floats): fractions of the input
+    anchors: tuple[tuple[float, float], ...] = ()
     # a YOLOX decoder's objectness output (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder
     # ``obj_pad_index``); "" for the other kinds
     objectness_stream: str = ""
@@ -185,6 +188,7 @@ class NmsOpConfig:
     image_width: float
     regression_length: int
     bbox_decoders: tuple[BboxDecoder, ...]
+    ssd: SsdConfig | None = None  # an SSD op's anchors and box coding
 
     @property
     def nms_shape(self) -> NmsShape:
@@ -633,7 +637,9 @@ _DECODER_FIELDS = {
     "ssd": (9, 0, (3, "reg_pad_index"), (4, "cls_pad_index")),
     "yolov8": (4, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
 }
-
+# Per NMS kind with anchors: the decoder's h and w fields (hailort: hailort/libhailort/hef.proto,
+# ProtoHEFYoloBboxDecoder h 2, w 3 as uint32; ProtoHEFSSDBboxDecoder h 1, w 2 as float).
+_ANCHOR_FIELDS = {"yolov5": (2, 3), "ssd": (1, 2)}
 # A YOLOX decoder's third pad, its objectness layer (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder).
 _YOLOX_OBJECTNESS_PAD = (4, "obj_pad_index")
 
@@ -661,9 +667,11 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
                     )
                 names.append(by_pad[pad])
             stride = decoder.uint(stride_field, "stride") if stride_field else 0
-            anchors: tuple[tuple[int, int], ...] = ()
-            if kind == "yolov5":
-                heights, widths = decoder.uints(2, "h"), decoder.uints(3, "w")
+            anchors: tuple[tuple[float, float], ...] = ()
+            if kind in _ANCHOR_FIELDS:
+                h_field, w_field = _ANCHOR_FIELDS[kind]
+                read: Callable[[int, str], tuple[float, ...]] = decoder.uints if kind == "yolov5" else decoder.floats
+                heights, widths = read(h_field, "h"), read(w_field, "w")
                 if len(heights) != len(widths):
                     raise HefError(
                         f"malformed proto field {decoder.path}: {len(widths)} anchor widths w and {len(heights)} "
@@ -687,4 +695,28 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
         image_width=detail.double(2, "image_width"),
         regression_length=detail.uint(5, "regression_length") if kind == "yolov8" else 0,
         bbox_decoders=tuple(decoders),
+        ssd=_ssd_config(nms, detail, decoders, outputs) if kind == "ssd" else None,
     )
+
+
+def _ssd_config(nms: Message, detail: Message, decoders: list[BboxDecoder], outputs: list[StreamInfo]) -> SsdConfig:
+    """An SSD op's box coding as HailoRT builds it from the HEF (hailort: hailort/libhailort/src/hef/hef.cpp,
+    ``create_ssd_op_metadata``: ty, tx, th, tw all 0 mean the op's defaults; each decoder's anchors paired
+    (w, h); the background class from the NMS config's ``background_removal``), its layers largest grid first."""
+    indices = tuple(detail.uint(field, label) for field, label in ((5, "ty"), (6, "tx"), (7, "th"), (8, "tw")))
+    ty, tx, th, tw = indices if any(indices) else SSD_BOX_INDICES
+    grid = {s.name: s.shape[0] * s.shape[1] for s in outputs}
+    layers = sorted(decoders, key=lambda d: -grid[d.box_stream])
+    try:
+        return SsdConfig(
+            anchors=tuple(d.anchors for d in layers),
+            centers_scale_factor=detail.uint(3, "centers_scale_factor"),
+            bbox_dimensions_scale_factor=detail.uint(4, "bbox_dimensions_scale_factor"),
+            ty_index=ty,
+            tx_index=tx,
+            th_index=th,
+            tw_index=tw,
+            background_class=nms.uint(6, "background_removal_index") if nms.boolean(5, "background_removal") else None,
+        )
+    except SsdConfigError as error:
+        raise HefError(f"malformed proto field {detail.path}: {error}") from None

@@ -71,6 +71,9 @@ class Campaign:
 
         def bound() -> None:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+            # a campaign started in the background (nohup, &) ignores SIGINT, and so would its children: the
+            # Ctrl-C case would then test nothing
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
 
         began = time.monotonic()
         process = subprocess.Popen(

@@ -7,6 +7,8 @@ difference alone looks like a regression, so it is an error, never a number.)
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -89,6 +91,12 @@ class SsdConfig:
             )
         if self.background_class is not None and self.background_class < 0:
             raise SsdConfigError(f"SSD config: background_class is {self.background_class}; expected an index >= 0")
+
+    @property
+    def digest(self) -> str:
+        """sha256 of every field (canonical JSON): how an export's facts and an emulated HEF name the config."""
+        fields = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(fields.encode()).hexdigest()
 
     @property
     def box_indices(self) -> tuple[int, int, int, int]:

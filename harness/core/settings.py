@@ -230,8 +230,10 @@ class EvalSettings:
         self,
         classes_are_probabilities: bool | None = None,
         anchors: tuple[tuple[tuple[float, float], ...], ...] = (),
+        ssd: SsdConfig | None = None,
     ) -> DecodeConfig:
-        """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads."""
+        """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads;
+        ``ssd``, an SSD head's anchors and box coding (its config file, ``--ssd-config``)."""
         return DecodeConfig(
             input_hw=self.input_hw,
             score_threshold=self.score_threshold,
@@ -241,6 +243,7 @@ class EvalSettings:
             mode=self.nms_mode,
             classes_are_probabilities=classes_are_probabilities,
             anchors=anchors,
+            ssd=ssd,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -49,7 +49,7 @@ class ExportFacts:
     :func:`~harness.inputs.onnx_graph.export_heads`). ``passed`` names the checks of the export that
     passed, each as its checker tags it. An Ultralytics Hailo export folder has a family but no
     ONNX, so no head maps. An SSD export's heads are found only with its SSD config (no graph holds its
-    anchors): ``ssd_config`` names that config by its digest, and facts kept with another config are read again."""
+    anchors): ``ssd`` is that config, kept by its digest, and facts kept with another config are read again."""
 
     sha256: str
     input_name: str
@@ -60,8 +60,8 @@ class ExportFacts:
     heads: tuple[HeadTensor, ...] = ()
     input_channels: int = 3
     passed: tuple[str, ...] = ()
-    # An SSD head's: the digest of the SSD config its heads were found with (SsdConfig.digest); None otherwise.
-    ssd_config: str | None = None
+    # An SSD head's: the SSD config its heads were found with (its anchors and box coding); None otherwise.
+    ssd: SsdConfig | None = None
     source: str = field(default="", compare=False)
     refusal: str | None = field(default=None, compare=False)
 
@@ -139,7 +139,7 @@ def export_facts_of(
         None if heads is None else heads.family,
         () if heads is None else heads.heads,
         channels,
-        ssd_config=ssd.digest if heads is not None and heads.family is HeadFamily.SSD and ssd is not None else None,
+        ssd=ssd if heads is not None and heads.family is HeadFamily.SSD else None,
         source=source,
         refusal=refusal,
     )
@@ -192,11 +192,8 @@ def export_facts(
     are found and ``keep`` is true, kept there. Without ``cache_dir`` they are read from the model. ``ssd``:
     an SSD export's config, with which alone its heads are found."""
     sha256 = file_sha256(onnx_path)
-    digest = None if ssd is None else ssd.digest
     if cache_dir is not None:
-        found = read_sidecar(
-            sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256, digest), _KEYS, WHAT, log
-        )
+        found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256, ssd), _KEYS, WHAT, log)
         if found is not None:
             return replace(found, source=os.fspath(onnx_path))
     from harness.inputs.onnx_graph import load_model
@@ -264,14 +261,15 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
             for h in facts.heads
         ],
         "passed": list(facts.passed),
-        "ssd_config": facts.ssd_config,
+        "ssd_config": None if facts.ssd is None else facts.ssd.digest,
     }
 
 
-def _fields(data: Mapping[str, Any], sha256: str, ssd_config: str | None) -> ExportFacts:
+def _fields(data: Mapping[str, Any], sha256: str, ssd: SsdConfig | None) -> ExportFacts:
     """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
-    run's (``ssd_config``: the digest of this run's SSD config, or None) or not of its type."""
-    expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256, "ssd_config": ssd_config}
+    run's (``ssd_config``: the digest of this run's SSD config ``ssd``, or None) or not of its type."""
+    digest = None if ssd is None else ssd.digest
+    expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256, "ssd_config": digest}
     for key, value in expected.items():
         if data.get(key) != value:
             raise ValueError(f"field {key!r} is {str(data.get(key))[:80]!r}, expected {value!r}")
@@ -302,7 +300,7 @@ def _fields(data: Mapping[str, Any], sha256: str, ssd_config: str | None) -> Exp
         _heads(data.get("heads")),
         channels,
         tuple(passed),
-        ssd_config,
+        ssd if data["family"] == HeadFamily.SSD.value else None,
     )
 
 

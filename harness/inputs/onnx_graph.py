@@ -602,14 +602,20 @@ def find_ssd_heads(model: onnx.ModelProto, ssd: SsdConfig) -> tuple[HeadTensor, 
     Its layers end in two convolutions on one grid: the box encodings (``4 x na`` channels) on the way to the
     boxes output and the class predictions (``na x nc``) on the way to the scores output (:func:`ssd_outputs`);
     those are the last convolutions before the outputs, and which output a map feeds tells its role. The anchors
-    and box coding are no fact the graph states: ``ssd`` gives them (an SSD config file), ``na`` per layer. The
+    and box coding are no fact the graph states: ``ssd`` gives them (an SSD config file), ``na`` per layer, and
+    each regression map carries its layer's anchors (fractions of the input). The
     decode tail is then run on its own: at zero codes every row must hold its anchor's box, and with the codes
     0.1, 0.2, 0.3, 0.4 in each anchor's four channels the box the config's coding gives, both as TensorFlow's
     Object Detection API writes it: ``[ymin, xmin, ymax, xmax]`` as fractions of the input, rows cell by cell,
     anchor by anchor (tensorflow/models: research/object_detection/box_coders/faster_rcnn_box_coder.py,
     ``_decode``; predictors/heads/box_head.py). An export or config that does not agree is refused naming both."""
     graph = _Graph.of(model)
-    boxes, scores = ssd_outputs(model)
+    try:
+        boxes, scores = ssd_outputs(model)
+    except GraphError as error:
+        raise GraphError(
+            f"{graph.name!r}: an SSD config (--ssd-config) given for an export that is not SSD: {error}"
+        ) from None
     box_side, score_side = graph.ancestors(boxes), graph.ancestors(scores)
     last = _last_convolutions(graph, [boxes, scores])
     nc = int(_output_shapes(model)[scores][2])
@@ -646,7 +652,7 @@ def find_ssd_heads(model: onnx.ModelProto, ssd: SsdConfig) -> tuple[HeadTensor, 
                 f"bbox_decoders[{i}] has {na} anchor(s), so expected a box convolution of {4 * na} channels and a "
                 f"class convolution of {na} x {nc} = {na * nc}"
             )
-        heads += [box[0], cls[0]]
+        heads += [replace(box[0], anchors=group), cls[0]]
         rows += na * grid[0] * grid[1]
     out_rows = int(_output_shapes(model)[boxes][1])
     if rows != out_rows:
@@ -794,13 +800,20 @@ def cut_at_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.Mo
     return _extract(model, [input_name], [h.tensor for h in heads], "cut at the heads")
 
 
+def head_outputs(model: onnx.ModelProto) -> tuple[str, ...]:
+    """The export's decoded outputs: an SSD export's boxes and scores (:func:`ssd_outputs`), else its one full
+    head output (:func:`full_head_output`)."""
+    return ssd_outputs(model) if looks_like_ssd(model) else (full_head_output(model),)
+
+
 def decode_tail(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.ModelProto:
-    """The model's decode tail alone: the head tensors are its inputs, the full head output its output.
+    """The model's decode tail alone: the head tensors are its inputs, its decoded outputs
+    (:func:`head_outputs`) its outputs.
 
     Run on the cut model's outputs it computes what the full model computes, without running the
-    backbone again; it fails if the full head output needs more than the heads (an incomplete cut).
+    backbone again; it fails if the decoded outputs need more than the heads (an incomplete cut).
     """
-    return _extract(model, [h.tensor for h in heads], [full_head_output(model)], "decode tail")
+    return _extract(model, [h.tensor for h in heads], list(head_outputs(model)), "decode tail")
 
 
 def _only_consumer(consumers: dict[str, list[int]], nodes: list[onnx.NodeProto], tensor: str, op_type: str) -> int:

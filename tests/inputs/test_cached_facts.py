@@ -341,7 +341,7 @@ def test_an_ssd_exports_facts_are_kept_with_its_configs_digest_and_read_again_un
     export, config = tmp_path / "ssd.onnx", ssd_exports.ssd_config()
     onnx.save(ssd_exports.ssd_export(), export)
     first = export_facts(export, tmp_path, ssd=config)
-    assert first.family is HeadFamily.SSD and first.ssd_config == config.digest and len(first.heads) == 4
+    assert first.family is HeadFamily.SSD and first.ssd == config and len(first.heads) == 4
     assert json.loads(sidecar_path(tmp_path, first.sha256).read_text())["ssd_config"] == config.digest
     _model_unread(monkeypatch)
     assert export_facts(export, tmp_path, ssd=config) == first

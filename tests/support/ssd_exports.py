@@ -33,6 +33,7 @@ CENTERS_SCALE, DIMENSIONS_SCALE = 10, 5
 # tenth to two thirds of the input tall
 SCORE_GAIN, BOX_GAIN = 4.0, 5.0
 BOXES, SCORES = "raw_detection_boxes", "raw_detection_scores"
+DEMO_NAMES = ("fire", "smoke")
 
 
 def ssd_config(anchors: tuple[tuple[tuple[float, float], ...], ...] = ANCHORS) -> SsdConfig:
@@ -64,7 +65,8 @@ def ssd_export(
 ) -> onnx.ModelProto:
     """A float SSD-style export: input ``images`` [1, 3, side, side], outputs ``raw_detection_boxes`` [1, rows, 4]
     (``ymin, xmin, ymax, xmax`` as fractions of the input) and ``raw_detection_scores`` [1, rows, nc] (sigmoids,
-    the background class first); its layers on grids side / 4, side / 8, ... one per group of ``anchors``.
+    the background class first); its layers on grids side / 4, side / 8, ... one per group of ``anchors``; its
+    metadata names the classes but the background (the demo set's fire and smoke first).
     ``decoded`` False: the box encodings and class logits as the box predictor gives them, no decode tail."""
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
@@ -171,5 +173,8 @@ def ssd_export(
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
+    # the classes but the background, as an Ultralytics export names them (the demo set's first)
+    names = {i: name for i, name in enumerate((*DEMO_NAMES, *(f"class{k}" for k in range(2, nc)))[: nc - 1])}
+    helper.set_model_props(model, {"names": repr(names)})
     onnx.checker.check_model(model)
     return model

@@ -204,7 +204,7 @@ def preflight(config: JobConfig) -> ExportFacts | None:
     for spec in (REFERENCE, *config.stages, config.hailo):
         spec.check_files()
     hailo = describe(config.hailo.backend).preflight
-    return None if hailo is None else hailo(config.hailo, config.onnx, config.cache_dir)
+    return None if hailo is None else hailo(config.hailo, config.onnx, config.cache_dir, config.settings.ssd)
 
 
 def check(spec: PathSpec, settings: EvalSettings) -> None:

@@ -358,3 +358,20 @@ def test_an_ssd_exports_facts_are_kept_with_its_configs_digest_and_read_again_un
     assert "its decode tail gives row 0" in (export_facts(export, tmp_path, ssd=other).refusal or "")
     _model_unread(monkeypatch)
     assert export_facts(export, tmp_path, ssd=config) == first
+
+
+def test_a_jobs_preflight_reads_an_ssd_exports_facts_with_the_runs_ssd_config_and_refuses_one_without(
+    tmp_path: Path,
+) -> None:
+    from harness.pipeline.spec import SettingsSpec
+
+    from support import ssd_exports
+
+    export, config = tmp_path / "ssd.onnx", ssd_exports.ssd_config()
+    onnx.save(ssd_exports.ssd_export(), export)
+    facts = factory.preflight(JobConfig(onnx=export, cache_dir=tmp_path, settings=SettingsSpec(ssd=config)))
+    assert facts is not None and facts.family is HeadFamily.SSD and facts.ssd == config
+    assert facts.passed == (emulator_build.export_check(EmulatorOptions(sigmoid_inside=True, ssd=config)),)
+    assert "ssd_config=" in facts.passed[0]
+    with pytest.raises(GraphError, match=r"give them in an SSD config file \(--ssd-config FILE"):
+        factory.preflight(JobConfig(onnx=export, cache_dir=tmp_path))

@@ -14,6 +14,9 @@ runner call where the runner takes one, each frame decoded alone; the same detec
   (:mod:`harness.decode.heads`).
 - :class:`NmsBufferPath`: any such runner whose one output is a HailoRT NMS buffer; decoded by
   :func:`harness.formats.nms_buffer.decode_nms`.
+- :class:`BboxOnlyPath`: any such runner whose one output is a HailoRT bbox-only buffer (YOLOv8's or
+  YOLOv5's NMS op compiled ``bbox_decoding_only``); the host's NMS by
+  :func:`harness.decode.bbox_only.decode_bbox_only` with the settings' thresholds.
 """
 
 from __future__ import annotations
@@ -38,10 +41,12 @@ from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, stage
 from harness.decode import ssd as ssd_head
 from harness.decode import yolov5
+from harness.decode.bbox_only import decode_bbox_only
 from harness.decode.heads import Anchors, decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
 from harness.decode.yolo import classes_are_probabilities
+from harness.formats.bbox_only import LEADING_FIELDS, frame_shape
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
 from harness.inputs.export_facts import ExportFacts, export_facts, file_sha256
@@ -397,6 +402,45 @@ class NmsBufferPath(_RunnerPath):
         return FrameResult(unletterbox(detections, geometry))
 
 
+class BboxOnlyPath(_RunnerPath):
+    """A runner fed uint8 NHWC 0-255 whose one output is HailoRT's bbox-only buffer of the model's head
+    family (FLOAT32 NHWC ``(1, proposals, 4|5 + classes)``: every proposal's box and class values, the
+    NMS op compiled ``bbox_decoding_only``). The host runs the NMS the settings ask for, with their
+    thresholds (:func:`~harness.decode.bbox_only.decode_bbox_only`); the class values are taken as
+    probabilities, as the op writes them from post-sigmoid heads."""
+
+    def _check_outputs(self) -> None:
+        found = {n: (s.format_order.name, s.format_type.name, s.shape) for n, s in self._specs.items()}
+        if len(self._specs) != 1:
+            raise SpecError(f"runner outputs {found}: expected exactly one, HailoRT's bbox-only buffer")
+        (self._spec,) = self._specs.values()
+        frame_shape(self._spec, self.family)  # fails now, naming the output, if it is not the family's buffer
+        self._config = self.settings.decode_config(classes_are_probabilities=True)
+
+    def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
+        if self._spec.name not in outputs:
+            raise SpecError(f"output {self._spec.name!r}: missing from the runner's outputs ({sorted(outputs)})")
+        detections = decode_bbox_only(outputs[self._spec.name], self._spec, self._config, self.family)
+        return FrameResult(unletterbox(detections, geometry))
+
+
+def is_bbox_only(specs: Mapping[str, OutputSpec], family: HeadFamily) -> bool:
+    """Whether ``specs`` are a bbox-only op's one output for ``family``: a single FLOAT32 NHWC output of
+    shape ``(1, proposals, leading fields + classes)`` (:mod:`harness.formats.bbox_only`). YOLOv8's raw
+    heads are two maps per stride; only a YOLOv5 export of one stride whose grid is one row high would
+    have raw heads of that form."""
+    if len(specs) != 1 or family not in LEADING_FIELDS:
+        return False
+    (spec,) = specs.values()
+    return (
+        spec.format_order is FormatOrder.NHWC
+        and spec.format_type is FormatType.FLOAT32
+        and len(spec.shape) == 3
+        and spec.shape[0] == 1
+        and spec.shape[2] > len(LEADING_FIELDS[family])
+    )
+
+
 def runner_path(
     runner: Runner,
     settings: EvalSettings,
@@ -408,11 +452,16 @@ def runner_path(
     anchors: Anchors = (),
     model_sha256: str = "",
     ssd: SsdConfig | None = None,
-) -> RawHeadsPath | NmsBufferPath:
-    """The path a runner fed like a HEF calls for: its NMS output decoded, or its raw heads (of ``family``,
-    with its ``anchors`` where it is anchor-based, an SSD head with its config ``ssd``)."""
-    buffered = any(spec.is_nms for spec in runner.output_specs.values())
-    kind = NmsBufferPath if buffered else RawHeadsPath
+) -> RawHeadsPath | NmsBufferPath | BboxOnlyPath:
+    """The path a runner fed like a HEF calls for: its NMS output decoded, its bbox-only output through the
+    host's NMS (:func:`is_bbox_only`), or its raw heads (of ``family``, with its ``anchors`` where it is
+    anchor-based, an SSD head with its config ``ssd``)."""
+    specs = runner.output_specs
+    kind: type[RawHeadsPath | NmsBufferPath | BboxOnlyPath] = RawHeadsPath
+    if any(spec.is_nms for spec in specs.values()):
+        kind = NmsBufferPath
+    elif is_bbox_only(specs, family):
+        kind = BboxOnlyPath
     return kind(runner, settings, model_file, name, model_names, variant, family, anchors, model_sha256, ssd)
 
 

@@ -229,6 +229,13 @@ _OPTIONS = (
         kind="toggle",
     ),
     Option(
+        "bbox_only",
+        "emulator: HailoRT's NMS op compiled bbox_decoding_only in its place: its one output holds every "
+        "proposal's box and class values, and the host runs the NMS with the run's thresholds (YOLOv8, YOLOv5)",
+        kind="flag",
+        default=False,
+    ),
+    Option(
         "hailo_device",
         "HailoRT device id, e.g. 0000:01:00.0 (repeatable: several make one virtual device, or under pytest-xdist "
         "one each per worker, gwN the N-th; default: any free)",
@@ -339,6 +346,7 @@ PATH_OPTIONS = (
     "calibration",
     "calibration_count",
     "output_bits",
+    "bbox_only",
     "hailo_device",
     "hailo_format",
     "batch",
@@ -454,6 +462,7 @@ def path_spec(values: Mapping[str, Any], single: bool, hef_checked: bool = False
         calibration_count=_value(values, "calibration_count"),
         sigmoid_inside=_value(values, "sigmoid_inside"),
         hef_nms=_value(values, "hef_nms"),
+        bbox_only=bool(_value(values, "bbox_only")),
         hailo_devices=tuple(values.get("hailo_device") or ()),
         output_bits=values.get("output_bits"),
         hailo_format=OUTPUT_FORMATS[_value(values, "hailo_format")],

@@ -30,7 +30,8 @@ class PathSpec:
     ``calibration`` (emulator): a folder of images, or ``in-domain`` / ``off-domain`` (the demo
     set's splits); None: the demo's in-domain frames on the demo set, else the dataset's own
     images. ``sigmoid_inside`` / ``hef_nms`` (emulator): the class sigmoid and HailoRT's NMS op
-    compiled in, as a HEF from a model script with both. ``decoder``: a host decoder with the
+    compiled in, as a HEF from a model script with both; ``bbox_only`` (emulator): that NMS op compiled
+    ``bbox_decoding_only`` instead, the NMS left to the host. ``decoder``: a host decoder with the
     harness decoder's signature over the raw head outputs instead of the harness's own decoding.
     ``record``: an output store the path's raw outputs are written to; ``replay`` (backend replay):
     the store to serve them from (with ``hef``: the HEF they must have been recorded from).
@@ -48,6 +49,7 @@ class PathSpec:
     calibration_count: int = defaults.CALIBRATION_COUNT
     sigmoid_inside: bool = True
     hef_nms: bool = True
+    bbox_only: bool = False
     hailo_devices: tuple[str, ...] = ()
     output_bits: int | None = None  # emulator: the raw head outputs' bits (None: the head family's)
     hailo_format: FormatType = FormatType.FLOAT32

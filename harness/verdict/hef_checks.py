@@ -3,6 +3,10 @@
 Each check is a pure function of a :class:`CheckContext` returning a :class:`CheckResult`; the
 pytest plugin turns each into its own test item. A failure names the field, the value found, the
 value expected and the fix.
+
+An NMS op compiled ``bbox_decoding_only`` (HailoRT's bbox-only op) is checked as the NMS op it is
+(classes, regression length or anchors, strides, pairing, sigmoid, box range): it decodes the same
+heads the same way; only its thresholds go unused, the host running the NMS (``score_threshold`` says so).
 """
 
 from __future__ import annotations
@@ -50,6 +54,16 @@ class CheckContext:
         return layout_of_tensors(self.model.heads, self.model.input_hw)
 
 
+# The NMS op kind HailoRT runs for each head family's HEF (hailort: hailort/libhailort/hef.proto,
+# ProtoHEFNmsOp: yolov5_nms_op, yolox_nms_op, ssd_nms_op, yolov8_nms_op).
+NMS_KINDS = {
+    HeadFamily.YOLOV8: "yolov8",
+    HeadFamily.YOLOV5: "yolov5",
+    HeadFamily.YOLOX: "yolox",
+    HeadFamily.SSD: "ssd",
+}
+
+
 def _streams(group: NetworkGroupInfo) -> dict[str, StreamInfo]:
     return {s.name: s for s in group.outputs}
 
@@ -63,6 +77,13 @@ def _class_streams(ctx: CheckContext) -> list[StreamInfo]:
     if ctx.model is not None:
         return [s for s in group.outputs if s.shape[2] == ctx.layout.classes]
     return []
+
+
+def _objectness_streams(ctx: CheckContext) -> list[StreamInfo]:
+    """The objectness outputs an NMS op names (a YOLOX op's); HailoRT's op reads them as probabilities too."""
+    nms, streams = ctx.group.nms, _streams(ctx.group)
+    named = [d.objectness_stream for d in nms.bbox_decoders] if nms is not None else []
+    return [streams[name] for name in named if name in streams]
 
 
 def check_input_shape(ctx: CheckContext) -> CheckResult:
@@ -164,7 +185,7 @@ def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
     streams = _streams(ctx.group)
     for d in nms.bbox_decoders:
         expected = (round(nms.image_height / d.stride), round(nms.image_width / d.stride))
-        for stream_name in (d.box_stream, d.class_stream):
+        for stream_name in (d.box_stream, d.class_stream, *((d.objectness_stream,) if d.objectness_stream else ())):
             stream = streams.get(stream_name)
             if stream is not None and stream.shape[:2] != expected:
                 return CheckResult.failed(
@@ -195,6 +216,8 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
     streams = _streams(ctx.group)
     if nms.kind == "yolov5":
         return _anchored_pairing(name, nms, streams)
+    if nms.kind == "yolox":
+        return _yolox_pairing(name, nms, streams)
     for d in nms.bbox_decoders:
         box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
         if box is None or cls is None:
@@ -251,6 +274,50 @@ def _anchored_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read anchors x (5 + classes) channels")
 
 
+def _yolox_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) -> CheckResult:
+    """A YOLOX NMS op's decoders: per stride a box stream of 4 channels, an objectness stream of 1 and a
+    class stream of ``classes``, on one grid (hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp,
+    ``validate_params`` holds the three layers to one grid; yolox_post_process.hpp reads 4 box values, 1
+    objectness and ``classes`` class values per cell)."""
+    for d in nms.bbox_decoders:
+        roles = (
+            ("box", d.box_stream, 4),
+            ("objectness", d.objectness_stream, 1),
+            ("class", d.class_stream, nms.classes),
+        )
+        found = {role: streams.get(stream) for role, stream, _ in roles}
+        for role, stream, channels in roles:
+            info = found[role]
+            if info is None:
+                return CheckResult.failed(
+                    name,
+                    f"NMS decoder stride {d.stride} {role} layer",
+                    f"stream {stream!r} not among the outputs",
+                    "an output of the HEF",
+                    "name existing end-node layers as reg_layer, objectness_layer and cls_layer",
+                )
+            if info.shape[2] != channels:
+                return CheckResult.failed(
+                    name,
+                    f"NMS decoder stride {d.stride} {role} stream {info.name} channels",
+                    info.shape[2],
+                    f"{channels} (the {role} conv{'; NMS classes' if role == 'class' else ''})",
+                    "name the box conv (4 channels) reg_layer, the objectness conv (1) objectness_layer and the class "
+                    "conv (nc) cls_layer in the nms_postprocess JSON",
+                )
+        grids = {role: info.shape[:2] for role, info in found.items() if info is not None}
+        if len(set(grids.values())) != 1:
+            said = ", ".join(f"{role} {h}x{w}" for role, (h, w) in grids.items())
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride} pairing",
+                said,
+                "box, objectness and class layers of the same grid",
+                "give each decoder the three layers of one scale in the nms_postprocess JSON",
+            )
+    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read box, objectness and class of one grid")
+
+
 def check_anchors(ctx: CheckContext) -> CheckResult:
     """A YOLOv5 NMS op's anchors against those the export's decode tail multiplies (the HEF keeps them
     as whole pixels: hailort: hailort/libhailort/hef.proto, ProtoHEFYoloBboxDecoder ``w``, ``h`` uint32)."""
@@ -259,14 +326,17 @@ def check_anchors(ctx: CheckContext) -> CheckResult:
     if nms is None or ctx.model is None:
         return CheckResult.skipped(name, "needs an NMS HEF and --onnx")
     anchor_op, anchor_export = nms.kind == "yolov5", ctx.layout.anchored
-    if anchor_op != anchor_export:
+    family = ctx.model.family
+    expected_kind = NMS_KINDS.get(family) if family is not None else None
+    if anchor_op != anchor_export or (expected_kind is not None and nms.kind != expected_kind):
         return CheckResult.failed(
             name,
             "NMS op",
             f"{nms.kind} ({'anchors' if anchor_op else 'anchor-free'})",
-            f"the {ctx.model.family.value if ctx.model.family else 'unknown'} head of {ctx.model.source} "
+            f"{expected_kind or 'the op'} of the {family.value if family else 'unknown'} head of {ctx.model.source} "
             f"({'anchors' if anchor_export else 'anchor-free'})",
-            "compile with the nms_postprocess meta_arch of the model's head (yolov5 for anchor-based heads)",
+            "compile with the nms_postprocess meta_arch of the model's head (yolov5 for anchor-based heads, yolox "
+            "for YOLOX's box, objectness and class maps, yolov8 for DFL box maps)",
         )
     if not anchor_op:
         return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
@@ -291,7 +361,7 @@ def check_sigmoid_present(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF: the host decoder applies the sigmoid itself")
-    for stream in _class_streams(ctx):
+    for stream in _class_streams(ctx) + _objectness_streams(ctx):
         q = stream.host_quant[0]
         if q.limvals_min < 0 or q.limvals_max > 1:
             # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to class values.
@@ -359,6 +429,16 @@ def check_score_threshold(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None:
         return CheckResult.skipped(name, "needs an NMS HEF")
+    if nms.bbox_decoding_only:
+        # hailort: libhailort/src/net_flow/ops/yolov8_bbox_only_post_process.cpp and
+        # yolov5_bbox_only_post_process.cpp write every proposal: no threshold, no NMS
+        at = f"{ctx.eval_score_threshold:g}" if ctx.eval_score_threshold is not None else "its score threshold"
+        return CheckResult.ok(
+            name,
+            f"NMS op {nms.name!r} decodes boxes only (bbox_decoding_only): HailoRT applies no threshold and runs "
+            f"no NMS (its compiled {nms.score_threshold:g} goes unused); the host must run the NMS, the "
+            f"evaluation's at {at}",
+        )
     if ctx.eval_score_threshold is None:
         return CheckResult.skipped(
             name, f"no --score-threshold given: an evaluation takes the HEF's compiled {nms.score_threshold:g}"

@@ -44,6 +44,13 @@ from harness.backends.dfc.yolov5_script import (
     write_yolov5_scripts,
     yolov5_nms_config,
 )
+from harness.backends.dfc.yolox_script import NMS_KEYS as YOLOX_NMS_KEYS
+from harness.backends.dfc.yolox_script import (
+    render_yolox_alls,
+    validate_yolox_scripts,
+    write_yolox_scripts,
+    yolox_nms_config,
+)
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.decode.yolov5 import DEFAULT_ANCHORS
@@ -54,6 +61,7 @@ from harness.inputs.onnx_graph import load_model
 
 from support.yolo26_exports import both_heads_export, one_to_many_export
 from support.yolov5_exports import yolov5_export
+from support.yolox_exports import yolox_export
 
 # hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov8n.alls (commit 52b78424)
 ZOO_YOLOV8N_ALLS = (
@@ -1079,14 +1087,245 @@ def test_an_nms_config_of_a_head_without_one_is_refused(demo26: ExportFacts, tmp
         validate_files(alls, nms, demo26, table_from_names(demo26, placeholder_names(demo26), "placeholder"))
 
 
-def test_a_yolox_export_is_refused_by_compile_naming_its_head_not_an_internal_error(tmp_path):
-    import onnx
+# ---------------------------------------------------------------------------------------------- YOLOX
 
-    from harness.backends.dfc.scripts import onnx_facts
+# hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json (commit 6845dd2b)
+ZOO_YOLOX_TINY_NMS = {
+    "nms_scores_th": 0.2,
+    "nms_iou_th": 0.45,
+    "number_of_detection_heads": 3,
+    "image_dims": [416, 416],
+    "max_proposals_per_class": 100,
+    "classes": 80,
+    "bbox_decoders": [
+        {
+            "name": "bbox_decoder_8",
+            "stride": 8,
+            "reg_layer": "conv55",
+            "objectness_layer": "conv56",
+            "cls_layer": "conv54",
+        },
+        {
+            "name": "bbox_decoder_16",
+            "stride": 16,
+            "reg_layer": "conv69",
+            "objectness_layer": "conv70",
+            "cls_layer": "conv68",
+        },
+        {
+            "name": "bbox_decoder_32",
+            "stride": 32,
+            "reg_layer": "conv82",
+            "objectness_layer": "conv83",
+            "cls_layer": "conv81",
+        },
+    ],
+}
+# The Model Zoo's parsed yolox_tiny layers in end-node order (per stride box, class, objectness)
+YOLOX_TINY_LAYERS = (55, 54, 56, 69, 68, 70, 82, 81, 83)
 
-    from support.yolox_exports import yolox_export
 
+@pytest.fixture(scope="module")
+def yolox_tiny(tmp_path_factory: pytest.TempPathFactory) -> ExportFacts:
+    """A YOLOX-tiny-shaped export: 416 input, 80 classes."""
+    path = tmp_path_factory.mktemp("yolox") / "yolox_416_80.onnx"
+    onnx.save(yolox_export(side=416, nc=80), path)
+    return onnx_facts(path)
+
+
+def _x_scripts(facts: ExportFacts, settings: NmsSettings | None = None) -> tuple[str, str, LayerTable]:
+    table = parsed_layers(_hn(facts, YOLOX_TINY_LAYERS))
+    names = names_from_parsed(facts, table)
+    config = yolox_nms_config(facts, names, settings or NmsSettings())
+    return render_yolox_alls(facts, names, "model_nms_config.json"), render_nms_json(config), table
+
+
+def test_a_yolox_export_is_cut_at_its_nine_head_convs_and_takes_no_head(yolox_tiny: ExportFacts, tmp_path) -> None:
+    assert yolox_tiny.family is HeadFamily.YOLOX
+    assert [(h.role, h.channels) for h in end_nodes_of(yolox_tiny)] == [
+        (HeadRole.BOX, 4),
+        (HeadRole.CLASS, 80),
+        (HeadRole.OBJECTNESS, 1),
+    ] * 3
     path = tmp_path / "yolox.onnx"
     onnx.save(yolox_export(side=64, nc=2), path)
-    with pytest.raises(DfcScriptError, match=r"found the YOLOX head .* not of this one yet.*meta_arch=yolox"):
-        onnx_facts(path)
+    with pytest.raises(DfcScriptError, match=r"head yolo26-one2one asked for, but the export carries the YOLOX head"):
+        onnx_facts(path, head=HeadFamily.YOLO26_ONE2ONE)
+    with pytest.raises(DfcScriptError, match=r"a YOLOX export is cut at its head convolutions, found by structure"):
+        onnx_facts(path, [h.node for h in onnx_facts(path).heads[:3]])
+
+
+def test_the_yolox_tiny_nms_config_is_the_model_zoos_and_every_check_passes(yolox_tiny: ExportFacts) -> None:
+    alls, nms, table = _x_scripts(yolox_tiny, NmsSettings(0.2, 0.45, 100))
+    assert json.loads(nms) == ZOO_YOLOX_TINY_NMS
+    assert list(json.loads(nms)) == list(YOLOX_NMS_KEYS)
+    assert alls.splitlines() == [
+        "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])",
+        *(f"change_output_activation(conv{n}, sigmoid)" for n in (56, 54, 70, 68, 83, 81)),
+        'nms_postprocess("model_nms_config.json", meta_arch=yolox, engine=cpu)',
+    ]
+    results = validate_yolox_scripts(alls, nms, yolox_tiny, table)
+    assert [r.name for r in results] == [
+        "nms_keys",
+        "image_dims",
+        "classes",
+        "number_of_detection_heads",
+        "decoder_strides",
+        "layer_names",
+        "decoder_layers",
+        "sigmoid",
+        "normalization",
+        "nms_postprocess",
+    ]
+    assert all(r.passed for r in results), [r.message for r in results if not r.passed]
+
+
+def test_compile_dry_run_writes_and_checks_a_yolox_script_and_refuses_a_bbox_only_op(tmp_path: Path) -> None:
+    path = tmp_path / "yolox.onnx"
+    onnx.save(yolox_export(side=64, nc=2), path)
+    facts = onnx_facts(path)
+    names = placeholder_names(facts)
+    assert sorted(names.values()) == sorted(
+        f"UNRESOLVED_{word}_stride{s}" for s in (8, 16, 32) for word in ("reg", "cls", "obj")
+    )
+    files = write_yolox_scripts(tmp_path / "out", "x", facts, names, NmsSettings())
+    table = table_from_names(facts, names, "placeholder")
+    results = {r.name: r for r in validate_files(files.alls, files.nms_json, facts, table)}
+    assert results["layer_names"].passed is None
+    assert all(r.passed for name, r in results.items() if name != "layer_names"), failures(results.values())
+    with pytest.raises(DfcScriptError, match=r"bbox_decoding_only asked for a YOLOX head; HailoRT's bbox-only ops"):
+        write_yolox_scripts(tmp_path / "only", "x", facts, names, NmsSettings(bbox_decoding_only=True))
+
+
+def _x_decoders(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[str, str], tuple[str, str]]:
+    return _edit_nms(lambda config: edit(config["bbox_decoders"]))
+
+
+# mistake -> (edit, the checks that fail, in order, and what the first one's message says); on the YOLOX-tiny
+# shaped export, layers conv54..56, conv68..70, conv81..83
+YOLOX_MISTAKES: dict[str, tuple[Callable[[str, str], tuple[str, str]], list[str], str]] = {
+    "objectness and box layers swapped": (
+        _x_decoders(lambda d: d[0].update(reg_layer="conv56", objectness_layer="conv55")),
+        ["decoder_layers", "sigmoid"],
+        "bbox_decoders[0].reg_layer conv56: found grid 52x52, 1 channels (the objectness conv of stride 8), expected "
+        "the box conv of stride 8: grid 52x52, 4 channels",
+    ),
+    "class layers of two strides swapped": (
+        _x_decoders(lambda d: (d[0].update(cls_layer="conv68"), d[1].update(cls_layer="conv54"))),
+        ["decoder_layers"],
+        "bbox_decoders[0].cls_layer conv68: found grid 26x26, 80 channels (the class conv of stride 16)",
+    ),
+    "the sigmoid on every output (the YOLOv5 script's)": (
+        lambda alls, nms: (
+            re.sub(r"change_output_activation\(conv\d+, sigmoid\)\n", "", alls).replace(
+                "nms_postprocess", "change_output_activation(sigmoid)\nnms_postprocess"
+            ),
+            nms,
+        ),
+        ["sigmoid"],
+        "activation of reg_layer conv55 (bbox_decoders[0]): found sigmoid, expected unchanged (the op takes exp",
+    ),
+    "no sigmoid on a class layer": (
+        _edit_alls("change_output_activation(conv68, sigmoid)\n", ""),
+        ["sigmoid"],
+        "activation of cls_layer conv68 (bbox_decoders[1]): found none changed (logits reach the NMS op",
+    ),
+    "no sigmoid on an objectness layer": (
+        _edit_alls("change_output_activation(conv83, sigmoid)\n", ""),
+        ["sigmoid"],
+        "activation of objectness_layer conv83 (bbox_decoders[2]): found none changed",
+    ),
+    "the YOLOv8 meta_arch": (
+        _edit_alls("meta_arch=yolox", "meta_arch=yolov8"),
+        ["nms_postprocess"],
+        "nms_postprocess meta_arch: found yolov8, expected yolox",
+    ),
+    "a bbox-only op": (
+        _edit_alls("engine=cpu)", "engine=cpu, bbox_decoding_only=True)"),
+        ["nms_postprocess"],
+        "nms_postprocess bbox_decoding_only: found True, expected absent: HailoRT has no bbox-only YOLOX op",
+    ),
+    "wrong classes": (_edit_nms(lambda c: c.update(classes=79)), ["classes"], "NMS config classes: found 79"),
+    "two detection heads": (
+        _edit_nms(lambda c: c.update(number_of_detection_heads=2)),
+        ["number_of_detection_heads"],
+        "NMS config number_of_detection_heads: found 2, expected 3",
+    ),
+    "wrong image dims": (
+        _edit_nms(lambda c: c.update(image_dims=[640, 640])),
+        ["image_dims"],
+        "found [640, 640], expected [416, 416]",
+    ),
+    "a decoder left out": (
+        _x_decoders(lambda d: d.pop(2)),
+        ["decoder_strides"],
+        "bbox_decoders strides: found [8, 16], expected each stride of",
+    ),
+    "a layer the graph does not have": (
+        _x_decoders(lambda d: d[1].update(objectness_layer="conv99")),
+        ["layer_names", "sigmoid"],
+        "bbox_decoders[1].objectness_layer: found 'conv99'",
+    ),
+    "a YOLOv8 decoder": (
+        _x_decoders(lambda d: d[0].pop("objectness_layer")),
+        ["nms_keys"],
+        "(missing ['objectness_layer'])",
+    ),
+    "the YOLOv8 regression_length": (
+        _edit_nms(lambda c: c.update(regression_length=16)),
+        ["nms_keys"],
+        "(unknown ['regression_length'])",
+    ),
+    "a threshold as a string": (
+        _edit_nms(lambda c: c.update(nms_iou_th="0.45")),
+        ["nms_keys"],
+        'NMS config nms_iou_th: found "0.45", expected a number from 0 to 1',
+    ),
+    "no normalization": (
+        _edit_alls("normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n", ""),
+        ["normalization"],
+        "found no normalization command",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(YOLOX_MISTAKES))
+def test_each_yolox_script_mistake_fails_its_check_naming_field_found_expected_and_fix(
+    yolox_tiny: ExportFacts, mistake: str
+) -> None:
+    edit, checks, detail = YOLOX_MISTAKES[mistake]
+    alls, nms, table = _x_scripts(yolox_tiny)
+    results = validate_yolox_scripts(*edit(alls, nms), yolox_tiny, table)
+    failed = failures(results)
+    assert [r.name for r in failed] == checks, [r.message for r in failed]
+    assert detail in failed[0].message, failed[0].message
+    assert all(re.fullmatch(r".+: found .+, expected .+\. Fix: .+", r.message, re.DOTALL) for r in failed)
+    if checks == ["nms_keys"]:
+        every = [r.name for r in validate_yolox_scripts(*_x_scripts(yolox_tiny)[:2], yolox_tiny, table)]
+        assert [r.name for r in results if r.passed is None] == every[1:-2]
+
+
+# ---------------------------------------------------------------------------------------------- bbox-only op
+
+
+def test_bbox_decoding_only_asks_the_model_script_for_the_bbox_only_op_with_the_nms_ops_own_config(
+    demo: ExportFacts, autoanchored: ExportFacts, tmp_path: Path
+) -> None:
+    """As the Model Zoo's yolov5s_bbox_decoding_only.alls: an argument of nms_postprocess; the NMS config
+    keeps its keys (yolov8s_bbox_decoding_only_nms_config.json). Both families' scripts validate and say
+    that the host must run the NMS."""
+    settings = NmsSettings(bbox_decoding_only=True)
+    for facts, write, meta_arch in ((demo, write_scripts, "yolov8"), (autoanchored, write_yolov5_scripts, "yolov5")):
+        names = placeholder_names(facts)
+        plain = write(tmp_path / f"{meta_arch}-nms", "m", facts, names, NmsSettings())
+        files = write(tmp_path / meta_arch, "m", facts, names, settings)
+        assert files.nms_json.read_text() == plain.nms_json.read_text()
+        command = f'nms_postprocess("m_nms_config.json", meta_arch={meta_arch}, engine=cpu, bbox_decoding_only=True)'
+        assert command in files.alls.read_text().splitlines()
+        assert "bbox_decoding_only" not in plain.alls.read_text()
+        table = table_from_names(facts, names, "placeholder")
+        results = {r.name: r for r in validate_files(files.alls, files.nms_json, facts, table)}
+        assert all(r.passed is not False for r in results.values()), failures(results.values())
+        assert "the host must run the NMS" in results["nms_postprocess"].message
+        said = {r.name: r for r in validate_files(plain.alls, plain.nms_json, facts, table)}
+        assert "the host must run the NMS" not in said["nms_postprocess"].message

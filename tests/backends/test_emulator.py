@@ -877,3 +877,91 @@ def test_an_ssd_export_becomes_regression_and_class_maps_per_layer_its_nms_hailo
             np.testing.assert_array_equal(buffer, expected)
             found += len(decode_nms(buffer, spec, V5_HW))
     assert found > 0
+
+
+# ---------------------------------------------------------------------------------------------- bbox-only op
+
+
+def _bbox_only_options(**changes: object) -> EmulatorOptions:
+    return _options(**{"sigmoid_inside": True, "bbox_only": True, "output_format": FormatType.FLOAT32, **changes})
+
+
+def test_a_bbox_only_hef_writes_the_bbox_only_op_of_its_raw_heads_and_the_host_nms_finds_what_the_nms_op_keeps(
+    demo_onnx: Path, images: dict[str, Path], cache_dir: Path, sigmoid_hef: EmulatedHef
+) -> None:
+    from harness.core.head_family import HeadFamily
+    from harness.core.settings import NmsMode
+    from harness.decode.bbox_only import bbox_only_op, decode_bbox_only
+
+    bbox_hef = build_emulated_hef(demo_onnx, images["in_domain"], _bbox_only_options(), cache_dir)
+    nms_hef = _nms_hef(demo_onnx, images, cache_dir, sigmoid_inside=True)
+    assert bbox_hef.quantized_model == sigmoid_hef.quantized_model  # the op is a runtime setting
+    assert "bbox-only op (NMS on the host)" in bbox_hef.label and "emulated HEF" in bbox_hef.label
+    ((name, spec),) = bbox_hef.output_specs.items()
+    assert name == "yolov8_nms_postprocess"  # the NMS op's output, compiled bbox_decoding_only
+    assert (spec.format_order, spec.format_type, spec.shape) == (FormatOrder.NHWC, FormatType.FLOAT32, (1, 1344, 6))
+    ((nms_name, nms_spec),) = nms_hef.output_specs.items()
+    config = DecodeConfig(INPUT_HW, 0.25, 0.6, max_per_class=20, mode=NmsMode.HAILORT, classes_are_probabilities=True)
+    heads = {h.name: h for h in sigmoid_hef.heads}
+    found = 0
+    with (
+        EmulatorRunner(bbox_hef) as runner,
+        EmulatorRunner(nms_hef) as nms_runner,
+        EmulatorRunner(sigmoid_hef) as raw_runner,
+    ):
+        for frame in _frames(images["val"]):
+            buffer = runner.infer({"images": frame})[name]
+            raw = raw_runner.infer({"images": frame})
+            np.testing.assert_array_equal(buffer, bbox_only_op(raw, heads, config, HeadFamily.YOLOV8))
+            ours = decode_bbox_only(buffer, spec, config, HeadFamily.YOLOV8)
+            theirs = decode_nms(nms_runner.infer({"images": frame})[nms_name], nms_spec, INPUT_HW)
+            np.testing.assert_array_equal(ours.class_ids, theirs.class_ids)
+            np.testing.assert_array_equal(ours.scores, theirs.scores)
+            np.testing.assert_allclose(ours.boxes, theirs.boxes, atol=1e-3)  # normalised and back: float rounding
+            found += len(ours)
+    assert found > 0
+
+
+def test_a_yolov5_bbox_only_hef_writes_every_anchor_of_every_cell_and_the_host_nms_keeps_what_the_op_keeps(
+    yolov5_onnx: Path, images: dict[str, Path], cache_dir: Path, yolov5_hef: EmulatedHef
+) -> None:
+    from harness.backends.emulator.outputs import nms_spec
+    from harness.backends.emulator.runner import nms_op
+    from harness.core.head_family import HeadFamily
+    from harness.core.settings import NmsMode
+    from harness.decode.bbox_only import bbox_only_op, decode_bbox_only
+
+    bbox_hef = build_emulated_hef(yolov5_onnx, images["in_domain"], _bbox_only_options(), cache_dir)
+    ((name, spec),) = bbox_hef.output_specs.items()
+    assert name == "yolov5_nms_postprocess"
+    assert spec.shape == (1, 2 * (8 * 8 + 4 * 4 + 2 * 2), 5 + 2)  # 2 anchors per cell, objectness then 2 classes
+    heads = {h.name: h for h in yolov5_hef.heads}
+    config = _v5_config(mode=NmsMode.HAILORT, max_per_class=20)
+    op_spec = nms_spec(2, 20, HeadFamily.YOLOV5)
+    found = 0
+    with EmulatorRunner(bbox_hef) as runner, EmulatorRunner(yolov5_hef) as raw_runner:
+        for frame in _v5_frames(images["val"]):
+            buffer = runner.infer({"images": frame})[name]
+            raw = raw_runner.infer({"images": frame})
+            np.testing.assert_array_equal(buffer, bbox_only_op(raw, heads, config, HeadFamily.YOLOV5))
+            # the host's NMS over it keeps what HailoRT's YOLOv5 NMS op keeps of the same heads
+            ours = decode_bbox_only(buffer, spec, config, HeadFamily.YOLOV5)
+            theirs = decode_nms(nms_op(raw, heads, config, op_spec, HeadFamily.YOLOV5), op_spec, V5_HW)
+            np.testing.assert_array_equal(ours.class_ids, theirs.class_ids)
+            np.testing.assert_array_equal(ours.scores, theirs.scores)
+            np.testing.assert_allclose(ours.boxes, theirs.boxes, atol=1e-3)
+            found += len(ours)
+    assert found > 0
+
+
+def test_the_bbox_only_op_is_refused_beside_the_nms_op_with_uint8_outputs_and_on_a_head_without_one(
+    images: dict[str, Path], cache_dir: Path
+) -> None:
+    from harness.inputs.demo import DEMO26_ONNX
+
+    with pytest.raises(HarnessError, match=r"nms and bbox_only both set, expected one"):
+        EmulatorOptions(nms=True, bbox_only=True)
+    with pytest.raises(HarnessError, match=r"output_format is UINT8 with bbox_only, expected FLOAT32"):
+        EmulatorOptions(bbox_only=True, output_format=FormatType.UINT8)
+    with pytest.raises(GraphError, match=r"yolo26-one2one head with HailoRT's bbox-only op.*expected bbox_only off"):
+        build_emulated_hef(DEMO26_ONNX, images["in_domain"], _bbox_only_options(), cache_dir)

@@ -27,6 +27,8 @@ from harness.formats.bbox_only import LEADING_FIELDS, bbox_only_spec
 from harness.formats.layout import device_to_host, host_to_device, padded_shape
 from harness.formats.nms_buffer import decode_nms_by_class
 
+from support.hef_writer import with_bbox_only_op
+
 # The oracle module's fixtures, found here by name: the HailoRT build, and its YOLOv8 and YOLOv5 NMS ops
 build, yolov8_op, yolov5_op = oracle.build, oracle.yolov8_op, oracle.yolov5_op
 
@@ -140,3 +142,22 @@ def test_hailorts_yolov5_bbox_only_op_writes_what_the_harness_op_writes(yolov5_b
     theirs = assert_held(yolov5_bbox_only(sent, classes, sent_config, dtype, anchors=True), ours, expected)
     nms = yolov5_op(sent, classes, sent_config, dtype, anchors=True)
     assert_nms_alike(theirs, expected, nms, config, HeadFamily.YOLOV5)
+
+
+@pytest.mark.parametrize(
+    ("kind", "classes", "anchors"),
+    [("yolov8", 3, ()), ("yolov8", 80, ()), ("yolov5", 3, ((10, 13), (16, 30))), ("yolov5", 1, ((10, 13),) * 3)],
+)
+def test_hailort_and_the_harness_read_a_bbox_only_hef_alike(build, kind, classes, anchors, shared_fixtures, tmp_path):
+    """The MNIST fixture HEF made a net-flow HEF whose NMS op, compiled bbox_decoding_only, reads its one
+    4x4x16 output (tests/support/hef_writer.py): hailo_platform's stream and vstream infos are the harness's,
+    the op's output FLOAT32 NHWC (1, proposals, fields) with quant scale 1."""
+    data = with_bbox_only_op((shared_fixtures / "hef/hailo8_mnist_cnn.hef").read_bytes(), kind, classes, anchors)
+    path = tmp_path / f"{kind}_bbox_only.hef"
+    path.write_bytes(data)
+    read = oracle.assert_same_reading(build, path, data, path.name, tmp_path)
+    (output,) = read["network_groups"][0]["output_vstreams"]
+    proposals = 16 // 2 if kind == "yolov8" else 16 * len(anchors)  # YOLOv8: a box and a class stream per grid
+    family = HeadFamily.YOLOV8 if kind == "yolov8" else HeadFamily.YOLOV5
+    assert output["shape"] == [1, proposals, len(LEADING_FIELDS[family]) + classes]
+    assert (output["order"], output["type"], output["quant"]) == ("NHWC", "FLOAT32", [0.0, 1.0, 0.0, 0.0])

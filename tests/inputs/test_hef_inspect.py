@@ -16,7 +16,9 @@ from harness.cli.commands import inspect as inspect_command
 from harness.core.errors import HefError
 from harness.core.specs import NmsShape, QuantInfo
 from harness.inputs.hef.inspect import device_families, nms_frame_bytes, output_facts, render_text, sigmoid, summary
-from harness.inputs.hef.reader import HefInfo, read_hef
+from harness.inputs.hef.reader import HefInfo, parse_hef, read_hef
+
+from support.hef_writer import Decoder, Stream, nms_hef
 
 TRUNCATED = "hef_bad/hailo8l_yolov8s_nms_truncated.hef"
 
@@ -133,3 +135,18 @@ def test_inspect_plugs_into_the_cli_and_reports_errors_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith("hailo-harness inspect: error: ") and "not a HEF (no magic)" in err
     assert err.count("\n") == 1
+
+
+def test_a_bbox_only_hef_is_described_with_its_one_float32_output_and_the_host_nms() -> None:
+    streams = (Stream("net/box", (20, 20, 64), 0), Stream("net/cls", (20, 20, 3), 1))
+    info = parse_hef(nms_hef(streams, "yolov8", (Decoder(32, 0, 1),), 3, True), "bbox.hef")
+    group = summary(info)["network_groups"][0]
+    assert group["host_outputs"] == [
+        {"name": "net/nms_postprocess", "shape": [1, 400, 7], "format_order": "NHWC", "format_type": "FLOAT32"}
+    ]
+    assert group["nms"]["bbox_decoding_only"] and group["nms"]["output_frame_bytes"] == 4 * 400 * 7
+    text = render_text(info)
+    assert "Output net/nms_postprocess FLOAT32, NHWC(1x400x7)" in text and "the host runs the NMS" in text
+    yolox = parse_hef(nms_hef(streams, "yolox", (Decoder(32, 0, 1),), 3, True), "yolox.hef")
+    assert "host_outputs" not in summary(yolox)["network_groups"][0]
+    assert "Output of a post-process op this reader does not describe" in render_text(yolox)

@@ -9,15 +9,21 @@ import struct
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.core.errors import HefError
+from harness.core.head_family import HeadFamily
+from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
+from harness.formats.bbox_only import bbox_only_spec
 from harness.inputs.hef import reader
 from harness.inputs.hef.reader import HefInfo, HwArch, parse_hef, read_hef
 from harness.inputs.hef.wire import Message, ProtoError
+
+from support.hef_writer import Decoder, Stream, nms_hef
 
 TRUNCATED = "hef_bad/hailo8l_yolov8s_nms_truncated.hef"
 
@@ -404,3 +410,109 @@ def test_wire_decoder_reads_repeated_unsigned_varints_packed_or_not() -> None:
     assert message.uints(3, "w") == () and message.uints(4, "absent") == ()
     with pytest.raises(ProtoError, match=r"m\.h: varint runs past the end"):
         Message(_field(2, b"\x80"), "m").uints(2, "h")
+
+
+# --- bbox-only ops ---------------------------------------------------------------------------------
+
+GRIDS = ((8, 80), (16, 40), (32, 20))
+
+
+def _yolov8_hef(classes: int, bbox_only: bool, grids=GRIDS) -> bytes:
+    streams, decoders = [], []
+    for i, (stride, g) in enumerate(grids):
+        streams += [Stream(f"net/box{i}", (g, g, 64), 2 * i), Stream(f"net/cls{i}", (g, g, classes), 2 * i + 1)]
+        decoders.append(Decoder(stride, 2 * i, 2 * i + 1))
+    return nms_hef(tuple(streams), "yolov8", tuple(decoders), classes, bbox_only)
+
+
+def _yolov5_hef(classes: int, anchors: int, grids=GRIDS) -> bytes:
+    streams = tuple(Stream(f"net/conv{i}", (g, g, anchors * (5 + classes)), i) for i, (_, g) in enumerate(grids))
+    decoders = tuple(
+        Decoder(stride, i, i, tuple((10 * (k + 1), 13 * (k + 1)) for k in range(anchors)))
+        for i, (stride, _) in enumerate(grids)
+    )
+    return nms_hef(streams, "yolov5", decoders, classes, True)
+
+
+def test_a_yolov8_bbox_only_hef_gives_one_float32_nhwc_output_of_every_proposals_box_and_classes() -> None:
+    group = parse_hef(_yolov8_hef(3, True), "bbox.hef").network_groups[0]
+    assert group.nms is not None and group.nms.bbox_decoding_only and group.nms.kind == "yolov8"
+    expected = bbox_only_spec("net/nms_postprocess", 80 * 80 + 40 * 40 + 20 * 20, 3, HeadFamily.YOLOV8)
+    assert group.output_specs() == (expected,) == group.output_specs(FormatType.UINT8)
+    assert expected.shape == (1, 8400, 7)
+    (vstream,) = group.output_vstreams
+    assert (vstream.order, vstream.type, vstream.shape, vstream.nms) == (
+        FormatOrder.NHWC, FormatType.FLOAT32, (1, 8400, 7), None
+    )  # fmt: skip
+    assert vstream.quant == reader.QuantInfo(0.0, 1.0, 0.0, 0.0)
+    with_nms = parse_hef(_yolov8_hef(3, False), "nms.hef").network_groups[0].output_specs()
+    assert [s.format_order for s in with_nms] == [FormatOrder.NMS_BY_CLASS]
+
+
+def test_a_yolov5_bbox_only_hef_counts_each_maps_anchors_and_cells_with_objectness_before_the_classes() -> None:
+    (spec,) = parse_hef(_yolov5_hef(80, 3), "bbox5.hef").output_specs()
+    assert spec == bbox_only_spec("net/nms_postprocess", 3 * 8400, 80, HeadFamily.YOLOV5)
+    assert spec.shape == (1, 25200, 85)
+
+
+@given(
+    grids=st.lists(st.tuples(st.sampled_from((8, 16, 32, 64)), st.integers(1, 30)), min_size=1, max_size=4),
+    classes=st.integers(1, 90),
+    anchors=st.integers(1, 4),
+)
+def test_the_proposals_are_the_cells_of_each_grid_times_its_anchors(
+    grids: list[tuple[int, int]], classes: int, anchors: int
+) -> None:
+    cells = sum(g * g for _, g in grids)
+    (v8,) = parse_hef(_yolov8_hef(classes, True, grids), "v8.hef").output_specs()
+    (v5,) = parse_hef(_yolov5_hef(classes, anchors, grids), "v5.hef").output_specs()
+    assert v8.shape == (1, cells, 4 + classes) and v5.shape == (1, anchors * cells, 5 + classes)
+
+
+def test_a_yolox_nms_ops_decoders_name_their_box_class_and_objectness_streams_by_pad() -> None:
+    streams = (Stream("net/box", (20, 20, 4), 0), Stream("net/cls", (20, 20, 3), 1), Stream("net/obj", (20, 20, 1), 2))
+    nms = parse_hef(nms_hef(streams, "yolox", (Decoder(32, 0, 1, objectness_pad=2),), 3, False), "x.hef")
+    (decoder,) = nms.network_groups[0].nms.bbox_decoders
+    assert (decoder.box_stream, decoder.class_stream, decoder.objectness_stream) == ("net/box", "net/cls", "net/obj")
+    with pytest.raises(HefError, match=r"bbox_decoders\[0\]\.obj_pad_index: pad 7 is not a core output stream"):
+        parse_hef(nms_hef(streams, "yolox", (Decoder(32, 0, 1, objectness_pad=7),), 3, False), "x.hef")
+
+
+SSD_STREAMS = (
+    Stream("net/reg19", (19, 19, 12), 0),
+    Stream("net/cls19", (19, 19, 9), 1),
+    Stream("net/reg10", (10, 10, 24), 2),
+    Stream("net/cls10", (10, 10, 18), 3),
+)
+SSD_ANCHORS = (
+    ((0.1, 0.1), (0.2, 0.1), (0.1, 0.2)),
+    ((0.35, 0.35), (0.5, 0.25), (0.25, 0.5), (0.6, 0.2), (0.2, 0.6), (0.4, 0.4)),
+)
+
+
+def test_an_ssd_ops_anchors_and_box_coding_are_read_as_hailort_builds_them_largest_grid_first() -> None:
+    decoders = (Decoder(0, 2, 3, SSD_ANCHORS[1]), Decoder(0, 0, 1, SSD_ANCHORS[0]))  # the HEF lists 10x10 first
+    data = nms_hef(SSD_STREAMS, "ssd", decoders, 3, False, (300, 300), background_index=0)
+    ssd = parse_hef(data, "ssd.hef").network_groups[0].nms.ssd
+    f32 = tuple(tuple(tuple(float(np.float32(v)) for v in a) for a in layer) for layer in SSD_ANCHORS)
+    assert ssd == SsdConfig(f32, 10, 5, 0, 1, 2, 3, background_class=0)
+    coded = nms_hef(SSD_STREAMS, "ssd", decoders, 3, False, (300, 300), ssd_coding=(10, 5, 1, 0, 3, 2))
+    ssd = parse_hef(coded, "ssd.hef").network_groups[0].nms.ssd
+    assert ssd.box_indices == (1, 0, 3, 2) and ssd.background_class is None
+    broken = nms_hef(SSD_STREAMS, "ssd", decoders, 3, False, (300, 300), ssd_coding=(0, 5, 0, 0, 0, 0))
+    with pytest.raises(HefError, match=r"ssd_nms_op: SSD config: centers_scale_factor is 0; expected an integer >= 1"):
+        parse_hef(broken, "ssd.hef")
+
+
+def test_bbox_decoding_only_on_an_op_hailort_has_no_bbox_only_op_for_is_refused_naming_it() -> None:
+    streams = (Stream("net/box", (20, 20, 4), 0), Stream("net/cls", (20, 20, 3), 1))
+    data = nms_hef(streams, "yolox", (Decoder(32, 0, 1),), 3, True)
+    group = parse_hef(data, "yolox.hef").network_groups[0]
+    with pytest.raises(HefError, match=r"NMS op 'nms_op' of kind yolox with bbox_decoding_only; .*yolov8 or yolov5"):
+        group.output_specs()
+
+
+def test_a_bbox_only_op_without_classes_is_refused_naming_the_field() -> None:
+    group = parse_hef(_yolov8_hef(0, True), "none.hef").network_groups[0]
+    with pytest.raises(HefError, match=r"8400 proposals of 0 classes \(bbox_decoding_only\); expected at least one"):
+        group.output_specs()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from harness.backends.onnx.runner import OnnxRunner
 from harness.conformance.verify_decode import same_detections
 from harness.core.detections import Detections
 from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.head_family import HeadFamily
 from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
@@ -24,7 +26,7 @@ from harness.formats.quant import quantize
 from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
 from harness.inputs.preprocess import load_image, to_nchw_float
-from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath, prepare, runner_path
+from harness.pipeline.detect import BboxOnlyPath, NmsBufferPath, OnnxPath, RawHeadsPath, prepare, runner_path
 from harness.verdict.metrics import agreement, cells_above_threshold
 
 from support.encoders import encode_nms_by_score
@@ -432,3 +434,58 @@ def test_an_ssd_export_gives_the_same_detections_on_the_onnx_path_as_its_float_h
             box_error = max(box_error, float(np.abs(boxes - own_boxes).max()))
             score_error = max(score_error, float(np.abs(scores - own_scores).max()))
     assert box_error < 1e-4 and score_error < 1e-6, (box_error, score_error)
+
+
+class BboxOnlyOf:
+    """A runner whose one output is HailoRT's YOLOv8 bbox-only buffer of another runner's heads."""
+
+    label = "BboxOnlyOf (a test runner)"
+
+    def __init__(self, heads: HeadsAsHef, settings: EvalSettings) -> None:
+        from harness.formats.bbox_only import bbox_only_spec
+
+        self._heads, self._config = heads, settings.decode_config()
+        self.input_specs = heads.input_specs
+        cells = sum(s.shape[0] * s.shape[1] for s in heads.output_specs.values()) // 2
+        self.spec = bbox_only_spec("yolov8_nms_postprocess", cells, 80, HeadFamily.YOLOV8)
+        self.output_specs = {self.spec.name: self.spec}
+
+    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from harness.decode.bbox_only import bbox_only_op
+
+        raw = self._heads.infer(feed)
+        return {self.spec.name: bbox_only_op(raw, self._heads.output_specs, self._config, HeadFamily.YOLOV8)}
+
+    def __enter__(self) -> BboxOnlyOf:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_the_bbox_only_path_runs_the_host_nms_to_the_detections_of_the_nms_buffer_path(model_path, cut, images):
+    heads = HeadsAsHef(cut, quantized=True)  # post-sigmoid class maps, as the op reads them
+    bbox_only = runner_path(BboxOnlyOf(heads, SETTINGS), SETTINGS, model_path, HAILO)
+    buffered = NmsBufferPath(NmsOf(heads, FormatOrder.NMS_BY_CLASS, SETTINGS), SETTINGS, model_path, name=HAILO)
+    assert isinstance(bbox_only, BboxOnlyPath) and not bbox_only.emulated
+    found = 0
+    for image in images:
+        a, b = bbox_only.detect(image), buffered.detect(image)
+        assert a.cells is None
+        # both buffers hold boxes normalised to the input: the same detections within float rounding
+        assert same_detections(a.detections, b.detections, BOX_TOLERANCE, SCORE_TOLERANCE)
+        found += len(a.detections)
+    assert found > 0
+
+
+def test_the_bbox_only_path_refuses_outputs_that_are_not_one_bbox_only_buffer_of_its_family(model_path, cut):
+    heads = HeadsAsHef(cut, quantized=True)
+    with pytest.raises(SpecError, match=r"expected exactly one, HailoRT's bbox-only buffer"):
+        BboxOnlyPath(heads, SETTINGS, model_path)
+    runner = BboxOnlyOf(heads, SETTINGS)
+    runner.output_specs = {"nms": dataclasses.replace(runner.spec, format_type=FormatType.UINT8)}
+    with pytest.raises(SpecError, match=r"output 'yolov8_nms_postprocess': format type UINT8; expected FLOAT32"):
+        BboxOnlyPath(runner, SETTINGS, model_path)
+    runner.output_specs = {"nms": dataclasses.replace(runner.spec, shape=(2100, 84))}
+    with pytest.raises(SpecError, match=r"shape \(2100, 84\); expected \(1, proposals, 4 \+ classes\)"):
+        BboxOnlyPath(runner, SETTINGS, model_path)

@@ -222,3 +222,23 @@ def test_a_job_hashes_its_export_once_and_a_replayed_path_takes_its_sha256_from_
     with open_path(replayed, run) as path:
         assert path.name == "emulated-hailo"
     assert DEMO_ONNX.name not in hashed  # the store checked against the run's facts, the export not read again
+
+
+def test_the_emulator_with_the_bbox_only_op_measures_what_it_measures_with_the_nms_op(run):
+    """The same emulated heads, the NMS in the HEF or on the host with the same thresholds: the same
+    detections within float rounding, so the same mAP and box counts."""
+    from harness.pipeline.detect import BboxOnlyPath
+
+    calib = str(Path(run.dataset.root) / "images" / "calib")
+    nms_op = PathSpec(Backend.EMULATOR, calibration=calib, calibration_count=3)
+    bbox_only = replace(nms_op, bbox_only=True)
+    with open_path(bbox_only, run) as path:
+        assert isinstance(path, BboxOnlyPath) and path.emulated and "bbox-only op" in path.runtime
+    ours, theirs = evaluate_spec(bbox_only, run), evaluate_spec(nms_op, run)
+    assert ours.box_counts.total == theirs.box_counts.total > 0
+    assert ours.metrics.map50_95 == pytest.approx(theirs.metrics.map50_95, abs=1e-6)
+
+
+def test_bbox_only_belongs_to_the_emulator():
+    with pytest.raises(HarnessError, match=r"--bbox-only belongs to --backend emulator, not --backend onnx"):
+        PathSpec(Backend.ONNX, bbox_only=True)

@@ -48,3 +48,16 @@ def yolov5_facts(
     )
     names = tuple(f"class{i}" for i in range(classes))
     return ExportFacts("0" * 64, "images", input_hw, names, False, HeadFamily.YOLOV5, heads, source=source)
+
+
+def yolox_facts(classes: int = 3, input_hw: tuple[int, int] = (640, 640), source: str = "x.onnx") -> ExportFacts:
+    """The facts of a YOLOX export: per stride 8, 16 and 32 a box map of 4, a class map of ``classes`` and
+    an objectness map of 1."""
+    roles = ((HeadRole.BOX, 4), (HeadRole.CLASS, classes), (HeadRole.OBJECTNESS, 1))
+    heads = tuple(
+        HeadTensor(f"{role.value}{i}", f"conv_{role.value}{i}", role, channels, (input_hw[0] // s, input_hw[1] // s))
+        for i, s in enumerate((8, 16, 32))
+        for role, channels in roles
+    )
+    names = tuple(f"class{i}" for i in range(classes))
+    return ExportFacts("0" * 64, "images", input_hw, names, False, HeadFamily.YOLOX, heads, source=source)

@@ -9,7 +9,7 @@ from harness.core.specs import FormatType, QuantInfo
 from harness.inputs.hef.reader import HefInfo, read_hef
 from harness.verdict.hef_checks import CheckContext, run_checks
 
-from support.export_facts import yolo_facts, yolov5_facts
+from support.export_facts import yolo_facts, yolov5_facts, yolox_facts
 
 MODEL = yolo_facts(source="yolov8s.onnx")  # a 3-class YOLOv8s export at 640 (reg_max 16)
 
@@ -212,3 +212,90 @@ def test_an_nms_op_of_another_head_than_the_exports_fails_naming_both(hef, v5_he
     r = _results(ctx)["anchors"]
     assert r.passed is False and "meta_arch" in r.message
     assert ("yolov5 (anchors)" in r.message) is v5_hef and ("yolov8 (anchor-free)" in r.message) is not v5_hef
+
+
+# --- a YOLOX NMS HEF: per stride the real HEF's box and class streams and an objectness stream -------
+
+
+def _as_yolox(hef: HefInfo, objectness_limvals: tuple[float, float] = (0.0, 1.0)) -> HefInfo:
+    """The fixture's HEF as a YOLOX NMS HEF: box streams of 4 channels, its class streams (post-sigmoid), and
+    per stride an objectness stream of 1 channel; its NMS op YOLOX's, naming the three."""
+    group = hef.network_groups[0]
+    probability = QuantInfo(0, 1 / 255, 0.0, 1.0)
+    lo, hi = objectness_limvals
+    objectness_quant = QuantInfo(round(-lo / ((hi - lo) / 255)), (hi - lo) / 255, lo, hi)
+    boxes = {d.box_stream for d in group.nms.bbox_decoders}
+    classes = {d.class_stream for d in group.nms.bbox_decoders}
+    outputs = [
+        replace(s, shape=(*s.shape[:2], 4))
+        if s.name in boxes
+        else replace(s, quant=probability, quant_infos=(probability,))
+        for s in group.outputs
+        if s.name in boxes | classes
+    ]
+    decoders = []
+    for i, d in enumerate(group.nms.bbox_decoders):
+        cls = next(s for s in outputs if s.name == d.class_stream)
+        objectness = replace(cls, name=f"{cls.name}_obj", shape=(*cls.shape[:2], 1), pad_index=100 + i)
+        objectness = replace(objectness, quant=objectness_quant, quant_infos=(objectness_quant,))
+        outputs.append(objectness)
+        decoders.append(replace(d, objectness_stream=objectness.name))
+    nms = replace(group.nms, kind="yolox", regression_length=0, bbox_decoders=tuple(decoders))
+    return _with_group(hef, outputs=tuple(outputs), nms=nms)
+
+
+def test_a_consistent_yolox_setup_passes_its_checks_and_skips_the_dfl_and_anchor_ones(hef):
+    results = _results(CheckContext(_as_yolox(hef), yolox_facts(), ("a", "b", "c"), 0.2))
+    assert {name: r.message for name, r in results.items() if r.passed is False} == {}
+    assert (
+        results["decoder_pairing"].passed
+        and "box, objectness and class of one grid" in results["decoder_pairing"].message
+    )
+    assert results["regression_length"].passed is None and results["anchors"].passed is None
+
+
+def test_a_yolox_op_naming_a_box_layer_as_objectness_fails_the_pairing_naming_the_stream(hef):
+    op = _as_yolox(hef)
+    d = op.network_groups[0].nms.bbox_decoders
+    swapped = (replace(d[0], objectness_stream=d[0].box_stream, box_stream=d[0].objectness_stream), *d[1:])
+    r = _results(CheckContext(_with_nms(op, bbox_decoders=swapped), yolox_facts()))["decoder_pairing"]
+    assert r.passed is False and "stride 8 box stream" in r.message and "found 1, expected 4" in r.message
+
+
+def test_a_yolox_op_with_logit_objectness_fails_the_sigmoid_check(hef):
+    r = _results(CheckContext(_as_yolox(hef, (-9.0, 4.0)), yolox_facts()))["sigmoid_present"]
+    assert r.passed is False and "_obj limvals" in r.message and "[-9, 4]" in r.message
+
+
+@pytest.mark.parametrize(("kind", "words"), [("yolov8", "yolov8 (anchor-free)"), ("yolov5", "yolov5 (anchors)")])
+def test_a_yolox_export_compiled_with_another_nms_op_fails_naming_the_yolox_op(hef, kind, words):
+    r = _results(CheckContext(_with_nms(_as_yolox(hef), kind=kind), yolox_facts()))["anchors"]
+    assert r.passed is False and f"found {words}" in r.message and "expected yolox of the yolox head" in r.message
+    r = _results(CheckContext(_as_yolox(hef), MODEL))["anchors"]
+    assert r.passed is False and "found yolox (anchor-free), expected yolov8 of the yolov8 head" in r.message
+
+
+def test_a_bbox_only_op_is_held_to_the_export_as_the_nms_op_and_says_the_host_must_run_the_nms(hef):
+    bbox_only = _with_nms(hef, bbox_decoding_only=True)
+    results = _results(CheckContext(bbox_only, MODEL, ("a", "b", "c"), 0.25))
+    failed = {name for name, r in results.items() if r.passed is False}
+    assert failed == {"class_score_range"}  # as the NMS op's, and no threshold mismatch: none is compiled in
+    r = results["score_threshold"]
+    assert r.passed and "decodes boxes only" in r.message and "the host must run the NMS" in r.message
+    assert "0.25" in r.message and "compiled 0.2 goes unused" in r.message
+    nms_op = _with_nms(hef, score_threshold=0.5)  # the NMS op's threshold is applied: it must be the evaluation's
+    assert _results(CheckContext(nms_op, MODEL, None, 0.25))["score_threshold"].passed is False
+    wrong = _with_nms(bbox_only, regression_length=8, classes=80)
+    results = _results(CheckContext(wrong, MODEL))
+    assert results["regression_length"].passed is False and results["nms_classes_vs_onnx"].passed is False
+    swapped = bbox_only.network_groups[0].nms.bbox_decoders
+    swapped = (replace(swapped[0], stride=16), replace(swapped[1], stride=8), swapped[2])
+    assert _results(CheckContext(_with_nms(bbox_only, bbox_decoders=swapped)))["strides_vs_grids"].passed is False
+
+
+def test_a_yolov5_bbox_only_op_is_held_to_the_exports_anchors(hef):
+    op = _as_yolov5(hef, V5_ANCHORS)
+    bbox_only = _with_nms(op, bbox_decoding_only=True)
+    assert _results(CheckContext(bbox_only, yolov5_facts()))["anchors"].passed
+    evolved = (((12.4, 16.2), (19, 36), (40, 28)), *V5_ANCHORS[1:])
+    assert _results(CheckContext(bbox_only, yolov5_facts(anchors=evolved)))["anchors"].passed is False

@@ -54,6 +54,7 @@ from harness.backends.dfc.scripts import (
 )
 from harness.backends.dfc.yolo26_script import validate_yolo26_script, write_yolo26_script
 from harness.backends.dfc.yolov5_script import render_yolov5_alls, write_yolov5_scripts
+from harness.backends.dfc.yolox_script import render_yolox_alls, write_yolox_scripts
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, read_json
@@ -350,11 +351,15 @@ def write_checked_scripts(
     nms: NmsSettings,
     calibration_count: int,
 ) -> tuple[ScriptFiles, tuple[CheckResult, ...]]:
-    """The model script of the ONNX's head (and the NMS config of a YOLOv8/YOLO11 or YOLOv5/YOLOv7 head)
+    """The model script of the ONNX's head (and the NMS config of a YOLOv8/YOLO11, YOLOv5/YOLOv7 or YOLOX head)
     written into ``folder``, and every check of them."""
-    if facts.family in (HeadFamily.YOLOV8, HeadFamily.YOLOV5):
-        write = write_scripts if facts.family is HeadFamily.YOLOV8 else write_yolov5_scripts
-        files = write(folder, stem, facts, names, nms)
+    writers = {
+        HeadFamily.YOLOV8: write_scripts,
+        HeadFamily.YOLOV5: write_yolov5_scripts,
+        HeadFamily.YOLOX: write_yolox_scripts,
+    }
+    if facts.family in writers:
+        files = writers[facts.family](folder, stem, facts, names, nms)
         assert files.nms_json is not None
         return files, validate_files(files.alls, files.nms_json, facts, table)
     files = write_yolo26_script(folder, stem, facts, names, table, calibration_count)
@@ -368,7 +373,11 @@ def _dfc_alls(facts: ExportFacts, names: dict[str, str], scripts: ScriptFiles) -
     if scripts.nms_json is None:
         return scripts.alls.read_text(encoding="utf-8")
     config = os.fspath(scripts.nms_json.resolve())
-    return render_yolov5_alls(config) if facts.family is HeadFamily.YOLOV5 else render_alls(facts, names, config)
+    if facts.family is HeadFamily.YOLOV5:
+        return render_yolov5_alls(config)
+    if facts.family is HeadFamily.YOLOX:
+        return render_yolox_alls(facts, names, config)
+    return render_alls(facts, names, config)
 
 
 def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAULT_CACHE_ROOT) -> CompileResult:

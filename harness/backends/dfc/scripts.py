@@ -73,11 +73,14 @@ class DfcScriptError(HarnessError):
 
 @dataclass(frozen=True)
 class NmsSettings:
-    """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100)."""
+    """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100).
+    ``bbox_decoding_only``: the op compiled to decode the boxes alone, the NMS left to the host (HailoRT's
+    bbox-only op); the thresholds then go unused."""
 
     score_threshold: float = defaults.SCORE_THRESHOLD
     iou_threshold: float = defaults.IOU_THRESHOLD
     max_proposals_per_class: int = defaults.MAX_PER_CLASS
+    bbox_decoding_only: bool = False
 
     def __post_init__(self) -> None:
         for option, value in (("score_threshold", self.score_threshold), ("iou_threshold", self.iou_threshold)):
@@ -96,7 +99,7 @@ def end_nodes_of(facts: ExportFacts) -> tuple[HeadTensor, ...]:
     decodes (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
     ``_decode_raw``); YOLOv5/YOLOv7: one anchored map per stride, stride ascending, as the Model Zoo's
     YOLOv5 NMS config lists them (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json)."""
-    if facts.family in (HeadFamily.YOLOV8, HeadFamily.YOLOV5):
+    if facts.family in _ONE_HEAD:
         return facts.heads
     by_name = {h.tensor: h for h in facts.heads}
     layout = layout_of_export(facts)
@@ -117,12 +120,13 @@ HEAD_WORDS = {
     HeadFamily.YOLO26_ONE2MANY: "YOLO26's one-to-many head (cv2/cv3; sigmoid and NMS on the host)",
     HeadFamily.YOLOV5: "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid "
     "and the YOLOv5 NMS op compiled in)",
-    HeadFamily.YOLOX: "the YOLOX head (box, objectness and class maps per stride)",
+    HeadFamily.YOLOX: "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and "
+    "class maps and the YOLOX NMS op compiled in)",
 }
-# The families compile writes no model script for yet.
-_NOT_WRITTEN = frozenset({HeadFamily.YOLOX})
 # The families whose export carries one head, so that there is no head to choose (--head).
-_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5)
+_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5, HeadFamily.YOLOX)
+# A family's name in the messages of end nodes given for it.
+_FAMILY_NAMES = {HeadFamily.YOLOV5: "YOLOv5/YOLOv7", HeadFamily.YOLOX: "YOLOX"}
 
 
 def onnx_facts(
@@ -156,8 +160,8 @@ def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
 
 
 def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None) -> ExportHeads:
-    """The heads and their family; a YOLO26 or YOLOv5/YOLOv7 export's end nodes are its head convolutions
-    (found by structure, :func:`export_heads`) or none."""
+    """The heads and their family; a YOLO26, YOLOv5/YOLOv7 or YOLOX export's end nodes are its head
+    convolutions (found by structure, :func:`export_heads`) or none."""
     try:
         return export_heads(model, end_nodes)
     except GraphError as error:
@@ -172,7 +176,7 @@ def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] 
         by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
             return found
-        family = "YOLOv5/YOLOv7" if found.family is HeadFamily.YOLOV5 else "YOLO26"
+        family = _FAMILY_NAMES.get(found.family, "YOLO26")
         raise DfcScriptError(
             f"{source}: end nodes {list(end_nodes)}: a {family} export is cut at its head convolutions, found by "
             f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
@@ -208,12 +212,6 @@ def _graph_error(find: Callable[[onnx.ModelProto], object], model: onnx.ModelPro
 
 
 def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:
-    if found in _NOT_WRITTEN:
-        raise DfcScriptError(
-            f"{source}: found {HEAD_WORDS[found]}; compile writes the model script of YOLOv8/YOLO11, YOLO26 and "
-            "YOLOv5/YOLOv7 heads, not of this one yet. Fix: write its .alls and NMS config (nms_postprocess "
-            "meta_arch=yolox) by hand and compile with the Dataflow Compiler"
-        )
     if found in _ONE_HEAD:
         if head is not None:
             raise DfcScriptError(
@@ -431,8 +429,37 @@ def render_nms_json(config: Mapping[str, Any]) -> str:
     return json.dumps(config, indent=4) + "\n"
 
 
-def render_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
-    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU.
+# The model script asks for the bbox-only op with an argument of ``nms_postprocess``, its NMS config
+# being the NMS op's (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov5s_bbox_decoding_only.alls,
+# ``nms_postprocess(..., yolov5, engine=cpu, bbox_decoding_only=True)``;
+# cfg/postprocess_config/yolov8s_bbox_decoding_only_nms_config.json holds the NMS config's keys alone).
+BBOX_DECODING_ONLY = "bbox_decoding_only"
+
+
+def nms_command(reference: str, meta_arch: str, bbox_decoding_only: bool) -> str:
+    """The ``nms_postprocess`` command of a model script: the op on the CPU, decoding boxes only where asked."""
+    only = f", {BBOX_DECODING_ONLY}=True" if bbox_decoding_only else ""
+    return f'nms_postprocess("{reference}", meta_arch={meta_arch}, engine=cpu{only})'
+
+
+def decodes_boxes_only(alls: AllsScript) -> bool:
+    """Whether the script's ``nms_postprocess`` asks for the bbox-only op."""
+    return alls.nms_options.get(BBOX_DECODING_ONLY, "False") == "True"
+
+
+def nms_command_said(alls: AllsScript, meta_arch: str) -> str:
+    """The command as a passed check says it, and what a bbox-only op leaves to the host."""
+    said = f"nms_postprocess({alls.nms_reference!r}, meta_arch={meta_arch})"
+    if decodes_boxes_only(alls):
+        said += ", bbox_decoding_only: HailoRT decodes the boxes, the host must run the NMS"
+    return said
+
+
+def render_alls(
+    facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str, bbox_decoding_only: bool = False
+) -> str:
+    """The model script: /255 inside the HEF, sigmoid on each class conv, the YOLOv8 NMS op on the CPU
+    (decoding boxes only with ``bbox_decoding_only``).
 
     As the Model Zoo's yolov8n.alls. Ultralytics' export_hailo writes the same commands and also
     ``model_optimization_flavor(optimization_level=2)`` and ``post_quantization_optimization(finetune, ...)``;
@@ -443,7 +470,7 @@ def render_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [f"normalization1 = normalization([{mean}], [{std}])"]
     lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in pairs(facts)]
-    lines.append(f'nms_postprocess("{nms_json_reference}", meta_arch=yolov8, engine=cpu)')
+    lines.append(nms_command(nms_json_reference, "yolov8", bbox_decoding_only))
     lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
     return "\n".join(lines) + "\n"
 
@@ -464,7 +491,7 @@ def write_scripts(
     nms_json = folder / f"{stem}_nms_config.json"
     write_atomic(nms_json, render_nms_json(nms_config(facts, names, settings)))
     files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_alls(facts, names, nms_json.name))
+    write_atomic(files.alls, render_alls(facts, names, nms_json.name, settings.bbox_decoding_only))
     write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
 
@@ -651,6 +678,36 @@ def _check_layer_names(s: _Scripts) -> CheckResult:
     return check_named_layers(_named_layers(s), s.table)
 
 
+def said(value: object) -> str:
+    """A value as the JSON has it (``"80"`` and ``80`` told apart)."""
+    return json.dumps(value)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_fraction(value: object) -> bool:
+    return is_number(value) and 0 <= value <= 1  # type: ignore[operator]
+
+
+def is_count(value: object) -> bool:
+    return is_int(value) and value >= 1  # type: ignore[operator]
+
+
+def check_field(nms: Mapping[str, Any], key: str, expected: object, why: str) -> CheckResult:
+    """The NMS config's ``key`` is ``expected`` as JSON writes it: ``80.0``, ``true`` or ``"80"`` is not
+    ``80`` (Python would take the first two as equal)."""
+    found, wanted = said(nms[key]), said(expected)
+    if found != wanted:
+        return CheckResult.failed(key, f"NMS config {key}", found, f"{wanted} ({why})", f'set "{key}": {wanted}')
+    return CheckResult.ok(key, f"{key} {wanted} ({why})")
+
+
 def check_named_layers(named: list[tuple[str, str]], table: LayerTable) -> CheckResult:
     """Every layer a script names, ``(where, layer)``, is a layer of ``table``; skipped while they are
     placeholders."""
@@ -805,7 +862,7 @@ def _check_nms_postprocess(s: _Scripts) -> CheckResult:
             "yolov8 (the YOLOv8 / YOLO11 anchor-free decoder)",
             "set meta_arch=yolov8",
         )
-    return CheckResult.ok(name, f"nms_postprocess({s.alls.nms_reference!r}, meta_arch=yolov8)")
+    return CheckResult.ok(name, nms_command_said(s.alls, "yolov8"))
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
@@ -844,20 +901,25 @@ def validate_scripts(
 
 def validate_files(alls: Path, nms_json: Path, facts: ExportFacts, table: LayerTable) -> tuple[CheckResult, ...]:
     """Every check of the model script and NMS config files of the export's head (:func:`validate_scripts`,
-    or :func:`~harness.backends.dfc.yolov5_script.validate_yolov5_scripts` for a YOLOv5/YOLOv7 head), and
+    :func:`~harness.backends.dfc.yolov5_script.validate_yolov5_scripts` for a YOLOv5/YOLOv7 head or
+    :func:`~harness.backends.dfc.yolox_script.validate_yolox_scripts` for a YOLOX head), and
     that the model script's NMS path is this JSON (a relative path is taken from the model script's folder)."""
     alls_text, nms_text = alls.read_text(encoding="utf-8"), nms_json.read_text(encoding="utf-8")
     if facts.family is HeadFamily.YOLOV5:
         from harness.backends.dfc.yolov5_script import validate_yolov5_scripts  # which builds on this module
 
         results = validate_yolov5_scripts(alls_text, nms_text, facts, table)
+    elif facts.family is HeadFamily.YOLOX:
+        from harness.backends.dfc.yolox_script import validate_yolox_scripts  # which builds on this module
+
+        results = validate_yolox_scripts(alls_text, nms_text, facts, table)
     elif facts.family is HeadFamily.YOLOV8:
         results = validate_scripts(alls_text, nms_text, facts, table)
     else:
         raise DfcScriptError(
             f"{nms_json}: {facts.source} carries a {facts.require_heads()[0].value} head, whose NMS config the harness "
-            "does not write; expected a YOLOv8/YOLO11 or YOLOv5/YOLOv7 export (a YOLO26 model script has no NMS "
-            "config: yolo26_script.validate_yolo26_script checks it)"
+            "does not write; expected a YOLOv8/YOLO11, YOLOv5/YOLOv7 or YOLOX export (a YOLO26 model script has no "
+            "NMS config: yolo26_script.validate_yolo26_script checks it)"
         )
     reference = parse_alls(alls_text).nms_reference
     if reference is not None and (alls.parent / reference).resolve() != nms_json.resolve():

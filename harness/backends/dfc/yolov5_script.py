@@ -41,11 +41,19 @@ from harness.backends.dfc.scripts import (
     LayerTable,
     NmsSettings,
     ScriptFiles,
+    check_field,
     check_named_layers,
     check_normalization,
     decoder_name,
+    is_count,
+    is_fraction,
+    is_int,
+    is_number,
+    nms_command,
+    nms_command_said,
     parse_alls,
     render_nms_json,
+    said,
     unscoped,
 )
 from harness.core.checks import CheckResult
@@ -116,13 +124,15 @@ def yolov5_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: Nm
     }
 
 
-def render_yolov5_alls(nms_json_reference: str) -> str:
-    """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU."""
+def render_yolov5_alls(nms_json_reference: str, bbox_decoding_only: bool = False) -> str:
+    """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU
+    (decoding boxes only with ``bbox_decoding_only``, as hailo_model_zoo/cfg/alls/generic/
+    yolov5s_bbox_decoding_only.alls)."""
     mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [
         f"normalization1 = normalization([{mean}], [{std}])",
         "change_output_activation(sigmoid)",
-        f'nms_postprocess("{nms_json_reference}", meta_arch={META_ARCH}, engine=cpu)',
+        nms_command(nms_json_reference, META_ARCH, bbox_decoding_only),
     ]
     return "\n".join(lines) + "\n"
 
@@ -136,7 +146,7 @@ def write_yolov5_scripts(
     nms_json = folder / f"{stem}_nms_config.json"
     write_atomic(nms_json, render_nms_json(yolov5_nms_config(facts, names, settings)))
     files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_yolov5_alls(nms_json.name))
+    write_atomic(files.alls, render_yolov5_alls(nms_json.name, settings.bbox_decoding_only))
     write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
 
@@ -160,58 +170,35 @@ class _Scripts:
         return next((level for level in self.layout.levels if level.stride == stride), None)
 
 
-def _said(value: object) -> str:
-    """A value as the JSON has it (``"80"`` and ``80`` told apart)."""
-    return json.dumps(value)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_fraction(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
-
-
-def _is_count(value: object) -> bool:
-    return _is_int(value) and value >= 1  # type: ignore[operator]
-
-
 def _check_nms_keys(s: _Scripts) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
     name = "nms_keys"
     missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
     if missing or unknown:
-        said = f"missing {missing}" if missing else f"unknown {unknown}"
+        told = f"missing {missing}" if missing else f"unknown {unknown}"
         return CheckResult.failed(
-            name, "NMS config keys", f"{list(s.nms)} ({said})", list(NMS_KEYS), "give exactly these keys"
+            name, "NMS config keys", f"{list(s.nms)} ({told})", list(NMS_KEYS), "give exactly these keys"
         )
     scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
-        ("nms_scores_th", _is_fraction, "a number from 0 to 1"),
-        ("nms_iou_th", _is_fraction, "a number from 0 to 1"),
-        ("max_proposals_per_class", _is_count, "an integer of at least 1"),
+        ("nms_scores_th", is_fraction, "a number from 0 to 1"),
+        ("nms_iou_th", is_fraction, "a number from 0 to 1"),
+        ("max_proposals_per_class", is_count, "an integer of at least 1"),
         ("background_removal", lambda v: isinstance(v, bool), "true or false"),
     )
     for key, fits, expected in scalars:
         if not fits(s.nms[key]):
-            return CheckResult.failed(
-                name, f"NMS config {key}", _said(s.nms[key]), expected, f"set {key} to {expected}"
-            )
+            return CheckResult.failed(name, f"NMS config {key}", said(s.nms[key]), expected, f"set {key} to {expected}")
     decoders = s.nms["bbox_decoders"]
     if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
         return CheckResult.failed(
-            name, "NMS config bbox_decoders", _said(decoders), "a list of objects", "one object per stride"
+            name, "NMS config bbox_decoders", said(decoders), "a list of objects", "one object per stride"
         )
     for i, d in enumerate(decoders):
         lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
         if lacking or unknown:
-            said = f"missing {lacking}" if lacking else f"unknown {unknown}"
+            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
             return CheckResult.failed(
-                name, f"bbox_decoders[{i}]", f"{dict(d)} ({said})", list(DECODER_KEYS), "give exactly these keys"
+                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(DECODER_KEYS), "give exactly these keys"
             )
         if not is_layer_name(d["encoded_layer"]):
             return CheckResult.failed(
@@ -221,38 +208,29 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
                 "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv55)",
                 "name the parsed layer of the stride's head conv",
             )
-        if not _is_count(d["stride"]):
+        if not is_count(d["stride"]):
             return CheckResult.failed(
                 name,
                 f"bbox_decoders[{i}].stride",
-                _said(d["stride"]),
+                said(d["stride"]),
                 "a positive integer",
                 "give the stride in pixels",
             )
         for key in ("w", "h"):
-            if not (isinstance(d[key], list) and all(_is_number(v) for v in d[key])):
+            if not (isinstance(d[key], list) and all(is_number(v) for v in d[key])):
                 return CheckResult.failed(
                     name,
                     f"bbox_decoders[{i}].{key}",
-                    _said(d[key]),
+                    said(d[key]),
                     "a list of numbers (the anchors' widths or heights in pixels)",
                     f"give {key} as a list",
                 )
     return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
 
 
-def _check_field(s: _Scripts, key: str, expected: object, why: str) -> CheckResult:
-    """The NMS config's ``key`` is ``expected`` as JSON writes it: ``80.0``, ``true`` or ``"80"`` is not
-    ``80`` (Python would take the first two as equal)."""
-    found, wanted = _said(s.nms[key]), _said(expected)
-    if found != wanted:
-        return CheckResult.failed(key, f"NMS config {key}", found, f"{wanted} ({why})", f'set "{key}": {wanted}')
-    return CheckResult.ok(key, f"{key} {wanted} ({why})")
-
-
 def _check_image_dims(s: _Scripts) -> CheckResult:
     why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
-    return _check_field(s, "image_dims", list(s.facts.input_hw), why)
+    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
@@ -261,7 +239,7 @@ def _check_classes(s: _Scripts) -> CheckResult:
         f"class channels of {s.facts.source}: {s.layout.levels[0].box.channels} channels per map = "
         f"{na} anchors x (5 + {s.layout.classes})"
     )
-    return _check_field(s, "classes", s.layout.classes, why)
+    return check_field(s.nms, "classes", s.layout.classes, why)
 
 
 def _strides(s: _Scripts) -> list[int]:
@@ -313,11 +291,11 @@ def _check_anchors(s: _Scripts) -> CheckResult:
         where = f"bbox_decoders[{i}] (stride {level.stride})"
         expected = whole_pixels(level.anchors)
         for key, side in (("w", [w for w, _ in expected]), ("h", [h for _, h in expected])):
-            if not all(_is_int(v) for v in d[key]):
+            if not all(is_int(v) for v in d[key]):
                 return CheckResult.failed(
                     name,
                     f"{where} {key}",
-                    _said(d[key]),
+                    said(d[key]),
                     f"whole pixels, integers (the HEF keeps anchors as uint32): {side}",
                     f"write {key} as integers",
                 )
@@ -342,9 +320,9 @@ def _check_anchors(s: _Scripts) -> CheckResult:
             )
         if off := fractional(level.anchors):
             rounded.append(f"stride {level.stride} {[(round(w, 3), round(h, 3)) for w, h in off]}")
-    said = f"; rounded to whole pixels from the export's {', '.join(rounded)}" if rounded else ""
+    told = f"; rounded to whole pixels from the export's {', '.join(rounded)}" if rounded else ""
     return CheckResult.ok(
-        name, f"every decoder holds its stride's anchors of the export, in order, (w, h) in whole pixels{said}"
+        name, f"every decoder holds its stride's anchors of the export, in order, (w, h) in whole pixels{told}"
     )
 
 
@@ -374,11 +352,11 @@ def _check_encoded_layer(s: _Scripts) -> CheckResult:
             other = next(
                 (v.stride for v in s.layout.levels if (v.grid, v.box.channels) == (layer.grid, layer.channels)), None
             )
-            said = f" (the head conv of stride {other})" if other is not None else ""
+            told = f" (the head conv of stride {other})" if other is not None else ""
             return CheckResult.failed(
                 name,
                 f"bbox_decoders[{i}].encoded_layer {layer.name}",
-                f"grid {layer.grid[0]}x{layer.grid[1]}, {layer.channels} channels{said}",
+                f"grid {layer.grid[0]}x{layer.grid[1]}, {layer.channels} channels{told}",
                 f"{head} ({len(level.anchors)} anchors x (5 + {s.layout.classes} classes))",
                 "name the parsed layer of this stride's head conv (see layer_names.json)",
             )
@@ -429,7 +407,7 @@ def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
             "decoder would read each map as DFL box bins)",
             f"set meta_arch={META_ARCH}",
         )
-    return CheckResult.ok(name, f"nms_postprocess({alls.nms_reference!r}, meta_arch={META_ARCH})")
+    return CheckResult.ok(name, nms_command_said(alls, META_ARCH))
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (

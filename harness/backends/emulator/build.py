@@ -23,7 +23,7 @@ import numpy as np
 from harness.backends.base import InputSpec
 from harness.backends.emulator.facts import HefFacts, hef_facts_of, read_hef_facts, write_hef_facts
 from harness.backends.emulator.options import EmulatorOptions
-from harness.backends.emulator.outputs import NMS_OUTPUTS, host_spec, nms_spec
+from harness.backends.emulator.outputs import NMS_OUTPUTS, bbox_only_output_spec, host_spec, nms_spec
 from harness.core import defaults
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
@@ -114,13 +114,16 @@ class EmulatedHef:
                 classes -= 1
             spec = nms_spec(classes, self.options.max_proposals_per_class, self.family)
             return {spec.name: spec}
+        if self.options.bbox_only:
+            spec = bbox_only_output_spec(self.layout, self.classes, self.family)
+            return {spec.name: spec}
         return {h.name: host_spec(h, self.options.output_format) for h in self.heads}
 
     @property
     def label(self) -> str:
         o = self.options
         inside = "sigmoid inside" if o.sigmoid_inside else "class logits"
-        nms = ", HailoRT NMS" if o.nms else ""
+        nms = ", HailoRT NMS" if o.nms else ", HailoRT bbox-only op (NMS on the host)" if o.bbox_only else ""
         family = f", {self.family.value} heads" if self.family is not HeadFamily.YOLOV8 else ""
         if self.options.ssd is not None:
             family += f" (SSD config {self.options.ssd.digest[:12]})"
@@ -179,8 +182,19 @@ def _store(model: onnx.ModelProto, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+# The families HailoRT has a bbox-only op for: YOLOv8's and YOLOv5's NMS ops compiled bbox_decoding_only
+# (hailort: libhailort/src/hef/hef.cpp, create_ops_metadata; YOLOX's op refuses it: yolox_post_process.cpp).
+BBOX_ONLY_FAMILIES = (HeadFamily.YOLOV8, HeadFamily.YOLOV5)
+
+
 def _check_nms(family: HeadFamily, options: EmulatorOptions, source: str | os.PathLike[str]) -> None:
-    """Refuse NMS for a head whose HEF has no NMS op (YOLO26); YOLOv8's and YOLOv5's have HailoRT's."""
+    """Refuse NMS for a head whose HEF has no NMS op (YOLO26); YOLOv8's and YOLOv5's have HailoRT's. Refuse
+    the bbox-only op for a head HailoRT has none for (YOLOX, YOLO26)."""
+    if options.bbox_only and family not in BBOX_ONLY_FAMILIES:
+        raise GraphError(
+            f"ONNX model {os.fspath(source)!r}: a {family.value} head with HailoRT's bbox-only op, which HailoRT has "
+            f"for {' and '.join(f.value for f in BBOX_ONLY_FAMILIES)} heads alone; expected bbox_only off"
+        )
     if options.nms and family not in NMS_OUTPUTS:
         # ultralytics: ultralytics/engine/exporter.py (export_hailo: no nms_postprocess for reg_max 1 heads)
         raise GraphError(
@@ -196,6 +210,7 @@ def export_check(options: EmulatorOptions) -> str:
     read = f"end_nodes={list(options.end_nodes or ())} sigmoid_inside={options.sigmoid_inside} nms={options.nms}"
     if options.ssd is not None:
         read += f" ssd_config={options.ssd.digest[:16]}"
+    read += f" bbox_only={options.bbox_only}"
     return f"emulator export check {code[:16]}: {read}"
 
 

@@ -37,6 +37,9 @@ class EmulatorOptions:
     - ``nms``: the HailoRT YOLOv8 NMS op after the heads, one HAILO_NMS_BY_CLASS output; it applies
       no sigmoid itself. ``score_threshold``, ``iou_threshold``, ``max_proposals_per_class`` are
       its settings (the Model Zoo's yolov8 NMS config: 0.2, 0.7, 100).
+    - ``bbox_only``: in place of the NMS op, the same op compiled ``bbox_decoding_only`` (HailoRT's bbox-only
+      op of YOLOv8 or YOLOv5): one FLOAT32 output of every proposal's box and class values, the NMS left to
+      the host (:mod:`harness.formats.bbox_only`).
     - ``output_bits``: the raw head outputs' bits on the device: 8, or 16 as Ultralytics compiles
       YOLO26's six output layers (``quantization_param(..., precision_mode=a16_w16)``; here the
       outputs are 16-bit over the range calibrated for them, the weights stay int8).
@@ -54,6 +57,7 @@ class EmulatorOptions:
     per_channel: bool = False
     sigmoid_inside: bool = False
     nms: bool = False
+    bbox_only: bool = False
     score_threshold: float = defaults.SCORE_THRESHOLD
     iou_threshold: float = defaults.IOU_THRESHOLD
     max_proposals_per_class: int = defaults.MAX_PER_CLASS
@@ -82,6 +86,17 @@ class EmulatorOptions:
             raise HarnessError(
                 f"emulator options: output_format is {self.output_format.name} with nms, expected FLOAT32 "
                 "(the NMS_BY_CLASS output holds float32 records)"
+            )
+        if self.bbox_only and self.nms:
+            raise HarnessError(
+                "emulator options: nms and bbox_only both set, expected one: the bbox-only op is the NMS op "
+                "compiled bbox_decoding_only, in its place"
+            )
+        if self.bbox_only and self.output_format is not FormatType.FLOAT32:
+            # hailort: libhailort/src/net_flow/ops/yolov8_bbox_only_post_process.cpp, validate_format_info
+            raise HarnessError(
+                f"emulator options: output_format is {self.output_format.name} with bbox_only, expected FLOAT32 "
+                "(the bbox-only op writes float32 only)"
             )
         for field in ("score_threshold", "iou_threshold"):
             value = getattr(self, field)

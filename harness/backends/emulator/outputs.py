@@ -14,6 +14,8 @@
   emulator recorded them; an SSD layer's regression and class maps alike, the regression map with its
   layer's anchors (fractions of the input).
 - With NMS: one HAILO_NMS_BY_CLASS float32 output, host shape ``(classes, 5, max_bboxes_per_class)``.
+- With the bbox-only op: one FLOAT32 NHWC output ``(1, proposals, 4|5 + classes)`` under the NMS op's
+  output name (:mod:`harness.formats.bbox_only`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.decode.layout import HeadLayout, HeadOutput, layout_of
+from harness.formats.bbox_only import bbox_only_spec
 from harness.formats.nms_buffer import BBOX_PARAMS
 
 if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not by the specs it describes
@@ -203,3 +206,12 @@ def nms_spec(classes: int, max_proposals_per_class: int, family: HeadFamily = He
         FormatType.FLOAT32,
         nms=NmsShape(classes, max_proposals_per_class),
     )
+
+
+def bbox_only_output_spec(layout: HeadLayout, classes: int, family: HeadFamily) -> OutputSpec:
+    """The one output of ``family``'s bbox-only op over the heads of ``layout``: every cell of every
+    stride, times its anchors in an anchored head. Its name is the NMS op's (:data:`NMS_OUTPUTS`): HailoRT
+    names either op's output by the op's output pad (hailort: libhailort/src/hef/hef.cpp,
+    create_yolov8_bbox_only_op_metadata and create_yolov8_op_metadata, ``op_proto.output_pads()[0].name()``)."""
+    proposals = sum(level.cells * max(1, len(level.anchors)) for level in layout.levels)
+    return bbox_only_spec(NMS_OUTPUTS[family], proposals, classes, family)

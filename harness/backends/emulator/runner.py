@@ -19,6 +19,7 @@ from harness.core.errors import SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatType, OutputSpec
+from harness.decode.bbox_only import bbox_only_op
 from harness.decode.heads import decoder
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import dequantize
@@ -49,7 +50,9 @@ class EmulatorRunner(RunnerBase):
     ``infer({input: uint8 (1, H, W, 3)})`` gives per raw head ``(H, W, C)`` uint8 device values or
     float32 dequantized with the head's quant info (HailoRT's rule), or, with NMS, the one
     HAILO_NMS_BY_CLASS float32 buffer of HailoRT's NMS op of the HEF's head family (YOLOv8's, YOLOv5's
-    with the HEF's anchors, YOLOX's, or SSD's with the HEF's SSD config) run on the dequantized heads.
+    with the HEF's anchors, YOLOX's, or SSD's with the HEF's SSD config) run on the dequantized heads, or,
+    with the bbox-only op, its one float32 ``(1, proposals, 4|5 + classes)`` buffer
+    (:func:`~harness.decode.bbox_only.bbox_only_op`).
     ``infer_batch({input: uint8 (n, H, W, 3)})`` gives the same for each of ``n`` frames.
     """
 
@@ -62,7 +65,7 @@ class EmulatorRunner(RunnerBase):
         self._closed = False
         self._heads = {h.name: h for h in hef.heads}
         self._output_specs = hef.output_specs
-        self._nms = (
+        self._op = (
             DecodeConfig(
                 input_hw=hef.input_hw,
                 score_threshold=hef.options.score_threshold,
@@ -73,7 +76,7 @@ class EmulatorRunner(RunnerBase):
                 anchors=() if hef.family is HeadFamily.SSD else hef.anchors,
                 ssd=hef.options.ssd,
             )
-            if hef.options.nms
+            if hef.options.nms or hef.options.bbox_only
             else None
         )
         log.info("%s: runner ready", self.label)
@@ -148,9 +151,11 @@ class EmulatorRunner(RunnerBase):
 
     def _outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One frame's outputs as the host receives them, from its raw heads."""
-        if self._nms is not None:
+        if self._op is not None:
             ((name, spec),) = self._output_specs.items()
-            return {name: nms_op(raw, self._heads, self._nms, spec, self.hef.family)}
+            if self.hef.options.bbox_only:
+                return {name: bbox_only_op(raw, self._heads, self._op, self.hef.family)}
+            return {name: nms_op(raw, self._heads, self._op, spec, self.hef.family)}
         if self.hef.options.output_format is not FormatType.FLOAT32:  # the device values, UINT8 or UINT16
             return raw
         return {name: dequantize(array, self._heads[name].quant) for name, array in raw.items()}

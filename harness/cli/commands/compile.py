@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="M.onnx",
-        help="float YOLOv8 / YOLO11 / YOLOv5 / YOLOv7 / YOLO26 export",
+        help="float YOLOv8 / YOLO11 / YOLOv5 / YOLOv7 / YOLOX / YOLO26 export",
     )
     parser.add_argument("--calibration", type=Path, required=True, metavar="DIR", help="folder of calibration images")
     add_options(parser, ["calibration_count"])

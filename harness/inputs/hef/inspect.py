@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.errors import HefError
 from harness.core.head_family import HeadRole
 from harness.core.specs import FormatOrder, NmsShape, OutputSpec
 from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo, VStreamInfo
@@ -126,8 +127,7 @@ def _stream_dict(stream: StreamInfo) -> dict[str, Any]:
     return out
 
 
-def _nms_dict(nms: NmsOpConfig) -> dict[str, Any]:
-    shape = nms.nms_shape
+def _nms_dict(nms: NmsOpConfig, group: NetworkGroupInfo) -> dict[str, Any]:
     return {
         "name": nms.name,
         "kind": nms.kind,
@@ -145,8 +145,17 @@ def _nms_dict(nms: NmsOpConfig) -> dict[str, Any]:
         "bbox_decoders": [
             {"stride": d.stride, "box_stream": d.box_stream, "class_stream": d.class_stream} for d in nms.bbox_decoders
         ],
-        "output_frame_bytes": nms_frame_bytes(shape),
+        "output_frame_bytes": _op_frame_bytes(nms, group),
     }
+
+
+def _op_frame_bytes(nms: NmsOpConfig, group: NetworkGroupInfo) -> int | None:
+    """Bytes of one frame of the op's output: the NMS_BY_CLASS buffer, or a bbox-only op's float32
+    ``proposals x fields`` (None where the reader does not describe that output)."""
+    if not nms.bbox_decoding_only:
+        return nms_frame_bytes(nms.nms_shape)
+    specs = _host_specs(group)
+    return None if specs is None else 4 * specs[0].shape[1] * specs[0].shape[2]
 
 
 def _group_dict(group: NetworkGroupInfo) -> dict[str, Any]:
@@ -154,7 +163,7 @@ def _group_dict(group: NetworkGroupInfo) -> dict[str, Any]:
         "name": group.name,
         "inputs": [_stream_dict(s) for s in group.inputs],
         "outputs": [_stream_dict(s) for s in group.outputs],
-        "nms": _nms_dict(group.nms) if group.nms is not None else None,
+        "nms": _nms_dict(group.nms, group) if group.nms is not None else None,
         "logits_op": group.logits_op,
         "output_facts": [
             {
@@ -185,9 +194,15 @@ def _group_dict(group: NetworkGroupInfo) -> dict[str, Any]:
 
 
 def _host_specs(group: NetworkGroupInfo) -> tuple[OutputSpec, ...] | None:
-    """The FLOAT32 host outputs, or None where the HEF's post-process output is not described here."""
-    if group.logits_op is not None or (group.nms is not None and group.nms.bbox_decoding_only):
+    """The FLOAT32 host outputs, or None where the HEF's post-process output is not described here (a
+    logits op; a bbox-only op HailoRT would not build)."""
+    if group.logits_op is not None:
         return None
+    if group.nms is not None and group.nms.bbox_decoding_only:
+        try:
+            return group.output_specs()
+        except HefError:
+            return None
     return group.output_specs()
 
 
@@ -280,6 +295,8 @@ def _group_lines(group: NetworkGroupInfo) -> list[str]:
         ]
         if nms.kind == "yolov8":
             lines.append(f"            Regression length: {nms.regression_length}")
+        if nms.bbox_decoding_only:
+            lines.append("            Bbox decoding only: HailoRT decodes the boxes, the host runs the NMS")
         for d in nms.bbox_decoders:
             lines.append(f"            Decoder stride {d.stride}: boxes {d.box_stream}, classes {d.class_stream}")
     if specs is not None:

@@ -11,10 +11,12 @@ import enum
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import HefError
+from harness.core.settings import SSD_BOX_INDICES, SsdConfig, SsdConfigError
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.hef.header import ChecksumKind, HefHeader, check_size, parse_header, verify_checksum
 from harness.inputs.hef.wire import Message
@@ -161,7 +163,11 @@ class BboxDecoder:
     class_stream: str
     # a YOLOv5 decoder's anchors, (width, height) in input pixels (hailort: hailort/libhailort/hef.proto,
     # ProtoHEFYoloBboxDecoder ``w``/``h``; src/hef/hef.cpp, ``create_yolov5_config`` pairs them w, h)
-    anchors: tuple[tuple[int, int], ...] = ()
+    # an SSD decoder's (hef.proto ProtoHEFSSDBboxDecoder ``w``/``h`` floats): fractions of the input
+    anchors: tuple[tuple[float, float], ...] = ()
+    # a YOLOX decoder's objectness output (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder
+    # ``obj_pad_index``); "" for the other kinds
+    objectness_stream: str = ""
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,7 @@ class NmsOpConfig:
     image_width: float
     regression_length: int
     bbox_decoders: tuple[BboxDecoder, ...]
+    ssd: SsdConfig | None = None  # an SSD op's anchors and box coding
 
     @property
     def nms_shape(self) -> NmsShape:
@@ -191,6 +198,15 @@ class NmsOpConfig:
         """
         classes = self.classes - 1 if self.background_removal else self.classes
         return NmsShape(classes, self.max_proposals_per_class, self.max_proposals_per_class * self.classes)
+
+
+# The fields before the class values in a bbox-only op's proposals, per NMS kind: YOLOv8's box
+# (``sizeof(hailo_rectangle_t) / sizeof(float32_t)``), YOLOv5's box and objectness
+# (``YOLOV5_BBOX_NUM_OF_VALUES``) (hailort: hailort/libhailort/src/hef/hef.cpp,
+# create_yolov8_bbox_only_op_metadata, create_yolov5_bbox_only_op_metadata; alike in 4.23.0 and 5.2.0).
+# HailoRT builds a bbox-only op for these two kinds alone; its YOLOX, SSD and YOLOv5-seg ops refuse
+# ``bbox_only`` (src/net_flow/ops/yolox_post_process.cpp, ssd_post_process.cpp, yolov5_seg_post_process.cpp).
+BBOX_ONLY_LEADING_FIELDS = {"yolov8": 4, "yolov5": 5}
 
 
 @dataclass(frozen=True)
@@ -253,10 +269,58 @@ class NetworkGroupInfo:
     def input_vstreams(self) -> tuple[VStreamInfo, ...]:
         return tuple(_vstream(s) for s in self.inputs)
 
+    def bbox_only_vstream(self) -> VStreamInfo:
+        """The one output of the network group's bbox-only op (an NMS op compiled ``bbox_decoding_only``):
+        FLOAT32 NHWC, height 1, width the proposals, features the leading fields and then one per class,
+        quant info of scale 1 (hailort: hailort/libhailort/src/hef/hef.cpp, create_yolov8_bbox_only_op_metadata
+        and create_yolov5_bbox_only_op_metadata: ``output_metadata.shape = {1, num_of_proposals, ...}``;
+        src/net_flow/ops/nms_post_process.cpp, expand_output_format_autos_by_op_type (bbox_only: NHWC, FLOAT32)
+        and NmsOpMetadata::get_output_vstream_info; yolov8_bbox_only_post_process.cpp and
+        yolov5_bbox_only_post_process.cpp, get_output_vstream_info, which set that shape).
+
+        Proposals: YOLOv8's the cells of the op's input streams over two (a box and a class stream per grid:
+        ``compute_yolov8_bbox_only_num_of_proposals``); YOLOv5's per anchored stream its anchors x cells
+        (``compute_num_of_proposals``). The op's inputs are read here as the streams its decoders name.
+        """
+        nms = self.nms
+        if nms is None or not nms.bbox_decoding_only:
+            raise HefError(f"network group {self.name!r}: no NMS op compiled bbox_decoding_only")
+        lead = BBOX_ONLY_LEADING_FIELDS.get(nms.kind)
+        if lead is None:
+            raise HefError(
+                f"network group {self.name!r}: NMS op {nms.name!r} of kind {nms.kind} with bbox_decoding_only; "
+                f"HailoRT decodes boxes only for {' or '.join(BBOX_ONLY_LEADING_FIELDS)}"
+            )
+        streams = {s.name: s for s in self.outputs}
+        named = [n for d in nms.bbox_decoders for n in (d.box_stream, d.class_stream)]
+        missing = sorted({n for n in named if n not in streams})
+        if not nms.bbox_decoders or missing:
+            raise HefError(
+                f"network group {self.name!r}: NMS op {nms.name!r}: bbox_decoders name streams {missing} that are "
+                f"not core outputs ({sorted(streams)}); expected at least one decoder over the core outputs"
+            )
+        if nms.kind == "yolov8":
+            cells = {n: streams[n].shape[0] * streams[n].shape[1] for n in named}
+            proposals = sum(cells.values()) // 2  # YOLOV8_NUM_OF_OUTPUTS_PER_SHAPE
+        else:
+            anchors = {d.box_stream: len(d.anchors) for d in nms.bbox_decoders}  # HailoRT's map: the last wins
+            proposals = sum(count * streams[n].shape[0] * streams[n].shape[1] for n, count in anchors.items())
+        if proposals < 1 or nms.classes < 1:
+            raise HefError(
+                f"network group {self.name!r}: NMS op {nms.name!r}: {proposals} proposals of {nms.classes} classes "
+                "(bbox_decoding_only); expected at least one of each"
+            )
+        return VStreamInfo(
+            nms.output_name, FormatOrder.NHWC, FormatType.FLOAT32, 1, proposals, lead + nms.classes, _NMS_QUANT
+        )
+
     @property
     def output_vstreams(self) -> tuple[VStreamInfo, ...]:
-        """HailoRT's output vstream infos: an NMS op's one output in place of the core outputs it consumes."""
-        if self.nms is not None and not self.nms.bbox_decoding_only:
+        """HailoRT's output vstream infos: an NMS op's one output in place of the core outputs it consumes
+        (a bbox-only op's: :meth:`bbox_only_vstream`)."""
+        if self.nms is not None and self.nms.bbox_decoding_only:
+            return (self.bbox_only_vstream(),)
+        if self.nms is not None:
             shape = self.nms.nms_shape
             return (
                 VStreamInfo(
@@ -268,15 +332,17 @@ class NetworkGroupInfo:
     def output_specs(self, format_type: FormatType = FormatType.FLOAT32) -> tuple[OutputSpec, ...]:
         """The outputs as the host receives them through vstreams / InferModel.
 
-        With an NMS op, the one NMS_BY_CLASS output (always FLOAT32). Otherwise one spec per core output in
-        its default host order, as FLOAT32 (de-quantized by HailoRT) or, with UINT8/UINT16/AUTO, as the
-        device's own quantized type.
+        With an NMS op, the one NMS_BY_CLASS output (always FLOAT32); with a bbox-only op, its one FLOAT32
+        NHWC output ``(1, proposals, fields)`` (:meth:`bbox_only_vstream`; the host runs the NMS). Otherwise
+        one spec per core output in its default host order, as FLOAT32 (de-quantized by HailoRT) or, with
+        UINT8/UINT16/AUTO, as the device's own quantized type.
         """
         if self.logits_op is not None:
             raise HefError(f"network group {self.name!r}: the host output of a {self.logits_op} op is not described")
+        if self.nms is not None and self.nms.bbox_decoding_only:
+            info = self.bbox_only_vstream()
+            return (OutputSpec(info.name, info.shape, info.order, info.type, (info.quant,)),)
         if self.nms is not None:
-            if self.nms.bbox_decoding_only:
-                raise HefError(f"network group {self.name!r}: NMS op {self.nms.name!r} decodes boxes only (no NMS)")
             shape = self.nms.nms_shape
             return (
                 OutputSpec(
@@ -571,6 +637,11 @@ _DECODER_FIELDS = {
     "ssd": (9, 0, (3, "reg_pad_index"), (4, "cls_pad_index")),
     "yolov8": (4, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
 }
+# Per NMS kind with anchors: the decoder's h and w fields (hailort: hailort/libhailort/hef.proto,
+# ProtoHEFYoloBboxDecoder h 2, w 3 as uint32; ProtoHEFSSDBboxDecoder h 1, w 2 as float).
+_ANCHOR_FIELDS = {"yolov5": (2, 3), "ssd": (1, 2)}
+# A YOLOX decoder's third pad, its objectness layer (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder).
+_YOLOX_OBJECTNESS_PAD = (4, "obj_pad_index")
 
 
 def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
@@ -586,7 +657,8 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
         decoders_field, stride_field, box_pad, class_pad = _DECODER_FIELDS[kind]
         for decoder in detail.messages(decoders_field, "bbox_decoders"):
             names = []
-            for field, label in (box_pad, class_pad):
+            pads = (box_pad, class_pad, *((_YOLOX_OBJECTNESS_PAD,) if kind == "yolox" else ()))
+            for field, label in pads:
                 pad = decoder.uint(field, label)
                 if pad not in by_pad:
                     raise HefError(
@@ -595,16 +667,18 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
                     )
                 names.append(by_pad[pad])
             stride = decoder.uint(stride_field, "stride") if stride_field else 0
-            anchors: tuple[tuple[int, int], ...] = ()
-            if kind == "yolov5":
-                heights, widths = decoder.uints(2, "h"), decoder.uints(3, "w")
+            anchors: tuple[tuple[float, float], ...] = ()
+            if kind in _ANCHOR_FIELDS:
+                h_field, w_field = _ANCHOR_FIELDS[kind]
+                read: Callable[[int, str], tuple[float, ...]] = decoder.uints if kind == "yolov5" else decoder.floats
+                heights, widths = read(h_field, "h"), read(w_field, "w")
                 if len(heights) != len(widths):
                     raise HefError(
                         f"malformed proto field {decoder.path}: {len(widths)} anchor widths w and {len(heights)} "
                         "heights h, expected one of each per anchor"
                     )
                 anchors = tuple(zip(widths, heights, strict=True))
-            decoders.append(BboxDecoder(stride, names[0], names[1], anchors))
+            decoders.append(BboxDecoder(stride, names[0], names[1], anchors, *names[2:]))
     output_pads = op.messages(3, "output_pads")
     return NmsOpConfig(
         name=op.string(1, "name"),
@@ -621,4 +695,28 @@ def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
         image_width=detail.double(2, "image_width"),
         regression_length=detail.uint(5, "regression_length") if kind == "yolov8" else 0,
         bbox_decoders=tuple(decoders),
+        ssd=_ssd_config(nms, detail, decoders, outputs) if kind == "ssd" else None,
     )
+
+
+def _ssd_config(nms: Message, detail: Message, decoders: list[BboxDecoder], outputs: list[StreamInfo]) -> SsdConfig:
+    """An SSD op's box coding as HailoRT builds it from the HEF (hailort: hailort/libhailort/src/hef/hef.cpp,
+    ``create_ssd_op_metadata``: ty, tx, th, tw all 0 mean the op's defaults; each decoder's anchors paired
+    (w, h); the background class from the NMS config's ``background_removal``), its layers largest grid first."""
+    indices = tuple(detail.uint(field, label) for field, label in ((5, "ty"), (6, "tx"), (7, "th"), (8, "tw")))
+    ty, tx, th, tw = indices if any(indices) else SSD_BOX_INDICES
+    grid = {s.name: s.shape[0] * s.shape[1] for s in outputs}
+    layers = sorted(decoders, key=lambda d: -grid[d.box_stream])
+    try:
+        return SsdConfig(
+            anchors=tuple(d.anchors for d in layers),
+            centers_scale_factor=detail.uint(3, "centers_scale_factor"),
+            bbox_dimensions_scale_factor=detail.uint(4, "bbox_dimensions_scale_factor"),
+            ty_index=ty,
+            tx_index=tx,
+            th_index=th,
+            tw_index=tw,
+            background_class=nms.uint(6, "background_removal_index") if nms.boolean(5, "background_removal") else None,
+        )
+    except SsdConfigError as error:
+        raise HefError(f"malformed proto field {detail.path}: {error}") from None

@@ -171,6 +171,19 @@ class Message:
             values.extend(struct.unpack(f"<{len(raw) // 8}d", raw))
         return tuple(values)
 
+    def floats(self, number: int, name: str) -> tuple[float, ...]:
+        """A repeated float, packed or not."""
+        values: list[float] = []
+        for record in self._typed(number, name, (FIXED32, LENGTH_DELIMITED)):
+            if record.wire_type == FIXED32:
+                values.append(struct.unpack("<f", int(record.value).to_bytes(4, "little"))[0])
+                continue
+            raw = _payload(record)
+            if len(raw) % 4:
+                raise ProtoError(f"malformed proto field {self.path}.{name}: packed floats of {len(raw)} bytes")
+            values.extend(struct.unpack(f"<{len(raw) // 4}f", raw))
+        return tuple(values)
+
     def uints(self, number: int, name: str) -> tuple[int, ...]:
         """A repeated unsigned varint, packed or not."""
         values: list[int] = []

@@ -44,7 +44,7 @@ def refusal(spec: PathSpec) -> str | None:
     descriptor, name = describe(spec.backend), spec.backend.value
     needs = dict(descriptor.needs)
     for option in SPEC_OPTIONS:
-        given = getattr(spec, option.field) not in (None, ())
+        given = getattr(spec, option.field) not in (None, (), False)  # False: a flag left off
         if given and option.field not in descriptor.takes:
             owners = [d.backend.value for d in BACKENDS.values() if option.field in d.takes]
             first = owners[0] + (f" (or {listed(owners[1:])})" if len(owners) > 1 else "")

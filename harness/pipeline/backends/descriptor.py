@@ -73,6 +73,7 @@ SPEC_OPTIONS = (
     SpecOption("hailo_devices", "--hailo-device", "--hailo-device belongs to --backend {owners}, not --backend {name}"),
     SpecOption("calibration", "--calibration", "--calibration belongs to --backend {owners}, not --backend {name}"),
     SpecOption("output_bits", "--output-bits", "--output-bits belongs to --backend {owners}, not --backend {name}"),
+    SpecOption("bbox_only", "--bbox-only", "--bbox-only belongs to --backend {owners}, not --backend {name}"),
 )
 
 Log = Callable[[str], None]

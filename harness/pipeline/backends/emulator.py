@@ -59,7 +59,8 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
     and HailoRT's NMS op go in as asked where the head family's HEF has them at all: a YOLO26 HEF
     has neither (:class:`~harness.core.head_family.HeadFamily`), and its outputs are 16-bit unless
     ``spec.output_bits`` says 8, as Ultralytics compiles its six output layers a16_w16
-    (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``)."""
+    (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``). ``spec.bbox_only``: the NMS op compiled
+    bbox_decoding_only in its place (a YOLO26 or YOLOX head is refused: HailoRT has no such op for it)."""
     from harness.backends.emulator import EmulatorOptions, build_emulated_hef
 
     source, count = calibration_source(spec, run)
@@ -69,7 +70,8 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         output_bits=bits,
         calibration_count=count,
         sigmoid_inside=spec.sigmoid_inside and not host,
-        nms=spec.hef_nms and not host,
+        nms=spec.hef_nms and not host and not spec.bbox_only,
+        bbox_only=spec.bbox_only,
         score_threshold=run.settings.score_threshold,
         iou_threshold=run.settings.iou_threshold,
         max_proposals_per_class=run.settings.max_per_class,
@@ -103,7 +105,7 @@ def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path, ssd: SsdConfig | Non
     from harness.backends.emulator.build import export_check
     from harness.inputs.export_facts import export_facts, record_passed
 
-    options = EmulatorOptions(sigmoid_inside=spec.sigmoid_inside, ssd=ssd)
+    options = EmulatorOptions(sigmoid_inside=spec.sigmoid_inside, bbox_only=spec.bbox_only, ssd=ssd)
     facts = export_facts(onnx, cache_dir, ssd=ssd)
     passed = export_check(options)
     if passed not in facts.passed:
@@ -126,7 +128,7 @@ DESCRIPTOR = BackendDescriptor(
     (EMULATED_HAILO,),
     _open,
     _calibration,
-    takes=frozenset({"record", "calibration", "output_bits"}),
+    takes=frozenset({"record", "calibration", "output_bits", "bbox_only"}),
     job_path=True,
     preflight=_preflight,
     locate=_locate,

@@ -1,0 +1,389 @@
+"""The Dataflow Compiler's model script and NMS config for a YOLOX detector (anchor-free, objectness):
+written from the ONNX's heads and checked against them before anything is compiled.
+
+As the Hailo Model Zoo compiles YOLOX (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolox_tiny.alls,
+hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json):
+
+- end nodes: per stride the box (``reg_preds``, 4 channels), objectness (``obj_preds``, 1) and class
+  (``cls_preds``, nc) convolutions, stride ascending (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+- ``normalization([0, 0, 0], [255, 255, 255])``: the /255 the harness feeds an export, inside the HEF
+  (YOLOX's own training takes 0-255 input: such an export is given no normalization by the Model Zoo,
+  and the check says what this one holds);
+- ``change_output_activation(<layer>, sigmoid)`` on each objectness and class layer, never the box layer:
+  HailoRT's YOLOX op reads them as probabilities and the box values as they are, ``exp`` of ``tw, th``
+  (hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp, ``decode``; no sigmoid in the op). The
+  Model Zoo cuts the export after its own Sigmoid nodes instead, which compiles the same;
+- ``nms_postprocess("<json>", meta_arch=yolox, engine=cpu)``;
+- the NMS config: the thresholds, ``number_of_detection_heads``, ``image_dims``, ``max_proposals_per_class``,
+  ``classes`` and per stride a bbox decoder naming its ``reg_layer``, ``objectness_layer`` and
+  ``cls_layer`` (the three layers HailoRT's op reads per stride: yolox_post_process.hpp,
+  ``MatchingLayersNames`` reg, obj, cls).
+
+HailoRT has no bbox-only YOLOX op (its bbox-only ops are YOLOv5's and YOLOv8's), so none is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from harness.backends.dfc.scripts import (
+    NORMALIZATION,
+    AllsScript,
+    DfcScriptError,
+    LayerTable,
+    NmsSettings,
+    ScriptFiles,
+    check_field,
+    check_named_layers,
+    check_normalization,
+    decodes_boxes_only,
+    is_count,
+    is_fraction,
+    nms_command,
+    nms_command_said,
+    parse_alls,
+    render_nms_json,
+    said,
+    unscoped,
+)
+from harness.core.checks import CheckResult
+from harness.core.documents import DocumentError, parse_json
+from harness.core.files import write_atomic
+from harness.core.head_family import HeadRole
+from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of_export
+from harness.inputs.export_facts import ExportFacts
+from harness.inputs.layer_names import is_layer_name
+
+META_ARCH = "yolox"
+# The keys of the Model Zoo's YOLOX NMS config, in its order
+# (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json).
+NMS_KEYS = (
+    "nms_scores_th",
+    "nms_iou_th",
+    "number_of_detection_heads",
+    "image_dims",
+    "max_proposals_per_class",
+    "classes",
+    "bbox_decoders",
+)
+DECODER_KEYS = ("name", "stride", "reg_layer", "objectness_layer", "cls_layer")
+# Each decoder key naming a layer, the role of the map it must name and that map's words.
+LAYER_KEYS = (
+    ("reg_layer", HeadRole.BOX, "box"),
+    ("objectness_layer", HeadRole.OBJECTNESS, "objectness"),
+    ("cls_layer", HeadRole.CLASS, "class"),
+)
+# The layers whose activation the op needs a sigmoid on.
+SCORED = ("objectness_layer", "cls_layer")
+
+
+def _level_layers(level: Level, facts: ExportFacts, names: Mapping[str, str]) -> dict[str, str]:
+    """The decoder's layer keys -> the parsed layers of ``level``'s three maps."""
+    by_tensor = {h.tensor: h for h in facts.heads}
+    maps = {o.role: o for o in level.outputs}
+    return {key: names[by_tensor[maps[role].name].node] for key, role, _ in LAYER_KEYS}
+
+
+def yolox_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+    """The ``nms_postprocess`` JSON as a dict, one bbox decoder per stride, stride ascending, each named
+    after its stride as the Model Zoo names them."""
+    layout = layout_of_export(facts)
+    decoders = [
+        {"name": f"bbox_decoder_{level.stride}", "stride": level.stride, **_level_layers(level, facts, names)}
+        for level in layout.levels
+    ]
+    return {
+        "nms_scores_th": settings.score_threshold,
+        "nms_iou_th": settings.iou_threshold,
+        "number_of_detection_heads": len(layout.levels),
+        "image_dims": list(facts.input_hw),
+        "max_proposals_per_class": settings.max_proposals_per_class,
+        "classes": layout.classes,
+        "bbox_decoders": decoders,
+    }
+
+
+def render_yolox_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
+    """The model script: /255 inside the HEF, the sigmoid on each objectness and class layer, the YOLOX NMS
+    op on the CPU."""
+    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
+    lines = [f"normalization1 = normalization([{mean}], [{std}])"]
+    for level in layout_of_export(facts).levels:
+        layers = _level_layers(level, facts, names)
+        lines += [f"change_output_activation({layers[key]}, sigmoid)" for key in SCORED]
+    lines.append(nms_command(nms_json_reference, META_ARCH, False))
+    return "\n".join(lines) + "\n"
+
+
+def write_yolox_scripts(
+    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
+) -> ScriptFiles:
+    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
+    ``layer_names.json``; a bbox-only op is refused (HailoRT has none for YOLOX)."""
+    if settings.bbox_decoding_only:
+        raise DfcScriptError(
+            f"{facts.source}: bbox_decoding_only asked for a YOLOX head; HailoRT's bbox-only ops decode YOLOv5 and "
+            "YOLOv8 heads only (libhailort/src/net_flow/ops/yolov5_bbox_only_post_process, yolov8_bbox_only_post_"
+            "process). Fix: compile the YOLOX NMS op"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    nms_json = folder / f"{stem}_nms_config.json"
+    write_atomic(nms_json, render_nms_json(yolox_nms_config(facts, names, settings)))
+    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
+    write_atomic(files.alls, render_yolox_alls(facts, names, nms_json.name))
+    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
+    return files
+
+
+@dataclass(frozen=True)
+class _Scripts:
+    alls: AllsScript
+    nms: Mapping[str, Any]
+    facts: ExportFacts
+    table: LayerTable
+
+    @cached_property
+    def layout(self) -> HeadLayout:
+        return layout_of_export(self.facts)
+
+    @property
+    def decoders(self) -> list[Mapping[str, Any]]:
+        return list(self.nms["bbox_decoders"])
+
+    def level(self, stride: object) -> Level | None:
+        return next((level for level in self.layout.levels if level.stride == stride), None)
+
+
+def _check_nms_keys(s: _Scripts) -> CheckResult:
+    """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
+    name = "nms_keys"
+    missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
+    if missing or unknown:
+        told = f"missing {missing}" if missing else f"unknown {unknown}"
+        return CheckResult.failed(
+            name, "NMS config keys", f"{list(s.nms)} ({told})", list(NMS_KEYS), "give exactly these keys"
+        )
+    scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+        ("nms_scores_th", is_fraction, "a number from 0 to 1"),
+        ("nms_iou_th", is_fraction, "a number from 0 to 1"),
+        ("max_proposals_per_class", is_count, "an integer of at least 1"),
+    )
+    for key, fits, expected in scalars:
+        if not fits(s.nms[key]):
+            return CheckResult.failed(name, f"NMS config {key}", said(s.nms[key]), expected, f"set {key} to {expected}")
+    decoders = s.nms["bbox_decoders"]
+    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
+        return CheckResult.failed(
+            name, "NMS config bbox_decoders", said(decoders), "a list of objects", "one object per stride"
+        )
+    for i, d in enumerate(decoders):
+        lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
+        if lacking or unknown:
+            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
+            return CheckResult.failed(
+                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(DECODER_KEYS), "give exactly these keys"
+            )
+        for key, _, words in LAYER_KEYS:
+            if not is_layer_name(d[key]):
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key}",
+                    repr(d[key]),
+                    "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv55)",
+                    f"name the parsed layer of the stride's {words} conv",
+                )
+        if not is_count(d["stride"]):
+            return CheckResult.failed(
+                name, f"bbox_decoders[{i}].stride", said(d["stride"]), "a positive integer", "give the stride in pixels"
+            )
+    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
+
+
+def _check_image_dims(s: _Scripts) -> CheckResult:
+    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
+    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
+
+
+def _check_classes(s: _Scripts) -> CheckResult:
+    why = f"class channels of {s.facts.source}'s class maps"
+    return check_field(s.nms, "classes", s.layout.classes, why)
+
+
+def _check_number_of_detection_heads(s: _Scripts) -> CheckResult:
+    why = f"the strides of {s.facts.source}'s head: {[level.stride for level in s.layout.levels]}"
+    return check_field(s.nms, "number_of_detection_heads", len(s.layout.levels), why)
+
+
+def _check_decoder_strides(s: _Scripts) -> CheckResult:
+    name = "decoder_strides"
+    found, strides = [d["stride"] for d in s.decoders], [level.stride for level in s.layout.levels]
+    if sorted(found) != sorted(strides):
+        return CheckResult.failed(
+            name,
+            "bbox_decoders strides",
+            found,
+            f"each stride of {s.facts.source}'s head once: {strides}",
+            "one bbox decoder per stride",
+        )
+    return CheckResult.ok(name, f"one bbox decoder per stride {strides}")
+
+
+def _check_layer_names(s: _Scripts) -> CheckResult:
+    named = [(f"bbox_decoders[{i}].{key}", d[key]) for i, d in enumerate(s.decoders) for key, _, _ in LAYER_KEYS]
+    named += [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
+    return check_named_layers(named, s.table)
+
+
+def _map_words(output: HeadOutput, stride: int) -> str:
+    h, w = output.grid
+    return f"the {output.role.value} conv of stride {stride}: grid {h}x{w}, {output.channels} channels"
+
+
+def _found_map(s: _Scripts, grid: tuple[int, int], channels: int) -> str:
+    """Which head map a layer of ``grid`` and ``channels`` is, where it is one."""
+    found = [
+        (level.stride, o.role.value)
+        for level in s.layout.levels
+        for o in level.outputs
+        if (o.grid, o.channels) == (grid, channels)
+    ]
+    return f" (the {found[0][1]} conv of stride {found[0][0]})" if len(found) == 1 else ""
+
+
+def _check_decoder_layers(s: _Scripts) -> CheckResult:
+    """Each decoder names its stride's box, objectness and class convs, by grid and channels, each an
+    output layer of the network (nc = 1: the objectness and class convs have the same shape and cannot be
+    told apart here; HailoRT's op multiplies them, so swapping them compiles the same)."""
+    name = "decoder_layers"
+    for i, d in enumerate(s.decoders):
+        level = s.level(d["stride"])
+        layers = {key: s.table.get(d[key]) for key, _, _ in LAYER_KEYS}
+        if level is None or any(layer is None for layer in layers.values()):
+            return CheckResult.skipped(
+                name, f"bbox_decoders[{i}]: a layer or the stride unknown (see layer_names, decoder_strides)"
+            )
+        maps = {o.role: o for o in level.outputs}
+        for key, role, words in LAYER_KEYS:
+            layer, expected = layers[key], maps[role]
+            assert layer is not None
+            if (layer.grid, layer.channels) != (expected.grid, expected.channels):
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key} {layer.name}",
+                    f"grid {layer.grid[0]}x{layer.grid[1]}, {layer.channels} channels"
+                    f"{_found_map(s, layer.grid, layer.channels)}",
+                    _map_words(expected, level.stride),
+                    f"name the parsed layer of this stride's {words} conv (see layer_names.json)",
+                )
+            if not layer.is_output:
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key} {layer.name}",
+                    "a layer that feeds no output layer",
+                    f"{_map_words(expected, level.stride)}, an end node of the network",
+                    "translate with the head convs as end nodes and name their layers",
+                )
+    return CheckResult.ok(name, "each decoder reads the box, objectness and class convs of its stride")
+
+
+def _check_sigmoid(s: _Scripts) -> CheckResult:
+    """A sigmoid on every objectness and class layer, none on a box layer."""
+    name = "sigmoid"
+    for i, d in enumerate(s.decoders):
+        for key in SCORED:
+            layer = unscoped(d[key])
+            if (activation := s.alls.activation_of(layer)) != "sigmoid":
+                # hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp reads them as probabilities
+                return CheckResult.failed(
+                    name,
+                    f"activation of {key} {layer} (bbox_decoders[{i}])",
+                    activation or "none changed (logits reach the NMS op, which reads probabilities)",
+                    "sigmoid",
+                    f"add change_output_activation({layer}, sigmoid) to the model script",
+                )
+        reg = unscoped(d["reg_layer"])
+        if (activation := s.alls.activation_of(reg)) is not None:
+            fix = (
+                f"remove change_output_activation({reg}, ...) from the model script"
+                if reg in s.alls.activations
+                else f"replace change_output_activation({activation}) (every output layer) by one "
+                "change_output_activation(<layer>, sigmoid) per objectness and class conv"
+            )
+            return CheckResult.failed(
+                name,
+                f"activation of reg_layer {reg} (bbox_decoders[{i}])",
+                activation,
+                "unchanged (the op takes exp of the raw tw, th and adds the raw tx, ty to the cell)",
+                fix,
+            )
+    return CheckResult.ok(name, "every objectness and class conv has a sigmoid; box convs are unchanged")
+
+
+def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
+    name = "nms_postprocess"
+    if alls.nms_reference is None:
+        return CheckResult.failed(
+            name,
+            "model script nms_postprocess",
+            "no nms_postprocess command with a JSON path",
+            f'nms_postprocess("<nms json>", meta_arch={META_ARCH}, engine=cpu)',
+            "add the command naming the NMS config",
+        )
+    if alls.nms_options.get("meta_arch") != META_ARCH:
+        return CheckResult.failed(
+            name,
+            "nms_postprocess meta_arch",
+            alls.nms_options.get("meta_arch"),
+            f"{META_ARCH} (the YOLOX decoder: box, objectness and class layers per stride)",
+            f"set meta_arch={META_ARCH}",
+        )
+    if decodes_boxes_only(alls):
+        return CheckResult.failed(
+            name,
+            "nms_postprocess bbox_decoding_only",
+            "True",
+            "absent: HailoRT has no bbox-only YOLOX op",
+            "remove bbox_decoding_only=True",
+        )
+    return CheckResult.ok(name, nms_command_said(alls, META_ARCH))
+
+
+_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
+    _check_image_dims,
+    _check_classes,
+    _check_number_of_detection_heads,
+    _check_decoder_strides,
+    _check_layer_names,
+    _check_decoder_layers,
+    _check_sigmoid,
+)
+
+
+def validate_yolox_scripts(
+    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
+) -> tuple[CheckResult, ...]:
+    """Every check of a YOLOX model script and NMS config against the ONNX and the layer table, in order."""
+    alls = parse_alls(alls_text)
+    tail = (check_normalization(alls), _check_nms_postprocess(alls))
+    try:
+        nms = parse_json(nms_json_text, "NMS config")
+    except DocumentError as error:
+        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"), *tail)
+    if not isinstance(nms, dict):
+        found = type(nms).__name__
+        return (CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file"), *tail)
+    s = _Scripts(alls, nms, facts, table)
+    keys = _check_nms_keys(s)
+    if keys.passed:
+        return (keys, *(check(s) for check in _NEEDS_NMS_KEYS), *tail)
+    skipped = "the NMS config lacks keys or types (see nms_keys)"
+    return (
+        keys,
+        *(CheckResult.skipped(check.__name__.removeprefix("_check_"), skipped) for check in _NEEDS_NMS_KEYS),
+        *tail,
+    )

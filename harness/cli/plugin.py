@@ -193,7 +193,9 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
         ctx = CheckContext(
             hef=read_hef(hef),
             export=export_of(hef),
-            model=model_facts(Path(values["onnx"]), values["cache"]) if values["onnx"] else None,
+            model=model_facts(Path(values["onnx"]), values["cache"], ssd=values["ssd_config"])
+            if values["onnx"]
+            else None,
             dataset_names=load_dataset(values["dataset"], values["split"], images=values["images"]).names
             if values["dataset"]
             else None,

@@ -84,5 +84,6 @@ class HeadTensor:
     role: HeadRole
     channels: int
     grid: tuple[int, int]
-    # per anchor of the stride its (width, height) in input pixels, where the role is ANCHORED
+    # per anchor of the stride its (width, height) in input pixels, where the role is ANCHORED; of an SSD
+    # layer's regression map (ANCHOR_BOXES), as fractions of the input, its SSD config's
     anchors: tuple[tuple[float, float], ...] = ()

@@ -7,6 +7,8 @@ difference alone looks like a regression, so it is an error, never a number.)
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -89,6 +91,12 @@ class SsdConfig:
             )
         if self.background_class is not None and self.background_class < 0:
             raise SsdConfigError(f"SSD config: background_class is {self.background_class}; expected an index >= 0")
+
+    @property
+    def digest(self) -> str:
+        """sha256 of every field (canonical JSON): how an export's facts and an emulated HEF name the config."""
+        fields = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(fields.encode()).hexdigest()
 
     @property
     def box_indices(self) -> tuple[int, int, int, int]:
@@ -222,8 +230,10 @@ class EvalSettings:
         self,
         classes_are_probabilities: bool | None = None,
         anchors: tuple[tuple[tuple[float, float], ...], ...] = (),
+        ssd: SsdConfig | None = None,
     ) -> DecodeConfig:
-        """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads."""
+        """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads;
+        ``ssd``, an SSD head's anchors and box coding (its config file, ``--ssd-config``)."""
         return DecodeConfig(
             input_hw=self.input_hw,
             score_threshold=self.score_threshold,
@@ -233,6 +243,7 @@ class EvalSettings:
             mode=self.nms_mode,
             classes_are_probabilities=classes_are_probabilities,
             anchors=anchors,
+            ssd=ssd,
         )
 
     def to_dict(self) -> dict[str, Any]:

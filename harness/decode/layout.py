@@ -309,9 +309,10 @@ def layout_of(
     anchors: Mapping[str, tuple[tuple[float, float], ...]] | None = None,
 ) -> HeadLayout:
     """The layout of outputs whose roles are known: per grid one box output, one class output and at
-    most one objectness output, or one anchored output (its anchors: ``anchors[name]``); ``input_hw``
-    divided by each grid one integral stride.
-    Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
+    most one objectness output, or one anchored output (its anchors: ``anchors[name]``), or an SSD layer's
+    regression and class maps (its anchors: ``anchors[regression map's name]``, as fractions of the input);
+    ``input_hw`` divided by each grid one integral stride (an SSD layer's: rounded up, as
+    :func:`harness.decode.ssd.layout` gives it). Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
     grids: dict[tuple[int, int], dict[HeadRole, list[HeadOutput]]] = {}
     for output in outputs:
         grids.setdefault(output.grid, {}).setdefault(output.role, []).append(output)
@@ -326,6 +327,17 @@ def layout_of(
                 )
             (one,) = found
             levels.append(Level(_stride(grid, input_hw, found), grid, one, one, one, (anchors or {}).get(one.name, ())))
+            continue
+        if HeadRole.ANCHOR_BOXES in roles or HeadRole.ANCHOR_CLASSES in roles:
+            boxes, classes = roles.get(HeadRole.ANCHOR_BOXES, []), roles.get(HeadRole.ANCHOR_CLASSES, [])
+            if len(boxes) != 1 or len(classes) != 1 or len(found) != 2:
+                described = ", ".join(f"{o.name!r} ({o.role.value})" for o in found)
+                raise HeadPairingError(
+                    f"grid {grid[0]}x{grid[1]}: outputs {described}; expected an SSD layer's regression map and class "
+                    "map and no other"
+                )
+            group = (anchors or {}).get(boxes[0].name, ())
+            levels.append(Level(-(-input_hw[0] // grid[0]), grid, boxes[0], classes[0], anchors=group))
             continue
         counts = {role: len(roles.get(role, [])) for role in HeadRole}
         if counts[HeadRole.BOX] != 1 or counts[HeadRole.CLASS] != 1 or counts[HeadRole.OBJECTNESS] > 1:

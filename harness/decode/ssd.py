@@ -200,6 +200,22 @@ def candidates(
     return boxes, np.ascontiguousarray(np.concatenate(all_scores), dtype=F)
 
 
+def export_rows(rows: np.ndarray, config: DecodeConfig) -> tuple[np.ndarray, np.ndarray]:
+    """An SSD export's own decoded rows ``(rows, 4 + nc)``, its boxes and scores side by side as
+    :class:`~harness.backends.onnx.runner.FullHeadRunner` joins them, as :func:`candidates` lays its entries:
+    boxes float32 ``(rows, 4)`` xyxy in model-input pixels and scores float32 ``(rows, nc)`` less the config's
+    background class. The export writes each box ``[ymin, xmin, ymax, xmax]`` as fractions of the input and
+    its rows layer by layer, cell by cell, anchor by anchor (tensorflow/models: research/object_detection/
+    box_coders/faster_rcnn_box_coder.py, ``_decode``; predictors/heads/box_head.py, the NHWC reshape), the
+    order :func:`candidates` walks (hailort: ssd_post_process.cpp, ``extract_detections``)."""
+    ssd = ssd_config(config)
+    in_h, in_w = config.input_hw
+    rows = np.asarray(rows, dtype=F)
+    boxes = rows[:, [1, 0, 3, 2]] * np.array([in_w, in_h, in_w, in_h], dtype=F)
+    scores = rows[:, 4:]
+    return boxes.astype(F, copy=False), np.ascontiguousarray(scores[:, class_columns(scores.shape[1], ssd)])
+
+
 def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
     """Decode one frame of raw SSD head outputs into detections (the harness's decoder signature,
     :func:`harness.decode.yolo.decode`); the anchors and box coding are ``config.ssd``. The entries with a

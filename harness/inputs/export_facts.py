@@ -28,10 +28,11 @@ from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 if TYPE_CHECKING:
     import onnx
 
+    from harness.core.settings import SsdConfig
     from harness.inputs.hef.ultralytics import UltralyticsExport
     from harness.inputs.onnx_graph import ExportHeads
 
-FORMAT = 3  # 2: the head maps and the input's channels; 3: an anchored head's anchors
+FORMAT = 4  # 2: the head maps and the input's channels; 3: an anchored head's anchors; 4: the SSD config's digest
 _KIND = "hailo-harness export facts"
 WHAT = "export facts"
 # The code the facts are read by: an edit to it reads them again.
@@ -47,7 +48,8 @@ class ExportFacts:
     are not found both are empty and ``refusal`` says why (the error of
     :func:`~harness.inputs.onnx_graph.export_heads`). ``passed`` names the checks of the export that
     passed, each as its checker tags it. An Ultralytics Hailo export folder has a family but no
-    ONNX, so no head maps."""
+    ONNX, so no head maps. An SSD export's heads are found only with its SSD config (no graph holds its
+    anchors): ``ssd`` is that config, kept by its digest, and facts kept with another config are read again."""
 
     sha256: str
     input_name: str
@@ -58,6 +60,8 @@ class ExportFacts:
     heads: tuple[HeadTensor, ...] = ()
     input_channels: int = 3
     passed: tuple[str, ...] = ()
+    # An SSD head's: the SSD config its heads were found with (its anchors and box coding); None otherwise.
+    ssd: SsdConfig | None = None
     source: str = field(default="", compare=False)
     refusal: str | None = field(default=None, compare=False)
 
@@ -105,16 +109,23 @@ def onnx_class_names(model: onnx.ModelProto, source: str = "ONNX model") -> tupl
     return tuple(names)
 
 
-def export_facts_of(model: onnx.ModelProto, sha256: str, source: str, heads: ExportHeads | None = None) -> ExportFacts:
+def export_facts_of(
+    model: onnx.ModelProto,
+    sha256: str,
+    source: str,
+    heads: ExportHeads | None = None,
+    ssd: SsdConfig | None = None,
+) -> ExportFacts:
     """The facts of ``model`` (whose file has ``sha256``; ``source`` names it in errors); ``heads``:
-    its head maps where the caller found them (at end nodes of its own), else found by structure."""
+    its head maps where the caller found them (at end nodes of its own), else found by structure (an SSD
+    head with ``ssd``, its config)."""
     from harness.inputs.onnx_graph import end_to_end, export_heads, model_input
 
     input_name, input_hw = model_input(model)
     refusal = None
     if heads is None:
         try:
-            heads = export_heads(model)
+            heads = export_heads(model, ssd=ssd)
         except GraphError as error:
             refusal = str(error)
     channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value or 3
@@ -128,6 +139,7 @@ def export_facts_of(model: onnx.ModelProto, sha256: str, source: str, heads: Exp
         None if heads is None else heads.family,
         () if heads is None else heads.heads,
         channels,
+        ssd=ssd if heads is not None and heads.family is HeadFamily.SSD else None,
         source=source,
         refusal=refusal,
     )
@@ -170,19 +182,23 @@ def sidecar_path(cache_dir: str | os.PathLike[str], sha256: str) -> Path:
 
 
 def export_facts(
-    onnx_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None, keep: bool = True
+    onnx_path: str | os.PathLike[str],
+    cache_dir: str | os.PathLike[str] | None = None,
+    keep: bool = True,
+    ssd: SsdConfig | None = None,
 ) -> ExportFacts:
     """The facts of the export at ``onnx_path``: from its sidecar in ``cache_dir`` where that holds
-    (see the module), else read from the model and, where its heads are found and ``keep`` is true,
-    kept there. Without ``cache_dir`` they are read from the model."""
+    (see the module; kept with this ``ssd`` config, or none), else read from the model and, where its heads
+    are found and ``keep`` is true, kept there. Without ``cache_dir`` they are read from the model. ``ssd``:
+    an SSD export's config, with which alone its heads are found."""
     sha256 = file_sha256(onnx_path)
     if cache_dir is not None:
-        found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256), _KEYS, WHAT, log)
+        found = read_sidecar(sidecar_path(cache_dir, sha256), lambda data: _fields(data, sha256, ssd), _KEYS, WHAT, log)
         if found is not None:
             return replace(found, source=os.fspath(onnx_path))
     from harness.inputs.onnx_graph import load_model
 
-    facts = export_facts_of(load_model(onnx_path), sha256, os.fspath(onnx_path))
+    facts = export_facts_of(load_model(onnx_path), sha256, os.fspath(onnx_path), ssd=ssd)
     if cache_dir is not None and keep and facts.family is not None:
         write_sidecar(sidecar_path(cache_dir, sha256), _json(facts), WHAT, log)
     return facts
@@ -216,6 +232,7 @@ _KEYS = (
     "family",
     "heads",
     "passed",
+    "ssd_config",
 )
 _HEAD_KEYS = ("tensor", "node", "role", "channels", "grid", "anchors")
 
@@ -244,13 +261,15 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
             for h in facts.heads
         ],
         "passed": list(facts.passed),
+        "ssd_config": None if facts.ssd is None else facts.ssd.digest,
     }
 
 
-def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
+def _fields(data: Mapping[str, Any], sha256: str, ssd: SsdConfig | None) -> ExportFacts:
     """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
-    run's or not of its type."""
-    expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256}
+    run's (``ssd_config``: the digest of this run's SSD config ``ssd``, or None) or not of its type."""
+    digest = None if ssd is None else ssd.digest
+    expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256, "ssd_config": digest}
     for key, value in expected.items():
         if data.get(key) != value:
             raise ValueError(f"field {key!r} is {str(data.get(key))[:80]!r}, expected {value!r}")
@@ -281,6 +300,7 @@ def _fields(data: Mapping[str, Any], sha256: str) -> ExportFacts:
         _heads(data.get("heads")),
         channels,
         tuple(passed),
+        ssd if data["family"] == HeadFamily.SSD.value else None,
     )
 
 

@@ -8,7 +8,7 @@ runner call where the runner takes one, each frame decoded alone; the same detec
 
 - :class:`OnnxPath`: the reference, the full ONNX export (float NCHW input in ``[0, 1]``) and the
   harness NMS over its own decoded head output ``[1, 4 + nc, anchors]``, or the export's own rows
-  ``[1, max_det, 6]`` where it is end to end (YOLO26's one-to-one head).
+  ``[1, max_det, 6]`` where it is end to end (YOLO26's one-to-one head), or an SSD export's boxes and scores.
 - :class:`RawHeadsPath`: any runner with a uint8 NHWC 0-255 input (the HEF contract) whose outputs
   are the raw heads; decoded by the harness's decoder of the model's head family
   (:mod:`harness.decode.heads`).
@@ -36,9 +36,10 @@ from harness.core.environment import environment
 from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
-from harness.core.settings import DecodeConfig, EvalSettings
+from harness.core.settings import DecodeConfig, EvalSettings, SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, stage
+from harness.decode import ssd as ssd_head
 from harness.decode import yolov5
 from harness.decode.bbox_only import decode_bbox_only
 from harness.decode.heads import Anchors, decoder, head_layout
@@ -141,7 +142,9 @@ class OnnxPath(Closing):
     prediction whose score is above ``conf``). ``model_names`` default to the export's metadata.
     ``facts``: the export's (:func:`~harness.inputs.export_facts.export_facts`), read from the model
     where not given. The onnxruntime session opens on the first frame inferred: a path whose every
-    prediction is cached loads no model."""
+    prediction is cached loads no model. An SSD export's boxes and scores are read as
+    :func:`harness.decode.ssd.export_rows` reads them, with the SSD config its facts were found with, which
+    its ``variant`` names (another config: other predictions)."""
 
     name = ONNX
     emulated = False
@@ -170,7 +173,9 @@ class OnnxPath(Closing):
         self.model_names = _names(model_names) or facts.names
         self.runtime = f"onnxruntime {dict(environment())['onnxruntime']} on the CPU"
         self._input_name = facts.input_name
-        self._config = settings.decode_config(classes_are_probabilities=True)
+        self._config = settings.decode_config(classes_are_probabilities=True, ssd=facts.ssd)
+        self._ssd = facts.family is HeadFamily.SSD
+        self.variant = ssd_variant("", facts.ssd)
         self._end_to_end = facts.end_to_end
         # [1, rows, 5 + nc]: xywh, objectness, classes (YOLOv5: models/yolo.py; YOLOX: yolo_head.py decode_outputs)
         self._rows = facts.family in (HeadFamily.YOLOV5, HeadFamily.YOLOX)
@@ -208,7 +213,9 @@ class OnnxPath(Closing):
             rows = head[above(head[:, 4], self.settings.score_threshold)]
             kept = Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int64))
             return FrameResult(unletterbox(kept, geometry))
-        if self._rows:  # ultralytics/yolov5: utils/general.py, non_max_suppression (conf = obj * cls)
+        if self._ssd:
+            boxes, scores = ssd_head.export_rows(head, self._config)
+        elif self._rows:  # ultralytics/yolov5: utils/general.py, non_max_suppression (conf = obj * cls)
             rows = head.astype(np.float32, copy=False)
             boxes, scores = xywh_to_xyxy(rows[:, :4]), rows[:, 5:] * rows[:, 4:5]
         else:
@@ -220,6 +227,13 @@ class OnnxPath(Closing):
         self._closed = True
         if self._session is not None:
             self._session.close()
+
+
+def ssd_variant(variant: str, ssd: SsdConfig | None) -> str:
+    """A path's variant with the SSD config its outputs are decoded with, by digest (none: as it is)."""
+    if ssd is None:
+        return variant
+    return f"{variant}+" * bool(variant) + f"ssd config {ssd.digest[:16]}"
 
 
 def _image_input(specs: Mapping[str, InputSpec], input_hw: tuple[int, int]) -> str:
@@ -255,6 +269,7 @@ class _RunnerPath:
         family: HeadFamily = HeadFamily.YOLOV8,
         anchors: Anchors = (),
         model_sha256: str = "",
+        ssd: SsdConfig | None = None,
     ) -> None:
         if name not in self.path_names:
             raise HarnessError(
@@ -264,12 +279,13 @@ class _RunnerPath:
         self.emulated = name != HAILO
         self.model_file = Path(model_file)
         self.model_sha256 = model_sha256 or file_sha256(self.model_file)
-        self.variant = variant
+        self.variant = ssd_variant(variant, ssd)
         self.settings = settings
         self.input_hw = settings.input_hw
         self.model_names = _names(model_names)
         self.family = family
         self.anchors = anchors
+        self.ssd = ssd
         self._runner = runner
         self.runtime = runner.label
         self.score_ceiling: float | None = getattr(runner, "score_ceiling", None)
@@ -323,9 +339,12 @@ def _class_probabilities(
 ) -> list[np.ndarray]:
     """Every cell's class probabilities, ``(cells, nc)`` per class output of ``heads``, as the decoders
     score them: dequantized, and through a float32 sigmoid unless the outputs already hold probabilities;
-    of an anchored head, every (cell, anchor)'s objectness x class."""
+    of an anchored head, every (cell, anchor)'s objectness x class; of an SSD head, every (cell, anchor)'s
+    classes but the background."""
     if heads.anchored:
         return [yolov5.candidates(outputs, heads, config)[1]]
+    if heads.levels[0].per_anchor:
+        return [ssd_head.candidates(outputs, heads, config)[1]]
     values = []
     for level in heads.levels:
         spec = level.classes.host_spec
@@ -349,10 +368,11 @@ class RawHeadsPath(_RunnerPath):
     # hailort: hailort/libhailort/include/hailo/hailort.h (hailo_format_order_t)
 
     def _check_outputs(self) -> None:
-        self._config = self.settings.decode_config(anchors=self.anchors)
+        self._config = self.settings.decode_config(anchors=self.anchors, ssd=self.ssd)
         self._decode_heads = decoder(self.family)
         # fails now, naming the outputs, if they are not the family's heads
-        self._layout = head_layout(self.family, self._specs, self._config.input_hw, self.anchors)
+        anchors = self.ssd.anchors if self.family is HeadFamily.SSD and self.ssd is not None else self.anchors
+        self._layout = head_layout(self.family, self._specs, self._config.input_hw, anchors)
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         detections = self._decode_heads(outputs, self._specs, self._config)
@@ -431,17 +451,18 @@ def runner_path(
     family: HeadFamily = HeadFamily.YOLOV8,
     anchors: Anchors = (),
     model_sha256: str = "",
+    ssd: SsdConfig | None = None,
 ) -> RawHeadsPath | NmsBufferPath | BboxOnlyPath:
     """The path a runner fed like a HEF calls for: its NMS output decoded, its bbox-only output through the
     host's NMS (:func:`is_bbox_only`), or its raw heads (of ``family``, with its ``anchors`` where it is
-    anchor-based)."""
+    anchor-based, an SSD head with its config ``ssd``)."""
     specs = runner.output_specs
     kind: type[RawHeadsPath | NmsBufferPath | BboxOnlyPath] = RawHeadsPath
     if any(spec.is_nms for spec in specs.values()):
         kind = NmsBufferPath
     elif is_bbox_only(specs, family):
         kind = BboxOnlyPath
-    return kind(runner, settings, model_file, name, model_names, variant, family, anchors, model_sha256)
+    return kind(runner, settings, model_file, name, model_names, variant, family, anchors, model_sha256, ssd)
 
 
 class DecoderPath(_RunnerPath):
@@ -465,15 +486,24 @@ class DecoderPath(_RunnerPath):
         variant: str,
         anchors: Anchors = (),
         model_sha256: str = "",
+        ssd: SsdConfig | None = None,
     ) -> None:
         self.decoder = decoder
         super().__init__(
-            runner, settings, model_file, name, model_names, variant, anchors=anchors, model_sha256=model_sha256
+            runner,
+            settings,
+            model_file,
+            name,
+            model_names,
+            variant,
+            anchors=anchors,
+            model_sha256=model_sha256,
+            ssd=ssd,
         )
         self.emulated = name not in (HAILO, ONNX)
 
     def _check_outputs(self) -> None:
-        self._config = self.settings.decode_config(anchors=self.anchors)
+        self._config = self.settings.decode_config(anchors=self.anchors, ssd=self.ssd)
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         return FrameResult(unletterbox(self.decoder(outputs, self._specs, self._config), geometry))

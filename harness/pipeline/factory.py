@@ -22,7 +22,7 @@ from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import PathKind
-from harness.core.settings import EvalSettings
+from harness.core.settings import EvalSettings, SsdConfig
 from harness.core.stage_clock import Stage, clocked
 from harness.inputs.dataset import (
     Dataset,
@@ -143,8 +143,8 @@ def prepare_run(
     else read here."""
     require_evaluable(dataset, max_unreadable)
     onnx, settings = Path(onnx), settings or SettingsSpec()
-    if facts is None:
-        facts = model_facts(onnx, cache_dir, keep=use_cache)  # --no-cache: a sidecar is read, nothing is kept
+    if facts is None or facts.ssd != settings.ssd:  # an SSD export's heads: found with the run's config
+        facts = model_facts(onnx, cache_dir, keep=use_cache, ssd=settings.ssd)  # --no-cache: nothing is kept
     input_hw, names = facts.input_hw, facts.names
     if names is None:
         raise HarnessError(f"--onnx {str(onnx)!r}: no class names in its metadata ('names'), expected an export")
@@ -167,17 +167,20 @@ def prepare_run(
 
 
 @clocked(Stage.EXPORT_FACTS)
-def model_facts(model: Path, cache_dir: Path | None, keep: bool = True) -> ExportFacts:
+def model_facts(model: Path, cache_dir: Path | None, keep: bool = True, ssd: SsdConfig | None = None) -> ExportFacts:
     """The facts of the model a run evaluates: its ONNX export's (kept in the cache folder: a rerun loads
-    no model), or, given a HEF (or its folder) that Ultralytics exported, what the export's files say."""
+    no model; an SSD export's heads found with ``ssd``, its config), or, given a HEF (or its folder) that
+    Ultralytics exported, what the export's files say."""
     if model.is_dir() or model.suffix == ".hef":
         from harness.inputs.hef.ultralytics import export_of, hef_of
 
         export = export_of(hef_of(model))
         if export is None:
             raise HarnessError(f"{model}: a HEF without its Ultralytics export's metadata.yaml, expected --onnx M.onnx")
+        if ssd is not None:
+            raise HarnessError(f"--ssd-config: {model} is an Ultralytics export, expected an SSD export's ONNX")
         return ultralytics_facts(export)
-    return export_facts(model, cache_dir, keep)
+    return export_facts(model, cache_dir, keep, ssd)
 
 
 def compiled_thresholds(spec: PathSpec, log: Callable[[str], None] = print) -> CompiledThresholds | None:
@@ -201,7 +204,7 @@ def preflight(config: JobConfig) -> ExportFacts | None:
     for spec in (REFERENCE, *config.stages, config.hailo):
         spec.check_files()
     hailo = describe(config.hailo.backend).preflight
-    return None if hailo is None else hailo(config.hailo, config.onnx, config.cache_dir)
+    return None if hailo is None else hailo(config.hailo, config.onnx, config.cache_dir, config.settings.ssd)
 
 
 def check(spec: PathSpec, settings: EvalSettings) -> None:
@@ -295,6 +298,7 @@ def path_over(
             variant,
             run.facts.anchors,
             model_sha256=opened.model_sha256,
+            ssd=run.facts.ssd,
         )
     return runner_path(
         opened.runner,
@@ -306,6 +310,7 @@ def path_over(
         run.family,
         run.facts.anchors,
         model_sha256=opened.model_sha256,
+        ssd=run.facts.ssd,
     )
 
 

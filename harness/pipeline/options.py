@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
-from harness.core.settings import MetricProtocol, NmsMode, Preprocess
+from harness.core.settings import MetricProtocol, NmsMode, Preprocess, SsdConfig
 from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.backends import BACKENDS, describe, listed
@@ -68,6 +68,18 @@ def _hef(text: str) -> Path:
     return hef_of(Path(text))
 
 
+def _ssd_config(text: str) -> SsdConfig:
+    """An SSD config file (JSON, or YAML): its anchors and box coding in HailoRT's words (``SsdConfig.from_dict``);
+    a file that cannot be read, or a key it cannot hold, refused naming the file and the key."""
+    from harness.core.documents import read_json, read_yaml  # imported when --ssd-config is given
+
+    read = read_json if Path(text).suffix.lower() == ".json" else read_yaml
+    try:
+        return SsdConfig.from_dict(read(text, "SSD config"), text)
+    except HarnessError as error:  # the option, then the file and the key
+        raise ValueError(str(error) if "expected" in str(error) else f"{error}; expected an SSD config file") from None
+
+
 def _class_pair(text: str) -> tuple[str, str]:
     """``DATASET=MODEL``, or ``DATASET=`` (its labels left out); a name with an ``=`` in it is split
     again against the class names (harness.inputs.dataset.class_map)."""
@@ -102,7 +114,7 @@ class Option:
 
     @property
     def is_path(self) -> bool:
-        return self.parse in (Path, _folder, _hef)
+        return self.parse in (Path, _folder, _hef, _ssd_config)
 
     @property
     def flag(self) -> str:
@@ -270,6 +282,15 @@ _OPTIONS = (
         choices=_choices(MetricProtocol),
     ),
     Option(
+        "ssd_config",
+        "an SSD export's anchors and box coding, which no graph holds: a JSON or YAML file in the words of "
+        "HailoRT's SSD op (bbox_decoders: per layer, largest grid first, the anchors' w and h as fractions of the "
+        "input; centers_scale_factor, bbox_dimensions_scale_factor; optional ty, tx, th, tw, "
+        "background_removal_index, normalize_boxes); refused for an export that is not SSD",
+        _ssd_config,
+        metavar="FILE",
+    ),
+    Option(
         "map_class",
         "map a dataset class name to a model class name (repeatable), or leave its labels out with DATASET= "
         "(e.g. --map-class steam=); without it the names must be equal",
@@ -339,6 +360,7 @@ SETTINGS_OPTIONS = (
     "preprocess",
     "map_class",
     "metric",
+    "ssd_config",
 )
 DATASET_OPTIONS = ("dataset", "images", "split", "max_unreadable")
 JOB_OPTIONS = (
@@ -459,6 +481,7 @@ def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
         preprocess=Preprocess(_value(values, "preprocess")),
         map_class=tuple(values.get("map_class") or ()),
         metric=MetricProtocol(_value(values, "metric")),
+        ssd=values.get("ssd_config"),
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.path_names import ONNX, EmulationStage, PathKind
-from harness.core.settings import EvalSettings, MetricProtocol, NmsMode, Preprocess
+from harness.core.settings import EvalSettings, MetricProtocol, NmsMode, Preprocess, SsdConfig
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_DATASET_NAME, DEMO_ONNX, SHIPPED_GOLDEN
 from harness.pipeline.backends import describe, refusal
@@ -107,6 +107,8 @@ class SettingsSpec:
     preprocess: Preprocess = Preprocess.LETTERBOX
     map_class: tuple[tuple[str, str], ...] = ()  # (dataset class name, model class name)
     metric: MetricProtocol = MetricProtocol.COCO
+    # An SSD export's anchors and box coding (--ssd-config): with them alone its heads are found and decoded.
+    ssd: SsdConfig | None = None
 
     def resolve(
         self, input_hw: tuple[int, int], class_map: tuple[int, ...], compiled: CompiledThresholds | None = None

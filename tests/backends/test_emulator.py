@@ -826,6 +826,59 @@ def test_a_yolox_export_becomes_box_objectness_and_class_maps_per_stride_its_nms
     assert found > 0
 
 
+def test_an_ssd_export_becomes_regression_and_class_maps_per_layer_its_nms_hailorts_ssd_op_with_its_config(
+    tmp_path_factory: pytest.TempPathFactory, images: dict[str, Path], cache_dir: Path
+) -> None:
+    """The sigmoid goes on the class maps (HailoRT's SSD op reads them as scores), the roles, each layer's
+    anchors and the SSD config's digest are recorded (in the model and its facts), and the NMS output is the
+    SSD op's on the raw heads with the config."""
+    from harness.backends.emulator.build import _load_cached
+    from harness.backends.emulator.facts import read_hef_facts
+    from harness.backends.emulator.runner import nms_op
+    from harness.core.head_family import HeadFamily, HeadRole
+    from harness.core.settings import NmsMode
+
+    from support.ssd_exports import ANCHORS, ssd_config, ssd_export
+
+    path, config = tmp_path_factory.mktemp("ssd") / "ssd_test.onnx", ssd_config()
+    onnx.save(ssd_export(side=V5_SIDE, nc=3, seed=1), path)
+    with pytest.raises(GraphError, match=r"--ssd-config FILE"):
+        build_emulated_hef(path, images["in_domain"], _options(sigmoid_inside=True), cache_dir)
+    raw_hef = build_emulated_hef(path, images["in_domain"], _options(sigmoid_inside=True, ssd=config), cache_dir)
+    assert raw_hef.family is HeadFamily.SSD and raw_hef.classes == 3 and raw_hef.anchors == ANCHORS
+    assert f"ssd heads (SSD config {config.digest[:12]})" in raw_hef.label
+    layout = raw_hef.layout
+    assert [(level.box.role, level.classes.role, level.anchors) for level in layout.levels] == [
+        (HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES, group) for group in ANCHORS
+    ]
+    scored = layout.of_role(HeadRole.ANCHOR_CLASSES)
+    assert all(0 <= o.host_spec.quant[0].limvals_min and o.host_spec.quant[0].limvals_max <= 1 for o in scored)
+    assert 0 < raw_hef.score_ceiling <= 1
+    key = raw_hef.quantized_model.stem
+    kept = read_hef_facts(raw_hef.quantized_model.with_suffix(".json"), key, raw_hef.quantized_model)
+    assert kept is not None and kept.ssd_config == config.digest and kept.anchors == ANCHORS
+    assert kept == _load_cached(raw_hef.quantized_model)  # the model records what its facts say
+    other = dataclasses.replace(config, centers_scale_factor=5)  # another config: another HEF, refused by the tail
+    with pytest.raises(GraphError, match=r"its decode tail gives row 0"):
+        build_emulated_hef(path, images["in_domain"], _options(sigmoid_inside=True, ssd=other), cache_dir)
+    options = _options(sigmoid_inside=True, nms=True, output_format=FormatType.FLOAT32, score_threshold=0.3, ssd=config)
+    nms_hef = build_emulated_hef(path, images["in_domain"], options, cache_dir)
+    ((name, spec),) = nms_hef.output_specs.items()
+    assert name == "ssd_nms_postprocess" and spec.nms is not None and spec.nms.number_of_classes == 2
+    decode = DecodeConfig(input_hw=V5_HW, score_threshold=0.3, iou_threshold=nms_hef.options.iou_threshold,
+                          max_per_class=spec.nms.max_bboxes_per_class, mode=NmsMode.HAILORT,
+                          classes_are_probabilities=True, ssd=config)  # fmt: skip
+    found = 0
+    with EmulatorRunner(nms_hef) as runner, EmulatorRunner(raw_hef) as raw_runner:
+        for frame in _v5_frames(images["val"]):
+            buffer = runner.infer({"images": frame})[name]
+            raw = raw_runner.infer({"images": frame})
+            expected = nms_op(raw, {h.name: h for h in raw_hef.heads}, decode, spec, HeadFamily.SSD)
+            np.testing.assert_array_equal(buffer, expected)
+            found += len(decode_nms(buffer, spec, V5_HW))
+    assert found > 0
+
+
 # ---------------------------------------------------------------------------------------------- bbox-only op
 
 

@@ -256,3 +256,42 @@ def test_predictions_that_cannot_be_saved_keep_the_old_file_and_are_refused_nami
         write_json(saved, [{"image_id": 1}])
     monkeypatch.undo()
     assert saved.read_text() == "[]\n" and [p.name for p in tmp_path.iterdir()] == ["predictions.json"]
+
+
+def test_eval_takes_an_ssd_export_with_its_config_on_the_onnx_and_emulated_paths_and_refuses_it_otherwise(
+    tmp_path, capsys
+):
+    import onnx
+
+    from support.ssd_exports import config_document, ssd_export
+
+    write_dataset(tmp_path / "syn", Recipe(seed=5, train=0, val=4, calib=4))
+    export, config = tmp_path / "ssd.onnx", tmp_path / "ssd.yaml"
+    onnx.save(ssd_export(), export)
+    config.write_text(yaml.safe_dump(config_document()))
+    base = ["eval", "--onnx", str(export), "--dataset", str(tmp_path / "syn" / "data.yaml"), "--json"]
+    base += ["--cache", str(tmp_path / "cache")]
+    emulated = [
+        "--backend",
+        "emulator",
+        "--calibration",
+        str(tmp_path / "syn/images/calib"),
+        "--calibration-count",
+        "4",
+    ]
+    results = {}
+    for backend in (["--backend", "onnx"], emulated):
+        assert cli.main([*base, "--ssd-config", str(config), *backend]) == 0
+        results[backend[1]] = json.loads(capsys.readouterr().out)
+    assert results["onnx"]["label"] == "onnx" and results["emulator"]["label"] == "emulated-hailo (emulated)"
+    assert results["onnx"]["n_images"] == results["emulator"]["n_images"] == 4
+    assert cli.main([*base, "--backend", "onnx"]) == 2  # no config: refused naming the option
+    assert "--ssd-config FILE" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**config_document(), "centers_scale_factor": 0}))
+    with pytest.raises(SystemExit) as usage:
+        cli.main([*base, "--ssd-config", str(bad)])
+    assert usage.value.code == 2 and f"{bad}: field centers_scale_factor" in capsys.readouterr().err
+    demo = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn" / "data.yaml"), "--ssd-config", str(config)]
+    assert cli.main([*demo, "--cache", str(tmp_path / "cache")]) == 2
+    assert "an SSD config (--ssd-config) given for an export that is not SSD" in capsys.readouterr().err

@@ -78,3 +78,25 @@ def test_a_layout_that_does_not_hold_is_refused_naming_the_grid_and_outputs(outp
 def test_an_output_of_a_graph_has_no_host_spec_to_hand_out():
     with pytest.raises(SpecError, match=r"output 'b8': field 'spec' is None; expected the output's host spec"):
         _ = layout_of(_outputs(), (640, 640)).levels[0].box.host_spec
+
+
+def test_an_ssd_exports_head_tensors_give_the_layout_the_ssd_decoder_reads_from_their_specs() -> None:
+    from harness.decode import ssd
+    from harness.decode.layout import layout_of_tensors
+    from harness.inputs.onnx_graph import export_heads
+
+    from support.ssd_exports import ANCHORS, ssd_config, ssd_export
+
+    heads = export_heads(ssd_export(side=96), ssd=ssd_config()).heads
+    specs = {h.tensor: OutputSpec(h.tensor, (*h.grid, h.channels), FormatOrder.NHWC, FormatType.FLOAT32) for h in heads}
+    of_tensors, of_specs = layout_of_tensors(heads, (96, 96)), ssd.layout(specs, (96, 96), ANCHORS)
+    assert [(v.stride, v.grid, v.box.name, v.classes.name, v.anchors) for v in of_tensors.levels] == [
+        (v.stride, v.grid, v.box.name, v.classes.name, v.anchors) for v in of_specs.levels
+    ]
+    assert of_tensors.classes == 3 and [v.anchors for v in of_tensors.levels] == list(ANCHORS)
+    box, cls = of_tensors.levels[0].box, of_tensors.levels[1].classes
+    with pytest.raises(
+        HeadPairingError, match=r"grid 24x24: outputs .*expected an SSD layer's regression map and class"
+    ):
+        layout_of([box, HeadOutput("other", HeadRole.ANCHOR_BOXES, box.grid, box.channels)], (96, 96), {})
+    assert cls.role is HeadRole.ANCHOR_CLASSES

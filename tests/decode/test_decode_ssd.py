@@ -4,6 +4,8 @@ and quantization; the SSD config file as it is read."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -343,3 +345,19 @@ def test_an_ssd_config_file_hailort_could_not_take_is_refused_naming_the_key(cha
 def test_an_ssd_config_hailort_could_not_take_is_refused_when_made(fields, message):
     with pytest.raises(SsdConfigError, match=message):
         SsdConfig(**{"anchors": ANCHORS, "centers_scale_factor": 10, "bbox_dimensions_scale_factor": 5, **fields})
+
+
+def test_an_ssd_configs_digest_is_that_of_its_fields_read_from_any_file_spelling_and_changes_with_any_field():
+    ssd = SsdConfig.from_dict(DOCUMENT, "ssd.yaml")
+    spelled = SsdConfig.from_dict({**DOCUMENT, "ty": 0, "normalize_boxes": False, "centers_scale_factor": 10}, "b")
+    assert spelled.digest == ssd.digest and len(ssd.digest) == 64
+    changes = [
+        {"centers_scale_factor": 5},
+        {"bbox_dimensions_scale_factor": 10},
+        {"background_class": None},
+        {"normalize_boxes": True},
+        {"ty_index": 1, "tx_index": 0},
+        {"anchors": (((0.1, 0.3), (0.2, 0.4)), ((0.6, 0.5),))},
+    ]
+    digests = {dataclasses.replace(ssd, **change).digest for change in changes}
+    assert len(digests) == len(changes) and ssd.digest not in digests

@@ -35,6 +35,7 @@ STALE_EXPORT = {
     "passed": None,
     "input_channels": 0,
     "heads": [{"tensor": "t", "node": "n", "role": "anchors", "channels": 64, "grid": [32, 32]}],
+    "ssd_config": "0" * 64,  # facts found with an SSD config, read without one
 }
 
 
@@ -328,3 +329,49 @@ def test_a_corrupt_anchors_entry_of_a_yolov5_emulated_hefs_sidecar_is_refused_na
         again = _build_v5(yolov5_onnx, calibration, tmp_path)
     assert f"emulated HEF facts {kept} not used" in caplog.text and said in caplog.text
     assert again == first and json.loads(kept.read_text()) == data
+
+
+def test_an_ssd_exports_facts_are_kept_with_its_configs_digest_and_read_again_under_another_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import dataclasses
+
+    from support import ssd_exports
+
+    export, config = tmp_path / "ssd.onnx", ssd_exports.ssd_config()
+    onnx.save(ssd_exports.ssd_export(), export)
+    first = export_facts(export, tmp_path, ssd=config)
+    assert first.family is HeadFamily.SSD and first.ssd == config and len(first.heads) == 4
+    assert json.loads(sidecar_path(tmp_path, first.sha256).read_text())["ssd_config"] == config.digest
+    _model_unread(monkeypatch)
+    assert export_facts(export, tmp_path, ssd=config) == first
+    monkeypatch.undo()
+    # without the config: read again, refused naming the option, nothing kept over the config's facts
+    with caplog.at_level(logging.WARNING, logger="harness.inputs.export_facts"):
+        bare = export_facts(export, tmp_path)
+    assert bare.family is None and "--ssd-config" in (bare.refusal or "") and "field 'ssd_config'" in caplog.text
+    with pytest.raises(GraphError, match="--ssd-config"):
+        bare.require_heads()
+    # another config the export's tail disagrees with: read again and refused
+    other = dataclasses.replace(config, centers_scale_factor=5)
+    assert other.digest != config.digest
+    assert "its decode tail gives row 0" in (export_facts(export, tmp_path, ssd=other).refusal or "")
+    _model_unread(monkeypatch)
+    assert export_facts(export, tmp_path, ssd=config) == first
+
+
+def test_a_jobs_preflight_reads_an_ssd_exports_facts_with_the_runs_ssd_config_and_refuses_one_without(
+    tmp_path: Path,
+) -> None:
+    from harness.pipeline.spec import SettingsSpec
+
+    from support import ssd_exports
+
+    export, config = tmp_path / "ssd.onnx", ssd_exports.ssd_config()
+    onnx.save(ssd_exports.ssd_export(), export)
+    facts = factory.preflight(JobConfig(onnx=export, cache_dir=tmp_path, settings=SettingsSpec(ssd=config)))
+    assert facts is not None and facts.family is HeadFamily.SSD and facts.ssd == config
+    assert facts.passed == (emulator_build.export_check(EmulatorOptions(sigmoid_inside=True, ssd=config)),)
+    assert "ssd_config=" in facts.passed[0]
+    with pytest.raises(GraphError, match=r"give them in an SSD config file \(--ssd-config FILE"):
+        factory.preflight(JobConfig(onnx=export, cache_dir=tmp_path))

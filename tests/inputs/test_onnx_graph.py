@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +15,13 @@ from onnx import TensorProto, helper, numpy_helper
 from harness.backends.onnx.runner import OnnxRunner
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole
+from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType
 from harness.inputs.onnx_graph import (
     cut_at_heads,
     decode_tail,
     dequantize_decode_tail,
+    end_to_end,
     export_heads,
     find_heads,
     find_yolo26_heads,
@@ -28,7 +32,7 @@ from harness.inputs.onnx_graph import (
     model_input,
 )
 
-from support import yolov5_exports, yolox_exports
+from support import ssd_exports, yolov5_exports, yolox_exports
 
 EXPORTS = {
     # file: (head prefix, input size, grids stride-ascending)
@@ -400,3 +404,87 @@ def test_a_tail_whose_grid_is_not_at_the_cells_corner_is_refused_not_read_for_ro
 def test_a_head_whose_last_convolutions_are_not_three_per_grid_is_refused_naming_them() -> None:
     with pytest.raises(GraphError, match=r"last convolutions \[.*expected a YOLOX head: per stride convolutions"):
         find_yolox_heads(yolov5_exports.yolov5_export())
+
+
+# --- SSD exports (anchors and box coding from a config) ----------------------------------------------
+
+
+@pytest.mark.parametrize("nc", [2, 3, 6])
+def test_an_ssd_export_given_its_config_gives_per_layer_its_box_and_class_maps_by_the_output_they_feed(nc) -> None:
+    found = export_heads(ssd_exports.ssd_export(nc=nc), ssd=ssd_exports.ssd_config())
+    assert found.family is HeadFamily.SSD
+    assert [(h.node, h.role, h.channels, h.grid) for h in found.heads] == [
+        (f"/BoxPredictor_{i}/{conv}/Conv", role, channels, (16 // 2**i, 16 // 2**i))
+        for i, na in enumerate((3, 2))
+        for conv, role, channels in (
+            ("BoxEncodingPredictor", HeadRole.ANCHOR_BOXES, 4 * na),
+            ("ClassPredictor", HeadRole.ANCHOR_CLASSES, na * nc),
+        )
+    ]
+
+
+def test_an_ssd_export_without_its_config_is_refused_naming_the_ssd_config_option() -> None:
+    model = ssd_exports.ssd_export()
+    with pytest.raises(
+        GraphError, match=r"'raw_detection_boxes' and 'raw_detection_scores' are an SSD exp.*--ssd-config"
+    ):
+        export_heads(model)
+    assert not end_to_end(model)
+
+
+def _ssd_refusal(model: onnx.ModelProto, config: SsdConfig) -> str:
+    with pytest.raises(GraphError) as refused:
+        export_heads(model, ssd=config)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"centers_scale_factor": 5}, r"row 0 \(layer 0, cell row 0 column 0, anchor 0\).*at codes \[0.1, 0.2"),
+        ({"bbox_dimensions_scale_factor": 10}, r"row 0 \(layer 0, cell row 0 column 0, anchor 0\).*at codes \[0.1"),
+        ({"ty_index": 1, "tx_index": 0}, r"row 0 .*at codes \[0.1, 0.2, 0.3, 0.4\]"),
+        ({"th_index": 3, "tw_index": 2}, r"row 0 .*at codes \[0.1, 0.2, 0.3, 0.4\]"),
+        # the anchors' widths and heights swapped: refused at zero codes, on the first anchor that is not square
+        (
+            {"anchors": tuple(tuple((h, w) for w, h in layer) for layer in ssd_exports.ANCHORS)},
+            r"row 1 \(layer 0, cell row 0 column 0, anchor 1\).*at codes \[0.0, 0.0, 0.0, 0.0\]",
+        ),
+        # the second layer's anchors in another order
+        (
+            {"anchors": (ssd_exports.ANCHORS[0], ssd_exports.ANCHORS[1][::-1])},
+            r"row 768 \(layer 1, cell row 0 column 0, anchor 0\).*at codes \[0.0",
+        ),
+    ],
+)
+def test_an_ssd_config_that_is_not_the_exports_is_refused_naming_the_first_row_its_tail_decodes_otherwise(
+    change, named
+) -> None:
+    message = _ssd_refusal(ssd_exports.ssd_export(), dataclasses.replace(ssd_exports.ssd_config(), **change))
+    assert re.search(named, message) and "--ssd-config" in message
+
+
+def test_an_ssd_config_of_other_anchor_counts_or_layers_is_refused_naming_the_layer_and_its_convolutions() -> None:
+    model = ssd_exports.ssd_export()
+    two_anchors = ssd_exports.ssd_config((ssd_exports.ANCHORS[0][:2], ssd_exports.ANCHORS[1]))
+    assert re.search(
+        r"layer 0 \(grid 16x16\) has '/BoxPredictor_0/BoxEncodingPredictor/Conv' \(12 ch, anchor-boxes\), "
+        r"'/BoxPredictor_0/ClassPredictor/Conv' \(9 ch, anchor-classes\); the SSD config \(--ssd-config\) "
+        r"bbox_decoders\[0\] has 2 anchor\(s\), so expected a box convolution of 8 channels",
+        _ssd_refusal(model, two_anchors),
+    )
+    assert "2 SSD layer(s) on grids ['16x16', '8x8'], but the SSD config (--ssd-config) gives anchors for 3" in (
+        _ssd_refusal(model, ssd_exports.ssd_config((*ssd_exports.ANCHORS, ((0.9, 0.9),))))
+    )
+
+
+def test_an_ssd_export_without_its_decode_tail_is_refused_its_rows_not_its_anchors_boxes() -> None:
+    undecoded = ssd_exports.ssd_export(decoded=False)  # box encodings and class logits, as the predictor gives them
+    assert re.search(r"row 0 .*at codes \[0.0, 0.0, 0.0, 0.0\]", _ssd_refusal(undecoded, ssd_exports.ssd_config()))
+
+
+def test_an_ssd_config_for_a_yolo_export_is_refused_naming_its_outputs() -> None:
+    with pytest.raises(GraphError, match=r"model outputs: found \{'output'.*expected an SSD export's two outputs"):
+        export_heads(yolox_exports.yolox_export(), ssd=ssd_exports.ssd_config())
+    with pytest.raises(GraphError, match="an SSD head is found by structure only"):
+        export_heads(ssd_exports.ssd_export(), ["/BoxPredictor_0/ClassPredictor/Conv"], ssd=ssd_exports.ssd_config())

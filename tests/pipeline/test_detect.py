@@ -389,6 +389,53 @@ def test_a_yolox_export_gives_the_same_detections_on_the_onnx_path_as_its_float_
     assert compared >= 10
 
 
+def test_an_ssd_export_gives_the_same_detections_on_the_onnx_path_as_its_float_heads_decoded_by_the_harness(
+    tmp_path: Path, images
+):
+    """The ONNX path reads the export's own boxes and scores (its TF OD API box coder and sigmoid); the raw-head
+    path over its regression and class maps (the sigmoid inside, as an SSD HEF holds it) decodes them as
+    HailoRT's SSD op with the config; and, as verify-decode holds a decoder, the candidates equal the tail's
+    rows before the NMS."""
+    from harness.backends.onnx.runner import DecodeTailRunner, FloatHeadsRunner
+    from harness.core.head_family import HeadFamily
+    from harness.decode import ssd
+    from harness.inputs.export_facts import export_facts
+    from harness.inputs.onnx_graph import decode_tail, export_heads
+    from harness.inputs.preprocess import letterbox
+
+    from support.ssd_exports import ANCHORS, ssd_config, ssd_export
+
+    export, config = tmp_path / "ssd.onnx", ssd_config()
+    model = ssd_export(side=64, nc=3, seed=3)
+    onnx.save(model, export)
+    facts = export_facts(export, ssd=config)
+    settings = EvalSettings(input_hw=(64, 64), score_threshold=0.3)
+    compared = 0
+    with OnnxPath(export, settings, threads=1, facts=facts) as reference, FloatHeadsRunner(export, 1, config) as runner:
+        assert reference.variant == f"ssd config {config.digest[:16]}"
+        heads = runner_path(runner, settings, export, HAILO, family=HeadFamily.SSD, ssd=config)
+        assert heads.variant == reference.variant
+        for image in images:
+            expected, ours = reference.detect(image).detections, heads.detect(image).detections
+            assert same_detections(expected, ours, BOX_TOLERANCE, 1e-6)
+            compared += len(expected)
+    assert compared >= 10
+    found = export_heads(model, ssd=config).heads
+    decode_config = settings.decode_config(ssd=config)
+    box_error = score_error = 0.0
+    with OnnxRunner(cut_at_heads(model, found), 1) as cut, DecodeTailRunner(decode_tail(model, found), 1) as tail:
+        layout = ssd.layout(cut.output_specs, (64, 64), ANCHORS)
+        for image in images:
+            raw = cut.infer({"images": to_nchw_float(letterbox(image, (64, 64))[0])})
+            classes = {level.classes.name for level in layout.levels}  # the sigmoid inside, as a HEF holds it
+            outputs = {n: (1 / (1 + np.exp(-v)) if n in classes else v) for n, v in raw.items()}
+            boxes, scores = ssd.candidates(outputs, layout, decode_config)
+            own_boxes, own_scores = ssd.export_rows(tail.infer(raw), decode_config)
+            box_error = max(box_error, float(np.abs(boxes - own_boxes).max()))
+            score_error = max(score_error, float(np.abs(scores - own_scores).max()))
+    assert box_error < 1e-4 and score_error < 1e-6, (box_error, score_error)
+
+
 class BboxOnlyOf:
     """A runner whose one output is HailoRT's YOLOv8 bbox-only buffer of another runner's heads."""
 

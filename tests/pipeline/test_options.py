@@ -220,3 +220,41 @@ def test_the_stage_gates_floor_belongs_to_a_har_and_is_the_jobs_when_given():
     assert job_config(_parse(JOB_OPTIONS, "--onnx", "m.onnx", "--har", "m.har"), invocation=("t",)).stage_drop == 0.02
     with pytest.raises(HarnessError, match=r"--stage-drop"):
         from_text("stage_drop", "1.5")
+
+
+def test_an_ssd_config_file_is_read_into_the_settings_and_a_bad_one_refused_naming_the_option_file_and_key(tmp_path):
+    import json
+
+    from support.ssd_exports import config_document, ssd_config
+
+    good, yaml_file = tmp_path / "ssd.json", tmp_path / "ssd.yaml"
+    good.write_text(json.dumps(config_document()))
+    yaml_file.write_text(
+        "centers_scale_factor: 10\nbbox_dimensions_scale_factor: 5\nbackground_removal_index: 0\n"
+        "bbox_decoders:\n  - {w: [0.2, 0.28, 0.14], h: [0.2, 0.14, 0.28]}\n"
+        "  - {w: [0.45, 0.6], h: [0.45, 0.32]}\n"
+    )
+    assert settings_spec({"ssd_config": from_text("ssd_config", str(good))}).ssd == ssd_config()
+    assert from_text("ssd_config", str(yaml_file)) == ssd_config()
+    assert settings_spec({}).ssd is None
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**config_document(), "bbox_decoders": [{"w": [0.2], "h": [0.2, 0.3]}]}))
+    with pytest.raises(
+        HarnessError,
+        match=rf"^--ssd-config '{re.escape(str(bad))}': {re.escape(str(bad))}: field bbox_decoders\[0\]\.h",
+    ):
+        from_text("ssd_config", str(bad))
+    with pytest.raises(HarnessError, match=r"^--ssd-config '.*missing.json': .*missing.json"):
+        from_text("ssd_config", str(tmp_path / "missing.json"))
+    with pytest.raises(argparse.ArgumentError, match=r"bad.json: field bbox_decoders\[0\]\.h"):
+        _parse(EVAL_OPTIONS, "--ssd-config", str(bad))
+
+
+def test_an_ssd_config_for_an_export_that_is_not_ssd_is_refused_naming_the_option(tmp_path):
+    from harness.pipeline.factory import load_dataset, prepare_run
+
+    from support.ssd_exports import ssd_config
+
+    dataset = load_dataset(None, cache_dir=tmp_path)
+    with pytest.raises(HarnessError, match=r"an SSD config \(--ssd-config\) given for an export that is not SSD"):
+        prepare_run(DEMO_ONNX, dataset, SettingsSpec(ssd=ssd_config()), tmp_path, log=lambda line: None)

@@ -51,8 +51,9 @@ class EmulatedHef:
 
     ``heads``: the raw head outputs as UINT8 device values with their quant infos, in head order
     (stride ascending, box before class), of the export's head ``family``; ``anchors``: per stride,
-    ascending, its anchors' ``(width, height)`` in input pixels (anchor-based families; empty
-    otherwise); ``output_specs`` what a runner hands back under ``options``.
+    ascending, its anchors' ``(width, height)`` in input pixels (anchor-based families; an SSD head's per
+    layer as fractions of the input, its ``options.ssd``'s; empty otherwise); ``output_specs`` what a
+    runner hands back under ``options`` (with NMS, an SSD head's is HailoRT's SSD op with ``options.ssd``).
     ``content_hash`` identifies the emulated HEF: model, calibration images and every option.
     """
 
@@ -83,7 +84,8 @@ class EmulatedHef:
         one map, that top squared; with objectness maps of their own (YOLOX), times their top. Far below
         1, every score is capped there."""
         layout = self.layout
-        maps = layout.of_role(HeadRole.ANCHORED if layout.anchored else HeadRole.CLASS)
+        role = HeadRole.ANCHOR_CLASSES if layout.levels[0].per_anchor else HeadRole.CLASS
+        maps = layout.of_role(HeadRole.ANCHORED if layout.anchored else role)
         top = max(o.host_spec.quant[0].limvals_max for o in maps)
         if not self.options.sigmoid_inside:
             top = float(1 / (1 + np.exp(-top)))
@@ -105,7 +107,12 @@ class EmulatedHef:
     @property
     def output_specs(self) -> dict[str, OutputSpec]:
         if self.options.nms:
-            spec = nms_spec(self.classes, self.options.max_proposals_per_class, self.family)
+            classes = self.classes
+            if self.options.ssd is not None and self.options.ssd.background_class is not None:
+                # hailort: libhailort/src/net_flow/ops/nms_post_process.cpp (``get_output_vstream_info``, ``nms_info``:
+                # one class fewer where the background is removed)
+                classes -= 1
+            spec = nms_spec(classes, self.options.max_proposals_per_class, self.family)
             return {spec.name: spec}
         if self.options.bbox_only:
             spec = bbox_only_output_spec(self.layout, self.classes, self.family)
@@ -118,6 +125,8 @@ class EmulatedHef:
         inside = "sigmoid inside" if o.sigmoid_inside else "class logits"
         nms = ", HailoRT NMS" if o.nms else ", HailoRT bbox-only op (NMS on the host)" if o.bbox_only else ""
         family = f", {self.family.value} heads" if self.family is not HeadFamily.YOLOV8 else ""
+        if self.options.ssd is not None:
+            family += f" (SSD config {self.options.ssd.digest[:12]})"
         return (
             f"emulated HEF of {self.source.name} [{self.content_hash[:12]}] (onnxruntime uint8/int8"
             f"{', 16-bit outputs' if o.output_bits == 16 else ''}, "
@@ -199,6 +208,8 @@ def export_check(options: EmulatorOptions) -> str:
     export passed it: the code that checks and the options it reads."""
     code = code_digest("backends/emulator/build.py", "backends/emulator/graph.py", "inputs/onnx_graph.py")
     read = f"end_nodes={list(options.end_nodes or ())} sigmoid_inside={options.sigmoid_inside} nms={options.nms}"
+    if options.ssd is not None:
+        read += f" ssd_config={options.ssd.digest[:16]}"
     read += f" bbox_only={options.bbox_only}"
     return f"emulator export check {code[:16]}: {read}"
 
@@ -210,7 +221,9 @@ def check_export(onnx_path: str | os.PathLike[str], options: EmulatorOptions | N
     from harness.inputs.onnx_graph import load_model
 
     options = options or EmulatorOptions()
-    graph = hef_graph(load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside)
+    graph = hef_graph(
+        load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside, options.ssd
+    )
     _check_nms(graph.family, options, onnx_path)
 
 
@@ -286,7 +299,7 @@ def _quantized(
 
     if progress is not None:
         progress(f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)")
-    graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside)
+    graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside, options.ssd)
     _check_nms(graph.family, options, source)
     graph = batched(graph)  # the emulated HEF takes a batch of frames in one run where its graph can
     start = time.perf_counter()

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.core.settings import SsdConfig
 from harness.inputs.onnx_graph import cut_at_heads, export_heads, model_input
 
 # Ops of an already quantized graph (onnxruntime dynamic or static quantization): quantizing it again
@@ -159,8 +160,10 @@ def _batch_dimension(model: onnx.ModelProto, name: str, outputs: Sequence[str]) 
 # The heads whose sigmoid a HEF compiles in: YOLOv8's class maps (mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls,
 # change_output_activation), and every channel of YOLOv5's anchored maps, which HailoRT's YOLOv5 op reads as
 # probabilities (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``dequantize_and_sigmoid``, and
-# nms_post_process.hpp, ``should_sigmoid`` false).
-_SIGMOID_ROLES = frozenset({HeadRole.CLASS, HeadRole.ANCHORED, HeadRole.OBJECTNESS})
+# nms_post_process.hpp, ``should_sigmoid`` false), and an SSD head's class maps, which HailoRT's SSD op reads as
+# scores, applying no activation (hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp,
+# ``extract_bbox_classes``).
+_SIGMOID_ROLES = frozenset({HeadRole.CLASS, HeadRole.ANCHORED, HeadRole.OBJECTNESS, HeadRole.ANCHOR_CLASSES})
 
 
 def _sigmoid_on_score_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> None:
@@ -179,10 +182,17 @@ def _sigmoid_on_score_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor])
     graph.value_info.extend(kept)
 
 
-def hef_graph(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None, sigmoid_inside: bool) -> HefGraph:
-    """The float model of ``model`` (read from ``source``, named in errors) a HEF is compiled from."""
+def hef_graph(
+    model: onnx.ModelProto,
+    source: str,
+    end_nodes: Sequence[str] | None,
+    sigmoid_inside: bool,
+    ssd: SsdConfig | None = None,
+) -> HefGraph:
+    """The float model of ``model`` (read from ``source``, named in errors) a HEF is compiled from (an SSD
+    export's heads found with its config ``ssd``)."""
     input_name, input_hw = model_input(model)
-    found = export_heads(model, end_nodes)
+    found = export_heads(model, end_nodes, ssd)
     heads = found.heads
     cut = cut_at_heads(model, heads)
     _reject_quantized(cut, source)

@@ -80,7 +80,10 @@ def layer_sqnr(hef: EmulatedHef, images: Sequence[str | os.PathLike[str]]) -> tu
     paths = tuple(Path(p) for p in images)
     if not paths:
         raise HarnessError(f"localisation of {hef.label}: no images given, expected at least one frame")
-    float_graph = hef_graph(load_model(hef.source), str(hef.source), hef.options.end_nodes, hef.options.sigmoid_inside)
+    options = hef.options
+    float_graph = hef_graph(
+        load_model(hef.source), str(hef.source), options.end_nodes, options.sigmoid_inside, options.ssd
+    )
     with tempfile.TemporaryDirectory(prefix="hailo-harness-localisation-") as tmp:
         float_file, float_seen, quant_seen = (Path(tmp) / n for n in ("float.onnx", "float+.onnx", "quant+.onnx"))
         onnx.save(float_graph.model, os.fspath(float_file))

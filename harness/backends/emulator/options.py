@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from harness.core import defaults
 from harness.core.errors import HarnessError
+from harness.core.settings import SsdConfig
 from harness.core.specs import FormatType
 
 
@@ -45,6 +46,8 @@ class EmulatorOptions:
     - ``output_format``: raw head outputs as device values (UINT8, or UINT16 with 16 bits) or
       dequantized FLOAT32.
     - ``end_nodes``: the head nodes (or tensors) to cut at; ``None`` finds them by structure.
+    - ``ssd``: an SSD export's anchors and box coding (its config file): with them alone its heads are
+      found, and its NMS op, HailoRT's SSD op, decodes with them.
 
     Only the calibration images, the model and ``quantization_settings`` decide the quantized model.
     """
@@ -61,6 +64,7 @@ class EmulatorOptions:
     output_format: FormatType = FormatType.FLOAT32
     end_nodes: tuple[str, ...] | None = None
     output_bits: int = 8
+    ssd: SsdConfig | None = None
 
     def __post_init__(self) -> None:
         if self.calibration_count < 1:
@@ -119,4 +123,5 @@ class EmulatorOptions:
             "sigmoid_inside": self.sigmoid_inside,
             "end_nodes": list(self.end_nodes) if self.end_nodes is not None else None,
             "output_bits": self.output_bits,
+            "ssd_config": None if self.ssd is None else self.ssd.digest,  # the heads it finds, the anchors kept
         }

@@ -11,7 +11,8 @@
   hailo8l_yolov8s_nms_truncated.hef: zp 164, scale 0.13575 -> limvals [-22.26, 12.35]).
 - Anchored maps (YOLOv5/YOLOv7): order labels as the class heads' (no parse-hef of a YOLOv5 HEF was at
   hand to say otherwise; the host layout is ``(H, W, C)`` either way), each map with its anchors as the
-  emulator recorded them.
+  emulator recorded them; an SSD layer's regression and class maps alike, the regression map with its
+  layer's anchors (fractions of the input).
 - With NMS: one HAILO_NMS_BY_CLASS float32 output, host shape ``(classes, 5, max_bboxes_per_class)``.
 - With the bbox-only op: one FLOAT32 NHWC output ``(1, proposals, 4|5 + classes)`` under the NMS op's
   output name (:mod:`harness.formats.bbox_only`).
@@ -40,10 +41,14 @@ if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not
 # "yolov8s/yolov8_nms_postprocess"), YOLOv5's in the Model Zoo's HEFs as Hailo's own post-processes read it
 # (tappas: core/hailo/libs/postprocesses/detection/yolo_hailortpp.cpp, "yolov5_nms_postprocess"; YOLOX's alike,
 # its ``yolox`` reads "yolox_nms_postprocess").
+# SSD's: no compiled SSD HEF nor Hailo post-process naming it was at hand; named as the others are (HailoRT
+# reports the HEF's own name for its NMS layer: libhailort/src/hef/hef.cpp, ``create_ssd_op_metadata`` takes the
+# op as the HEF describes it), an emulation's label.
 NMS_OUTPUTS = {
     HeadFamily.YOLOV8: "yolov8_nms_postprocess",
     HeadFamily.YOLOV5: "yolov5_nms_postprocess",
     HeadFamily.YOLOX: "yolox_nms_postprocess",
+    HeadFamily.SSD: "ssd_nms_postprocess",
 }
 
 
@@ -97,6 +102,8 @@ def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
     known = (HeadRole.ANCHORED,) if family.anchor_based else (HeadRole.BOX, HeadRole.CLASS)
     if family is HeadFamily.YOLOX:  # an objectness map of its own per stride
         known = (*known, HeadRole.OBJECTNESS)
+    if family is HeadFamily.SSD:  # per layer a regression map and a class map of every anchor
+        known = (HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)
     found: dict[str, HeadRole] = {}
     for tensor, role in roles.items():
         if role not in known:
@@ -120,12 +127,13 @@ def is_anchors(value: object) -> bool:
 
 
 def head_anchors(model: onnx.ModelProto) -> dict[str, tuple[tuple[float, float], ...]]:
-    """Per anchored map its anchors' ``(width, height)`` in input pixels, as the emulator recorded them: one
-    entry for each anchored map and for no other head (none for an anchor-free family)."""
+    """Per anchored map its anchors' ``(width, height)`` in input pixels (per SSD regression map its layer's, as
+    fractions of the input), as the emulator recorded them: one entry for each such map and for no other head
+    (none for an anchor-free family)."""
     from harness.backends.emulator.quantize import HEAD_ANCHORS_KEY
 
     meta = {p.key: p.value for p in model.metadata_props}
-    anchored = [t for t, role in head_roles(model).items() if role is HeadRole.ANCHORED]
+    anchored = [t for t, role in head_roles(model).items() if role in (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES)]
     if HEAD_ANCHORS_KEY not in meta:
         if anchored:
             raise GraphError(
@@ -137,10 +145,21 @@ def head_anchors(model: onnx.ModelProto) -> dict[str, tuple[tuple[float, float],
     fields = Fields(parse_json(meta[HEAD_ANCHORS_KEY], source), source)
     found = {}
     for tensor in anchored:
-        pairs = fields.value(tensor, is_anchors, "a non-empty list of [width, height] in input pixels (positive)")
+        pairs = fields.value(tensor, is_anchors, "a non-empty list of [width, height] (positive)")
         found[tensor] = tuple((float(w), float(h)) for w, h in pairs)
     fields.done()
     return found
+
+
+def head_ssd_config(model: onnx.ModelProto) -> str | None:
+    """The digest of the SSD config an SSD head's maps were found with, as the emulator recorded it (None for
+    any other family); an SSD model without it is refused."""
+    from harness.backends.emulator.quantize import HEAD_SSD_KEY
+
+    digest = {p.key: p.value for p in model.metadata_props}.get(HEAD_SSD_KEY)
+    if head_family(model) is HeadFamily.SSD and digest is None:
+        raise GraphError(f"emulated HEF model: metadata {HEAD_SSD_KEY!r} missing: not a model this emulator built")
+    return digest
 
 
 def head_family(model: onnx.ModelProto) -> HeadFamily:

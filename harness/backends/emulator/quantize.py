@@ -27,12 +27,14 @@ from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadRole, HeadTensor
 
-# metadata_props keys of a quantized model: {head tensor: "box" | "class" | "anchored"}, in head order; its
+# metadata_props keys of a quantized model: {head tensor: "box" | "class" | "anchored" | ...}, in head order; its
 # HeadFamily value; where its heads are anchored maps, {head tensor: [[width, height], ...]} (per map its
-# anchors in input pixels), present only then
+# anchors in input pixels), present only then; an SSD head's: per regression map its layer's anchors (fractions
+# of the input), and the digest of the SSD config its heads were found with (SsdConfig.digest)
 HEAD_ROLES_KEY = "hailo_harness.emulator.head_roles"
 HEAD_FAMILY_KEY = "hailo_harness.emulator.head_family"
 HEAD_ANCHORS_KEY = "hailo_harness.emulator.head_anchors"
+HEAD_SSD_KEY = "hailo_harness.emulator.ssd_config"
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +100,8 @@ def expose_head_quantizers(model: onnx.ModelProto, heads: Sequence[HeadTensor], 
         output.type.tensor_type.elem_type = TensorProto.UINT16 if bits == 16 else TensorProto.UINT8
     roles = onnx.StringStringEntryProto(key=HEAD_ROLES_KEY, value=json.dumps({h.tensor: h.role for h in heads}))
     model.metadata_props.append(roles)
-    anchors = {h.tensor: [list(a) for a in h.anchors] for h in heads if h.role is HeadRole.ANCHORED}
+    anchored = (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES)
+    anchors = {h.tensor: [list(a) for a in h.anchors] for h in heads if h.role in anchored}
     if anchors:
         model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_ANCHORS_KEY, value=json.dumps(anchors)))
     onnx.checker.check_model(model)
@@ -152,4 +155,6 @@ def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOp
         quantized = onnx.load(out)
     model = expose_head_quantizers(quantized, graph.heads, options.output_bits)
     model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_FAMILY_KEY, value=graph.family.value))
+    if options.ssd is not None:
+        model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_SSD_KEY, value=options.ssd.digest))
     return model

@@ -38,8 +38,9 @@ def nms_op(
     family: HeadFamily = HeadFamily.YOLOV8,
 ) -> np.ndarray:
     """HailoRT's NMS post-process op of ``family`` on one frame's raw heads: the HAILO_NMS_BY_CLASS buffer
-    (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.cpp, yolov5_post_process.cpp; held
-    to those ops' own code by tests/backends/test_hailort_oracle.py)."""
+    (hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.cpp, yolov5_post_process.cpp,
+    yolox_post_process.cpp, ssd_post_process.cpp with ``config.ssd``; held to those ops' own code by
+    tests/backends/test_hailort_oracle*.py and, SSD's decoder, by tests/support/hailort_oracle/ssd_nms.cpp)."""
     return encode_nms_by_class(decoder(family)(raw, heads, config), spec, config.input_hw)
 
 
@@ -48,9 +49,10 @@ class EmulatorRunner(RunnerBase):
 
     ``infer({input: uint8 (1, H, W, 3)})`` gives per raw head ``(H, W, C)`` uint8 device values or
     float32 dequantized with the head's quant info (HailoRT's rule), or, with NMS, the one
-    HAILO_NMS_BY_CLASS float32 buffer of HailoRT's NMS op of the HEF's head family (YOLOv8's, or
-    YOLOv5's with the HEF's anchors) run on the dequantized heads, or, with the bbox-only op, its one
-    float32 ``(1, proposals, 4|5 + classes)`` buffer (:func:`~harness.decode.bbox_only.bbox_only_op`).
+    HAILO_NMS_BY_CLASS float32 buffer of HailoRT's NMS op of the HEF's head family (YOLOv8's, YOLOv5's
+    with the HEF's anchors, YOLOX's, or SSD's with the HEF's SSD config) run on the dequantized heads, or,
+    with the bbox-only op, its one float32 ``(1, proposals, 4|5 + classes)`` buffer
+    (:func:`~harness.decode.bbox_only.bbox_only_op`).
     ``infer_batch({input: uint8 (n, H, W, 3)})`` gives the same for each of ``n`` frames.
     """
 
@@ -71,7 +73,8 @@ class EmulatorRunner(RunnerBase):
                 max_per_class=hef.options.max_proposals_per_class,
                 mode=NmsMode.HAILORT,
                 classes_are_probabilities=True,  # the op takes class values as scores: it has no sigmoid
-                anchors=hef.anchors,
+                anchors=() if hef.family is HeadFamily.SSD else hef.anchors,
+                ssd=hef.options.ssd,
             )
             if hef.options.nms or hef.options.bbox_only
             else None

@@ -1,6 +1,7 @@
 """onnxruntime runners: a model cut at its heads, handing back what a Hailo host would receive; the
 decode tail alone, run on those heads; and the full model. The tail's and the full model's decoded
-head output ``(4 + nc, anchors)`` is the reference for any decoder."""
+head output ``(4 + nc, anchors)`` is the reference for any decoder (an SSD export's: its boxes and
+scores side by side, ``(rows, 4 + nc)``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import onnxruntime as ort
 from harness.backends.base import InputSpec, RunnerBase
 from harness.core.errors import GraphError, SpecError
 from harness.core.head_family import HeadRole
+from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.layout import layout_of_tensors
-from harness.inputs.onnx_graph import cut_at_heads, export_heads, full_head_output, load_model, model_input
+from harness.inputs.onnx_graph import cut_at_heads, export_heads, head_outputs, load_model, model_input
 from harness.inputs.preprocess import to_nchw_float
 
 ModelSource = onnx.ModelProto | str | os.PathLike[str]
@@ -44,6 +46,16 @@ class _Session:
         self.outputs: dict[str, tuple[int | str | None, ...]] = {
             out.name: tuple(out.shape) for out in self._session.get_outputs()
         }
+        self._decoded: tuple[str, ...] | None = None  # the decoded outputs' names, read when first asked
+
+    def decoded(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The model's decoded output (:func:`~harness.inputs.onnx_graph.head_outputs`) for ``feed``, batch
+        first; an SSD export's boxes ``(n, rows, 4)`` and scores ``(n, rows, nc)`` joined as ``(n, rows, 4 + nc)``."""
+        if self._decoded is None:
+            self._decoded = head_outputs(self.model)
+        names = self._decoded
+        outputs = self.run(feed)
+        return outputs[names[0]] if len(names) == 1 else np.concatenate([outputs[n] for n in names], axis=-1)
 
     def run(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._session is None:
@@ -117,32 +129,34 @@ class OnnxRunner(_Closing):
 class DecodeTailRunner(_Closing):
     """Runs a decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) on head maps given channel-last,
     as :class:`OnnxRunner` hands them back, and returns the frame's decoded head output
-    ``(4 + nc, anchors)``: xywh in input pixels, then class probabilities, anchors stride-ascending."""
+    ``(4 + nc, anchors)``: xywh in input pixels, then class probabilities, anchors stride-ascending (an SSD
+    export's: ``(rows, 4 + nc)``, its boxes and scores side by side)."""
 
     def __init__(self, tail: ModelSource, threads: int | None = None) -> None:
         self._session = _Session(tail, threads)
-        self.output_name = full_head_output(self._session.model)
+        self.output_name = " + ".join(head_outputs(self._session.model))
 
     def infer(self, heads: Mapping[str, np.ndarray]) -> np.ndarray:
         nchw = {name: np.asarray(array).transpose(2, 0, 1)[None] for name, array in heads.items()}
-        return self._session.run(nchw)[self.output_name][0]
+        return self._session.decoded(nchw)[0]
 
 
 class FullHeadRunner(_Closing):
     """Runs a full Ultralytics export: ``{input: (1, C, H, W) float32}`` -> its decoded head output of
-    the frame, ``(4 + nc, anchors)``, the same as :class:`DecodeTailRunner` on the cut heads."""
+    the frame, ``(4 + nc, anchors)`` (an SSD export's boxes and scores side by side, ``(rows, 4 + nc)``), the
+    same as :class:`DecodeTailRunner` on the cut heads."""
 
     def __init__(self, model: ModelSource, threads: int | None = None) -> None:
         self._session = _Session(model, threads)
         self._input = self._session.image_input()
-        self.output_name = full_head_output(self._session.model)
+        self.output_name = " + ".join(head_outputs(self._session.model))
 
     @property
     def input_specs(self) -> dict[str, InputSpec]:
         return {self._input.name: self._input}
 
     def infer(self, feed: Mapping[str, np.ndarray]) -> np.ndarray:
-        return self._session.run(feed)[self.output_name][0]
+        return self._session.decoded(feed)[0]
 
     def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """``{input: (n, C, H, W) float32}`` -> each frame's decoded head output, one frame per run: an
@@ -162,14 +176,15 @@ def head_format_order(role: HeadRole, grid: tuple[int, int], smallest: int) -> F
 class FloatHeadsRunner(RunnerBase):
     """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its score
     maps through a sigmoid as a model script compiles it in (YOLOv8's class maps, YOLOX's objectness and
-    class maps, YOLOv5's anchored maps whole; a YOLO26 HEF keeps its class logits), float32 channel-last
-    outputs listed with the orders the emulator gives a HEF's heads. Not quantized: it stands in for a
-    raw-output HEF where the emulator cannot quantize the model."""
+    class maps, YOLOv5's anchored maps whole, an SSD head's class maps; a YOLO26 HEF keeps its class logits),
+    float32 channel-last outputs listed with the orders the emulator gives a HEF's heads. Not quantized: it
+    stands in for a raw-output HEF where the emulator cannot quantize the model. ``ssd``: an SSD export's
+    config, with which alone its heads are found."""
 
-    def __init__(self, onnx_path: Path, threads: int | None = None) -> None:
+    def __init__(self, onnx_path: Path, threads: int | None = None, ssd: SsdConfig | None = None) -> None:
         model = load_model(onnx_path)
         input_name, input_hw = model_input(model)
-        found = export_heads(model)
+        found = export_heads(model, ssd=ssd)
         layout = layout_of_tensors(found.heads, input_hw)
         self._runner = OnnxRunner(cut_at_heads(model, found.heads), threads)
         self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
@@ -179,6 +194,7 @@ class FloatHeadsRunner(RunnerBase):
             *layout.of_role(HeadRole.CLASS),
             *layout.of_role(HeadRole.OBJECTNESS),
             *layout.of_role(HeadRole.ANCHORED),
+            *layout.of_role(HeadRole.ANCHOR_CLASSES),
         )
         self._classes = {o.name for o in scores} if inside else set()
         smallest = min(level.cells for level in layout.levels)

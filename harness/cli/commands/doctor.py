@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise HarnessError(f"--mode {unknown[0]}: expected one of {list(MODES_BY_NAME)}")
     values = vars(args)
-    facts = model_facts(onnx_of(values), args.cache)  # the head family, before any work
+    facts = model_facts(onnx_of(values), args.cache, ssd=args.ssd_config)  # the head family, before any work
     family = facts.family or facts.require_heads()[0]
     own = modes_for(family)
     foreign = [name for name in args.mode or () if MODES_BY_NAME[name] not in own]

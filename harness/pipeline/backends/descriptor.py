@@ -16,7 +16,7 @@ from harness.core.path_names import PathKind
 
 if TYPE_CHECKING:
     from harness.backends.base import Runner
-    from harness.core.settings import EvalSettings
+    from harness.core.settings import EvalSettings, SsdConfig
     from harness.inputs.export_facts import ExportFacts
     from harness.pipeline.detect import DetectionPath
     from harness.pipeline.factory import RunContext
@@ -94,7 +94,7 @@ class BackendDescriptor:
     without. ``job_path``: it can be a job's Hailo path. ``open``: its runner, fed like a HEF;
     ``own_path``: a path of its own instead where no host decoder is asked for (the float export's
     decode tail). ``compiled``: the NMS thresholds its model compiles in; ``calibration``: what it
-    was calibrated on, in words. ``preflight`` (spec, export, cache folder) and ``check`` (spec,
+    was calibrated on, in words. ``preflight`` (spec, export, cache folder, an SSD export's config) and ``check`` (spec,
     settings): its refusals before any work; a preflight that reads the export's facts hands them on
     (the run reads them once). ``locate``: where a failed path lost its accuracy
     (per-layer rows for the report), given a few frames."""
@@ -112,7 +112,7 @@ class BackendDescriptor:
     recorded: Callable[[PathSpec], PathKind] | None = None
     own_path: Callable[[RunContext, EvalSettings], AbstractContextManager[DetectionPath]] | None = None
     compiled: Callable[[PathSpec, Log], CompiledThresholds | None] = _none
-    preflight: Callable[[PathSpec, Path, Path], ExportFacts | None] | None = None
+    preflight: Callable[[PathSpec, Path, Path, SsdConfig | None], ExportFacts | None] | None = None
     check: Callable[[PathSpec, EvalSettings], None] | None = None
     locate: Callable[[PathSpec, RunContext, Sequence[Path]], list[dict[str, object]]] | None = None
 

@@ -17,7 +17,7 @@ from harness.pipeline.backends.descriptor import Backend, BackendDescriptor, Ope
 
 if TYPE_CHECKING:
     from harness.backends.emulator import EmulatedHef
-    from harness.core.settings import EvalSettings
+    from harness.core.settings import EvalSettings, SsdConfig
     from harness.inputs.calibration import CalibrationSource
     from harness.inputs.export_facts import ExportFacts
     from harness.pipeline.factory import RunContext
@@ -75,6 +75,7 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
         score_threshold=run.settings.score_threshold,
         iou_threshold=run.settings.iou_threshold,
         max_proposals_per_class=run.settings.max_per_class,
+        ssd=run.facts.ssd,
     )
     return build_emulated_hef(
         run.onnx, source, options, emulator_cache(run.cache_dir), progress=run.log, onnx_sha256=run.facts.sha256
@@ -97,14 +98,15 @@ def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitSt
     return OpenRunner(stack.enter_context(EmulatorRunner(hef)), run.onnx, hef.content_hash, known)
 
 
-def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> ExportFacts:
-    """Refuse an export the emulator cannot take, checked once per its content; the export's facts."""
+def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path, ssd: SsdConfig | None) -> ExportFacts:
+    """Refuse an export the emulator cannot take, checked once per its content (and SSD config ``ssd``);
+    the export's facts."""
     from harness.backends.emulator import EmulatorOptions, check_export
     from harness.backends.emulator.build import export_check
     from harness.inputs.export_facts import export_facts, record_passed
 
-    options = EmulatorOptions(sigmoid_inside=spec.sigmoid_inside, bbox_only=spec.bbox_only)
-    facts = export_facts(onnx, cache_dir)
+    options = EmulatorOptions(sigmoid_inside=spec.sigmoid_inside, bbox_only=spec.bbox_only, ssd=ssd)
+    facts = export_facts(onnx, cache_dir, ssd=ssd)
     passed = export_check(options)
     if passed not in facts.passed:
         check_export(onnx, options)

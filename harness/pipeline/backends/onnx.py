@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def _open(spec: PathSpec, run: RunContext, settings: EvalSettings, stack: ExitStack) -> OpenRunner:
     from harness.backends.onnx.runner import FloatHeadsRunner  # onnx and onnxruntime: where they run
 
-    return OpenRunner(stack.enter_context(FloatHeadsRunner(run.onnx)), run.onnx, "float heads")
+    return OpenRunner(stack.enter_context(FloatHeadsRunner(run.onnx, ssd=run.facts.ssd)), run.onnx, "float heads")
 
 
 def _own_path(run: RunContext, settings: EvalSettings) -> OnnxPath:

@@ -14,7 +14,7 @@ from harness.pipeline.backends.descriptor import Backend, BackendDescriptor, Com
 
 if TYPE_CHECKING:
     from harness.backends.replay import Recording
-    from harness.core.settings import EvalSettings
+    from harness.core.settings import EvalSettings, SsdConfig
     from harness.core.specs import OutputSpec
     from harness.pipeline.factory import RunContext
     from harness.pipeline.spec import PathSpec
@@ -82,7 +82,7 @@ def check_replayed_model(spec: PathSpec, recording: Recording, export: Path, exp
         )
 
 
-def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path) -> None:
+def _preflight(spec: PathSpec, onnx: Path, cache_dir: Path, ssd: SsdConfig | None) -> None:
     check_replayed_model(spec, _recording(spec), onnx)
 
 

@@ -9,7 +9,10 @@ maps, which is what the full model computes, without running the backbone twice.
 
 A YOLO26 export (reg_max 1, no DFL: :func:`harness.inputs.onnx_graph.find_yolo26_heads`) is verified
 the same way with :mod:`harness.decode.yolo26`: its one-to-many head against the decoded head output,
-its one-to-one head exported end to end against the export's own top-k rows ``(max_det, 6)``.
+its one-to-one head exported end to end against the export's own top-k rows ``(max_det, 6)``. An SSD
+export (its anchors and box coding in ``config.ssd``, which no graph holds) is verified with
+:mod:`harness.decode.ssd` against its own boxes and scores, the sigmoid put on its cut class maps as an SSD
+HEF holds it (HailoRT's SSD op applies none).
 
 When onnxruntime's dynamic quantization has put the DFL conv on 8-bit activations, the reference
 runs that conv in float (:func:`harness.inputs.onnx_graph.dequantize_decode_tail`); otherwise its box
@@ -32,7 +35,7 @@ from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
-from harness.decode import yolo, yolov5, yolox
+from harness.decode import ssd, yolo, yolov5, yolox
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
@@ -43,7 +46,7 @@ from harness.inputs.onnx_graph import (
     decode_tail,
     dequantize_decode_tail,
     export_heads,
-    full_head_output,
+    head_outputs,
     load_model,
     model_input,
 )
@@ -184,6 +187,15 @@ def _anchored_rows(reference: np.ndarray, layout: HeadLayout) -> tuple[np.ndarra
     return xywh_to_xyxy(rows[:, :4]), np.ascontiguousarray(rows[:, 5:] * rows[:, 4:5])
 
 
+def _class_maps_sigmoided(outputs: dict[str, np.ndarray], layout: HeadLayout) -> dict[str, np.ndarray]:
+    """The cut outputs with the sigmoid on each class map (float32, as onnxruntime's Sigmoid gives it)."""
+    classes = {level.classes.name for level in layout.levels}
+    return {
+        name: (1 / (1 + np.exp(-value, dtype=np.float32))).astype(np.float32) if name in classes else value
+        for name, value in outputs.items()
+    }
+
+
 def verify_decode(
     onnx_path: str | os.PathLike[str],
     image_paths: Sequence[str | os.PathLike[str]],
@@ -196,7 +208,8 @@ def verify_decode(
     """Decode the cut outputs of each letterboxed image and compare with the full head output.
 
     ``end_nodes`` name the head nodes (or tensors) instead of finding them by structure;
-    ``config`` defaults to :class:`DecodeConfig` at the model's input size.
+    ``config`` defaults to :class:`DecodeConfig` at the model's input size; an SSD export needs its
+    ``config.ssd``.
     """
     if not image_paths:
         raise HarnessError("verify-decode: no images given; expected at least one")
@@ -205,7 +218,7 @@ def verify_decode(
     config = config or DecodeConfig(input_hw=input_hw)
     if tuple(config.input_hw) != input_hw:
         raise HarnessError(f"decode config: input_hw {config.input_hw}, expected the model input size {input_hw}")
-    found = export_heads(model, end_nodes)
+    found = export_heads(model, end_nodes, config.ssd)
     heads = found.heads
     if found.family.anchor_based and not config.anchors:  # the anchors the export's tail multiplies
         config = replace(config, anchors=tuple(h.anchors for h in heads))
@@ -216,11 +229,14 @@ def verify_decode(
         DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
     ):
         specs = cut.output_specs
-        layout = head_layout(found.family, specs, input_hw, config.anchors)
+        anchors = config.ssd.anchors if config.ssd is not None else config.anchors
+        layout = head_layout(found.family, specs, input_hw, anchors)
         for path in image_paths:
             feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
             outputs = cut.infer(feed)
             reference = tail.infer(outputs)
+            if found.family is HeadFamily.SSD:  # the sigmoid on the class maps, inside an SSD HEF
+                outputs = _class_maps_sigmoided(outputs, layout)
             if found.family is HeadFamily.YOLO26_ONE2ONE:  # end to end: (max_det, 6)
                 images.append(_one_to_one_agreement(Path(path).name, outputs, specs, config, reference))
                 continue
@@ -230,6 +246,9 @@ def verify_decode(
             elif found.family is HeadFamily.YOLOX:
                 boxes, scores = yolox.candidates(outputs, layout, config)
                 ref_boxes, ref_scores = _anchored_rows(reference, layout)
+            elif found.family is HeadFamily.SSD:
+                boxes, scores = ssd.candidates(outputs, layout, config)
+                ref_boxes, ref_scores = ssd.export_rows(reference, config)
             else:
                 boxes, scores = yolo.candidates(outputs, layout, config)
                 ref_boxes = xywh_to_xyxy(reference[:4].T)
@@ -257,7 +276,7 @@ def verify_decode(
         family=found.family,
         heads=heads,
         layout=layout,
-        reference_output=full_head_output(model),
+        reference_output=", ".join(head_outputs(model)),
         tail_dequantized=reference_model is not model,
         config=config,
         box_tolerance_px=box_tolerance_px,

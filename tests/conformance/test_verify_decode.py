@@ -205,6 +205,52 @@ def test_a_yolox_export_is_verified_against_its_own_rows(tmp_path: Path, images:
     assert sum(i.detections for i in report.images) >= 10
 
 
+def test_an_ssd_export_is_verified_against_its_own_boxes_and_scores_with_its_config(
+    tmp_path: Path, images: list[Path], command, capsys
+) -> None:
+    import dataclasses
+
+    import onnx
+
+    from harness.core.settings import DecodeConfig
+
+    from support.ssd_exports import ANCHORS, CENTERS_SCALE, DIMENSIONS_SCALE, ssd_config, ssd_export
+
+    path = tmp_path / "ssd.onnx"
+    onnx.save(ssd_export(side=64, nc=3, seed=3), path)
+    report = verify_decode(path, images, config=DecodeConfig(input_hw=(64, 64), ssd=ssd_config()), threads=1)
+    assert report.ok, format_report(report)
+    assert report.family.value == "ssd" and report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
+    assert sum(i.detections for i in report.images) >= 10
+    assert report.reference_output == "raw_detection_boxes, raw_detection_scores"
+    # another centre scale is refused where the heads are found: the export's own tail decodes otherwise
+    other = dataclasses.replace(ssd_config(), centers_scale_factor=CENTERS_SCALE + 1)
+    with pytest.raises(HarnessError, match=r"centers_scale_factor|decode"):
+        verify_decode(path, images[:1], config=DecodeConfig(input_hw=(64, 64), ssd=other), threads=1)
+    # the command: --ssd-config in HailoRT's words
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for image in images[:3]:
+        (folder / image.name).symlink_to(image)
+    config = tmp_path / "ssd.json"
+    decoders = [{"w": [w for w, _ in layer], "h": [h for _, h in layer]} for layer in ANCHORS]
+    config.write_text(
+        json.dumps(
+            {
+                "centers_scale_factor": CENTERS_SCALE,
+                "bbox_dimensions_scale_factor": DIMENSIONS_SCALE,
+                "background_removal_index": 0,
+                "bbox_decoders": decoders,
+            }
+        )
+    )
+    base = ["verify-decode", "--onnx", str(path), "--images", str(folder)]
+    assert cli.main([*base, "--ssd-config", str(config)]) == 0
+    assert "detections after NMS identical on 3/3 images" in capsys.readouterr().out
+    assert cli.main(base) == 2
+    assert "give them in an SSD config file (--ssd-config FILE" in capsys.readouterr().err
+
+
 def test_the_trained_yolov5_export_is_verified_on_real_fire_smoke_frames(shared_fixtures: Path) -> None:
     """tests/support/data/fire_smoke_yolov5_256.onnx (MODEL_CARD_yolov5.md): YOLOv5's own export tail, its
     default anchors read from the graph, the harness's decoder equal to its rows on real frames."""

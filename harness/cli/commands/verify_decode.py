@@ -8,6 +8,9 @@ from pathlib import Path
 
 from harness.conformance.verify_decode import format_report, report_as_dict, verify_decode
 from harness.core.errors import HarnessError
+from harness.core.settings import DecodeConfig
+from harness.inputs.onnx_graph import load_model, model_input
+from harness.pipeline.options import add_options
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 
@@ -21,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="head node (or tensor) names to cut at, as given to the Hailo parser; default: found by structure",
     )
+    add_options(parser, ("ssd_config",))
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -35,6 +39,9 @@ def image_files(folder: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_decode(args.onnx, image_files(args.images), end_nodes=args.end_nodes)
+    config = None
+    if args.ssd_config is not None:  # the export's input size, with the anchors and box coding no graph holds
+        config = DecodeConfig(input_hw=model_input(load_model(args.onnx))[1], ssd=args.ssd_config)
+    report = verify_decode(args.onnx, image_files(args.images), end_nodes=args.end_nodes, config=config)
     print(json.dumps(report_as_dict(report), indent=2) if args.json else format_report(report))
     return 0 if report.ok else 1

@@ -137,15 +137,21 @@ def check_nms_classes_vs_dataset(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None or ctx.dataset_names is None:
         return CheckResult.skipped(name, "needs an NMS HEF and --dataset")
-    if nms.classes != len(ctx.dataset_names):
+    # the classes it detects: one fewer where it removes a background class (hailort:
+    # hailort/libhailort/src/net_flow/ops/nms_post_process.cpp, NmsOpMetadata::get_output_vstream_info)
+    detected = nms.nms_shape.number_of_classes
+    removed = (
+        f" ({nms.classes} less the background class {nms.background_removal_index})" if nms.background_removal else ""
+    )
+    if detected != len(ctx.dataset_names):
         return CheckResult.failed(
             name,
             "NMS op classes",
-            nms.classes,
+            f"{detected}{removed}",
             f"{len(ctx.dataset_names)} (dataset names {list(ctx.dataset_names)})",
             "compile with the dataset's class count, or evaluate on the dataset the model was trained for",
         )
-    return CheckResult.ok(name, f"NMS op classes {nms.classes} == {len(ctx.dataset_names)} dataset names")
+    return CheckResult.ok(name, f"NMS op classes {detected}{removed} == {len(ctx.dataset_names)} dataset names")
 
 
 def check_regression_length(ctx: CheckContext) -> CheckResult:
@@ -183,7 +189,9 @@ def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
-    for d in nms.bbox_decoders:
+    # an SSD op's layers have no stride (hailort: hailort/libhailort/hef.proto, ProtoHEFSSDBboxDecoder): their
+    # grids need not divide the input (300 over 19); only the export's grids hold them
+    for d in () if nms.kind == "ssd" else nms.bbox_decoders:
         expected = (round(nms.image_height / d.stride), round(nms.image_width / d.stride))
         for stream_name in (d.box_stream, d.class_stream, *((d.objectness_stream,) if d.objectness_stream else ())):
             stream = streams.get(stream_name)
@@ -218,6 +226,8 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
         return _anchored_pairing(name, nms, streams)
     if nms.kind == "yolox":
         return _yolox_pairing(name, nms, streams)
+    if nms.kind == "ssd":
+        return _ssd_pairing(name, nms, streams)
     for d in nms.bbox_decoders:
         box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
         if box is None or cls is None:
@@ -318,6 +328,74 @@ def _yolox_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) 
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read box, objectness and class of one grid")
 
 
+def _ssd_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) -> CheckResult:
+    """An SSD NMS op's decoders: per layer a regression stream of 4 x anchors channels and a class stream of
+    anchors x classes, on one grid (hailort: libhailort/src/net_flow/ops/ssd_post_process.cpp, ``validate_params``
+    and ``extract_detections``: 4 values and ``classes`` scores per anchor of the decoder)."""
+    for i, d in enumerate(nms.bbox_decoders):
+        box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
+        if box is None or cls is None:
+            missing = d.box_stream if box is None else d.class_stream
+            return CheckResult.failed(
+                name,
+                f"NMS decoder {i}",
+                f"stream {missing} not among the outputs",
+                "an output of the HEF",
+                "name existing end-node layers as reg_layer/cls_layer",
+            )
+        na = len(d.anchors)
+        for stream, expected, words in ((box, 4 * na, "4 x"), (cls, na * nms.classes, f"{nms.classes} classes x")):
+            if stream.shape[2] != expected:
+                return CheckResult.failed(
+                    name,
+                    f"NMS decoder {i} stream {stream.name} channels",
+                    stream.shape[2],
+                    f"{expected} ({words} the decoder's {na} anchors)",
+                    "give each decoder its layer's anchors (w, h) and the model's class count, background included",
+                )
+        if box.shape[:2] != cls.shape[:2]:
+            return CheckResult.failed(
+                name,
+                f"NMS decoder {i} pairing",
+                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
+                "box and class layers of the same grid",
+                "pair reg_layer and cls_layer of the same layer",
+            )
+    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read 4 and classes values per anchor")
+
+
+def _ssd_coding(name: str, nms: NmsOpConfig, model: ExportFacts) -> CheckResult:
+    """An SSD op's anchors and box coding against the run's SSD config (``--ssd-config``, held to the export's
+    own decode tail when its heads were found), field by field; anchors within float32 rounding (the HEF
+    keeps them as float: hailort: hailort/libhailort/hef.proto, ProtoHEFSSDBboxDecoder)."""
+    compiled, given = nms.ssd, model.ssd
+    if compiled is None or given is None:
+        return CheckResult.skipped(name, "needs an SSD op and --ssd-config")
+    fix = "compile the HEF with the anchors and box coding of the export's SSD config (--ssd-config)"
+    for field in ("centers_scale_factor", "bbox_dimensions_scale_factor", "box_indices", "background_class"):
+        if getattr(compiled, field) != getattr(given, field):
+            found, expected = getattr(compiled, field), getattr(given, field)
+            return CheckResult.failed(name, f"SSD op {field}", found, f"{expected} (--ssd-config)", fix)
+    if len(compiled.anchors) != len(given.anchors):
+        return CheckResult.failed(
+            name, "SSD op layers", len(compiled.anchors), f"{len(given.anchors)} (--ssd-config)", fix
+        )
+    for i, (ours, theirs) in enumerate(zip(compiled.anchors, given.anchors, strict=True)):
+        flat = [(a, b) for pair, other in zip(ours, theirs, strict=False) for a, b in zip(pair, other, strict=True)]
+        close = len(ours) == len(theirs) and all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in flat)
+        if not close:
+            return CheckResult.failed(
+                name,
+                f"SSD op layer {i} (largest grid first) anchors (w, h)",
+                [tuple(round(v, 6) for v in a) for a in ours],
+                f"{list(theirs)} (--ssd-config)",
+                fix,
+            )
+    return CheckResult.ok(
+        name, f"the SSD op's anchors and box coding are the SSD config's at all {len(given.anchors)} layers"
+    )
+
+
 def check_anchors(ctx: CheckContext) -> CheckResult:
     """A YOLOv5 NMS op's anchors against those the export's decode tail multiplies (the HEF keeps them
     as whole pixels: hailort: hailort/libhailort/hef.proto, ProtoHEFYoloBboxDecoder ``w``, ``h`` uint32)."""
@@ -338,6 +416,8 @@ def check_anchors(ctx: CheckContext) -> CheckResult:
             "compile with the nms_postprocess meta_arch of the model's head (yolov5 for anchor-based heads, yolox "
             "for YOLOX's box, objectness and class maps, yolov8 for DFL box maps)",
         )
+    if nms.kind == "ssd":
+        return _ssd_coding(name, nms, ctx.model)
     if not anchor_op:
         return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
     ours = {d.stride: d.anchors for d in nms.bbox_decoders}

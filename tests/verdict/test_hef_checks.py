@@ -299,3 +299,74 @@ def test_a_yolov5_bbox_only_op_is_held_to_the_exports_anchors(hef):
     assert _results(CheckContext(bbox_only, yolov5_facts()))["anchors"].passed
     evolved = (((12.4, 16.2), (19, 36), (40, 28)), *V5_ANCHORS[1:])
     assert _results(CheckContext(bbox_only, yolov5_facts(anchors=evolved)))["anchors"].passed is False
+
+
+# --- an SSD NMS HEF (written field by field) against the small SSD export and its config ------------
+
+
+@pytest.fixture(scope="module")
+def ssd_facts(tmp_path_factory):
+    import onnx
+
+    from harness.inputs.export_facts import export_facts
+
+    from support.ssd_exports import ssd_config, ssd_export
+
+    path = tmp_path_factory.mktemp("ssd") / "ssd.onnx"
+    onnx.save(ssd_export(side=64, nc=3, seed=3), path)
+    return export_facts(path, ssd=ssd_config())
+
+
+def _ssd_hef(anchors=None, coding=(10, 5, 0, 0, 0, 0), classes=3, class_channels=(9, 6)) -> HefInfo:
+    """An SSD NMS HEF of the small export's two layers (16x16 and 8x8, 3 and 2 anchors, 3 classes with the
+    background first, removed)."""
+    from harness.inputs.hef.reader import parse_hef
+
+    from support.hef_writer import Decoder, Stream, nms_hef
+    from support.ssd_exports import ANCHORS
+
+    anchors = anchors or ANCHORS
+    streams = (
+        Stream("net/reg16", (16, 16, 12), 0, 128, 0.1),
+        Stream("net/cls16", (16, 16, class_channels[0]), 1, 0, 1 / 255),
+        Stream("net/reg8", (8, 8, 8), 2, 128, 0.1),
+        Stream("net/cls8", (8, 8, class_channels[1]), 3, 0, 1 / 255),
+    )
+    decoders = (Decoder(0, 2, 3, anchors[1]), Decoder(0, 0, 1, anchors[0]))  # listed smallest grid first
+    data = nms_hef(streams, "ssd", decoders, classes, False, (64, 64), ssd_coding=coding, background_index=0)
+    return parse_hef(data, "ssd.hef")
+
+
+SSD_CHECKS = ("nms_classes_vs_onnx", "nms_classes_vs_dataset", "strides_vs_grids", "decoder_pairing", "anchors")
+
+
+def test_an_ssd_hef_compiled_from_its_config_passes_the_checks_an_ssd_op_has(ssd_facts):
+    results = _results(CheckContext(_ssd_hef(), ssd_facts, ("fire", "smoke")))
+    assert {name: results[name].passed for name in SSD_CHECKS} == dict.fromkeys(SSD_CHECKS, True)
+    assert "2 (3 less the background class 0) == 2 dataset names" in results["nms_classes_vs_dataset"].message
+    assert results["regression_length"].passed is None
+
+
+@pytest.mark.parametrize(
+    ("hef", "check", "words"),
+    [
+        (lambda: _ssd_hef(coding=(5, 5, 0, 0, 0, 0)), "anchors", "SSD op centers_scale_factor: found 5, expected 10"),
+        (lambda: _ssd_hef(coding=(10, 5, 1, 0, 3, 2)), "anchors", "SSD op box_indices: found (1, 0, 3, 2)"),
+        (
+            lambda: _ssd_hef(anchors=(((0.2, 0.2), (0.14, 0.28), (0.28, 0.14)), ((0.45, 0.45), (0.6, 0.32)))),
+            "anchors",
+            "SSD op layer 0 (largest grid first) anchors (w, h): found [(0.2, 0.2), (0.14, 0.28)",
+        ),
+        (lambda: _ssd_hef(classes=4), "nms_classes_vs_onnx", "NMS op classes: found 4, expected 3"),
+        (
+            lambda: _ssd_hef(class_channels=(12, 6)),
+            "decoder_pairing",
+            "NMS decoder 1 stream net/cls16 channels: found 12, expected 9 (3 classes x the decoder's 3 anchors)",
+        ),
+    ],
+)
+def test_an_ssd_hef_of_another_box_coding_or_layout_than_its_config_fails_naming_the_field(
+    ssd_facts, hef, check, words
+):
+    r = _results(CheckContext(hef(), ssd_facts))[check]
+    assert r.passed is False and words in r.message, r.message

@@ -263,3 +263,17 @@ def test_the_trained_yolov5_export_is_verified_on_real_fire_smoke_frames(shared_
     assert report.config.anchors == DEFAULT_ANCHORS
     assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
     assert sum(i.detections for i in report.images) >= 12
+
+
+def test_the_trained_yolox_export_is_verified_on_every_fire_smoke_frame(shared_fixtures: Path) -> None:
+    """tests/support/data/fire_smoke_yolox_256.onnx (MODEL_CARD_yolox.md): YOLOX's own decode tail
+    (``decode_in_inference``), the harness's YOLOX decoder over its nine cut head maps equal to its rows on
+    the 200 real frames, the detections after NMS the same on each."""
+    model = Path(__file__).resolve().parents[1] / "support" / "data" / "fire_smoke_yolox_256.onnx"
+    frames = sorted((shared_fixtures / "datasets/fire_smoke_val/images/val").glob("*.jpg"))
+    report = verify_decode(model, frames, threads=1)
+    assert report.ok, format_report(report)
+    assert report.family.value == "yolox" and len(report.heads) == 9 and len(report.images) == 200
+    assert all(i.same_detections for i in report.images)
+    assert report.max_box_diff_px <= 1e-3 and report.max_score_diff <= 1e-6
+    assert sum(i.detections for i in report.images) >= 200

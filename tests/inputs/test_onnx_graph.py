@@ -17,6 +17,7 @@ from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType
+from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.onnx_graph import (
     cut_at_heads,
     decode_tail,
@@ -39,6 +40,7 @@ EXPORTS = {
     "yolov8n_coco80_640_int8.onnx": ("/model.22/", (640, 640), [(80, 80), (40, 40), (20, 20)]),
     "yolo11n_coco80_320_int8.onnx": ("/model.23/", (320, 320), [(40, 40), (20, 20), (10, 10)]),
 }
+TRAINED_YOLOX = Path(__file__).resolve().parents[1] / "support" / "data" / "fire_smoke_yolox_256.onnx"
 
 
 @pytest.fixture(scope="module", params=sorted(EXPORTS))
@@ -399,6 +401,24 @@ def test_a_tail_whose_grid_is_not_at_the_cells_corner_is_refused_not_read_for_ro
             tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) - np.float32(0.5), tensor.name))
     with pytest.raises(GraphError, match=r"does not decode as YOLOX's \(rows 0 of 84"):
         find_yolox_heads(model)
+
+
+def test_the_trained_yolox_export_is_yolox_with_its_nine_head_convolutions_and_its_class_names() -> None:
+    """tests/support/data/fire_smoke_yolox_256.onnx (MODEL_CARD_yolox.md): YOLOX's head and decode tail as
+    torch exports them (BatchNorm folded, the grids constants), not built here node by node."""
+    model = load_model(TRAINED_YOLOX)
+    found = export_heads(model)
+    assert found.family is HeadFamily.YOLOX
+    assert [(h.node, h.role, h.channels, h.grid) for h in found.heads] == [
+        (f"/head/{pred}.{i}/Conv", role, channels, (32 // 2**i, 32 // 2**i))
+        for i in range(3)
+        for pred, role, channels in (
+            ("reg_preds", HeadRole.BOX, 4),
+            ("cls_preds", HeadRole.CLASS, 2),
+            ("obj_preds", HeadRole.OBJECTNESS, 1),
+        )
+    ]
+    assert model_input(model) == ("images", (256, 256)) and onnx_class_names(model) == ("fire", "smoke")
 
 
 def test_a_head_whose_last_convolutions_are_not_three_per_grid_is_refused_naming_them() -> None:

@@ -242,3 +242,20 @@ def test_the_emulator_with_the_bbox_only_op_measures_what_it_measures_with_the_n
 def test_bbox_only_belongs_to_the_emulator():
     with pytest.raises(HarnessError, match=r"--bbox-only belongs to --backend emulator, not --backend onnx"):
         PathSpec(Backend.ONNX, bbox_only=True)
+
+
+def test_the_trained_yolox_export_keeps_its_onnx_map_on_an_emulated_hef_of_8_and_of_16_bit_outputs(tmp_path):
+    """tests/support/data/fire_smoke_yolox_256.onnx (MODEL_CARD_yolox.md) on the 100 demo images at score 0.2:
+    the emulated HEF (the sigmoid on its objectness and class maps, HailoRT's YOLOX op) within 0.03 mAP@0.5 of
+    the export's own decoded rows, with 8-bit outputs and with 16-bit ones (measured: 0.8487 ONNX, 0.8345 and
+    0.8410 emulated)."""
+    from harness.inputs.demo import demo_data
+
+    model = Path(__file__).resolve().parents[1] / "support" / "data" / "fire_smoke_yolox_256.onnx"
+    dataset = load_yolo(demo_data(tmp_path / "cache"))
+    run = prepare_run(
+        model, dataset, SettingsSpec(score_threshold=0.2), tmp_path / "cache", progress=False, log=lambda _: None
+    )
+    onnx = evaluate_spec(REFERENCE, run).metrics.map50
+    emulated = [evaluate_spec(PathSpec(Backend.EMULATOR, output_bits=b), run).metrics.map50 for b in (8, 16)]
+    assert onnx > 0.8 and all(abs(onnx - m) < 0.03 for m in emulated), (onnx, emulated)

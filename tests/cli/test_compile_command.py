@@ -172,6 +172,18 @@ def test_compile_with_the_dfc_writes_the_hef_and_reuses_it(
     assert f"wrote {hef} (from the cache)" in capsys.readouterr().out
 
 
+def test_compile_bbox_only_loads_the_bbox_only_op_into_the_dfc_and_is_refused_for_a_head_without_nms(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    argv = [*_base(calibration, tmp_path / "out"), "--cache", tmp_path / "cache", "--bbox-only"]
+    assert _run(*argv) == 0
+    (load,) = [kwargs for call, kwargs in sdk.CALLS if call == "load_model_script"]
+    assert "meta_arch=yolov8, engine=cpu, bbox_decoding_only=True)" in load["script"]
+    assert "bbox_decoding_only=True" in (tmp_path / "out" / "fire_smoke_yolo11n_256.alls").read_text()
+    with pytest.raises(HarnessError, match=r"asked for YOLO26's one-to-one head .*, whose HEF has no NMS op"):
+        _run(*_base26(calibration, tmp_path / "out26"), "--dry-run", "--bbox-only")
+
+
 def test_dry_run_of_a_yolov8_fixture_export_writes_its_nms_config(
     shared_fixtures: Path, calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from harness.backends.dfc.scripts import (
+    HEAD_WORDS,
     DfcScriptError,
     LayerTable,
     NmsSettings,
@@ -362,22 +363,27 @@ def write_checked_scripts(
         files = writers[facts.family](folder, stem, facts, names, nms)
         assert files.nms_json is not None
         return files, validate_files(files.alls, files.nms_json, facts, table)
+    if nms.bbox_decoding_only:
+        raise DfcScriptError(
+            f"{facts.source}: bbox_decoding_only asked for {HEAD_WORDS[facts.require_heads()[0]]}, whose HEF has no "
+            "NMS op at all (the host decodes its raw heads). Fix: compile it without --bbox-only"
+        )
     files = write_yolo26_script(folder, stem, facts, names, table, calibration_count)
     alls = files.alls.read_text(encoding="utf-8")
     return files, validate_yolo26_script(alls, facts, names, table, calibration_count)
 
 
-def _dfc_alls(facts: ExportFacts, names: dict[str, str], scripts: ScriptFiles) -> str:
+def _dfc_alls(facts: ExportFacts, names: dict[str, str], scripts: ScriptFiles, nms: NmsSettings) -> str:
     """The model script the DFC loads: the one on disk, naming its NMS config by absolute path (the file on
-    disk names it beside the model script)."""
+    disk names it beside the model script), the bbox-only op where ``nms`` asks for it."""
     if scripts.nms_json is None:
         return scripts.alls.read_text(encoding="utf-8")
     config = os.fspath(scripts.nms_json.resolve())
     if facts.family is HeadFamily.YOLOV5:
-        return render_yolov5_alls(config)
+        return render_yolov5_alls(config, nms.bbox_decoding_only)
     if facts.family is HeadFamily.YOLOX:
         return render_yolox_alls(facts, names, config)
-    return render_alls(facts, names, config)
+    return render_alls(facts, names, config, nms.bbox_decoding_only)
 
 
 def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAULT_CACHE_ROOT) -> CompileResult:
@@ -421,7 +427,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     if not cached:
         if runner is None:
             runner = _translate(sdk, request, facts, log)
-        alls = _dfc_alls(facts, names, scripts)
+        alls = _dfc_alls(facts, names, scripts, request.nms)
         _build(runner, alls, calibration_array(paths, facts.input_hw), log, entry)
     hef, har = out_dir / f"{stem}.hef", out_dir / f"{stem}_optimized.har"
     shutil.copyfile(entry / "model.hef", hef)

@@ -91,6 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --dry-run: JSON object ONNX end node -> parsed layer name",
     )
     add_options(parser, ["score_threshold", "iou_threshold", "max_per_class", "cache"])  # the NMS op's
+    parser.add_argument(
+        "--bbox-only",
+        action="store_true",
+        help="YOLOv8/YOLO11 and YOLOv5/YOLOv7: compile HailoRT's bbox-only op (nms_postprocess(..., "
+        "bbox_decoding_only=True): the HEF decodes the boxes, the host runs the NMS) in place of the NMS op",
+    )
 
 
 def _read_json(path: Path, what: str) -> object:
@@ -142,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / "compile" / args.onnx.stem
     given = {"score_threshold": args.score_threshold, "iou_threshold": args.iou_threshold}  # None: the default
     settings = NmsSettings(
-        **{k: v for k, v in given.items() if v is not None}, max_proposals_per_class=args.max_per_class
+        **{k: v for k, v in given.items() if v is not None},
+        max_proposals_per_class=args.max_per_class,
+        bbox_decoding_only=args.bbox_only,
     )
     calibration_count = len(calibration_paths(args.calibration, args.calibration_count))
     shortfall = calibration_shortfall(calibration_count, available=calibration_size(args.calibration))

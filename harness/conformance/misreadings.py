@@ -3,8 +3,8 @@
 A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
 interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
 objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults).
-:func:`reproduce` applies each to the family's reference decoder's input, on every head, on each
-role's heads, on the class and objectness heads together, on the FCR heads and on each head alone
+:func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
+heads, on each role's heads, on the class and objectness heads together and on each head alone
 (:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
 under test returned, on every frame given. The conformance suite gives it one planted scene; the
 doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them.
@@ -18,14 +18,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.core.detections import Detections
+from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.heads import decoder
+from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
 from harness.decode.yolo import classes_are_probabilities, sigmoid
 from harness.decode.yolov5 import DEFAULT_ANCHORS, OBJECTNESS
-from harness.formats.quant import dequantize, read_as_uint8
+from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
@@ -95,10 +96,20 @@ def _channel_first(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.nd
     return np.asarray(a).reshape(c, h, w).transpose(1, 2, 0), spec
 
 
+def sixteen_bit(spec: OutputSpec) -> bool:
+    """UINT16 on the host, or FLOAT32 that HailoRT dequantized from a 16-bit quant info (65535 steps)."""
+    if spec.format_type is FormatType.UINT16:
+        return True
+    q = spec.quant[0] if spec.quant else None
+    return q is not None and q.scale > 0 and (q.limvals_max - q.limvals_min) / q.scale > 256
+
+
 def _low_bytes(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that reads a 16-bit output's buffer as 8-bit codes sees: its first H x W x C
-    bytes, each taken for a code of the output's quant info."""
-    codes = np.asarray(a).reshape(spec.shape)
+    bytes, each taken for a code of the output's quant info (the codes of a FLOAT32 output are those it
+    was dequantized from)."""
+    a = np.asarray(a).reshape(spec.shape)
+    codes = a if spec.format_type is FormatType.UINT16 else quantize(a, spec.quant, np.uint16)
     return dequantize(read_as_uint8(codes), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
@@ -165,7 +176,7 @@ MISREADINGS = (
     Misreading(
         SIXTEEN_BIT_READ_AS_EIGHT,
         SIXTEEN_AS_EIGHT,
-        lambda output: output.host_spec.format_type is FormatType.UINT16,
+        lambda output: sixteen_bit(output.host_spec),
         _low_bytes,
     ),
     Misreading(READ_CHANNEL_FIRST, CHANNEL_FIRST, lambda output: True, _channel_first),
@@ -220,7 +231,8 @@ class HeadSet:
 
 def head_sets(layout: HeadLayout, specs: Mapping[str, OutputSpec]) -> list[HeadSet]:
     """The sets of heads a misreading is tried on, the broadest first (so the simplest story wins):
-    every head, each role's heads (the class and objectness heads together too), the FCR heads, then
+    every head, the FCR heads (a decoder that reads by format order misreads them all, whatever a frame's
+    objects leave unseen of it), each role's heads (the class and objectness heads together too), then
     each head alone."""
     n = len(layout.levels)
     fcr = tuple(o for o in layout.outputs if specs[o.name].format_order is FormatOrder.FCR)
@@ -230,14 +242,14 @@ def head_sets(layout: HeadLayout, specs: Mapping[str, OutputSpec]) -> list[HeadS
         return HeadSet(words, heads, some_fcr and all(o in fcr for o in heads))
 
     sets = [of("every head", layout.outputs)]
+    if some_fcr:
+        sets.append(of("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
     for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS):
         if layout.of_role(role):
             sets.append(of(f"the {role.value} heads of all {n} strides", layout.of_role(role)))
     if layout.of_role(HeadRole.OBJECTNESS):  # the maps holding scores, where a score is their product
         scored = layout.of_role(HeadRole.CLASS) + layout.of_role(HeadRole.OBJECTNESS)
         sets.append(of(f"the class and objectness heads of all {n} strides", scored))
-    if some_fcr:
-        sets.append(of("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
     for level in layout.levels:
         for output in level.outputs:
             sets.append(of(f"the {output.role.value} head of stride {level.stride} ({output.name})", (output,)))
@@ -321,3 +333,34 @@ def reproduce(
             if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
                 return Reproduction(anchor_mistake.name, anchor_mistake.words, len(frames))
     return None
+
+
+@dataclass(frozen=True)
+class PathReproduction:
+    """What a few frames of a host decoder's path say: on how many of ``frames`` its detections differ
+    from the family's reference decoder's on the same outputs (``differing``), how many it returned over
+    them all (``returned``), and, where some differ, the misreading that reproduces them on every frame
+    (``reproduction``; None where none does)."""
+
+    frames: int
+    differing: int
+    returned: int
+    reproduction: Reproduction | None
+
+
+def reproduce_path(
+    frames: Sequence[DecodedFrame], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
+) -> PathReproduction | None:
+    """``frames`` of a path whose decoder was given outputs of ``specs`` and ``config``, held to
+    ``family``'s reference decoder: where it differs on one of them, the misreading that reproduces it on
+    all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
+    there is no reference decoding to reproduce)."""
+    try:
+        layout = head_layout(family, specs, config.input_hw, config.anchors)
+    except HarnessError:
+        return None
+    decode = decoder(family)
+    differing = sum(not matches(frame.got, decode(frame.outputs, specs, config)) for frame in frames)
+    reproduction = reproduce(frames, specs, config, family, layout) if differing else None
+    returned = sum(len(frame.got) for frame in frames)
+    return PathReproduction(len(frames), differing, returned, reproduction)

@@ -11,7 +11,7 @@ exactly. When a decoder misses them, the failure names the mistake in plain word
 - by reproduction first (:mod:`harness.conformance.misreadings`): each known misreading of an output's
   memory (channel-first, DFL bins interleaved, an anchored map read class-major, 16-bit read as 8-bit,
   a second sigmoid, the objectness left out) is applied to the reference decoder's input on every head,
-  on each role's heads, on the FCR heads and on each head alone, then each known misreading of the
+  on the FCR heads, on each role's heads and on each head alone, then each known misreading of the
   anchors (groups reversed, (height, width), YOLOv5's defaults), and the one whose detections are the
   decoder's is named ("the box heads of all 3 strides read channel-first ..."); where none reproduces
   them it says so;

@@ -295,6 +295,7 @@ def path_over(
             variant,
             run.facts.anchors,
             model_sha256=opened.model_sha256,
+            family=run.family,
         )
     return runner_path(
         opened.runner,

@@ -71,6 +71,28 @@ SCENARIOS = {
 }
 
 
+def _shifted(predictions, shift):
+    """Every score moved by ``shift``, those then under the threshold 0.2 left out (as a device returns them)."""
+    return [p.select(p.scores >= 0.2) for p in sr.with_scores(predictions, lambda s: s + shift)]
+
+
+def test_a_uniform_score_shift_that_drops_boxes_under_the_threshold_is_a_confidence_shift_not_quantisation_loss(
+    truths, onnx
+):
+    evidence = collect_evidence(_hailo(truths, _shifted(onnx.predictions, -0.5)), onnx)
+    assert evidence.matched_share < 0.7 and evidence.reference_map50 - evidence.map50 >= 0.03  # boxes lost
+    assert evidence.shifted_matched_share == 1.0  # every one of them the shift put under the threshold
+    findings = diagnose(evidence)
+    assert [f.name for f in findings] == ["confidence_shift", "quantisation_loss"]
+    assert "shifted by -0.500" in findings[0].cause and "100% match once the reference's scores" in findings[0].cause
+
+
+def test_scores_moved_each_its_own_way_are_no_confidence_shift_whatever_the_shifted_reference_matches(truths, onnx):
+    lost = collect_evidence(_hailo(truths, _quantisation_loss(truths)), onnx)
+    assert lost.shifted_matched_share is not None
+    assert [f.name for f in diagnose(lost)] == ["quantisation_loss"]
+
+
 @pytest.mark.parametrize("rule", sorted(SCENARIOS))
 def test_each_rule_fires_first_on_its_evidence(truths, onnx, rule):
     findings = diagnose(collect_evidence(_hailo(truths, SCENARIOS[rule](truths)), onnx))

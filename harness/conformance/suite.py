@@ -8,12 +8,13 @@ Each property plants objects in synthetic head outputs (one confident cell per o
 distribution per side, background far below threshold), so the expected detections are known
 exactly. When a decoder misses them, the failure names the mistake in plain words:
 
-- by reproduction first: each known misreading of an output's memory (channel-first, DFL bins
-  interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
-  objectness left out) is applied to the reference decoder's input on every head, on each role's
-  heads, on the FCR heads and on each head alone, then each known misreading of the anchors (groups
-  reversed, (height, width), YOLOv5's defaults), and the one whose detections are the decoder's is
-  named ("the box heads of all 3 strides read channel-first ..."); where none reproduces them it says so;
+- by reproduction first (:mod:`harness.conformance.misreadings`): each known misreading of an output's
+  memory (channel-first, DFL bins interleaved, an anchored map read class-major, 16-bit read as 8-bit,
+  a second sigmoid, the objectness left out) is applied to the reference decoder's input on every head,
+  on the FCR heads, on each role's heads and on each head alone, then each known misreading of the
+  anchors (groups reversed, (height, width), YOLOv5's defaults), and the one whose detections are the
+  decoder's is named ("the box heads of all 3 strides read channel-first ..."); where none reproduces
+  them it says so;
 - else by its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1] or
   squeezed into [0.5, 0.73], FCR heads read channel-first, heads paired across grids.
 
@@ -37,23 +38,37 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+# The misreadings' words a failure names stay importable from the suite (``suite.CHANNEL_FIRST``).
+from harness.conformance.misreadings import (
+    ANCHORS_REVERSED,  # noqa: F401
+    ANCHORS_WH_SWAPPED,  # noqa: F401
+    BOX_TOLERANCE_PX,
+    CHANNEL_FIRST,  # noqa: F401
+    CLASS_MAJOR,  # noqa: F401
+    DEFAULT_ANCHORS_USED,  # noqa: F401
+    DFL_INTERLEAVED,  # noqa: F401
+    NOT_REPRODUCED,
+    OBJECTNESS_LEFT_OUT,  # noqa: F401
+    SIGMOID_AGAIN,  # noqa: F401
+    SIXTEEN_AS_EIGHT,  # noqa: F401
+    DecodedFrame,
+    matches,
+    reproduce,
+)
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
-from harness.decode.heads import decoder, head_layout
-from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of
-from harness.decode.yolo import classes_are_probabilities, sigmoid
+from harness.decode.heads import head_layout
+from harness.decode.layout import HeadLayout, HeadOutput, layout_of
 from harness.decode.yolov5 import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
 from harness.decode.yolox import BOX_CHANNELS
-from harness.formats.quant import dequantize, quantize, read_as_uint8
+from harness.formats.quant import dequantize, quantize
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
 Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
-BOX_TOLERANCE_PX = 0.5
-SCORE_TOLERANCE = 0.01
 BACKGROUND_LOGIT = -8.0
 DFL_PEAK = 12.0
 
@@ -62,25 +77,6 @@ SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
 HALF_CELL = "anchor centres off by half a cell"
 FCR_CHANNEL_FIRST = "FCR head read as channel-first (FCR is channel-last on the host)"
-DFL_INTERLEAVED = (
-    "read with the DFL bins interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
-)
-CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
-SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
-CLASS_MAJOR = (
-    "read class-major (channel value x na + anchor; an anchored map is anchor-major: each anchor's 5 + nc values "
-    "are contiguous)"
-)
-SIGMOID_AGAIN = "put through a second sigmoid (one makes them probabilities: the HEF's, or the decoder's for logits)"
-OBJECTNESS_LEFT_OUT = "read without its objectness (score = class alone; the head scores objectness x class)"
-ANCHORS_REVERSED = "the anchor groups taken in reverse stride order (config.anchors is stride ascending)"
-ANCHORS_WH_SWAPPED = "each anchor taken as (height, width) (config.anchors holds (width, height))"
-DEFAULT_ANCHORS_USED = "YOLOv5's default anchors used instead of config.anchors"
-NOT_REPRODUCED = (
-    "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
-    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults), "
-    "on any head, reproduces it"
-)
 PAIRED_ACROSS_GRIDS = (
     "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
 )
@@ -449,42 +445,19 @@ def _yolox_scene(recipe: SceneRecipe, seed: int) -> Scene:
     return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
 
 
-def _matches(got: Detections, expected: Detections) -> bool:
-    """Every expected detection has exactly one counterpart (same class, box and score within tolerance).
-
-    Refused at once where the classes or the sorted scores already differ (no pairing can then hold:
-    the sorted pairing is the closest in score); else each expected detection, in order, takes the first
-    free counterpart of its class."""
-    if len(got) != len(expected) or not np.array_equal(np.sort(got.class_ids), np.sort(expected.class_ids)):
-        return False
-    if len(got) and np.abs(np.sort(got.scores) - np.sort(expected.scores)).max() > SCORE_TOLERANCE:
-        return False
-    for cls in np.unique(expected.class_ids):
-        mine, theirs = np.flatnonzero(got.class_ids == cls), np.flatnonzero(expected.class_ids == cls)
-        boxes, scores = got.boxes[mine], got.scores[mine]
-        used = np.zeros(len(mine), bool)
-        for i in theirs:
-            err = np.abs(boxes - expected.boxes[i]).max(axis=1)
-            ok = ~used & (err <= BOX_TOLERANCE_PX) & (np.abs(scores - expected.scores[i]) <= SCORE_TOLERANCE)
-            if not ok.any():
-                return False
-            used[int(np.argmax(ok))] = True
-    return True
-
-
 def name_mistake(got: object, scene: Scene) -> str | None:
     """``None`` when ``got`` equals the planted objects, else the mistake in plain words."""
     if not isinstance(got, Detections):
         return f"returned {type(got).__name__}, expected harness.core.detections.Detections"
     expected = scene.expected
-    if _matches(got, expected):  # before the symptoms: right scores may all lie in [0.5, 0.73]
+    if matches(got, expected):  # before the symptoms: right scores may all lie in [0.5, 0.73]
         return None
     if len(got) and (got.scores.max() > 1 + 1e-6 or got.scores.min() < -1e-6):
         return f"{SIGMOID_MISSING} (scores {got.scores.min():.3g} .. {got.scores.max():.3g})"
     if len(got) and got.scores.min() >= 0.5 - 1e-3 and got.scores.max() <= _sigmoid(1.0) + 1e-3:
         return f"{SIGMOID_TWICE} ({len(got)} detections, scores {got.scores.min():.3f} .. {got.scores.max():.3f})"
     swapped = Detections(got.boxes[:, [1, 0, 3, 2]], got.scores, got.class_ids)
-    if _matches(swapped, expected):
+    if matches(swapped, expected):
         return XY_SWAPPED
     if len(got) == len(expected):
         # A decoder without the +0.5 puts every box half a cell (stride / 2) up and left, or the reverse.
@@ -506,164 +479,6 @@ def _describe(d: Detections) -> str:
     return f"class {d.class_ids[top]} score {d.scores[top]:.3f} box {np.round(d.boxes[top], 1).tolist()}"
 
 
-def _channel_first(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that reads an (H, W, C) output as (C, H, W) memory sees, laid out (H, W, C)."""
-    h, w, c = a.shape
-    return a.reshape(c, h, w).transpose(1, 2, 0), spec
-
-
-def _low_bytes(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that reads a 16-bit output's buffer as 8-bit codes sees: its first H x W x C
-    bytes, each taken for a code of the output's quant info."""
-    return dequantize(read_as_uint8(a), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
-
-
-def _interleaved(a: np.ndarray, groups: int) -> np.ndarray:
-    """Channel ``g * n + i`` of ``groups`` groups of ``n`` read from channel ``i * groups + g``."""
-    h, w, c = a.shape
-    return a.reshape(h, w, c // groups, groups).transpose(0, 1, 3, 2).reshape(h, w, c)
-
-
-def _bins_interleaved(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that reads a box map's DFL bins bin-major (channel ``bin * 4 + side``) sees."""
-    return _interleaved(a, 4), spec
-
-
-def _class_major(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that reads an anchored map class-major (value ``k`` of anchor ``a`` at channel
-    ``k * na + a``, not ``a * (5 + nc) + k``) sees."""
-    return _interleaved(a, len(level.anchors)), spec
-
-
-def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
-    """The output's values as probabilities, float32: as the family's decoder reads them (its sigmoid
-    where they are logits)."""
-    values = dequantize(a, spec.quant) if spec.is_quantized else np.asarray(a, np.float32)
-    return values if classes_are_probabilities(spec, values) else sigmoid(values)
-
-
-def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that puts an output's probabilities through one more sigmoid sees."""
-    return sigmoid(_probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
-
-
-def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
-    """What a decoder that scores entries by their class alone sees: every objectness 1 (an objectness map's
-    every value, an anchored map's objectness channel)."""
-    if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
-        return np.ones(a.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
-    h, w, c = a.shape
-    entries = _probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
-    entries[..., OBJECTNESS] = 1
-    return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
-
-
-SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
-OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
-
-
-@dataclass(frozen=True)
-class Misreading:
-    """A mistake in how a decoder reads one output's memory: ``view`` is what it then sees of an output
-    (of that stride's level), for the outputs it ``applies`` to."""
-
-    words: str
-    applies: Callable[[HeadOutput], bool]
-    view: Callable[[np.ndarray, OutputSpec, Level], tuple[np.ndarray, OutputSpec]]
-
-
-# The misreadings in the order they are tried: one that only a 16-bit output allows first (where a decoder
-# finds nothing in a UINT16 scene, reading its bytes as 8-bit codes and reading it channel-first may both
-# find nothing; the width is then the likelier story, and channel-first shows on every other scene).
-MISREADINGS = (
-    Misreading(SIXTEEN_AS_EIGHT, lambda output: output.host_spec.format_type is FormatType.UINT16, _low_bytes),
-    Misreading(CHANNEL_FIRST, lambda output: True, _channel_first),
-    Misreading(DFL_INTERLEAVED, lambda output: output.role is HeadRole.BOX and output.channels > 4, _bins_interleaved),
-    Misreading(CLASS_MAJOR, lambda output: output.role is HeadRole.ANCHORED, _class_major),
-    Misreading(SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
-    Misreading(OBJECTNESS_LEFT_OUT, lambda output: output.role in OBJECTNESS_HELD, _objectness_left_out),
-)
-
-
-@dataclass(frozen=True)
-class AnchorMisreading:
-    """A mistake in how a decoder takes its anchors: ``view`` is the anchors it then uses instead of
-    ``config.anchors`` (stride ascending, (width, height) in input pixels)."""
-
-    words: str
-    view: Callable[[Anchors], Anchors]
-
-
-ANCHOR_MISREADINGS = (
-    AnchorMisreading(ANCHORS_REVERSED, lambda anchors: anchors[::-1]),
-    AnchorMisreading(ANCHORS_WH_SWAPPED, lambda anchors: tuple(tuple((h, w) for w, h in g) for g in anchors)),
-    AnchorMisreading(DEFAULT_ANCHORS_USED, lambda anchors: DEFAULT_ANCHORS),
-)
-
-
-def _head_sets(scene: Scene) -> list[tuple[str, tuple[HeadOutput, ...]]]:
-    """The sets of heads a misreading is tried on, the broadest first (so the simplest story wins):
-    every head, each role's heads (the class and objectness heads together too), the FCR heads, then
-    each head alone."""
-    layout = scene.layout
-    n = len(layout.levels)
-    sets: list[tuple[str, tuple[HeadOutput, ...]]] = [("every head", layout.outputs)]
-    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS):
-        if layout.of_role(role):
-            sets.append((f"the {role.value} heads of all {n} strides", layout.of_role(role)))
-    if layout.of_role(HeadRole.OBJECTNESS):  # the maps holding scores, where a score is their product
-        scored = layout.of_role(HeadRole.CLASS) + layout.of_role(HeadRole.OBJECTNESS)
-        sets.append((f"the class and objectness heads of all {n} strides", scored))
-    fcr = tuple(o for o in layout.outputs if scene.specs[o.name].format_order is FormatOrder.FCR)
-    if 0 < len(fcr) < len(layout.outputs):
-        sets.append(("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
-    for level in layout.levels:
-        for output in level.outputs:
-            sets.append((f"the {output.role.value} head of stride {level.stride} ({output.name})", (output,)))
-    return sets
-
-
-def _reproduces(
-    got: Detections,
-    scene: Scene,
-    outputs: Mapping[str, np.ndarray],
-    specs: Mapping[str, OutputSpec],
-    config: DecodeConfig,
-) -> bool:
-    """Whether the family's reference decoder returns ``got`` from what a mistaken decoder sees."""
-    try:
-        seen = decoder(scene.family)(outputs, specs, config)
-    except Exception:  # a misreading may give the reference what it refuses: then it is not that one
-        return False
-    return _matches(got, seen)
-
-
-def reproduce(got: Detections, scene: Scene) -> str | None:
-    """The known misreading, and the heads it was made on, under which the family's reference decoder
-    returns ``got`` (else the known misreading of the anchors, for an anchor-based family); None where
-    none does."""
-    level_of = {output.name: level for level in scene.layout.levels for output in level.outputs}
-    for mistake in MISREADINGS:
-        for where, heads in _head_sets(scene):
-            if not all(mistake.applies(o) for o in heads):
-                continue
-            outputs, specs = dict(scene.outputs), dict(scene.specs)
-            for output in heads:
-                outputs[output.name], specs[output.name] = mistake.view(
-                    np.asarray(outputs[output.name]), specs[output.name], level_of[output.name]
-                )
-            if _reproduces(got, scene, outputs, specs, scene.config):
-                return f"{where} {mistake.words}"
-    anchors = scene.config.anchors
-    for anchor_mistake in ANCHOR_MISREADINGS:
-        taken = anchor_mistake.view(anchors)
-        if anchors and taken != anchors:
-            config = replace(scene.config, anchors=taken)
-            if _reproduces(got, scene, scene.outputs, scene.specs, config):
-                return anchor_mistake.words
-    return None
-
-
 def _raised(error: BaseException) -> str:
     """The exception's type, message and where in the decoder's code it was raised."""
     frames = traceback.extract_tb(error.__traceback__)
@@ -683,8 +498,9 @@ def _run(decoder: Decoder, scene: Scene) -> str | None:
     failure = name_mistake(got, scene)
     if failure is None or not isinstance(got, Detections):
         return failure
-    named = reproduce(got, scene)
-    if named is not None:
+    reproduction = reproduce([DecodedFrame(scene.outputs, got)], scene.specs, scene.config, scene.family, scene.layout)
+    if reproduction is not None:
+        named = reproduction.words
         return f"{named}: {failure}" if failure.startswith("expected ") else f"{named} ({failure})"
     return f"{failure}; {NOT_REPRODUCED}" if failure.startswith("expected ") else failure
 

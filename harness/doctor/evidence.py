@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.conformance.misreadings import NOT_REPRODUCED, PathReproduction, reproduce_path
 from harness.conformance.suite import run_conformance
 from harness.core.detections import (
     Detections,
@@ -16,14 +17,15 @@ from harness.doctor.adapters import HostPath
 from harness.doctor.bench import Bench, subset
 from harness.doctor.mistakes import reversed_channels
 from harness.inputs.dataset import Dataset
-from harness.pipeline.detect import (
-    DetectionPath,
-)
+from harness.inputs.preprocess import load_image
+from harness.pipeline.detect import DecoderPath, DetectionPath
 from harness.verdict.diagnosis import Evidence, collect_evidence, matched_share
 from harness.verdict.metrics.agreement import agreement
 from harness.verdict.result import PathResult
 
 PROBE_IMAGES = 16  # images the reversed-channel probe runs on
+REPRODUCTION_FRAMES = 4  # frames a host decoder's path runs again for its mistake to be reproduced
+NOTHING_RETURNED = "every misreading that leaves nothing reproduces that, and this one is tried first"
 
 
 # ------------------------------------------------------------------------------------------- evidence
@@ -47,14 +49,38 @@ def after_nms(predictions: Sequence[Detections], iou_threshold: float, max_per_c
     return out
 
 
+def decoder_reproduction(bench: Bench, path: DecoderPath, frames: int = REPRODUCTION_FRAMES) -> PathReproduction | None:
+    """The host decoder of ``path`` on the bench's first ``frames`` images run again, held to the head
+    family's reference decoder on the same raw outputs (:func:`~harness.conformance.misreadings.reproduce_path`)."""
+    images = [load_image(sample.path) for sample in bench.dataset.samples[:frames]]
+    return reproduce_path(path.decoded_frames(images), path.output_specs, path.decode_config, path.family)
+
+
+def _reproduced(evidence: Evidence, found: PathReproduction | None) -> Evidence:
+    if found is None or not found.differing:
+        return evidence
+    reproduction = found.reproduction
+    words = reproduction.words if reproduction else NOT_REPRODUCED
+    if reproduction and not found.returned:
+        words += f" (the host decoder returned no detection on them: {NOTHING_RETURNED})"
+    return replace(
+        evidence,
+        reproduction_frames=found.frames,
+        differing_frames=found.differing,
+        reproduced_misreading=reproduction.name if reproduction else "",
+        reproduction=words,
+    )
+
+
 def doctor_evidence(
-    bench: Bench, result: PathResult, reference: PathResult, probe: DetectionPath | None = None
+    bench: Bench, result: PathResult, reference: PathResult, path: DetectionPath | None = None, failed: bool = False
 ) -> Evidence:
     """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis.collect_evidence`
     against the reference (where it is comparable) and against the reference after an NMS per class
-    (:func:`after_nms`), the settings that differ from it, agreement with the ground truth and, for a
-    ``probe`` path (a run whose gates failed), the matched share with red and blue exchanged on the
-    first :data:`PROBE_IMAGES` images and the conformance of its host decoder, if it has one."""
+    (:func:`after_nms`), the settings that differ from it, agreement with the ground truth; for a host
+    decoder's ``path``, its mistake reproduced on its first frames (:func:`decoder_reproduction`); and where
+    its gates ``failed``, the matched share with red and blue exchanged on the first :data:`PROBE_IMAGES`
+    images and the conformance of its host decoder, if it has one."""
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
     evidence = collect_evidence(result, reference if comparable else None, bench.original_hw)
     if comparable:
@@ -68,15 +94,16 @@ def doctor_evidence(
         truth_matched=truth.matched,
         truth_class_flipped=truth.class_flipped,
     )
-    if probe is None:
+    if isinstance(path, DecoderPath):
+        evidence = _reproduced(evidence, decoder_reproduction(bench, path))
+    if path is None or not failed:
         return evidence
     if comparable:
         few = subset(bench.dataset, range(min(PROBE_IMAGES, len(bench.dataset.samples))))
-        swapped = bench.evaluate_path(HostPath(probe, "probe: channels reversed", before=reversed_channels), few)
+        swapped = bench.evaluate_path(HostPath(path, "probe: channels reversed", before=reversed_channels), few)
         counts = agreement(reference.predictions[: len(few.samples)], swapped.predictions)
         evidence = replace(evidence, reversed_channels_matched_share=matched_share(counts))
-    decoder = getattr(probe, "decoder", None)
-    if decoder is not None:
-        failures = [f for f in run_conformance(decoder, family=bench.run.family).values() if f]
+    if isinstance(path, DecoderPath):
+        failures = [f for f in run_conformance(path.decoder, family=bench.run.family).values() if f]
         evidence = replace(evidence, decoder_conformance=failures[0] if failures else "")
     return evidence

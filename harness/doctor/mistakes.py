@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.conformance.misreadings import sixteen_bit
 from harness.core.detections import (
     Detections,
     Letterbox,
@@ -47,14 +48,6 @@ def fcr_read_channel_first(
     return decode(fixed, specs, config)
 
 
-def _sixteen_bit(spec: OutputSpec) -> bool:
-    """UINT16 on the host, or FLOAT32 that HailoRT dequantized from a 16-bit quant info (65535 steps)."""
-    if spec.format_type is FormatType.UINT16:
-        return True
-    q = spec.quant[0] if spec.quant else None
-    return q is not None and q.scale > 0 and (q.limvals_max - q.limvals_min) / q.scale > 256
-
-
 def sixteen_bit_read_as_eight(family_decode: Decode) -> Decode:
     """A host that reads each 16-bit output buffer as uint8 (as if compiled a8): the first H x W x C
     bytes of the little-endian uint16 codes, each byte taken for a code of the output's quant info,
@@ -63,7 +56,7 @@ def sixteen_bit_read_as_eight(family_decode: Decode) -> Decode:
     def decoder(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
         fixed, fixed_specs = dict(outputs), dict(specs)
         for name, spec in specs.items():
-            if not _sixteen_bit(spec):
+            if not sixteen_bit(spec):
                 continue  # an 8-bit or float output: nothing to misread
             value = np.asarray(outputs[name])
             codes = value if spec.format_type is FormatType.UINT16 else quantize(value, spec.quant, np.uint16)

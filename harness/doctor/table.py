@@ -117,7 +117,7 @@ def _path_row(bench: Bench, mode: Mode, how: str, path: DetectionPath, result: P
     kinds = baseline_kinds(bench.dataset.labelled)
     gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw, kinds=kinds)
     failed = any(not g.passed for g in gates)
-    findings = diagnose(doctor_evidence(bench, result, reference, path if failed else None))
+    findings = diagnose(doctor_evidence(bench, result, reference, path, failed))
     if not findings:
         return _row(mode, how, failed, _first_failure(gates), "none", "")
     top = findings[0]

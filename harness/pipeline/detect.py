@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from harness.backends.base import InputSpec, Runner, SourcedRunner, infer_frames
+from harness.conformance.misreadings import DecodedFrame
 from harness.core.closing import Closing
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
 from harness.core.environment import environment
@@ -471,7 +472,9 @@ class DecoderPath(_RunnerPath):
     own decoder, or one of the doctor's host mistakes. ``decoder`` is kept for the conformance suite.
     The runner's outputs are not checked: whatever the decoder makes of them is what is measured.
     ``onnx`` names the ONNX cut at its heads in a runner fed like a HEF; ``anchors`` reach the decoder in
-    its config (``DecodeConfig.anchors``) for an anchor-based head."""
+    its config (``DecodeConfig.anchors``) for an anchor-based head. ``family``: the head family the model's
+    outputs are, whose reference decoder a mistake of ``decoder`` is reproduced with
+    (:meth:`decoded_frames`, :func:`~harness.conformance.misreadings.reproduce_path`)."""
 
     path_names = (*DEVICE_PATHS, ONNX)
 
@@ -487,6 +490,7 @@ class DecoderPath(_RunnerPath):
         anchors: Anchors = (),
         model_sha256: str = "",
         ssd: SsdConfig | None = None,
+        family: HeadFamily = HeadFamily.YOLOV8,
     ) -> None:
         self.decoder = decoder
         super().__init__(
@@ -496,6 +500,7 @@ class DecoderPath(_RunnerPath):
             name,
             model_names,
             variant,
+            family=family,
             anchors=anchors,
             model_sha256=model_sha256,
             ssd=ssd,
@@ -505,5 +510,23 @@ class DecoderPath(_RunnerPath):
     def _check_outputs(self) -> None:
         self._config = self.settings.decode_config(anchors=self.anchors, ssd=self.ssd)
 
+    @property
+    def output_specs(self) -> dict[str, OutputSpec]:
+        """The runner's output specs, as the decoder is given them."""
+        return dict(self._specs)
+
+    @property
+    def decode_config(self) -> DecodeConfig:
+        """The config the decoder is given."""
+        return self._config
+
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         return FrameResult(unletterbox(self.decoder(outputs, self._specs, self._config), geometry))
+
+    def decoded_frames(self, images: Sequence[np.ndarray]) -> list[DecodedFrame]:
+        """Each image's runner outputs, as the decoder is given them, and what it returns from them (in
+        model-input pixels): what a mistake is reproduced from. The runner runs them again (the
+        prediction cache keeps detections, not outputs)."""
+        prepared = [prepare(image, self.settings)[0] for image in images]
+        frames = infer_frames(self._runner, {self._input_name: np.stack(prepared)})
+        return [DecodedFrame(frame, self.decoder(frame, self._specs, self._config)) for frame in frames]

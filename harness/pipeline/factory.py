@@ -299,6 +299,7 @@ def path_over(
             run.facts.anchors,
             model_sha256=opened.model_sha256,
             ssd=run.facts.ssd,
+            family=run.family,
         )
     return runner_path(
         opened.runner,

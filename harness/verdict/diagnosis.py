@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.conformance import misreadings
 from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIXTEEN_AS_EIGHT
 from harness.core.detections import (
     Detections,
@@ -46,7 +47,15 @@ class Evidence:
     the first and last colour channels exchanged; ``decoder_conformance`` the first failure of the
     conformance suite (:mod:`harness.conformance.suite`) on the host decoder the path used, ``""`` when
     it conforms; ``nms_matched_share`` the matched share against the reference's boxes after a greedy
-    NMS per class at the evaluation's IoU threshold (what an NMS over a head decoded without one keeps)."""
+    NMS per class at the evaluation's IoU threshold (what an NMS over a head decoded without one keeps);
+    ``shifted_matched_share`` the matched share against the reference's boxes with every score moved by
+    the mean score drift of the matched boxes and those then under the threshold left out (what a uniform
+    shift of the scores leaves of the reference); ``reproduction_frames`` frames of a host decoder's path
+    run again, ``differing_frames`` of them on which its
+    detections differ from the family's reference decoder's on the same raw outputs, and where some do,
+    ``reproduced_misreading`` the name of the known misreading under which the reference decoder returns the
+    host decoder's detections on every one of them (:func:`harness.conformance.misreadings.reproduce_path`),
+    ``""`` where none does, and ``reproduction`` its words (or that none does)."""
 
     path: str
     score_threshold: float
@@ -87,6 +96,11 @@ class Evidence:
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None
     nms_matched_share: float | None = None
+    shifted_matched_share: float | None = None
+    reproduction_frames: int | None = None
+    differing_frames: int | None = None
+    reproduced_misreading: str | None = None
+    reproduction: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,11 +169,72 @@ def _dataset_class_order(e: Evidence) -> bool:
     )
 
 
+# hailort: hailort/libhailort/include/hailo/hailort.h, HAILO_FORMAT_ORDER_FCR and NHWC: [N, H, W, C] on the host
+_FIX_CHANNEL_LAST = "read FCR outputs channel-last, exactly like NHWC (HailoRT hands both to the host as [N, H, W, C])"
+# ultralytics: ultralytics/engine/exporter.py (export_hailo: YOLO26's output layers a16_w16);
+# hailort: hailort/libhailort/include/hailo/hailort.h (HAILO_FORMAT_TYPE_UINT16: two bytes a value)
+_FIX_SIXTEEN_BIT = (
+    "read 16-bit outputs as uint16 (their vstream info says UINT16), or ask HailoRT for float32 and let it dequantize"
+)
+_FIX_SIGMOID_ONCE = (
+    "apply the sigmoid once: class outputs whose limvals lie inside [0, 1] (see hailo-harness inspect) hold "
+    "probabilities; decode them with classes_are_probabilities=True"
+)
+_FIX_ANCHORS = (
+    "take config.anchors as given: per stride, ascending, each anchor's (width, height) in input pixels, the "
+    "export's own (hailo-harness inspect shows them)"
+)
+# What to do about each misreading a host decoder is reproduced with.
+REPRODUCED_FIXES: Mapping[str, str] = {
+    misreadings.SIXTEEN_BIT_READ_AS_EIGHT: _FIX_SIXTEEN_BIT,
+    misreadings.FCR_READ_CHANNEL_FIRST: _FIX_CHANNEL_LAST,
+    misreadings.READ_CHANNEL_FIRST: (
+        "read every raw output channel-last, (H, W, C): HailoRT hands NHWC and FCR outputs to the host as "
+        "[N, H, W, C] (channel-first, NCHW, is the ONNX export's layout)"
+    ),
+    # ultralytics: ultralytics/nn/modules/block.py, ``DFL``: the box map viewed (4, reg_max): side-major
+    misreadings.DFL_BINS_INTERLEAVED: (
+        "read a box map's 4 x reg_max channels side-major: the reg_max bins of the left distance first, then "
+        "top, right and bottom"
+    ),
+    # hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp (each anchor's 5 + nc entries contiguous)
+    misreadings.ANCHORED_READ_CLASS_MAJOR: (
+        "read an anchored map anchor-major: anchor a's tx, ty, tw, th, objectness and nc class scores are "
+        "channels a x (5 + nc) onwards"
+    ),
+    misreadings.SIGMOID_APPLIED_TWICE: _FIX_SIGMOID_ONCE,
+    misreadings.OBJECTNESS_MISSING: (
+        "score each entry objectness x class (YOLOv5/YOLOv7, YOLOX): a high class score under a low objectness "
+        "is no detection"
+    ),
+    misreadings.ANCHOR_GROUPS_REVERSED: _FIX_ANCHORS,
+    misreadings.ANCHORS_HEIGHT_WIDTH: _FIX_ANCHORS,
+    misreadings.DEFAULT_ANCHORS_TAKEN: _FIX_ANCHORS,
+}
+
+_REPRODUCED_NEEDS = ("reproduced_misreading", "reproduction", "reproduction_frames", "differing_frames")
+
+
+def _reproduced(name: str) -> Rule:
+    """The rule naming a host decoder by the misreading ``name`` reproduced on its own frames."""
+    return Rule(
+        name=name,
+        cause="{path}'s host decoder returns, on each of the {reproduction_frames} frames run again, what the "
+        "head family's reference decoder returns from the same raw outputs with {reproduction} (its detections "
+        "differ from the reference decoder's on {differing_frames} of them)",
+        needs=_REPRODUCED_NEEDS,
+        holds=lambda e: e.reproduced_misreading == name,
+        fix=REPRODUCED_FIXES[name],
+    )
+
+
 def _above_reference(value: float, reference: float | None, factor: float, floor: float) -> bool:
     return value >= floor and (reference is None or value >= factor * reference)
 
 
 RULES: tuple[Rule, ...] = (
+    # A host decoder's own frames reproduced by a known misreading: the mistake itself, before any symptom.
+    *(_reproduced(name) for name in misreadings.REPRODUCED_NAMES),
     Rule(
         name="settings_differ",
         cause="{path} was measured under other settings than the reference path ({settings_differences}): the "
@@ -176,7 +251,7 @@ RULES: tuple[Rule, ...] = (
         cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
         needs=("decoder_conformance",),
         holds=lambda e: FCR_CHANNEL_FIRST in e.decoder_conformance,
-        fix="read FCR outputs channel-last, exactly like NHWC (HailoRT hands both to the host as [N, H, W, C])",
+        fix=_FIX_CHANNEL_LAST,
     ),
     Rule(
         name="heads_paired_across_grids",
@@ -193,8 +268,7 @@ RULES: tuple[Rule, ...] = (
         cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
         needs=("decoder_conformance",),
         holds=lambda e: SIXTEEN_AS_EIGHT in e.decoder_conformance,
-        fix="read 16-bit outputs as uint16 (their vstream info says UINT16), or ask HailoRT for float32 and let it "
-        "dequantize",
+        fix=_FIX_SIXTEEN_BIT,
     ),
     Rule(
         name="nms_on_one_to_one",
@@ -248,8 +322,7 @@ RULES: tuple[Rule, ...] = (
         "a sigmoid is applied to class values that are probabilities already",
         needs=("n_boxes", "min_score", "max_score", "score_threshold"),
         holds=_double_sigmoid,
-        fix="apply the sigmoid once: class outputs whose limvals lie inside [0, 1] (see hailo-harness inspect) "
-        "hold probabilities; decode them with classes_are_probabilities=True",
+        fix=_FIX_SIGMOID_ONCE,
     ),
     Rule(
         name="score_cap",
@@ -383,12 +456,18 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="confidence_shift",
         # Ultralytics' Hailo integration measured YOLO26 scores ~0.05 lower on a Hailo-8L.
-        cause="{path} finds the same boxes as {reference_path} ({matched_share:.0%} matched) with every score "
-        "shifted by {score_drift:+.3f} (spread {score_drift_std:.3f}): a confidence shift of the device, not "
-        "different boxes; compare at the matching operating point (the threshold shifted by the same amount)",
-        needs=("score_drift", "score_drift_std", "matched_share"),
+        cause="{path} finds the same boxes as {reference_path} with every score shifted by {score_drift:+.3f} "
+        "(spread {score_drift_std:.3f}): {shifted_matched_share:.0%} match once the reference's scores are shifted "
+        "so and those under the threshold left out ({matched_share:.0%} as they are): a confidence shift of the "
+        "device, not different boxes; compare at the matching operating point (the threshold shifted by the same "
+        "amount)",
+        needs=("score_drift", "score_drift_std", "matched_share", "shifted_matched_share"),
+        # The same boxes at the shifted operating point: a shift down loses the reference's boxes it moves
+        # under the threshold (a shift up adds the path's), which quantisation loss does not explain.
         holds=lambda e: (
-            e.matched_share >= 0.7 and abs(e.score_drift) >= 0.05 and e.score_drift_std <= 0.5 * abs(e.score_drift)
+            e.shifted_matched_share >= 0.7
+            and abs(e.score_drift) >= 0.05
+            and e.score_drift_std <= 0.5 * abs(e.score_drift)
         ),
         fix="hold the path at the reference's operating point (--score-threshold shifted by the drift), or "
         "recalibrate: a uniform shift comes from the class outputs' quantization, not from the decoding",
@@ -418,6 +497,16 @@ RULES: tuple[Rule, ...] = (
         holds=lambda e: e.reference_map50 - e.map50 >= 0.03 and e.matched_share >= 0.5,
         fix="calibrate with more images of the task that show the classes (64 or more), or raise the "
         "optimization level in the .alls",
+    ),
+    Rule(
+        name="host_decoder_not_reproduced",
+        # Last: a symptom above names what the host decoder does where the reproduction cannot.
+        cause="{path}'s host decoder differs from the head family's reference decoder on the same raw outputs on "
+        "{differing_frames} of {reproduction_frames} frames run again, and {reproduction}",
+        needs=_REPRODUCED_NEEDS,
+        holds=lambda e: e.reproduced_misreading == "",
+        fix="hold the host decoder to the conformance suite (harness.run_conformance, or pytest --decoder) and to "
+        "hailo-harness verify-decode on the same raw outputs",
     ),
 )
 
@@ -454,6 +543,11 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",
     "nms_matched_share": "matched share after an NMS over the reference",
+    "shifted_matched_share": "matched share with the reference's scores shifted by the drift",
+    "reproduction_frames": "frames run again",
+    "differing_frames": "frames differing from the reference decoder",
+    "reproduced_misreading": "reproduced misreading",
+    "reproduction": "reproduction",
 }
 
 
@@ -560,7 +654,19 @@ def collect_evidence(
         swapped_matched_share=matched_share(swapped),
         score_drift=counts.mean_score_drift if counts.matched else None,
         score_drift_std=counts.score_drift_std if counts.matched else None,
+        shifted_matched_share=_shifted_matched_share(reference, result, counts) if counts.matched else None,
     )
+
+
+def _shifted_matched_share(reference: PathResult, result: PathResult, counts: Agreement) -> float:
+    """The matched share of ``result`` against ``reference`` with every reference score moved by the mean
+    score drift of ``counts``' matched boxes, those then under the threshold left out."""
+    drift, threshold = np.float32(counts.mean_score_drift), result.settings.score_threshold
+    shifted = []
+    for p in reference.predictions:
+        scores = p.scores + drift
+        shifted.append(Detections(p.boxes, scores, p.class_ids).select(scores >= threshold))
+    return matched_share(agreement(shifted, result.predictions))
 
 
 def matched_share(counts: Agreement) -> float:

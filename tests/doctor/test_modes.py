@@ -2,14 +2,19 @@
 gate and named by the diagnosis, clean runs raise no alarm, and a model the emulator refuses gets
 the modes that need no emulated HEF."""
 
+from contextlib import ExitStack
+
 import numpy as np
 import pytest
 
+from harness.conformance.misreadings import SIXTEEN_AS_EIGHT
 from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIGMOID_TWICE, run_conformance
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.settings import EvalSettings
+from harness.decode.heads import decoder
 from harness.doctor.bench import open_bench
+from harness.doctor.evidence import NOTHING_RETURNED, REPRODUCTION_FRAMES, decoder_reproduction
 from harness.doctor.mistakes import (
     fcr_read_channel_first,
     paired_by_listing_order,
@@ -234,3 +239,36 @@ def test_without_an_emulated_hef_the_yolo26_host_decoders_run_over_the_onnx_cut_
         assert (row.injected, row.gate_failed, row.correct) == (True, True, True), (name, row.diagnosis, row.gate)
         assert "onnx" in row.gate or row.gate.startswith("refused: "), row.gate
     assert not run_mode(bench, MODES_BY_NAME["sixteen_bit_read_as_eight"]).injected  # needs the 16-bit HEF
+
+
+@pytest.mark.parametrize("bench", [0.2], indirect=True, ids=["threshold_0.2"])
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("fcr_read_channel_first", "with the FCR heads ("),
+        ("host_sigmoid_on_probabilities", "with the class heads of all 3 strides put through a second sigmoid"),
+    ],
+)
+def test_a_host_decoders_mistake_is_named_by_reproducing_it_on_its_own_frames(rows, name, words):
+    row = rows[name]
+    assert row.correct and "on each of the 4 frames run again" in row.cause and words in row.cause, row.cause
+
+
+@pytest.mark.parametrize("bench", [0.2], indirect=True, ids=["threshold_0.2"])
+def test_a_host_decoder_no_misreading_reproduces_is_named_by_its_symptoms(rows):
+    row = rows["heads_paired_across_grids"]
+    assert row.correct and row.cause.startswith("the host decoder fails the decoder conformance suite"), row.cause
+
+
+def test_a_yolo26_host_decoder_reading_16_bits_as_8_is_named_by_reproduction_and_says_it_returned_nothing(
+    yolo26_rows,
+):
+    cause = yolo26_rows["sixteen_bit_read_as_eight"].cause
+    assert "frames run again" in cause and f"every head {SIXTEEN_AS_EIGHT}" in cause and NOTHING_RETURNED in cause
+
+
+@pytest.mark.parametrize("bench", [0.2], indirect=True, ids=["threshold_0.2"])
+def test_the_harness_decoder_run_again_on_its_frames_agrees_with_itself(bench):
+    with ExitStack() as stack:
+        found = decoder_reproduction(bench, bench.raw_path(stack, decoder(bench.run.family)))
+    assert found is not None and (found.frames, found.differing, found.reproduction) == (REPRODUCTION_FRAMES, 0, None)

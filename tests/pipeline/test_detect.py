@@ -13,6 +13,7 @@ import pytest
 
 from harness.backends.base import InputSpec
 from harness.backends.onnx.runner import OnnxRunner
+from harness.conformance.misreadings import reproduce_path
 from harness.conformance.verify_decode import same_detections
 from harness.core.detections import Detections
 from harness.core.errors import GraphError, HarnessError, SpecError
@@ -21,12 +22,21 @@ from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.decode.yolo import decode, decode_candidates
+from harness.doctor.mistakes import fcr_read_channel_first
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import quantize
 from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
 from harness.inputs.preprocess import load_image, to_nchw_float
-from harness.pipeline.detect import BboxOnlyPath, NmsBufferPath, OnnxPath, RawHeadsPath, prepare, runner_path
+from harness.pipeline.detect import (
+    BboxOnlyPath,
+    DecoderPath,
+    NmsBufferPath,
+    OnnxPath,
+    RawHeadsPath,
+    prepare,
+    runner_path,
+)
 from harness.verdict.metrics import agreement, cells_above_threshold
 
 from support.encoders import encode_nms_by_score
@@ -489,3 +499,24 @@ def test_the_bbox_only_path_refuses_outputs_that_are_not_one_bbox_only_buffer_of
     runner.output_specs = {"nms": dataclasses.replace(runner.spec, shape=(2100, 84))}
     with pytest.raises(SpecError, match=r"shape \(2100, 84\); expected \(1, proposals, 4 \+ classes\)"):
         BboxOnlyPath(runner, SETTINGS, model_path)
+
+
+def test_a_decoder_path_runs_frames_again_handing_back_the_outputs_its_decoder_was_given(model_path, cut, images):
+    runner = HeadsAsHef(cut, quantized=True)  # box heads FCR, class heads NHWC
+    path = DecoderPath(runner, EvalSettings(HW), model_path, fcr_read_channel_first, "emulated-hailo", None, "")
+    frames = path.decoded_frames(images)
+    fed, (name,) = list(runner.frames), runner.input_specs
+    assert len(frames) == len(fed) == len(images)
+    for frame, image in zip(frames, fed, strict=True):
+        outputs = runner.infer({name: image})
+        assert all(np.array_equal(frame.outputs[n], outputs[n]) for n in outputs)
+        assert same_detections(
+            frame.got, fcr_read_channel_first(outputs, runner.output_specs, path.decode_config), 0, 0
+        )
+    found = reproduce_path(frames, path.output_specs, path.decode_config, path.family)
+    assert found is not None and found.differing >= 1 and found.reproduction is not None
+    assert found.reproduction.name == "fcr_read_channel_first"
+    assert found.reproduction.words.startswith("the FCR heads (")
+    unchanged = DecoderPath(runner, EvalSettings(HW), model_path, decode, "emulated-hailo", None, "")
+    agreeing = reproduce_path(unchanged.decoded_frames(images), path.output_specs, path.decode_config, path.family)
+    assert agreeing is not None and (agreeing.differing, agreeing.reproduction) == (0, None)

@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.conformance import misreadings
 from harness.core.detections import Detections, Letterbox, letterbox_boxes, unletterbox
 from harness.core.settings import EvalSettings, SettingsMismatch
-from harness.verdict.diagnosis import RULES, Evidence, Rule, _median, collect_evidence, diagnose
+from harness.verdict.diagnosis import REPRODUCED_FIXES, RULES, Evidence, Rule, _median, collect_evidence, diagnose
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 from support import synthetic_results as sr
@@ -68,6 +69,28 @@ SCENARIOS = {
     "score_saturation": lambda t: sr.with_scores(_healthy(t), lambda s: 0.99 + s / 100),
     "quantisation_loss": _quantisation_loss,
 }
+
+
+def _shifted(predictions, shift):
+    """Every score moved by ``shift``, those then under the threshold 0.2 left out (as a device returns them)."""
+    return [p.select(p.scores >= 0.2) for p in sr.with_scores(predictions, lambda s: s + shift)]
+
+
+def test_a_uniform_score_shift_that_drops_boxes_under_the_threshold_is_a_confidence_shift_not_quantisation_loss(
+    truths, onnx
+):
+    evidence = collect_evidence(_hailo(truths, _shifted(onnx.predictions, -0.5)), onnx)
+    assert evidence.matched_share < 0.7 and evidence.reference_map50 - evidence.map50 >= 0.03  # boxes lost
+    assert evidence.shifted_matched_share == 1.0  # every one of them the shift put under the threshold
+    findings = diagnose(evidence)
+    assert [f.name for f in findings] == ["confidence_shift", "quantisation_loss"]
+    assert "shifted by -0.500" in findings[0].cause and "100% match once the reference's scores" in findings[0].cause
+
+
+def test_scores_moved_each_its_own_way_are_no_confidence_shift_whatever_the_shifted_reference_matches(truths, onnx):
+    lost = collect_evidence(_hailo(truths, _quantisation_loss(truths)), onnx)
+    assert lost.shifted_matched_share is not None
+    assert [f.name for f in diagnose(lost)] == ["quantisation_loss"]
 
 
 @pytest.mark.parametrize("rule", sorted(SCENARIOS))
@@ -190,3 +213,36 @@ def test_the_median_box_size_is_numpys_median_to_the_bit_but_for_the_sign_of_a_z
     expected = float(np.median(np.array(values, dtype=np.float64)))
     got = _median(np.array(values))
     assert got.hex() == expected.hex() or got == expected == 0.0
+
+
+def _reproduced(evidence: Evidence, name: str, words: str) -> Evidence:
+    return dataclasses.replace(
+        evidence, reproduction_frames=4, differing_frames=3, reproduced_misreading=name, reproduction=words
+    )
+
+
+@pytest.mark.parametrize("name", misreadings.REPRODUCED_NAMES)
+def test_a_host_decoder_reproduced_by_a_misreading_is_named_by_it_before_any_symptom(truths, onnx, name):
+    # the scores of a second sigmoid too: the reproduction is the finding, the symptom comes after it
+    squeezed = collect_evidence(_hailo(truths, SCENARIOS["sigmoid_applied_twice"](truths)), onnx)
+    findings = diagnose(_reproduced(squeezed, name, "the FCR heads (box0, cls2) read channel-first"))
+    assert findings[0].name == name and findings[0].fix == REPRODUCED_FIXES[name]
+    assert "on each of the 4 frames run again" in findings[0].cause
+    assert "with the FCR heads (box0, cls2) read channel-first" in findings[0].cause
+    assert "differ from the reference decoder's on 3 of them" in findings[0].cause
+    assert "sigmoid_applied_twice" in [f.name for f in findings[1:]]
+
+
+def test_a_host_decoder_no_misreading_reproduces_is_said_so_after_the_symptoms(truths, onnx):
+    squeezed = collect_evidence(_hailo(truths, SCENARIOS["sigmoid_applied_twice"](truths)), onnx)
+    names = [f.name for f in diagnose(_reproduced(squeezed, "", misreadings.NOT_REPRODUCED))]
+    assert names[0] == "sigmoid_applied_twice" and names[-1] == "host_decoder_not_reproduced"
+    clean = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    (only,) = diagnose(_reproduced(clean, "", misreadings.NOT_REPRODUCED))
+    assert only.name == "host_decoder_not_reproduced" and "none of the known misreadings" in only.cause
+
+
+def test_a_host_decoder_that_agrees_with_the_reference_decoder_is_named_nothing(truths, onnx):
+    clean = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    agreeing = dataclasses.replace(clean, reproduction_frames=4, differing_frames=0)
+    assert diagnose(agreeing) == []

@@ -1,0 +1,366 @@
+"""Known misreadings of raw head outputs, and a decoder's mistake named by reproducing it.
+
+A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
+interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
+objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults).
+:func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
+heads, on each role's heads, on the class and objectness heads together and on each head alone
+(:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
+under test returned, on every frame given. The conformance suite gives it one planted scene; the
+doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from harness.core.detections import Detections
+from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily, HeadRole
+from harness.core.settings import DecodeConfig
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.heads import decoder, head_layout
+from harness.decode.layout import HeadLayout, HeadOutput, Level
+from harness.decode.yolo import classes_are_probabilities, sigmoid
+from harness.decode.yolov5 import DEFAULT_ANCHORS, OBJECTNESS
+from harness.formats.quant import dequantize, quantize, read_as_uint8
+
+Anchors = tuple[tuple[tuple[float, float], ...], ...]
+
+BOX_TOLERANCE_PX = 0.5
+SCORE_TOLERANCE = 0.01
+
+DFL_INTERLEAVED = (
+    "read with the DFL bins interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
+)
+CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
+SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
+CLASS_MAJOR = (
+    "read class-major (channel value x na + anchor; an anchored map is anchor-major: each anchor's 5 + nc values "
+    "are contiguous)"
+)
+SIGMOID_AGAIN = "put through a second sigmoid (one makes them probabilities: the HEF's, or the decoder's for logits)"
+OBJECTNESS_LEFT_OUT = "read without its objectness (score = class alone; the head scores objectness x class)"
+ANCHORS_REVERSED = "the anchor groups taken in reverse stride order (config.anchors is stride ascending)"
+ANCHORS_WH_SWAPPED = "each anchor taken as (height, width) (config.anchors holds (width, height))"
+DEFAULT_ANCHORS_USED = "YOLOv5's default anchors used instead of config.anchors"
+NOT_REPRODUCED = (
+    "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
+    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults), "
+    "on any head, reproduces it"
+)
+
+# The misreadings' names, as the diagnosis names a finding (channel-first on FCR heads alone has its own).
+SIXTEEN_BIT_READ_AS_EIGHT = "sixteen_bit_read_as_eight"
+READ_CHANNEL_FIRST = "read_channel_first"
+FCR_READ_CHANNEL_FIRST = "fcr_read_channel_first"
+DFL_BINS_INTERLEAVED = "dfl_bins_interleaved"
+ANCHORED_READ_CLASS_MAJOR = "anchored_read_class_major"
+SIGMOID_APPLIED_TWICE = "sigmoid_applied_twice"
+OBJECTNESS_MISSING = "objectness_left_out"
+ANCHOR_GROUPS_REVERSED = "anchor_groups_reversed"
+ANCHORS_HEIGHT_WIDTH = "anchors_taken_as_height_width"
+DEFAULT_ANCHORS_TAKEN = "default_anchors_used"
+
+
+def matches(got: Detections, expected: Detections) -> bool:
+    """Every expected detection has exactly one counterpart (same class, box within
+    :data:`BOX_TOLERANCE_PX` and score within :data:`SCORE_TOLERANCE`).
+
+    Refused at once where the classes or the sorted scores already differ (no pairing can then hold:
+    the sorted pairing is the closest in score); else each expected detection, in order, takes the first
+    free counterpart of its class."""
+    if len(got) != len(expected) or not np.array_equal(np.sort(got.class_ids), np.sort(expected.class_ids)):
+        return False
+    if len(got) and np.abs(np.sort(got.scores) - np.sort(expected.scores)).max() > SCORE_TOLERANCE:
+        return False
+    for cls in np.unique(expected.class_ids):
+        mine, theirs = np.flatnonzero(got.class_ids == cls), np.flatnonzero(expected.class_ids == cls)
+        boxes, scores = got.boxes[mine], got.scores[mine]
+        used = np.zeros(len(mine), bool)
+        for i in theirs:
+            err = np.abs(boxes - expected.boxes[i]).max(axis=1)
+            ok = ~used & (err <= BOX_TOLERANCE_PX) & (np.abs(scores - expected.scores[i]) <= SCORE_TOLERANCE)
+            if not ok.any():
+                return False
+            used[int(np.argmax(ok))] = True
+    return True
+
+
+def _channel_first(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads an (H, W, C) output as (C, H, W) memory sees, laid out (H, W, C)."""
+    h, w, c = spec.shape
+    return np.asarray(a).reshape(c, h, w).transpose(1, 2, 0), spec
+
+
+def sixteen_bit(spec: OutputSpec) -> bool:
+    """UINT16 on the host, or FLOAT32 that HailoRT dequantized from a 16-bit quant info (65535 steps)."""
+    if spec.format_type is FormatType.UINT16:
+        return True
+    q = spec.quant[0] if spec.quant else None
+    return q is not None and q.scale > 0 and (q.limvals_max - q.limvals_min) / q.scale > 256
+
+
+def _low_bytes(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads a 16-bit output's buffer as 8-bit codes sees: its first H x W x C
+    bytes, each taken for a code of the output's quant info (the codes of a FLOAT32 output are those it
+    was dequantized from)."""
+    a = np.asarray(a).reshape(spec.shape)
+    codes = a if spec.format_type is FormatType.UINT16 else quantize(a, spec.quant, np.uint16)
+    return dequantize(read_as_uint8(codes), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+def _interleaved(a: np.ndarray, spec: OutputSpec, groups: int) -> np.ndarray:
+    """Channel ``g * n + i`` of ``groups`` groups of ``n`` read from channel ``i * groups + g``."""
+    h, w, c = spec.shape
+    return np.asarray(a).reshape(h, w, c // groups, groups).transpose(0, 1, 3, 2).reshape(h, w, c)
+
+
+def _bins_interleaved(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads a box map's DFL bins bin-major (channel ``bin * 4 + side``) sees."""
+    return _interleaved(a, spec, 4), spec
+
+
+def _class_major(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads an anchored map class-major (value ``k`` of anchor ``a`` at channel
+    ``k * na + a``, not ``a * (5 + nc) + k``) sees."""
+    return _interleaved(a, spec, len(level.anchors)), spec
+
+
+def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
+    """The output's values as probabilities, float32: as the family's decoder reads them (its sigmoid
+    where they are logits)."""
+    a = np.asarray(a).reshape(spec.shape)
+    values = dequantize(a, spec.quant) if spec.is_quantized else a.astype(np.float32)
+    return values if classes_are_probabilities(spec, values) else sigmoid(values)
+
+
+def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that puts an output's probabilities through one more sigmoid sees."""
+    return sigmoid(_probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that scores entries by their class alone sees: every objectness 1 (an objectness map's
+    every value, an anchored map's objectness channel)."""
+    if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
+        return np.ones(spec.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
+    h, w, c = spec.shape
+    entries = _probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
+    entries[..., OBJECTNESS] = 1
+    return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
+OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
+
+
+@dataclass(frozen=True)
+class Misreading:
+    """A mistake in how a decoder reads one output's memory: ``view`` is what it then sees of an output
+    (of that stride's level), for the outputs it ``applies`` to; ``name`` is how a diagnosis names it."""
+
+    name: str
+    words: str
+    applies: Callable[[HeadOutput], bool]
+    view: Callable[[np.ndarray, OutputSpec, Level], tuple[np.ndarray, OutputSpec]]
+
+
+# The misreadings in the order they are tried: one that only a 16-bit output allows first (where a decoder
+# finds nothing in a UINT16 scene, reading its bytes as 8-bit codes and reading it channel-first may both
+# find nothing; the width is then the likelier story, and channel-first shows on every other scene).
+MISREADINGS = (
+    Misreading(
+        SIXTEEN_BIT_READ_AS_EIGHT,
+        SIXTEEN_AS_EIGHT,
+        lambda output: sixteen_bit(output.host_spec),
+        _low_bytes,
+    ),
+    Misreading(READ_CHANNEL_FIRST, CHANNEL_FIRST, lambda output: True, _channel_first),
+    Misreading(
+        DFL_BINS_INTERLEAVED,
+        DFL_INTERLEAVED,
+        lambda output: output.role is HeadRole.BOX and output.channels > 4,
+        _bins_interleaved,
+    ),
+    Misreading(ANCHORED_READ_CLASS_MAJOR, CLASS_MAJOR, lambda output: output.role is HeadRole.ANCHORED, _class_major),
+    Misreading(SIGMOID_APPLIED_TWICE, SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
+    Misreading(
+        OBJECTNESS_MISSING, OBJECTNESS_LEFT_OUT, lambda output: output.role in OBJECTNESS_HELD, _objectness_left_out
+    ),
+)
+
+
+@dataclass(frozen=True)
+class AnchorMisreading:
+    """A mistake in how a decoder takes its anchors: ``view`` is the anchors it then uses instead of
+    ``config.anchors`` (stride ascending, (width, height) in input pixels)."""
+
+    name: str
+    words: str
+    view: Callable[[Anchors], Anchors]
+
+
+ANCHOR_MISREADINGS = (
+    AnchorMisreading(ANCHOR_GROUPS_REVERSED, ANCHORS_REVERSED, lambda anchors: anchors[::-1]),
+    AnchorMisreading(
+        ANCHORS_HEIGHT_WIDTH, ANCHORS_WH_SWAPPED, lambda anchors: tuple(tuple((h, w) for w, h in g) for g in anchors)
+    ),
+    AnchorMisreading(DEFAULT_ANCHORS_TAKEN, DEFAULT_ANCHORS_USED, lambda anchors: DEFAULT_ANCHORS),
+)
+
+# Every name a reproduction can give.
+REPRODUCED_NAMES = (
+    *(m.name for m in MISREADINGS),
+    FCR_READ_CHANNEL_FIRST,
+    *(m.name for m in ANCHOR_MISREADINGS),
+)
+
+
+@dataclass(frozen=True)
+class HeadSet:
+    """Heads a misreading is tried on, and how a finding names them."""
+
+    words: str
+    heads: tuple[HeadOutput, ...]
+    fcr: bool  # every one of them FCR, and not every head of the layout
+
+
+def head_sets(layout: HeadLayout, specs: Mapping[str, OutputSpec]) -> list[HeadSet]:
+    """The sets of heads a misreading is tried on, the broadest first (so the simplest story wins):
+    every head, the FCR heads (a decoder that reads by format order misreads them all, whatever a frame's
+    objects leave unseen of it), each role's heads (the class and objectness heads together too), then
+    each head alone."""
+    n = len(layout.levels)
+    fcr = tuple(o for o in layout.outputs if specs[o.name].format_order is FormatOrder.FCR)
+    some_fcr = 0 < len(fcr) < len(layout.outputs)
+
+    def of(words: str, heads: tuple[HeadOutput, ...]) -> HeadSet:
+        return HeadSet(words, heads, some_fcr and all(o in fcr for o in heads))
+
+    sets = [of("every head", layout.outputs)]
+    if some_fcr:
+        sets.append(of("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
+    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS):
+        if layout.of_role(role):
+            sets.append(of(f"the {role.value} heads of all {n} strides", layout.of_role(role)))
+    if layout.of_role(HeadRole.OBJECTNESS):  # the maps holding scores, where a score is their product
+        scored = layout.of_role(HeadRole.CLASS) + layout.of_role(HeadRole.OBJECTNESS)
+        sets.append(of(f"the class and objectness heads of all {n} strides", scored))
+    for level in layout.levels:
+        for output in level.outputs:
+            sets.append(of(f"the {output.role.value} head of stride {level.stride} ({output.name})", (output,)))
+    return sets
+
+
+@dataclass(frozen=True)
+class DecodedFrame:
+    """One frame a decoder under test was given (``outputs``, as its runner returned them) and what it
+    returned (``got``, in model-input pixels)."""
+
+    outputs: Mapping[str, np.ndarray]
+    got: Detections
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """The misreading (``name``, one of :data:`REPRODUCED_NAMES`) and the heads it was made on (``words``)
+    under which the family's reference decoder returns what the decoder returned on every one of ``frames``."""
+
+    name: str
+    words: str
+    frames: int
+
+
+def _reproduces(
+    frames: Sequence[DecodedFrame],
+    family: HeadFamily,
+    seen: Callable[[Mapping[str, np.ndarray]], tuple[dict[str, np.ndarray], dict[str, OutputSpec]]],
+    config: DecodeConfig,
+) -> bool:
+    """Whether the family's reference decoder returns each frame's ``got`` from what a mistaken decoder
+    ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
+    decode = decoder(family)
+    for frame in frames:
+        try:
+            outputs, specs = seen(frame.outputs)
+            returned = decode(outputs, specs, config)
+        except Exception:  # a misreading may give the reference what it refuses: then it is not that one
+            return False
+        if not matches(frame.got, returned):
+            return False
+    return True
+
+
+def reproduce(
+    frames: Sequence[DecodedFrame],
+    specs: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+    family: HeadFamily,
+    layout: HeadLayout,
+) -> Reproduction | None:
+    """The known misreading, and the heads it was made on, under which ``family``'s reference decoder
+    returns each frame's ``got`` from its ``outputs`` (of ``specs`` and ``layout``, decoded under
+    ``config``); else the known misreading of the anchors, for an anchor-based family; None where none
+    does."""
+    level_of = {output.name: level for level in layout.levels for output in level.outputs}
+    for mistake in MISREADINGS:
+        for head_set in head_sets(layout, specs):
+            if not all(mistake.applies(o) for o in head_set.heads):
+                continue
+
+            def seen(
+                outputs: Mapping[str, np.ndarray], mistake: Misreading = mistake, heads: HeadSet = head_set
+            ) -> tuple[dict[str, np.ndarray], dict[str, OutputSpec]]:
+                misread, misread_specs = dict(outputs), dict(specs)
+                for output in heads.heads:
+                    name = output.name
+                    misread[name], misread_specs[name] = mistake.view(misread[name], specs[name], level_of[name])
+                return misread, misread_specs
+
+            if _reproduces(frames, family, seen, config):
+                fcr = mistake.name == READ_CHANNEL_FIRST and head_set.fcr
+                name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
+                return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
+    anchors = config.anchors
+    for anchor_mistake in ANCHOR_MISREADINGS:
+        taken = anchor_mistake.view(anchors)
+        if anchors and taken != anchors:
+            as_given = replace(config, anchors=taken)
+            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
+                return Reproduction(anchor_mistake.name, anchor_mistake.words, len(frames))
+    return None
+
+
+@dataclass(frozen=True)
+class PathReproduction:
+    """What a few frames of a host decoder's path say: on how many of ``frames`` its detections differ
+    from the family's reference decoder's on the same outputs (``differing``), how many it returned over
+    them all (``returned``), and, where some differ, the misreading that reproduces them on every frame
+    (``reproduction``; None where none does)."""
+
+    frames: int
+    differing: int
+    returned: int
+    reproduction: Reproduction | None
+
+
+def reproduce_path(
+    frames: Sequence[DecodedFrame], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
+) -> PathReproduction | None:
+    """``frames`` of a path whose decoder was given outputs of ``specs`` and ``config``, held to
+    ``family``'s reference decoder: where it differs on one of them, the misreading that reproduces it on
+    all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
+    there is no reference decoding to reproduce)."""
+    try:
+        layout = head_layout(family, specs, config.input_hw, config.anchors)
+    except HarnessError:
+        return None
+    decode = decoder(family)
+    differing = sum(not matches(frame.got, decode(frame.outputs, specs, config)) for frame in frames)
+    reproduction = reproduce(frames, specs, config, family, layout) if differing else None
+    returned = sum(len(frame.got) for frame in frames)
+    return PathReproduction(len(frames), differing, returned, reproduction)

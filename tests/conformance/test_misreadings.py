@@ -1,0 +1,94 @@
+"""A decoder's mistake named by reproduction over one frame or several: the misreading (and the heads it
+was made on) under which the family's reference decoder returns what the decoder returned on every frame."""
+
+from dataclasses import replace
+
+import pytest
+
+from harness.conformance import misreadings
+from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce
+from harness.conformance.suite import SceneRecipe, make_scene
+from harness.core.head_family import HeadFamily
+from harness.core.specs import FormatOrder
+from harness.decode.yolo import decode
+from harness.decode.yolov5 import decode as yolov5_decode
+
+from support import wrong_decoders
+
+NHWC, FCR = FormatOrder.NHWC, FormatOrder.FCR
+MIXED = SceneRecipe(box_order=FCR, class_orders=(NHWC, NHWC, FCR))  # the field report's mix of orders
+
+
+def _frames(decoder, recipe, seeds=(0, 1, 2)):
+    scenes = [make_scene(recipe, seed) for seed in seeds]
+    return scenes[0], [DecodedFrame(s.outputs, decoder(s.outputs, s.specs, s.config)) for s in scenes]
+
+
+def _reproduce(decoder, recipe, seeds=(0, 1, 2)):
+    scene, frames = _frames(decoder, recipe, seeds)
+    return reproduce(frames, scene.specs, scene.config, scene.family, scene.layout)
+
+
+def test_channel_first_on_the_fcr_heads_alone_is_named_as_an_fcr_misreading_on_every_frame():
+    found = _reproduce(wrong_decoders.fcr_channel_first, MIXED)
+    assert found is not None and found.frames == 3
+    assert found.name == misreadings.FCR_READ_CHANNEL_FIRST
+    assert found.words == f"the FCR heads (box0, box1, box2, cls2) {misreadings.CHANNEL_FIRST}"
+
+
+def test_channel_first_on_heads_that_are_not_all_fcr_is_named_channel_first():
+    found = _reproduce(wrong_decoders.box_heads_channel_first, SceneRecipe())
+    assert found is not None and found.name == misreadings.READ_CHANNEL_FIRST
+    assert found.words.startswith("the box heads of all 3 strides")
+
+
+@pytest.mark.parametrize(
+    ("decoder", "recipe", "name"),
+    [
+        (wrong_decoders.dfl_interleaved, SceneRecipe(), misreadings.DFL_BINS_INTERLEAVED),
+        (wrong_decoders.sigmoid_twice, SceneRecipe(), misreadings.SIGMOID_APPLIED_TWICE),
+        (
+            wrong_decoders.yolov5_anchors_reversed,
+            SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1),  # one config for every frame, as a path has
+            misreadings.ANCHOR_GROUPS_REVERSED,
+        ),
+        (
+            wrong_decoders.yolov5_class_major,
+            SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1),
+            misreadings.ANCHORED_READ_CLASS_MAJOR,
+        ),
+    ],
+)
+def test_each_misreading_reproduced_on_every_frame_is_named_by_its_name(decoder, recipe, name):
+    found = _reproduce(decoder, recipe)
+    assert found is not None and found.name == name and found.name in misreadings.REPRODUCED_NAMES
+
+
+def test_a_misreading_that_holds_on_one_frame_but_not_another_is_not_named():
+    scene, (wrong, *_) = _frames(wrong_decoders.box_heads_channel_first, SceneRecipe(), seeds=(0,))
+    other = make_scene(SceneRecipe(), 1)
+    right = DecodedFrame(other.outputs, decode(other.outputs, other.specs, other.config))
+    assert reproduce([wrong], scene.specs, scene.config, scene.family, scene.layout) is not None
+    assert reproduce([wrong, right], scene.specs, scene.config, scene.family, scene.layout) is None
+
+
+def test_a_mistake_no_misreading_makes_is_not_reproduced():
+    assert _reproduce(wrong_decoders.drops_the_weakest, SceneRecipe()) is None
+    assert _reproduce(wrong_decoders.xy_swapped, SceneRecipe()) is None
+
+
+def test_the_fcr_heads_are_a_head_set_of_their_own_only_where_some_heads_are_not_fcr():
+    mixed = make_scene(MIXED, 0)
+    sets = {s.words: s for s in head_sets(mixed.layout, mixed.specs)}
+    assert [o.name for o in sets["the FCR heads (box0, box1, box2, cls2)"].heads] == ["box0", "box1", "box2", "cls2"]
+    fcr_only = {words for words, s in sets.items() if s.fcr}
+    assert "the box heads of all 3 strides" in fcr_only and "the class head of stride 32 (cls2)" in fcr_only
+    assert not {"every head", "the class heads of all 3 strides", "the class head of stride 8 (cls0)"} & fcr_only
+    every_fcr = make_scene(replace(MIXED, class_orders=(FCR,) * 3), 0)
+    assert not any(s.fcr for s in head_sets(every_fcr.layout, every_fcr.specs))
+
+
+def test_the_reference_decoder_itself_is_reproduced_by_no_misreading_of_a_scene_it_decodes_alike():
+    # a correct decode is nothing to name: callers ask only where the decoder differs from the reference
+    scene, frames = _frames(yolov5_decode, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
+    assert reproduce(frames, scene.specs, scene.config, scene.family, scene.layout) is None

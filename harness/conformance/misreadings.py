@@ -2,7 +2,8 @@
 
 A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
 interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
-objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults).
+objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults) or an
+SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept).
 :func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
 heads, on each role's heads, on the class and objectness heads together and on each head alone
 (:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
@@ -20,7 +21,7 @@ import numpy as np
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
-from harness.core.settings import DecodeConfig
+from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
@@ -39,18 +40,25 @@ DFL_INTERLEAVED = (
 CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
 SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
 CLASS_MAJOR = (
-    "read class-major (channel value x na + anchor; an anchored map is anchor-major: each anchor's 5 + nc values "
-    "are contiguous)"
+    "read class-major (channel value x na + anchor; a map of anchors is anchor-major: each anchor's values (5 + nc "
+    "of an anchored map, 4 or nc of an SSD map) are contiguous)"
 )
 SIGMOID_AGAIN = "put through a second sigmoid (one makes them probabilities: the HEF's, or the decoder's for logits)"
 OBJECTNESS_LEFT_OUT = "read without its objectness (score = class alone; the head scores objectness x class)"
 ANCHORS_REVERSED = "the anchor groups taken in reverse stride order (config.anchors is stride ascending)"
 ANCHORS_WH_SWAPPED = "each anchor taken as (height, width) (config.anchors holds (width, height))"
 DEFAULT_ANCHORS_USED = "YOLOv5's default anchors used instead of config.anchors"
+SSD_X_FIRST = "the box coding read x first (tx, ty, tw, th; config.ssd gives the order of ty, tx, th, tw)"
+SSD_SCALES_LEFT_OUT = (
+    "the box coding's scale factors left out (config.ssd's centers_scale_factor and bbox_dimensions_scale_factor "
+    "divide the codes)"
+)
+SSD_ANCHORS_WH_SWAPPED = "each SSD anchor taken as (height, width) (config.ssd's anchors hold (width, height))"
+SSD_BACKGROUND_KEPT = "the background class read as a class (config.ssd's background_class is left out)"
 NOT_REPRODUCED = (
     "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
-    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults), "
-    "on any head, reproduces it"
+    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults; an "
+    "SSD box coding read x first or without its scale factors, the background kept), on any head, reproduces it"
 )
 
 # The misreadings' names, as the diagnosis names a finding (channel-first on FCR heads alone has its own).
@@ -155,6 +163,7 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
 
 
 SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
+PER_ANCHOR = (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)  # maps of na groups of values
 OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
 
 
@@ -186,7 +195,7 @@ MISREADINGS = (
         lambda output: output.role is HeadRole.BOX and output.channels > 4,
         _bins_interleaved,
     ),
-    Misreading(ANCHORED_READ_CLASS_MAJOR, CLASS_MAJOR, lambda output: output.role is HeadRole.ANCHORED, _class_major),
+    Misreading(ANCHORED_READ_CLASS_MAJOR, CLASS_MAJOR, lambda output: output.role in PER_ANCHOR, _class_major),
     Misreading(SIGMOID_APPLIED_TWICE, SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
     Misreading(
         OBJECTNESS_MISSING, OBJECTNESS_LEFT_OUT, lambda output: output.role in OBJECTNESS_HELD, _objectness_left_out
@@ -212,11 +221,47 @@ ANCHOR_MISREADINGS = (
     AnchorMisreading(DEFAULT_ANCHORS_TAKEN, DEFAULT_ANCHORS_USED, lambda anchors: DEFAULT_ANCHORS),
 )
 
+SSD_CODING_X_FIRST = "ssd_box_coding_read_x_first"
+SSD_SCALE_FACTORS_LEFT_OUT = "ssd_scale_factors_left_out"
+SSD_ANCHORS_HEIGHT_WIDTH = "ssd_anchors_taken_as_height_width"
+SSD_BACKGROUND_AS_CLASS = "ssd_background_read_as_a_class"
+
+
+@dataclass(frozen=True)
+class SsdMisreading:
+    """A mistake in how a decoder takes an SSD head's box coding: ``view`` is the config it then decodes with
+    instead of ``config.ssd`` (hailort: libhailort/src/net_flow/ops_metadata/ssd_op_metadata.hpp)."""
+
+    name: str
+    words: str
+    view: Callable[[SsdConfig], SsdConfig]
+
+
+SSD_MISREADINGS = (
+    SsdMisreading(
+        SSD_CODING_X_FIRST,
+        SSD_X_FIRST,
+        lambda c: replace(c, ty_index=c.tx_index, tx_index=c.ty_index, th_index=c.tw_index, tw_index=c.th_index),
+    ),
+    SsdMisreading(
+        SSD_SCALE_FACTORS_LEFT_OUT,
+        SSD_SCALES_LEFT_OUT,
+        lambda c: replace(c, centers_scale_factor=1, bbox_dimensions_scale_factor=1),
+    ),
+    SsdMisreading(
+        SSD_ANCHORS_HEIGHT_WIDTH,
+        SSD_ANCHORS_WH_SWAPPED,
+        lambda c: replace(c, anchors=tuple(tuple((h, w) for w, h in layer) for layer in c.anchors)),
+    ),
+    SsdMisreading(SSD_BACKGROUND_AS_CLASS, SSD_BACKGROUND_KEPT, lambda c: replace(c, background_class=None)),
+)
+
 # Every name a reproduction can give.
 REPRODUCED_NAMES = (
     *(m.name for m in MISREADINGS),
     FCR_READ_CHANNEL_FIRST,
     *(m.name for m in ANCHOR_MISREADINGS),
+    *(m.name for m in SSD_MISREADINGS),
 )
 
 
@@ -332,6 +377,13 @@ def reproduce(
             as_given = replace(config, anchors=taken)
             if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
                 return Reproduction(anchor_mistake.name, anchor_mistake.words, len(frames))
+    for ssd_mistake in SSD_MISREADINGS if config.ssd is not None else ():
+        assert config.ssd is not None
+        taken_ssd = ssd_mistake.view(config.ssd)
+        if taken_ssd != config.ssd:
+            as_given = replace(config, ssd=taken_ssd)
+            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
+                return Reproduction(ssd_mistake.name, ssd_mistake.words, len(frames))
     return None
 
 
@@ -356,7 +408,8 @@ def reproduce_path(
     all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
     there is no reference decoding to reproduce)."""
     try:
-        layout = head_layout(family, specs, config.input_hw, config.anchors)
+        anchors = config.ssd.anchors if config.ssd is not None else config.anchors
+        layout = head_layout(family, specs, config.input_hw, anchors)
     except HarnessError:
         return None
     decode = decoder(family)

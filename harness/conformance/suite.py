@@ -58,10 +58,11 @@ from harness.conformance.misreadings import (
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
-from harness.core.settings import DecodeConfig
+from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.heads import head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, layout_of
+from harness.decode.ssd import BOX_CHANNELS as SSD_BOX_CHANNELS
 from harness.decode.yolov5 import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
 from harness.decode.yolox import BOX_CHANNELS
 from harness.formats.quant import dequantize, quantize
@@ -141,6 +142,9 @@ class SceneRecipe:
     anchored_orders: tuple[FormatOrder, FormatOrder, FormatOrder] = (FormatOrder.NHWC,) * 3
     drawn_anchors: bool = False
     decoys: int = 0
+    # SSD: drawn_anchors also draws the box coding (scale factors, ty/tx/th/tw order); the background class
+    # the class maps' last channel instead of the first
+    background_last: bool = False
 
 
 def _widened(quant: QuantInfo, format_type: FormatType) -> QuantInfo:
@@ -175,6 +179,8 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
         return _anchored_scene(recipe, seed)
     if recipe.family is HeadFamily.YOLOX:
         return _yolox_scene(recipe, seed)
+    if recipe.family is HeadFamily.SSD:
+        return _ssd_scene(recipe, seed)
     rng = np.random.default_rng(seed)
     h, w = recipe.input_hw
     strides = (8, 16, 32)
@@ -445,6 +451,116 @@ def _yolox_scene(recipe: SceneRecipe, seed: int) -> Scene:
     return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
 
 
+# An SSD scene's anchors per layer, largest grid first, (width, height) as fractions of the input: one square
+# and two elongated per layer, as SSD's anchor generators make them.
+SSD_ANCHORS: Anchors = (
+    ((0.1, 0.1), (0.14, 0.07), (0.07, 0.14)),
+    ((0.3, 0.3), (0.42, 0.21), (0.21, 0.42)),
+    ((0.6, 0.6), (0.85, 0.42), (0.42, 0.85)),
+)
+
+
+def _ssd_coding(recipe: SceneRecipe, rng: np.random.Generator, classes: int) -> SsdConfig:
+    """The scene's SSD config: :data:`SSD_ANCHORS` and TensorFlow's box coder scales (10, 5) in HailoRT's
+    default ty, tx, th, tw order; drawn per seed with ``recipe.drawn_anchors`` (anchors none within 20 % of
+    square but the first of each layer, other scales, another channel order)."""
+    background = classes - 1 if recipe.background_last else 0
+    if not recipe.drawn_anchors:
+        return SsdConfig(SSD_ANCHORS, 10, 5, background_class=background)
+    layers = []
+    for size in (0.1, 0.3, 0.6):
+        layer = [(size, size)]
+        while len(layer) < 3:
+            w, h = (float(round(v, 3)) for v in rng.uniform(0.5, 1.6, 2) * size)
+            if abs(w - h) >= 0.2 * max(w, h):
+                layer.append((w, h))
+        layers.append(tuple(layer))
+    ty, tx, th, tw = (int(i) for i in rng.permutation(4))
+    centres, dimensions = int(rng.choice((5, 8, 16))), int(rng.choice((2, 3, 4)))
+    return SsdConfig(tuple(layers), centres, dimensions, ty, tx, th, tw, background_class=background)
+
+
+def _ssd_scene(recipe: SceneRecipe, seed: int) -> Scene:
+    """An SSD scene: per layer (grids of 8, 16 and 32 input pixels a cell, largest first) a regression map of 4
+    codes per anchor and a class map of ``recipe.classes`` + 1 probabilities per anchor (the background class
+    first, or last with ``recipe.background_last``), both anchor-major (hailort: libhailort/src/net_flow/ops/
+    ssd_post_process.cpp, ``extract_detections``); the objects planted on (cell, anchor) entries of each layer in
+    turn, their class probability below 1 and their background low; every other entry's background high and
+    its classes far below threshold. HailoRT's SSD op applies no activation, so the class maps hold
+    probabilities (the HEF's sigmoid)."""
+    rng = np.random.default_rng(seed)
+    h, w = recipe.input_hw
+    cells_px = (8, 16, 32)
+    nc = recipe.classes + 1
+    ssd = _ssd_coding(recipe, rng, nc)
+    background = ssd.background_class
+    assert background is not None
+    real = [c for c in range(nc) if c != background]
+    codes = [
+        rng.normal(0, 0.5, (h // s, w // s, len(a), SSD_BOX_CHANNELS))
+        for s, a in zip(cells_px, ssd.anchors, strict=True)
+    ]
+    scores = [np.full((h // s, w // s, len(a), nc), 3e-4) for s, a in zip(cells_px, ssd.anchors, strict=True)]
+    for layer in scores:
+        layer[..., background] = 0.95
+    taken: set[tuple[int, int, int, int]] = set()
+    planted: list[tuple[int, int, int, int, int]] = []  # layer, row, col, anchor, class id (background left out)
+    planted_boxes: list[np.ndarray] = []
+    while len(planted) < recipe.objects:
+        g = len(planted) % len(cells_px)
+        s = cells_px[g]
+        row, col, a = int(rng.integers(h // s)), int(rng.integers(w // s)), int(rng.integers(len(ssd.anchors[g])))
+        t = rng.uniform(-1.0, 1.0, 4)  # ty, tx, th, tw: a centre within the anchor, a size 0.8 to 1.25 of it
+        wa, ha = ssd.anchors[g][a]
+        centre = (np.array([col + 0.5, row + 0.5]) / (w // s, h // s)) + t[[1, 0]] / ssd.centers_scale_factor * (wa, ha)
+        size = np.exp(t[[3, 2]] / ssd.bbox_dimensions_scale_factor) * (wa, ha)
+        box = np.concatenate([centre - size / 2, centre + size / 2]) * (w, h, w, h)
+        if (g, row, col, a) in taken or any(_iou(box, other) > 0.05 for other in planted_boxes):
+            continue
+        cls = int(rng.integers(recipe.classes))
+        codes[g][row, col, a] = t[list(np.argsort(ssd.box_indices))]  # channel ssd.box_indices[k] holds t[k]
+        scores[g][row, col, a, background] = 0.05
+        scores[g][row, col, a, real[cls]] = rng.uniform(0.9 if not planted else 0.6, 0.98)
+        taken.add((g, row, col, a))
+        planted.append((g, row, col, a, cls))
+        planted_boxes.append(box)
+
+    outputs: dict[str, np.ndarray] = {}
+    specs: dict[str, OutputSpec] = {}
+    seen: dict[tuple[int, HeadRole], np.ndarray] = {}  # the values a correct decoder reads
+    for g in range(len(cells_px)):
+        for role, value, order, quant in (
+            (HeadRole.ANCHOR_BOXES, codes[g], recipe.box_order, _box_quant(recipe.format_type)),
+            (HeadRole.ANCHOR_CLASSES, scores[g], recipe.class_orders[g], _class_quant(False, recipe.format_type)),
+        ):
+            name = f"{'box' if role is HeadRole.ANCHOR_BOXES else 'cls'}{g}"
+            flat = value.astype(np.float32).reshape(*value.shape[:2], -1)
+            spec_quant: tuple[QuantInfo, ...] = ()
+            if recipe.format_type is FormatType.FLOAT32:
+                outputs[name], read = flat, flat
+            else:
+                q = quantize(flat, (quant,), np.dtype(recipe.format_type.numpy_dtype))
+                outputs[name], read, spec_quant = q, dequantize(q, (quant,)), (quant,)
+            specs[name] = OutputSpec(name, flat.shape, order, recipe.format_type, spec_quant)
+            seen[g, role] = read.astype(np.float64).reshape(value.shape)
+
+    expected_boxes, expected_scores, class_ids, planted_strides = [], [], [], []
+    for g, row, col, a, cls in planted:
+        s = cells_px[g]
+        t = seen[g, HeadRole.ANCHOR_BOXES][row, col, a][list(ssd.box_indices)]  # ty, tx, th, tw
+        wa, ha = ssd.anchors[g][a]
+        centre = (np.array([col + 0.5, row + 0.5]) / (w // s, h // s)) + t[[1, 0]] / ssd.centers_scale_factor * (wa, ha)
+        size = np.exp(t[[3, 2]] / ssd.bbox_dimensions_scale_factor) * (wa, ha)
+        expected_boxes.append(np.concatenate([centre - size / 2, centre + size / 2]) * (w, h, w, h))
+        expected_scores.append(float(seen[g, HeadRole.ANCHOR_CLASSES][row, col, a, real[cls]]))
+        class_ids.append(cls)
+        planted_strides.append(s)
+    config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7, ssd=ssd)
+    expected = Detections(np.array(expected_boxes), np.array(expected_scores), np.array(class_ids))
+    layout = head_layout(recipe.family, specs, recipe.input_hw, ssd.anchors)
+    return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
+
+
 def name_mistake(got: object, scene: Scene) -> str | None:
     """``None`` when ``got`` equals the planted objects, else the mistake in plain words."""
     if not isinstance(got, Detections):
@@ -555,6 +671,7 @@ SCENE_FAMILIES = (
     HeadFamily.YOLO26_ONE2MANY,
     HeadFamily.YOLOV5,
     HeadFamily.YOLOX,
+    HeadFamily.SSD,
 )
 # The head families whose score is objectness x class.
 OBJECTNESS_FAMILIES = (HeadFamily.YOLOV5, HeadFamily.YOLOX)
@@ -563,8 +680,10 @@ OBJECTNESS_FAMILIES = (HeadFamily.YOLOV5, HeadFamily.YOLOX)
 def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
     """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
     the scenes planted with its box maps (DFL bins, YOLO26's 4 distances, YOLOv5's anchored maps or YOLOX's
-    box, objectness and class maps), then an objectness family's own (score = objectness x class) and an
-    anchor-based family's (anchors from the config). A family without scenes (:data:`SCENE_FAMILIES`) is a
+    box, objectness and class maps, SSD's per-anchor regression and class maps), then an objectness family's own
+    (score = objectness x class), an anchor-based family's (anchors from the config) and SSD's (its anchors and
+    box coding from ``config.ssd``, the background class left out; the sentences about logit class outputs are
+    not SSD's: HailoRT's SSD op is given probabilities). A family without scenes (:data:`SCENE_FAMILIES`) is a
     :class:`~harness.core.errors.HarnessError`."""
     if family not in SCENE_FAMILIES:
         raise HarnessError(
@@ -572,24 +691,47 @@ def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
             f"of {[f.value for f in SCENE_FAMILIES]}"
         )
     base = SceneRecipe(family=family, reg_max=16 if family is HeadFamily.YOLOV8 else 1)
+    # HailoRT's SSD op applies no activation (ssd_post_process.hpp): an SSD decoder is given probabilities,
+    # never logits, and the sentences about logits are not its
+    logits = family is not HeadFamily.SSD
     common = (
         Property(
             "finds every planted object with its box, score and class", _plain(replace(base, input_hw=(640, 640)))
         ),
         Property("handles non-square inputs and 80 classes", _plain(replace(base, classes=80, objects=6))),
-        Property("applies the sigmoid to logit class outputs", _plain(replace(base, logits=True))),
+        *(
+            (Property("applies the sigmoid to logit class outputs", _plain(replace(base, logits=True))),)
+            if logits
+            else ()
+        ),
         Property("reads UINT8 outputs through their quant info", _plain(replace(base, format_type=FormatType.UINT8))),
-        Property(
-            "reads UINT8 logit outputs through their quant info",
-            _plain(replace(base, format_type=FormatType.UINT8, logits=True)),
+        *(
+            (
+                Property(
+                    "reads UINT8 logit outputs through their quant info",
+                    _plain(replace(base, format_type=FormatType.UINT8, logits=True)),
+                ),
+            )
+            * logits
         ),
         Property(
             "reads UINT16 outputs (16-bit output layers) through their quant info",
-            _plain(replace(base, format_type=FormatType.UINT16, logits=True)),
+            _plain(replace(base, format_type=FormatType.UINT16, logits=logits)),
         ),
         Property("reads FCR heads channel-last, like NHWC", _fcr_channel_last(base)),
         Property("pairs heads by grid and channels, whatever the outputs' order or names", _pairing(base)),
     )
+    if family is HeadFamily.SSD:
+        return (
+            *common,
+            Property(
+                "takes the anchors and box coding from config.ssd, per layer", _plain(replace(base, drawn_anchors=True))
+            ),
+            Property(
+                "leaves out the background class where config.ssd puts it, first or last",
+                _plain(replace(base, background_last=True)),
+            ),
+        )
     objectness = Property(
         "scores objectness x class: a high class score under a low objectness is no detection",
         _plain(replace(base, decoys=8)),

@@ -185,6 +185,11 @@ _FIX_ANCHORS = (
     "export's own (hailo-harness inspect shows them)"
 )
 # What to do about each misreading a host decoder is reproduced with.
+_FIX_SSD = (
+    "decode each anchor's regression values as config.ssd says: ty, tx, th, tw at its indices, the centre "
+    "offsets divided by centers_scale_factor and the log sizes by bbox_dimensions_scale_factor, each anchor "
+    "(width, height) as fractions of the input"
+)
 REPRODUCED_FIXES: Mapping[str, str] = {
     misreadings.SIXTEEN_BIT_READ_AS_EIGHT: _FIX_SIXTEEN_BIT,
     misreadings.FCR_READ_CHANNEL_FIRST: _FIX_CHANNEL_LAST,
@@ -210,6 +215,14 @@ REPRODUCED_FIXES: Mapping[str, str] = {
     misreadings.ANCHOR_GROUPS_REVERSED: _FIX_ANCHORS,
     misreadings.ANCHORS_HEIGHT_WIDTH: _FIX_ANCHORS,
     misreadings.DEFAULT_ANCHORS_TAKEN: _FIX_ANCHORS,
+    # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp (extract_bbox_detections, extract_bbox_classes)
+    misreadings.SSD_CODING_X_FIRST: _FIX_SSD,
+    misreadings.SSD_SCALE_FACTORS_LEFT_OUT: _FIX_SSD,
+    misreadings.SSD_ANCHORS_HEIGHT_WIDTH: _FIX_SSD,
+    misreadings.SSD_BACKGROUND_AS_CLASS: (
+        "leave the SSD config's background class out of the detections (the first or the last of each anchor's "
+        "class values); where it is the first, every class id after it is one lower"
+    ),
 }
 
 _REPRODUCED_NEEDS = ("reproduced_misreading", "reproduction", "reproduction_frames", "differing_frames")

@@ -5,12 +5,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from harness.conformance import misreadings
 from harness.conformance import suite as conformance
 from harness.conformance.suite import SceneRecipe, check_property, make_scene, properties, run_conformance
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
+from harness.decode.ssd import decode as ssd_decode
 from harness.decode.yolo import decode
 from harness.decode.yolo26 import decode_one2many, decode_one2one
 from harness.decode.yolov5 import DEFAULT_ANCHORS
@@ -299,6 +301,76 @@ def test_each_wrong_yolox_decoder_fails_the_properties_its_mistake_touches_and_i
 def test_every_held_out_yolox_decoder_is_in_the_table():
     held_out = {n for n in dir(wrong_decoders) if n.startswith("yolox_") and n != "yolox_by_hand"}
     assert held_out == {d.__name__ for d, _, _ in YOLOX_MISTAKES}
+
+
+# ------------------------------------------------------------------------ SSD (per-anchor regression and class maps)
+
+SSD = properties(HeadFamily.SSD)
+SSD_OWN = [
+    "takes the anchors and box coding from config.ssd, per layer",
+    "leaves out the background class where config.ssd puts it, first or last",
+]
+BACKGROUND_PROPERTY = SSD_OWN[1]
+
+
+def test_ssd_properties_are_yolov8s_sentences_but_the_logit_ones_then_two_of_the_family_s_own():
+    """HailoRT's SSD op applies no activation: an SSD decoder is never given logits."""
+    logit_free = [p.sentence for p in PROPERTIES if p.sentence not in LOGIT_PROPERTIES[:2]]
+    assert [p.sentence for p in SSD] == logit_free + SSD_OWN
+
+
+@pytest.mark.parametrize("decoder", [ssd_decode, wrong_decoders.ssd_by_hand])
+def test_the_harness_ssd_decoder_and_one_written_by_hand_satisfy_every_ssd_property(decoder):
+    assert run_conformance(decoder, family=HeadFamily.SSD) == {p.sentence: None for p in SSD}
+
+
+# Each held-out SSD decoder (one mistake), the properties it fails, and the words that name its mistake.
+SSD_MISTAKES = [
+    (wrong_decoders.ssd_x_first, ALL, misreadings.SSD_X_FIRST),
+    (wrong_decoders.ssd_no_scales, ALL, misreadings.SSD_SCALES_LEFT_OUT),
+    (wrong_decoders.ssd_anchors_height_width, ALL, misreadings.SSD_ANCHORS_WH_SWAPPED),
+    (wrong_decoders.ssd_background_kept, ALL, misreadings.SSD_BACKGROUND_KEPT),
+    (wrong_decoders.ssd_channel_first, ALL, f"every head {conformance.CHANNEL_FIRST}"),
+    (wrong_decoders.ssd_class_major, ALL, f"every head {conformance.CLASS_MAJOR}"),
+    (
+        wrong_decoders.ssd_fcr_channel_first,
+        ["reads FCR heads channel-last, like NHWC"],
+        f"{conformance.FCR_CHANNEL_FIRST}: the FCR heads (box0, box1, box2, cls2) {conformance.CHANNEL_FIRST}",
+    ),
+    (
+        wrong_decoders.ssd_sixteen_bit_read_as_eight,
+        ["reads UINT16 outputs (16-bit output layers) through their quant info"],
+        f"every head {conformance.SIXTEEN_AS_EIGHT}",
+    ),
+    (wrong_decoders.ssd_centre_at_the_corner, ALL, conformance.HALF_CELL),
+    # caught, not named: no known misreading gives sizes without the exp, and the suite says so
+    (wrong_decoders.ssd_no_exp, ALL, conformance.NOT_REPRODUCED),
+]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "failing", "words"), [pytest.param(*row, id=row[0].__name__) for row in SSD_MISTAKES]
+)
+def test_each_wrong_ssd_decoder_fails_the_properties_its_mistake_touches_and_is_named(decoder, failing, words):
+    results = run_conformance(decoder, family=HeadFamily.SSD)
+    failed = [sentence for sentence, failure in results.items() if failure]
+    assert failed == ([p.sentence for p in SSD] if failing is ALL else failing)
+    assert words in results[failed[0]]
+
+
+def test_every_held_out_ssd_decoder_is_in_the_table():
+    held_out = {n for n in dir(wrong_decoders) if n.startswith("ssd_") and n != "ssd_by_hand"}
+    assert held_out == {d.__name__ for d, _, _ in SSD_MISTAKES}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_an_ssd_scene_holds_the_background_high_where_nothing_is_planted_first_or_last(seed):
+    for last in (False, True):
+        scene = make_scene(SceneRecipe(family=HeadFamily.SSD, background_last=last), seed)
+        background = scene.config.ssd.background_class
+        assert background == (2 if last else 0)
+        values = np.concatenate([v.reshape(-1, 3) for n, v in scene.outputs.items() if n.startswith("cls")])
+        assert (values[:, background] > 0.5).sum() == len(values) - len(scene.expected)
 
 
 @pytest.mark.parametrize("seed", range(5))

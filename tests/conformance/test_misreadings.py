@@ -57,6 +57,15 @@ def test_channel_first_on_heads_that_are_not_all_fcr_is_named_channel_first():
             SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1),
             misreadings.ANCHORED_READ_CLASS_MAJOR,
         ),
+        (wrong_decoders.ssd_x_first, SceneRecipe(family=HeadFamily.SSD), misreadings.SSD_CODING_X_FIRST),
+        (wrong_decoders.ssd_no_scales, SceneRecipe(family=HeadFamily.SSD), misreadings.SSD_SCALE_FACTORS_LEFT_OUT),
+        (
+            wrong_decoders.ssd_anchors_height_width,
+            SceneRecipe(family=HeadFamily.SSD),
+            misreadings.SSD_ANCHORS_HEIGHT_WIDTH,
+        ),
+        (wrong_decoders.ssd_background_kept, SceneRecipe(family=HeadFamily.SSD), misreadings.SSD_BACKGROUND_AS_CLASS),
+        (wrong_decoders.ssd_class_major, SceneRecipe(family=HeadFamily.SSD), misreadings.ANCHORED_READ_CLASS_MAJOR),
     ],
 )
 def test_each_misreading_reproduced_on_every_frame_is_named_by_its_name(decoder, recipe, name):

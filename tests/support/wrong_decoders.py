@@ -359,3 +359,114 @@ def yolox_no_exp(outputs, specs, config):
 def yolox_sixteen_bit_read_as_eight(outputs, specs, config):
     """Reads each 16-bit map's buffer as uint8 codes (its first H x W x C bytes)."""
     return _yolox_by_hand(outputs, specs, config, "16-bit as 8-bit")
+
+
+# ------------------------------------------------------------------------ SSD (per-anchor regression and class maps)
+
+
+def _ssd_by_hand(outputs, specs, config, bug=None):
+    """An SSD decoder written as a user would, apart from the harness's (per layer, largest grid first, the map
+    of 4 x anchors channels is the regression, the other the classes; HailoRT's box formula with config.ssd;
+    the background class left out), making the one mistake ``bug``; None: no mistake."""
+    ssd = config.ssd
+    anchors_per_layer = ssd.anchors
+    if bug == "anchors (h, w)":
+        anchors_per_layer = tuple(tuple((h, w) for w, h in layer) for layer in anchors_per_layer)
+    grids = sorted({specs[n].shape[:2] for n in specs}, key=lambda g: -g[0] * g[1])
+    in_h, in_w = config.input_hw
+    boxes, scores = [], []
+    for grid, anchors in zip(grids, anchors_per_layer, strict=True):
+        na = len(anchors)
+        (reg,) = [n for n in specs if specs[n].shape[:2] == grid and specs[n].shape[2] == 4 * na]
+        (cls,) = [n for n in specs if specs[n].shape[:2] == grid and n != reg]
+
+        def read(name, na=na):
+            spec, raw = specs[name], np.asarray(outputs[name])
+            h, w, c = spec.shape
+            if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
+                raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
+            if bug == "channel-first" or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
+                raw = raw.reshape(c, h, w).transpose(1, 2, 0)
+            x = dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+            if bug == "class-major":
+                return x.reshape(h, w, c // na, na).transpose(0, 1, 3, 2)
+            return x.reshape(h, w, na, c // na)
+
+        t, p = read(reg), read(cls)
+        h, w = grid
+        order = (1, 0, 3, 2) if bug == "x first" else (0, 1, 2, 3)
+        ty, tx, th, tw = (t[..., ssd.box_indices[order[k]]] for k in range(4))
+        centres, dimensions = (
+            (1, 1) if bug == "no scales" else (ssd.centers_scale_factor, ssd.bbox_dimensions_scale_factor)
+        )
+        gy, gx = np.mgrid[0:h, 0:w]
+        half = 0.0 if bug == "centre at the corner" else 0.5
+        cx, cy = ((gx + half) / w)[..., None], ((gy + half) / h)[..., None]
+        wa, ha = np.asarray(anchors, np.float32)[:, 0], np.asarray(anchors, np.float32)[:, 1]
+        xc, yc = tx / centres * wa + cx, ty / centres * ha + cy
+        if bug == "no exp":
+            bw, bh = tw / dimensions * wa, th / dimensions * ha
+        else:
+            bw, bh = np.exp(tw / dimensions) * wa, np.exp(th / dimensions) * ha
+        xyxy = np.stack([(xc - bw / 2) * in_w, (yc - bh / 2) * in_h, (xc + bw / 2) * in_w, (yc + bh / 2) * in_h], -1)
+        boxes.append(xyxy.reshape(-1, 4))
+        classes = p.reshape(-1, p.shape[-1])
+        if bug != "background kept" and ssd.background_class is not None:
+            classes = np.delete(classes, ssd.background_class, axis=1)
+        scores.append(classes)
+    return nms_hailort(np.concatenate(boxes).astype(np.float32), np.concatenate(scores).astype(np.float32), config)
+
+
+def ssd_by_hand(outputs, specs, config):
+    """The hand-written SSD decoder without a mistake: it holds every property."""
+    return _ssd_by_hand(outputs, specs, config)
+
+
+def ssd_x_first(outputs, specs, config):
+    """Reads each anchor's regression values as tx, ty, tw, th (x first), whatever config.ssd says."""
+    return _ssd_by_hand(outputs, specs, config, "x first")
+
+
+def ssd_no_scales(outputs, specs, config):
+    """Leaves out the box coding's scale factors (10 and 5 in TensorFlow's box coder)."""
+    return _ssd_by_hand(outputs, specs, config, "no scales")
+
+
+def ssd_anchors_height_width(outputs, specs, config):
+    """Takes each anchor as (height, width)."""
+    return _ssd_by_hand(outputs, specs, config, "anchors (h, w)")
+
+
+def ssd_background_kept(outputs, specs, config):
+    """Reads the background class as a class."""
+    return _ssd_by_hand(outputs, specs, config, "background kept")
+
+
+def ssd_channel_first(outputs, specs, config):
+    """Reads every map as if it were [C, H, W] in memory."""
+    return _ssd_by_hand(outputs, specs, config, "channel-first")
+
+
+def ssd_fcr_channel_first(outputs, specs, config):
+    """Reads the FCR maps as if they were [C, H, W] in memory."""
+    return _ssd_by_hand(outputs, specs, config, "FCR channel-first")
+
+
+def ssd_class_major(outputs, specs, config):
+    """Reads each map value-major (value k of anchor a at channel k * na + a)."""
+    return _ssd_by_hand(outputs, specs, config, "class-major")
+
+
+def ssd_sixteen_bit_read_as_eight(outputs, specs, config):
+    """Reads each 16-bit map's buffer as uint8 codes (its first H x W x C bytes)."""
+    return _ssd_by_hand(outputs, specs, config, "16-bit as 8-bit")
+
+
+def ssd_centre_at_the_corner(outputs, specs, config):
+    """Puts each anchor's centre at its cell's corner, not its centre."""
+    return _ssd_by_hand(outputs, specs, config, "centre at the corner")
+
+
+def ssd_no_exp(outputs, specs, config):
+    """Sizes of t / scale x anchor, without the exp: a mistake no known misreading reproduces."""
+    return _ssd_by_hand(outputs, specs, config, "no exp")

@@ -36,6 +36,8 @@ from harness.backends.dfc.scripts import (
     validate_scripts,
     write_scripts,
 )
+from harness.backends.dfc.ssd_script import NMS_KEYS as SSD_NMS_KEYS
+from harness.backends.dfc.ssd_script import render_ssd_alls, ssd_nms_config, validate_ssd_scripts, write_ssd_scripts
 from harness.backends.dfc.yolo26_script import head_outputs, render_yolo26_alls, validate_yolo26_script
 from harness.backends.dfc.yolov5_script import NMS_KEYS as YOLOV5_NMS_KEYS
 from harness.backends.dfc.yolov5_script import (
@@ -1329,3 +1331,184 @@ def test_bbox_decoding_only_asks_the_model_script_for_the_bbox_only_op_with_the_
         assert "the host must run the NMS" in results["nms_postprocess"].message
         said = {r.name: r for r in validate_files(plain.alls, plain.nms_json, facts, table)}
         assert "the host must run the NMS" not in said["nms_postprocess"].message
+
+
+# ---------------------------------------------------------------------------------------------- SSD
+
+
+@pytest.fixture(scope="module")
+def ssd_facts(tmp_path_factory: pytest.TempPathFactory) -> ExportFacts:
+    """The small SSD export (64x64, layers of 3 and 2 anchors, 2 classes and the background first) and its config."""
+    from support.ssd_exports import ssd_config, ssd_export
+
+    path = tmp_path_factory.mktemp("ssd") / "ssd.onnx"
+    onnx.save(ssd_export(side=64, nc=3, seed=3), path)
+    return onnx_facts(path, ssd=ssd_config())
+
+
+SSD_LAYERS = (13, 14, 17, 18)  # reg and cls conv of each layer, largest grid first, as the Model Zoo numbers them
+
+
+def _ssd_scripts(facts: ExportFacts) -> tuple[str, str, LayerTable]:
+    table = parsed_layers(_hn(facts, SSD_LAYERS))
+    names = names_from_parsed(facts, table)
+    return (
+        render_ssd_alls(facts, names, "model_nms_config.json"),
+        render_nms_json(ssd_nms_config(facts, names, NmsSettings())),
+        table,
+    )
+
+
+def test_an_ssd_export_is_cut_at_its_head_convs_and_its_nms_config_holds_the_ssd_configs_anchors(
+    ssd_facts: ExportFacts,
+) -> None:
+    from support.ssd_exports import ANCHORS
+
+    assert ssd_facts.family is HeadFamily.SSD
+    assert [(h.role, h.channels, h.grid) for h in end_nodes_of(ssd_facts)] == [
+        (HeadRole.ANCHOR_BOXES, 12, (16, 16)),
+        (HeadRole.ANCHOR_CLASSES, 9, (16, 16)),
+        (HeadRole.ANCHOR_BOXES, 8, (8, 8)),
+        (HeadRole.ANCHOR_CLASSES, 6, (8, 8)),
+    ]
+    alls, nms, table = _ssd_scripts(ssd_facts)
+    config = json.loads(nms)
+    assert list(config) == list(SSD_NMS_KEYS)
+    assert {k: config[k] for k in ("centers_scale_factor", "bbox_dimensions_scale_factor", "classes")} == {
+        "centers_scale_factor": 10,
+        "bbox_dimensions_scale_factor": 5,
+        "classes": 3,
+    }
+    assert (config["background_removal"], config["background_removal_index"]) == (True, 0)
+    assert [(d["name"], d["reg_layer"], d["cls_layer"]) for d in config["bbox_decoders"]] == [
+        ("bbox_decoder13", "conv13", "conv14"),
+        ("bbox_decoder17", "conv17", "conv18"),
+    ]
+    assert [list(zip(d["w"], d["h"], strict=True)) for d in config["bbox_decoders"]] == [list(a) for a in ANCHORS]
+    assert alls.splitlines() == [
+        "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])",
+        "change_output_activation(conv14, sigmoid)",
+        "change_output_activation(conv18, sigmoid)",
+        'nms_postprocess("model_nms_config.json", meta_arch=ssd, engine=cpu)',
+    ]
+    results = validate_ssd_scripts(alls, nms, ssd_facts, table)
+    assert [r.name for r in results] == [
+        "nms_keys",
+        "image_dims",
+        "classes",
+        "background",
+        "box_coding",
+        "anchors",
+        "layer_names",
+        "decoder_layers",
+        "sigmoid",
+        "normalization",
+        "nms_postprocess",
+    ]
+    assert all(r.passed for r in results), [r.message for r in results if not r.passed]
+
+
+def test_an_ssd_export_needs_its_config_and_a_config_of_another_channel_order_is_refused(
+    ssd_facts: ExportFacts, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    from support.ssd_exports import ssd_export
+
+    path = tmp_path / "ssd.onnx"
+    onnx.save(ssd_export(side=64, nc=3, seed=3), path)
+    with pytest.raises(HarnessError, match=r"--ssd-config"):
+        onnx_facts(path)
+    other = dataclasses.replace(ssd_facts, ssd=dataclasses.replace(ssd_facts.ssd, ty_index=1, tx_index=0))
+    with pytest.raises(DfcScriptError, match=r"ty, tx, th, tw at \[1, 0, 2, 3\]; the Model Zoo's SSD NMS config"):
+        ssd_nms_config(other, placeholder_names(other), NmsSettings())
+    with pytest.raises(DfcScriptError, match=r"bbox_decoding_only asked for an SSD head"):
+        write_ssd_scripts(
+            tmp_path / "x", "x", ssd_facts, placeholder_names(ssd_facts), NmsSettings(bbox_decoding_only=True)
+        )
+
+
+def _ssd_decoders(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[str, str], tuple[str, str]]:
+    return _edit_nms(lambda config: edit(config["bbox_decoders"]))
+
+
+# mistake -> (edit, the checks that fail, in order, and what the first one's message says); layers conv13..18
+SSD_MISTAKES: dict[str, tuple[Callable[[str, str], tuple[str, str]], list[str], str]] = {
+    "anchors (h, w)": (
+        _ssd_decoders(lambda d: d[0].update(w=d[0]["h"], h=d[0]["w"])),
+        ["anchors"],
+        "bbox_decoders[0] (grid 16x16) anchors (w, h): found [(0.2, 0.2), (0.14, 0.28), (0.28, 0.14)] (w and h",
+    ),
+    "the layers' anchors swapped": (
+        _ssd_decoders(
+            lambda d: (d[0].update(w=d[1]["w"], h=d[1]["h"]), d[1].update(w=[0.2, 0.28, 0.14], h=[0.2, 0.14, 0.28]))
+        ),
+        ["anchors"],
+        "bbox_decoders[0] (grid 16x16) anchors (w, h): found [(0.45, 0.45), (0.6, 0.32)]",
+    ),
+    "TF's scale factors left out": (
+        _edit_nms(lambda c: c.update(centers_scale_factor=1, bbox_dimensions_scale_factor=1)),
+        ["box_coding"],
+        "NMS config centers_scale_factor: found 1, expected 10",
+    ),
+    "the background kept": (
+        _edit_nms(lambda c: c.update(background_removal=False)),
+        ["background"],
+        "NMS config background_removal: found false, expected true",
+    ),
+    "classes without the background": (_edit_nms(lambda c: c.update(classes=2)), ["classes"], "found 2, expected 3"),
+    "regression and class layers swapped": (
+        _ssd_decoders(lambda d: d[0].update(reg_layer="conv14", cls_layer="conv13")),
+        ["decoder_layers", "sigmoid"],
+        "bbox_decoders[0].reg_layer conv14: found grid 16x16, 9 channels",
+    ),
+    "class layers of two layers swapped": (
+        _ssd_decoders(lambda d: (d[0].update(cls_layer="conv18"), d[1].update(cls_layer="conv14"))),
+        ["decoder_layers"],
+        "bbox_decoders[0].cls_layer conv18: found grid 8x8, 6 channels, expected the class conv of the reg_layer's",
+    ),
+    "no sigmoid on a class layer": (
+        _edit_alls("change_output_activation(conv18, sigmoid)\n", ""),
+        ["sigmoid"],
+        "activation of cls_layer conv18 (bbox_decoders[1]): found none changed",
+    ),
+    "the sigmoid on every output": (
+        lambda alls, nms: (
+            re.sub(r"change_output_activation\(conv\d+, sigmoid\)\n", "", alls).replace(
+                "nms_postprocess", "change_output_activation(sigmoid)\nnms_postprocess"
+            ),
+            nms,
+        ),
+        ["sigmoid"],
+        "activation of reg_layer conv13 (bbox_decoders[0]): found sigmoid",
+    ),
+    "the YOLOv8 meta_arch": (
+        _edit_alls("meta_arch=ssd", "meta_arch=yolov8"),
+        ["nms_postprocess"],
+        "nms_postprocess meta_arch: found yolov8, expected ssd",
+    ),
+    "a decoder left out": (_ssd_decoders(lambda d: d.pop(1)), ["anchors"], "found 1 decoders, expected 2"),
+    "an anchor height of 0": (
+        _ssd_decoders(lambda d: d[1].update(h=[0.45, 0])),
+        ["nms_keys"],
+        "bbox_decoders[1].h: found [0.45, 0], expected a list of positive numbers",
+    ),
+    "a YOLOv8 decoder": (
+        _ssd_decoders(lambda d: d[0].update(stride=8)),
+        ["nms_keys"],
+        "(unknown ['stride'])",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(SSD_MISTAKES))
+def test_each_ssd_script_mistake_fails_its_check_naming_field_found_expected_and_fix(
+    ssd_facts: ExportFacts, mistake: str
+) -> None:
+    edit, checks, detail = SSD_MISTAKES[mistake]
+    alls, nms, table = _ssd_scripts(ssd_facts)
+    results = validate_ssd_scripts(*edit(alls, nms), ssd_facts, table)
+    failed = failures(results)
+    assert [r.name for r in failed] == checks, [r.message for r in failed]
+    assert detail in failed[0].message, failed[0].message
+    assert all(re.fullmatch(r".+: found .+, expected .+\. Fix: .+", r.message, re.DOTALL) for r in failed)

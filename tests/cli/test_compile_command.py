@@ -407,3 +407,32 @@ def test_a_yolov5_export_takes_no_head_and_is_cut_at_its_head_convolutions(
     with pytest.raises(HarnessError, match=r"a YOLOv5/YOLOv7 export is cut at its head convolutions"):
         _run(*_base26(calibration, tmp_path / "out", yolov5), "--dry-run", "--end-nodes", YOLOV5_END_NODES[0])
     assert _run(*_base26(calibration, tmp_path / "out", yolov5), "--dry-run", "--end-nodes", *YOLOV5_END_NODES) == 0
+
+
+def test_dry_run_of_an_ssd_export_takes_its_ssd_config_and_refuses_the_export_without_it(
+    calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import onnx
+
+    from support.ssd_exports import ANCHORS, ssd_export
+
+    export, config = tmp_path / "ssd.onnx", tmp_path / "ssd.json"
+    onnx.save(ssd_export(side=64, nc=3, seed=3), export)
+    decoders = [{"w": [w for w, _ in layer], "h": [h for _, h in layer]} for layer in ANCHORS]
+    config.write_text(
+        json.dumps(
+            {
+                "centers_scale_factor": 10,
+                "bbox_dimensions_scale_factor": 5,
+                "bbox_decoders": decoders,
+                "background_removal_index": 0,
+            }
+        )
+    )
+    argv = ["--onnx", export, "--calibration", calibration, "--calibration-count", "2", "--out", tmp_path / "out"]
+    assert _run(*argv, "--dry-run", "--ssd-config", config) == 0
+    text = capsys.readouterr().out
+    assert "head: the SSD head" in text and "PASS  anchors" in text and "FAIL" not in text
+    assert json.loads((tmp_path / "out" / "ssd_nms_config.json").read_text())["classes"] == 3
+    with pytest.raises(HarnessError, match=r"give them in an SSD config file \(--ssd-config FILE"):
+        _run(*argv, "--dry-run")

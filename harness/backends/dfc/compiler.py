@@ -53,6 +53,7 @@ from harness.backends.dfc.scripts import (
     validate_files,
     write_scripts,
 )
+from harness.backends.dfc.ssd_script import render_ssd_alls, write_ssd_scripts
 from harness.backends.dfc.yolo26_script import validate_yolo26_script, write_yolo26_script
 from harness.backends.dfc.yolov5_script import render_yolov5_alls, write_yolov5_scripts
 from harness.backends.dfc.yolox_script import render_yolox_alls, write_yolox_scripts
@@ -61,6 +62,7 @@ from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, read_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
+from harness.core.settings import SsdConfig
 from harness.inputs.calibration import calibration_paths, images_digest
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.layer_names import is_layer_name
@@ -222,6 +224,7 @@ class CompileRequest:
     end_nodes: tuple[str, ...] | None = None
     nms: NmsSettings = field(default_factory=NmsSettings)
     head: HeadFamily | None = None  # the head to compile; None: a YOLOv8 export's, a YOLO26 export's one-to-one
+    ssd: SsdConfig | None = None  # an SSD export's anchors and box coding (--ssd-config)
 
     def __post_init__(self) -> None:
         if self.hw_arch not in HW_ARCHS:
@@ -358,6 +361,7 @@ def write_checked_scripts(
         HeadFamily.YOLOV8: write_scripts,
         HeadFamily.YOLOV5: write_yolov5_scripts,
         HeadFamily.YOLOX: write_yolox_scripts,
+        HeadFamily.SSD: write_ssd_scripts,
     }
     if facts.family in writers:
         files = writers[facts.family](folder, stem, facts, names, nms)
@@ -383,6 +387,8 @@ def _dfc_alls(facts: ExportFacts, names: dict[str, str], scripts: ScriptFiles, n
         return render_yolov5_alls(config, nms.bbox_decoding_only)
     if facts.family is HeadFamily.YOLOX:
         return render_yolox_alls(facts, names, config)
+    if facts.family is HeadFamily.SSD:
+        return render_ssd_alls(facts, names, config)
     return render_alls(facts, names, config, nms.bbox_decoding_only)
 
 
@@ -391,7 +397,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     beside it; a HEF already compiled from the same ONNX, scripts, calibration images, hw_arch and DFC
     version is taken from the cache without calling the DFC."""
     sdk = load_sdk()
-    facts = onnx_facts(request.onnx, request.end_nodes, request.head)
+    facts = onnx_facts(request.onnx, request.end_nodes, request.head, request.ssd)
     paths = calibration_paths(request.calibration, request.calibration_count)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "compile.log"

@@ -35,6 +35,7 @@ from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.core.settings import SsdConfig
 from harness.decode.layout import layout_of_export
 from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
 from harness.inputs.layer_names import is_layer_name
@@ -122,27 +123,33 @@ HEAD_WORDS = {
     "and the YOLOv5 NMS op compiled in)",
     HeadFamily.YOLOX: "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and "
     "class maps and the YOLOX NMS op compiled in)",
+    HeadFamily.SSD: "the SSD head (per layer a regression map of 4 x anchors and a class map of anchors x classes; "
+    "sigmoid on the class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)",
 }
 # The families whose export carries one head, so that there is no head to choose (--head).
-_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5, HeadFamily.YOLOX)
+_ONE_HEAD = (HeadFamily.YOLOV8, HeadFamily.YOLOV5, HeadFamily.YOLOX, HeadFamily.SSD)
 # A family's name in the messages of end nodes given for it.
-_FAMILY_NAMES = {HeadFamily.YOLOV5: "YOLOv5/YOLOv7", HeadFamily.YOLOX: "YOLOX"}
+_FAMILY_NAMES = {HeadFamily.YOLOV5: "YOLOv5/YOLOv7", HeadFamily.YOLOX: "YOLOX", HeadFamily.SSD: "SSD"}
 
 
 def onnx_facts(
-    onnx: str | os.PathLike[str], end_nodes: Sequence[str] | None = None, head: HeadFamily | None = None
+    onnx: str | os.PathLike[str],
+    end_nodes: Sequence[str] | None = None,
+    head: HeadFamily | None = None,
+    ssd: SsdConfig | None = None,
 ) -> ExportFacts:
     """The facts of the Ultralytics export at ``onnx``, its heads found by structure or at ``end_nodes``,
     checked to form one box and one class map per grid with whole strides.
 
     ``head`` is the head to compile. A YOLO26 export carries one (an end-to-end export the one-to-one
     head, else the one-to-many head), which must be the one asked for, by default the one-to-one head;
-    a YOLOv8/YOLO11 or YOLOv5/YOLOv7 export has one head and takes no ``head``."""
+    a YOLOv8/YOLO11, YOLOv5/YOLOv7, YOLOX or SSD export has one head and takes no ``head``. ``ssd``: an
+    SSD export's config (its anchors and box coding, which no graph holds)."""
     source = os.fspath(onnx)
     model = load_model(onnx)
-    found = _export_heads(model, source, end_nodes)
+    found = _export_heads(model, source, end_nodes, ssd)
     _require_head(found.family, head, source, model)
-    facts = export_facts_of(model, file_sha256(onnx), source, found)
+    facts = export_facts_of(model, file_sha256(onnx), source, found, ssd)
     try:
         layout_of_export(facts)
     except HeadPairingError as error:
@@ -159,9 +166,13 @@ def _outputs(model: onnx.ModelProto) -> list[tuple[str, list[int | str]]]:
     ]
 
 
-def _export_heads(model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None) -> ExportHeads:
+def _export_heads(
+    model: onnx.ModelProto, source: str, end_nodes: Sequence[str] | None, ssd: SsdConfig | None = None
+) -> ExportHeads:
     """The heads and their family; a YOLO26, YOLOv5/YOLOv7 or YOLOX export's end nodes are its head
     convolutions (found by structure, :func:`export_heads`) or none."""
+    if ssd is not None:  # an SSD export's heads are found with its config, or refused naming it
+        return export_heads(model, end_nodes, ssd)
     try:
         return export_heads(model, end_nodes)
     except GraphError as error:
@@ -377,6 +388,8 @@ _PLACEHOLDER_WORDS = {
     HeadRole.CLASS: "cls",
     HeadRole.OBJECTNESS: "obj",
     HeadRole.ANCHORED: "encoded",
+    HeadRole.ANCHOR_BOXES: "reg",
+    HeadRole.ANCHOR_CLASSES: "cls",
 }
 
 
@@ -913,6 +926,10 @@ def validate_files(alls: Path, nms_json: Path, facts: ExportFacts, table: LayerT
         from harness.backends.dfc.yolox_script import validate_yolox_scripts  # which builds on this module
 
         results = validate_yolox_scripts(alls_text, nms_text, facts, table)
+    elif facts.family is HeadFamily.SSD:
+        from harness.backends.dfc.ssd_script import validate_ssd_scripts  # which builds on this module
+
+        results = validate_ssd_scripts(alls_text, nms_text, facts, table)
     elif facts.family is HeadFamily.YOLOV8:
         results = validate_scripts(alls_text, nms_text, facts, table)
     else:

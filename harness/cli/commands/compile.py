@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="M.onnx",
-        help="float YOLOv8 / YOLO11 / YOLOv5 / YOLOv7 / YOLOX / YOLO26 export",
+        help="float YOLOv8 / YOLO11 / YOLOv5 / YOLOv7 / YOLOX / YOLO26 / SSD export (SSD: with --ssd-config)",
     )
     parser.add_argument("--calibration", type=Path, required=True, metavar="DIR", help="folder of calibration images")
     add_options(parser, ["calibration_count"])
@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MAP.json",
         help="with --dry-run: JSON object ONNX end node -> parsed layer name",
     )
-    add_options(parser, ["score_threshold", "iou_threshold", "max_per_class", "cache"])  # the NMS op's
+    add_options(parser, ["score_threshold", "iou_threshold", "max_per_class", "cache", "ssd_config"])  # the NMS op's
     parser.add_argument(
         "--bbox-only",
         action="store_true",
@@ -114,7 +114,7 @@ def _print_head(facts: ExportFacts) -> None:
 
 
 def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibration_count: int) -> int:
-    facts = onnx_facts(args.onnx, args.end_nodes, _HEADS.get(args.head))
+    facts = onnx_facts(args.onnx, args.end_nodes, _HEADS.get(args.head), args.ssd_config)
     table: LayerTable
     if args.hn is not None:
         hn = _read_json(args.hn, "HN")
@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         end_nodes=tuple(args.end_nodes) if args.end_nodes else None,
         nms=settings,
         head=_HEADS.get(args.head),
+        ssd=args.ssd_config,
     )
     result = compile_hef(request, out, cache_root=args.cache / "dfc")
     _print_head(result.facts)

@@ -1,0 +1,444 @@
+"""The Dataflow Compiler's model script and NMS config for an SSD detector: written from the ONNX's heads
+and its SSD config (``--ssd-config``: no graph holds the anchors and box coding), and checked against both
+before anything is compiled.
+
+As the Hailo Model Zoo compiles SSD (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/ssd_mobilenet_v1.alls,
+``nms_postprocess(meta_arch=ssd)``; cfg/postprocess_config/mobilenet_ssd_nms_postprocess_config.json):
+
+- end nodes: per layer, largest grid first, the regression conv (4 x anchors channels) and the class conv
+  (anchors x classes, the background class among them) (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+- ``normalization([0, 0, 0], [255, 255, 255])``: the /255 the harness feeds an export, inside the HEF;
+- ``change_output_activation(<cls layer>, sigmoid)`` on each class conv, never a regression conv: HailoRT's
+  SSD op reads the class values as probabilities and applies no activation (hailort:
+  libhailort/src/net_flow/ops/ssd_post_process.hpp, ``extract_bbox_classes``). The Model Zoo's script names no
+  activation; that the DFC adds one for ``meta_arch=ssd`` is not in its public documentation, so it is
+  written here;
+- ``nms_postprocess("<json>", meta_arch=ssd, engine=cpu)``;
+- the NMS config: the thresholds, ``max_proposals_per_class``, the box coder's ``centers_scale_factor`` and
+  ``bbox_dimensions_scale_factor``, ``image_dims``, ``classes`` (the background included),
+  ``background_removal`` and its index, and per layer a bbox decoder with that layer's anchors as ``h`` and
+  ``w`` lists (fractions of the input) and its ``reg_layer`` and ``cls_layer``.
+
+The Model Zoo's config has no keys for the order of ty, tx, th, tw, which HailoRT then takes as 0, 1, 2, 3
+(hailort: libhailort/src/hef/hef.cpp, ``create_ssd_op_metadata``): an SSD config of another order is refused.
+HailoRT has no bbox-only SSD op.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.backends.dfc.scripts import (
+    NORMALIZATION,
+    AllsScript,
+    DfcScriptError,
+    LayerTable,
+    NmsSettings,
+    ScriptFiles,
+    check_field,
+    check_named_layers,
+    check_normalization,
+    decoder_name,
+    decodes_boxes_only,
+    is_count,
+    is_fraction,
+    is_number,
+    nms_command,
+    nms_command_said,
+    parse_alls,
+    render_nms_json,
+    said,
+    unscoped,
+)
+from harness.core.checks import CheckResult
+from harness.core.documents import DocumentError, parse_json
+from harness.core.files import write_atomic
+from harness.core.settings import SSD_BOX_INDICES, SsdConfig
+from harness.decode.layout import HeadLayout, Level, layout_of_export
+from harness.inputs.export_facts import ExportFacts
+from harness.inputs.layer_names import is_layer_name
+
+META_ARCH = "ssd"
+# The keys of the Model Zoo's SSD NMS config, in its order
+# (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/mobilenet_ssd_nms_postprocess_config.json).
+NMS_KEYS = (
+    "nms_scores_th",
+    "nms_iou_th",
+    "max_proposals_per_class",
+    "centers_scale_factor",
+    "bbox_dimensions_scale_factor",
+    "image_dims",
+    "classes",
+    "background_removal",
+    "background_removal_index",
+    "bbox_decoders",
+)
+DECODER_KEYS = ("name", "h", "w", "reg_layer", "cls_layer")
+# The anchors of the HEF are float32 (hailort: hailort/libhailort/hef.proto, ProtoHEFSSDBboxDecoder): an
+# anchor of the config within this of the JSON's is the same.
+ANCHOR_TOLERANCE = 1e-6
+
+
+def ssd_config_of(facts: ExportFacts) -> SsdConfig:
+    """The export's SSD config (the one its heads were found with), else a :class:`DfcScriptError`."""
+    if facts.ssd is None:
+        raise DfcScriptError(f"{facts.source}: an SSD export without its SSD config; expected --ssd-config FILE")
+    return facts.ssd
+
+
+def _level_layers(level: Level, facts: ExportFacts, names: Mapping[str, str]) -> tuple[str, str]:
+    by_tensor = {h.tensor: h for h in facts.heads}
+    return names[by_tensor[level.box.name].node], names[by_tensor[level.classes.name].node]
+
+
+def ssd_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+    """The ``nms_postprocess`` JSON as a dict, one bbox decoder per layer, largest grid first, named after its
+    regression layer as the Model Zoo names them; an SSD config whose order of ty, tx, th, tw is not the
+    default is refused (the Model Zoo's config has no keys for it)."""
+    ssd = ssd_config_of(facts)
+    if ssd.box_indices != SSD_BOX_INDICES:
+        raise DfcScriptError(
+            f"{facts.source}: the SSD config codes each anchor's regression values as ty, tx, th, tw at "
+            f"{list(ssd.box_indices)}; the Model Zoo's SSD NMS config has no keys for another order than "
+            f"{list(SSD_BOX_INDICES)}, which HailoRT then takes (libhailort/src/hef/hef.cpp, create_ssd_op_metadata). "
+            "Fix: export the regression convs in ty, tx, th, tw order"
+        )
+    layout = layout_of_export(facts)
+    decoders = []
+    for level in layout.levels:
+        reg, cls = _level_layers(level, facts, names)
+        decoders.append(
+            {
+                "name": decoder_name(reg, level.stride),
+                "h": [h for _, h in level.anchors],
+                "w": [w for w, _ in level.anchors],
+                "reg_layer": reg,
+                "cls_layer": cls,
+            }
+        )
+    return {
+        "nms_scores_th": settings.score_threshold,
+        "nms_iou_th": settings.iou_threshold,
+        "max_proposals_per_class": settings.max_proposals_per_class,
+        "centers_scale_factor": ssd.centers_scale_factor,
+        "bbox_dimensions_scale_factor": ssd.bbox_dimensions_scale_factor,
+        "image_dims": list(facts.input_hw),
+        "classes": layout.classes,
+        "background_removal": ssd.background_class is not None,
+        "background_removal_index": ssd.background_class or 0,
+        "bbox_decoders": decoders,
+    }
+
+
+def render_ssd_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
+    """The model script: /255 inside the HEF, the sigmoid on each class conv, the SSD NMS op on the CPU."""
+    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
+    lines = [f"normalization1 = normalization([{mean}], [{std}])"]
+    lines += [
+        f"change_output_activation({_level_layers(level, facts, names)[1]}, sigmoid)"
+        for level in layout_of_export(facts).levels
+    ]
+    lines.append(nms_command(nms_json_reference, META_ARCH, False))
+    return "\n".join(lines) + "\n"
+
+
+def write_ssd_scripts(
+    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
+) -> ScriptFiles:
+    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
+    ``layer_names.json``; a bbox-only op is refused (HailoRT has none for SSD)."""
+    if settings.bbox_decoding_only:
+        raise DfcScriptError(
+            f"{facts.source}: bbox_decoding_only asked for an SSD head; HailoRT's bbox-only ops decode YOLOv5 and "
+            "YOLOv8 heads only (libhailort/src/net_flow/ops/ssd_post_process.cpp refuses bbox_only). Fix: compile "
+            "the SSD NMS op"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    nms_json = folder / f"{stem}_nms_config.json"
+    write_atomic(nms_json, render_nms_json(ssd_nms_config(facts, names, settings)))
+    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
+    write_atomic(files.alls, render_ssd_alls(facts, names, nms_json.name))
+    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
+    return files
+
+
+@dataclass(frozen=True)
+class _Scripts:
+    alls: AllsScript
+    nms: Mapping[str, Any]
+    facts: ExportFacts
+    table: LayerTable
+    ssd: SsdConfig
+    layout: HeadLayout
+
+    @property
+    def decoders(self) -> list[Mapping[str, Any]]:
+        return list(self.nms["bbox_decoders"])
+
+
+def _check_nms_keys(s: _Scripts) -> CheckResult:
+    """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
+    name = "nms_keys"
+    missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
+    if missing or unknown:
+        told = f"missing {missing}" if missing else f"unknown {unknown}"
+        return CheckResult.failed(
+            name, "NMS config keys", f"{list(s.nms)} ({told})", list(NMS_KEYS), "give exactly these keys"
+        )
+    scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+        ("nms_scores_th", is_fraction, "a number from 0 to 1"),
+        ("nms_iou_th", is_fraction, "a number from 0 to 1"),
+        ("max_proposals_per_class", is_count, "an integer of at least 1"),
+        ("centers_scale_factor", is_count, "an integer of at least 1"),
+        ("bbox_dimensions_scale_factor", is_count, "an integer of at least 1"),
+        ("background_removal", lambda v: isinstance(v, bool), "true or false"),
+        ("background_removal_index", lambda v: is_count(v) or v == 0, "an integer of at least 0"),
+    )
+    for key, fits, expected in scalars:
+        if not fits(s.nms[key]):
+            return CheckResult.failed(name, f"NMS config {key}", said(s.nms[key]), expected, f"set {key} to {expected}")
+    decoders = s.nms["bbox_decoders"]
+    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
+        return CheckResult.failed(
+            name, "NMS config bbox_decoders", said(decoders), "a list of objects", "one object per layer"
+        )
+    for i, d in enumerate(decoders):
+        lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
+        if lacking or unknown:
+            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
+            return CheckResult.failed(
+                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(DECODER_KEYS), "give exactly these keys"
+            )
+        for key in ("reg_layer", "cls_layer"):
+            if not is_layer_name(d[key]):
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key}",
+                    repr(d[key]),
+                    "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv13)",
+                    "name the parsed layer of the layer's conv",
+                )
+        for key in ("h", "w"):
+            if not (isinstance(d[key], list) and d[key] and all(is_number(v) and v > 0 for v in d[key])):
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key}",
+                    said(d[key]),
+                    "a list of positive numbers (the anchors' heights or widths as fractions of the input)",
+                    f"give {key} as a list",
+                )
+    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
+
+
+def _check_image_dims(s: _Scripts) -> CheckResult:
+    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
+    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
+
+
+def _check_classes(s: _Scripts) -> CheckResult:
+    why = f"class channels per anchor of {s.facts.source}'s class maps, the background among them"
+    return check_field(s.nms, "classes", s.layout.classes, why)
+
+
+def _check_background(s: _Scripts) -> CheckResult:
+    """The background class removed where the SSD config has one, at its index (hailort:
+    libhailort/src/net_flow/ops/ssd_post_process.hpp, ``background_removal_index``)."""
+    name = "background"
+    if s.ssd.background_class is None:
+        found = check_field(s.nms, "background_removal", False, "the SSD config names no background class")
+        return CheckResult(name, found.passed, found.message)
+    for key, expected in (("background_removal", True), ("background_removal_index", s.ssd.background_class)):
+        found = check_field(s.nms, key, expected, f"the SSD config's background class {s.ssd.background_class}")
+        if not found.passed:
+            return CheckResult(name, False, found.message)
+    return CheckResult.ok(name, f"the background class {s.ssd.background_class} removed, as the SSD config says")
+
+
+def _check_box_coding(s: _Scripts) -> CheckResult:
+    """The box coder's scale factors are the SSD config's (held to the export's own decode tail)."""
+    name = "box_coding"
+    for key in ("centers_scale_factor", "bbox_dimensions_scale_factor"):
+        found = check_field(s.nms, key, getattr(s.ssd, key), f"the SSD config's, as {s.facts.source}'s tail decodes")
+        if not found.passed:
+            return CheckResult(name, False, found.message)
+    return CheckResult.ok(name, "the box coder's scale factors are the SSD config's")
+
+
+def _check_anchors(s: _Scripts) -> CheckResult:
+    """Each decoder's ``w`` and ``h`` are the SSD config's anchors of its regression layer's grid, in order."""
+    name = "anchors"
+    if len(s.decoders) != len(s.layout.levels):
+        return CheckResult.failed(
+            name,
+            "bbox_decoders",
+            f"{len(s.decoders)} decoders",
+            f"{len(s.layout.levels)}, one per layer of {s.facts.source}",
+            "one bbox decoder per layer",
+        )
+    by_grid = {level.grid: level for level in s.layout.levels}
+    for i, d in enumerate(s.decoders):
+        layer = s.table.get(d["reg_layer"])
+        level = by_grid.get(layer.grid) if layer is not None else None
+        if level is None:
+            return CheckResult.skipped(name, f"bbox_decoders[{i}]: its reg_layer's grid unknown (see decoder_layers)")
+        found = list(zip(d["w"], d["h"], strict=False))
+        close = len(d["w"]) == len(d["h"]) == len(level.anchors) and all(
+            math.isclose(a, b, rel_tol=ANCHOR_TOLERANCE, abs_tol=ANCHOR_TOLERANCE)
+            for (fw, fh), (ew, eh) in zip(found, level.anchors, strict=True)
+            for a, b in ((fw, ew), (fh, eh))
+        )
+        if not close:
+            swapped = found == [(h, w) for w, h in level.anchors]
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}] (grid {level.grid[0]}x{level.grid[1]}) anchors (w, h)",
+                f"{found}{' (w and h swapped)' if swapped else ''}",
+                f"{list(level.anchors)} (the SSD config's anchors of that layer, in order)",
+                "copy the SSD config's anchors of each layer into its decoder's w and h",
+            )
+    return CheckResult.ok(name, "every decoder holds its layer's anchors of the SSD config, in order")
+
+
+def _check_layer_names(s: _Scripts) -> CheckResult:
+    named = [(f"bbox_decoders[{i}].{k}", d[k]) for i, d in enumerate(s.decoders) for k in ("reg_layer", "cls_layer")]
+    named += [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
+    return check_named_layers(named, s.table)
+
+
+def _check_decoder_layers(s: _Scripts) -> CheckResult:
+    """Each decoder names one layer's regression conv (4 x anchors channels) and class conv (anchors x
+    classes) of one grid, each an output layer of the network."""
+    name = "decoder_layers"
+    by_grid = {level.grid: level for level in s.layout.levels}
+    for i, d in enumerate(s.decoders):
+        reg, cls = s.table.get(d["reg_layer"]), s.table.get(d["cls_layer"])
+        if reg is None or cls is None:
+            return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
+        level = by_grid.get(reg.grid)
+        if level is None or reg.channels != level.box.channels:
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}].reg_layer {reg.name}",
+                f"grid {reg.grid[0]}x{reg.grid[1]}, {reg.channels} channels",
+                "a regression conv of "
+                + ", ".join(f"grid {v.grid[0]}x{v.grid[1]} ({v.box.channels} channels)" for v in s.layout.levels),
+                "name the layer's regression conv (4 x anchors channels) as reg_layer",
+            )
+        if (cls.grid, cls.channels) != (level.grid, level.classes.channels):
+            return CheckResult.failed(
+                name,
+                f"bbox_decoders[{i}].cls_layer {cls.name}",
+                f"grid {cls.grid[0]}x{cls.grid[1]}, {cls.channels} channels",
+                f"the class conv of the reg_layer's grid {level.grid[0]}x{level.grid[1]}: {level.classes.channels} "
+                f"channels ({len(level.anchors)} anchors x {s.layout.classes} classes)",
+                "pair each regression conv with the class conv of its layer",
+            )
+        for layer in (reg, cls):
+            if not layer.is_output:
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}] {layer.name}",
+                    "a layer that feeds no output layer",
+                    "a head conv, an end node of the network",
+                    "translate with the head convs as end nodes and name their layers",
+                )
+    return CheckResult.ok(name, "each decoder reads the regression and class convs of one layer")
+
+
+def _check_sigmoid(s: _Scripts) -> CheckResult:
+    """A sigmoid on every class layer, none on a regression layer."""
+    name = "sigmoid"
+    for i, d in enumerate(s.decoders):
+        cls, reg = unscoped(d["cls_layer"]), unscoped(d["reg_layer"])
+        if (activation := s.alls.activation_of(cls)) != "sigmoid":
+            # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp applies no activation to the class values
+            return CheckResult.failed(
+                name,
+                f"activation of cls_layer {cls} (bbox_decoders[{i}])",
+                activation or "none changed (logits reach the NMS op, which reads probabilities)",
+                "sigmoid",
+                f"add change_output_activation({cls}, sigmoid) to the model script",
+            )
+        if (activation := s.alls.activation_of(reg)) is not None:
+            return CheckResult.failed(
+                name,
+                f"activation of reg_layer {reg} (bbox_decoders[{i}])",
+                activation,
+                "unchanged (the op decodes the raw regression values)",
+                f"remove change_output_activation({reg}, ...) from the model script"
+                if reg in s.alls.activations
+                else "name each class conv in its own change_output_activation(<cls_layer>, sigmoid)",
+            )
+    return CheckResult.ok(name, "every class conv has a sigmoid; regression convs are unchanged")
+
+
+def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
+    name = "nms_postprocess"
+    if alls.nms_reference is None:
+        return CheckResult.failed(
+            name,
+            "model script nms_postprocess",
+            "no nms_postprocess command with a JSON path",
+            f'nms_postprocess("<nms json>", meta_arch={META_ARCH}, engine=cpu)',
+            "add the command naming the NMS config",
+        )
+    if alls.nms_options.get("meta_arch") != META_ARCH:
+        return CheckResult.failed(
+            name,
+            "nms_postprocess meta_arch",
+            alls.nms_options.get("meta_arch"),
+            f"{META_ARCH} (the SSD decoder: anchors and box coding from the NMS config)",
+            f"set meta_arch={META_ARCH}",
+        )
+    if decodes_boxes_only(alls):
+        return CheckResult.failed(
+            name,
+            "nms_postprocess bbox_decoding_only",
+            "True",
+            "absent: HailoRT has no bbox-only SSD op",
+            "remove bbox_decoding_only=True",
+        )
+    return CheckResult.ok(name, nms_command_said(alls, META_ARCH))
+
+
+_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
+    _check_image_dims,
+    _check_classes,
+    _check_background,
+    _check_box_coding,
+    _check_anchors,
+    _check_layer_names,
+    _check_decoder_layers,
+    _check_sigmoid,
+)
+
+
+def validate_ssd_scripts(
+    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
+) -> tuple[CheckResult, ...]:
+    """Every check of an SSD model script and NMS config against the ONNX, its SSD config and the layer
+    table, in order."""
+    alls = parse_alls(alls_text)
+    tail = (check_normalization(alls), _check_nms_postprocess(alls))
+    try:
+        nms = parse_json(nms_json_text, "NMS config")
+    except DocumentError as error:
+        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"), *tail)
+    if not isinstance(nms, dict):
+        found = type(nms).__name__
+        return (CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file"), *tail)
+    s = _Scripts(alls, nms, facts, table, ssd_config_of(facts), layout_of_export(facts))
+    keys = _check_nms_keys(s)
+    if keys.passed:
+        return (keys, *(check(s) for check in _NEEDS_NMS_KEYS), *tail)
+    skipped = "the NMS config lacks keys or types (see nms_keys)"
+    return (
+        keys,
+        *(CheckResult.skipped(check.__name__.removeprefix("_check_"), skipped) for check in _NEEDS_NMS_KEYS),
+        *tail,
+    )

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
 DECODER_HEAD_HELP = (
     "the head family --decoder decodes: yolov8 (YOLOv8/YOLO11, default), yolo26-one2one, yolo26-one2many, "
-    "yolov5 (YOLOv5/YOLOv7: anchors from DecodeConfig.anchors)"
+    "yolov5 (YOLOv5/YOLOv7: anchors from DecodeConfig.anchors), yolox, ssd (anchors and box coding from "
+    "DecodeConfig.ssd); yolov8-bbox-only, yolov5-bbox-only: a host decoder of HailoRT's bbox-only buffer"
 )
 
 
@@ -417,19 +418,18 @@ class HarnessSuite(pytest.Collector):
         if head and not target:
             raise pytest.UsageError(f"--decoder-head {head}: belongs to --decoder package.module:function")
         if target:
-            from harness.conformance.suite import load_decoder, properties
+            from harness.conformance.suite import BBOX_ONLY_SUFFIX, conformance_head, load_decoder, properties
             from harness.core.head_family import HeadFamily
 
             try:
                 load_decoder(target)  # a bad target is a usage error at collection, not seven failures
-                family = HeadFamily(head or HeadFamily.YOLOV8)
-                planted = properties(family)
+                family, bbox_only = conformance_head(head or HeadFamily.YOLOV8.value)
+                planted = properties(family, bbox_only)
             except HarnessError as error:
                 raise pytest.UsageError(str(error)) from error
             except ValueError:
-                raise pytest.UsageError(
-                    f"--decoder-head {head}: expected one of {[f.value for f in HeadFamily]}"
-                ) from None
+                heads = [f.value for f in HeadFamily] + [f"{f}{BBOX_ONLY_SUFFIX}" for f in ("yolov8", "yolov5")]
+                raise pytest.UsageError(f"--decoder-head {head}: expected one of {heads}") from None
             for prop in planted:
                 slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
                 items.append(
@@ -494,13 +494,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 @pytest.fixture
 def decoder_conformance() -> Callable[..., None]:
     """``decoder_conformance(my_decode)`` asserts that every conformance property holds for it;
-    ``decoder_conformance(my_decode, "yolo26-one2one")`` for a decoder of another head family."""
+    ``decoder_conformance(my_decode, "yolo26-one2one")`` for a decoder of another head family,
+    ``decoder_conformance(my_decode, "yolov8-bbox-only")`` for a host decoder of HailoRT's bbox-only buffer."""
 
     def check(decoder: Decoder, head: str = "yolov8") -> None:
-        from harness.conformance.suite import run_conformance
-        from harness.core.head_family import HeadFamily
+        from harness.conformance.suite import conformance_head, run_conformance
 
-        failures = {k: v for k, v in run_conformance(decoder, family=HeadFamily(head)).items() if v}
+        family, bbox_only = conformance_head(head)
+        failures = {k: v for k, v in run_conformance(decoder, family=family, bbox_only=bbox_only).items() if v}
         assert not failures, "decoder breaks:\n" + "\n".join(f"- {k}: {v}" for k, v in failures.items())
 
     return check

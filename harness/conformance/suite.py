@@ -116,6 +116,7 @@ class Scene:
     strides: np.ndarray  # stride of the grid each expected detection was planted in
     layout: HeadLayout
     family: HeadFamily = HeadFamily.YOLOV8
+    bbox_only: bool = False  # outputs: HailoRT's bbox-only buffer of ``layout``'s heads, not the heads
 
     def renamed(self, names: Mapping[str, str], order: list[str]) -> Scene:
         outputs = {names[k]: self.outputs[k] for k in order}
@@ -145,6 +146,9 @@ class SceneRecipe:
     # SSD: drawn_anchors also draws the box coding (scale factors, ty/tx/th/tw order); the background class
     # the class maps' last channel instead of the first
     background_last: bool = False
+    # YOLOv8, YOLOv5: the heads as HailoRT's bbox-only op writes them (one buffer; the host runs the NMS), each
+    # planted object with a weaker duplicate of its box that the NMS must suppress
+    bbox_only: bool = False
 
 
 def _widened(quant: QuantInfo, format_type: FormatType) -> QuantInfo:
@@ -175,6 +179,8 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 
 def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     """Plant ``recipe.objects`` non-overlapping objects in random cells of random grids."""
+    if recipe.bbox_only:
+        return _bbox_only_scene(recipe, seed)
     if recipe.family.anchor_based:
         return _anchored_scene(recipe, seed)
     if recipe.family is HeadFamily.YOLOX:
@@ -561,6 +567,87 @@ def _ssd_scene(recipe: SceneRecipe, seed: int) -> Scene:
     return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
 
 
+# The name of a bbox-only scene's one output, as the emulated HEF names it (the NMS op's output).
+BBOX_ONLY_OUTPUT = {HeadFamily.YOLOV8: "yolov8_nms_postprocess", HeadFamily.YOLOV5: "yolov5_nms_postprocess"}
+DUPLICATE_SCORE = 0.8  # a duplicate's class value, times its object's
+
+
+def _bbox_only_scene(recipe: SceneRecipe, seed: int) -> Scene:
+    """A bbox-only scene: the planted heads of ``recipe.family`` (probabilities, as the HEF's sigmoid gives
+    them) as HailoRT's bbox-only op writes them (:func:`~harness.decode.bbox_only.bbox_only_op`: one float32
+    buffer of every proposal, y first and normalised, YOLOv5's classes not multiplied by the objectness), each
+    planted object's row copied onto a background row with its box moved down and right by 3 % of its size
+    and its class value lower: the host's NMS must suppress it. The detections expected are the heads' (the
+    NMS op's)."""
+    from harness.decode.bbox_only import bbox_only_op
+    from harness.formats.bbox_only import LEADING_FIELDS, bbox_only_spec
+
+    heads = make_scene(replace(recipe, bbox_only=False, logits=False, format_type=FormatType.FLOAT32), seed)
+    family = recipe.family
+    buffer = bbox_only_op(heads.outputs, heads.specs, heads.config, family)[0].copy()
+    lead = len(LEADING_FIELDS[family])
+    scores = buffer[:, lead:] * (buffer[:, 4:5] if lead == 5 else 1)
+    planted = np.flatnonzero(scores.max(axis=1) >= heads.config.score_threshold)
+    background = np.flatnonzero(scores.max(axis=1) < 0.01)
+    rng = np.random.default_rng(seed)
+    for row, spare in zip(planted, rng.choice(background, len(planted), replace=False), strict=True):
+        buffer[spare] = buffer[row]
+        y0, x0, y1, x1 = buffer[row, :4]
+        buffer[spare, :4] += np.float32(0.03) * np.array([y1 - y0, x1 - x0] * 2, np.float32)  # IoU about 0.9
+        buffer[spare, lead:] *= np.float32(DUPLICATE_SCORE)
+    name = BBOX_ONLY_OUTPUT[family]
+    spec = bbox_only_spec(name, len(buffer), buffer.shape[1] - lead, family)
+    return replace(heads, outputs={name: buffer[None]}, specs={name: spec}, bbox_only=True)
+
+
+def bbox_only_decoder(family: HeadFamily) -> Decoder:
+    """The host's decoder of ``family``'s bbox-only buffer (:func:`~harness.decode.bbox_only.decode_bbox_only`)
+    with the harness decoder's signature: the reference a bbox-only scene is held to."""
+    from harness.decode.bbox_only import decode_bbox_only
+
+    def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        ((name, spec),) = specs.items()
+        return decode_bbox_only(outputs[name], spec, config, family)
+
+    return decode
+
+
+BBOX_X_FIRST = "the boxes read x first (HailoRT's bbox-only buffer writes y_min, x_min, y_max, x_max)"
+BBOX_NOT_SCALED = "the boxes left as fractions of the input (the buffer is normalised; detections are in pixels)"
+BBOX_OBJECTNESS_LEFT_OUT = "the classes scored without the objectness (YOLOv5's buffer does not multiply them)"
+BBOX_NO_NMS = "no NMS run over the proposals (the bbox-only op leaves the NMS to the host)"
+
+
+def _bbox_only_misreadings(
+    scene: Scene,
+) -> list[tuple[str, Mapping[str, np.ndarray], DecodeConfig]]:
+    """Each known mistake of a host decoder of a bbox-only buffer, as the buffer and config under which the
+    reference decoder makes it."""
+    ((name, buffer),) = scene.outputs.items()
+    swapped = buffer[..., [1, 0, 3, 2, *range(4, buffer.shape[-1])]]
+    found: list[tuple[str, Mapping[str, np.ndarray], DecodeConfig]] = [
+        (BBOX_X_FIRST, {name: swapped}, scene.config),
+        (BBOX_NOT_SCALED, scene.outputs, replace(scene.config, input_hw=(1, 1))),
+        (BBOX_NO_NMS, scene.outputs, replace(scene.config, iou_threshold=1.0)),
+    ]
+    if scene.family is HeadFamily.YOLOV5:
+        ones = buffer.copy()
+        ones[..., 4] = 1
+        found.append((BBOX_OBJECTNESS_LEFT_OUT, {name: ones}, scene.config))
+    return found
+
+
+def _reproduce_bbox_only(got: Detections, scene: Scene) -> str | None:
+    reference = bbox_only_decoder(scene.family)
+    for words, outputs, config in _bbox_only_misreadings(scene):
+        try:
+            if matches(got, reference(outputs, scene.specs, config)):
+                return words
+        except Exception:  # a misreading the reference refuses is not the one
+            continue
+    return None
+
+
 def name_mistake(got: object, scene: Scene) -> str | None:
     """``None`` when ``got`` equals the planted objects, else the mistake in plain words."""
     if not isinstance(got, Detections):
@@ -614,9 +701,12 @@ def _run(decoder: Decoder, scene: Scene) -> str | None:
     failure = name_mistake(got, scene)
     if failure is None or not isinstance(got, Detections):
         return failure
-    reproduction = reproduce([DecodedFrame(scene.outputs, got)], scene.specs, scene.config, scene.family, scene.layout)
-    if reproduction is not None:
-        named = reproduction.words
+    if scene.bbox_only:
+        named = _reproduce_bbox_only(got, scene)
+    else:
+        found = reproduce([DecodedFrame(scene.outputs, got)], scene.specs, scene.config, scene.family, scene.layout)
+        named = found.words if found is not None else None
+    if named is not None:
         return f"{named}: {failure}" if failure.startswith("expected ") else f"{named} ({failure})"
     return f"{failure}; {NOT_REPRODUCED}" if failure.startswith("expected ") else failure
 
@@ -677,7 +767,7 @@ SCENE_FAMILIES = (
 OBJECTNESS_FAMILIES = (HeadFamily.YOLOV5, HeadFamily.YOLOX)
 
 
-def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
+def properties(family: HeadFamily = HeadFamily.YOLOV8, bbox_only: bool = False) -> tuple[Property, ...]:
     """The properties a decoder of ``family``'s heads must hold: the same sentences for every family,
     the scenes planted with its box maps (DFL bins, YOLO26's 4 distances, YOLOv5's anchored maps or YOLOX's
     box, objectness and class maps, SSD's per-anchor regression and class maps), then an objectness family's own
@@ -690,6 +780,8 @@ def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
             f"head family {family.value!r}: the conformance suite plants no scenes of its heads yet; expected one "
             f"of {[f.value for f in SCENE_FAMILIES]}"
         )
+    if bbox_only:
+        return _bbox_only_properties(family)
     base = SceneRecipe(family=family, reg_max=16 if family is HeadFamily.YOLOV8 else 1)
     # HailoRT's SSD op applies no activation (ssd_post_process.hpp): an SSD decoder is given probabilities,
     # never logits, and the sentences about logits are not its
@@ -746,6 +838,40 @@ def properties(family: HeadFamily = HeadFamily.YOLOV8) -> tuple[Property, ...]:
     )
 
 
+def _bbox_only_properties(family: HeadFamily) -> tuple[Property, ...]:
+    """A host decoder of HailoRT's bbox-only buffer: YOLOv8's sentences that a buffer of float32 boxes and
+    class values can hold (its boxes decoded by HailoRT: no DFL, no quantization, no layout of heads), and
+    YOLOv5's objectness sentence; every scene holds a weaker duplicate of each object that only an NMS drops."""
+    if family not in BBOX_ONLY_OUTPUT:
+        raise HarnessError(
+            f"head family {family.value!r}: HailoRT has no bbox-only op for it; expected one of "
+            f"{[f.value for f in BBOX_ONLY_OUTPUT]}"
+        )
+    base = SceneRecipe(family=family, reg_max=16 if family is HeadFamily.YOLOV8 else 1, bbox_only=True)
+    own = (
+        Property(
+            "finds every planted object with its box, score and class", _plain(replace(base, input_hw=(640, 640)))
+        ),
+        Property("handles non-square inputs and 80 classes", _plain(replace(base, classes=80, objects=6))),
+        Property("runs the NMS over the proposals: a weaker duplicate of an object is no detection", _plain(base)),
+    )
+    if family is HeadFamily.YOLOV5:
+        objectness = Property(
+            "scores objectness x class: a high class score under a low objectness is no detection",
+            _plain(replace(base, decoys=8)),
+        )
+        return (*own, objectness)
+    return own
+
+
+def conformance_head(text: str) -> tuple[HeadFamily, bool]:
+    """``--decoder-head`` -> the head family and whether the decoder is given HailoRT's bbox-only buffer
+    (``yolov8-bbox-only``, ``yolov5-bbox-only``) rather than the raw heads; a ValueError naming the words."""
+    bbox_only = text.endswith(BBOX_ONLY_SUFFIX)
+    return HeadFamily(text.removesuffix(BBOX_ONLY_SUFFIX)), bbox_only
+
+
+BBOX_ONLY_SUFFIX = "-bbox-only"
 SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -759,7 +885,8 @@ def check_property(decoder: Decoder, prop: Property, seeds: tuple[int, ...] = SE
 
 
 def run_conformance(
-    decoder: Decoder, seeds: tuple[int, ...] = SEEDS, family: HeadFamily = HeadFamily.YOLOV8
+    decoder: Decoder, seeds: tuple[int, ...] = SEEDS, family: HeadFamily = HeadFamily.YOLOV8, bbox_only: bool = False
 ) -> dict[str, str | None]:
-    """Property sentence -> failure (``None`` when it holds), for a decoder of ``family``'s heads."""
-    return {prop.sentence: check_property(decoder, prop, seeds) for prop in properties(family)}
+    """Property sentence -> failure (``None`` when it holds), for a decoder of ``family``'s heads (with
+    ``bbox_only``: of the buffer HailoRT's bbox-only op writes of them)."""
+    return {prop.sentence: check_property(decoder, prop, seeds) for prop in properties(family, bbox_only)}

@@ -74,6 +74,19 @@ def test_decoder_head_runs_the_yolo26_properties_against_a_yolo26_decoder(pytest
     pytester.runpytest_subprocess("--decoder", "userdec:decode", "-q").assert_outcomes(failed=len(PROPERTIES))
 
 
+def test_a_bbox_only_decoder_head_runs_the_bbox_only_properties(pytester):
+    pytester.makepyfile(
+        userdec="from harness.conformance.suite import bbox_only_decoder\n"
+        "from harness.core.head_family import HeadFamily\n"
+        "decode = bbox_only_decoder(HeadFamily.YOLOV5)\n"
+    )
+    result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolov5-bbox-only", "-q")
+    result.assert_outcomes(passed=4)
+    result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolox-bbox-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'yolox': HailoRT has no bbox-only op for it*"])
+
+
 def test_an_unknown_decoder_head_or_one_without_a_decoder_is_a_usage_error(pytester):
     pytester.makepyfile(userdec=EMPTY_DECODER)
     result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolo5")

@@ -373,6 +373,63 @@ def test_an_ssd_scene_holds_the_background_high_where_nothing_is_planted_first_o
         assert (values[:, background] > 0.5).sum() == len(values) - len(scene.expected)
 
 
+# ------------------------------------------------------------------------ bbox-only buffers (the host's NMS)
+
+BBOX_ONLY = {family: properties(family, bbox_only=True) for family in (HeadFamily.YOLOV8, HeadFamily.YOLOV5)}
+NMS_PROPERTY = "runs the NMS over the proposals: a weaker duplicate of an object is no detection"
+
+
+def test_bbox_only_properties_are_yolov8s_sentences_a_float_buffer_can_hold_and_the_nms():
+    assert [p.sentence for p in BBOX_ONLY[HeadFamily.YOLOV8]] == [
+        PROPERTIES[0].sentence,
+        PROPERTIES[1].sentence,
+        NMS_PROPERTY,
+    ]
+    assert [p.sentence for p in BBOX_ONLY[HeadFamily.YOLOV5]] == [
+        *(p.sentence for p in BBOX_ONLY[HeadFamily.YOLOV8]),
+        OBJECTNESS_PROPERTY,
+    ]
+    with pytest.raises(HarnessError, match=r"'yolox': HailoRT has no bbox-only op for it"):
+        properties(HeadFamily.YOLOX, bbox_only=True)
+    assert conformance.conformance_head("yolov5-bbox-only") == (HeadFamily.YOLOV5, True)
+    assert conformance.conformance_head("ssd") == (HeadFamily.SSD, False)
+
+
+@pytest.mark.parametrize("family", [HeadFamily.YOLOV8, HeadFamily.YOLOV5])
+@pytest.mark.parametrize("decoder", ["reference", "by_hand"])
+def test_the_harness_bbox_only_decoder_and_one_written_by_hand_satisfy_every_bbox_only_property(family, decoder):
+    decode = conformance.bbox_only_decoder(family) if decoder == "reference" else wrong_decoders.bbox_only_by_hand
+    results = run_conformance(decode, family=family, bbox_only=True)
+    assert results == {p.sentence: None for p in BBOX_ONLY[family]}
+
+
+BBOX_ONLY_MISTAKES = [
+    (wrong_decoders.bbox_only_x_first, HeadFamily.YOLOV8, ALL, conformance.BBOX_X_FIRST),
+    (wrong_decoders.bbox_only_not_scaled, HeadFamily.YOLOV8, ALL, conformance.BBOX_NOT_SCALED),
+    (wrong_decoders.bbox_only_no_nms, HeadFamily.YOLOV5, ALL, conformance.BBOX_NO_NMS),
+    (wrong_decoders.bbox_only_objectness_left_out, HeadFamily.YOLOV5, ALL, conformance.BBOX_OBJECTNESS_LEFT_OUT),
+    (wrong_decoders.bbox_only_sigmoid, HeadFamily.YOLOV5, ALL, conformance.SIGMOID_TWICE),
+]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "family", "failing", "words"),
+    [pytest.param(*row, id=row[0].__name__) for row in BBOX_ONLY_MISTAKES],
+)
+def test_each_wrong_bbox_only_decoder_fails_the_properties_its_mistake_touches_and_is_named(
+    decoder, family, failing, words
+):
+    results = run_conformance(decoder, family=family, bbox_only=True)
+    failed = [sentence for sentence, failure in results.items() if failure]
+    assert failed == ([p.sentence for p in BBOX_ONLY[family]] if failing is ALL else failing)
+    assert words in results[failed[0]]
+
+
+def test_every_held_out_bbox_only_decoder_is_in_the_table():
+    held_out = {n for n in dir(wrong_decoders) if n.startswith("bbox_only_") and n != "bbox_only_by_hand"}
+    assert held_out == {d.__name__ for d, *_ in BBOX_ONLY_MISTAKES}
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_yolov5_decoys_reach_the_threshold_by_class_or_by_objectness_alone_never_by_their_product(seed):
     recipe = SceneRecipe(family=HeadFamily.YOLOV5, logits=True, decoys=8)

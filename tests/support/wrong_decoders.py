@@ -470,3 +470,59 @@ def ssd_centre_at_the_corner(outputs, specs, config):
 def ssd_no_exp(outputs, specs, config):
     """Sizes of t / scale x anchor, without the exp: a mistake no known misreading reproduces."""
     return _ssd_by_hand(outputs, specs, config, "no exp")
+
+
+# ------------------------------------------------------------------------ bbox-only buffers (the host's NMS)
+
+
+def _bbox_only_by_hand(outputs, specs, config, bug=None):
+    """A host decoder of HailoRT's bbox-only buffer written as a user would, apart from the harness's (rows
+    y_min, x_min, y_max, x_max normalised, YOLOv5's objectness, the class values; scores objectness x class;
+    HailoRT's NMS), making the one mistake ``bug``; None: no mistake."""
+    ((name, spec),) = specs.items()
+    rows = np.asarray(outputs[name], np.float32).reshape(spec.shape[1], spec.shape[2])
+    v5 = name.startswith("yolov5")
+    lead = 5 if v5 else 4
+    y0, x0, y1, x1 = (rows[:, i] for i in ((1, 0, 3, 2) if bug == "x first" else (0, 1, 2, 3)))
+    h, w = (1, 1) if bug == "not scaled" else config.input_hw
+    boxes = np.stack([x0 * w, y0 * h, x1 * w, y1 * h], axis=1)
+    scores = rows[:, lead:]
+    if v5 and bug != "objectness left out":
+        keep = rows[:, 4] >= config.score_threshold
+        boxes, scores = boxes[keep], scores[keep] * rows[keep, 4:5]
+    if bug == "sigmoid":
+        scores = 1 / (1 + np.exp(-scores))
+    if bug == "no nms":
+        cells, classes = np.nonzero(scores >= config.score_threshold)
+        return Detections(boxes[cells], scores[cells, classes], classes)
+    return nms_hailort(np.ascontiguousarray(boxes), np.ascontiguousarray(scores, dtype=np.float32), config)
+
+
+def bbox_only_by_hand(outputs, specs, config):
+    """The hand-written bbox-only decoder without a mistake: it holds every property."""
+    return _bbox_only_by_hand(outputs, specs, config)
+
+
+def bbox_only_x_first(outputs, specs, config):
+    """Reads each row's box as x_min, y_min, x_max, y_max."""
+    return _bbox_only_by_hand(outputs, specs, config, "x first")
+
+
+def bbox_only_not_scaled(outputs, specs, config):
+    """Leaves the boxes normalised."""
+    return _bbox_only_by_hand(outputs, specs, config, "not scaled")
+
+
+def bbox_only_objectness_left_out(outputs, specs, config):
+    """Scores YOLOv5's rows by their class values alone."""
+    return _bbox_only_by_hand(outputs, specs, config, "objectness left out")
+
+
+def bbox_only_sigmoid(outputs, specs, config):
+    """Puts the class values through a sigmoid (they are probabilities already)."""
+    return _bbox_only_by_hand(outputs, specs, config, "sigmoid")
+
+
+def bbox_only_no_nms(outputs, specs, config):
+    """Keeps every row above the threshold: no NMS."""
+    return _bbox_only_by_hand(outputs, specs, config, "no nms")

@@ -40,6 +40,7 @@ _API = {
     "FormatType": "harness.core.specs",
     "QuantInfo": "harness.core.specs",
     "DecodeConfig": "harness.core.settings",
+    "SsdConfig": "harness.core.settings",
 }
 __all__ = [
     "Backend",
@@ -54,6 +55,7 @@ __all__ = [
     "QuantInfo",
     "RunContext",
     "SettingsSpec",
+    "SsdConfig",
     "__version__",
     "evaluate_spec",
     "load_dataset",
@@ -67,7 +69,7 @@ __all__ = [
 if TYPE_CHECKING:
     from harness.conformance.suite import run_conformance
     from harness.core.detections import Detections
-    from harness.core.settings import DecodeConfig
+    from harness.core.settings import DecodeConfig, SsdConfig
     from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
     from harness.inputs.hef.reader import read_hef
     from harness.pipeline.factory import RunContext, evaluate_spec, load_dataset, open_path, prepare_run

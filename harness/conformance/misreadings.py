@@ -18,6 +18,23 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.conformance.words import (
+    ANCHOR_GROUPS_REVERSED,
+    ANCHORED_READ_CLASS_MAJOR,
+    ANCHORS_HEIGHT_WIDTH,
+    DEFAULT_ANCHORS_TAKEN,
+    DFL_BINS_INTERLEAVED,
+    FCR_READ_CHANNEL_FIRST,
+    OBJECTNESS_MISSING,
+    READ_CHANNEL_FIRST,
+    SIGMOID_APPLIED_TWICE,
+    SIXTEEN_AS_EIGHT,
+    SIXTEEN_BIT_READ_AS_EIGHT,
+    SSD_ANCHORS_HEIGHT_WIDTH,
+    SSD_BACKGROUND_AS_CLASS,
+    SSD_CODING_X_FIRST,
+    SSD_SCALE_FACTORS_LEFT_OUT,
+)
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
@@ -38,7 +55,6 @@ DFL_INTERLEAVED = (
     "read with the DFL bins interleaved (the bins of one box side are contiguous: side-major, 4 x reg_max)"
 )
 CHANNEL_FIRST = "read channel-first (host outputs are channel-last: (H, W, C))"
-SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
 CLASS_MAJOR = (
     "read class-major (channel value x na + anchor; a map of anchors is anchor-major: each anchor's values (5 + nc "
     "of an anchored map, 4 or nc of an SSD map) are contiguous)"
@@ -60,18 +76,6 @@ NOT_REPRODUCED = (
     "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults; an "
     "SSD box coding read x first or without its scale factors, the background kept), on any head, reproduces it"
 )
-
-# The misreadings' names, as the diagnosis names a finding (channel-first on FCR heads alone has its own).
-SIXTEEN_BIT_READ_AS_EIGHT = "sixteen_bit_read_as_eight"
-READ_CHANNEL_FIRST = "read_channel_first"
-FCR_READ_CHANNEL_FIRST = "fcr_read_channel_first"
-DFL_BINS_INTERLEAVED = "dfl_bins_interleaved"
-ANCHORED_READ_CLASS_MAJOR = "anchored_read_class_major"
-SIGMOID_APPLIED_TWICE = "sigmoid_applied_twice"
-OBJECTNESS_MISSING = "objectness_left_out"
-ANCHOR_GROUPS_REVERSED = "anchor_groups_reversed"
-ANCHORS_HEIGHT_WIDTH = "anchors_taken_as_height_width"
-DEFAULT_ANCHORS_TAKEN = "default_anchors_used"
 
 
 def matches(got: Detections, expected: Detections) -> bool:
@@ -221,11 +225,6 @@ ANCHOR_MISREADINGS = (
     AnchorMisreading(DEFAULT_ANCHORS_TAKEN, DEFAULT_ANCHORS_USED, lambda anchors: DEFAULT_ANCHORS),
 )
 
-SSD_CODING_X_FIRST = "ssd_box_coding_read_x_first"
-SSD_SCALE_FACTORS_LEFT_OUT = "ssd_scale_factors_left_out"
-SSD_ANCHORS_HEIGHT_WIDTH = "ssd_anchors_taken_as_height_width"
-SSD_BACKGROUND_AS_CLASS = "ssd_background_read_as_a_class"
-
 
 @dataclass(frozen=True)
 class SsdMisreading:
@@ -254,14 +253,6 @@ SSD_MISREADINGS = (
         lambda c: replace(c, anchors=tuple(tuple((h, w) for w, h in layer) for layer in c.anchors)),
     ),
     SsdMisreading(SSD_BACKGROUND_AS_CLASS, SSD_BACKGROUND_KEPT, lambda c: replace(c, background_class=None)),
-)
-
-# Every name a reproduction can give.
-REPRODUCED_NAMES = (
-    *(m.name for m in MISREADINGS),
-    FCR_READ_CHANNEL_FIRST,
-    *(m.name for m in ANCHOR_MISREADINGS),
-    *(m.name for m in SSD_MISREADINGS),
 )
 
 

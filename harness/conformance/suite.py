@@ -55,6 +55,7 @@ from harness.conformance.misreadings import (
     matches,
     reproduce,
 )
+from harness.conformance.words import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
@@ -77,10 +78,6 @@ SIGMOID_MISSING = "scores outside [0,1]: sigmoid missing"
 SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
 HALF_CELL = "anchor centres off by half a cell"
-FCR_CHANNEL_FIRST = "FCR head read as channel-first (FCR is channel-last on the host)"
-PAIRED_ACROSS_GRIDS = (
-    "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
-)
 ANCHORS_BY_ORDER = (
     "anchor groups given to the outputs by their order or name (they go by grid: config.anchors is stride ascending)"
 )

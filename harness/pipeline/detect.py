@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from harness.backends.base import InputSpec, Runner, SourcedRunner, infer_frames
-from harness.conformance.misreadings import DecodedFrame
 from harness.core.closing import Closing
 from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
 from harness.core.environment import environment
@@ -56,6 +55,7 @@ from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_abov
 
 if TYPE_CHECKING:
     from harness.backends.onnx.runner import FullHeadRunner
+    from harness.conformance.misreadings import DecodedFrame
     from harness.conformance.suite import Decoder
 
 
@@ -527,6 +527,8 @@ class DecoderPath(_RunnerPath):
         """Each image's runner outputs, as the decoder is given them, and what it returns from them (in
         model-input pixels): what a mistake is reproduced from. The runner runs them again (the
         prediction cache keeps detections, not outputs)."""
+        from harness.conformance.misreadings import DecodedFrame  # the doctor's alone: a run does not load it
+
         prepared = [prepare(image, self.settings)[0] for image in images]
         frames = infer_frames(self._runner, {self._input_name: np.stack(prepared)})
         return [DecodedFrame(frame, self.decoder(frame, self._specs, self._config)) for frame in frames]

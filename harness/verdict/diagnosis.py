@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.conformance import misreadings
-from harness.conformance.suite import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIXTEEN_AS_EIGHT
+from harness.conformance import words as misreadings
+from harness.conformance.words import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SIXTEEN_AS_EIGHT
 from harness.core.detections import (
     Detections,
     letterbox_boxes,

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness.conformance import misreadings
+from harness.conformance import misreadings, words
 from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce
 from harness.conformance.suite import SceneRecipe, make_scene
 from harness.core.head_family import HeadFamily
@@ -70,7 +70,17 @@ def test_channel_first_on_heads_that_are_not_all_fcr_is_named_channel_first():
 )
 def test_each_misreading_reproduced_on_every_frame_is_named_by_its_name(decoder, recipe, name):
     found = _reproduce(decoder, recipe)
-    assert found is not None and found.name == name and found.name in misreadings.REPRODUCED_NAMES
+    assert found is not None and found.name == name and found.name in words.REPRODUCED_NAMES
+
+
+def test_every_name_a_diagnosis_may_give_is_one_misreadings_name_in_the_order_they_are_tried():
+    tried = [
+        *(m.name for m in misreadings.MISREADINGS),
+        misreadings.FCR_READ_CHANNEL_FIRST,
+        *(m.name for m in misreadings.ANCHOR_MISREADINGS),
+        *(m.name for m in misreadings.SSD_MISREADINGS),
+    ]
+    assert list(words.REPRODUCED_NAMES) == tried
 
 
 def test_a_misreading_that_holds_on_one_frame_but_not_another_is_not_named():

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.conformance import misreadings
+from harness.conformance import misreadings, words
 from harness.core.detections import Detections, Letterbox, letterbox_boxes, unletterbox
 from harness.core.settings import EvalSettings, SettingsMismatch
 from harness.verdict.diagnosis import REPRODUCED_FIXES, RULES, Evidence, Rule, _median, collect_evidence, diagnose
@@ -221,7 +221,7 @@ def _reproduced(evidence: Evidence, name: str, words: str) -> Evidence:
     )
 
 
-@pytest.mark.parametrize("name", misreadings.REPRODUCED_NAMES)
+@pytest.mark.parametrize("name", words.REPRODUCED_NAMES)
 def test_a_host_decoder_reproduced_by_a_misreading_is_named_by_it_before_any_symptom(truths, onnx, name):
     # the scores of a second sigmoid too: the reproduction is the finding, the symptom comes after it
     squeezed = collect_evidence(_hailo(truths, SCENARIOS["sigmoid_applied_twice"](truths)), onnx)

@@ -573,7 +573,7 @@ validation of the EMA weights in torch every {EVAL_EVERY} epochs):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument(
         "--out", type=Path, default=ROOT / "tests" / "support" / "data", help="folder for the ONNX, config and card"
     )

@@ -508,3 +508,24 @@ def test_an_ssd_config_for_a_yolo_export_is_refused_naming_its_outputs() -> None
         export_heads(yolox_exports.yolox_export(), ssd=ssd_exports.ssd_config())
     with pytest.raises(GraphError, match="an SSD head is found by structure only"):
         export_heads(ssd_exports.ssd_export(), ["/BoxPredictor_0/ClassPredictor/Conv"], ssd=ssd_exports.ssd_config())
+
+
+def test_the_trained_ssd_export_with_its_config_file_is_ssd_with_its_six_head_convolutions_and_class_names() -> None:
+    """tests/support/data/fire_smoke_ssd_256.onnx (MODEL_CARD_ssd.md) and its fire_smoke_ssd_256.ssd.json: the
+    Object Detection API's decode tail as torch exports it (the anchor table a constant, BatchNorm folded), not
+    built here node by node; refused without its config."""
+    model, config = load_model(ssd_exports.TRAINED), ssd_exports.trained_config()
+    found = export_heads(model, ssd=config)
+    assert found.family is HeadFamily.SSD
+    assert [(h.node, h.role, h.channels, h.grid) for h in found.heads] == [
+        (f"/head/{pred}.{i}/Conv", role, channels, (32 // 2**i, 32 // 2**i))
+        for i in range(3)
+        for pred, role, channels in (
+            ("box_preds", HeadRole.ANCHOR_BOXES, 16),
+            ("cls_preds", HeadRole.ANCHOR_CLASSES, 12),
+        )
+    ]
+    assert [h.anchors for h in found.heads[::2]] == list(config.anchors)
+    assert model_input(model) == ("images", (256, 256)) and onnx_class_names(model) == ("fire", "smoke")
+    with pytest.raises(GraphError, match=r"--ssd-config FILE"):
+        export_heads(model)

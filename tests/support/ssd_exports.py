@@ -15,12 +15,14 @@ grid_anchor_generator.py (an anchor's centre at its cell's centre). In an ONNX g
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from harness.core.documents import read_json
 from harness.core.settings import SsdConfig
 
 # Per layer, largest grid first, each anchor's (width, height) as a fraction of the input.
@@ -34,6 +36,14 @@ CENTERS_SCALE, DIMENSIONS_SCALE = 10, 5
 SCORE_GAIN, BOX_GAIN = 4.0, 5.0
 BOXES, SCORES = "raw_detection_boxes", "raw_detection_scores"
 DEMO_NAMES = ("fire", "smoke")
+# A trained SSD export and its SSD config file (MODEL_CARD_ssd.md, tools/train_ssd_demo.py)
+TRAINED = Path(__file__).resolve().parent / "data" / "fire_smoke_ssd_256.onnx"
+TRAINED_CONFIG = TRAINED.with_suffix(".ssd.json")
+
+
+def trained_config() -> SsdConfig:
+    """The trained export's SSD config, read from its file as ``--ssd-config`` reads it."""
+    return SsdConfig.from_dict(read_json(TRAINED_CONFIG, "SSD config"), str(TRAINED_CONFIG))
 
 
 def ssd_config(anchors: tuple[tuple[tuple[float, float], ...], ...] = ANCHORS) -> SsdConfig:

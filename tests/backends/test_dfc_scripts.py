@@ -1245,7 +1245,7 @@ YOLOX_MISTAKES: dict[str, tuple[Callable[[str, str], tuple[str, str]], list[str]
     "a bbox-only op": (
         _edit_alls("engine=cpu)", "engine=cpu, bbox_decoding_only=True)"),
         ["nms_postprocess"],
-        "nms_postprocess bbox_decoding_only: found True, expected absent: HailoRT has no bbox-only YOLOX op",
+        "nms_postprocess bbox_decoding_only: found True, expected absent: HailoRT has no bbox-only op of meta_arch",
     ),
     "wrong classes": (_edit_nms(lambda c: c.update(classes=79)), ["classes"], "NMS config classes: found 79"),
     "two detection heads": (

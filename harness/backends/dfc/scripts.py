@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from harness.core import defaults
 from harness.core.checks import CheckResult
@@ -719,6 +719,73 @@ def check_field(nms: Mapping[str, Any], key: str, expected: object, why: str) ->
     if found != wanted:
         return CheckResult.failed(key, f"NMS config {key}", found, f"{wanted} ({why})", f'set "{key}": {wanted}')
     return CheckResult.ok(key, f"{key} {wanted} ({why})")
+
+
+def check_meta_arch(alls: AllsScript, meta_arch: str, decoder_words: str, bbox_only: bool = True) -> CheckResult:
+    """The model script's ``nms_postprocess`` names its NMS config and ``meta_arch`` (``decoder_words`` say
+    what that decoder reads); ``bbox_only`` False: a family HailoRT has no bbox-only op for, which must not
+    ask for one."""
+    name = "nms_postprocess"
+    if alls.nms_reference is None:
+        return CheckResult.failed(
+            name,
+            "model script nms_postprocess",
+            "no nms_postprocess command with a JSON path",
+            f'nms_postprocess("<nms json>", meta_arch={meta_arch}, engine=cpu)',
+            "add the command naming the NMS config",
+        )
+    if alls.nms_options.get("meta_arch") != meta_arch:
+        return CheckResult.failed(
+            name,
+            "nms_postprocess meta_arch",
+            alls.nms_options.get("meta_arch"),
+            f"{meta_arch} ({decoder_words})",
+            f"set meta_arch={meta_arch}",
+        )
+    if not bbox_only and decodes_boxes_only(alls):
+        return CheckResult.failed(
+            name,
+            "nms_postprocess bbox_decoding_only",
+            "True",
+            f"absent: HailoRT has no bbox-only op of meta_arch {meta_arch}",
+            "remove bbox_decoding_only=True",
+        )
+    return CheckResult.ok(name, nms_command_said(alls, meta_arch))
+
+
+S = TypeVar("S")
+
+
+def validate_with_nms_config(
+    alls_text: str,
+    nms_json_text: str,
+    meta_arch: Callable[[AllsScript], CheckResult],
+    scripts: Callable[[AllsScript, dict[str, Any]], S],
+    keys: Callable[[S], CheckResult],
+    checks: Sequence[Callable[[S], CheckResult]],
+) -> tuple[CheckResult, ...]:
+    """Every check of a model script and its NMS config, in order: ``keys`` (the config's keys and types),
+    then each of ``checks`` on the family's ``scripts`` (each skipped, by the name its function gives, where
+    the keys do not hold), then the normalization and ``meta_arch`` checks of the model script."""
+    alls = parse_alls(alls_text)
+    tail = (check_normalization(alls), meta_arch(alls))
+    try:
+        nms = parse_json(nms_json_text, "NMS config")
+    except DocumentError as error:
+        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"), *tail)
+    if not isinstance(nms, dict):
+        found = type(nms).__name__
+        return (CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file"), *tail)
+    s = scripts(alls, nms)
+    checked = keys(s)
+    if checked.passed:
+        return (checked, *(check(s) for check in checks), *tail)
+    skipped = "the NMS config lacks keys or types (see nms_keys)"
+    return (
+        checked,
+        *(CheckResult.skipped(check.__name__.removeprefix("_check_"), skipped) for check in checks),
+        *tail,
+    )
 
 
 def check_named_layers(named: list[tuple[str, str]], table: LayerTable) -> CheckResult:

@@ -41,22 +41,19 @@ from harness.backends.dfc.scripts import (
     NmsSettings,
     ScriptFiles,
     check_field,
+    check_meta_arch,
     check_named_layers,
-    check_normalization,
     decoder_name,
-    decodes_boxes_only,
     is_count,
     is_fraction,
     is_number,
     nms_command,
-    nms_command_said,
-    parse_alls,
     render_nms_json,
     said,
     unscoped,
+    validate_with_nms_config,
 )
 from harness.core.checks import CheckResult
-from harness.core.documents import DocumentError, parse_json
 from harness.core.files import write_atomic
 from harness.core.settings import SSD_BOX_INDICES, SsdConfig
 from harness.decode.layout import HeadLayout, Level, layout_of_export
@@ -378,32 +375,9 @@ def _check_sigmoid(s: _Scripts) -> CheckResult:
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
-    name = "nms_postprocess"
-    if alls.nms_reference is None:
-        return CheckResult.failed(
-            name,
-            "model script nms_postprocess",
-            "no nms_postprocess command with a JSON path",
-            f'nms_postprocess("<nms json>", meta_arch={META_ARCH}, engine=cpu)',
-            "add the command naming the NMS config",
-        )
-    if alls.nms_options.get("meta_arch") != META_ARCH:
-        return CheckResult.failed(
-            name,
-            "nms_postprocess meta_arch",
-            alls.nms_options.get("meta_arch"),
-            f"{META_ARCH} (the SSD decoder: anchors and box coding from the NMS config)",
-            f"set meta_arch={META_ARCH}",
-        )
-    if decodes_boxes_only(alls):
-        return CheckResult.failed(
-            name,
-            "nms_postprocess bbox_decoding_only",
-            "True",
-            "absent: HailoRT has no bbox-only SSD op",
-            "remove bbox_decoding_only=True",
-        )
-    return CheckResult.ok(name, nms_command_said(alls, META_ARCH))
+    return check_meta_arch(
+        alls, META_ARCH, "the SSD decoder: anchors and box coding from the NMS config", bbox_only=False
+    )
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
@@ -423,22 +397,12 @@ def validate_ssd_scripts(
 ) -> tuple[CheckResult, ...]:
     """Every check of an SSD model script and NMS config against the ONNX, its SSD config and the layer
     table, in order."""
-    alls = parse_alls(alls_text)
-    tail = (check_normalization(alls), _check_nms_postprocess(alls))
-    try:
-        nms = parse_json(nms_json_text, "NMS config")
-    except DocumentError as error:
-        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"), *tail)
-    if not isinstance(nms, dict):
-        found = type(nms).__name__
-        return (CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file"), *tail)
-    s = _Scripts(alls, nms, facts, table, ssd_config_of(facts), layout_of_export(facts))
-    keys = _check_nms_keys(s)
-    if keys.passed:
-        return (keys, *(check(s) for check in _NEEDS_NMS_KEYS), *tail)
-    skipped = "the NMS config lacks keys or types (see nms_keys)"
-    return (
-        keys,
-        *(CheckResult.skipped(check.__name__.removeprefix("_check_"), skipped) for check in _NEEDS_NMS_KEYS),
-        *tail,
+    ssd, layout = ssd_config_of(facts), layout_of_export(facts)
+    return validate_with_nms_config(
+        alls_text,
+        nms_json_text,
+        _check_nms_postprocess,
+        lambda alls, nms: _Scripts(alls, nms, facts, table, ssd, layout),
+        _check_nms_keys,
+        _NEEDS_NMS_KEYS,
     )

@@ -26,6 +26,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -36,7 +37,7 @@ from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import SsdConfig
-from harness.decode.layout import layout_of_export
+from harness.decode.layout import HeadLayout, Level, layout_of_export
 from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
 from harness.inputs.layer_names import is_layer_name
 from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, find_yolov5_heads, load_model
@@ -64,6 +65,10 @@ DECODER_KEYS = ("name", "stride", "reg_layer", "cls_layer")
 # The HEF takes raw 0-255 RGB; the /255 of an Ultralytics export happens inside it
 # (hailo_model_zoo: hailo_model_zoo/cfg/alls/generic/yolov8n.alls).
 NORMALIZATION = ((0.0, 0.0, 0.0), (255.0, 255.0, 255.0))
+# The command every model script opens with, its values written as floats (as the Model Zoo writes them).
+NORMALIZATION_COMMAND = "normalization1 = normalization([{}], [{}])".format(
+    *(", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
+)
 
 LayerSource = Literal["parsed", "layer map", "placeholder"]
 
@@ -480,8 +485,7 @@ def render_alls(
     default (:data:`~harness.core.defaults.DFC_OPTIMIZATION_LEVEL`), which it lowers itself with too few
     images or no GPU, and the compile warns of that before it starts
     (:func:`~harness.inputs.calibration.calibration_shortfall`)."""
-    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
-    lines = [f"normalization1 = normalization([{mean}], [{std}])"]
+    lines = [NORMALIZATION_COMMAND]
     lines += [f"change_output_activation({names[cls.node]}, sigmoid)" for _, _, cls in pairs(facts)]
     lines.append(nms_command(nms_json_reference, "yolov8", bbox_decoding_only))
     lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
@@ -495,18 +499,34 @@ class ScriptFiles:
     layer_names: Path  # ONNX end node -> layer name, the format --layer-map reads
 
 
+def write_script_files(
+    folder: Path,
+    stem: str,
+    names: Mapping[str, str],
+    alls: Callable[[str], str],
+    config: Mapping[str, Any] | None = None,
+) -> ScriptFiles:
+    """Write ``<stem>.alls`` (``alls`` of the NMS config's file name: it is named beside the model script),
+    ``<stem>_nms_config.json`` where there is a ``config``, and ``layer_names.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nms_json = folder / f"{stem}_nms_config.json" if config is not None else None
+    if nms_json is not None:
+        write_atomic(nms_json, render_nms_json(config or {}))
+    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
+    write_atomic(files.alls, alls(nms_json.name if nms_json is not None else ""))
+    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
+    return files
+
+
 def write_scripts(
     folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
 ) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    nms_json = folder / f"{stem}_nms_config.json"
-    write_atomic(nms_json, render_nms_json(nms_config(facts, names, settings)))
-    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_alls(facts, names, nms_json.name, settings.bbox_decoding_only))
-    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
-    return files
+    config = nms_config(facts, names, settings)
+    return write_script_files(
+        folder, stem, names, lambda json_name: render_alls(facts, names, json_name, settings.bbox_decoding_only), config
+    )
 
 
 @dataclass(frozen=True)
@@ -606,18 +626,28 @@ def parse_alls(text: str) -> AllsScript:
 
 
 @dataclass(frozen=True)
-class _Scripts:
+class ScriptsUnderCheck:
+    """A model script and its NMS config under check, with the export and the layer table they are held to."""
+
     alls: AllsScript
     nms: Mapping[str, Any]
     facts: ExportFacts
     table: LayerTable
 
+    @cached_property
+    def layout(self) -> HeadLayout:
+        return layout_of_export(self.facts)
+
     @property
     def decoders(self) -> list[Mapping[str, Any]]:
         return list(self.nms["bbox_decoders"])
 
+    def level(self, stride: object) -> Level | None:
+        """The export's level of ``stride``, where it has one."""
+        return next((level for level in self.layout.levels if level.stride == stride), None)
 
-def _check_nms_keys(s: _Scripts) -> CheckResult:
+
+def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
     name = "nms_keys"
     missing = [k for k in NMS_KEYS if k not in s.nms]
     if missing:
@@ -654,7 +684,7 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}")
 
 
-def _nms_field(s: _Scripts, field: str, expected: object, why: str, ok: str) -> CheckResult:
+def _nms_field(s: ScriptsUnderCheck, field: str, expected: object, why: str, ok: str) -> CheckResult:
     """The NMS config's ``field`` is ``expected`` (what the ONNX says, ``why``)."""
     if s.nms[field] != expected:
         return CheckResult.failed(
@@ -663,31 +693,31 @@ def _nms_field(s: _Scripts, field: str, expected: object, why: str, ok: str) -> 
     return CheckResult.ok(field, ok)
 
 
-def _check_image_dims(s: _Scripts) -> CheckResult:
+def _check_image_dims(s: ScriptsUnderCheck) -> CheckResult:
     expected = list(s.facts.input_hw)
     why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
     return _nms_field(s, "image_dims", expected, why, f"image_dims {expected} == ONNX input")
 
 
-def _check_classes(s: _Scripts) -> CheckResult:
+def _check_classes(s: ScriptsUnderCheck) -> CheckResult:
     classes = layout_of_export(s.facts).classes
     why = f"class channels of {s.facts.source}"
     return _nms_field(s, "classes", classes, why, f"classes {classes} == ONNX class channels")
 
 
-def _check_regression_length(s: _Scripts) -> CheckResult:
+def _check_regression_length(s: ScriptsUnderCheck) -> CheckResult:
     reg = layout_of_export(s.facts).reg_max
     why = f"box heads of {s.facts.source} have {4 * reg} channels = 4 x {reg}"
     return _nms_field(s, "regression_length", reg, why, f"regression_length {reg}: 4 x {reg} box channels")
 
 
-def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
+def _named_layers(s: ScriptsUnderCheck) -> list[tuple[str, str]]:
     """(where, layer name) for every layer the two files name."""
     named = [(f"bbox_decoders[{i}].{k}", d[k]) for i, d in enumerate(s.decoders) for k in ("reg_layer", "cls_layer")]
     return named + [(f"change_output_activation({layer})", layer) for layer in s.alls.activations]
 
 
-def _check_layer_names(s: _Scripts) -> CheckResult:
+def _check_layer_names(s: ScriptsUnderCheck) -> CheckResult:
     return check_named_layers(_named_layers(s), s.table)
 
 
@@ -719,6 +749,89 @@ def check_field(nms: Mapping[str, Any], key: str, expected: object, why: str) ->
     if found != wanted:
         return CheckResult.failed(key, f"NMS config {key}", found, f"{wanted} ({why})", f'set "{key}": {wanted}')
     return CheckResult.ok(key, f"{key} {wanted} ({why})")
+
+
+# An NMS config field's type check: its key, the test, and what is expected in words.
+Scalar = tuple[str, Callable[[object], bool], str]
+
+
+def check_nms_keys(
+    nms: Mapping[str, Any],
+    keys: Sequence[str],
+    scalars: Sequence[Scalar],
+    decoder_keys: Sequence[str],
+    per: str,
+    decoder: Callable[[int, Mapping[str, Any]], CheckResult | None],
+) -> CheckResult:
+    """The NMS config's keys (exactly ``keys``; each of its bbox decoders, one ``per`` stride or layer,
+    exactly ``decoder_keys``) and the types the other checks read: ``scalars``, then each decoder's own
+    fields (``decoder``: the first failure of decoder ``i``, None where its fields hold)."""
+    name = "nms_keys"
+    missing, unknown = [k for k in keys if k not in nms], [k for k in nms if k not in keys]
+    if missing or unknown:
+        told = f"missing {missing}" if missing else f"unknown {unknown}"
+        return CheckResult.failed(
+            name, "NMS config keys", f"{list(nms)} ({told})", list(keys), "give exactly these keys"
+        )
+    for key, fits, expected in scalars:
+        if not fits(nms[key]):
+            return CheckResult.failed(name, f"NMS config {key}", said(nms[key]), expected, f"set {key} to {expected}")
+    decoders = nms["bbox_decoders"]
+    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
+        return CheckResult.failed(name, "NMS config bbox_decoders", said(decoders), "a list of objects", per)
+    for i, d in enumerate(decoders):
+        lacking, unknown = [k for k in decoder_keys if k not in d], [k for k in d if k not in decoder_keys]
+        if lacking or unknown:
+            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
+            return CheckResult.failed(
+                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(decoder_keys), "give exactly these keys"
+            )
+        if (failed := decoder(i, d)) is not None:
+            return failed
+    return CheckResult.ok(name, f"NMS config has the keys {list(keys)}, each decoder {list(decoder_keys)}")
+
+
+def layer_name_failure(i: int, key: str, value: object, example: str, fix: str) -> CheckResult | None:
+    """Decoder ``i``'s ``key`` where it is not a layer name (``example`` one, ``fix`` what to do), else None."""
+    if is_layer_name(value):
+        return None
+    return CheckResult.failed(
+        "nms_keys",
+        f"bbox_decoders[{i}].{key}",
+        repr(value),
+        f"a layer name of letters, digits, '_', '-', '.' and '/' ({example})",
+        fix,
+    )
+
+
+def stride_failure(i: int, d: Mapping[str, Any]) -> CheckResult | None:
+    """Decoder ``i``'s ``stride`` where it is not a positive integer, else None."""
+    if is_count(d["stride"]):
+        return None
+    return CheckResult.failed(
+        "nms_keys", f"bbox_decoders[{i}].stride", said(d["stride"]), "a positive integer", "give the stride in pixels"
+    )
+
+
+def check_image_dims(s: ScriptsUnderCheck) -> CheckResult:
+    """The NMS config's ``image_dims`` are the export's input size, as JSON writes them."""
+    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
+    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
+
+
+def check_decoder_strides(s: ScriptsUnderCheck) -> CheckResult:
+    """One bbox decoder per stride of the export's head."""
+    name = "decoder_strides"
+    found, strides = [d["stride"] for d in s.decoders], [level.stride for level in s.layout.levels]
+    if sorted(found) != sorted(strides):
+        return CheckResult.failed(
+            name,
+            "bbox_decoders strides",
+            found,
+            f"each stride of {s.facts.source}'s head once: {strides}",
+            "one bbox decoder per stride",
+        )
+    return CheckResult.ok(name, f"one bbox decoder per stride {strides}")
 
 
 def check_meta_arch(alls: AllsScript, meta_arch: str, decoder_words: str, bbox_only: bool = True) -> CheckResult:
@@ -783,7 +896,7 @@ def validate_with_nms_config(
     skipped = "the NMS config lacks keys or types (see nms_keys)"
     return (
         checked,
-        *(CheckResult.skipped(check.__name__.removeprefix("_check_"), skipped) for check in checks),
+        *(CheckResult.skipped(check.__name__.lstrip("_").removeprefix("check_"), skipped) for check in checks),
         *tail,
     )
 
@@ -813,7 +926,7 @@ def check_named_layers(named: list[tuple[str, str]], table: LayerTable) -> Check
     return CheckResult.ok(name, f"every named layer is in the {table.source} layer table")
 
 
-def _check_decoder_pairing(s: _Scripts) -> CheckResult:
+def _check_decoder_pairing(s: ScriptsUnderCheck) -> CheckResult:
     name = "decoder_pairing"
     reg_max, nc = layout_of_export(s.facts).reg_max, layout_of_export(s.facts).classes
     reg_channels = 4 * reg_max
@@ -859,7 +972,7 @@ def _check_decoder_pairing(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")
 
 
-def _check_strides(s: _Scripts) -> CheckResult:
+def _check_strides(s: ScriptsUnderCheck) -> CheckResult:
     name = "strides_vs_grids"
     h, w = s.facts.input_hw
     for i, d in enumerate(s.decoders):
@@ -878,7 +991,7 @@ def _check_strides(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, "every decoder's stride times its grid is the input size")
 
 
-def _check_sigmoid(s: _Scripts) -> CheckResult:
+def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     name = "sigmoid"
     for i, d in enumerate(s.decoders):
         cls, reg = unscoped(d["cls_layer"]), unscoped(d["reg_layer"])
@@ -924,7 +1037,7 @@ def check_normalization(alls: AllsScript) -> CheckResult:
     return CheckResult.ok(name, "normalization /255 inside the HEF")
 
 
-def _check_nms_postprocess(s: _Scripts) -> CheckResult:
+def _check_nms_postprocess(s: ScriptsUnderCheck) -> CheckResult:
     name = "nms_postprocess"
     if s.alls.nms_reference is None:
         return CheckResult.failed(
@@ -945,7 +1058,7 @@ def _check_nms_postprocess(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, nms_command_said(s.alls, "yolov8"))
 
 
-_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
+_NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
     _check_image_dims,
     _check_classes,
     _check_regression_length,
@@ -966,7 +1079,7 @@ def validate_scripts(
         return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"),)
     if not isinstance(nms, dict):
         return (CheckResult.failed("nms_keys", "NMS config", type(nms).__name__, "a JSON object", "rewrite the file"),)
-    s = _Scripts(parse_alls(alls_text), nms, facts, table)
+    s = ScriptsUnderCheck(parse_alls(alls_text), nms, facts, table)
     keys = _check_nms_keys(s)
     if keys.passed:
         results = [keys, *(check(s) for check in _NEEDS_NMS_KEYS)]

@@ -26,39 +26,40 @@ HailoRT has no bbox-only SSD op.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.backends.dfc.scripts import (
-    NORMALIZATION,
+    NORMALIZATION_COMMAND,
     AllsScript,
     DfcScriptError,
     LayerTable,
     NmsSettings,
+    Scalar,
     ScriptFiles,
+    ScriptsUnderCheck,
     check_field,
+    check_image_dims,
     check_meta_arch,
     check_named_layers,
+    check_nms_keys,
     decoder_name,
     is_count,
     is_fraction,
     is_number,
+    layer_name_failure,
     nms_command,
-    render_nms_json,
     said,
     unscoped,
     validate_with_nms_config,
+    write_script_files,
 )
 from harness.core.checks import CheckResult
-from harness.core.files import write_atomic
 from harness.core.settings import SSD_BOX_INDICES, SsdConfig
-from harness.decode.layout import HeadLayout, Level, layout_of_export
+from harness.decode.layout import Level, layout_of_export
 from harness.inputs.export_facts import ExportFacts
-from harness.inputs.layer_names import is_layer_name
 
 META_ARCH = "ssd"
 # The keys of the Model Zoo's SSD NMS config, in its order
@@ -134,8 +135,7 @@ def ssd_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSe
 
 def render_ssd_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
     """The model script: /255 inside the HEF, the sigmoid on each class conv, the SSD NMS op on the CPU."""
-    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
-    lines = [f"normalization1 = normalization([{mean}], [{std}])"]
+    lines = [NORMALIZATION_COMMAND]
     lines += [
         f"change_output_activation({_level_layers(level, facts, names)[1]}, sigmoid)"
         for level in layout_of_export(facts).levels
@@ -155,39 +155,35 @@ def write_ssd_scripts(
             "YOLOv8 heads only (libhailort/src/net_flow/ops/ssd_post_process.cpp refuses bbox_only). Fix: compile "
             "the SSD NMS op"
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    nms_json = folder / f"{stem}_nms_config.json"
-    write_atomic(nms_json, render_nms_json(ssd_nms_config(facts, names, settings)))
-    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_ssd_alls(facts, names, nms_json.name))
-    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
-    return files
+    config = ssd_nms_config(facts, names, settings)
+    return write_script_files(folder, stem, names, lambda json_name: render_ssd_alls(facts, names, json_name), config)
 
 
-@dataclass(frozen=True)
-class _Scripts:
-    alls: AllsScript
-    nms: Mapping[str, Any]
-    facts: ExportFacts
-    table: LayerTable
-    ssd: SsdConfig
-    layout: HeadLayout
+class _Scripts(ScriptsUnderCheck):
+    """The scripts of an SSD export, held to its SSD config too."""
 
     @property
-    def decoders(self) -> list[Mapping[str, Any]]:
-        return list(self.nms["bbox_decoders"])
+    def ssd(self) -> SsdConfig:
+        return ssd_config_of(self.facts)
+
+
+def _anchor_lists(i: int, d: Mapping[str, Any]) -> CheckResult | None:
+    """Decoder ``i``'s ``h`` and ``w`` where either is not a list of positive numbers, else None."""
+    for key in ("h", "w"):
+        if not (isinstance(d[key], list) and d[key] and all(is_number(v) and v > 0 for v in d[key])):
+            return CheckResult.failed(
+                "nms_keys",
+                f"bbox_decoders[{i}].{key}",
+                said(d[key]),
+                "a list of positive numbers (the anchors' heights or widths as fractions of the input)",
+                f"give {key} as a list",
+            )
+    return None
 
 
 def _check_nms_keys(s: _Scripts) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
-    name = "nms_keys"
-    missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
-    if missing or unknown:
-        told = f"missing {missing}" if missing else f"unknown {unknown}"
-        return CheckResult.failed(
-            name, "NMS config keys", f"{list(s.nms)} ({told})", list(NMS_KEYS), "give exactly these keys"
-        )
-    scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    scalars: tuple[Scalar, ...] = (
         ("nms_scores_th", is_fraction, "a number from 0 to 1"),
         ("nms_iou_th", is_fraction, "a number from 0 to 1"),
         ("max_proposals_per_class", is_count, "an integer of at least 1"),
@@ -196,45 +192,15 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
         ("background_removal", lambda v: isinstance(v, bool), "true or false"),
         ("background_removal_index", lambda v: is_count(v) or v == 0, "an integer of at least 0"),
     )
-    for key, fits, expected in scalars:
-        if not fits(s.nms[key]):
-            return CheckResult.failed(name, f"NMS config {key}", said(s.nms[key]), expected, f"set {key} to {expected}")
-    decoders = s.nms["bbox_decoders"]
-    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
-        return CheckResult.failed(
-            name, "NMS config bbox_decoders", said(decoders), "a list of objects", "one object per layer"
-        )
-    for i, d in enumerate(decoders):
-        lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
-        if lacking or unknown:
-            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
-            return CheckResult.failed(
-                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(DECODER_KEYS), "give exactly these keys"
-            )
+
+    def decoder(i: int, d: Mapping[str, Any]) -> CheckResult | None:
         for key in ("reg_layer", "cls_layer"):
-            if not is_layer_name(d[key]):
-                return CheckResult.failed(
-                    name,
-                    f"bbox_decoders[{i}].{key}",
-                    repr(d[key]),
-                    "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv13)",
-                    "name the parsed layer of the layer's conv",
-                )
-        for key in ("h", "w"):
-            if not (isinstance(d[key], list) and d[key] and all(is_number(v) and v > 0 for v in d[key])):
-                return CheckResult.failed(
-                    name,
-                    f"bbox_decoders[{i}].{key}",
-                    said(d[key]),
-                    "a list of positive numbers (the anchors' heights or widths as fractions of the input)",
-                    f"give {key} as a list",
-                )
-    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
+            fix = "name the parsed layer of the layer's conv"
+            if (failed := layer_name_failure(i, key, d[key], "model/conv13", fix)) is not None:
+                return failed
+        return _anchor_lists(i, d)
 
-
-def _check_image_dims(s: _Scripts) -> CheckResult:
-    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
-    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
+    return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per layer", decoder)
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
@@ -381,7 +347,7 @@ def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
-    _check_image_dims,
+    check_image_dims,
     _check_classes,
     _check_background,
     _check_box_coding,
@@ -397,12 +363,12 @@ def validate_ssd_scripts(
 ) -> tuple[CheckResult, ...]:
     """Every check of an SSD model script and NMS config against the ONNX, its SSD config and the layer
     table, in order."""
-    ssd, layout = ssd_config_of(facts), layout_of_export(facts)
+    ssd_config_of(facts)  # an SSD export without its config is refused before any check
     return validate_with_nms_config(
         alls_text,
         nms_json_text,
         _check_nms_postprocess,
-        lambda alls, nms: _Scripts(alls, nms, facts, table, ssd, layout),
+        lambda alls, nms: _Scripts(alls, nms, facts, table),
         _check_nms_keys,
         _NEEDS_NMS_KEYS,
     )

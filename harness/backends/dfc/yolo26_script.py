@@ -24,12 +24,11 @@ layer names to be compiled.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.backends.dfc.scripts import (
-    NORMALIZATION,
+    NORMALIZATION_COMMAND,
     PLACEHOLDER_PREFIX,
     AllsScript,
     DfcScriptError,
@@ -38,10 +37,10 @@ from harness.backends.dfc.scripts import (
     check_normalization,
     end_nodes_of,
     parse_alls,
+    write_script_files,
 )
 from harness.core import defaults
 from harness.core.checks import CheckResult
-from harness.core.files import write_atomic
 from harness.inputs.export_facts import ExportFacts
 
 PRECISION = "a16_w16"
@@ -70,9 +69,8 @@ def render_yolo26_alls(outputs: Sequence[str], calibration_count: int) -> str:
     """The model script (commands in Ultralytics' order). The normalization is written with floats as the
     harness's YOLOv8 script and the Model Zoo write it (Ultralytics writes integers; the same values), so
     that one normalization check holds both."""
-    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [
-        f"normalization1 = normalization([{mean}], [{std}])",
+        NORMALIZATION_COMMAND,
         f"model_optimization_flavor(optimization_level={OPTIMIZATION_LEVEL})",
         f"post_quantization_optimization(finetune, policy=enabled, dataset_size={calibration_count})",
         f"quantization_param([{', '.join(outputs)}], precision_mode={PRECISION})",
@@ -90,11 +88,7 @@ def write_yolo26_script(
 ) -> ScriptFiles:
     """Write ``<stem>.alls`` and ``layer_names.json`` (no NMS config: the script has no NMS op)."""
     outputs = head_outputs(facts, names, table)
-    folder.mkdir(parents=True, exist_ok=True)
-    files = ScriptFiles(folder / f"{stem}.alls", None, folder / "layer_names.json")
-    write_atomic(files.alls, render_yolo26_alls(outputs, calibration_count))
-    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
-    return files
+    return write_script_files(folder, stem, names, lambda _: render_yolo26_alls(outputs, calibration_count))
 
 
 def _check_layer_names(facts: ExportFacts, names: Mapping[str, str], table: LayerTable) -> CheckResult:

@@ -28,39 +28,41 @@ only tunes the optimization (:func:`~harness.backends.dfc.scripts.render_alls`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from harness.backends.dfc.scripts import (
-    NORMALIZATION,
+    NORMALIZATION_COMMAND,
     AllsScript,
     LayerTable,
     NmsSettings,
+    Scalar,
     ScriptFiles,
+    ScriptsUnderCheck,
+    check_decoder_strides,
     check_field,
+    check_image_dims,
     check_meta_arch,
     check_named_layers,
+    check_nms_keys,
     decoder_name,
     is_count,
     is_fraction,
     is_int,
     is_number,
+    layer_name_failure,
     nms_command,
-    render_nms_json,
     said,
+    stride_failure,
     unscoped,
     validate_with_nms_config,
+    write_script_files,
 )
 from harness.core.checks import CheckResult
-from harness.core.files import write_atomic
-from harness.decode.layout import HeadLayout, Level, layout_of_export
+from harness.decode.layout import layout_of_export
 from harness.decode.yolov5 import DEFAULT_ANCHORS
 from harness.inputs.export_facts import ExportFacts
-from harness.inputs.layer_names import is_layer_name
 
 META_ARCH = "yolov5"
 # The keys of the Model Zoo's YOLOv5 NMS config, in its order
@@ -126,9 +128,8 @@ def render_yolov5_alls(nms_json_reference: str, bbox_decoding_only: bool = False
     """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU
     (decoding boxes only with ``bbox_decoding_only``, as hailo_model_zoo/cfg/alls/generic/
     yolov5s_bbox_decoding_only.alls)."""
-    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
     lines = [
-        f"normalization1 = normalization([{mean}], [{std}])",
+        NORMALIZATION_COMMAND,
         "change_output_activation(sigmoid)",
         nms_command(nms_json_reference, META_ARCH, bbox_decoding_only),
     ]
@@ -140,98 +141,45 @@ def write_yolov5_scripts(
 ) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    nms_json = folder / f"{stem}_nms_config.json"
-    write_atomic(nms_json, render_nms_json(yolov5_nms_config(facts, names, settings)))
-    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_yolov5_alls(nms_json.name, settings.bbox_decoding_only))
-    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
-    return files
+    config = yolov5_nms_config(facts, names, settings)
+    return write_script_files(
+        folder, stem, names, lambda json_name: render_yolov5_alls(json_name, settings.bbox_decoding_only), config
+    )
 
 
-@dataclass(frozen=True)
-class _Scripts:
-    alls: AllsScript
-    nms: Mapping[str, Any]
-    facts: ExportFacts
-    table: LayerTable
-
-    @cached_property
-    def layout(self) -> HeadLayout:
-        return layout_of_export(self.facts)
-
-    @property
-    def decoders(self) -> list[Mapping[str, Any]]:
-        return list(self.nms["bbox_decoders"])
-
-    def level(self, stride: int) -> Level | None:
-        return next((level for level in self.layout.levels if level.stride == stride), None)
+def _anchor_lists(i: int, d: Mapping[str, Any]) -> CheckResult | None:
+    """Decoder ``i``'s ``w`` and ``h`` where either is not a list of numbers, else None."""
+    for key in ("w", "h"):
+        if not (isinstance(d[key], list) and all(is_number(v) for v in d[key])):
+            return CheckResult.failed(
+                "nms_keys",
+                f"bbox_decoders[{i}].{key}",
+                said(d[key]),
+                "a list of numbers (the anchors' widths or heights in pixels)",
+                f"give {key} as a list",
+            )
+    return None
 
 
-def _check_nms_keys(s: _Scripts) -> CheckResult:
+def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
-    name = "nms_keys"
-    missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
-    if missing or unknown:
-        told = f"missing {missing}" if missing else f"unknown {unknown}"
-        return CheckResult.failed(
-            name, "NMS config keys", f"{list(s.nms)} ({told})", list(NMS_KEYS), "give exactly these keys"
-        )
-    scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    scalars: tuple[Scalar, ...] = (
         ("nms_scores_th", is_fraction, "a number from 0 to 1"),
         ("nms_iou_th", is_fraction, "a number from 0 to 1"),
         ("max_proposals_per_class", is_count, "an integer of at least 1"),
         ("background_removal", lambda v: isinstance(v, bool), "true or false"),
     )
-    for key, fits, expected in scalars:
-        if not fits(s.nms[key]):
-            return CheckResult.failed(name, f"NMS config {key}", said(s.nms[key]), expected, f"set {key} to {expected}")
-    decoders = s.nms["bbox_decoders"]
-    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
-        return CheckResult.failed(
-            name, "NMS config bbox_decoders", said(decoders), "a list of objects", "one object per stride"
+
+    def decoder(i: int, d: Mapping[str, Any]) -> CheckResult | None:
+        layer = layer_name_failure(
+            i, "encoded_layer", d["encoded_layer"], "model/conv55", "name the parsed layer of the stride's head conv"
         )
-    for i, d in enumerate(decoders):
-        lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
-        if lacking or unknown:
-            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
-            return CheckResult.failed(
-                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(DECODER_KEYS), "give exactly these keys"
-            )
-        if not is_layer_name(d["encoded_layer"]):
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].encoded_layer",
-                repr(d["encoded_layer"]),
-                "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv55)",
-                "name the parsed layer of the stride's head conv",
-            )
-        if not is_count(d["stride"]):
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].stride",
-                said(d["stride"]),
-                "a positive integer",
-                "give the stride in pixels",
-            )
-        for key in ("w", "h"):
-            if not (isinstance(d[key], list) and all(is_number(v) for v in d[key])):
-                return CheckResult.failed(
-                    name,
-                    f"bbox_decoders[{i}].{key}",
-                    said(d[key]),
-                    "a list of numbers (the anchors' widths or heights in pixels)",
-                    f"give {key} as a list",
-                )
-    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
+        return layer or stride_failure(i, d) or _anchor_lists(i, d)
+
+    return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per stride", decoder)
 
 
-def _check_image_dims(s: _Scripts) -> CheckResult:
-    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
-    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
-
-
-def _check_classes(s: _Scripts) -> CheckResult:
+def _check_classes(s: ScriptsUnderCheck) -> CheckResult:
     na = len(s.layout.levels[0].anchors)
     why = (
         f"class channels of {s.facts.source}: {s.layout.levels[0].box.channels} channels per map = "
@@ -240,25 +188,7 @@ def _check_classes(s: _Scripts) -> CheckResult:
     return check_field(s.nms, "classes", s.layout.classes, why)
 
 
-def _strides(s: _Scripts) -> list[int]:
-    return [level.stride for level in s.layout.levels]
-
-
-def _check_decoder_strides(s: _Scripts) -> CheckResult:
-    name = "decoder_strides"
-    found = [d["stride"] for d in s.decoders]
-    if sorted(found) != sorted(_strides(s)):
-        return CheckResult.failed(
-            name,
-            "bbox_decoders strides",
-            found,
-            f"each stride of {s.facts.source}'s head once: {_strides(s)}",
-            "one bbox decoder per stride",
-        )
-    return CheckResult.ok(name, f"one bbox decoder per stride {_strides(s)}")
-
-
-def _misreading(found: Anchors, stride: int, s: _Scripts) -> str:
+def _misreading(found: Anchors, stride: int, s: ScriptsUnderCheck) -> str:
     """What anchors ``found`` at ``stride`` are, where they are the export's read in a known wrong way."""
     expected = next(whole_pixels(level.anchors) for level in s.layout.levels if level.stride == stride)
     if found == tuple((h, w) for w, h in expected):
@@ -277,7 +207,7 @@ def _misreading(found: Anchors, stride: int, s: _Scripts) -> str:
     return ""
 
 
-def _check_anchors(s: _Scripts) -> CheckResult:
+def _check_anchors(s: ScriptsUnderCheck) -> CheckResult:
     """Each decoder's ``w`` and ``h`` are the export's anchors at its stride: as many, whole pixels, the
     same values in the same order, widths in ``w``."""
     name = "anchors"
@@ -324,17 +254,17 @@ def _check_anchors(s: _Scripts) -> CheckResult:
     )
 
 
-def _named_layers(s: _Scripts) -> list[tuple[str, str]]:
+def _named_layers(s: ScriptsUnderCheck) -> list[tuple[str, str]]:
     """(where, layer name) for every layer the two files name."""
     named = [(f"bbox_decoders[{i}].encoded_layer", d["encoded_layer"]) for i, d in enumerate(s.decoders)]
     return named + [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
 
 
-def _check_layer_names(s: _Scripts) -> CheckResult:
+def _check_layer_names(s: ScriptsUnderCheck) -> CheckResult:
     return check_named_layers(_named_layers(s), s.table)
 
 
-def _check_encoded_layer(s: _Scripts) -> CheckResult:
+def _check_encoded_layer(s: ScriptsUnderCheck) -> CheckResult:
     """Each decoder's ``encoded_layer`` is the layer of its stride's head conv: that grid, anchors x
     (5 + nc) channels, an output of the network."""
     name = "encoded_layer"
@@ -369,7 +299,7 @@ def _check_encoded_layer(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, "each decoder reads the head conv of its stride")
 
 
-def _check_sigmoid(s: _Scripts) -> CheckResult:
+def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     name = "sigmoid"
     for i, d in enumerate(s.decoders):
         layer = unscoped(d["encoded_layer"])
@@ -395,10 +325,10 @@ def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
     )
 
 
-_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
-    _check_image_dims,
+_NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
+    check_image_dims,
     _check_classes,
-    _check_decoder_strides,
+    check_decoder_strides,
     _check_anchors,
     _check_layer_names,
     _check_encoded_layer,
@@ -414,7 +344,7 @@ def validate_yolov5_scripts(
         alls_text,
         nms_json_text,
         _check_nms_postprocess,
-        lambda alls, nms: _Scripts(alls, nms, facts, table),
+        lambda alls, nms: ScriptsUnderCheck(alls, nms, facts, table),
         _check_nms_keys,
         _NEEDS_NMS_KEYS,
     )

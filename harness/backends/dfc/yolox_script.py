@@ -24,37 +24,38 @@ HailoRT has no bbox-only YOLOX op (its bbox-only ops are YOLOv5's and YOLOv8's),
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from harness.backends.dfc.scripts import (
-    NORMALIZATION,
+    NORMALIZATION_COMMAND,
     AllsScript,
     DfcScriptError,
     LayerTable,
     NmsSettings,
+    Scalar,
     ScriptFiles,
+    ScriptsUnderCheck,
+    check_decoder_strides,
     check_field,
+    check_image_dims,
     check_meta_arch,
     check_named_layers,
+    check_nms_keys,
     is_count,
     is_fraction,
+    layer_name_failure,
     nms_command,
-    render_nms_json,
-    said,
+    stride_failure,
     unscoped,
     validate_with_nms_config,
+    write_script_files,
 )
 from harness.core.checks import CheckResult
-from harness.core.files import write_atomic
 from harness.core.head_family import HeadRole
-from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of_export
+from harness.decode.layout import HeadOutput, Level, layout_of_export
 from harness.inputs.export_facts import ExportFacts
-from harness.inputs.layer_names import is_layer_name
 
 META_ARCH = "yolox"
 # The keys of the Model Zoo's YOLOX NMS config, in its order
@@ -108,8 +109,7 @@ def yolox_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: Nms
 def render_yolox_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
     """The model script: /255 inside the HEF, the sigmoid on each objectness and class layer, the YOLOX NMS
     op on the CPU."""
-    mean, std = (", ".join(f"{v:.1f}" for v in values) for values in NORMALIZATION)
-    lines = [f"normalization1 = normalization([{mean}], [{std}])"]
+    lines = [NORMALIZATION_COMMAND]
     for level in layout_of_export(facts).levels:
         layers = _level_layers(level, facts, names)
         lines += [f"change_output_activation({layers[key]}, sigmoid)" for key in SCORED]
@@ -128,109 +128,39 @@ def write_yolox_scripts(
             "YOLOv8 heads only (libhailort/src/net_flow/ops/yolov5_bbox_only_post_process, yolov8_bbox_only_post_"
             "process). Fix: compile the YOLOX NMS op"
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    nms_json = folder / f"{stem}_nms_config.json"
-    write_atomic(nms_json, render_nms_json(yolox_nms_config(facts, names, settings)))
-    files = ScriptFiles(folder / f"{stem}.alls", nms_json, folder / "layer_names.json")
-    write_atomic(files.alls, render_yolox_alls(facts, names, nms_json.name))
-    write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
-    return files
+    config = yolox_nms_config(facts, names, settings)
+    return write_script_files(folder, stem, names, lambda json_name: render_yolox_alls(facts, names, json_name), config)
 
 
-@dataclass(frozen=True)
-class _Scripts:
-    alls: AllsScript
-    nms: Mapping[str, Any]
-    facts: ExportFacts
-    table: LayerTable
-
-    @cached_property
-    def layout(self) -> HeadLayout:
-        return layout_of_export(self.facts)
-
-    @property
-    def decoders(self) -> list[Mapping[str, Any]]:
-        return list(self.nms["bbox_decoders"])
-
-    def level(self, stride: object) -> Level | None:
-        return next((level for level in self.layout.levels if level.stride == stride), None)
-
-
-def _check_nms_keys(s: _Scripts) -> CheckResult:
+def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
-    name = "nms_keys"
-    missing, unknown = [k for k in NMS_KEYS if k not in s.nms], [k for k in s.nms if k not in NMS_KEYS]
-    if missing or unknown:
-        told = f"missing {missing}" if missing else f"unknown {unknown}"
-        return CheckResult.failed(
-            name, "NMS config keys", f"{list(s.nms)} ({told})", list(NMS_KEYS), "give exactly these keys"
-        )
-    scalars: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    scalars: tuple[Scalar, ...] = (
         ("nms_scores_th", is_fraction, "a number from 0 to 1"),
         ("nms_iou_th", is_fraction, "a number from 0 to 1"),
         ("max_proposals_per_class", is_count, "an integer of at least 1"),
     )
-    for key, fits, expected in scalars:
-        if not fits(s.nms[key]):
-            return CheckResult.failed(name, f"NMS config {key}", said(s.nms[key]), expected, f"set {key} to {expected}")
-    decoders = s.nms["bbox_decoders"]
-    if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
-        return CheckResult.failed(
-            name, "NMS config bbox_decoders", said(decoders), "a list of objects", "one object per stride"
-        )
-    for i, d in enumerate(decoders):
-        lacking, unknown = [k for k in DECODER_KEYS if k not in d], [k for k in d if k not in DECODER_KEYS]
-        if lacking or unknown:
-            told = f"missing {lacking}" if lacking else f"unknown {unknown}"
-            return CheckResult.failed(
-                name, f"bbox_decoders[{i}]", f"{dict(d)} ({told})", list(DECODER_KEYS), "give exactly these keys"
-            )
+
+    def decoder(i: int, d: Mapping[str, Any]) -> CheckResult | None:
         for key, _, words in LAYER_KEYS:
-            if not is_layer_name(d[key]):
-                return CheckResult.failed(
-                    name,
-                    f"bbox_decoders[{i}].{key}",
-                    repr(d[key]),
-                    "a layer name of letters, digits, '_', '-', '.' and '/' (model/conv55)",
-                    f"name the parsed layer of the stride's {words} conv",
-                )
-        if not is_count(d["stride"]):
-            return CheckResult.failed(
-                name, f"bbox_decoders[{i}].stride", said(d["stride"]), "a positive integer", "give the stride in pixels"
-            )
-    return CheckResult.ok(name, f"NMS config has the keys {list(NMS_KEYS)}, each decoder {list(DECODER_KEYS)}")
+            fix = f"name the parsed layer of the stride's {words} conv"
+            if (failed := layer_name_failure(i, key, d[key], "model/conv55", fix)) is not None:
+                return failed
+        return stride_failure(i, d)
+
+    return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per stride", decoder)
 
 
-def _check_image_dims(s: _Scripts) -> CheckResult:
-    why = f"[H, W] of input {s.facts.input_name!r} of {s.facts.source}"
-    return check_field(s.nms, "image_dims", list(s.facts.input_hw), why)
-
-
-def _check_classes(s: _Scripts) -> CheckResult:
+def _check_classes(s: ScriptsUnderCheck) -> CheckResult:
     why = f"class channels of {s.facts.source}'s class maps"
     return check_field(s.nms, "classes", s.layout.classes, why)
 
 
-def _check_number_of_detection_heads(s: _Scripts) -> CheckResult:
+def _check_number_of_detection_heads(s: ScriptsUnderCheck) -> CheckResult:
     why = f"the strides of {s.facts.source}'s head: {[level.stride for level in s.layout.levels]}"
     return check_field(s.nms, "number_of_detection_heads", len(s.layout.levels), why)
 
 
-def _check_decoder_strides(s: _Scripts) -> CheckResult:
-    name = "decoder_strides"
-    found, strides = [d["stride"] for d in s.decoders], [level.stride for level in s.layout.levels]
-    if sorted(found) != sorted(strides):
-        return CheckResult.failed(
-            name,
-            "bbox_decoders strides",
-            found,
-            f"each stride of {s.facts.source}'s head once: {strides}",
-            "one bbox decoder per stride",
-        )
-    return CheckResult.ok(name, f"one bbox decoder per stride {strides}")
-
-
-def _check_layer_names(s: _Scripts) -> CheckResult:
+def _check_layer_names(s: ScriptsUnderCheck) -> CheckResult:
     named = [(f"bbox_decoders[{i}].{key}", d[key]) for i, d in enumerate(s.decoders) for key, _, _ in LAYER_KEYS]
     named += [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
     return check_named_layers(named, s.table)
@@ -241,7 +171,7 @@ def _map_words(output: HeadOutput, stride: int) -> str:
     return f"the {output.role.value} conv of stride {stride}: grid {h}x{w}, {output.channels} channels"
 
 
-def _found_map(s: _Scripts, grid: tuple[int, int], channels: int) -> str:
+def _found_map(s: ScriptsUnderCheck, grid: tuple[int, int], channels: int) -> str:
     """Which head map a layer of ``grid`` and ``channels`` is, where it is one."""
     found = [
         (level.stride, o.role.value)
@@ -252,7 +182,7 @@ def _found_map(s: _Scripts, grid: tuple[int, int], channels: int) -> str:
     return f" (the {found[0][1]} conv of stride {found[0][0]})" if len(found) == 1 else ""
 
 
-def _check_decoder_layers(s: _Scripts) -> CheckResult:
+def _check_decoder_layers(s: ScriptsUnderCheck) -> CheckResult:
     """Each decoder names its stride's box, objectness and class convs, by grid and channels, each an
     output layer of the network (nc = 1: the objectness and class convs have the same shape and cannot be
     told apart here; HailoRT's op multiplies them, so swapping them compiles the same)."""
@@ -288,7 +218,7 @@ def _check_decoder_layers(s: _Scripts) -> CheckResult:
     return CheckResult.ok(name, "each decoder reads the box, objectness and class convs of its stride")
 
 
-def _check_sigmoid(s: _Scripts) -> CheckResult:
+def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     """A sigmoid on every objectness and class layer, none on a box layer."""
     name = "sigmoid"
     for i, d in enumerate(s.decoders):
@@ -327,11 +257,11 @@ def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
     )
 
 
-_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
-    _check_image_dims,
+_NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
+    check_image_dims,
     _check_classes,
     _check_number_of_detection_heads,
-    _check_decoder_strides,
+    check_decoder_strides,
     _check_layer_names,
     _check_decoder_layers,
     _check_sigmoid,
@@ -346,7 +276,7 @@ def validate_yolox_scripts(
         alls_text,
         nms_json_text,
         _check_nms_postprocess,
-        lambda alls, nms: _Scripts(alls, nms, facts, table),
+        lambda alls, nms: ScriptsUnderCheck(alls, nms, facts, table),
         _check_nms_keys,
         _NEEDS_NMS_KEYS,
     )

@@ -166,6 +166,17 @@ def _class_quant(logits: bool, format_type: FormatType) -> QuantInfo:
     return _widened(QuantInfo(zero_point=0, scale=1 / 255, limvals_min=0.0, limvals_max=1.0), format_type)
 
 
+def _as_output(
+    name: str, value: np.ndarray, order: FormatOrder, quant: QuantInfo, format_type: FormatType
+) -> tuple[np.ndarray, np.ndarray, OutputSpec]:
+    """A planted map ``value`` (float32, ``(H, W, C)``) as the host receives it in ``format_type`` (quantized
+    by ``quant`` unless FLOAT32), what a correct decoder reads of it (dequantized), and its spec."""
+    if format_type is FormatType.FLOAT32:
+        return value, value, OutputSpec(name, value.shape, order, format_type, ())
+    q = quantize(value, (quant,), np.dtype(format_type.numpy_dtype))
+    return q, dequantize(q, (quant,)), OutputSpec(name, value.shape, order, format_type, (quant,))
+
+
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
     w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
@@ -226,13 +237,7 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
             (HeadRole.CLASS, classes[g], recipe.class_orders[g], _class_quant(recipe.logits, recipe.format_type)),
         ):
             name = f"{'box' if role is HeadRole.BOX else 'cls'}{g}"
-            if recipe.format_type is FormatType.FLOAT32:
-                outputs[name], seen = value, value
-                spec_quant: tuple[QuantInfo, ...] = ()
-            else:
-                q = quantize(value, (quant,), np.dtype(recipe.format_type.numpy_dtype))
-                outputs[name], seen, spec_quant = q, dequantize(q, (quant,)), (quant,)
-            specs[name] = OutputSpec(name, value.shape, order, recipe.format_type, spec_quant)
+            outputs[name], seen, specs[name] = _as_output(name, value, order, quant, recipe.format_type)
             heads.append(HeadOutput.of_spec(specs[name], role))
             (seen_boxes if role is HeadRole.BOX else seen_classes).append(seen)
 
@@ -336,13 +341,7 @@ def _anchored_scene(recipe: SceneRecipe, seed: int) -> Scene:
     for g, m in enumerate(maps):
         value = (m if recipe.logits else _sigmoid(m)).astype(np.float32).reshape(*m.shape[:2], na * entry)
         name = f"p{g + 3}"  # P3 .. P5: strides 8 .. 32
-        spec_quant: tuple[QuantInfo, ...] = ()
-        if recipe.format_type is FormatType.FLOAT32:
-            outputs[name], read = value, value
-        else:
-            q = quantize(value, (quant,), np.dtype(recipe.format_type.numpy_dtype))
-            outputs[name], read, spec_quant = q, dequantize(q, (quant,)), (quant,)
-        specs[name] = OutputSpec(name, value.shape, recipe.anchored_orders[g], recipe.format_type, spec_quant)
+        outputs[name], read, specs[name] = _as_output(name, value, recipe.anchored_orders[g], quant, recipe.format_type)
         entries = read.astype(np.float64).reshape(m.shape)
         seen.append(_sigmoid(entries) if recipe.logits else entries)
 
@@ -428,13 +427,7 @@ def _yolox_scene(recipe: SceneRecipe, seed: int) -> Scene:
             name = f"{role.value}{g}"
             scored = role is not HeadRole.BOX
             value = (value if recipe.logits or not scored else _sigmoid(value)).astype(np.float32)
-            spec_quant: tuple[QuantInfo, ...] = ()
-            if recipe.format_type is FormatType.FLOAT32:
-                outputs[name], read = value, value
-            else:
-                q = quantize(value, (quant,), np.dtype(recipe.format_type.numpy_dtype))
-                outputs[name], read, spec_quant = q, dequantize(q, (quant,)), (quant,)
-            specs[name] = OutputSpec(name, value.shape, order, recipe.format_type, spec_quant)
+            outputs[name], read, specs[name] = _as_output(name, value, order, quant, recipe.format_type)
             heads.append(HeadOutput.of_spec(specs[name], role))
             read = read.astype(np.float64)
             seen[g, role] = _sigmoid(read) if recipe.logits and scored else read
@@ -538,13 +531,7 @@ def _ssd_scene(recipe: SceneRecipe, seed: int) -> Scene:
         ):
             name = f"{'box' if role is HeadRole.ANCHOR_BOXES else 'cls'}{g}"
             flat = value.astype(np.float32).reshape(*value.shape[:2], -1)
-            spec_quant: tuple[QuantInfo, ...] = ()
-            if recipe.format_type is FormatType.FLOAT32:
-                outputs[name], read = flat, flat
-            else:
-                q = quantize(flat, (quant,), np.dtype(recipe.format_type.numpy_dtype))
-                outputs[name], read, spec_quant = q, dequantize(q, (quant,)), (quant,)
-            specs[name] = OutputSpec(name, flat.shape, order, recipe.format_type, spec_quant)
+            outputs[name], read, specs[name] = _as_output(name, flat, order, quant, recipe.format_type)
             seen[g, role] = read.astype(np.float64).reshape(value.shape)
 
     expected_boxes, expected_scores, class_ids, planted_strides = [], [], [], []

@@ -145,6 +145,19 @@ def sixteen_bit_read_as_eight(outputs, specs, config):
 # ------------------------------------------------------------------------ YOLOv5/YOLOv7 (anchored maps)
 
 
+def _read_by_hand(raw, spec, bug, flipped=False):
+    """One output as a hand-written decoder reads it, making ``bug`` where it is about the memory: a 16-bit
+    buffer taken byte by byte ("16-bit as 8-bit"), laid out channel-first ("channel-first" everywhere, "FCR
+    channel-first" on FCR outputs, or where ``flipped``); then dequantized."""
+    raw = np.asarray(raw)
+    h, w, c = spec.shape
+    if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
+        raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
+    if flipped or bug == "channel-first" or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
+        raw = raw.reshape(c, h, w).transpose(1, 2, 0)
+    return dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+
+
 def _yolov5_by_hand(outputs, specs, config, bug=None):
     """A YOLOv5 decoder written as a user would, apart from the harness's (one map per stride, finest grid
     first, with its group of config.anchors; per anchor tx, ty, tw, th, objectness, classes), making the
@@ -156,13 +169,9 @@ def _yolov5_by_hand(outputs, specs, config, bug=None):
     }.get(bug, config.anchors)
     boxes, scores = [], []
     for name, group in zip(names, anchors, strict=True):
-        spec, raw = specs[name], np.asarray(outputs[name])
+        spec = specs[name]
         h, w, c = spec.shape
-        if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
-            raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
-        if bug == "channel-first" or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
-            raw = raw.reshape(c, h, w).transpose(1, 2, 0)
-        x = dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+        x = _read_by_hand(outputs[name], spec, bug)
         if bug != "no sigmoid" and (x.min() < 0 or x.max() > 1):
             x = 1 / (1 + np.exp(-x))
         if bug == "sigmoid twice":
@@ -273,14 +282,7 @@ def _yolox_by_hand(outputs, specs, config, bug=None):
         return names if bug == "paired by order" else sorted(names, key=lambda n: -specs[n].shape[0])
 
     def read(name, role):
-        spec, raw = specs[name], np.asarray(outputs[name])
-        h, w, c = spec.shape
-        if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
-            raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
-        flipped = bug == "channel-first" or (bug == "box channel-first" and role == "box")
-        if flipped or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
-            raw = raw.reshape(c, h, w).transpose(1, 2, 0)
-        x = dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+        x = _read_by_hand(outputs[name], specs[name], bug, flipped=bug == "box channel-first" and role == "box")
         if role != "box" and bug != "no sigmoid" and (x.min() < 0 or x.max() > 1):
             x = 1 / (1 + np.exp(-x))
         if role != "box" and bug == "sigmoid twice":
@@ -381,13 +383,8 @@ def _ssd_by_hand(outputs, specs, config, bug=None):
         (cls,) = [n for n in specs if specs[n].shape[:2] == grid and n != reg]
 
         def read(name, na=na):
-            spec, raw = specs[name], np.asarray(outputs[name])
-            h, w, c = spec.shape
-            if bug == "16-bit as 8-bit" and raw.dtype == np.uint16:
-                raw = np.frombuffer(raw.tobytes(), np.uint8)[: raw.size].reshape(raw.shape)
-            if bug == "channel-first" or (bug == "FCR channel-first" and spec.format_order is FormatOrder.FCR):
-                raw = raw.reshape(c, h, w).transpose(1, 2, 0)
-            x = dequantize(raw, spec.quant) if spec.is_quantized else raw.astype(np.float32)
+            h, w, c = specs[name].shape
+            x = _read_by_hand(outputs[name], specs[name], bug)
             if bug == "class-major":
                 return x.reshape(h, w, c // na, na).transpose(0, 1, 3, 2)
             return x.reshape(h, w, na, c // na)

@@ -24,17 +24,11 @@ of the ONNX file on the synthetic validation split through the harness's own met
 
 from __future__ import annotations
 
-import argparse
 import copy
-import hashlib
 import itertools
 import json
 import math
-import os
 import platform
-import shlex
-import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,10 +36,8 @@ import numpy as np
 
 from harness.core.detections import Detections, unletterbox
 from harness.core.settings import SsdConfig
-from harness.inputs.dataset import load_yolo
 from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.onnx_graph import find_ssd_heads
-from harness.inputs.synthetic import write_dataset
 from harness.verdict.metrics.coco import CocoMetrics, evaluate
 from tools.train_demo import RECIPE, _blocked, _forbid_internet
 from tools.train_yolov5_demo import (
@@ -65,8 +57,10 @@ from tools.train_yolov5_demo import (
     _batch,
     _model_classes,
     _nms,
-    _training_frames,
-    _val_inputs,
+    run_facts,
+    trained,
+    training_args,
+    training_data,
 )
 from tools.train_yolox_demo import BACKBONE_OUTPUTS, BATCH, EVAL_EVERY
 
@@ -572,37 +566,10 @@ validation of the EMA weights in torch every {EVAL_EVERY} epochs):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "tests" / "support" / "data", help="folder for the ONNX, config and card"
-    )
-    raw = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(raw)
-    if args.epochs < 1:
-        raise SystemExit(f"--epochs is {args.epochs}, expected at least 1")
-    command = shlex.join(["nice", "-n", "10", "/work/train-venv/bin/python", "tools/train_ssd_demo.py", *raw])
-    command = f"PYTHONPATH=. {command}"
-
+    args, command = training_args(argv, __doc__, "train_ssd_demo.py", 40, "folder for the ONNX, config and card")
     _forbid_internet()
-    import cv2
-    import onnx
-    import onnxruntime
-    import torch
-
-    torch.set_num_threads(2)
-    torch.manual_seed(TRAIN_SEED)
-    with tempfile.TemporaryDirectory(prefix="train_ssd_demo_") as tmp:
-        data_yaml = write_dataset(Path(tmp) / "data", RECIPE)
-        frames = _training_frames(load_yolo(data_yaml, "train").samples)
-        val_samples = load_yolo(data_yaml, "val").samples
-        x, geometries = _val_inputs(val_samples)
-    val = (x, geometries, val_samples)
-
-    model = _ssd_class()()
-    load_before = os.getloadavg()[0]
-    ema, history, train_s = _train(model, frames, val, args.epochs)
-    load = (load_before, os.getloadavg()[0])
+    frames, val = training_data("train_ssd_demo_")
+    ema, history, train_s, load = trained(_ssd_class()(), _train, frames, val, args.epochs)
     args.out.mkdir(parents=True, exist_ok=True)
     target, config_path = args.out / MODEL_NAME, args.out / CONFIG_NAME
     config_path.write_text(json.dumps(config_document(), indent=2) + "\n")
@@ -610,24 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     _export(ema, target)
     onnx_facts = _check_onnx(target, config)
     check = _verify(target, ema, val)
-    facts = {
-        "command": command,
-        "epochs": args.epochs,
-        "history": history,
-        "train_s": train_s,
-        "parameters": sum(p.numel() for p in ema.parameters()),
-        "onnx": onnx_facts,
-        "check": check,
-        "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "onnx_version": onnx.__version__,
-        "onnxruntime": onnxruntime.__version__,
-        "cv2": cv2.__version__,
-        "cpus": os.cpu_count(),
-        "load": load,
-        "blocked": len(_blocked),
-    }
+    facts = {**run_facts(command, args.epochs, ema, history, train_s, target, load), "onnx": onnx_facts, "check": check}
     (args.out / CARD_NAME).write_text(_model_card(facts))
     metrics = check["metrics"]
     print(f"{target}: {onnx_facts['bytes']:,} bytes, mAP@0.5 {metrics.map50:.3f}, mAP@0.5:0.95 {metrics.map50_95:.3f}")

@@ -930,52 +930,59 @@ validation of the EMA weights in torch every {EVAL_EVERY} epochs):
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "tests" / "support" / "data", help="folder for the ONNX and card"
-    )
+def training_args(
+    argv: list[str] | None, doc: str, script: str, epochs: int, out_help: str
+) -> tuple[argparse.Namespace, str]:
+    """A trainer's ``--epochs`` (default ``epochs``, at least 1) and ``--out``, described by the first line of
+    its ``doc``, and the command that reruns it."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=epochs)
+    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "support" / "data", help=out_help)
     raw = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(raw)
     if args.epochs < 1:
         raise SystemExit(f"--epochs is {args.epochs}, expected at least 1")
-    command = shlex.join(["nice", "-n", "10", "/work/train-venv/bin/python", "tools/train_yolov5_demo.py", *raw])
-    command = f"PYTHONPATH=. {command}"
+    command = shlex.join(["nice", "-n", "10", "/work/train-venv/bin/python", f"tools/{script}", *raw])
+    return args, f"PYTHONPATH=. {command}"
 
-    _forbid_internet()
+
+def training_data(prefix: str) -> tuple[list[Frame], tuple[object, object, Sequence[Sample]]]:
+    """The harness's synthetic set (written to a temporary folder, read, and deleted): its training frames, and
+    its validation inputs (the letterboxed images, their geometries and the samples); torch seeded first."""
+    import torch
+
+    torch.set_num_threads(2)
+    torch.manual_seed(TRAIN_SEED)
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        data_yaml = write_dataset(Path(tmp) / "data", RECIPE)
+        frames = _training_frames(load_yolo(data_yaml, "train").samples)
+        val_samples = load_yolo(data_yaml, "val").samples
+        x, geometries = _val_inputs(val_samples)
+    return frames, (x, geometries, val_samples)
+
+
+def trained(
+    model, train, frames, val, epochs: int
+) -> tuple[object, list[dict[str, float]], float, tuple[float, float]]:
+    """``train(model, frames, val, epochs)``'s EMA weights, history and seconds, and the load before and after."""
+    load_before = os.getloadavg()[0]
+    ema, history, train_s = train(model, frames, val, epochs)
+    return ema, history, train_s, (load_before, os.getloadavg()[0])
+
+
+def run_facts(command: str, epochs: int, ema, history, train_s: float, target: Path, load) -> dict[str, object]:
+    """What a model card records of a run besides the checks: how it was made, on what, and the file's sha256."""
     import cv2
     import onnx
     import onnxruntime
     import torch
 
-    torch.set_num_threads(2)
-    torch.manual_seed(TRAIN_SEED)
-    with tempfile.TemporaryDirectory(prefix="train_yolov5_demo_") as tmp:
-        data_yaml = write_dataset(Path(tmp) / "data", RECIPE)
-        frames = _training_frames(load_yolo(data_yaml, "train").samples)
-        val_samples = load_yolo(data_yaml, "val").samples
-        x, geometries = _val_inputs(val_samples)
-    val = (x, geometries, val_samples)
-
-    model_class, _ = _model_classes()
-    model = model_class()
-    load_before = os.getloadavg()[0]
-    ema, history, train_s = _train(model, frames, val, args.epochs)
-    load = (load_before, os.getloadavg()[0])
-    args.out.mkdir(parents=True, exist_ok=True)
-    target = args.out / MODEL_NAME
-    _export(ema, target)
-    onnx_facts = _check_onnx(target)
-    check = _verify(target, ema, val, onnx_facts["heads"])
-    facts = {
+    return {
         "command": command,
-        "epochs": args.epochs,
+        "epochs": epochs,
         "history": history,
         "train_s": train_s,
         "parameters": sum(p.numel() for p in ema.parameters()),
-        "onnx": onnx_facts,
-        "check": check,
         "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
         "torch": torch.__version__,
         "numpy": np.__version__,
@@ -986,6 +993,20 @@ def main(argv: list[str] | None = None) -> int:
         "load": load,
         "blocked": len(_blocked),
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, command = training_args(argv, __doc__, "train_yolov5_demo.py", 40, "folder for the ONNX and card")
+    _forbid_internet()
+    frames, val = training_data("train_yolov5_demo_")
+    model_class, _ = _model_classes()
+    ema, history, train_s, load = trained(model_class(), _train, frames, val, args.epochs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    target = args.out / MODEL_NAME
+    _export(ema, target)
+    onnx_facts = _check_onnx(target)
+    check = _verify(target, ema, val, onnx_facts["heads"])
+    facts = {**run_facts(command, args.epochs, ema, history, train_s, target, load), "onnx": onnx_facts, "check": check}
     (args.out / CARD_NAME).write_text(_model_card(facts))
     metrics = check["metrics"]
     print(f"{target}: {onnx_facts['bytes']:,} bytes, mAP@0.5 {metrics.map50:.3f}, mAP@0.5:0.95 {metrics.map50_95:.3f}")

@@ -275,6 +275,24 @@ def test_a_flipped_bit_in_frame_5_of_100_costs_that_frame_alone_and_resuming_kee
         assert np.array_equal(reader.get(feed_key(_feed(seed)))["conv41"], _outputs(seed)["conv41"])
 
 
+def test_a_store_rewritten_after_it_was_opened_serves_no_frame_that_now_lies_where_another_did(tmp_path):
+    def record(file: Path, seeds: tuple[int, ...]) -> None:
+        writer = StoreWriter(file, RECORDING)
+        for seed in seeds:  # the same outputs under each key: records of the same length, sound checksums
+            writer.put(feed_key(_feed(seed)), _outputs(7))
+        writer.close()
+
+    file = tmp_path / "run.rec"
+    record(file, (0, 1, 2))
+    reader = StoreReader(file)
+    record(tmp_path / "other.rec", (1, 0, 2))  # the first two swapped
+    (tmp_path / "other.rec").replace(file)
+    assert np.array_equal(reader.get(feed_key(_feed(2)))["nms"], _outputs(7)["nms"])  # still where it was
+    for seed in (0, 1):
+        with pytest.raises(StoreError, match=r"record \d at byte \d+: another frame than when the store was opened"):
+            reader.get(feed_key(_feed(seed)))
+
+
 def test_a_second_recorder_into_the_same_store_is_refused_at_once_naming_the_file(tmp_path):
     file = tmp_path / "run.rec"
     first = StoreWriter(file, RECORDING)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import os
 import re
 import struct
@@ -166,7 +167,7 @@ class StoreWriter:
                         f"output store {self.file}: recorded with other {differ} ({stored.runtime}, "
                         f"{stored.created}); give a new file to record this run"
                     )
-                self.keys = {_frame(r, self.file).key for r in found.records[1:]}
+                self.keys = {_frame(r, self.file)[1].key for r in found.records[1:]}
                 copy = self._journal.repair()
             else:
                 self._journal.start(HEADER_RECORD, _json(recording.to_json()))
@@ -212,11 +213,11 @@ class StoreReader:
         self._format = _format_of(self.file)
         found = read(self.file, self._format)
         self.recording = _recording(found, self.file)
-        self._frames: dict[str, tuple[int, int]] = {}  # key: record number, offset
+        self._frames: dict[str, _Stored] = {}
         self._images: dict[str, str] = {}  # image file sha256: key
         for rec in found.records[1:]:
-            frame = _frame(rec, self.file)
-            self._frames.setdefault(frame.key, (rec.number, rec.offset))
+            meta, frame = _frame(rec, self.file)
+            self._frames.setdefault(frame.key, _Stored(rec.number, rec.offset, meta, frame))
             if frame.image is not None:
                 self._images.setdefault(frame.image, frame.key)
         self.lost = _lost(found.losses)
@@ -239,12 +240,14 @@ class StoreReader:
 
     def get(self, key: str) -> dict[str, np.ndarray]:
         """The outputs recorded for ``key``; a :class:`StoreError` names the frame and what is wrong."""
-        number, offset = self._frames[key]
-        payload = read_record(self.file, offset, self._format)
-        where = f"output store {self.file}: record {number} at byte {offset}"
-        frame, compressed = _frame_parts(payload, where)
-        arrays = frame.arrays
-        size = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in arrays)
+        stored = self._frames[key]
+        payload = read_record(self.file, stored.offset, self._format)
+        where = f"output store {self.file}: record {stored.number} at byte {stored.offset}"
+        meta, compressed = _frame_parts(payload, where)
+        if meta != stored.meta:  # the meta parsed on opening is the one served: no second parse
+            raise StoreError(f"{where}: another frame than when the store was opened (the file changed since)")
+        arrays = stored.frame.arrays
+        size = sum(math.prod(shape) * dtype.itemsize for _, dtype, shape in arrays)
         stream = zlib.decompressobj()
         try:
             data = stream.decompress(compressed, size + 1)
@@ -262,7 +265,7 @@ class StoreReader:
             raise StoreError(f"{where}: its array bytes are followed by {len(stream.unused_data)} bytes, expected none")
         out, at = {}, 0
         for name, dtype, shape in arrays:
-            count = int(np.prod(shape))
+            count = math.prod(shape)
             out[name] = np.frombuffer(data, dtype=dtype, count=count, offset=at).reshape(shape)
             at += count * dtype.itemsize
         return out
@@ -308,22 +311,33 @@ class _Frame:
     arrays: list[tuple[str, np.dtype[Any], tuple[int, ...]]]
 
 
-def _frame(rec: Record, file: Path) -> _Frame:
-    """A sound frame record's meta."""
+def _frame(rec: Record, file: Path) -> tuple[bytes, _Frame]:
+    """A sound frame record's meta: its bytes and what they hold."""
+    where = f"output store {file}: record {rec.number} at byte {rec.offset}"
     if rec.kind != FRAME_RECORD:
-        raise StoreError(f"output store {file}: record {rec.number} at byte {rec.offset}: a second header")
-    return _frame_parts(rec.payload, f"output store {file}: record {rec.number} at byte {rec.offset}")[0]
+        raise StoreError(f"{where}: a second header")
+    meta = _frame_parts(rec.payload, where)[0]
+    return meta, _parsed(meta, f"{where} meta", _frame_meta)
 
 
-def _frame_parts(payload: bytes | memoryview, where: str) -> tuple[_Frame, bytes | memoryview]:
-    """A frame's meta and its arrays' compressed bytes."""
+@dataclass(frozen=True)
+class _Stored:
+    """Where a frame lies (its record's number and offset), its meta's bytes and the meta they hold."""
+
+    number: int
+    offset: int
+    meta: bytes
+    frame: _Frame
+
+
+def _frame_parts(payload: bytes | memoryview, where: str) -> tuple[bytes, bytes | memoryview]:
+    """A frame's meta bytes and its arrays' compressed bytes."""
     if len(payload) < _META.size:
         raise StoreError(f"{where}: {len(payload)} bytes, expected at least {_META.size} (the meta length)")
     (length,) = _META.unpack_from(payload)
     if length > len(payload) - _META.size:
         raise StoreError(f"{where}: meta length {length}, more than the {len(payload) - _META.size} bytes after it")
-    meta = bytes(payload[_META.size : _META.size + length])
-    return _parsed(meta, f"{where} meta", _frame_meta), payload[_META.size + length :]
+    return bytes(payload[_META.size : _META.size + length]), payload[_META.size + length :]
 
 
 def _frame_meta(fields: Fields) -> _Frame:
@@ -368,7 +382,7 @@ def _lost_key(loss: Loss) -> str | None:
     if loss.payload is None:
         return None
     try:
-        return _frame_parts(loss.payload, "")[0].key
+        return _parsed(_frame_parts(loss.payload, "")[0], "", _frame_meta).key
     except StoreError:
         return None
 

@@ -8,7 +8,6 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,7 +52,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
         data = data.encode("utf-8", errors="backslashreplace")
     target = Path(os.path.realpath(path))
     # The target's name cut short, so that a name of up to 255 bytes leaves room for the rest.
-    tmp = target.with_name(f".{target.name[:32]}.{secrets.token_hex(6)}.tmp")
+    tmp = target.with_name(f".{target.name[:32]}.{os.urandom(6).hex()}.tmp")
     try:
         try:
             mode = os.stat(target).st_mode & 0o7777

@@ -19,10 +19,10 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from harness.pipeline.detect import DetectionPath, FrameResult, SourcedPath, det
 from harness.verdict.metrics import METRICS, box_counts, score_distribution
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
 PREFETCH = 4  # images read ahead of the batch being inferred, at the least (a whole next batch where larger)
@@ -129,7 +132,17 @@ def _frames(
         raise HarnessError(f"batch {batch}: expected a whole number of at least 1")
     reads_ahead = batch + max(PREFETCH, batch)
     sourced = path if isinstance(path, SourcedPath) else None  # a replay serves by the image file's sha256
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hailo-harness-read") as pool:
+    with ExitStack() as stack:
+        pool = None  # made for the first image read: a run served from cache or store never imports it
+
+        def read(sample: Sample) -> Future[np.ndarray]:
+            nonlocal pool
+            if pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                pool = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="hailo-harness-read"))
+            return pool.submit(timed, Stage.DECODE_IMAGE, load_image, sample.path)
+
         ahead: deque[_Entry] = deque()
         queue = iter(samples)
         reading = 0  # entries in ahead still without a frame
@@ -142,9 +155,7 @@ def _frames(
                     if cache is not None:
                         timed(Stage.CACHE, cache.put, sample.sha256, sample.image_id, served)
                 elif cached is None:
-                    ahead.append(
-                        _Entry(sample, None, pool.submit(timed, Stage.DECODE_IMAGE, load_image, sample.path), False)
-                    )
+                    ahead.append(_Entry(sample, None, read(sample), False))
                     reading += 1
                 else:
                     ahead.append(_Entry(sample, cached, None, True))

@@ -21,7 +21,7 @@ import os
 import shlex
 import stat
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -472,8 +472,7 @@ def _field(path: Path, kind: str, record: Any, key: str) -> Any:
 
 def _read_yolo(root: Path, images: list[Path], names: tuple[str, ...]) -> Dataset:
     samples, missing, unreadable, entries = [], [], [], []
-    for path in sorted(set(images), key=lambda p: _relative(p, root)):
-        image_id = _relative(path, root)
+    for image_id, path in _by_relative(set(images), root):
         label_path = _label_path(path)
         label_bytes = _read_label(label_path)
         label_digest = "missing" if label_bytes is None else hashlib.sha256(label_bytes).hexdigest()
@@ -499,8 +498,7 @@ def load_images(folder: str | os.PathLike[str]) -> Dataset:
         raise DatasetError(f"--images {root}: no such folder of images")
     samples, unreadable, entries = [], [], []
     empty = GroundTruth(np.zeros((0, 4)), np.zeros(0))
-    for path in sorted(_list_images(root), key=lambda p: _relative(p, root)):
-        image_id = _relative(path, root)
+    for image_id, path in _by_relative(_list_images(root), root):
         digest, hw = _read_image(path)
         entries.append((image_id, digest, "unlabelled"))
         if isinstance(hw, str):
@@ -699,8 +697,9 @@ def _image_list(path: Path) -> list[Path]:
     return [path.parent / line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _relative(path: Path, root: Path) -> str:
-    return Path(os.path.relpath(path, root)).as_posix()
+def _by_relative(paths: Iterable[Path], root: Path) -> list[tuple[str, Path]]:
+    """Each path's id (its path relative to ``root``, with forward slashes) and the path, by id."""
+    return sorted(((os.path.relpath(p, root).replace(os.sep, "/"), p) for p in paths), key=lambda pair: pair[0])
 
 
 def _coco_value(value: Any) -> bool:

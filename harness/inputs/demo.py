@@ -7,7 +7,6 @@ the user's project, never to the install."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +37,8 @@ def demo_data(cache_dir: Path, log: Callable[[str], None] | None = None) -> Path
     the whole set or none."""
     out = demo_root(cache_dir)
     if not (out / ".complete").exists():
+        import shutil
+
         from harness.inputs.synthetic import Recipe, write_dataset  # the generator, when the set is missing
 
         recipe = Recipe(seed=DEMO_SEED, train=0, val=100, calib=64, offdomain_calib=64, imgsz=256)

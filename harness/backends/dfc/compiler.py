@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -60,6 +59,7 @@ from harness.backends.dfc.yolox_script import render_yolox_alls, write_yolox_scr
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, Fields, read_json
+from harness.core.environment import distribution_version
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import SsdConfig
@@ -101,10 +101,7 @@ def sdk_version(sdk: ModuleType) -> str:
     version = getattr(sdk, "__version__", None)
     if version:
         return str(version)
-    try:
-        return importlib.metadata.version("hailo-dataflow-compiler")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return distribution_version("hailo-dataflow-compiler") or "unknown"
 
 
 @dataclass(frozen=True)

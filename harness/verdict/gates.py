@@ -361,10 +361,24 @@ def _identified(gate: GateResult, result: PathResult, golden: Golden) -> GateRes
             f"baseline blessed from model sha256 {old.model_sha256[:12]} on {old.created}; this run's model sha256 "
             f"{new.model_sha256[:12]}"
         )
-    weak = "; ".join(w.text for w in weaknesses(golden) if gate.id.kind in w.kinds and w.code in golden.accepted_weak)
+    if golden.seal_note is not None:
+        lines.append(golden.seal_note)
+    # every weakness of the gate, blessed knowingly or not (a baseline made in code may hold one):
+    # a pass held to it is never a clean pass
+    found = [w for w in weaknesses(golden) if gate.id.kind in w.kinds]
+    weak = "; ".join(w.text for w in found)
     if weak:
-        lines.append(f"WEAK BASELINE, blessed with {ACCEPT_WEAK_FLAG}: {weak}")
+        blessed = all(w.code in golden.accepted_weak for w in found)
+        how = f"blessed with {ACCEPT_WEAK_FLAG}{_vouched(golden)}" if blessed else "not blessed knowingly"
+        lines.append(f"WEAK BASELINE, {how}: {weak}")
     return replace(gate, text="\n".join(lines), weak=weak)
+
+
+def _vouched(golden: Golden) -> str:
+    """Who vouches that ``golden``'s weaknesses were blessed knowingly: a signature, or its digest alone."""
+    if golden.seal is None:
+        return ""
+    return " (signed with the release key)" if golden.seal.state.value == "signed" else f" ({golden.seal.detail})"
 
 
 def _incomparable(name: GateId, result: PathResult, golden: Golden) -> GateResult | None:

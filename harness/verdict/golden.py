@@ -26,6 +26,14 @@ its blessed history (``history``, schema 3, :mod:`harness.verdict.history`): whe
 a baseline, the replaced one's release, date, model sha256 and gated values are appended to it, so
 that a review diff shows the old values moving into the history, one field per line. The history is
 shown in the reports, never gated on. A baseline of schema 1 or 2 has none: its history begins with it.
+
+A baseline is sealed when blessed (``seal``, schema 4, :mod:`harness.core.signing`): the sha256 of
+its canonical content, and an HMAC-SHA256 with the release key (``HARNESS_SIGNING_KEY``) where one is
+set; its history is a hash chain (``history_tip``, :mod:`harness.verdict.history_chain`). A baseline
+whose seal does not hold (``unsigned edit``) or that has none (``unsealed``: written by hand or
+before seals) keeps its gates, but its ``accepted_weak`` is void: a weakness nobody blessed with the
+harness is refused as any other. A signature that does not hold (``tampered``) is refused, and so is
+anything not signed with the key in hand under ``--require-signed``.
 """
 
 from __future__ import annotations
@@ -41,17 +49,19 @@ import shlex
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.core import signing
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 from harness.core.settings import EvalSettings
+from harness.verdict import history_chain
 from harness.verdict.diagnosis import matched_share
-from harness.verdict.history import HISTORY_KINDS, Blessing, blessing_document, read_blessing, read_release
+from harness.verdict.history import HISTORY_KINDS, Blessing, read_blessing, read_release, read_seal
 from harness.verdict.metrics.agreement import agreement
 from harness.verdict.metrics.coco import ClassMetrics, CocoMetrics
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES, BoxCounts, ScoreDistribution
@@ -62,9 +72,10 @@ try:
 except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 3
-# 1: before the agreement was blessed (no ``agreement``, no its tolerances); 2: before ``release`` and ``history``
-_READ_VERSIONS = (1, 2, SCHEMA_VERSION)
+SCHEMA_VERSION = 4
+# 1: before the agreement was blessed (no ``agreement``, no its tolerances); 2: before ``release`` and ``history``;
+# 3: before ``seal``, ``history_tip`` and the history entries' ``previous`` and ``seal``
+_READ_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 _DECIMALS = 6
 _HISTORY = "history"
@@ -130,6 +141,23 @@ class Golden:
     agreement: BlessedAgreement | None = None  # None: the reference path's own, or a schema 1 baseline
     release: str | None = None  # the release this blessing signs off (--release), None: not named
     history: tuple[Blessing, ...] = ()  # the blessings this baseline replaced, oldest first (schema 3)
+    # how the file read stood against its seal (None: not read from a file), and each way its history is
+    # not as its blessings wrote it (history_chain.problems)
+    seal: signing.SealCheck | None = field(default=None, compare=False)
+    history_problems: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def seal_note(self) -> str | None:
+        """What a verdict says of a baseline file not as a blessing wrote it (None: as written)."""
+        if self.seal is None or self.seal.trusted:
+            return None
+        state, detail = self.seal.state.value, self.seal.detail
+        return f"baseline {state}: {detail}; its gates hold as written, its accepted_weak is void"
+
+    @property
+    def history_note(self) -> str | None:
+        """What a report says of a history edited by hand (None: as its blessings wrote it)."""
+        return f"{history_chain.EDITED}: {'; '.join(self.history_problems)}" if self.history_problems else None
 
 
 # Labelled objects below which a mAP measures too little to hold a model to (one object more or less
@@ -324,10 +352,12 @@ def blessed_history(golden: Golden) -> tuple[Blessing, ...]:
     return (*golden.history, own_blessing(golden))
 
 
-def _carried(previous: Golden | GoldenError | None, golden: Golden) -> tuple[Blessing, ...]:
-    """The history ``golden`` is written with over ``previous``: the previous baseline's history and
-    itself; ``golden``'s own where there is none of the same baseline to carry (none yet, unreadable,
-    another model's, dataset's or path's) or where it is ``golden`` again (a baseline written back)."""
+def _carried(previous: Golden | GoldenError | None, golden: Golden, key: bytes | None) -> tuple[Blessing, ...]:
+    """The history ``golden`` is written with over ``previous``: the previous baseline's history as
+    read, and itself chained to it (sealed with ``key`` where ``previous`` held its seal,
+    :func:`harness.verdict.history_chain.appended`); ``golden``'s own where there is none of the same
+    baseline to carry (none yet, unreadable, another model's, dataset's or path's) or where it is
+    ``golden`` again (a baseline written back)."""
     if not isinstance(previous, Golden) or (previous.model, previous.dataset, previous.path) != (
         golden.model,
         golden.dataset,
@@ -336,7 +366,8 @@ def _carried(previous: Golden | GoldenError | None, golden: Golden) -> tuple[Ble
         return golden.history
     if own_blessing(previous) == own_blessing(golden):
         return previous.history
-    return blessed_history(previous)
+    vouched = previous.seal is not None and previous.seal.trusted
+    return history_chain.appended(previous.history, own_blessing(previous), key, vouched)
 
 
 def missing_golden_message(
@@ -363,7 +394,9 @@ def load_golden(file: str | os.PathLike[str]) -> Golden:
     return _load(file)
 
 
-def _load(file: Path) -> Golden:
+def _load(file: Path, enforce: bool = True) -> Golden:
+    """``file`` read; ``enforce``: its seal held to the signing policy (a blessing reading the baseline
+    it replaces does not: it keeps it as it is)."""
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError as error:
@@ -374,7 +407,7 @@ def _load(file: Path) -> Golden:
         data = parse_json(text, str(file))
     except DocumentError as error:
         raise GoldenError(str(error)) from None
-    return _Reader(file).golden(data)
+    return _Reader(file, enforce).golden(data)
 
 
 def write_golden(file: str | os.PathLike[str], golden: Golden) -> str:
@@ -394,9 +427,15 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
     reader or writer (:func:`recover`), and no temporary file survives that. ``token`` (one per
     test run, shared by its pytest-xdist workers): a set already blessed under it is not written
     again."""
+    rules = signing.policy()
+    if rules.require_signed and rules.key is None:
+        raise GoldenError(
+            f"--update-golden under --require-signed: {signing.KEY_VARIABLE} is not set, so the baselines would "
+            "be unsigned; bless where the release key is"
+        )
     documents = [(Path(file), _document(golden)) for file, golden in entries]
     for file, document in documents:
-        _Reader(file).golden(json.loads(json.dumps(document)))  # what could not be read back is not written
+        _Reader(file, False).golden(json.loads(json.dumps(document)))  # what could not be read back is not written
     folders = {file.parent for file, _ in documents}
     if len(folders) != 1:
         raise GoldenError(f"baselines {[str(f) for f, _ in documents]}: one set lies in one model folder")
@@ -418,8 +457,8 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
             try:
                 for (file, _), (_, golden) in zip(documents, entries, strict=True):
                     previous_bytes, previous, history = _previous(file)
-                    document = _document(replace(golden, history=_carried(previous, golden)))
-                    _Reader(file).golden(json.loads(json.dumps(document)))  # its history read back too
+                    document = _sealed(replace(golden, history=_carried(previous, golden, rules.key)), rules.key)
+                    _Reader(file, False).golden(json.loads(json.dumps(document)))  # its history read back too
                     if previous_bytes is not None:
                         assert history is not None
                         history.parent.mkdir(parents=True, exist_ok=True)
@@ -528,6 +567,12 @@ def _locked(folder: Path) -> Iterator[None]:
 # --- writing ---------------------------------------------------------------------------------
 
 
+def _sealed(golden: Golden, key: bytes | None) -> dict[str, Any]:
+    """``golden``'s document with its seal: the sha256 of the rest, and its HMAC with ``key``."""
+    document = _document(golden)
+    return {**document, "seal": signing.seal_document(document, key)}
+
+
 def _document(golden: Golden) -> dict[str, Any]:
     m = golden.metrics
     return {
@@ -539,7 +584,8 @@ def _document(golden: Golden) -> dict[str, Any]:
         "labelled": golden.labelled,
         **({"accepted_weak": list(golden.accepted_weak)} if golden.accepted_weak else {}),
         "release": golden.release,
-        "history": [{**blessing_document(b), "values": {k: _number(v) for k, v in b.values}} for b in golden.history],
+        "history": [{**history_chain.entry_document(b), "seal": b.seal} for b in golden.history],
+        "history_tip": history_chain.tip(golden.history),
         **(
             {
                 "agreement": {
@@ -657,7 +703,7 @@ def _previous(file: Path) -> tuple[bytes | None, Golden | GoldenError | None, Pa
     text = file.read_bytes()
     folder = file.parent / _HISTORY / file.stem
     try:
-        old: Golden | GoldenError = _load(file)  # under the blessing's lock: no recovery here
+        old: Golden | GoldenError = _load(file, False)  # under the blessing's lock: no recovery here
     except GoldenError as error:
         stamp = datetime.fromtimestamp(file.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         return text, error, _free(folder, f"{stamp}-unreadable")
@@ -721,8 +767,8 @@ def _changed_summary(
 
 
 def _unhistoried(document: Mapping[str, Any]) -> dict[str, Any]:
-    """``document`` without its history (said in a line of its own, not value by value)."""
-    return {key: value for key, value in document.items() if key != "history"}
+    """``document`` without its history and seals (said in a line of its own, not value by value)."""
+    return {key: value for key, value in document.items() if key not in ("history", "history_tip", "seal")}
 
 
 def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -771,19 +817,35 @@ class _Reader:
     """Reads a baseline document strictly (:mod:`harness.core.documents`): every error names the
     file, the field and what was expected; no key is read twice or left unread."""
 
-    def __init__(self, file: Path) -> None:
-        self.file = file
+    def __init__(self, file: Path, enforce: bool = True) -> None:
+        """``enforce``: the seal held to the signing policy, an unsealed or edited file's
+        ``accepted_weak`` void and its history compared with the baselines it replaced (what any
+        reader but a blessing, reading what it replaces, does)."""
+        self.file, self.enforce = file, enforce
 
     def golden(self, data: Any) -> Golden:
+        rules = signing.policy()
         try:
-            return self._golden(Fields(data, str(self.file)))
+            golden = self._golden(Fields(data, str(self.file)), data, rules)
         except DocumentError as error:
             raise GoldenError(str(error)) from None
+        if self.enforce and rules.require_signed and golden.history_problems:
+            raise GoldenError(f"{self.file}: {golden.history_note}; refused under --require-signed")
+        return golden
 
-    def _golden(self, top: Fields) -> Golden:
+    def _golden(self, top: Fields, data: Any, rules: signing.SigningPolicy) -> Golden:
         version = top.value("schema_version", _is_count, "an integer >= 0")
         if version not in _READ_VERSIONS:
             top.fail("schema_version", version, f"one of {list(_READ_VERSIONS)} (the schemas this harness reads)")
+        sealed = version >= 4
+        stored = read_seal(top) if sealed else None
+        content = {key: value for key, value in data.items() if key != "seal"}
+        seal = signing.check_document(content, stored, rules.key)
+        if self.enforce:
+            try:
+                signing.enforce(f"baseline {self.file}", seal, rules)
+            except HarnessError as error:
+                raise GoldenError(str(error)) from None
         # Baselines written before label-free runs are labelled.
         labelled = top.boolean("labelled", True)
         metrics = top.object("metrics")
@@ -820,14 +882,51 @@ class _Reader:
             agreement=blessed,
         )
         if version >= 3:
-            history = tuple(read_blessing(e, golden.model, golden.dataset, golden.path) for e in top.objects("history"))
+            history = tuple(
+                read_blessing(e, golden.model, golden.dataset, golden.path, sealed) for e in top.objects("history")
+            )
             golden = replace(golden, release=read_release(top), history=history)
+        history_tip = (
+            top.value("history_tip", _is_digest_or_null, "a sha256 (64 hex digits) or null") if sealed else None
+        )
         metrics.done()
         top.done()
-        unaccepted = [w for w in weaknesses(golden) if w.code not in accepted]
+        golden = replace(golden, seal=seal)
+        if self.enforce:
+            kept = self._kept if golden.history else None
+            found = history_chain.problems(
+                golden.history, history_tip, sealed, golden.provenance.created, rules.key, kept=kept
+            )
+            golden = replace(golden, history_problems=found)
+            if not seal.trusted and accepted:
+                void = f"its accepted_weak {list(accepted)} is void: the file is an {seal.state.value} ({seal.detail})"
+                golden = replace(golden, accepted_weak=())
+                unaccepted = list(weaknesses(golden))
+                if unaccepted:
+                    raise GoldenError(f"{self.file}: {void}; {_refusal(unaccepted)}")
+        unaccepted = [w for w in weaknesses(golden) if w.code not in golden.accepted_weak]
         if unaccepted:
             raise GoldenError(f"{self.file}: {_refusal(unaccepted)}")
         return golden
+
+    def _kept(self, blessing: Blessing) -> str | None:
+        """Why ``blessing``'s values differ from the baseline it stands for, where a blessing kept that
+        file (``history/<name>/<created>-<sha>.json``); None where they agree or none is kept."""
+        stamp = _parse_created(blessing.created).strftime("%Y%m%dT%H%M%SZ")
+        folder = self.file.parent / _HISTORY / self.file.stem
+        copies = sorted(folder.glob(f"{stamp}-{blessing.model_sha256[:12]}*.json"))
+        said = []
+        for copy in copies:
+            try:
+                kept = own_blessing(_Reader(copy, False).golden(parse_json(copy.read_bytes(), str(copy))))
+            except (GoldenError, DocumentError, OSError):
+                continue  # not the copy of this blessing (or not one that can be read): nothing to compare
+            if kept == replace(blessing, release=kept.release) and kept.release == blessing.release:
+                return None
+            ours, theirs = dict(blessing.values), dict(kept.values)
+            moved = [f"{k} {ours.get(k)} (kept {theirs.get(k)})" for k in HISTORY_KINDS if ours.get(k) != theirs.get(k)]
+            said.append(f"values {', '.join(moved) or 'as kept, other fields not'} differ from {copy.name}")
+        return "; ".join(said) or None
 
     def coco(self, metrics: Fields, labelled: bool = True) -> CocoMetrics:
         per_class = []
@@ -907,6 +1006,10 @@ def _is_non_negative(value: Any) -> bool:
 
 def _is_share_or_null(value: Any) -> bool:
     return value is None or _is_share(value)
+
+
+def _is_digest_or_null(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None)
 
 
 def _is_codes(value: Any) -> bool:

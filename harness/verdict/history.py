@@ -9,13 +9,18 @@ model, dataset and path it was blessed for; one of another model, dataset or pat
 is refused when read, naming the field (a copy or a merge from another baseline's file). Entries of
 another export of the model (its sha256), of other images of the dataset (its manifest) or of
 another mAP protocol are the normal history of a baseline and are shown as such.
+
+Since schema 4 the entries form a hash chain (:mod:`harness.verdict.history_chain`): each names the
+sha256 of the entry before it (``previous``) and carries a seal of its own (``seal``,
+:mod:`harness.core.signing`), so that an entry deleted, duplicated, moved or changed by hand is named.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +51,10 @@ class Blessing:
     dataset_manifest: str
     metric: str
     values: tuple[tuple[str, float], ...]
+    # the chain (schema 4): the sha256 of the entry before it (None: the first, or written before the
+    # chain) and its seal (None: unsealed); kept as read, never part of what the blessing was
+    previous: str | None = field(default=None, compare=False)
+    seal: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def value(self, kind: str) -> float | None:
         """The value the gate ``kind`` was blessed at; None where the blessing held no such gate."""
@@ -60,7 +69,8 @@ def release_name(text: str) -> str:
 
 
 def blessing_document(blessing: Blessing) -> dict[str, Any]:
-    """One history entry as the baseline file keeps it (the caller rounds the values)."""
+    """One history entry as the reports show it and as the baseline file keeps it, less its chain
+    (the caller rounds the values)."""
     return {
         "release": blessing.release,
         "created": blessing.created,
@@ -79,11 +89,16 @@ def read_release(top: Fields) -> str | None:
     return top.value("release", _is_release_or_null, f"{RELEASE_RULE}, or null")
 
 
-def read_blessing(entry: Fields, model: str, dataset: str, path: str) -> Blessing:
+def read_blessing(entry: Fields, model: str, dataset: str, path: str, chained: bool = False) -> Blessing:
     """A history entry of the baseline of ``model``, ``dataset`` and ``path``, read strictly: each
     field of its type, values of known gates in their ranges, no key unknown, none of another
-    baseline."""
+    baseline; ``chained`` (schema 4): with its ``previous`` and ``seal``."""
     release = read_release(entry)
+    previous: str | None = None
+    seal: Mapping[str, Any] | None = None
+    if chained:
+        previous = entry.value("previous", _is_digest_or_null, "a sha256 (64 hex digits) or null", None)
+        seal = read_seal(entry)
     for key, own in (("model", model), ("dataset", dataset), ("path", path)):
         name = entry.string(key, nonempty=True)
         if name != own:
@@ -104,9 +119,38 @@ def read_blessing(entry: Fields, model: str, dataset: str, path: str) -> Blessin
         dataset_manifest=entry.string("dataset_manifest", nonempty=True),
         metric=entry.value("metric", lambda v: isinstance(v, str) and v in _METRICS, f"one of {sorted(_METRICS)}"),
         values=found,
+        previous=previous,
+        seal=seal,
     )
     entry.done()
     return blessing
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _is_digest_or_null(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and _DIGEST.fullmatch(value) is not None)
+
+
+def read_seal(top: Fields) -> dict[str, str | None] | None:
+    """A ``seal`` as :func:`harness.core.signing.seal` writes it, read field by field (absent or null:
+    none): its sha256, and its HMAC and key id (hex, or null where no key sealed it)."""
+    if not top.has("seal") or top.raw("seal") is None:
+        top.raw("seal", None)
+        return None
+    seal = top.object("seal")
+    read = {
+        "sha256": seal.value("sha256", lambda v: _is_digest_or_null(v) and v is not None, "a sha256 (64 hex digits)"),
+        "hmac": seal.value("hmac", _is_digest_or_null, "an HMAC-SHA256 (64 hex digits) or null"),
+        "key_id": seal.value("key_id", _is_key_id_or_null, "a key id (12 hex digits) or null"),
+    }
+    seal.done()
+    return read
+
+
+def _is_key_id_or_null(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{12}", value) is not None)
 
 
 def _is_release_or_null(value: Any) -> bool:

@@ -357,3 +357,12 @@ def test_a_baseline_without_a_blessed_agreement_holds_the_default_floor_and_says
     assert not gate.passed and gate.tolerance == 0.8 and gate.baseline is None
     assert "held to the default floor and limit: its baseline blessed no agreement (schema 1)" in gate.text
     assert "--update-golden blesses this run's agreement" in gate.text
+
+
+def test_a_pass_held_to_a_weak_baseline_never_blessed_knowingly_is_not_a_clean_pass(hailo):
+    zero = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, map50=0.0))
+    unblessed = golden_from_result(zero)  # made in code: its weakness accepted by nobody
+    by_kind = {g.id.kind: g for g in run_gates(zero, unblessed)}
+    assert by_kind["map"].passed and by_kind["map"].weak.startswith("map50_drop 0.02 >= baseline map50 0")
+    assert "WEAK BASELINE, not blessed knowingly" in by_kind["map"].text
+    assert "--accept-weak-baseline" not in by_kind["map"].text

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import harness.verdict.golden as golden_module
-from harness.verdict.gates import gate_path_agreement
+from harness.core import signing
+from harness.verdict.gates import gate_path_agreement, run_gates
 from harness.verdict.golden import (
     SCHEMA_VERSION,
     GoldenError,
@@ -171,7 +172,7 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
             lambda d: d["metrics"]["box_counts"].update(mean=-1.0),
             r"field metrics\.box_counts\.mean is -1\.0, expected a finite number >= 0",
         ),
-        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2, 3\]"),
+        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2, 3, 4\]"),
         (
             lambda d: d["tolerances"].update(map50_drop=-0.1),
             r"field tolerances\.map50_drop is -0\.1, expected a number from 0 to 1",
@@ -543,6 +544,7 @@ def _schema_1(data):
     data.pop("agreement", None)
     data.pop("release")  # schema 3's
     data.pop("history")
+    data.pop("history_tip"), data.pop("seal")  # schema 4's
     for key in ("agreement_drop", "score_drift_rise"):
         data["tolerances"].pop(key)
 
@@ -590,7 +592,7 @@ def test_a_hailo_baseline_keeps_its_agreement_with_the_reference_and_the_referen
     file = tmp_path / "g.json"
     summary = write_golden(file, golden_from_result(run, reference=reference))
     data = json.loads(file.read_text())
-    assert data["schema_version"] == 3 and set(data["agreement"]) == {"matched_share", "score_drift"}
+    assert data["schema_version"] == SCHEMA_VERSION and set(data["agreement"]) == {"matched_share", "score_drift"}
     measured = gate_path_agreement(reference, run)
     assert data["agreement"]["matched_share"] == round(measured.observed, 6) and "agreement.matched_share: " in summary
     assert "agreement" not in json.loads(_written(tmp_path / "r.json", golden_from_result(reference)))
@@ -620,3 +622,126 @@ def test_an_agreement_drop_as_large_as_the_blessed_share_cannot_fail_and_is_bles
         write_golden(tmp_path / "g.json", golden_from_result(run, lax, reference=reference))
     write_golden(tmp_path / "g.json", golden_from_result(run, lax, accept_weak=True, reference=reference))
     assert load_golden(tmp_path / "g.json").accepted_weak == ("agreement_cannot_fail",)
+
+
+# --- seals ---------------------------------------------------------------------------------
+
+KEY = "a-release-key-for-the-tests-0123456789"
+VACUOUS = {"map50_drop": 1.0, "map50_95_drop": 1.0, "box_count_rel": 1.0, "saturation_abs": 1.0}
+WEAK_BY_HAND = ["map50_cannot_fail", "map50_95_cannot_fail", "saturation_cannot_fail", "box_count_cannot_fail"]
+
+
+@pytest.fixture
+def policy(monkeypatch):
+    """No key and no --require-signed unless a test sets them (and none left behind)."""
+    monkeypatch.setenv(signing.KEY_VARIABLE, "")  # set, so that its undo removes what a test sets
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "0")  # require_signed() sets it: undone after
+    monkeypatch.setattr(signing, "_required_by_option", False)
+    return monkeypatch
+
+
+def _rewritten(file, change):
+    data = json.loads(file.read_text())
+    change(data)
+    file.write_text(json.dumps(data, indent=2))
+
+
+def _weak_by_hand(data):
+    data["tolerances"].update(VACUOUS)
+    data["accepted_weak"] = list(WEAK_BY_HAND)
+
+
+def test_a_blessing_seals_the_baseline_by_digest_without_a_key_and_signs_it_with_one(tmp_path, run, policy):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    seal = json.loads(file.read_text())["seal"]
+    assert len(seal["sha256"]) == 64 and seal["hmac"] is None and seal["key_id"] is None
+    assert load_golden(file).seal.state is signing.SealState.SEALED and load_golden(file).seal_note is None
+    policy.setenv(signing.KEY_VARIABLE, KEY)
+    write_golden(file, golden_from_result(run))
+    assert json.loads(file.read_text())["seal"]["hmac"] is not None
+    assert load_golden(file).seal.state is signing.SealState.SIGNED
+    policy.setenv(signing.KEY_VARIABLE, "")
+    assert load_golden(file).seal.state is signing.SealState.UNVERIFIED  # no key here to check it
+
+
+@pytest.mark.parametrize("schema", [3, 4])
+def test_a_hand_typed_accepted_weak_is_void_and_the_weak_baseline_refused(tmp_path, run, policy, schema):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+
+    def change(data):
+        _weak_by_hand(data)
+        if schema == 3:  # as written before seals
+            data.update(schema_version=3)
+            data.pop("seal"), data.pop("history_tip")
+
+    _rewritten(file, change)
+    state = "an unsigned edit" if schema == 4 else "an unsealed"
+    with pytest.raises(GoldenError) as refused:
+        load_golden(file)
+    said = str(refused.value)
+    assert said.startswith(f"{file}: its accepted_weak {WEAK_BY_HAND} is void: the file is {state} (")
+    assert "map50_drop 1 >= baseline map50" in said and "blessed with --accept-weak-baseline" not in said
+
+
+def test_the_same_weakness_blessed_knowingly_holds_and_says_who_vouches_for_it(tmp_path, run, policy):
+    file = tmp_path / "g.json"
+    lax = Tolerances(map50_drop=1.0, map50_95_drop=1.0, box_count_rel=1.0, saturation_abs=1.0)
+    write_golden(file, golden_from_result(run, lax, accept_weak=True))
+    back = load_golden(file)
+    assert set(back.accepted_weak) == set(WEAK_BY_HAND)
+    (gate,) = run_gates(run, back, kinds=("map",))
+    assert "WEAK BASELINE, blessed with --accept-weak-baseline (as written, unsigned" in gate.text
+
+
+def test_a_hand_edit_that_weakens_nothing_keeps_its_gates_and_the_verdict_says_unsigned_edit(tmp_path, run, policy):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    _rewritten(file, lambda d: d["tolerances"].update(map50_drop=0.05))
+    back = load_golden(file)
+    assert back.tolerances.map50_drop == 0.05 and back.seal.state is signing.SealState.UNSIGNED_EDIT
+    (gate,) = run_gates(run, back, kinds=("map",))
+    assert gate.passed and "baseline unsigned edit: changed after it was written" in gate.text
+
+
+@pytest.mark.parametrize(
+    ("forge", "message"),
+    [
+        (lambda d: d["tolerances"].update(map50_drop=0.5), r"its signature does not hold: changed after it was signed"),
+        (
+            lambda d: (_weak_by_hand(d), d.update(seal=signing.seal_document(_unsealed(d), b"o" * 32))),
+            r"signed with another key",
+        ),
+        (
+            lambda d: (_weak_by_hand(d), d["seal"].update(sha256=signing.seal_document(_unsealed(d), None)["sha256"])),
+            r"its signature does not hold",
+        ),
+    ],
+)
+def test_with_the_key_set_an_edited_or_forged_signed_baseline_is_refused(tmp_path, run, policy, forge, message):
+    policy.setenv(signing.KEY_VARIABLE, KEY)
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    _rewritten(file, forge)
+    with pytest.raises(GoldenError, match=rf"^baseline {file}: {message}.*; refused \(bless"):
+        load_golden(file)
+
+
+def _unsealed(data):
+    return {k: v for k, v in data.items() if k != "seal"}
+
+
+def test_require_signed_refuses_an_unsigned_baseline_and_a_blessing_without_the_key(tmp_path, run, policy):
+    file = tmp_path / "g.json"
+    write_golden(file, golden_from_result(run))
+    signing.require_signed()
+    with pytest.raises(GoldenError, match=rf"^baseline {file}: not signed with the release key .*--require-signed$"):
+        load_golden(file)
+    with pytest.raises(GoldenError, match=r"--update-golden under --require-signed: HARNESS_SIGNING_KEY is not set"):
+        write_golden(file, golden_from_result(run))
+    policy.setenv(signing.KEY_VARIABLE, KEY)
+    with pytest.raises(GoldenError, match=r"not signed with the release key \(as written, unsigned"):
+        load_golden(file)
+    write_golden(file, golden_from_result(run))  # blessed again with the key: signed, and read
+    assert load_golden(file).seal.state is signing.SealState.SIGNED

@@ -67,6 +67,9 @@ class JobResult:
     gates: tuple[GateResult, ...]
     reports: dict[str, Path]
     golden_changes: tuple[str, ...] = field(default=())
+    # what the verdict says of baselines not as their blessings wrote them: an unsigned edit, unsealed,
+    # a history edited by hand (their gates held as written)
+    baseline_notes: tuple[str, ...] = field(default=())
 
     @property
     def passed(self) -> bool:
@@ -236,7 +239,14 @@ def judge_job(
         config.stage_drop,
         run.cache_dir / DRAWINGS_FOLDER if run.cache is not None else None,
     )
-    return JobResult(results, tuple(gates), reports, changes)
+    notes = tuple(
+        f"{files[path]}: {note}"
+        for path, golden in goldens.items()
+        if golden is not None
+        for note in (golden.seal_note, golden.history_note)
+        if note is not None
+    )
+    return JobResult(results, tuple(gates), reports, changes, notes)
 
 
 def _gates_phrase(names: Sequence[str]) -> str:
@@ -266,10 +276,13 @@ def summary_lines(job: JobResult) -> Sequence[str]:
     for names, causes in shared_causes(job.gates):  # once, not under each gate that shares them
         lines += ["", f"{_gates_phrase(names)}:", *(f"  {line}" for line in causes_lines(causes))]
     lines.append("")
+    lines.extend(job.baseline_notes)
     lines.extend(f"report: {p}" for p in job.reports.values())
     failed = sum(not g.passed for g in job.gates)
     verdict = "PASSED" if job.passed else "FAILED"
     weak = sum(bool(g.weak) for g in job.gates)
-    held = f"; {weak} of them held to weak baselines that cannot fail (blessed with {ACCEPT_WEAK_FLAG})" if weak else ""
+    blessed = all(f"blessed with {ACCEPT_WEAK_FLAG}" in g.text for g in job.gates if g.weak)
+    how = f"blessed with {ACCEPT_WEAK_FLAG}" if blessed else "not all blessed knowingly: see each gate"
+    held = f"; {weak} of them held to weak baselines that cannot fail ({how})" if weak else ""
     lines.append(f"{verdict}: {len(job.gates) - failed} of {len(job.gates)} gates passed{held}")
     return lines

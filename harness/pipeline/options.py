@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.core import defaults
+from harness.core import defaults, signing
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
 from harness.core.settings import MetricProtocol, NmsMode, Preprocess, SsdConfig
@@ -326,6 +326,14 @@ _OPTIONS = (
         default=False,
     ),
     Option(
+        "require_signed",
+        "refuse every baseline and blessed history not signed with the release key (HARNESS_SIGNING_KEY, "
+        "an HMAC-SHA256 over its content): an unsigned, hand-edited or tampered one is refused, exit 2; "
+        "a blessing under it needs the key (also HARNESS_REQUIRE_SIGNED=1; see docs/threat-model.md)",
+        kind="flag",
+        default=False,
+    ),
+    Option(
         "release",
         "with --update-golden: the release this blessing signs off (e.g. v1.3), kept with the baselines' "
         "blessed history, which the reports show beside each gate",
@@ -375,9 +383,10 @@ JOB_OPTIONS = (
     "update_golden",
     "accept_weak_baseline",
     "release",
+    "require_signed",
 )
 DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache")
-MERGE_OPTIONS = ("golden", "report", "cache", "update_golden", "accept_weak_baseline", "release")
+MERGE_OPTIONS = ("golden", "report", "cache", "update_golden", "accept_weak_baseline", "release", "require_signed")
 EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage", "shard")
 
 
@@ -528,6 +537,8 @@ def job_config(
         raise HarnessError("--stage-drop: belongs to --har (it is the floor of the HAR's DFC stages' gate)")
     if values.get("release") is not None and not values.get("update_golden"):
         raise HarnessError("--release: belongs to --update-golden (it names the release a blessing signs off)")
+    if values.get("require_signed"):
+        signing.require_signed()  # from here on in this process, and in its workers (HARNESS_REQUIRE_SIGNED)
     return JobConfig(
         onnx=onnx_of(values),
         dataset=values.get("dataset"),

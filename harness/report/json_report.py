@@ -28,7 +28,9 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 # 9: gates[].kind/path (its GateId), baselines[].release and baselines[].history (each blessing of the baseline,
 #    oldest first, ending with the baseline the gates held: release, created, model_sha256, dataset_manifest,
 #    metric, values by gate kind; shown, never gated on)
-SCHEMA_VERSION = 9
+# 10: baselines[].seal (state: signed, sealed, unverified, unsigned edit, unsealed; detail) and
+#     baselines[].history_problems (each way the history is not as its blessings wrote it)
+SCHEMA_VERSION = 10
 
 
 def report_document(
@@ -123,5 +125,7 @@ def _baseline(path: str, file: Path, golden: Golden | None, results: Sequence[Pa
             accepted_weak=list(golden.accepted_weak),
             release=golden.release,
             history=[blessing_document(b) for b in blessed_history(golden)],
+            seal=None if golden.seal is None else {"state": golden.seal.state.value, "detail": golden.seal.detail},
+            history_problems=list(golden.history_problems),
         )
     return entry

@@ -186,6 +186,7 @@ HISTORY_NOTE = (
     "protocol than this run's says so."
 )
 HISTORY_HEADER = ("release", "blessed", "model sha256", "value", "note")
+HISTORY_EDITED = "history edited by hand"  # verdict.history_chain.EDITED: the report reads the document alone
 
 
 def _history_sections(document: dict[str, Any]) -> list[Section]:
@@ -196,7 +197,12 @@ def _history_sections(document: dict[str, Any]) -> list[Section]:
     held = [g for g in document["gates"] if g.get("path") in baselines and g.get("path") in runs]
     if not held:
         return []
-    sections = [Section((Text("Blessed history"),), (Para((Text(HISTORY_NOTE),)),))]
+    edited = [
+        Para((Text(f"{HISTORY_EDITED} ({b['path']}): {'; '.join(b['history_problems'])}."),))
+        for b in baselines.values()
+        if b.get("history_problems")
+    ]
+    sections = [Section((Text("Blessed history"),), (Para((Text(HISTORY_NOTE),)), *edited))]
     for gate in held:
         history, run = baselines[gate["path"]]["history"], runs[gate["path"]]
         if not any(gate["kind"] in b["values"] for b in history):
@@ -430,8 +436,15 @@ def blessed_note(baseline: dict[str, Any]) -> str:
     said = f", blessed {baseline['blessed']} from model sha256 {baseline['blessed_sha256'][:12]}"
     if baseline["run_sha256"] not in (None, baseline["blessed_sha256"]):
         said += f"; this run's model sha256 {baseline['run_sha256'][:12]}"
+    seal = baseline.get("seal")  # schema 10
+    if seal is not None and seal["state"] in ("unsigned edit", "unsealed"):
+        said += f"; {seal['state'].upper()}: {seal['detail']} (its gates hold as written; its accepted_weak is void)"
+    elif seal is not None:
+        said += f"; {seal['state']} ({seal['detail']})"
     if baseline["accepted_weak"]:
         said += f"; blessed weak knowingly ({', '.join(baseline['accepted_weak'])})"
+    if baseline.get("history_problems"):
+        said += f"; {HISTORY_EDITED}: {'; '.join(baseline['history_problems'])}"
     return said
 
 

@@ -437,3 +437,19 @@ def test_the_documented_name_switches_the_plugin_off(pytester):
     result = pytester.runpytest_subprocess("-p", "no:hailo_harness", "--score-threshold=0.3")
     result.stderr.fnmatch_lines(["*unrecognized arguments: --score-threshold=0.3*"])  # no plugin declares it
     pytester.runpytest_subprocess("-p", "no:hailo_harness").assert_outcomes(passed=1)
+
+
+def test_require_signed_is_a_plugin_option_that_sets_the_signing_policy_of_the_run(pytester):
+    pytester.makeconftest(
+        """
+import os
+
+def pytest_collection_finish(session):
+    print("REQUIRE_SIGNED=" + os.environ.get("HARNESS_REQUIRE_SIGNED", "unset"))
+"""
+    )
+    assert "--require-signed" in pytester.runpytest_subprocess("--help").stdout.str()
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--require-signed", "--collect-only", "-q", "-s")
+    result.stdout.fnmatch_lines(["REQUIRE_SIGNED=1"])
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--collect-only", "-q", "-s")
+    result.stdout.fnmatch_lines(["REQUIRE_SIGNED=unset"])

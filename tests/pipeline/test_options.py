@@ -9,7 +9,7 @@ import pytest
 
 from harness.backends.dfc.scripts import NmsSettings
 from harness.backends.emulator import EmulatorOptions
-from harness.core import defaults
+from harness.core import defaults, signing
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
@@ -19,6 +19,7 @@ from harness.pipeline.options import (
     DOCTOR_OPTIONS,
     EVAL_OPTIONS,
     JOB_OPTIONS,
+    MERGE_OPTIONS,
     OPTIONS,
     add_options,
     backend_of,
@@ -258,3 +259,14 @@ def test_an_ssd_config_for_an_export_that_is_not_ssd_is_refused_naming_the_optio
     dataset = load_dataset(None, cache_dir=tmp_path)
     with pytest.raises(HarnessError, match=r"an SSD config \(--ssd-config\) given for an export that is not SSD"):
         prepare_run(DEMO_ONNX, dataset, SettingsSpec(ssd=ssd_config()), tmp_path, log=lambda line: None)
+
+
+def test_require_signed_is_an_option_of_every_surface_that_reads_baselines_and_sets_the_policy(monkeypatch):
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "0")  # set here, so that the option's setting is undone after
+    monkeypatch.setattr(signing, "_required_by_option", False)
+    assert "require_signed" in JOB_OPTIONS and "require_signed" in MERGE_OPTIONS
+    assert "HARNESS_SIGNING_KEY" in OPTIONS["require_signed"].help
+    job_config(_parse(JOB_OPTIONS), invocation=("test",))
+    assert not signing.policy().require_signed
+    job_config(_parse(JOB_OPTIONS, "--require-signed"), invocation=("test",))
+    assert signing.policy().require_signed and signing.os.environ[signing.REQUIRE_VARIABLE] == "1"

@@ -70,3 +70,23 @@ def test_baseline_files_are_shown_by_their_place_in_the_package_or_the_project_n
             assert "harness/data/golden/fire_smoke_yolo11n_256/synthetic" in report
             assert str(SHIPPED_GOLDEN) not in report
         assert f"Baseline of hailo: `{shown}`" in markdown and f"<code>{escape(shown)}</code>" in html
+
+
+def test_a_baseline_not_as_blessed_and_its_edited_history_are_said_in_the_report_not_a_flag():
+    from harness.report.view import blessed_note
+
+    baseline = {
+        "blessed_sha256": "a" * 64,
+        "blessed": "2025-01-01T00:00:00Z",
+        "run_sha256": "a" * 64,
+        "accepted_weak": [],
+        "seal": {"state": "unsigned edit", "detail": "changed after it was written (its sha256 no longer holds)"},
+        "history_problems": ["entry 2 (v1.2, blessed 2025-01-01T00:00:00Z): a duplicate of entry 1"],
+    }
+    said = blessed_note(baseline)
+    assert "; UNSIGNED EDIT: changed after it was written" in said and "accepted_weak is void" in said
+    assert "; history edited by hand: entry 2 (v1.2, " in said and "--accept-weak-baseline" not in said
+    signed = {**baseline, "seal": {"state": "signed", "detail": "signed with key 0123456789ab"}, "history_problems": []}
+    assert blessed_note(signed).endswith("; signed (signed with key 0123456789ab)")
+    old = {k: v for k, v in baseline.items() if k not in ("seal", "history_problems")}  # a report of schema 9
+    assert "EDIT" not in blessed_note(old) and "history" not in blessed_note(old)

@@ -189,7 +189,7 @@ def agreement_limits(golden: Golden | None) -> AgreementLimits:
     """The blessed agreement less the baseline's tolerances; the defaults (:data:`AGREEMENT_FLOOR`,
     :data:`SCORE_DRIFT_LIMIT`) where none was blessed."""
     if golden is None or golden.agreement is None:
-        why = "no baseline" if golden is None else "its baseline blessed no agreement (schema 1)"
+        why = "no baseline" if golden is None else "its baseline blessed no agreement"
         return AgreementLimits(
             AGREEMENT_FLOOR,
             SCORE_DRIFT_LIMIT,

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import harness.verdict.golden as golden_module
 from harness.core import signing
@@ -745,3 +747,54 @@ def test_require_signed_refuses_an_unsigned_baseline_and_a_blessing_without_the_
         load_golden(file)
     write_golden(file, golden_from_result(run))  # blessed again with the key: signed, and read
     assert load_golden(file).seal.state is signing.SealState.SIGNED
+
+
+def _leaf_paths(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaf_paths(value, (*path, key))
+    elif isinstance(node, list) and node:
+        for i, value in enumerate(node):
+            yield from _leaf_paths(value, (*path, i))
+    else:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def sealed_document(tmp_path_factory, run):
+    file = tmp_path_factory.mktemp("sealed") / "g.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(signing.KEY_VARIABLE, "")
+        patch.setenv(signing.REQUIRE_VARIABLE, "0")
+        write_golden(file, golden_from_result(run))
+    return json.loads(file.read_text())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_value_changed_by_hand_in_a_sealed_baseline_is_an_unsigned_edit_or_refused(
+    tmp_path, sealed_document, policy, data
+):
+    paths = [p for p in _leaf_paths(sealed_document) if p[0] != "seal"]
+    path = data.draw(st.sampled_from(paths), label="field")
+    changed = json.loads(json.dumps(sealed_document))
+    *parents, key = path
+    node = changed
+    for parent in parents:
+        node = node[parent]
+    old = node[key]
+    new = data.draw(
+        st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(0, 1), st.text(max_size=4)).filter(
+            lambda v: v != old or type(v) is not type(old)
+        ),
+        label="value",
+    )
+    node[key] = new
+    file = tmp_path / "g.json"
+    file.write_text(json.dumps(changed))
+    try:
+        back = load_golden(file)
+    except GoldenError:
+        return  # refused by its schema, naming the field
+    assert back.seal is not None and back.seal.state is signing.SealState.UNSIGNED_EDIT
+    assert back.seal_note is not None and back.seal_note.startswith("baseline unsigned edit: ")

@@ -27,8 +27,9 @@ from typing import Any
 from harness.core import signing
 from harness.verdict.history import Blessing, blessing_document
 
-# How far a clock may run ahead of the reader's before a date is "in the future" (CI machines' clocks).
-CLOCK_SKEW = timedelta(hours=1)
+# How far apart two machines' clocks may be before a date is out of order or "in the future" (a fleet
+# of CI runners blessing in turn; NTP keeps them well within it).
+CLOCK_SKEW = timedelta(minutes=5)
 EDITED = "history edited by hand"
 
 
@@ -91,9 +92,9 @@ def problems(
         elif blessing.seal is not None or blessing.previous is not None:
             found.extend(f"{name}: {why}" for why in _link(i, blessing.previous, digests))
         created = _moment(blessing.created)
-        if i and created < _moment(history[i - 1].created):
+        if i and created < _moment(history[i - 1].created) - CLOCK_SKEW:
             found.append(f"{name}: dated before entry {i} ({history[i - 1].created}): reordered or re-dated")
-        if created > newest_at or created > now + CLOCK_SKEW:
+        if created > min(newest_at, now) + CLOCK_SKEW:
             found.append(f"{name}: dated after the baseline's own blessing ({newest}): future-dated")
         differs = kept(blessing) if kept is not None else None
         if differs is not None:

@@ -11,7 +11,7 @@ import pytest
 from harness.core import signing
 from harness.verdict.golden import GoldenError, golden_from_result, golden_path, load_golden, write_golden
 from harness.verdict.history import Blessing
-from harness.verdict.history_chain import digest, entry_document, problems
+from harness.verdict.history_chain import appended, digest, entry_document, problems, tip
 
 from support import synthetic_results as sr
 
@@ -138,7 +138,11 @@ def test_an_invented_value_with_every_digest_made_again_is_named_by_the_kept_cop
     loaded = load_golden(file)
     assert loaded.seal is not None and loaded.seal.state is signing.SealState.SEALED  # the digests all hold
     (found,) = loaded.history_problems
-    assert found.startswith("entry 1 (v1, ") and "values map 0.99 (kept " in found and "differ from 20250101T" in found
+    assert (
+        found.startswith("entry 1 (v1, ")
+        and "map 0.99 (kept " in found
+        and "differ from the replaced baseline kept as 20250101T" in found
+    )
 
 
 def _blessing(entry: dict) -> Blessing:
@@ -189,3 +193,16 @@ def test_a_baseline_dated_in_the_future_is_named() -> None:
     now = datetime(2025, 1, 1, tzinfo=timezone.utc)
     (found,) = problems((), None, True, "2030-01-01T00:00:00Z", None, now=now)
     assert "dated 2030-01-01T00:00:00Z, in the future" in found
+
+
+def _entry(created: str, value: float) -> Blessing:
+    return Blessing(None, created, "m", "d", "hailo", "1" * 64, "2" * 64, "coco", (("map", value),))
+
+
+def test_two_machines_clocks_a_little_apart_are_not_named_but_a_day_back_is():
+    first = appended((), _entry("2025-01-01T00:01:00Z", 0.5), None, True)
+    close = appended(first, _entry("2025-01-01T00:00:30Z", 0.6), None, True)
+    assert problems(close, tip(close), True, "2025-01-01T00:02:00Z", None) == ()
+    back = appended(first, _entry("2024-12-31T00:01:00Z", 0.6), None, True)
+    (found,) = problems(back, tip(back), True, "2025-01-01T00:02:00Z", None)
+    assert found.startswith("entry 2 (no release, blessed 2024-12-31T00:01:00Z): dated before entry 1")

@@ -385,7 +385,7 @@ JOB_OPTIONS = (
     "release",
     "require_signed",
 )
-DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache")
+DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache", "require_signed")
 MERGE_OPTIONS = ("golden", "report", "cache", "update_golden", "accept_weak_baseline", "release", "require_signed")
 EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage", "shard")
 

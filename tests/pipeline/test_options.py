@@ -264,7 +264,7 @@ def test_an_ssd_config_for_an_export_that_is_not_ssd_is_refused_naming_the_optio
 def test_require_signed_is_an_option_of_every_surface_that_reads_baselines_and_sets_the_policy(monkeypatch):
     monkeypatch.setenv(signing.REQUIRE_VARIABLE, "0")  # set here, so that the option's setting is undone after
     monkeypatch.setattr(signing, "_required_by_option", False)
-    assert "require_signed" in JOB_OPTIONS and "require_signed" in MERGE_OPTIONS
+    assert all("require_signed" in names for names in (JOB_OPTIONS, MERGE_OPTIONS, DOCTOR_OPTIONS))
     assert "HARNESS_SIGNING_KEY" in OPTIONS["require_signed"].help
     job_config(_parse(JOB_OPTIONS), invocation=("test",))
     assert not signing.policy().require_signed

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from harness.core import signing
 from harness.core.errors import HarnessError
 from harness.pipeline.options import DOCTOR_OPTIONS, add_options, onnx_of, settings_spec
 
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.doctor.table import run_doctor
     from harness.pipeline.factory import model_facts
 
+    if args.require_signed:
+        signing.require_signed()  # the clean runs' baselines are held to it
     unknown = [name for name in args.mode or () if name not in MODES_BY_NAME]
     if unknown:
         raise HarnessError(f"--mode {unknown[0]}: expected one of {list(MODES_BY_NAME)}")

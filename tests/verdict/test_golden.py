@@ -798,3 +798,15 @@ def test_any_value_changed_by_hand_in_a_sealed_baseline_is_an_unsigned_edit_or_r
         return  # refused by its schema, naming the field
     assert back.seal is not None and back.seal.state is signing.SealState.UNSIGNED_EDIT
     assert back.seal_note is not None and back.seal_note.startswith("baseline unsigned edit: ")
+
+
+def test_with_the_key_set_only_a_signature_vouches_for_a_weakness_blessed_knowingly(tmp_path, run, policy):
+    file = tmp_path / "g.json"
+    lax = Tolerances(map50_drop=1.0, map50_95_drop=1.0, box_count_rel=1.0, saturation_abs=1.0)
+    write_golden(file, golden_from_result(run, lax, accept_weak=True))  # no key: sealed by digest alone
+    assert set(load_golden(file).accepted_weak) == set(WEAK_BY_HAND)
+    policy.setenv(signing.KEY_VARIABLE, KEY)
+    with pytest.raises(GoldenError, match=r"is void: the file is sealed without the release key, which is set here"):
+        load_golden(file)
+    write_golden(file, golden_from_result(run, lax, accept_weak=True))  # blessed again with the key
+    assert set(load_golden(file).accepted_weak) == set(WEAK_BY_HAND)

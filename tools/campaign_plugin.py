@@ -122,6 +122,11 @@ def run(c: Campaign) -> None:
             "--backend hailort: needs --hef M.hef",
         ),
         (
+            "-n 2 shard recipe, no --hef",
+            [demo, "--shard=1/2", "--hailo-device=0000:01:00.0", f"--report={folder / 'shards' / '1'}"],
+            "--hailo-device belongs to --backend hailort",
+        ),
+        (
             "-n 2 devices, --hef, no --dataset",
             [*DEVICES, demo, f"--hef={HEF}"],
             "--hailo-device is an option of the evaluation gates",

@@ -72,13 +72,14 @@ def test_the_readmes_several_devices_recipe_missing_a_part_is_refused_alike_unde
     assert says in _refused_alike(pytester, [*DEVICES, *args])
 
 
+@pytest.mark.parametrize("workers", [("-n", "3"), ("--tx", "3*popen", "--dist", "load")], ids=["n", "tx"])
 def test_more_workers_than_devices_is_refused_by_the_controller_before_any_worker_runs_the_job(
-    pytester: pytest.Pytester, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path, workers: tuple[str, ...]
 ) -> None:
     data = tmp_path / "fire_smoke_val"
     write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
     args = [f"--onnx={DEMO}", f"--dataset={data}", "--backend=hailort", "--hef=m.hef", *DEVICES]
-    result = pytester.runpytest_subprocess("-n", "3", *args, "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*workers, *args, "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert _error_lines(result) == [
         "ERROR: --hailo-device 0000:01:00.0,0000:02:00.0: pytest-xdist worker gw2 has no device of its own "

@@ -771,6 +771,7 @@ class Campaign:
 # Families kept in modules of their own (tools/campaign_<topic>.py), each with ``run(campaign)``.
 MODULES: dict[str, str] = {
     "signed": "campaign_signed",
+    "plugin": "campaign_plugin",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

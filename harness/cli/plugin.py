@@ -15,8 +15,8 @@ import importlib.util
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,9 @@ def _values(config: pytest.Config) -> dict[str, Any]:
         from harness.backends.hailort.devices import worker_devices
 
         try:
+            last = _last_worker(config)
+            if last is not None:  # the controller: the last worker's device, refused as that worker would
+                worker_devices(values["hailo_device"], last)
             values["hailo_device"] = list(worker_devices(values["hailo_device"], os.environ.get(_XDIST_WORKER)))
         except HarnessError as error:
             raise pytest.UsageError(str(error)) from error
@@ -216,12 +219,13 @@ def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, A
     return items
 
 
-def _evaluates(values: dict[str, Any]) -> bool:
+def _evaluates(values: Mapping[str, Any]) -> bool:
     """The evaluation gates need images: ``--dataset``, ``--images`` (without labels), or the demo
-    model's own set."""
+    model's own set where no ``--hef`` is given (``--hef`` alone asks for the HEF's static checks)."""
     onnx = values["onnx"]
     given = values["dataset"] is not None or values["images"] is not None
-    return onnx is not None and (given or Path(onnx).resolve() == DEMO_ONNX)
+    demo = values["hef"] is None and onnx is not None and Path(onnx).resolve() == DEMO_ONNX
+    return (onnx is not None and given) or demo
 
 
 _XDIST_WORKER = "PYTEST_XDIST_WORKER"  # pytest-xdist's worker name (gw0, gw1, ...) in each worker's environment
@@ -344,10 +348,9 @@ class ShardItem(GateItem):
 _SHARD_VALUES = pytest.StashKey[dict[str, Any]]()
 
 
-def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[pytest.Item]:
-    """One item per gate the job will yield, named from its identity; the job runs at the first.
-    With ``--shard K/N`` one item, ``test_shard[K/N]``, that stores this runner's share."""
-    config = parent.config
+def _checked_job(config: pytest.Config, values: dict[str, Any]) -> JobConfig:
+    """The job the options describe, with everything it refuses before it runs refused here: a
+    usage error, once."""
     try:
         invocation = ("pytest", *config.invocation_params.args)
         job = job_config(values, invocation, progress=False, hef_checked=True)
@@ -366,6 +369,13 @@ def _job_gate_items(parent: pytest.Collector, values: dict[str, Any]) -> list[py
         _refuse_bad_inputs(job, _live_lines(config))  # once, not once per gate
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
+    return job
+
+
+def _job_gate_items(parent: pytest.Collector, job: JobConfig, values: dict[str, Any]) -> list[pytest.Item]:
+    """One item per gate the job will yield, named from its identity; the job runs at the first.
+    With ``--shard K/N`` one item, ``test_shard[K/N]``, that stores this runner's share."""
+    config = parent.config
     config.stash[_JOB] = job
     if values["shard"] is not None:
         config.stash[_SHARD_VALUES] = values
@@ -402,54 +412,117 @@ def _refuse_bad_inputs(job: JobConfig, log: Callable[[str], None]) -> None:
         check(spec, run.settings)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What the options ask for, every refusal made: their values, the evaluation's job (checked) where
+    the evaluation gates run, the decoder conformance suite's target and properties, and a line saying
+    which gates an option given did not ask for."""
+
+    values: Mapping[str, Any]
+    job: JobConfig | None
+    decoder: str | None
+    properties: tuple[Property, ...]
+    note: str | None
+
+
+def _plan(config: pytest.Config) -> _Plan:
+    """The gates the options ask for, or the usage error that refuses them: the same on the controller
+    of a pytest-xdist run (before any worker starts) as in a run without it and in each worker."""
+    values = _values(config)
+    _refuse_half_options(config, values)
+    job = _checked_job(config, values) if _evaluates(values) else None
+    target, planted = _conformance_plan(config)
+    return _Plan(values, job, target, planted, _static_only_note(values))
+
+
+def _conformance_plan(config: pytest.Config) -> tuple[str | None, tuple[Property, ...]]:
+    """``--decoder``'s target, loaded once (a bad target is a usage error at collection, not seven
+    failures), and the properties of its head family."""
+    target = _text(config, "decoder")
+    head = _text(config, "decoder_head")
+    if head and not target:
+        raise pytest.UsageError(f"--decoder-head {head}: belongs to --decoder package.module:function")
+    if not target:
+        return None, ()
+    from harness.conformance.suite import BBOX_ONLY_SUFFIX, conformance_head, load_decoder, properties
+    from harness.core.head_family import HeadFamily
+
+    try:
+        load_decoder(target)
+        family, bbox_only = conformance_head(head or HeadFamily.YOLOV8.value)
+        planted = properties(family, bbox_only)
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from error
+    except ValueError:
+        heads = [f.value for f in HeadFamily] + [f"{f}{BBOX_ONLY_SUFFIX}" for f in ("yolov8", "yolov5")]
+        raise pytest.UsageError(f"--decoder-head {head}: expected one of {heads}") from None
+    return target, tuple(planted)
+
+
+def _static_only_note(values: Mapping[str, Any]) -> str | None:
+    """Where ``--hef`` runs the HEF's static checks and no evaluation gate: the line that says so."""
+    if values["hef"] is None or _evaluates(values):
+        return None
+    return (
+        f"--hef {values['hef']}: the HEF's static checks only; the evaluation gates (the Hailo path against the "
+        "ONNX export and the baselines) need --onnx M.onnx with --dataset D (labelled) or --images DIR"
+    )
+
+
 class HarnessSuite(pytest.Collector):
     """The gate items the options ask for."""
 
     def collect(self) -> list[pytest.Item]:
-        values = _values(self.config)
-        _refuse_half_options(self.config, values)
+        plan = _plan(self.config)
+        self.config.stash[_NOTE] = plan.note
+        values = dict(plan.values)
         items: list[pytest.Item] = []
         if values["hef"] is not None:
             items.extend(_static_check_items(self, values["hef"], values))
-        if _evaluates(values):
-            items.extend(_job_gate_items(self, values))
-        target = _text(self.config, "decoder")
-        head = _text(self.config, "decoder_head")
-        if head and not target:
-            raise pytest.UsageError(f"--decoder-head {head}: belongs to --decoder package.module:function")
-        if target:
-            from harness.conformance.suite import BBOX_ONLY_SUFFIX, conformance_head, load_decoder, properties
-            from harness.core.head_family import HeadFamily
-
-            try:
-                load_decoder(target)  # a bad target is a usage error at collection, not seven failures
-                family, bbox_only = conformance_head(head or HeadFamily.YOLOV8.value)
-                planted = properties(family, bbox_only)
-            except HarnessError as error:
-                raise pytest.UsageError(str(error)) from error
-            except ValueError:
-                heads = [f.value for f in HeadFamily] + [f"{f}{BBOX_ONLY_SUFFIX}" for f in ("yolov8", "yolov5")]
-                raise pytest.UsageError(f"--decoder-head {head}: expected one of {heads}") from None
-            for prop in planted:
-                slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
-                items.append(
-                    ConformanceItem.from_parent(
-                        self, name=f"test_decoder_conformance[{slug}]", decoder_target=target, prop=prop
-                    )
+        if plan.job is not None:
+            items.extend(_job_gate_items(self, plan.job, values))
+        for prop in plan.properties:
+            slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
+            items.append(
+                ConformanceItem.from_parent(
+                    self, name=f"test_decoder_conformance[{slug}]", decoder_target=plan.decoder, prop=prop
                 )
+            )
         return items
 
 
 # Options that say how to run gates, given without any (--onnx, --dataset and --hef each ask for some).
 # --require-signed is a policy over every file read (baselines, and where signed, recordings and caches), not a gate.
 _GATE_OPTIONS = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "dataset", "require_signed"))
+# What the HEF's static checks read: the HEF, the export and the dataset's class names they are held to,
+# the score threshold held against the HEF's, an SSD export's config, and the cache of export facts.
+_STATIC_CHECK_OPTIONS = frozenset(
+    {"onnx", "hef", "dataset", "split", "images", "score_threshold", "ssd_config", "cache", "require_signed"}
+)
 
 
-def _refuse_half_options(config: pytest.Config, values: dict[str, Any]) -> None:
+def _given_flags(config: pytest.Config, names: Iterable[str]) -> list[str]:
+    return [OPTIONS[n].flag for n in names if config.getoption(f"harness_{n}") not in (None, False, [])]
+
+
+def _options_of(given: list[str]) -> str:
+    return f"{given[0]} is an option" if len(given) == 1 else f"{', '.join(given)} are options"
+
+
+def _refuse_half_options(config: pytest.Config, values: Mapping[str, Any]) -> None:
     """A run that would check nothing it was asked to is a usage error naming what is missing: an
-    export without labelled images, a dataset without a model, gate options without gates."""
+    export without labelled images, a dataset without a model, gate options without gates, evaluation
+    options beside a HEF whose static checks alone run."""
     onnx, dataset, hef = values["onnx"], values["dataset"], values["hef"]
-    if hef is not None or _evaluates(values):
+    if _evaluates(values):
+        return
+    if hef is not None:
+        unread = _given_flags(config, (n for n in JOB_OPTIONS if n not in _STATIC_CHECK_OPTIONS))
+        if unread:
+            raise pytest.UsageError(
+                f"{_options_of(unread)} of the evaluation gates, and --hef {hef} alone asks for the HEF's static "
+                "checks: the evaluation gates need --onnx M.onnx with --dataset D (labelled) or --images DIR"
+            )
         return
     if onnx is not None:
         raise pytest.UsageError(
@@ -458,12 +531,11 @@ def _refuse_half_options(config: pytest.Config, values: dict[str, Any]) -> None:
         )
     if dataset is not None:
         raise pytest.UsageError(f"--dataset {dataset}: needs --onnx M.onnx (the model to evaluate on it) or --hef")
-    given = [OPTIONS[n].flag for n in _GATE_OPTIONS if config.getoption(f"harness_{n}") not in (None, False, [])]
+    given = _given_flags(config, _GATE_OPTIONS)
     if given:
-        what = f"{given[0]} is an option" if len(given) == 1 else f"{', '.join(given)} are options"
         raise pytest.UsageError(
-            f"{what} of the harness's gates, and none was asked for: the evaluation gates need --onnx M.onnx with "
-            "--dataset D (or --images DIR), the HEF's static checks --hef M.hef"
+            f"{_options_of(given)} of the harness's gates, and none was asked for: the evaluation gates need "
+            "--onnx M.onnx with --dataset D (or --images DIR), the HEF's static checks --hef M.hef"
         )
 
 
@@ -485,11 +557,82 @@ def _skip_unavailable(items: list[pytest.Item]) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     _skip_unavailable(items)
     suite = HarnessSuite.from_parent(session, name="hailo-harness", nodeid="hailo-harness")
-    with _one_line_on_interrupt():  # reading the model and the dataset
+    with _one_line_on_interrupt(), _told_to_controller(config):  # reading the model and the dataset
         gates = suite.collect()
     # Reported as collected, so that pytest's "collected N items" counts the gates too.
     config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, [*gates]))
     items.extend(gates)
+
+
+# pytest-xdist: the controller collects nothing, and a worker's usage error ends that worker alone with
+# "no tests ran" (exit 5) and no line. The controller plans the run itself before any worker starts, and a
+# refusal a worker meets all the same travels back in its workeroutput to be raised on the controller.
+_USAGE_ERROR = "hailo_harness_usage_error"
+_WORKER_REFUSALS = pytest.StashKey[list[str]]()
+_NOTE = pytest.StashKey[str | None]()
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("dsession")
+
+
+def _last_worker(config: pytest.Config) -> str | None:
+    """On pytest-xdist's controller, the name its last worker will have (``gwN``; one per ``--tx``
+    spec, ``N*popen`` N of them); None elsewhere."""
+    if not _xdist_controller(config):
+        return None
+    count = 0
+    for spec in config.getoption("tx", None) or []:
+        times, star, _ = str(spec).partition("*")
+        count += int(times) if star and times.isdigit() else 1
+    return f"gw{count - 1}" if count else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """pytest-xdist's controller refuses, before its workers start, what each of them would: the same
+    line and status (4) as a run without it."""
+    config = session.config
+    if _xdist_controller(config):
+        with _one_line_on_interrupt():
+            config.stash[_NOTE] = _plan(config).note
+
+
+@contextlib.contextmanager
+def _told_to_controller(config: pytest.Config) -> Iterator[None]:
+    """A usage error on a pytest-xdist worker, kept in what the worker sends its controller."""
+    try:
+        yield
+    except pytest.UsageError as error:
+        output = getattr(config, "workeroutput", None)
+        if isinstance(output, dict):
+            output.setdefault(_USAGE_ERROR, str(error))
+        raise
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker that stopped on a usage error (its line in its workeroutput)."""
+    said = getattr(node, "workeroutput", {}).get(_USAGE_ERROR)
+    if said:
+        node.config.stash.setdefault(_WORKER_REFUSALS, []).append(said)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
+    """The first worker's usage error, raised on the controller: pytest ends with it (status 4)."""
+    result = yield
+    refusals = session.config.stash.get(_WORKER_REFUSALS, [])
+    if refusals:
+        raise pytest.UsageError(refusals[0])
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Which gates an option given did not ask for, and what would run them."""
+    note = config.stash.get(_NOTE, None)
+    if note:
+        terminalreporter.write_line(f"hailo-harness: {note}")
 
 
 @pytest.fixture

@@ -164,13 +164,15 @@ def test_a_bad_option_value_is_a_usage_error_naming_the_option_and_what_was_expe
     result.stderr.fnmatch_lines(["*--score-threshold 'abc': expected a number from 0 to 1*"])
 
 
-def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, shared_fixtures):
+def test_hailort_backend_needs_a_hef_and_says_what_is_missing_here(pytester, shared_fixtures, tmp_path):
     result = pytester.runpytest_subprocess(f"--onnx={DEMO}", "--backend", "hailort")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--backend hailort: needs --hef M.hef*"])
     hef = shared_fixtures / "hef" / "hailo8_mnist_cnn.hef"
+    data = tmp_path / "fire_smoke_val"
+    write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
     result = pytester.runpytest_subprocess(
-        f"--onnx={DEMO}", f"--hef={hef}", "--backend", "hailort", "-k", "test_box_count and hailo]"
+        f"--onnx={DEMO}", f"--hef={hef}", f"--dataset={data}", "--backend", "hailort", "-k", "test_box_count and hailo]"
     )
     result.assert_outcomes(failed=1, deselected=21)
     result.stdout.fnmatch_lines(["*the evaluation could not run:*hailo_platform*emulator*"])

@@ -402,6 +402,16 @@ def _refuse_bad_inputs(job: JobConfig, log: Callable[[str], None]) -> None:
         check(spec, run.settings)
 
 
+def _confine(config: pytest.Config, values: dict[str, Any]) -> None:
+    """Where the job may write (:mod:`harness.core.confine`): pytest's rootdir and the folders its
+    options or ini keys name, links out of them refused unless ``--follow-links`` is given."""
+    from harness.core.confine import confine
+    from harness.pipeline.options import named_folders
+
+    given = {name: value for name, value in values.items() if _given(config, name)[0] is not None}
+    confine(config.rootpath, named_folders(given), bool(values.get("follow_links")))
+
+
 class HarnessSuite(pytest.Collector):
     """The gate items the options ask for."""
 
@@ -412,6 +422,7 @@ class HarnessSuite(pytest.Collector):
         if values["hef"] is not None:
             items.extend(_static_check_items(self, values["hef"], values))
         if _evaluates(values):
+            _confine(self.config, values)
             items.extend(_job_gate_items(self, values))
         target = _text(self.config, "decoder")
         head = _text(self.config, "decoder_head")

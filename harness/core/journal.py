@@ -34,6 +34,7 @@ import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.core.confine import check, make_folder
 from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 
@@ -332,8 +333,9 @@ class Writer:
 
     def __init__(self, file: Path, fmt: Format) -> None:
         self.file, self.format = file, fmt
+        check(file)
         try:
-            file.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(file.parent)
         except OSError as error:
             raise fmt.fail(file, f"cannot be created ({error.strerror or error})") from error
         self._fd: int | None = _open_locked(file, fmt)
@@ -510,6 +512,7 @@ def keep_damaged(file: Path, data: bytes | None = None) -> Path:
     """Keep ``file`` as found (``data``: its bytes, where already read) beside it as
     ``<name>.damaged-<UTC time>``, a new file written whole; where such a copy of the same bytes is
     already kept, that one is returned and nothing is written."""
+    check(file.parent / f"{file.name}.damaged-", "keeping the file as found")
     if data is None:
         data = file.read_bytes()
     for kept in sorted(file.parent.glob(f"{glob_escape(file.name)}.damaged-*")):

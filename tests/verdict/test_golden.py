@@ -620,3 +620,22 @@ def test_an_agreement_drop_as_large_as_the_blessed_share_cannot_fail_and_is_bles
         write_golden(tmp_path / "g.json", golden_from_result(run, lax, reference=reference))
     write_golden(tmp_path / "g.json", golden_from_result(run, lax, accept_weak=True, reference=reference))
     assert load_golden(tmp_path / "g.json").accepted_weak == ("agreement_cannot_fail",)
+
+
+def test_blessing_through_a_history_link_out_of_the_project_is_refused_and_nothing_changes(tmp_path, run):
+    from harness.core import confine
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    file = project / "golden" / "m" / "ds--hailo.json"
+    write_golden(file, golden_from_result(run))
+    before = file.read_bytes()
+    outside.mkdir()
+    (file.parent / "history").symlink_to(outside)
+    confine.confine(project, [], follow=False)
+    try:
+        with pytest.raises(confine.LinkEscape, match=r"history is a link to .*outside"):
+            write_golden(file, golden_from_result(_later(run)))
+    finally:
+        confine.release()
+    assert file.read_bytes() == before and list(outside.iterdir()) == []
+    assert (file.parent / "history").is_symlink()

@@ -769,7 +769,7 @@ class Campaign:
 
 
 # Families kept in modules of their own (tools/campaign_<topic>.py), each with ``run(campaign)``.
-MODULES: dict[str, str] = {}
+MODULES: dict[str, str] = {"links": "campaign_files"}
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 
 

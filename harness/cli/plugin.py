@@ -84,6 +84,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "dfc: needs the Hailo Dataflow Compiler (hailo_sdk_client)")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from harness.core.confine import release
+
+    release()  # the session's confinement ends with it (pytester runs sessions in one process)
+
+
 def _given(config: pytest.Config, name: str) -> tuple[str | None, Path | None]:
     """An option's text, the command line's else the ini key's (None when neither is set), and the
     folder a relative path in it is relative to: the ini file's for an ini key (None for the command

@@ -401,6 +401,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     paths = calibration_paths(request.calibration, request.calibration_count)
     make_folder(out_dir)
     log = out_dir / "compile.log"
+    check(log)
     log.write_text("", encoding="utf-8")
     base = {
         "format": _CACHE_FORMAT,

@@ -457,6 +457,7 @@ class Writer:
             for i, r in enumerate(found.records)
         )
         temporary = self.file.with_name(f"{self.file.name}.salvaged")
+        check(temporary, "salvaging")
         copy = self._keep(self._data)
         try:
             fd = _write_new(temporary, sound, os.O_TRUNC)

@@ -149,23 +149,26 @@ def scan(data: bytes, fmt: Format, file: Path) -> Scan:
         said = f"holds only the first {len(data)} of a new file's {len(preamble)} preamble bytes"
         return Scan([], [Loss(0, len(data), said, True)] if data else [], 0, len(data))
     flipped = _one_bit_off(data[: len(preamble)], fmt)
-    found = _records(data, len(preamble), fmt) if flipped is not None else None
-    if found is None or not found.records:  # a preamble one bit off, read as this format's where records follow
-        _check_preamble(data[:64], fmt, file)
+    found = _records(data, len(preamble), fmt)
+    if flipped is not None and found.records:  # a preamble one bit off, read as this format's where records follow
+        found = _fold_header(found, len(preamble), fmt, file)
+        older = any(data.startswith(prefix) for prefix, _ in fmt.older)
+        if older and (found.header_damage or found.records[0].kind != fmt.header):
+            flipped = None  # an older format's file as likely as a flipped bit: its header copies do not tell
+    else:
         flipped = None
-    found = _fold_header(found or _records(data, len(preamble), fmt), len(preamble), fmt, file)
     if flipped is None:
-        return found
+        _check_preamble(data[:64], fmt, file)
+        return _fold_header(found, len(preamble), fmt, file)
     return replace(found, header_damage=(Loss(0, len(preamble), flipped, False), *found.header_damage))
 
 
 def _one_bit_off(head: bytes, fmt: Format) -> str | None:
-    """Where a format writes its header twice, a preamble one bit off its own (and no older
-    format's) is read as its own, the damage named; else None."""
+    """Where a format writes its header twice, a preamble one bit off its own is read as its own,
+    the damage named (an older format's preamble only where both header copies are sound and the
+    same, which no older file holds); else None."""
     preamble = fmt.preamble
     if fmt.header_copies < 2 or len(head) != len(preamble) or head == preamble:
-        return None
-    if any(head.startswith(prefix) or prefix.startswith(head) for prefix, _ in fmt.older):
         return None
     bits = sum(bin(a ^ b).count("1") for a, b in zip(head, preamble, strict=True))
     if bits != 1:

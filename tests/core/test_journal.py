@@ -330,3 +330,16 @@ def test_starting_over_a_file_that_held_more_than_a_preamble_keeps_it_as_found(t
     writer.close()
     assert copy is not None and copy.read_bytes() == TWICE.preamble + b"\x00garbage, no record at all"
     assert file.read_bytes() == TWICE.preamble + encode_record(b"HEAD", _payload(0)) * 2
+
+
+def test_a_version_bit_flipped_into_an_older_formats_is_told_from_an_older_file_by_its_header_copies():
+    older_preamble = TWICE.magic + struct.pack("<I", 2)  # one bit from format 3's
+    fmt = dataclasses.replace(TWICE, older=((older_preamble, "a journal of format 2"),))
+    journal, _ = _twice(3)
+    flipped = older_preamble + journal[len(older_preamble) :]
+    found = scan(flipped, fmt, FILE)
+    assert _payloads(found) == [_payload(i) for i in range(3)]
+    assert str(found.header_damage[0]).startswith("preamble: one bit flipped in byte 8")
+    old = older_preamble + encode_record(b"HEAD", _payload(0)) + encode_record(b"ITEM", _payload(1))
+    with pytest.raises(HarnessError, match="a journal of format 2; this harness reads format 3"):
+        scan(old, fmt, FILE)

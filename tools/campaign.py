@@ -772,6 +772,7 @@ class Campaign:
 MODULES: dict[str, str] = {
     "signed": "campaign_signed",
     "plugin": "campaign_plugin",
+    "links": "campaign_files",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from harness import __version__
+from harness.core.confine import make_folder, release
 from harness.core.defaults import CACHE_DIR
 from harness.core.errors import HarnessError
 from harness.core.files import write_atomic
@@ -168,9 +169,9 @@ def write_log(command: str, error: BaseException, folder: Path = CACHE_DIR / "lo
     )
     for log in (folder / stamp, Path(tempfile.gettempdir()) / f"hailo-harness-{stamp}"):
         try:
-            log.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(log.parent)
             write_atomic(log, text)
-        except OSError:
+        except (OSError, HarnessError):  # a folder a link leads out of the project too: the next one
             continue
         return log.absolute()
     return None
@@ -187,6 +188,23 @@ def _tolerant(stream: TextIO) -> None:
         stream.reconfigure(errors="backslashreplace")
 
 
+def _confine(values: dict[str, object]) -> None:
+    """Where this command may write (:mod:`harness.core.confine`): the working directory and the
+    folders its options name, links out of them refused unless ``--follow-links`` is given."""
+    from harness.core.confine import confine
+
+    named: list[object] = []
+    if any(name in values for name in ("golden", "report", "cache", "record")):  # its module already imported
+        from harness.pipeline.options import named_folders
+
+        named += named_folders(values)
+    for extra in ("out", "save_predictions"):  # compile's output folder, eval's predictions file
+        value = values.get(extra)
+        if value is not None:
+            named.append(value if extra == "out" else Path(str(value)).parent)
+    confine(os.getcwd(), [Path(str(n)) for n in named], bool(values.get("follow_links")))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names; its exit status: 0 passed, 1 a gate failed, 2 usage or bad input
     (or an environment that refuses a file), 3 an internal error (its traceback in a log file), 130
@@ -198,7 +216,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = f"hailo-harness {chosen}" if chosen in COMMANDS else "hailo-harness"
     try:
         args = build_parser(chosen if chosen in COMMANDS else "").parse_args(argv)  # "": no command's options
-        return int(args.run(args))
+        _confine(vars(args))
+        try:
+            return int(args.run(args))
+        finally:
+            release()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; nothing half-written is kept", file=sys.stderr)
         return INTERRUPTED

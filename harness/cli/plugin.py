@@ -84,6 +84,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "dfc: needs the Hailo Dataflow Compiler (hailo_sdk_client)")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from harness.core.confine import release
+
+    release()  # the session's confinement ends with it (pytester runs sessions in one process)
+
+
 def _given(config: pytest.Config, name: str) -> tuple[str | None, Path | None]:
     """An option's text, the command line's else the ini key's (None when neither is set), and the
     folder a relative path in it is relative to: the ini file's for an ini key (None for the command
@@ -469,6 +475,16 @@ def _static_only_note(values: Mapping[str, Any]) -> str | None:
     )
 
 
+def _confine(config: pytest.Config, values: dict[str, Any]) -> None:
+    """Where the job may write (:mod:`harness.core.confine`): pytest's rootdir and the folders its
+    options or ini keys name, links out of them refused unless ``--follow-links`` is given."""
+    from harness.core.confine import confine
+    from harness.pipeline.options import named_folders
+
+    given = {name: value for name, value in values.items() if _given(config, name)[0] is not None}
+    confine(config.rootpath, named_folders(given), bool(values.get("follow_links")))
+
+
 class HarnessSuite(pytest.Collector):
     """The gate items the options ask for."""
 
@@ -480,6 +496,7 @@ class HarnessSuite(pytest.Collector):
         if values["hef"] is not None:
             items.extend(_static_check_items(self, values["hef"], values))
         if plan.job is not None:
+            _confine(self.config, values)
             items.extend(_job_gate_items(self, plan.job, values))
         for prop in plan.properties:
             slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
@@ -493,11 +510,12 @@ class HarnessSuite(pytest.Collector):
 
 # Options that say how to run gates, given without any (--onnx, --dataset and --hef each ask for some).
 # --require-signed is a policy over every file read (baselines, and where signed, recordings and caches), not a gate.
-_GATE_OPTIONS = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "dataset", "require_signed"))
+# --follow-links likewise: a policy over every write.
+_GATE_OPTIONS = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "dataset", "require_signed", "follow_links"))
 # What the HEF's static checks read: the HEF, the export and the dataset's class names they are held to,
 # the score threshold held against the HEF's, an SSD export's config, and the cache of export facts.
 _STATIC_CHECK_OPTIONS = frozenset(
-    {"onnx", "hef", "dataset", "split", "images", "score_threshold", "ssd_config", "cache", "require_signed"}
+    {"onnx", "hef", "dataset", "split", "images", "score_threshold", "ssd_config", "cache", "require_signed", "follow_links"}
 )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.core.confine import check, make_folder
 from harness.core.documents import DocumentError, parse_json, read_bytes
 
 T = TypeVar("T")
@@ -44,10 +45,13 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Replace the file at ``path`` by ``data``, whole or not at all: a temporary file beside it,
     written and fsynced, takes its name by one rename. Where anything fails (a full disk, a read-only
     folder) the temporary is removed, the old file is left as it was and the :class:`OSError` raised
-    names ``path``. A symlink stays a symlink (its target is replaced); an existing file keeps its
+    names ``path``. A symlink stays a symlink (its target is replaced) where it leads within the
+    folders the user named (:mod:`harness.core.confine`; else the write is refused, the link left
+    as it is); an existing file keeps its
     mode, a new one gets 0o666 less the umask. ``str`` is written as UTF-8, characters UTF-8 cannot
     hold (the undecodable bytes of a non-UTF-8 file name, as :func:`os.fsdecode` gives them) as
     backslash escapes."""
+    check(path)
     if isinstance(data, str):
         data = data.encode("utf-8", errors="backslashreplace")
     target = Path(os.path.realpath(path))
@@ -83,7 +87,7 @@ def write_sidecar(path: Path, document: Mapping[str, Any], what: str, log: loggi
     of it). A sidecar only saves work: where it cannot be written the run goes on, and ``what`` is
     logged to ``log`` as not kept (the next run reads it from its source again)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)
         write_atomic(path, json.dumps(document, sort_keys=True))
     except OSError as error:
         log.warning("%s %s not kept (%s): the next run reads them from the model again", what, path, error)

@@ -6,6 +6,11 @@ All numbers are little-endian::
     file    = magic  version:u32  record*
     record  = kind:4s  length:u32  crc32(payload):u32  crc32(the 12 bytes before):u32  payload
 
+A format whose ``header_copies`` is 2 begins with its header record (of its first kind) written
+twice, each copy checksummed: a flipped bit in one copy costs nothing (the other is read, the damage
+named in :attr:`Scan.header_damage`); a file is refused only where both are lost, and
+:func:`keep_damaged` then keeps it as ``<name>.damaged-<time>``.
+
 :func:`scan` gives a file's sound records and names each stretch it cannot read (a :class:`Loss`).
 A record whose header is sound but whose payload fails its checksum is lost alone; where a header
 is damaged, reading resynchronises at the next sound header (a known kind and its own checksum:
@@ -26,9 +31,10 @@ import os
 import struct
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.core.confine import check, make_folder
 from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 
@@ -49,7 +55,8 @@ class Format:
     ``version``, the record ``kinds`` it holds (four bytes each), the ``error`` its refusals raise,
     ``advice`` for a file of another format, ``older``: the first bytes of older formats and what
     such a file is, and ``busy``: None where a second writer waits for the first, else what it is
-    told when it is refused at once."""
+    told when it is refused at once; ``header_copies``: how many copies of the header record (of
+    the first kind) begin the file (2: a flipped bit in one costs nothing)."""
 
     name: str
     magic: bytes
@@ -59,6 +66,12 @@ class Format:
     advice: str
     older: tuple[tuple[bytes, str], ...] = ()
     busy: str | None = None
+    header_copies: int = 1
+
+    @property
+    def header(self) -> bytes:
+        """The kind of the file's first record (its header)."""
+        return self.kinds[0]
 
     @property
     def preamble(self) -> bytes:
@@ -114,6 +127,13 @@ class Scan:
     losses: list[Loss]
     end: int
     size: int
+    header_damage: tuple[Loss, ...] = ()
+
+    @property
+    def needs_rewrite(self) -> bool:
+        """Whether making the file sound to append to rewrites it (damage before its tail, or a
+        header copy lost), rather than cutting its tail alone."""
+        return bool(self.damaged or self.header_damage)
 
     @property
     def damaged(self) -> list[Loss]:
@@ -128,8 +148,72 @@ def scan(data: bytes, fmt: Format, file: Path) -> Scan:
     if len(data) < len(preamble) and preamble.startswith(data):
         said = f"holds only the first {len(data)} of a new file's {len(preamble)} preamble bytes"
         return Scan([], [Loss(0, len(data), said, True)] if data else [], 0, len(data))
-    _check_preamble(data[:64], fmt, file)
-    return _records(data, len(preamble), fmt)
+    flipped = _one_bit_off(data[: len(preamble)], fmt)
+    found = _records(data, len(preamble), fmt)
+    if flipped is not None and found.records:  # a preamble one bit off, read as this format's where records follow
+        found = _fold_header(found, len(preamble), fmt, file)
+        older = any(data.startswith(prefix) for prefix, _ in fmt.older)
+        if older and (found.header_damage or found.records[0].kind != fmt.header):
+            flipped = None  # an older format's file as likely as a flipped bit: its header copies do not tell
+    else:
+        flipped = None
+    if flipped is None:
+        _check_preamble(data[:64], fmt, file)
+        return _fold_header(found, len(preamble), fmt, file)
+    return replace(found, header_damage=(Loss(0, len(preamble), flipped, False), *found.header_damage))
+
+
+def _one_bit_off(head: bytes, fmt: Format) -> str | None:
+    """Where a format writes its header twice, a preamble one bit off its own is read as its own,
+    the damage named (an older format's preamble only where both header copies are sound and the
+    same, which no older file holds); else None."""
+    preamble = fmt.preamble
+    if fmt.header_copies < 2 or len(head) != len(preamble) or head == preamble:
+        return None
+    bits = sum(bin(a ^ b).count("1") for a, b in zip(head, preamble, strict=True))
+    if bits != 1:
+        return None
+    at = next(i for i, (a, b) in enumerate(zip(head, preamble, strict=True)) if a != b)
+    return f"preamble: one bit flipped in byte {at} ({head!r}, expected {preamble!r}); read as this format"
+
+
+def _fold_header(found: Scan, start: int, fmt: Format, file: Path) -> Scan:
+    """A scan of a format whose header is written twice, with its copies folded into one record
+    (numbered 1, the first sound copy) and the loss of a copy moved to :attr:`Scan.header_damage`;
+    unchanged where the format has one copy or no sound header record opens the file."""
+    records = found.records
+    if fmt.header_copies < 2 or not records or records[0].kind != fmt.header:
+        return found
+    first = records[0]
+    slot = first.end - first.offset  # every copy is the same record, so the same length
+    if first.offset == start:
+        region = start + fmt.header_copies * slot
+    elif (first.offset - start) % slot == 0 and first.offset - start < fmt.header_copies * slot:
+        region = start + fmt.header_copies * slot  # an earlier copy lost, its slot intact
+    else:
+        return found  # the header's first copy lost with more than its own bytes: not folded
+    copies = [r for r in records if r.kind == fmt.header and r.end <= region]
+    if any(bytes(c.payload) != bytes(first.payload) for c in copies[1:]):
+        raise fmt.fail(
+            file,
+            f"its {len(copies)} header copies differ (each sound): the header was edited, not damaged; "
+            f"neither is read ({fmt.advice})",
+        )
+    inside = [loss for loss in found.losses if loss.end <= region]
+    if not inside and len(copies) == fmt.header_copies:
+        return replace(found, records=[replace(first, number=1), *records[len(copies) :]])
+    damage = tuple(
+        Loss(loss.offset, loss.end, f"header copy at byte {loss.offset}: {loss.what.split(': ', 1)[-1]}", loss.tail)
+        for loss in inside
+    )
+    missing = fmt.header_copies - len(copies) - len(damage)
+    # a copy cut off with nothing after it (a new file's interrupted write)
+    if missing > 0 and not any(loss.offset < region for loss in found.losses):
+        damage += (Loss(first.end, first.end, f"{missing} header copy(ies) missing after byte {first.end}", True),)
+    losses = [loss for loss in found.losses if loss.end > region]
+    return replace(
+        found, records=[replace(first, number=1), *records[len(copies) :]], losses=losses, header_damage=damage
+    )
 
 
 def _check_preamble(head: bytes, fmt: Format, file: Path) -> None:
@@ -181,7 +265,7 @@ def _records(data: bytes, start: int, fmt: Format) -> Scan:
     records: list[Record] = []
     found: list[tuple[int, int, str, bytes | None]] = []  # offset, end, what, payload
     while at < size:
-        number = len(records) + len(found) + 1
+        number = max(1, len(records) + len(found) + 2 - fmt.header_copies)  # the header's copies are record 1
         where = f"record {number} at byte {at}"
         head = _header(data, at, fmt)
         if not isinstance(head, str):
@@ -228,7 +312,9 @@ def read_record(file: Path, offset: int, fmt: Format) -> bytes:
     """The payload of the record at ``offset``, read again from the file and checked, else ``fmt.error``."""
     try:
         with open(file, "rb") as fh:
-            _check_preamble(fh.read(64), fmt, file)
+            first = fh.read(64)
+            if _one_bit_off(first[: len(fmt.preamble)], fmt) is None:
+                _check_preamble(first, fmt, file)
             fh.seek(offset)
             raw = fh.read(HEADER.size)
             head = _header(raw, 0, fmt)
@@ -250,8 +336,9 @@ class Writer:
 
     def __init__(self, file: Path, fmt: Format) -> None:
         self.file, self.format = file, fmt
+        check(file)
         try:
-            file.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(file.parent)
         except OSError as error:
             raise fmt.fail(file, f"cannot be created ({error.strerror or error})") from error
         self._fd: int | None = _open_locked(file, fmt)
@@ -280,13 +367,27 @@ class Writer:
         self._found = scan(self._data, self.format, self.file)
         return self._found
 
-    def start(self, kind: bytes, payload: bytes) -> None:
-        """Begin the file afresh with its preamble and a first record (for a file holding no sound
-        record: what it held, if anything, is among the losses :meth:`read` gave)."""
+    def start(self, kind: bytes, payload: bytes) -> Path | None:
+        """Begin the file afresh with its preamble and a first record (its copies, where the format
+        writes its header more than once), for a file holding no sound record: what it held, if
+        more than a new file's interrupted first write, is kept as ``<name>.damaged-<time>`` (that
+        copy is returned; None: nothing was kept)."""
+        found = self._found
+        copy = None
+        if found is not None and found.size > len(self.format.preamble):
+            copy = self._keep(self._data)
         self._truncate(0)
-        self._write(self.format.preamble + encode_record(kind, payload), sync=True)
+        copies = self.format.header_copies if kind == self.format.header else 1
+        self._write(self.format.preamble + encode_record(kind, payload) * copies, sync=True)
         fsync_folder(self.file.parent)
         self._forget()
+        return copy
+
+    def _keep(self, data: bytes) -> Path:
+        try:
+            return keep_damaged(self.file, data)
+        except OSError as error:
+            raise self.format.fail(self.file, f"cannot be kept as found ({error.strerror or error})") from error
 
     def repair(self) -> Path | None:
         """Make the file as found sound to append to: its torn tail cut off; where damage lies
@@ -295,7 +396,7 @@ class Writer:
         found = self._found
         if found is None:
             raise self.format.fail(self.file, "repaired before it was read")
-        copy = self._rewrite(found) if found.damaged else None
+        copy = self._rewrite(found) if found.needs_rewrite else None
         if copy is None and found.end < found.size:
             self._truncate(found.end)
         elif copy is None:
@@ -353,11 +454,15 @@ class Writer:
 
     def _rewrite(self, found: Scan) -> Path:
         """Every sound record into a new file renamed over this one; the file as found kept: its name."""
-        sound = self.format.preamble + b"".join(encode_record(r.kind, bytes(r.payload)) for r in found.records)
-        copy = _damaged_name(self.file)
+        fmt = self.format
+        sound = fmt.preamble + b"".join(
+            encode_record(r.kind, bytes(r.payload)) * (fmt.header_copies if i == 0 and r.kind == fmt.header else 1)
+            for i, r in enumerate(found.records)
+        )
         temporary = self.file.with_name(f"{self.file.name}.salvaged")
+        check(temporary, "salvaging")
+        copy = self._keep(self._data)
         try:
-            os.close(_write_new(copy, self._data, os.O_EXCL))
             fd = _write_new(temporary, sound, os.O_TRUNC)
         except OSError as error:
             raise self.format.fail(self.file, f"cannot be rewritten ({error.strerror or error})") from error
@@ -407,8 +512,32 @@ def _open_locked(file: Path, fmt: Format) -> int:
         os.close(fd)  # rewritten by the writer this one waited for: lock the file now at this name
 
 
+def keep_damaged(file: Path, data: bytes | None = None) -> Path:
+    """Keep ``file`` as found (``data``: its bytes, where already read) beside it as
+    ``<name>.damaged-<UTC time>``, a new file written whole; where such a copy of the same bytes is
+    already kept, that one is returned and nothing is written."""
+    check(file.parent / f"{file.name}.damaged-", "keeping the file as found")
+    if data is None:
+        data = file.read_bytes()
+    for kept in sorted(file.parent.glob(f"{glob_escape(file.name)}.damaged-*")):
+        try:
+            same = kept.is_file() and not kept.is_symlink() and kept.stat().st_size == len(data)
+            if same and kept.read_bytes() == data:
+                return kept
+        except OSError:
+            continue
+    copy = _damaged_name(file)
+    os.close(_write_new(copy, data, os.O_EXCL))
+    fsync_folder(file.parent)
+    return copy
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
 def _damaged_name(file: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     copy, n = file.with_name(f"{file.name}.damaged-{stamp}"), 1
     while copy.exists():
         n += 1

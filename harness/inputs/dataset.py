@@ -616,11 +616,13 @@ def _label_path(image: Path) -> Path:
 
 
 def _list_images(folder: Path) -> list[Path]:
-    """Files under ``folder`` (recursively, hidden ones excepted) whose suffix names an image format."""
+    """Entries under ``folder`` (recursively, hidden ones and folders excepted) whose suffix names an
+    image format: a link to a device, a pipe or nothing is listed too, and refused as unreadable
+    when read (counted against ``--max-unreadable``, never dropped unsaid)."""
     return [
         p
         for p in folder.rglob("*")
-        if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in _IMAGE_SUFFIXES
+        if not p.name.startswith(".") and p.suffix.lower() in _IMAGE_SUFFIXES and not p.is_dir()
     ]
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.core.confine import check
 from harness.core.files import shared_cache
 
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -46,6 +47,7 @@ def demo_data(cache_dir: Path, log: Callable[[str], None] | None = None) -> Path
             total = recipe.val + recipe.calib + recipe.offdomain_calib
             log(f"demo set: generating {total} images (seed {DEMO_SEED}, once) into {out}")
         start = time.monotonic()
+        check(out, "generating the demo set")
         making = out.with_name(f".{out.name}.{os.getpid()}.making")
         shutil.rmtree(making, ignore_errors=True)
         write_dataset(making, recipe)

@@ -13,8 +13,10 @@ loader first resizes the long side to the input's with ``ceil``, then letterboxe
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import stat
 
 import numpy as np
 from PIL import Image
@@ -23,6 +25,8 @@ from harness.core import defaults
 from harness.core.detections import Letterbox
 from harness.core.errors import HarnessError
 from harness.core.settings import Preprocess
+
+MAX_IMAGE_BYTES = 1 << 30  # the longest image file read
 
 
 def load_image(path: str | os.PathLike[str]) -> np.ndarray:
@@ -33,9 +37,10 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
 
     name = os.fspath(path)
     try:
-        with Image.open(path) as header:  # reads the header, not the pixels
+        raw = _regular_file_bytes(path)
+        with Image.open(io.BytesIO(raw)) as header:  # reads the header, not the pixels
             width, height = header.size
-        data = np.fromfile(path, dtype=np.uint8)
+        data = np.frombuffer(raw, dtype=np.uint8)
     except (OSError, ValueError, Image.DecompressionBombError) as error:
         raise HarnessError(f"image {name!r}: cannot be read as an image ({error})") from error
     if width * height > defaults.MAX_IMAGE_PIXELS:
@@ -46,6 +51,20 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
     if bgr is None:
         raise HarnessError(f"image {name!r}: its {width}x{height} pixels cannot be decoded (a damaged or cut file)")
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
+def _regular_file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A regular file's bytes; a device, a pipe or a socket (a link to ``/dev/zero``, a FIFO) is
+    refused unread (an :class:`OSError`), as is a file over :data:`MAX_IMAGE_BYTES`: no read that
+    never ends or never returns."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a pipe without a writer: no wait
+    with open(fd, "rb") as file:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError("not a regular file (a folder, a device, a pipe or a socket)")
+        if status.st_size > MAX_IMAGE_BYTES:
+            raise OSError(f"{status.st_size} bytes, more than the {MAX_IMAGE_BYTES} an image file is read up to")
+        return file.read(status.st_size + 1)
 
 
 def _check_image(image: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from harness.core.confine import check, make_folder
 from harness.core.errors import HarnessError
 
 FIRE = 0
@@ -481,11 +482,11 @@ def write_dataset(out: Path, recipe: Recipe) -> Path:
         if count == 0:
             continue
         images = out / "images" / split
-        images.mkdir(parents=True, exist_ok=True)
+        make_folder(images)
         labels = None
         if split in LABELLED_SPLITS:
             labels = out / "labels" / split
-            labels.mkdir(parents=True, exist_ok=True)
+            make_folder(labels)
         for index in range(count):
             frame = split_frame(recipe, split, index)
             stem = f"{split}_{index:05d}"
@@ -493,6 +494,7 @@ def write_dataset(out: Path, recipe: Recipe) -> Path:
             if labels is not None:
                 (labels / f"{stem}.txt").write_text(_label_text(frame.labels))
     data_yaml = out / "data.yaml"
+    check(data_yaml)
     data_yaml.write_text(_data_yaml(recipe))
     return data_yaml
 

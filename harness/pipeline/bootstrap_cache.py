@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from harness import __version__
+from harness.core.confine import make_folder
 from harness.core.detections import Detections
 from harness.core.documents import DocumentError, Fields, parse_json, read_bytes
 from harness.core.environment import code_digest, environment
@@ -121,7 +122,7 @@ def _write(file: Path, key: str, bootstrap: PairedBootstrap) -> None:
         "seed": bootstrap.seed,
     }
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(file.parent)
         write_atomic(file, json.dumps(document, sort_keys=True))
     except OSError as error:
         log.warning("%s %s not kept (%s): the next run resamples again", WHAT, file, error)

@@ -8,7 +8,7 @@ truth, and the metric, which only measures: the preprocessing it chooses, ``yolo
 unclipped boxes under ``ultralytics``, is in the key as ``preprocess``), what ran it, the package
 versions, the harness's detection code and version (:func:`cache_key`). All numbers are little-endian::
 
-    file    = MAGIC  format:u32  record(KEY_RECORD, key JSON)  record(BATCH_RECORD, batch)*
+    file    = MAGIC  format:u32  record(KEY_RECORD, key JSON)*2  record(BATCH_RECORD, batch)*
     record  = a journal record (harness.core.journal): kind, length, checksums, payload
     batch   = n:u32  total:u32  cells:i64[n,3]  class_ids:i64[total]  boxes:f32[total,4]
               scores:f32[total]  counts:u32[n]  id_lengths:u32[n]  has_cells:u8[n]
@@ -52,12 +52,12 @@ from harness.core.closing import Closing
 from harness.core.detections import Detections
 from harness.core.environment import code_digest, environment
 from harness.core.errors import HarnessError
-from harness.core.journal import Format, Scan, Writer
+from harness.core.journal import Format, Scan, Writer, keep_damaged
 from harness.pipeline.detect import DetectionPath, FrameResult
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 
 DEFAULT_ROOT = defaults.CACHE_DIR / "predictions"
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"HHPCACHE"
 BATCH = 64  # puts per batch at most
 BATCH_SECONDS = 1.0  # age of the oldest unwritten put that writes the batch at the next put
@@ -77,7 +77,11 @@ JOURNAL = Format(
     kinds=(KEY_RECORD, BATCH_RECORD),
     error=CacheError,
     advice="delete the file to infer its images again",
-    older=((b'{"cache":', "a JSON-lines cache of format 1 (an older harness)"),),
+    older=(
+        (b'{"cache":', "a JSON-lines cache of format 1 (an older harness)"),
+        (MAGIC + struct.pack("<I", 2), "a prediction cache of format 2 (an older harness: its key record once)"),
+    ),
+    header_copies=2,  # format 3: the key record written twice, so that a flipped bit in it costs nothing
 )
 
 
@@ -237,11 +241,13 @@ class CacheFile(Closing):
             if found.records:
                 copy = self._journal.repair()
             else:
-                self._journal.start(KEY_RECORD, _key_bytes(key))
-                copy = None
+                copy = self._journal.start(KEY_RECORD, _key_bytes(key))
         except BaseException:
             self._journal.close()
             raise
+        for loss in found.header_damage:
+            said = f"{loss}; its other copy is read, nothing is lost (the file rewritten; as found: {copy})"
+            warnings.warn(f"prediction cache {file}: {said}", CacheRepaired, stacklevel=3)
         for loss in found.losses:
             if loss.tail:
                 said = f"{loss}, an interrupted write; it is cut off and its images inferred again"
@@ -256,9 +262,13 @@ class CacheFile(Closing):
         first = found.records[0]
         if first.number != 1 or first.kind != KEY_RECORD:
             said = found.losses[0] if first.number != 1 else f"record 1 is of kind {first.kind!r}, not {KEY_RECORD!r}"
+            try:
+                kept = f"the file as found is kept as {keep_damaged(self.file)}; "
+            except OSError as error:
+                kept = f"no copy of it could be kept ({error.strerror or error}); "
             raise CacheError(
-                f"prediction cache {self.file}: {said}: no key to check its batches against, so none is read "
-                "(delete the file to infer its images again)"
+                f"prediction cache {self.file}: {said}: no key to check its batches against (every copy lost), so "
+                f"none is read ({kept}delete the file to infer its images again)"
             )
         if first.payload != key:
             raise CacheError(

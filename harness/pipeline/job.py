@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.core import confine
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
 from harness.inputs.dataset import Dataset
@@ -139,7 +140,11 @@ def _baseline_files(config: JobConfig) -> dict[str, Path]:
 def report_folder(folder: Path) -> None:
     """Make the reports' folder before the work they report, or refuse it: one that cannot be made
     raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`."""
-    folder.mkdir(parents=True, exist_ok=True)
+    from harness.report import report_files
+
+    confine.make_folder(folder)
+    for file in report_files(folder).values():  # a report linked out of the project: refused before the work
+        confine.check(file)
     if not os.access(folder, os.W_OK | os.X_OK):  # a read-only file system refuses root too
         raise HarnessError(f"--report {os.fspath(folder)!r}: cannot be written by this user; choose another folder")
 

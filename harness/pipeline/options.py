@@ -319,6 +319,14 @@ _OPTIONS = (
     ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
     Option(
+        "follow_links",
+        "write through symbolic links that lead out of the project and the folders named on the command line "
+        "(refused by default, naming the link; also HARNESS_FOLLOW_LINKS=1). CI should leave it off: a pull "
+        "request can commit such a link",
+        kind="flag",
+        default=False,
+    ),
+    Option(
         "accept_weak_baseline",
         "with --update-golden: bless baselines whose gates cannot fail or measure too little (mAP 0, no "
         "detection, fewer than 10 labelled objects); every gate held to them says so",
@@ -384,10 +392,41 @@ JOB_OPTIONS = (
     "accept_weak_baseline",
     "release",
     "require_signed",
+    "follow_links",
 )
-DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache", "require_signed")
-MERGE_OPTIONS = ("golden", "report", "cache", "update_golden", "accept_weak_baseline", "release", "require_signed")
-EVAL_OPTIONS = (*PATH_OPTIONS, *DATASET_OPTIONS, *SETTINGS_OPTIONS, "sigmoid_inside", "hef_nms", "stage", "shard")
+DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache", "require_signed", "follow_links")
+MERGE_OPTIONS = (
+    "golden",
+    "report",
+    "cache",
+    "update_golden",
+    "accept_weak_baseline",
+    "release",
+    "require_signed",
+    "follow_links",
+)
+EVAL_OPTIONS = (
+    *PATH_OPTIONS,
+    *DATASET_OPTIONS,
+    *SETTINGS_OPTIONS,
+    "sigmoid_inside",
+    "hef_nms",
+    "stage",
+    "shard",
+    "follow_links",
+)
+# Options naming a folder (or a file, whose folder counts) the run writes into: where given, each is
+# a folder the writes may go (harness.core.confine), resolved when the run starts.
+WRITTEN_FOLDERS = ("golden", "report", "cache")
+WRITTEN_FILES = ("record",)
+
+
+def named_folders(values: Mapping[str, Any]) -> list[Path]:
+    """The folders the options name explicitly for the run to write into (a default is no naming)."""
+    folders = [
+        Path(values[n]) for n in WRITTEN_FOLDERS if values.get(n) is not None and values[n] != OPTIONS[n].default
+    ]
+    return folders + [Path(values[n]).parent for n in WRITTEN_FILES if values.get(n) is not None]
 
 
 def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, names: Iterable[str]) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core import defaults
+from harness.core.confine import make_folder
 from harness.core.files import write_atomic
 from harness.core.stage_clock import Stage, clocked
 from harness.inputs.dataset import Dataset
@@ -50,7 +51,7 @@ def write_reports(
     Each file is written whole or not at all (:func:`~harness.core.files.write_atomic`): where one cannot
     be written, its old version stays and the :class:`OSError` names it."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     document = report_document(results, gates, dataset, worst_layers, calibration, baselines, thresholds, stage_drop)
     charts, images = pictures(results, dataset, kept)
     files = report_files(out)

@@ -26,6 +26,7 @@ import numpy as np
 import PIL
 from PIL import Image, ImageDraw, ImageFont, ImageOps, features
 
+from harness.core.confine import make_folder
 from harness.core.detections import Detections
 from harness.core.environment import code_digest
 from harness.core.errors import HarnessError
@@ -247,7 +248,7 @@ def _kept_drawing(file: Path) -> bytes | None:
 
 def _keep_drawing(file: Path, data: bytes) -> None:
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(file.parent)
         write_atomic(file, data)
     except OSError as error:
         log.warning("drawing %s not kept (%s): the next run draws it again", file, error)

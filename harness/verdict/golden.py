@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core import signing
+from harness.core.confine import check, make_folder
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
@@ -442,7 +443,7 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
     (folder,) = folders
     committed = False
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folder(folder)
         with _locked(folder):
             _recover_locked(folder)
             # Outside the baselines' folder, so that it never shows in their review diff; one per folder.
@@ -461,7 +462,7 @@ def bless(entries: Sequence[tuple[Path, Golden]], token: str | None = None) -> t
                     _Reader(file, False).golden(json.loads(json.dumps(document)))  # its history read back too
                     if previous_bytes is not None:
                         assert history is not None
-                        history.parent.mkdir(parents=True, exist_ok=True)
+                        make_folder(history.parent)
                         write = functools.partial(_write_bytes, previous_bytes)
                         steps.append((_write_temporary(history, write, True), history))
                         summaries.append(_changed_summary(file, previous, document, history))
@@ -509,6 +510,7 @@ def _recover_locked(folder: Path) -> None:
     if journal.exists():
         for target, tmp in _journal(folder):
             if tmp.exists():
+                check(target, "finishing a blessing")
                 os.replace(tmp, _real(target))
         fsync_folder(folder)
         journal.unlink()
@@ -664,6 +666,7 @@ def _write_temporary(target: Path, write: Callable[[Any], object], binary: bool 
     """A fully written and flushed temporary file beside where ``target`` is written (a symlink's
     target), with ``target``'s mode (a new file's: 0o666 less the umask); removed again if writing
     fails."""
+    check(target, "blessing")
     real = _real(target)
     fd, name = tempfile.mkstemp(dir=real.parent, prefix=f".{target.name}.", suffix=".tmp")
     tmp = Path(name)

@@ -407,7 +407,7 @@ def test_a_store_of_the_older_format_is_refused_naming_it_and_left_alone(tmp_pat
     file = tmp_path / "old.rec"
     old = b'hailo-harness output store 1\n\x10\x00\x00\x00\x00\x00\x00\x00{"path":"hailo"}'
     file.write_bytes(old)
-    said = r"old.rec: an output store of format 1 \(an older harness\); this harness reads format 3 \(record it again"
+    said = r"old.rec: an output store of format 1 \(an older harness\); this harness reads format 4 \(record it again"
     with pytest.raises(StoreError, match=said):
         read_recording(file)
     with pytest.raises(StoreError, match=said):
@@ -425,7 +425,7 @@ def test_a_store_of_format_2_is_replayed_by_its_inputs_and_never_appended_to(tmp
     with ReplayRunner(file) as replay:
         assert replay.infer(_feed(0))["conv41"].shape == (1, 8, 8, 64)
         assert replay.served("ab" * 32) is None
-    said = r"two.rec: an output store of format 2 \(replayed as it is, never appended to\); this harness reads format 3"
+    said = r"two.rec: an output store of format 2 \(replayed as it is, never appended to\); this harness reads format 4"
     with pytest.raises(StoreError, match=said):
         StoreWriter(file, RECORDING)
 
@@ -499,3 +499,56 @@ def test_replay_refuses_a_store_recorded_from_another_model_naming_both_files_an
         StoreError, match=r"recorded from m.hef \(sha256 .*\) in a run of .*, not from --hef .*other.hef"
     ):
         evaluate_spec(PathSpec(Backend.REPLAY, replay=tmp / "hef.rec", hef=tmp / "other.hef"), run)
+
+
+def _recorded(file: Path, n: int) -> None:
+    writer = StoreWriter(file, RECORDING)
+    for seed in range(n):
+        writer.put(feed_key(_feed(seed)), _outputs(seed))
+    writer.close()
+
+
+def test_a_flipped_bit_in_a_stores_header_costs_no_frame_in_replay_or_resume(tmp_path):
+    file = tmp_path / "run.rec"
+    _recorded(file, 4)
+    sound = file.read_bytes()
+    first = read(file, JOURNAL).records[0]
+    flipped = bytearray(sound)
+    flipped[first.offset + HEADER.size + 40] ^= 0x04  # in the first copy of the header
+    file.write_bytes(bytes(flipped))
+    assert read_recording(file) == RECORDING
+    with pytest.warns(StoreDamaged, match=r"header copy at byte 12: .*other copy is read, no frame is lost"):
+        reader = StoreReader(file)
+    assert len(reader) == 4 and not reader.lost
+    with pytest.warns(StoreDamaged, match=r"header copy at byte 12.*kept as .*run.rec.damaged-"):
+        StoreWriter(file, RECORDING).close()
+    assert file.read_bytes() == sound  # both copies sound again, every frame kept
+
+
+def test_a_store_whose_every_header_copy_is_lost_is_refused_and_kept_as_found(tmp_path):
+    file = tmp_path / "run.rec"
+    _recorded(file, 2)
+    found = read(file, JOURNAL)
+    slot = found.records[1].offset - len(JOURNAL.preamble)
+    damaged = bytearray(file.read_bytes())
+    for at in (len(JOURNAL.preamble), len(JOURNAL.preamble) + slot // 2):
+        damaged[at + HEADER.size + 40] ^= 0x04
+    file.write_bytes(bytes(damaged))
+    with pytest.raises(StoreError, match=r"its header \(every copy\).*kept as .*run.rec.damaged-\d{8}T\d{6}Z"):
+        StoreReader(file)
+    with pytest.raises(StoreError, match=r"kept as"):
+        StoreWriter(file, RECORDING)
+    (kept,) = tmp_path.glob("run.rec.damaged-*")  # the same bytes kept once
+    assert kept.read_bytes() == bytes(damaged) == file.read_bytes()
+
+
+def test_a_store_of_format_3_is_replayed_and_resumed_in_its_own_format(tmp_path):
+    file = tmp_path / "three.rec"
+    header = encode_record(HEADER_RECORD, json.dumps(RECORDING.to_json()).encode())
+    file.write_bytes(READS[3].preamble + header)
+    writer = StoreWriter(file, RECORDING)
+    writer.put(feed_key(_feed(0)), _outputs(0))
+    writer.close()
+    assert file.read_bytes().startswith(READS[3].preamble + header)
+    reader = StoreReader(file)
+    assert len(reader) == 1 and reader.recording == RECORDING

@@ -203,3 +203,22 @@ def test_output_closed_early_ends_the_command_quietly_with_141(tmp_path: Path) -
     err = process.stderr.read()
     assert process.wait(timeout=60) == 141
     assert err == b"", "no traceback, no line: the reader is gone"
+
+
+def test_the_command_line_confines_writes_to_the_working_directory_and_the_folders_it_names(tmp_path, monkeypatch):
+    from harness.cli.main import _confine
+    from harness.core import confine
+    from harness.core.defaults import REPORT_DIR
+
+    monkeypatch.delenv(confine.FOLLOW_LINKS_VARIABLE, raising=False)
+    monkeypatch.delenv("HARNESS_SHARED_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    try:
+        _confine({"report": REPORT_DIR, "golden": tmp_path / "g", "record": tmp_path / "r" / "m.rec"})
+        policy = confine.current()
+        assert policy is not None and not policy.follow_links
+        assert [r.named for r in policy.roots] == [tmp_path, tmp_path / "g", tmp_path / "r"]  # a default names none
+        _confine({"follow_links": True})
+        assert confine.current().follow_links  # type: ignore[union-attr]
+    finally:
+        confine.release()

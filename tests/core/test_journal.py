@@ -249,3 +249,97 @@ def test_a_new_files_interrupted_first_write_holds_no_record_and_is_named():
     assert not found.records and found.end == 0
     assert [str(loss) for loss in found.losses] == ["holds only the first 5 of a new file's 12 preamble bytes"]
     assert scan(b"", FORMAT, FILE).losses == []
+
+
+TWICE = dataclasses.replace(FORMAT, header_copies=2)
+
+
+def _twice(n: int) -> tuple[bytes, list[int]]:
+    """A journal of ``TWICE``: the head record twice, then ``n - 1`` items; the bytes and where each
+    record starts (then the end)."""
+    data, starts = bytearray(TWICE.preamble), []
+    for i in [0, 0, *range(1, n)]:
+        starts.append(len(data))
+        data += encode_record(b"HEAD" if i == 0 else b"ITEM", _payload(i))
+    return bytes(data), [*starts, len(data)]
+
+
+@given(data=st.data())
+def test_a_flipped_bit_in_the_preamble_or_either_header_copy_costs_nothing_and_is_named(data):
+    journal, starts = _twice(6)
+    bit = data.draw(st.integers(0, 8 * starts[2] - 1), label="bit")
+    flipped = bytearray(journal)
+    flipped[bit // 8] ^= 1 << (bit % 8)
+    found = scan(bytes(flipped), TWICE, FILE)
+    assert _payloads(found) == [_payload(i) for i in range(6)] and not found.losses
+    assert found.records[0].number == 1 and [r.number for r in found.records[1:]] == [2, 3, 4, 5, 6]
+    (damage,) = found.header_damage
+    assert str(damage).startswith("preamble: one bit" if bit // 8 < starts[0] else "header copy at byte")
+
+
+@given(data=st.data())
+def test_a_flipped_bit_in_a_record_after_the_header_copies_costs_that_record_alone(data):
+    journal, starts = _twice(6)
+    bit = data.draw(st.integers(8 * starts[2], 8 * len(journal) - 1), label="bit")
+    flipped = bytearray(journal)
+    flipped[bit // 8] ^= 1 << (bit % 8)
+    hit = next(i for i in range(1, 6) if bit // 8 < starts[i + 2])
+    found = scan(bytes(flipped), TWICE, FILE)
+    assert _payloads(found) == [_payload(i) for i in range(6) if i != hit] and not found.header_damage
+    (loss,) = found.losses
+    assert f"record {hit + 1} at byte {starts[hit + 1]}" in str(loss)
+
+
+def test_a_damaged_header_copy_is_rewritten_from_the_other_and_the_file_as_found_kept(tmp_path):
+    journal, starts = _twice(4)
+    damaged = bytearray(journal)
+    damaged[starts[0] + HEADER.size + 5] ^= 0x10  # the first copy's payload
+    file = tmp_path / "j.bin"
+    file.write_bytes(bytes(damaged))
+    writer = Writer(file, TWICE)
+    found = writer.read()
+    assert _payloads(found) == [_payload(i) for i in range(4)] and found.needs_rewrite
+    copy = writer.repair()
+    writer.close()
+    assert copy is not None and copy.name.startswith("j.bin.damaged-") and copy.read_bytes() == bytes(damaged)
+    assert file.read_bytes() == journal  # both copies sound again
+
+
+def test_header_copies_that_differ_though_each_is_sound_are_refused_as_an_edit():
+    journal, starts = _twice(3)
+    edited = journal[: starts[1]] + encode_record(b"HEAD", _payload(0)[::-1]) + journal[starts[2] :]
+    with pytest.raises(HarnessError, match="its 2 header copies differ"):
+        scan(edited, TWICE, FILE)
+
+
+def test_both_header_copies_lost_leave_no_header_to_read():
+    journal, starts = _twice(3)
+    damaged = bytearray(journal)
+    damaged[starts[0] + HEADER.size + 1] ^= 1
+    damaged[starts[1] + HEADER.size + 1] ^= 1
+    found = scan(bytes(damaged), TWICE, FILE)
+    assert found.records[0].kind == b"ITEM" and len(found.losses) == 2
+
+
+def test_starting_over_a_file_that_held_more_than_a_preamble_keeps_it_as_found(tmp_path):
+    file = tmp_path / "j.bin"
+    file.write_bytes(TWICE.preamble + b"\x00garbage, no record at all")
+    writer = Writer(file, TWICE)
+    assert not writer.read().records
+    copy = writer.start(b"HEAD", _payload(0))
+    writer.close()
+    assert copy is not None and copy.read_bytes() == TWICE.preamble + b"\x00garbage, no record at all"
+    assert file.read_bytes() == TWICE.preamble + encode_record(b"HEAD", _payload(0)) * 2
+
+
+def test_a_version_bit_flipped_into_an_older_formats_is_told_from_an_older_file_by_its_header_copies():
+    older_preamble = TWICE.magic + struct.pack("<I", 2)  # one bit from format 3's
+    fmt = dataclasses.replace(TWICE, older=((older_preamble, "a journal of format 2"),))
+    journal, _ = _twice(3)
+    flipped = older_preamble + journal[len(older_preamble) :]
+    found = scan(flipped, fmt, FILE)
+    assert _payloads(found) == [_payload(i) for i in range(3)]
+    assert str(found.header_damage[0]).startswith("preamble: one bit flipped in byte 8")
+    old = older_preamble + encode_record(b"HEAD", _payload(0)) + encode_record(b"ITEM", _payload(1))
+    with pytest.raises(HarnessError, match="a journal of format 2; this harness reads format 3"):
+        scan(old, fmt, FILE)

@@ -617,3 +617,23 @@ def test_images_without_labels_or_a_yaml_are_told_what_is_missing(tmp_path):
     _label(tmp_path / "frames", "a", "0 0.5 0.5 0.1 0.1\n", split="")
     with pytest.raises(DatasetError, match=r"frames: no dataset yaml naming the classes \('names'\)"):
         load_yolo(tmp_path / "frames")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_an_image_linked_to_a_device_a_pipe_or_nothing_is_counted_unreadable_never_dropped(tmp_path):
+    root = _small_set(tmp_path / "a", {"x": "0 0.5 0.5 0.2 0.2\n", "y": "1 0.5 0.5 0.2 0.2\n"})
+    (root / "images" / "zero.jpg").symlink_to("/dev/zero")
+    os.mkfifo(root / "images" / "pipe.png")
+    (root / "images" / "gone.jpg").symlink_to(tmp_path / "nothing.jpg")
+    for name in ("zero", "pipe", "gone"):
+        (root / "labels" / f"{name}.txt").write_text("0 0.5 0.5 0.4 0.4\n")
+    started = time.monotonic()
+    dataset = load_yolo(root)
+    assert time.monotonic() - started < 10  # neither the pipe nor the device is read
+    reasons = {u.image_id: u.reason for u in dataset.unreadable}
+    assert set(reasons) == {"images/zero.jpg", "images/pipe.png", "images/gone.jpg"}
+    assert "not a regular file" in reasons["images/zero.jpg"] and "not a regular file" in reasons["images/pipe.png"]
+    assert "cannot be read" in reasons["images/gone.jpg"]
+    with pytest.raises(DatasetError, match=r"3 of 5 images cannot be read.*more than --max-unreadable 0 allows"):
+        require_evaluable(dataset, 0.0)
+    assert [f"images/{u.image_id}" for u in load_images(root / "images").unreadable] == sorted(reasons)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -272,3 +274,12 @@ def test_geometry_is_where_fit_places_the_image_and_only_yolo_vals_keeps_boxes_u
     assert frame.shape == (320, 256, 3)
     assert geometry(preprocess, hw, (320, 256)) == placed
     assert placed.clip is (preprocess is not Preprocess.ULTRALYTICS_VAL)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_an_image_that_is_a_pipe_or_a_device_is_refused_unread(tmp_path):
+    os.mkfifo(tmp_path / "pipe.jpg")
+    (tmp_path / "zero.jpg").symlink_to("/dev/zero")
+    for name in ("pipe.jpg", "zero.jpg"):
+        with pytest.raises(HarnessError, match=rf"{name}'.*not a regular file"):
+            load_image(tmp_path / name)

@@ -25,7 +25,7 @@ from PIL import Image
 import harness.pipeline.cache as cache_module
 from harness.core.detections import Detections, unletterbox
 from harness.core.environment import environment
-from harness.core.journal import encode_record, scan
+from harness.core.journal import encode_record, read, scan
 from harness.core.settings import EvalSettings, MetricProtocol, Preprocess
 from harness.inputs.dataset import Dataset, load_yolo
 from harness.pipeline.cache import (
@@ -286,16 +286,21 @@ def test_a_flipped_bit_in_a_middle_batch_costs_that_batch_alone_and_keeps_the_fi
     assert not records.losses and len(records.records) == 4
 
 
-def test_a_cache_whose_key_record_is_damaged_serves_none_of_its_batches_and_is_left_alone(tmp_path):
+def test_a_cache_whose_key_record_copies_are_both_damaged_serves_none_of_its_batches_and_is_kept(tmp_path):
     file = tmp_path / "c.bin"
     with CacheFile(file, KEY, 0.2, batch=1) as written:
         written.put(SHAS[0], "img0", _frame(1))
     data = bytearray(file.read_bytes())
-    data[len(JOURNAL.preamble) + 20] ^= 1  # in the key's payload: the batch after it cannot be tied to any key
+    slot = (read(file, JOURNAL).records[1].offset - len(JOURNAL.preamble)) // 2
+    data[len(JOURNAL.preamble) + 20] ^= 1  # in each copy of the key's payload: the batch cannot be tied to any key
+    data[len(JOURNAL.preamble) + slot + 20] ^= 1
     file.write_bytes(bytes(data))
-    with pytest.raises(CacheError, match=r"record 1 at byte 12: its \d+ bytes fail their checksum: no key to check"):
+    said = r"record 1 at byte 12: its \d+ bytes fail their checksum: no key to check .*every copy lost.*kept as"
+    with pytest.raises(CacheError, match=said):
         CacheFile(file, KEY, 0.2)
     assert file.read_bytes() == data  # left as it was found
+    (kept,) = tmp_path.glob("c.bin.damaged-*")
+    assert kept.read_bytes() == data
     keyless = JOURNAL.preamble + encode_record(BATCH_RECORD, encode_batch([Entry(SHAS[0], "img0", _frame(1))]))
     file.write_bytes(keyless)
     with pytest.raises(CacheError, match=r"record 1 is of kind b'BAT ', not b'KEY ': no key to check"):
@@ -310,7 +315,7 @@ def test_a_file_of_the_old_json_lines_format_is_refused_and_left_alone(dataset, 
     file.write_bytes(old)
     path = CountingPath(model)
     with pytest.raises(
-        CacheError, match=r"a JSON-lines cache of format 1 \(an older harness\); this harness reads format 2"
+        CacheError, match=r"a JSON-lines cache of format 1 \(an older harness\); this harness reads format 3"
     ):
         evaluate_path(path, dataset, cache)
     assert path.calls == 0 and file.read_bytes() == old
@@ -319,7 +324,7 @@ def test_a_file_of_the_old_json_lines_format_is_refused_and_left_alone(dataset, 
 @pytest.mark.parametrize(
     ("content", "words"),
     [
-        (b"HHPCACHE\x07\x00\x00\x00", "a prediction cache of format 7; this harness reads format 2"),
+        (b"HHPCACHE\x07\x00\x00\x00", "a prediction cache of format 7; this harness reads format 3"),
         (b"\x89PNG\r\n\x1a\n and more", r"starts with b'\\x89PNG.*expected a prediction cache"),
     ],
 )
@@ -422,9 +427,10 @@ def test_a_flipped_bit_anywhere_after_the_key_costs_its_batch_alone_and_is_named
     bit = data.draw(st.integers(0, 8 * len(written.data) - 1), label="bit")
     flipped = bytearray(written.data)
     flipped[bit // 8] ^= 1 << (bit % 8)
-    if bit // 8 < written.ends[0]:  # the preamble or the key: nothing can be tied to this cache's key
-        with pytest.raises(CacheError, match="delete the file to infer its images again"):
-            _opened(bytes(flipped))
+    if bit // 8 < written.ends[0]:  # the preamble or a copy of the key: the other copy is read, nothing lost
+        frames, after, repaired = _opened(bytes(flipped))
+        assert sorted(frames) == sorted(SHAS) and after == written.data
+        assert len(repaired) == 1 and ("header copy at byte" in repaired[0] or "preamble: one bit" in repaired[0])
         return
     hit = next(i for i, end in enumerate(written.ends[1:]) if bit // 8 < end)  # the batch the bit is in
     start, end = written.ends[hit], written.ends[hit + 1]

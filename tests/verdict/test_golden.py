@@ -810,3 +810,22 @@ def test_with_the_key_set_only_a_signature_vouches_for_a_weakness_blessed_knowin
         load_golden(file)
     write_golden(file, golden_from_result(run, lax, accept_weak=True))  # blessed again with the key
     assert set(load_golden(file).accepted_weak) == set(WEAK_BY_HAND)
+
+
+def test_blessing_through_a_history_link_out_of_the_project_is_refused_and_nothing_changes(tmp_path, run):
+    from harness.core import confine
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    file = project / "golden" / "m" / "ds--hailo.json"
+    write_golden(file, golden_from_result(run))
+    before = file.read_bytes()
+    outside.mkdir()
+    (file.parent / "history").symlink_to(outside)
+    confine.confine(project, [], follow=False)
+    try:
+        with pytest.raises(confine.LinkEscape, match=r"history is a link to .*outside"):
+            write_golden(file, golden_from_result(_later(run)))
+    finally:
+        confine.release()
+    assert file.read_bytes() == before and list(outside.iterdir()) == []
+    assert (file.parent / "history").is_symlink()

@@ -58,6 +58,7 @@ from harness.backends.dfc.yolov5_script import render_yolov5_alls, write_yolov5_
 from harness.backends.dfc.yolox_script import render_yolox_alls, write_yolox_scripts
 from harness.core import defaults
 from harness.core.checks import CheckResult
+from harness.core.confine import check, make_folder
 from harness.core.documents import DocumentError, Fields, read_json
 from harness.core.environment import distribution_version
 from harness.core.errors import HarnessError
@@ -303,7 +304,8 @@ def _stored_layer(layer: Fields) -> ParsedLayer:
 
 
 def _write_atomic(file: Path, data: bytes) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
+    check(file)
+    make_folder(file.parent)
     fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
@@ -329,7 +331,8 @@ def _build(runner: Any, alls: str, calibration: np.ndarray, log: Path, entry: Pa
     optimized.har, compile.log) once all of them succeeded."""
     _stage("load_model_script", log, lambda: runner.load_model_script(alls))
     _stage("optimize", log, lambda: runner.optimize(calibration))
-    entry.parent.mkdir(parents=True, exist_ok=True)
+    check(entry)
+    make_folder(entry.parent)
     work = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".building-"))
     try:
         _stage("save_har", log, lambda: runner.save_har(os.fspath(work / "optimized.har")))
@@ -396,8 +399,9 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     sdk = load_sdk()
     facts = onnx_facts(request.onnx, request.end_nodes, request.head, request.ssd)
     paths = calibration_paths(request.calibration, request.calibration_count)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir)
     log = out_dir / "compile.log"
+    check(log)
     log.write_text("", encoding="utf-8")
     base = {
         "format": _CACHE_FORMAT,
@@ -433,6 +437,8 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
         alls = _dfc_alls(facts, names, scripts, request.nms)
         _build(runner, alls, calibration_array(paths, facts.input_hw), log, entry)
     hef, har = out_dir / f"{stem}.hef", out_dir / f"{stem}_optimized.har"
+    for written in (hef, har, log):
+        check(written)
     shutil.copyfile(entry / "model.hef", hef)
     shutil.copyfile(entry / "optimized.har", har)
     shutil.copyfile(entry / "compile.log", log)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from harness.core import defaults
 from harness.core.checks import CheckResult
+from harness.core.confine import make_folder
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import GraphError, HarnessError, HeadPairingError
 from harness.core.files import write_atomic
@@ -508,7 +509,7 @@ def write_script_files(
 ) -> ScriptFiles:
     """Write ``<stem>.alls`` (``alls`` of the NMS config's file name: it is named beside the model script),
     ``<stem>_nms_config.json`` where there is a ``config``, and ``layer_names.json``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     nms_json = folder / f"{stem}_nms_config.json" if config is not None else None
     if nms_json is not None:
         write_atomic(nms_json, render_nms_json(config or {}))

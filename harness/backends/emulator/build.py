@@ -25,6 +25,7 @@ from harness.backends.emulator.facts import HefFacts, hef_facts_of, read_hef_fac
 from harness.backends.emulator.options import EmulatorOptions
 from harness.backends.emulator.outputs import NMS_OUTPUTS, bbox_only_output_spec, host_spec, nms_spec
 from harness.core import defaults
+from harness.core.confine import check, make_folder
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
@@ -173,7 +174,8 @@ def _store(model: onnx.ModelProto, path: Path) -> None:
     """Write ``path`` whole or not at all (a concurrent reader never sees half a model)."""
     import onnx
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check(path)
+    make_folder(path.parent)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
         onnx.save(model, os.fspath(tmp))

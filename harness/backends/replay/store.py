@@ -40,10 +40,10 @@ from harness.backends.base import InputSpec
 from harness.backends.spec_json import input_json, input_spec, output_json, output_spec, shape_of
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
-from harness.core.journal import Format, Loss, Record, Scan, Writer, read, read_record
+from harness.core.journal import Format, Loss, Record, Scan, Writer, keep_damaged, read, read_record
 from harness.core.specs import OutputSpec
 
-FORMAT = 3
+FORMAT = 4
 HEADER_RECORD, FRAME_RECORD = b"HEAD", b"OUTS"
 _META = struct.Struct("<I")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -72,6 +72,7 @@ JOURNAL = Format(
         (b"hailo-harness output store 1\n", "an output store of format 1 (an older harness)"),
         (b"HHOUTPUT" + struct.pack("<I", 2), "an output store of format 2 (replayed as it is, never appended to)"),
     ),
+    header_copies=2,  # format 4: the header written twice, so that a flipped bit in it costs nothing
     busy=(
         "another process is recording into it (it holds the file's lock); let that recording end, "
         "or give --record another file"
@@ -80,7 +81,11 @@ JOURNAL = Format(
 
 
 # the formats a store is replayed from: format 2's frames have no image sha256
-READS = {FORMAT: JOURNAL, 2: replace(JOURNAL, version=2)}
+READS = {
+    FORMAT: JOURNAL,
+    3: replace(JOURNAL, version=3, header_copies=1),
+    2: replace(JOURNAL, version=2, header_copies=1),
+}
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,8 @@ class StoreWriter:
     def __init__(self, file: str | os.PathLike[str], recording: Recording) -> None:
         self.file = Path(file)
         self.keys: set[str] = set()
-        self._journal = Writer(self.file, JOURNAL)
+        fmt = _format_of(self.file)
+        self._journal = Writer(self.file, fmt if fmt.version >= 3 else JOURNAL)  # format 3 resumed as it is
         try:
             found = self._journal.read()
             if found.records:
@@ -170,19 +176,20 @@ class StoreWriter:
                 self.keys = {_frame(r, self.file)[1].key for r in found.records[1:]}
                 copy = self._journal.repair()
             else:
-                self._journal.start(HEADER_RECORD, _json(recording.to_json()))
-                copy = None
+                copy = self._journal.start(HEADER_RECORD, _json(recording.to_json()))
         except BaseException:
             self._journal.close()
             raise
+        kept = f"; the file as found is kept as {copy}" if copy else ""
         if found.losses:
-            kept = f"; the file as found is kept as {copy}" if copy else ""
             warnings.warn(
                 f"output store {self.file}: {_said(_lost(found.losses))}{kept}; "
                 "each lost input is recorded again when this run infers it",
                 StoreDamaged,
                 stacklevel=2,
             )
+        elif found.header_damage:
+            warnings.warn(f"output store {self.file}: {_header_said(found)}{kept}", StoreDamaged, stacklevel=2)
 
     def put(self, key: str, outputs: Mapping[str, np.ndarray], image: str | None = None) -> None:
         """One input's outputs (once: a key already stored is kept as it is); ``image``: the sha256
@@ -221,6 +228,8 @@ class StoreReader:
             if frame.image is not None:
                 self._images.setdefault(frame.image, frame.key)
         self.lost = _lost(found.losses)
+        if found.header_damage:
+            warnings.warn(f"output store {self.file}: {_header_said(found)}", StoreDamaged, stacklevel=2)
         if self.lost:
             warnings.warn(
                 f"output store {self.file}: {_said(self.lost)}; replay serves the other {len(self)} inputs",
@@ -274,7 +283,13 @@ class StoreReader:
 def read_recording(file: str | os.PathLike[str]) -> Recording:
     """The store's header alone."""
     path = Path(file)
-    payload = read_record(path, len(JOURNAL.preamble), _format_of(path))
+    fmt = _format_of(path)
+    try:
+        payload = read_record(path, len(fmt.preamble), fmt)
+    except StoreError:
+        if fmt.header_copies < 2:
+            raise
+        return _recording(read(path, fmt), path)  # the first copy damaged: the other one
     return _parsed(payload, f"output store {path}: header", Recording.from_json)
 
 
@@ -294,9 +309,14 @@ def _recording(found: Scan, file: Path) -> Recording:
     first = found.records[0] if found.records else None
     if first is None or first.number != 1 or first.kind != HEADER_RECORD:
         said = str(found.losses[0]) if found.losses else "no header record"
+        copies = " (every copy)" if _format_of(file).header_copies > 1 else ""
+        try:
+            kept = f"; the file as found is kept as {keep_damaged(file)}"
+        except OSError as error:
+            kept = f"; no copy of it could be kept ({error.strerror or error})"
         raise StoreError(
-            f"output store {file}: {said}: its header (what was recorded, from which model) is lost, so none of "
-            "its frames can be replayed or appended to; record again into a new file (--record NEW.rec)"
+            f"output store {file}: {said}: its header{copies} (what was recorded, from which model) is lost, so "
+            f"none of its frames can be replayed or appended to{kept}; record again into a new file (--record NEW.rec)"
         )
     return _parsed(first.payload, f"output store {file}: header", Recording.from_json)
 
@@ -371,6 +391,12 @@ def _parsed(text: bytes | memoryview, source: str, read_fields: Callable[[Fields
         return read_fields(Fields(parse_json(bytes(text), source), source))
     except DocumentError as error:
         raise StoreError(str(error)) from None
+
+
+def _header_said(found: Scan) -> str:
+    """A header copy's damage in words: nothing was lost, the other copy is read."""
+    said = "; ".join(str(loss) for loss in found.header_damage)
+    return f"{said}; the header's other copy is read, no frame is lost"
 
 
 def _lost(losses: list[Loss]) -> list[tuple[Loss, str | None]]:

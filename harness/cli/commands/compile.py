@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="float YOLOv8 / YOLO11 / YOLOv5 / YOLOv7 / YOLOX / YOLO26 / SSD export (SSD: with --ssd-config)",
     )
     parser.add_argument("--calibration", type=Path, required=True, metavar="DIR", help="folder of calibration images")
-    add_options(parser, ["calibration_count"])
+    add_options(parser, ["calibration_count", "follow_links"])
     parser.add_argument("--hw-arch", choices=HW_ARCHS, default="hailo8", help="target device (default hailo8)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="output folder (default runs/compile/<onnx stem>)")
     parser.add_argument("--dry-run", action="store_true", help="write and check the scripts without the DFC")

@@ -515,7 +515,18 @@ _GATE_OPTIONS = tuple(n for n in JOB_OPTIONS if n not in ("onnx", "hef", "datase
 # What the HEF's static checks read: the HEF, the export and the dataset's class names they are held to,
 # the score threshold held against the HEF's, an SSD export's config, and the cache of export facts.
 _STATIC_CHECK_OPTIONS = frozenset(
-    {"onnx", "hef", "dataset", "split", "images", "score_threshold", "ssd_config", "cache", "require_signed", "follow_links"}
+    {
+        "onnx",
+        "hef",
+        "dataset",
+        "split",
+        "images",
+        "score_threshold",
+        "ssd_config",
+        "cache",
+        "require_signed",
+        "follow_links",
+    }
 )
 
 

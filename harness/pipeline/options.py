@@ -394,7 +394,16 @@ JOB_OPTIONS = (
     "require_signed",
     "follow_links",
 )
-DOCTOR_OPTIONS = ("onnx", *DATASET_OPTIONS, "calibration", *SETTINGS_OPTIONS, "golden", "cache", "require_signed", "follow_links")
+DOCTOR_OPTIONS = (
+    "onnx",
+    *DATASET_OPTIONS,
+    "calibration",
+    *SETTINGS_OPTIONS,
+    "golden",
+    "cache",
+    "require_signed",
+    "follow_links",
+)
 MERGE_OPTIONS = (
     "golden",
     "report",

@@ -49,7 +49,7 @@ from harness.core.journal import read
 from harness.core.path_names import PathKind
 from harness.core.sealed import checked, sealed, stored_seal
 from harness.core.settings import EvalSettings
-from harness.core.signing import SealCheck
+from harness.core.signing import SealCheck, policy
 from harness.inputs.dataset import Sample
 from harness.inputs.demo import demo_root
 from harness.inputs.export_facts import file_sha256
@@ -355,6 +355,7 @@ def run_shard(
     the job's options, kept for the merge."""
     store = config.report_dir
     own_files = _own_store(store, config.cache_dir)  # refused before any image is read
+    policy()  # and a signing key too short to seal the manifest
     run, specs = prepare_job(config, log)
     share = shard.share(run.dataset.samples)
     part = dataclasses.replace(run.dataset, samples=share)

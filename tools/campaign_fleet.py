@@ -131,6 +131,23 @@ def merge_cases(c: Campaign) -> Path | None:
         return None
     c.record(FAMILY, "sound shards merged (control)", _merge(c, folder, folder / "s1", folder / "s2"), "pass")
 
+    # a runner keeping its files elsewhere (its own cache folder) is still one of the job's
+    elsewhere = c.case_dir("fleet-elsewhere")
+    shutil.copytree(c.cache, elsewhere / "cache", ignore=shutil.ignore_patterns("predictions"))
+    moved = c.cli(
+        "run",
+        "--shard",
+        "2/2",
+        "--cache",
+        elsewhere / "cache",
+        "--report",
+        elsewhere / "s2",
+        cwd=elsewhere,
+        timeout=600,
+    )
+    merged = _merge(c, elsewhere, folder / "s1", elsewhere / "s2") if moved.rc == 0 else moved
+    c.record(FAMILY, "shard run from another cache folder (control)", merged, "pass")
+
     # a shard from a copy of the package whose letterbox pads with 100, not 114
     other = c.case_dir("fleet-changed-code")
     package = other / "pkg"

@@ -510,6 +510,20 @@ def _short(value: Any) -> str:
 _KEY_ASIDE = ("runtime",)
 
 
+# A file's place, in an option's text or a note: the runners of one job may keep their files in other
+# folders (a runner's own --cache, a CI job's workspace); what the files hold is held by their sha256s.
+_PLACE = re.compile(r"[^\s'\"(),;]*[\\/][^\s'\"(),;]*")
+
+
+def _placeless(value: Any) -> Any:
+    """``value`` with every file's place reduced to its name (texts, and lists of texts)."""
+    if isinstance(value, str):
+        return _PLACE.sub(lambda m: m.group(0).rstrip("/\\").replace("\\", "/").rpartition("/")[2], value)
+    if isinstance(value, list):
+        return [_placeless(v) for v in value]
+    return value
+
+
 def _identity(manifest: ShardManifest) -> dict[str, tuple[Path, Any]]:
     """What makes a shard one of a job's, by field: where it is stated and its value. The manifest's
     (model, HEF, dataset, settings, notes, options, harness version, each path's model and origin),
@@ -530,6 +544,8 @@ def _identity(manifest: ShardManifest) -> dict[str, tuple[Path, Any]]:
         "paths": [p.name for p in m.paths],
     }
     identity = {name: (file, value) for name, value in fields.items()}
+    for name in ("thresholds", "calibration", *(f for f in fields if f.startswith("options."))):
+        identity[name] = (file, _placeless(fields[name]))
     for path in m.paths:
         where = f"paths[{path.name}]"
         for name in ("model_sha256", "variant", "kind", "recorded"):

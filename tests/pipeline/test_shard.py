@@ -406,3 +406,21 @@ def test_a_files_place_in_an_option_or_a_note_is_not_a_shards_identity_but_its_n
     assert _placeless(note) != _placeless(note.replace("images/calib", "images/offdomain"))
     assert _placeless(["smoke=fire", "exports/m.onnx"]) == ["smoke=fire", "m.onnx"]
     assert _placeless("0.25") == "0.25" and _placeless(True) is True
+
+
+def test_a_manifest_of_format_1_without_a_seal_still_merges_and_is_named_unsealed(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, _ = emulated
+    tmp = folder / "format-1"
+    stores = [_store(tmp, values, k, 2, f"s{k}") for k in (1, 2)]
+    for store in stores:
+        document = json.loads((store / MANIFEST).read_text())
+        document.pop("seal")
+        (store / MANIFEST).write_text(json.dumps(document | {"format": 1}))
+    lines: list[str] = []
+    merge = {"cache": values["cache"], "report": tmp / "merged"}
+    assert merge_job(stores, merge, ("hailo-harness", "merge"), log=lines.append).passed
+    assert any(line.endswith("(manifests unsealed)") for line in lines)
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")
+    assert _refused(stores, merge).startswith(f"{stores[0] / MANIFEST}: not signed with the release key (no seal")

@@ -773,6 +773,7 @@ MODULES: dict[str, str] = {
     "signed": "campaign_signed",
     "plugin": "campaign_plugin",
     "links": "campaign_files",
+    "fleet": "campaign_fleet",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

@@ -108,7 +108,7 @@ def cache_key(path: DetectionPath) -> dict[str, Any]:
         "settings": settings,
         "runtime": path.runtime,
         "environment": dict(environment()),
-        "code": code_digest(*_DETECTION_CODE),
+        "code": detection_code(),
     }
 
 
@@ -338,3 +338,13 @@ class PredictionCache:
         return CacheFile(
             self.file_for(path), cache_key(path), path.settings.score_threshold, self.batch, self.batch_seconds
         )
+
+
+def detection_code() -> str:
+    """The digest of the harness's detection code, as a cache key states it (``code``)."""
+    return code_digest(*_DETECTION_CODE)
+
+
+def key_digest(key: dict[str, Any]) -> str:
+    """The digest a cache file's name carries (its first 24 hex digits) of the key its first record states."""
+    return _digest(key)

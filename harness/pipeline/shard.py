@@ -13,17 +13,24 @@ Every runner takes its share without talking to the others: the readable images 
     predictions/<path>-<key>.bin  each path's predictions of the share: a prediction cache file
                                 (harness.pipeline.cache), float32 boxes and scores as inferred
 
-``shard.json`` is written last: a folder without it is a shard that did not finish. A shard gates
-nothing (a share's mAP is not the set's); the merge refuses stores that disagree on the model, a
-path's model (the HEF), the dataset or the settings, and a shard missing or given twice, each in one
-line naming the store's file and the field.
+    predictions/.hailo-harness-shard  the marker: the folder is a shard's store
+
+``shard.json`` is written last: a folder without it is a shard that did not finish. It is sealed
+(:mod:`harness.core.sealed`; format 1, unsealed, is still read). A shard run replaces only what a
+shard run wrote into its folder and refuses a folder holding anything else. A shard gates nothing
+(a share's mAP is not the set's); the merge refuses, before any image is read, stores that are not
+one job's: any difference in the manifests (harness version, model, HEF, dataset, settings,
+thresholds and calibration notes, kept options, each path's model and origin) or in the keys of
+their predictions (the harness's detection code, its version, the package versions), predictions
+made by other code than the merging harness's, and a shard missing or given twice; one line names
+each difference: the store's file, the field and both values.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,15 +42,26 @@ from typing import Any
 import numpy as np
 
 from harness import __version__
-from harness.core.documents import Fields, read_json
+from harness.core.documents import Fields, parse_json, read_json
 from harness.core.errors import HarnessError
 from harness.core.files import write_atomic
 from harness.core.journal import read
 from harness.core.path_names import PathKind
+from harness.core.sealed import checked, sealed, stored_seal
 from harness.core.settings import EvalSettings
+from harness.core.signing import SealCheck, policy
 from harness.inputs.dataset import Sample
+from harness.inputs.demo import demo_root
 from harness.inputs.export_facts import file_sha256
-from harness.pipeline.cache import BATCH_RECORD, JOURNAL, KEY_RECORD, PredictionCache, decode_batch
+from harness.pipeline.cache import (
+    BATCH_RECORD,
+    JOURNAL,
+    KEY_RECORD,
+    PredictionCache,
+    decode_batch,
+    detection_code,
+    key_digest,
+)
 from harness.pipeline.detect import FrameResult
 from harness.pipeline.factory import RunContext, calibration_note, load_dataset, open_path, prepare_run
 from harness.pipeline.job import JobResult, judge_job, prepare_job, report_folder
@@ -58,9 +76,14 @@ from harness.pipeline.options import (
 from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec
 from harness.verdict.result import PathResult
 
-FORMAT = 1
+FORMAT = 2  # 2: sealed (core.signing); 1, unsealed, still read
+READS = (1, FORMAT)
 MANIFEST = "shard.json"
 PREDICTIONS = "predictions"
+# Written into predictions/ before any prediction: the folder is a shard's store, and its prediction
+# files (``<path>-<key digest>.bin``, :mod:`harness.pipeline.cache`) are replaced when a shard runs again.
+MARKER = ".hailo-harness-shard"
+_OWN_FILE = re.compile(r"[A-Za-z0-9_.+-]+-[0-9a-f]{24}\.bin(\.damaged-[0-9-]+)?")
 # The job's options a shard keeps for the merge: what fixes the predictions and where the files are;
 # not where this runner writes, its device or its recording, nor how the merge blesses.
 KEPT_OPTIONS = (
@@ -188,6 +211,8 @@ class ShardManifest:
     thresholds: str
     calibration: str
     paths: tuple[StoredPath, ...]
+    harness_version: str = __version__
+    seal: SealCheck | None = None  # how the manifest read stood against its seal (None: written here)
 
     @property
     def file(self) -> Path:
@@ -197,7 +222,7 @@ class ShardManifest:
         document = {
             "format": FORMAT,
             "shard": str(self.shard),
-            "harness_version": __version__,
+            "harness_version": self.harness_version,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "options": self.options,
             "model_sha256": self.model_sha256,
@@ -208,7 +233,7 @@ class ShardManifest:
             "calibration": self.calibration,
             "paths": [p.to_dict() for p in self.paths],
         }
-        return json.dumps(document, indent=1) + "\n"
+        return json.dumps(sealed(document), indent=1) + "\n"
 
     @classmethod
     def read(cls, store: Path) -> ShardManifest:
@@ -218,16 +243,21 @@ class ShardManifest:
                 f"{file}: not found; expected the {MANIFEST} a shard run (--shard K/N) writes last into its --report "
                 "folder (a store without it did not finish: run that shard again)"
             )
-        f = Fields(read_json(file, "shard manifest"), str(file))
+        document = read_json(file, "shard manifest")
+        f = Fields(document, str(file))
         version = f.integer("format")
-        if version != FORMAT:
-            raise HarnessError(f"{file}: format {version}, expected {FORMAT} (run the shard again with this harness)")
+        if version not in READS:
+            raise HarnessError(
+                f"{file}: format {version}, expected one of {list(READS)} (run the shard again with this harness)"
+            )
+        stored = stored_seal(f) if version >= 2 else None
+        seal = checked(str(file), {k: v for k, v in document.items() if k != "seal"}, stored)
         text = f.string("shard")
         try:
             shard = Shard.parse(text)
         except ValueError as error:
             raise HarnessError(f"{file}: shard {text!r}: {error}") from None
-        f.string("harness_version")
+        harness_version = f.string("harness_version")
         f.string("created")
         options = dict(f.object("options").items())
         dataset = f.object("dataset")
@@ -246,6 +276,8 @@ class ShardManifest:
             thresholds=f.string("thresholds"),
             calibration=f.string("calibration"),
             paths=tuple(StoredPath.read(p, settings) for p in f.objects("paths")),
+            harness_version=harness_version,
+            seal=seal,
         )
         f.done()
         return read_manifest
@@ -321,12 +353,13 @@ def run_shard(
     into ``config.report_dir`` (the store; its predictions written anew). The run is the whole job's
     (the emulator calibrates as the job would), only the images inferred are the share; ``values``:
     the job's options, kept for the merge."""
+    store = config.report_dir
+    own_files = _own_store(store, config.cache_dir)  # refused before any image is read
+    policy()  # and a signing key too short to seal the manifest
     run, specs = prepare_job(config, log)
     share = shard.share(run.dataset.samples)
     part = dataclasses.replace(run.dataset, samples=share)
-    store = config.report_dir
-    shutil.rmtree(store / PREDICTIONS, ignore_errors=True)
-    (store / MANIFEST).unlink(missing_ok=True)
+    _clear_store(store, own_files)
     cache = PredictionCache(store / PREDICTIONS)
     own = dataclasses.replace(run, cache=cache)
     log(f"shard {shard}: {len(share)} of {len(run.dataset.samples)} images")
@@ -366,32 +399,197 @@ def run_shard(
     return ShardResult(manifest, len(share))
 
 
+def _own_store(store: Path, cache_dir: Path) -> list[Path]:
+    """The files a shard run wrote into ``store`` before (its manifest, and under predictions/ its
+    marker and the prediction files it wrote), which this run replaces; refused, in one line, where
+    the folder holds anything else: a run deletes nothing it did not write."""
+    predictions = store / PREDICTIONS
+    if predictions.resolve() == (cache_dir / PREDICTIONS).resolve():
+        raise HarnessError(
+            f"--report {store}: its {PREDICTIONS}/ is the prediction cache of --cache {cache_dir}; "
+            "expected a folder of the shard's own (e.g. shard-1)"
+        )
+    own: list[Path] = []
+    listed: set[str] = set()
+    manifest = store / MANIFEST
+    if manifest.exists() or manifest.is_symlink():
+        try:
+            listed = {p.file for p in ShardManifest.read(store).paths}
+        except HarnessError as error:
+            raise HarnessError(
+                f"--report {store}: {MANIFEST} is not a shard manifest this harness wrote ({error}); it is kept: "
+                "expected a folder of the shard's own"
+            ) from None
+        own.append(manifest)
+    if not (predictions.exists() or predictions.is_symlink()):
+        return own
+    if predictions.is_symlink() or not predictions.is_dir():
+        raise HarnessError(f"--report {store}: {predictions} is not a folder; expected the shard's own folder")
+    marked = (predictions / MARKER).is_file()
+    for entry in sorted(predictions.iterdir()):
+        ours = entry.name == MARKER or entry.name in listed or (marked and _OWN_FILE.fullmatch(entry.name))
+        if not ours or entry.is_symlink() or not entry.is_file():
+            raise HarnessError(
+                f"--report {store}: {entry} was not written by a shard run (it is kept); expected a folder of the "
+                "shard's own, whose predictions/ holds only what a shard run wrote there"
+            )
+        if entry.name != MARKER:
+            own.append(entry)
+    return own
+
+
+def _clear_store(store: Path, own: Sequence[Path]) -> None:
+    """``own`` (see :func:`_own_store`) removed, the store's predictions/ made and marked as a shard's."""
+    for file in own:
+        file.unlink(missing_ok=True)
+    predictions = store / PREDICTIONS
+    predictions.mkdir(parents=True, exist_ok=True)
+    marker = predictions / MARKER
+    if not marker.exists():
+        write_atomic(
+            marker,
+            "hailo-harness: a shard's store (run --shard K/N); the prediction files here are replaced when the shard "
+            "runs again\n",
+        )
+
+
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
+    """A document's leaves by their dotted key path (lists kept whole)."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key, inner in value.items():
+        flat.update(_flat(inner, f"{prefix}.{key}"))
+    return flat
+
+
+def _key_of(manifest: ShardManifest, path: StoredPath) -> dict[str, Any]:
+    """The key its prediction file states (its first record), held to the file's name and to the
+    manifest: the path, its model and variant and the settings."""
+    file = manifest.store / PREDICTIONS / path.file
+    if not file.is_file():
+        raise HarnessError(f"{manifest.file}: paths[{path.name}].file: {file} not found (run that shard again)")
+    scan = read(file, JOURNAL)
+    first = scan.records[0] if scan.records else None
+    if first is None or first.number != 1 or first.kind != KEY_RECORD:
+        said = scan.losses[0] if scan.losses else "no key record"
+        raise HarnessError(f"{file}: {said}: its key is lost (damaged; run shard {manifest.shard} again)")
+    key = Fields(parse_json(bytes(first.payload), f"{file}: key"), f"{file}: key")
+    document = {k: v for k, v in key.items()}
+    settings = {k: v for k, v in manifest.settings.to_dict().items() if k not in ("class_map", "metric")}
+    stated = {
+        "path": path.name,
+        "model_sha256": path.model_sha256,
+        "variant": path.variant,
+        "settings": json.loads(json.dumps(settings)),
+    }
+    for name, value in stated.items():
+        if document.get(name) != value:
+            raise HarnessError(
+                f"{file}: key {name} {_short(document.get(name))}, but {manifest.file} states {_short(value)}; "
+                f"expected the predictions its manifest names (run shard {manifest.shard} again)"
+            )
+    if path.file != f"{path.name}-{key_digest(document)[:24]}.bin":
+        raise HarnessError(
+            f"{file}: its key does not match its name (the key was changed after it was written); "
+            f"expected the key the shard wrote (run shard {manifest.shard} again)"
+        )
+    return document
+
+
+def _short(value: Any) -> str:
+    """A value as a refusal quotes it: a sha256 by its first 16 hex digits, anything long cut at 80."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return repr(value[:16] + "...")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# A key's fields left out of the identity: the runtime label names the runner's files and device,
+# which differ between the runners of one job (the package versions under ``environment`` do not).
+_KEY_ASIDE = ("runtime",)
+
+
+# A file's place, in an option's text or a note: the runners of one job may keep their files in other
+# folders (a runner's own --cache, a CI job's workspace); what the files hold is held by their sha256s.
+_PLACE = re.compile(r"[^\s'\"(),;]*[\\/][^\s'\"(),;]*")
+
+
+def _placeless(value: Any) -> Any:
+    """``value`` with every file's place reduced to its name (texts, and lists of texts)."""
+    if isinstance(value, str):
+        return _PLACE.sub(lambda m: m.group(0).rstrip("/\\").replace("\\", "/").rpartition("/")[2], value)
+    if isinstance(value, list):
+        return [_placeless(v) for v in value]
+    return value
+
+
+def _identity(manifest: ShardManifest) -> dict[str, tuple[Path, Any]]:
+    """What makes a shard one of a job's, by field: where it is stated and its value. The manifest's
+    (model, HEF, dataset, settings, notes, options, harness version, each path's model and origin),
+    and each path's prediction key (the harness's code digest and version, the package versions,
+    the settings the predictions were made under)."""
+    m, file = manifest, manifest.file
+    fields: dict[str, Any] = {
+        "shard": f"of {m.shard.count}",
+        "harness_version": m.harness_version,
+        "model_sha256": m.model_sha256,
+        "hef_sha256": m.hef_sha256,
+        "dataset.manifest": m.dataset_manifest,
+        "dataset.images": m.dataset_images,
+        **_flat(m.settings.to_dict(), "settings"),
+        "thresholds": m.thresholds,
+        "calibration": m.calibration,
+        **_flat(m.options, "options"),
+        "paths": [p.name for p in m.paths],
+    }
+    identity = {name: (file, value) for name, value in fields.items()}
+    for name in ("thresholds", "calibration", *(f for f in fields if f.startswith("options."))):
+        identity[name] = (file, _placeless(fields[name]))
+    for path in m.paths:
+        where = f"paths[{path.name}]"
+        for name in ("model_sha256", "variant", "kind", "recorded"):
+            identity[f"{where}.{name}"] = (file, getattr(path, name))
+        key = _key_of(m, path)
+        predictions = m.store / PREDICTIONS / path.file
+        for name, value in _flat({k: v for k, v in key.items() if k not in _KEY_ASIDE}, "").items():
+            identity[f"{where}.key{name}"] = (predictions, value)
+    return identity
+
+
+def _differences(manifests: Sequence[ShardManifest]) -> list[str]:
+    """Each field in which a store differs from the first, or in which the predictions were made by
+    other harness code or another harness version than this merge's: which store, which field, both
+    values."""
+    first, *others = [_identity(m) for m in manifests]
+    said = []
+    for m, identity in zip(manifests[1:], others, strict=True):
+        for name in dict.fromkeys([*first, *identity]):
+            mine, theirs = identity.get(name, (m.file, None)), first.get(name, (manifests[0].file, None))
+            if mine[1] != theirs[1]:
+                said.append(f"{mine[0]}: {name} {_short(mine[1])} vs {theirs[0]}: {_short(theirs[1])}")
+    here = {"code": detection_code(), "harness": __version__}
+    for identity in (first, *others):
+        for name, (source, value) in identity.items():
+            field_name = name.rpartition(".key.")[2] if ".key." in name else None
+            if field_name in here and value != here[field_name]:
+                said.append(f"{source}: {name} {_short(value)} vs this merge's harness: {_short(here[field_name])}")
+    return said
+
+
 def _agree(manifests: Sequence[ShardManifest]) -> None:
-    """Refuse stores that disagree with the first on what fixes the verdict, or a shard count, or a
-    shard missing or given twice: one line naming the file and the field."""
+    """Refuse stores that are not the shards of one job, in one line naming each difference (see
+    :func:`_differences`), and a shard missing or given twice."""
     first = manifests[0]
-    fields: list[tuple[str, Callable[[ShardManifest], Any], str]] = [
-        ("shard", lambda m: m.shard.count, "a shard of another split of the images (N differs)"),
-        ("model_sha256", lambda m: m.model_sha256, "another model's export"),
-        ("hef_sha256", lambda m: m.hef_sha256, "another HEF"),
-        ("dataset.manifest", lambda m: m.dataset_manifest, "another dataset (or the same one changed)"),
-        ("settings", lambda m: m.settings.to_dict(), "other settings"),
-        ("paths", lambda m: [p.name for p in m.paths], "other paths"),
-    ]
-    for m in manifests[1:]:
-        for name, get, what in fields:
-            if get(m) != get(first):
-                raise HarnessError(
-                    f"{m.file}: {name} {get(m)!r} differs from {first.file}'s {get(first)!r} ({what}); "
-                    "expected every shard of one job"
-                )
-        for mine, theirs in zip(m.paths, first.paths, strict=True):
-            for name in ("model_sha256", "variant", "kind"):
-                if getattr(mine, name) != getattr(theirs, name):
-                    raise HarnessError(
-                        f"{m.file}: paths[{mine.name}].{name} {getattr(mine, name)!r} differs from {first.file}'s "
-                        f"{getattr(theirs, name)!r} (another model on that path); expected every shard of one job"
-                    )
+    if any(m.shard.count != first.shard.count for m in manifests):
+        counts = ", ".join(f"{m.file}: {m.shard}" for m in manifests)
+        raise HarnessError(f"shards of other splits of the images ({counts}); expected every shard of one job")
+    said = _differences(manifests)
+    if said:
+        raise HarnessError(
+            f"not the shards of one job: {'; '.join(said)}; expected every shard made by the same harness "
+            "(code and version), runtime and settings, of one model, HEF and dataset (run the odd shards again)"
+        )
     seen: dict[int, Path] = {}
     for m in manifests:
         if m.shard.index in seen:
@@ -481,17 +679,28 @@ def merge_job(
     first = manifests[0]
     options = option_values(first.options, first.file)
     config = job_config({**options, **{k: values.get(k) for k in MERGE_OPTIONS}}, invocation, progress=False)
-    dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
-    if dataset.manifest != first.dataset_manifest:
-        raise HarnessError(
-            f"{first.file}: dataset.manifest {first.dataset_manifest!r}, but {config.dataset_name} here is "
-            f"{dataset.manifest!r} (changed since the shards ran); expected the shards' dataset"
-        )
+    # everything the stores and the files here can be held to before any image is read
     model = file_sha256(config.onnx)
     if model != first.model_sha256:
         raise HarnessError(
             f"{first.file}: model_sha256 {first.model_sha256!r}, but {config.onnx} here is {model!r}; "
             "expected the shards' export"
+        )
+    specs = (REFERENCE, *config.stages, config.hailo)
+    names = [s.path_name for s in specs]
+    if [p.name for p in first.paths] != names:
+        raise HarnessError(f"{first.file}: paths {[p.name for p in first.paths]}, expected the job's {names}")
+    demo = demo_root(config.cache_dir)
+    if config.dataset is None and config.images is None and not (demo / ".complete").is_file():
+        raise HarnessError(
+            f"--cache {config.cache_dir}: the shards ran on the demo set, which is not in it ({demo} not found); "
+            "expected --cache to name the cache folder the shards ran with (a merge makes no data)"
+        )
+    dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
+    if dataset.manifest != first.dataset_manifest:
+        raise HarnessError(
+            f"{first.file}: dataset.manifest {first.dataset_manifest!r}, but {config.dataset_name} here is "
+            f"{dataset.manifest!r} (changed since the shards ran); expected the shards' dataset"
         )
     # The shards' resolved thresholds, given: the merge needs neither the HEF nor a replayed store.
     given = dataclasses.replace(
@@ -513,12 +722,9 @@ def merge_job(
             f"{first.file}: settings {first.settings.to_dict()} differ from the merge's {run.settings.to_dict()}; "
             "expected the shards' settings"
         )
-    specs = (REFERENCE, *config.stages, config.hailo)
-    names = [s.path_name for s in specs]
-    if [p.name for p in first.paths] != names:
-        raise HarnessError(f"{first.file}: paths {[p.name for p in first.paths]}, expected the job's {names}")
     shares = [m.shard.share(run.dataset.samples) for m in manifests]
     report_folder(config.report_dir)
-    log(f"merge: {len(manifests)} shards of {len(run.dataset.samples)} images")
+    seals = sorted({m.seal.state.value for m in manifests if m.seal is not None})
+    log(f"merge: {len(manifests)} shards of {len(run.dataset.samples)} images (manifests {', '.join(seals)})")
     results = tuple(_merged(run, spec, manifests, shares, at) for at, spec in enumerate(specs))
     return judge_job(config, run, results, first.calibration, log)

@@ -22,7 +22,17 @@ from harness.backends.replay import (
     feed_key,
     read_recording,
 )
-from harness.backends.replay.store import FRAME_RECORD, HEADER_RECORD, JOURNAL, READS, StoreReader, StoreWriter
+from harness.backends.replay.store import (
+    FRAME_RECORD,
+    HEADER_RECORD,
+    JOURNAL,
+    READS,
+    StoreReader,
+    StoreWriter,
+    read_header,
+)
+from harness.core import signing
+from harness.core.errors import HarnessError
 from harness.core.journal import HEADER, encode_record, read
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.inputs.dataset import load_yolo
@@ -552,3 +562,79 @@ def test_a_store_of_format_3_is_replayed_and_resumed_in_its_own_format(tmp_path)
     assert file.read_bytes().startswith(READS[3].preamble + header)
     reader = StoreReader(file)
     assert len(reader) == 1 and reader.recording == RECORDING
+
+
+def _sealed_store(file: Path, recording: Recording = RECORDING) -> None:
+    writer = StoreWriter(file, recording)
+    writer.put(feed_key(_feed(0)), _outputs(0))
+    writer.close()
+
+
+def _header_rewritten(file: Path, **values: object) -> None:
+    """The store's header with ``values`` set, every checksum made again (only the header's content differs)."""
+    found = read(file, JOURNAL)
+    header = {**json.loads(bytes(found.records[0].payload)), **values}
+    records = [encode_record(HEADER_RECORD, json.dumps(header).encode())]
+    records += [encode_record(r.kind, bytes(r.payload)) for r in found.records[1:]]
+    file.write_bytes(JOURNAL.preamble + b"".join(records))
+
+
+def test_a_store_re_checksummed_to_claim_a_device_origin_is_refused_as_an_edit_on_every_opening(tmp_path, monkeypatch):
+    monkeypatch.delenv(signing.KEY_VARIABLE, raising=False)
+    file = tmp_path / "emulated.rec"
+    _sealed_store(file, dataclasses.replace(RECORDING, emulated=True))
+    assert read_header(file)[1].state is signing.SealState.SEALED
+    _header_rewritten(file, emulated=False)
+    said = r"header: changed after it was written \(its sha256 no longer holds\); refused"
+    for opening in (read_recording, StoreReader, ReplayRunner, lambda f: StoreWriter(f, RECORDING)):
+        with pytest.raises(HarnessError, match=said):
+            opening(file)
+
+
+def test_a_store_signed_with_the_release_key_is_signed_unverified_without_it_and_refused_under_another(
+    tmp_path, monkeypatch
+):
+    file = tmp_path / "device.rec"
+    monkeypatch.setenv(signing.KEY_VARIABLE, "k" * 32)
+    _sealed_store(file)
+    assert read_header(file)[1].state is signing.SealState.SIGNED
+    with ReplayRunner(file) as replay:
+        assert replay.label.endswith(f"header signed: signed with key {signing.policy().key_id})")
+    monkeypatch.delenv(signing.KEY_VARIABLE)
+    assert read_header(file)[1].state is signing.SealState.UNVERIFIED
+    monkeypatch.setenv(signing.KEY_VARIABLE, "o" * 32)
+    with pytest.raises(HarnessError, match=r"device.rec: header: signed with another key .*; refused"):
+        read_recording(file)
+    monkeypatch.setenv(signing.KEY_VARIABLE, "k" * 32)
+    _header_rewritten(file, runtime="HailoRT 9.9.9")  # the digest made again cannot make the signature hold
+    header = json.loads(bytes(read(file, JOURNAL).records[0].payload))
+    header["seal"]["sha256"] = signing.seal_document({k: v for k, v in header.items() if k != "seal"}, None)["sha256"]
+    _header_rewritten(file, seal=header["seal"])
+    with pytest.raises(HarnessError, match=r"header: its signature does not hold: changed after it was signed"):
+        read_recording(file)
+
+
+def test_an_unsigned_store_claiming_a_device_origin_is_labelled_unvouched_and_refused_under_require_signed(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv(signing.KEY_VARIABLE, raising=False)
+    sealed_file, unsealed_file = tmp_path / "sealed.rec", tmp_path / "unsealed.rec"
+    _sealed_store(sealed_file)
+    header = encode_record(HEADER_RECORD, json.dumps(RECORDING.to_json()).encode())  # as written before seals
+    unsealed_file.write_bytes(JOURNAL.preamble + header)
+    for file, state in ((sealed_file, "sealed"), (unsealed_file, "unsealed")):
+        with ReplayRunner(file) as replay:
+            assert f"; header {state}: " in replay.label
+            assert replay.label.endswith(
+                "its device origin is not vouched for (an unsigned recording: not signed with the release key))"
+            )
+    emulated = tmp_path / "emulated.rec"
+    _sealed_store(emulated, dataclasses.replace(RECORDING, emulated=True))
+    with ReplayRunner(emulated) as replay:
+        assert "not vouched" not in replay.label
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")
+    for file in (sealed_file, unsealed_file):
+        with pytest.raises(
+            HarnessError, match=r"header: not signed with the release key .*refused under --require-signed"
+        ):
+            read_recording(file)

@@ -295,3 +295,19 @@ def test_eval_takes_an_ssd_export_with_its_config_on_the_onnx_and_emulated_paths
     demo = ["eval", "--onnx", str(DEMO), "--dataset", str(tmp_path / "syn" / "data.yaml"), "--ssd-config", str(config)]
     assert cli.main([*demo, "--cache", str(tmp_path / "cache")]) == 2
     assert "an SSD config (--ssd-config) given for an export that is not SSD" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", [["--hef", "BADFOLDER"], ["--hef", "BADFOLDER/model.hef"], ["--hef", "missing.hef"]])
+def test_eval_refuses_a_hef_without_its_export_before_any_image_is_read_or_made(given, tmp_path, capsys, monkeypatch):
+    from harness.pipeline import factory
+
+    def read(*args, **kwargs):
+        raise AssertionError("the dataset was read (or the demo set made) before the refusal")
+
+    monkeypatch.setattr(factory, "load_dataset", read)
+    monkeypatch.setattr(factory, "demo_data", read)
+    (tmp_path / "BADFOLDER").mkdir()
+    (tmp_path / "BADFOLDER" / "model.hef").write_bytes(b"not a HEF\n")  # no metadata.yaml beside it
+    assert cli.main(["eval", *given, "--cache", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--hef" in err

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.cli import main as cli
+from harness.core import journal, signing
 from harness.core.errors import HarnessError
+from harness.core.files import SHARED_CACHE_VARIABLE
 from harness.inputs.dataset import Sample
+from harness.pipeline import cache as cache_module
+from harness.pipeline.cache import JOURNAL, KEY_RECORD, detection_code, key_digest
 from harness.pipeline.job import JobResult, run_job
 from harness.pipeline.options import from_text, job_config
 from harness.pipeline.shard import MANIFEST, Shard, merge_job, run_shard
@@ -161,7 +166,9 @@ def test_stores_that_do_not_make_one_job_are_refused_naming_the_file_and_the_fie
         assert "\n" not in str(error.value)
         return str(error.value)
 
-    assert refusal([first, other]).startswith(f"{other / MANIFEST}: settings ")
+    assert refusal([first, other]).startswith(
+        f"not the shards of one job: {other / MANIFEST}: settings.score_threshold 0.3 vs {first / MANIFEST}: 0.2; "
+    )
     assert refusal([first, again]) == (
         f"{again / MANIFEST}: shard 1/2 given twice (also {first / MANIFEST}); expected each shard once"
     )
@@ -170,13 +177,28 @@ def test_stores_that_do_not_make_one_job_are_refused_naming_the_file_and_the_fie
     manifest = json.loads((second / MANIFEST).read_text())
     manifest["dataset"]["manifest"] = "0" * 64
     (second / MANIFEST).write_text(json.dumps(manifest))
-    assert refusal([first, second]).startswith(f"{second / MANIFEST}: dataset.manifest '{'0' * 64}' differs from")
+    assert refusal([first, second]) == (
+        f"{second / MANIFEST}: changed after it was written (its sha256 no longer holds); refused (the harness "
+        "writes it: make it again, do not edit it)"
+    )
+    _resealed(second / MANIFEST, manifest)
+    assert refusal([first, second]).startswith(
+        f"not the shards of one job: {second / MANIFEST}: dataset.manifest '{'0' * 16}...' vs {first / MANIFEST}: "
+    )
     manifest = json.loads((first / MANIFEST).read_text())
     manifest["paths"][1]["model_sha256"] = "1" * 64
-    (second / MANIFEST).write_text(json.dumps(manifest | {"shard": "2/2"}))
-    assert refusal([first, second]).startswith(f"{second / MANIFEST}: paths[emulated-hailo].model_sha256 '{'1' * 64}'")
-    (second / MANIFEST).write_text(json.dumps(manifest | {"shard": "2/2", "extra": 1}))
+    _resealed(second / MANIFEST, manifest | {"shard": "2/2"})
+    assert f"but {second / MANIFEST} states '{'1' * 16}...'; expected the predictions its manifest names" in refusal(
+        [first, second]
+    )
+    _resealed(second / MANIFEST, manifest | {"shard": "2/2", "extra": 1})
     assert "has unknown keys ['extra']" in refusal([first, second])
+
+
+def _resealed(file: Path, document: dict[str, Any]) -> None:
+    """``document`` written to ``file`` with a seal that holds (as someone who recomputes the digest would)."""
+    document = {k: v for k, v in document.items() if k != "seal"}
+    file.write_text(json.dumps(document | {"seal": signing.seal_document(document, None)}))
 
 
 def test_merge_on_the_command_line_gates_the_union_and_exits_as_run_does(
@@ -249,3 +271,156 @@ def test_the_options_a_shard_keeps_read_back_as_the_command_line_gave_them(tmp_p
         option_values({"record": "x"}, tmp_path / MANIFEST)
     with pytest.raises(HarnessError, match=r"shard.json: options.batch: --batch '0': expected a whole number"):
         option_values({"batch": "0"}, tmp_path / MANIFEST)
+
+
+def _identity_edited(store: Path, path: str, change: Callable[[dict[str, Any]], None]) -> Path:
+    """``path``'s prediction file in ``store`` with its key changed by ``change``, every checksum made
+    again, renamed as its new key names it, and the manifest naming it resealed: only the identity differs."""
+    file = next((store / "predictions").glob(f"{path}-*.bin"))
+    found = journal.scan(file.read_bytes(), JOURNAL, file)
+    key = json.loads(bytes(found.records[0].payload))
+    change(key)
+    payload = json.dumps(key, sort_keys=True, separators=(",", ":")).encode()
+    records = [journal.encode_record(KEY_RECORD, payload)]
+    records += [journal.encode_record(r.kind, bytes(r.payload)) for r in found.records[1:]]
+    new = file.with_name(f"{path}-{key_digest(key)[:24]}.bin")
+    file.unlink()
+    new.write_bytes(JOURNAL.preamble + b"".join(records))
+    manifest = json.loads((store / MANIFEST).read_text())
+    for entry in manifest["paths"]:
+        if entry["name"] == path:
+            entry["file"] = new.name
+    _resealed(store / MANIFEST, manifest)
+    return new
+
+
+def _refused(stores: list[Path], merge: dict[str, Any]) -> str:
+    with pytest.raises(HarnessError) as error:
+        merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_a_shard_from_other_code_another_runtime_or_harness_version_is_refused_naming_store_field_and_values(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, _ = emulated
+    tmp = folder / "identity"
+    first = _store(tmp, values, 1, 2, "a")
+    with monkeypatch.context() as patched:  # the second shard's runner holds other detection code
+        patched.setattr(cache_module, "detection_code", lambda: "f" * 64)
+        other_code = _store(tmp, values, 2, 2, "b")
+    merge = {"cache": values["cache"], "report": tmp / "merged"}
+    said = _refused([first, other_code], merge)
+    ours = next((first / "predictions").glob("emulated-hailo-*.bin"))
+    theirs = next((other_code / "predictions").glob("emulated-hailo-*.bin"))
+    real = detection_code()[:16]
+    assert said.startswith("not the shards of one job: ")
+    assert f"{theirs}: paths[emulated-hailo].key.code '{'f' * 16}...' vs {ours}: '{real}...'" in said
+    assert f"{theirs}: paths[emulated-hailo].key.code '{'f' * 16}...' vs this merge's harness: '{real}...'" in said
+
+    second = _store(tmp, values, 2, 2, "c")
+    assert merge_job([first, second], merge, ("hailo-harness", "merge"), log=lambda line: None).passed
+    runtime = _identity_edited(second, "emulated-hailo", lambda key: key["environment"].update(onnxruntime="0.0.1"))
+    said = _refused([second, first], merge)
+    assert f"{runtime}: paths[emulated-hailo].key.environment.onnxruntime '0.0.1' vs {ours}: " in said
+    assert "key.code" not in said
+
+    version = _store(tmp, values, 2, 2, "d")
+    _identity_edited(version, "onnx", lambda key: key.update(harness="0.0.0"))
+    manifest = json.loads((version / MANIFEST).read_text())
+    _resealed(version / MANIFEST, manifest | {"harness_version": "0.0.0"})
+    said = _refused([first, version], merge)
+    assert f"{version / MANIFEST}: harness_version '0.0.0' vs {first / MANIFEST}: " in said
+    assert "paths[onnx].key.harness '0.0.0' vs this merge's harness: " in said
+
+
+def test_a_shard_whose_notes_differ_is_refused_and_a_signed_fleet_merges_under_require_signed(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, _ = emulated
+    tmp = folder / "notes"
+    monkeypatch.setenv(signing.KEY_VARIABLE, "r" * 32)
+    stores = [_store(tmp, values, k, 2, f"s{k}") for k in (1, 2)]
+    merge = {"cache": values["cache"], "report": tmp / "merged"}
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")
+    assert merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None).passed
+    monkeypatch.delenv(signing.KEY_VARIABLE)
+    assert _refused(stores, merge).startswith(
+        f"{stores[0] / MANIFEST}: not signed with the release key (signed with key"
+    )
+    monkeypatch.delenv(signing.REQUIRE_VARIABLE)
+    manifest = json.loads((stores[1] / MANIFEST).read_text())
+    _resealed(stores[1] / MANIFEST, manifest | {"calibration": "64 images of another set"})
+    said = _refused(stores, merge)
+    assert f"{stores[1] / MANIFEST}: calibration '64 images of another set' vs {stores[0] / MANIFEST}: " in said
+
+
+def test_a_shard_run_deletes_nothing_it_did_not_write(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values, _ = emulated
+    tmp, cache = folder / "own", str(values["cache"])
+    mine = tmp / "out" / "predictions" / "notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine\n")
+    assert cli.main(["run", "--cache", cache, "--report", str(tmp / "out"), "--shard", "1/2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{mine} was not written by a shard run (it is kept)" in err
+    assert mine.read_text() == "mine\n"
+
+    kept = sorted((values["cache"] / "predictions").iterdir())
+    assert cli.main(["run", "--cache", cache, "--report", cache, "--shard", "1/2"]) == 2
+    assert "predictions/ is the prediction cache of --cache" in capsys.readouterr().err
+    assert sorted((values["cache"] / "predictions").iterdir()) == kept
+
+    (tmp / "notes").mkdir()
+    (tmp / "notes" / MANIFEST).write_text("{}\n")
+    assert cli.main(["run", "--cache", cache, "--report", str(tmp / "notes"), "--shard", "1/2"]) == 2
+    assert f"{MANIFEST} is not a shard manifest this harness wrote" in capsys.readouterr().err
+    assert (tmp / "notes" / MANIFEST).read_text() == "{}\n"
+
+    store = _store(tmp, values, 1, 2, "s1")
+    before = sorted(p.name for p in (store / "predictions").iterdir())
+    again = _store(tmp, values, 1, 2, "s1")  # its own files replaced
+    assert sorted(p.name for p in (again / "predictions").iterdir()) == before and len(before) == 3
+
+
+def test_a_merge_refuses_before_any_image_is_read_where_its_cache_lacks_the_shards_demo_set(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, _ = emulated
+    tmp = folder / "no-cache"
+    stores = [_store(tmp, values, k, 2, f"s{k}") for k in (1, 2)]
+    monkeypatch.delenv(SHARED_CACHE_VARIABLE)  # the demo set where --cache names it, not the suite's shared one
+    said = _refused(stores, {"cache": tmp / "empty", "report": tmp / "merged"})
+    assert said.startswith(f"--cache {tmp / 'empty'}: the shards ran on the demo set, which is not in it")
+    assert not (tmp / "empty").exists()
+
+
+def test_a_files_place_in_an_option_or_a_note_is_not_a_shards_identity_but_its_name_is() -> None:
+    from harness.pipeline.shard import _placeless
+
+    note = "64 images of the demo set's in-domain frames /runner-1/cache/demo-data/set/images/calib (ranges)"
+    assert _placeless(note) == _placeless(note.replace("/runner-1/cache", "/home/ci/work/.harness-cache"))
+    assert _placeless(note) != _placeless(note.replace("images/calib", "images/offdomain"))
+    assert _placeless(["smoke=fire", "exports/m.onnx"]) == ["smoke=fire", "m.onnx"]
+    assert _placeless("0.25") == "0.25" and _placeless(True) is True
+
+
+def test_a_manifest_of_format_1_without_a_seal_still_merges_and_is_named_unsealed(
+    emulated: tuple[dict[str, Any], JobResult], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, _ = emulated
+    tmp = folder / "format-1"
+    stores = [_store(tmp, values, k, 2, f"s{k}") for k in (1, 2)]
+    for store in stores:
+        document = json.loads((store / MANIFEST).read_text())
+        document.pop("seal")
+        (store / MANIFEST).write_text(json.dumps(document | {"format": 1}))
+    lines: list[str] = []
+    merge = {"cache": values["cache"], "report": tmp / "merged"}
+    assert merge_job(stores, merge, ("hailo-harness", "merge"), log=lines.append).passed
+    assert any(line.endswith("(manifests unsealed)") for line in lines)
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")
+    assert _refused(stores, merge).startswith(f"{stores[0] / MANIFEST}: not signed with the release key (no seal")

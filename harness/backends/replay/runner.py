@@ -12,6 +12,7 @@ import numpy as np
 from harness.backends.base import InputSpec, Runner, RunnerBase, infer_frames
 from harness.backends.replay.store import Recording, StoreError, StoreReader, StoreWriter, feed_key
 from harness.core.path_names import REPLAYED_FROM
+from harness.core.signing import SealState
 from harness.core.specs import OutputSpec
 
 
@@ -28,7 +29,20 @@ class ReplayRunner(RunnerBase):
     @property
     def label(self) -> str:
         r = self.recording
-        return f"{REPLAYED_FROM}{r.runtime}, recorded {r.created} ({len(self._store)} inputs in {self._store.file})"
+        return (
+            f"{REPLAYED_FROM}{r.runtime}, recorded {r.created} ({len(self._store)} inputs in {self._store.file}; "
+            f"{self.origin})"
+        )
+
+    @property
+    def origin(self) -> str:
+        """The store's seal in words: the header's state, and where it claims a device origin that no
+        release key vouches for, that it is unsigned."""
+        seal = self._store.seal
+        said = f"header {seal.state.value}: {seal.detail}"
+        if not self.recording.emulated and seal.state is not SealState.SIGNED:
+            said += "; its device origin is not vouched for (an unsigned recording: not signed with the release key)"
+        return said
 
     @property
     def input_specs(self) -> Mapping[str, InputSpec]:

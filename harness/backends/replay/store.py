@@ -12,6 +12,12 @@ without reading the file again)::
 
 A store of format 2 (no ``image``) is replayed by its keys alone, and never appended to.
 
+The header carries a seal (:mod:`harness.core.sealed`: its sha256, and its HMAC where
+``HARNESS_SIGNING_KEY`` is set), checked on every opening: a header changed after it was recorded
+(an emulated recording made to claim the device) or whose signature does not hold is refused, and
+under ``--require-signed`` so is one not signed; a header without a seal (recorded before seals) is
+``unsealed``. The replay names the state in its runtime label.
+
 One process records into a store at a time (a second is refused). Resuming a store cuts off a
 frame cut short by a killed run; a frame damaged before the last costs that frame alone (the file
 rewritten with every sound frame, the file as found kept beside it) and is recorded again. Each
@@ -41,6 +47,8 @@ from harness.backends.spec_json import input_json, input_spec, output_json, outp
 from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.journal import Format, Loss, Record, Scan, Writer, keep_damaged, read, read_record
+from harness.core.sealed import checked, sealed, stored_seal
+from harness.core.signing import SealCheck
 from harness.core.specs import OutputSpec
 
 FORMAT = 4
@@ -166,7 +174,7 @@ class StoreWriter:
         try:
             found = self._journal.read()
             if found.records:
-                stored = _recording(found, self.file)
+                stored = _recording(found, self.file)[0]
                 differ = stored.differences(recording)
                 if differ:
                     raise StoreError(
@@ -176,7 +184,7 @@ class StoreWriter:
                 self.keys = {_frame(r, self.file)[1].key for r in found.records[1:]}
                 copy = self._journal.repair()
             else:
-                copy = self._journal.start(HEADER_RECORD, _json(recording.to_json()))
+                copy = self._journal.start(HEADER_RECORD, _json(sealed(recording.to_json())))
         except BaseException:
             self._journal.close()
             raise
@@ -219,7 +227,7 @@ class StoreReader:
         self.file = Path(file)
         self._format = _format_of(self.file)
         found = read(self.file, self._format)
-        self.recording = _recording(found, self.file)
+        self.recording, self.seal = _recording(found, self.file)
         self._frames: dict[str, _Stored] = {}
         self._images: dict[str, str] = {}  # image file sha256: key
         for rec in found.records[1:]:
@@ -281,7 +289,15 @@ class StoreReader:
 
 
 def read_recording(file: str | os.PathLike[str]) -> Recording:
-    """The store's header alone."""
+    """The store's header alone (its seal checked: see :func:`read_header`)."""
+    return read_header(file)[0]
+
+
+def read_header(file: str | os.PathLike[str]) -> tuple[Recording, SealCheck]:
+    """The store's header and how it stands against its seal: refused where it was changed after it
+    was recorded or its signature does not hold, and under ``--require-signed`` where it is not
+    signed with the key in hand (:func:`harness.core.sealed.checked`); a store recorded before seals
+    is ``unsealed``."""
     path = Path(file)
     fmt = _format_of(path)
     try:
@@ -290,7 +306,23 @@ def read_recording(file: str | os.PathLike[str]) -> Recording:
         if fmt.header_copies < 2:
             raise
         return _recording(read(path, fmt), path)  # the first copy damaged: the other one
-    return _parsed(payload, f"output store {path}: header", Recording.from_json)
+    return _header(payload, path)
+
+
+def _header(payload: bytes | memoryview, file: Path) -> tuple[Recording, SealCheck]:
+    """The recording in a header record's payload, its seal checked."""
+    source = f"output store {file}: header"
+    try:
+        document = parse_json(bytes(payload), source)
+        fields = Fields(document, source)
+        stored = stored_seal(fields) if isinstance(document, dict) and "seal" in document else None
+        if isinstance(document, dict):
+            document = {k: v for k, v in document.items() if k != "seal"}
+        recording = Recording.from_json(Fields(document, source))
+    except DocumentError as error:
+        raise StoreError(str(error)) from None
+    seal = checked(source, document, stored)
+    return recording, seal
 
 
 def _format_of(file: Path) -> Format:
@@ -304,8 +336,8 @@ def _format_of(file: Path) -> Format:
     return next((f for f in READS.values() if head == f.preamble), JOURNAL)
 
 
-def _recording(found: Scan, file: Path) -> Recording:
-    """The recording in a store's first record, which must be sound."""
+def _recording(found: Scan, file: Path) -> tuple[Recording, SealCheck]:
+    """The recording in a store's first record, which must be sound, and its seal's state."""
     first = found.records[0] if found.records else None
     if first is None or first.number != 1 or first.kind != HEADER_RECORD:
         said = str(found.losses[0]) if found.losses else "no header record"
@@ -318,7 +350,7 @@ def _recording(found: Scan, file: Path) -> Recording:
             f"output store {file}: {said}: its header{copies} (what was recorded, from which model) is lost, so "
             f"none of its frames can be replayed or appended to{kept}; record again into a new file (--record NEW.rec)"
         )
-    return _parsed(first.payload, f"output store {file}: header", Recording.from_json)
+    return _header(first.payload, file)
 
 
 @dataclass(frozen=True)

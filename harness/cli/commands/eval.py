@@ -114,9 +114,11 @@ def run(args: argparse.Namespace) -> int:
 
     values = vars(args)
     spec = path_spec(values, single=True)  # a wrong combination of options is refused before any image is read
+    onnx = onnx_of(values, hef_alone=spec.backend in (Backend.HAILORT, Backend.REPLAY))  # and missing files
+    spec.check_files()
     dataset = load_dataset(args.dataset, args.split, args.cache, args.images)
     run = prepare_run(
-        onnx_of(values, hef_alone=spec.backend in (Backend.HAILORT, Backend.REPLAY)),
+        onnx,
         dataset,
         settings_spec(values),
         args.cache,

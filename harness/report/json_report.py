@@ -28,7 +28,9 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 # 9: gates[].kind/path (its GateId), baselines[].release and baselines[].history (each blessing of the baseline,
 #    oldest first, ending with the baseline the gates held: release, created, model_sha256, dataset_manifest,
 #    metric, values by gate kind; shown, never gated on)
-SCHEMA_VERSION = 9
+# 10: paths[].provenance.shared_cache: the shared-cache entries the path used (the demo set, an emulated HEF),
+#     each its folder, name, content sha256, state (signed, sealed, unverified, built, rebuilt) and detail
+SCHEMA_VERSION = 10
 
 
 def report_document(

@@ -60,6 +60,7 @@ class EmulatorRunner(RunnerBase):
 
     def __init__(self, hef: EmulatedHef, threads: int | None = None) -> None:
         self.hef = hef
+        self.cache_entries = (hef.entry,) if hef.entry is not None else ()
         self._threads = threads
         self._opened: ort.InferenceSession | None = None  # on the first frame: a cached rerun opens none
         self._closed = False

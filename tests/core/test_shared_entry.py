@@ -24,7 +24,9 @@ bodies = st.dictionaries(st.text(min_size=1, max_size=6).filter(lambda k: k != "
 
 
 @given(bodies, st.sampled_from([None, KEY]))
-def test_a_record_as_sealed_is_trusted_and_any_change_to_one_of_its_fields_is_not(body: dict, key: bytes | None) -> None:
+def test_a_record_as_sealed_is_trusted_and_any_change_to_one_of_its_fields_is_not(
+    body: dict, key: bytes | None
+) -> None:
     record = seal_record(body, key)
     check = record_seal(record, key)
     assert check.state is (signing.SealState.SIGNED if key else signing.SealState.SEALED)

@@ -18,8 +18,8 @@ from harness.backends.emulator import EmulatedHef, EmulatorOptions, build_emulat
 from harness.backends.emulator import build as emulator_build
 from harness.core import signing
 from harness.core.errors import GraphError, HarnessError
-from harness.core.shared_entry import EntryState, seal_record
 from harness.core.head_family import HeadFamily
+from harness.core.shared_entry import EntryState, seal_record
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, demo_split
 from harness.inputs.export_facts import export_facts, export_facts_of, file_sha256, record_passed, sidecar_path
 from harness.inputs.onnx_graph import load_model

@@ -85,7 +85,7 @@ def test_a_changed_demo_set_is_kept_aside_and_generated_again(
     assert demo.demo_set(tmp_path / "cache")[1].state is EntryState.SEALED
 
 
-def test_with_the_key_the_demo_set_is_signed_and_a_manifest_resealed_without_it_is_not_used_where_signatures_are_required(
+def test_with_the_key_the_demo_set_is_signed_and_one_resealed_without_it_is_not_used_where_signatures_are_required(
     shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(signing.KEY_VARIABLE, "k" * 32)

@@ -8,6 +8,7 @@ built once per module; runtime-only settings (output format, NMS) reuse them fro
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import shutil
@@ -758,6 +759,7 @@ def test_a_yolov5_models_corrupt_anchors_are_refused_naming_the_head_and_a_cache
     from harness.backends.emulator.facts import hef_facts_of
     from harness.backends.emulator.quantize import HEAD_ANCHORS_KEY
     from harness.core.documents import DocumentError
+    from harness.core.shared_entry import EntryState, seal_record
 
     model = onnx.load(yolov5_hef.quantized_model)
     entry = next(p for p in model.metadata_props if p.key == HEAD_ANCHORS_KEY)
@@ -772,11 +774,17 @@ def test_a_yolov5_models_corrupt_anchors_are_refused_naming_the_head_and_a_cache
     cache = tmp_path / "cache"
     built = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache)
     onnx.save(model, built.quantized_model)
-    built.quantized_model.with_suffix(".json").unlink()
+    kept = built.quantized_model.with_suffix(".json")  # its record as an older reader sealed it
+    record = json.loads(kept.read_text()) | {
+        "code": "an older reader",
+        "model_sha256": hashlib.sha256(built.quantized_model.read_bytes()).hexdigest(),
+    }
+    kept.write_text(json.dumps(seal_record(record, None)))
     with caplog.at_level(logging.WARNING, logger="harness.backends.emulator"):
         again = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache)
     assert "unreadable" in caplog.text and HEAD_ANCHORS_KEY in caplog.text
     assert again.anchors == V5_ANCHORS and again == built
+    assert again.entry is not None and again.entry.state is EntryState.REBUILT
 
 
 def test_nms_is_allowed_for_yolov5_heads_and_refused_for_yolo26_heads(

@@ -131,7 +131,8 @@ def test_the_shared_cache_entries_a_path_used_are_named_in_its_provenance_and_in
 
     case = sr.report_case(tmp_path / "dataset")
     entry = EntryUse("/shared/emulator", "ab12.onnx", "c" * 64, EntryState.REBUILT, "its model's sha256 is 0123")
-    hailo = dataclasses.replace(case.hailo, provenance=dataclasses.replace(case.hailo.provenance, shared_cache=(entry,)))
+    provenance = dataclasses.replace(case.hailo.provenance, shared_cache=(entry,))
+    hailo = dataclasses.replace(case.hailo, provenance=provenance)
     files = write_reports(tmp_path / "report", [case.onnx, hailo], case.gates, case.dataset)
     data = _strict_json(files["json"].read_text())
     assert SCHEMA_VERSION >= 10 and data["schema_version"] == SCHEMA_VERSION

@@ -99,6 +99,16 @@ def untrusted(check: signing.SealCheck, rules: signing.SigningPolicy) -> str | N
     return None
 
 
+def signable(entry: Path, rules: signing.SigningPolicy) -> None:
+    """Refuse, in one line naming ``entry``, to make or use shared-cache entries where signatures are
+    required and no key is in hand: none could be signed, and each run would make them anew."""
+    if rules.require_signed and rules.key is None:
+        raise HarnessError(
+            f"shared cache entry {entry}: signatures are required (--require-signed) and {signing.KEY_VARIABLE} "
+            "is not set, so no entry can be signed; refused (set the key, or run without --require-signed)"
+        )
+
+
 def state_of(check: signing.SealCheck) -> EntryState:
     """The state of a used entry whose record stands as ``check`` (a trusted one)."""
     return {

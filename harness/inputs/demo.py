@@ -26,6 +26,7 @@ from harness.core.shared_entry import (
     refused,
     seal_record,
     set_aside,
+    signable,
     state_of,
     untrusted,
 )
@@ -72,6 +73,7 @@ def demo_set(cache_dir: Path, log: Callable[[str], None] | None = None) -> tuple
     included) sees the whole set or none. Refused in one line where the cache cannot take a new one."""
     out = demo_root(cache_dir)
     rules = policy()
+    signable(out, rules)
     problem = None
     if out.exists() or out.is_symlink():
         check, problem, digest = _verify(out, rules)

@@ -61,3 +61,15 @@ def test_a_bad_entry_is_kept_aside_under_a_name_of_its_own_never_over_another(tm
     assert second is not None and second != first and second.read_bytes() == b"two"
     assert first.read_bytes() == b"one" and not entry.exists()
     assert set_aside(entry, NOW) is None  # gone already: another worker set it aside
+
+
+def test_where_signatures_are_required_and_no_key_is_in_hand_no_entry_is_made_or_used(tmp_path: Path) -> None:
+    import pytest
+
+    from harness.core.errors import HarnessError
+    from harness.core.shared_entry import signable
+
+    signable(tmp_path / "e", REQUIRED)  # with the key: entries are signed
+    signable(tmp_path / "e", OPEN)
+    with pytest.raises(HarnessError, match=rf"shared cache entry {tmp_path / 'e'}: .*HARNESS_SIGNING_KEY is not set"):
+        signable(tmp_path / "e", signing.SigningPolicy(key=None, require_signed=True))

@@ -31,7 +31,7 @@ from harness.core import defaults
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
-from harness.core.shared_entry import EntryState, EntryUse, entry_lock, refused, set_aside, state_of
+from harness.core.shared_entry import EntryState, EntryUse, entry_lock, refused, set_aside, signable, state_of
 from harness.core.signing import policy
 from harness.core.specs import OutputSpec, QuantInfo
 from harness.decode.heads import Anchors, head_layout
@@ -307,6 +307,7 @@ def _entry(
     ``.damaged-<time>``; refused in one line where the folder cannot take the new one."""
     rules = policy()
     cached, kept = folder / f"{key}.onnx", folder / f"{key}.json"
+    signable(cached, rules)
     found = read_entry(kept, cached, key, built, rules, _load_cached)
     if found.facts is not None and found.check is not None:
         log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)

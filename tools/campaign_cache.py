@@ -84,6 +84,8 @@ def template(c: Campaign, name: str, **env: str | None) -> Path:
             ran = c.cli("run", *args, "--golden", c.golden0, *c.places(c.work / "base"), cwd=c.work / "base")
         if ran.rc not in (0, 1):
             raise SystemExit(f"campaign: the shared cache {name} could not be made ({ran.rc}): {ran.err[-2000:]}")
+    for kept in [p for p in shared.rglob("*") if ".damaged-" in p.name]:  # what an older harness left: not a case's
+        shutil.rmtree(kept) if kept.is_dir() else kept.unlink()
     return shared
 
 
@@ -241,7 +243,7 @@ def read_only(c: Campaign, source: Path) -> None:
     mounted = c.work / "mnt-shared"
     mounted.mkdir(exist_ok=True)
     if subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mounted)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(mounted)], capture_output=True
     ).returncode:
         c.record(FAMILY, "damaged entry, read-only cache", None, "refuse", "cannot mount a tmpfs here (not root)")
         return

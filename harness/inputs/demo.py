@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -138,14 +139,18 @@ def _generate(out: Path, rules: SigningPolicy, log: Callable[[str], None] | None
 
 
 def _files(root: Path) -> dict[str, str]:
-    """Every file of the set but its manifest and marker, by path relative to ``root``: its sha256."""
+    """Every file of the set but its manifest and marker, by path relative to ``root``: its sha256 (a
+    link or any other file that is not a regular one: ``not a regular file``)."""
     found = {}
     for folder, _, names in os.walk(root):
         for name in names:
             file = Path(folder, name)
             relative = file.relative_to(root).as_posix()
-            if relative not in (MANIFEST, _COMPLETE):
-                found[relative] = hashlib.sha256(file.read_bytes()).hexdigest()
+            if relative in (MANIFEST, _COMPLETE):
+                continue
+            # a link (to /dev/zero, to another project's file) is never read: it matches no sha256
+            regular = stat.S_ISREG(os.lstat(file).st_mode)
+            found[relative] = hashlib.sha256(file.read_bytes()).hexdigest() if regular else "not a regular file"
     return dict(sorted(found.items()))
 
 

@@ -47,7 +47,9 @@ def test_the_demo_set_is_generated_with_a_sealed_manifest_and_used_while_every_f
     assert again.folder == os.fspath(root.parent) and again.name == root.name
 
 
-@pytest.mark.parametrize("change", ["image", "label", "added", "removed", "manifest edited", "no manifest"])
+@pytest.mark.parametrize(
+    "change", ["image", "label", "added", "removed", "manifest edited", "no manifest", "link to /dev/zero"]
+)
 def test_a_changed_demo_set_is_kept_aside_and_generated_again(
     change: str, shared: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -67,8 +69,11 @@ def test_a_changed_demo_set_is_kept_aside_and_generated_again(
         data = json.loads(manifest.read_text())
         data["files"][f"images/val/{images[0].name}"] = data["files"][f"images/val/{images[1].name}"]
         manifest.write_text(json.dumps(data))
-    else:
+    elif change == "no manifest":
         manifest.unlink()
+    else:
+        images[0].unlink()
+        images[0].symlink_to("/dev/zero")
     again_root, again = demo.demo_set(tmp_path / "cache")
     assert again_root == root and again.state is EntryState.REBUILT and again.sha256 == built.sha256
     (aside,) = root.parent.glob(f"{root.name}.damaged-*")
@@ -80,6 +85,7 @@ def test_a_changed_demo_set_is_kept_aside_and_generated_again(
         "removed": f"images/val/{images[0].name} is missing",
         "manifest edited": "unsigned edit",
         "no manifest": "no .manifest.json",
+        "link to /dev/zero": f"images/val/{images[0].name} changed: its sha256 is not a regular",
     }[change]
     assert said in again.detail
     assert demo.demo_set(tmp_path / "cache")[1].state is EntryState.SEALED

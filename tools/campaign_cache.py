@@ -14,6 +14,7 @@ honestly is; a damaged entry that cannot be rebuilt is refused.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -179,6 +180,20 @@ def run(c: Campaign) -> None:
         folder, shared, _, outside = case(c, name.replace(" ", "_"), plain)
         outside.write_bytes(damage(outside.read_bytes()))
         rebuilt(c, name, run_demo(c, folder, shared), shared, "fail")
+
+    # a truncated model under a record sealed again to its sha256 (a writer without the key can): refused
+    def vouching(data: dict) -> dict:
+        from harness.core import signing
+
+        body = {k: v for k, v in data.items() if k != "seal"}
+        body["model_sha256"] = hashlib.sha256(outside.read_bytes()).hexdigest()
+        return {**body, "seal": signing.seal_document(body, None)}
+
+    folder, shared, _, outside = case(c, "truncated_record_vouching", plain)
+    outside.write_bytes(outside.read_bytes()[:100_000])
+    record = outside.with_suffix(".json")
+    record.write_text(json.dumps(vouching(json.loads(record.read_text()))))
+    c.record(FAMILY, "truncated model, record resealed", run_demo(c, folder, shared), "refuse")
 
     # a damaged entry in a shared cache this run cannot write: refused, never used, never exit 3
     read_only(c, plain)

@@ -10,6 +10,7 @@ import logging
 import shutil
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
@@ -482,3 +483,26 @@ def test_a_jobs_preflight_reads_an_ssd_exports_facts_with_the_runs_ssd_config_an
     assert "ssd_config=" in facts.passed[0]
     with pytest.raises(GraphError, match=r"give them in an SSD config file \(--ssd-config FILE"):
         factory.preflight(JobConfig(onnx=export, cache_dir=tmp_path))
+
+
+def test_a_model_changed_after_its_entry_was_checked_or_one_onnxruntime_cannot_load_is_refused_not_run(
+    calibration: list[Path], tmp_path: Path
+) -> None:
+    from harness.backends.emulator import EmulatorRunner
+
+    hef = _build(calibration, tmp_path)
+    frame = {"images": np.zeros((1, 256, 256, 3), np.uint8)}
+    good = hef.quantized_model.read_bytes()
+    hef.quantized_model.write_bytes(good[: len(good) // 2])  # changed between the check and the run
+    with EmulatorRunner(hef) as runner, pytest.raises(HarnessError, match=r"changed since it was checked"):
+        runner.infer(frame)
+    # a record resealed (without the key) over a truncated model: its sha256 holds, onnxruntime refuses it
+    kept = hef.quantized_model.with_suffix(".json")
+    record = json.loads(kept.read_text()) | {"model_sha256": file_sha256(hef.quantized_model)}
+    kept.write_text(json.dumps(_resealed(record)))
+    vouched = _build(calibration, tmp_path)
+    assert vouched.entry is not None and vouched.entry.state is EntryState.SEALED
+    with EmulatorRunner(vouched) as runner, pytest.raises(HarnessError) as refused:
+        runner.infer(frame)
+    said = str(refused.value)
+    assert "cannot be loaded by onnxruntime" in said and "\n" not in said

@@ -98,9 +98,10 @@ class EmulatorRunner(RunnerBase):
             try:
                 self._opened = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
             except Exception as error:  # onnxruntime's own error types (InvalidProtobuf, Fail), not importable
+                why = " ".join(str(error).split())[:200]
                 raise HarnessError(
                     f"emulated HEF {self.hef.quantized_model}: its quantized model cannot be loaded by onnxruntime "
-                    f"({' '.join(str(error).split())[:200]}); refused (move it away from the cache to quantize it again)"
+                    f"({why}); refused (move it away from the cache to quantize it again)"
                 ) from None
         return self._opened
 

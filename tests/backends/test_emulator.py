@@ -161,7 +161,7 @@ def test_an_emulated_hef_whose_graph_keeps_batch_one_runs_a_batch_frame_by_frame
     frames = _frames(images["val"])
     with EmulatorRunner(sigmoid_hef) as runner:
         expected = runner.infer_batch({"images": np.concatenate(frames)})
-    with EmulatorRunner(dataclasses.replace(sigmoid_hef, quantized_model=fixed)) as runner:
+    with EmulatorRunner(dataclasses.replace(sigmoid_hef, quantized_model=fixed, entry=None)) as runner:
         got = runner.infer_batch({"images": np.concatenate(frames)})
     assert len(got) == len(frames)
     for a, b in zip(got, expected, strict=True):

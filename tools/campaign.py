@@ -774,6 +774,7 @@ MODULES: dict[str, str] = {
     "plugin": "campaign_plugin",
     "links": "campaign_files",
     "fleet": "campaign_fleet",
+    "shared_cache": "campaign_cache",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from harness.core.closing import Closing
+from harness.core.shared_entry import EntryUse
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 
 
@@ -59,7 +60,10 @@ class Runner(Protocol):
 class RunnerBase(Closing):
     """A runner's ``with`` lifecycle (:class:`~harness.core.closing.Closing`): ``__exit__`` calls
     :meth:`close`, which releases the runner's session, device or writer; a runner that holds nothing
-    keeps the default, which does nothing."""
+    keeps the default, which does nothing. ``cache_entries``: the shared-cache entries the runner runs
+    (an emulated HEF's quantized model), named in the report."""
+
+    cache_entries: tuple[EntryUse, ...] = ()
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ from PIL import Image
 from harness.core import defaults
 from harness.core.documents import Fields, read_bytes, read_json, read_yaml
 from harness.core.errors import HarnessError
+from harness.core.shared_entry import EntryUse
 
 # EXIF orientations that turn the stored image by 90 degrees (transpose, rotate 270, transverse,
 # rotate 90), as PIL's ImageOps.exif_transpose applies them.
@@ -138,6 +139,8 @@ class Dataset:
     unreadable: tuple[Unreadable, ...]
     manifest: str
     labelled: bool = True
+    # The shared-cache entry the set was read from (the generated demo set), named in the report.
+    cache_entry: EntryUse | None = field(default=None, compare=False)
 
     @property
     def n_boxes(self) -> int:

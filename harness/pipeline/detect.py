@@ -37,6 +37,7 @@ from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings, SsdConfig
+from harness.core.shared_entry import EntryUse
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, stage
 from harness.decode import ssd as ssd_head
@@ -290,6 +291,7 @@ class _RunnerPath:
         self._runner = runner
         self.runtime = runner.label
         self.score_ceiling: float | None = getattr(runner, "score_ceiling", None)
+        self.cache_entries: tuple[EntryUse, ...] = getattr(runner, "cache_entries", ())
         self._input_name = _image_input(runner.input_specs, settings.input_hw)
         self._specs: dict[str, OutputSpec] = dict(runner.output_specs)
         self._check_outputs()

@@ -31,6 +31,7 @@ from harness.core import defaults
 from harness.core.environment import environment
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
+from harness.core.shared_entry import EntryUse
 from harness.core.stage_clock import Stage, clocked, timed
 from harness.inputs.dataset import LEFT_OUT, Dataset, DatasetError, Sample, class_map
 from harness.inputs.preprocess import load_image
@@ -246,6 +247,7 @@ def evaluate_path(
             environment=environment(),
             runtime=path.runtime,
             from_cache=sum(cached for _, cached in done),
+            shared_cache=(*((dataset.cache_entry,) if dataset.cache_entry else ()), *_cache_entries(path)),
         ),
         image_ids=tuple(s.image_id for s in dataset.samples),
         predictions=predictions,
@@ -259,3 +261,8 @@ def evaluate_path(
         score_ceiling=path.score_ceiling,
         recorded=recorded,
     )
+
+
+def _cache_entries(path: DetectionPath) -> tuple[EntryUse, ...]:
+    """The shared-cache entries ``path`` runs (a path over a runner that names them; none otherwise)."""
+    return tuple(getattr(path, "cache_entries", ()))

@@ -33,7 +33,7 @@ from harness.inputs.dataset import (
     load_yolo,
     require_evaluable,
 )
-from harness.inputs.demo import demo_data, demo_root
+from harness.inputs.demo import demo_root, demo_set
 from harness.inputs.export_facts import ExportFacts, export_facts, ultralytics_facts
 from harness.pipeline.backends import describe
 from harness.pipeline.backends.descriptor import CompiledThresholds, OpenRunner
@@ -118,7 +118,10 @@ def load_dataset(
         if source is not None:
             raise HarnessError(f"--images {images}: belongs to a COCO --dataset annotations.json, not to {source}")
         return load_images(images)
-    return load_yolo(source if source is not None else demo_data(cache_dir, log), split)
+    if source is not None:
+        return load_yolo(source, split)
+    folder, entry = demo_set(cache_dir, log)
+    return dataclasses.replace(load_yolo(folder, split), cache_entry=entry)
 
 
 def prepare_run(

@@ -28,8 +28,10 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 # 9: gates[].kind/path (its GateId), baselines[].release and baselines[].history (each blessing of the baseline,
 #    oldest first, ending with the baseline the gates held: release, created, model_sha256, dataset_manifest,
 #    metric, values by gate kind; shown, never gated on)
-# 10: baselines[].seal (state: signed, sealed, unverified, unsigned edit, unsealed; detail) and
-#     baselines[].history_problems (each way the history is not as its blessings wrote it)
+# 10: baselines[].seal (state: signed, sealed, unverified, unsigned edit, unsealed; detail),
+#     baselines[].history_problems (each way the history is not as its blessings wrote it), and
+#     paths[].provenance.shared_cache: the shared-cache entries the path used (the demo set, an emulated HEF),
+#     each its folder, name, content sha256, state (signed, sealed, unverified, built, rebuilt) and detail
 SCHEMA_VERSION = 10
 
 

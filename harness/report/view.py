@@ -320,7 +320,15 @@ def _facts(path: dict[str, Any]) -> Facts:
         ("environment", (Text(environment),)),
         ("settings", (Text(settings(path["settings"])),)),
     )
-    return Facts(path_name(path), rows)
+    # schema 10: the shared-cache entries the path used
+    entries = tuple(("shared cache", (Text(_entry(e)),)) for e in prov.get("shared_cache", ()))
+    return Facts(path_name(path), rows + entries)
+
+
+def _entry(entry: dict[str, Any]) -> str:
+    """A shared-cache entry in words: its name, folder, content sha256 and how it stood."""
+    words = f"{entry['name']} in {entry['folder']}, sha256 {entry['sha256'][:16]}, {entry['state']}"
+    return f"{words} ({entry['detail']})" if entry.get("detail") else words
 
 
 LABEL_FREE = (

@@ -11,6 +11,7 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.path_names import PathKind
 from harness.core.settings import EvalSettings
+from harness.core.shared_entry import EntryUse
 from harness.verdict.metrics.coco import CocoMetrics
 from harness.verdict.metrics.distribution import BoxCounts, CellsAboveThreshold, ScoreDistribution
 
@@ -30,6 +31,9 @@ class Provenance:
     # predictions were read from the prediction cache instead (made by that same runtime: its key).
     runtime: str = ""
     from_cache: int = 0
+    # The shared-cache entries the path used (the demo set, an emulated HEF): folder, name, content sha256
+    # and how each stood (signed, sealed, unverified, built or rebuilt).
+    shared_cache: tuple[EntryUse, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,11 @@ def result_json(result: PathResult) -> dict[str, Any]:
             "scores": asdict(result.scores),
             "cells": {**asdict(result.cells), "share": result.cells.share} if result.cells else None,
             "settings": result.settings.to_dict(),
-            "provenance": {**asdict(result.provenance), "environment": dict(result.provenance.environment)},
+            "provenance": {
+                **asdict(result.provenance),
+                "environment": dict(result.provenance.environment),
+                "shared_cache": [e.to_json() for e in result.provenance.shared_cache],
+            },
         }
     )
 

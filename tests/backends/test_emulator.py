@@ -8,6 +8,8 @@ built once per module; runtime-only settings (output format, NMS) reuse them fro
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -159,7 +161,7 @@ def test_an_emulated_hef_whose_graph_keeps_batch_one_runs_a_batch_frame_by_frame
     frames = _frames(images["val"])
     with EmulatorRunner(sigmoid_hef) as runner:
         expected = runner.infer_batch({"images": np.concatenate(frames)})
-    with EmulatorRunner(dataclasses.replace(sigmoid_hef, quantized_model=fixed)) as runner:
+    with EmulatorRunner(dataclasses.replace(sigmoid_hef, quantized_model=fixed, entry=None)) as runner:
         got = runner.infer_batch({"images": np.concatenate(frames)})
     assert len(got) == len(frames)
     for a, b in zip(got, expected, strict=True):
@@ -757,6 +759,7 @@ def test_a_yolov5_models_corrupt_anchors_are_refused_naming_the_head_and_a_cache
     from harness.backends.emulator.facts import hef_facts_of
     from harness.backends.emulator.quantize import HEAD_ANCHORS_KEY
     from harness.core.documents import DocumentError
+    from harness.core.shared_entry import EntryState, seal_record
 
     model = onnx.load(yolov5_hef.quantized_model)
     entry = next(p for p in model.metadata_props if p.key == HEAD_ANCHORS_KEY)
@@ -771,11 +774,17 @@ def test_a_yolov5_models_corrupt_anchors_are_refused_naming_the_head_and_a_cache
     cache = tmp_path / "cache"
     built = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache)
     onnx.save(model, built.quantized_model)
-    built.quantized_model.with_suffix(".json").unlink()
+    kept = built.quantized_model.with_suffix(".json")  # its record as an older reader sealed it
+    record = json.loads(kept.read_text()) | {
+        "code": "an older reader",
+        "model_sha256": hashlib.sha256(built.quantized_model.read_bytes()).hexdigest(),
+    }
+    kept.write_text(json.dumps(seal_record(record, None)))
     with caplog.at_level(logging.WARNING, logger="harness.backends.emulator"):
         again = build_emulated_hef(yolov5_onnx, images["in_domain"], _options(sigmoid_inside=True), cache)
     assert "unreadable" in caplog.text and HEAD_ANCHORS_KEY in caplog.text
     assert again.anchors == V5_ANCHORS and again == built
+    assert again.entry is not None and again.entry.state is EntryState.REBUILT
 
 
 def test_nms_is_allowed_for_yolov5_heads_and_refused_for_yolo26_heads(
@@ -833,7 +842,6 @@ def test_an_ssd_export_becomes_regression_and_class_maps_per_layer_its_nms_hailo
     anchors and the SSD config's digest are recorded (in the model and its facts), and the NMS output is the
     SSD op's on the raw heads with the config."""
     from harness.backends.emulator.build import _load_cached
-    from harness.backends.emulator.facts import read_hef_facts
     from harness.backends.emulator.runner import nms_op
     from harness.core.head_family import HeadFamily, HeadRole
     from harness.core.settings import NmsMode
@@ -854,10 +862,10 @@ def test_an_ssd_export_becomes_regression_and_class_maps_per_layer_its_nms_hailo
     scored = layout.of_role(HeadRole.ANCHOR_CLASSES)
     assert all(0 <= o.host_spec.quant[0].limvals_min and o.host_spec.quant[0].limvals_max <= 1 for o in scored)
     assert 0 < raw_hef.score_ceiling <= 1
-    key = raw_hef.quantized_model.stem
-    kept = read_hef_facts(raw_hef.quantized_model.with_suffix(".json"), key, raw_hef.quantized_model)
-    assert kept is not None and kept.ssd_config == config.digest and kept.anchors == ANCHORS
-    assert kept == _load_cached(raw_hef.quantized_model)  # the model records what its facts say
+    record = json.loads(raw_hef.quantized_model.with_suffix(".json").read_text())
+    assert record["ssd_config"] == config.digest and record["anchors"] == [[list(p) for p in g] for g in ANCHORS]
+    described = _load_cached(raw_hef.quantized_model)  # the model records what its facts say
+    assert described is not None and described.ssd_config == config.digest and described.anchors == ANCHORS
     other = dataclasses.replace(config, centers_scale_factor=5)  # another config: another HEF, refused by the tail
     with pytest.raises(GraphError, match=r"its decode tail gives row 0"):
         build_emulated_hef(path, images["in_domain"], _options(sigmoid_inside=True, ssd=other), cache_dir)

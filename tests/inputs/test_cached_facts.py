@@ -1,20 +1,26 @@
 """What a rerun reads instead of its models: an export's facts and a cached emulated HEF's, kept in
-JSON sidecars keyed by content. A sidecar that is corrupt, of another format, of another export or
-of another quantized model is logged and read from the model again, never trusted."""
+JSON sidecars keyed by content. An export's sidecar that is corrupt, of another format or of another
+export is logged and read from the model again, never trusted. A cached emulated HEF's sidecar is its
+sealed record in the shared cache: where it does not vouch for the model beside it, or names other
+inputs than the run's, the entry is kept aside and quantized again; where only its facts are stale,
+they are read from the verified model."""
 
 import json
 import logging
 import shutil
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
 import harness.backends.emulator as emulator
 from harness.backends.emulator import EmulatedHef, EmulatorOptions, build_emulated_hef
 from harness.backends.emulator import build as emulator_build
-from harness.core.errors import GraphError
+from harness.core import signing
+from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily
+from harness.core.shared_entry import EntryState, seal_record
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, demo_split
 from harness.inputs.export_facts import export_facts, export_facts_of, file_sha256, record_passed, sidecar_path
 from harness.inputs.onnx_graph import load_model
@@ -191,35 +197,28 @@ def test_a_cached_emulated_hef_is_described_from_its_sidecar_as_from_its_model(
     assert again.output_specs == first.output_specs and again.score_ceiling == first.score_ceiling
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        "not json",
-        "format",
-        "code",
-        "key",
-        "model_sha256",
-        "heads",
-        "quant",
-        "order",
-        "family",
-        "classes",
-        "anchors",
-        "model rewritten",
-    ],
-)
-def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
-    change: str, calibration: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+def _resealed(data: dict) -> dict:
+    """``data`` sealed again as a writer without the key would (its digest recomputed)."""
+    return seal_record(data, None)
+
+
+def _no_quantizing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def quantized(*args: object) -> None:
+        raise AssertionError("quantized again although the cached model holds")
+
+    monkeypatch.setattr(emulator_build, "_quantized", quantized)
+
+
+@pytest.mark.parametrize("change", ["code", "heads", "quant", "order", "family", "classes", "anchors"])
+def test_a_stale_emulated_hef_record_sealed_again_has_its_facts_read_from_its_verified_model(
+    change: str, calibration: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch
 ) -> None:
     first = _build(calibration, tmp_path)
     kept = first.quantized_model.with_suffix(".json")
     data = json.loads(kept.read_text())
     head, rest = data["heads"][0], data["heads"][1:]
     changed = {
-        "format": {"format": 0},
         "code": {"code": "an older reader"},
-        "key": {"key": "another"},
-        "model_sha256": {"model_sha256": "0" * 64},
         "heads": {"heads": []},
         "quant": {"heads": [head | {"quant": [head["quant"][0] | {"scale": "0.1"}]}, *rest]},
         "order": {"heads": [head | {"order": "NCHWX"}, *rest]},
@@ -227,25 +226,134 @@ def test_a_corrupt_or_stale_emulated_hef_sidecar_is_logged_and_rebuilt(
         "classes": {"classes": 0},
         "anchors": {"anchors": [[[10, 13]]]},  # anchors for an anchor-free head
     }
-    if change == "not json":
-        kept.write_text("{")
-    elif change == "model rewritten":  # the quantized model replaced by other bytes: its facts are read again
-        model = onnx.load(first.quantized_model)
-        model.doc_string = "written again"
-        onnx.save(model, first.quantized_model)
-    else:
-        kept.write_text(json.dumps(data | changed[change]))
+    kept.write_text(json.dumps(_resealed(data | changed[change])))
+    _no_quantizing(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="harness.backends.emulator.facts"):
         again = _build(calibration, tmp_path)
     assert f"emulated HEF facts {kept} not used" in caplog.text
     if change in ("quant", "order"):  # the spec's field is named with its place in the facts
         assert f"heads[0].{change}" in caplog.text
-    assert again == first
-    rebuilt = json.loads(kept.read_text())
-    assert {k: v for k, v in rebuilt.items() if k != "model_sha256"} == {
-        k: v for k, v in data.items() if k != "model_sha256"
+    assert again == first and again.entry is not None and again.entry.state is EntryState.SEALED
+    assert json.loads(kept.read_text()) == data  # written again as it was
+    assert not list(tmp_path.glob("*.damaged-*"))
+
+
+@pytest.mark.parametrize(
+    "change", ["not json", "format", "key", "model_sha256", "built_from", "edited unsealed", "no record", "model"]
+)
+def test_an_emulated_hef_entry_its_record_does_not_vouch_for_is_kept_aside_and_quantized_again(
+    change: str, calibration: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = _build(calibration, tmp_path)
+    model, kept = first.quantized_model, first.quantized_model.with_suffix(".json")
+    data = json.loads(kept.read_text())
+    inputs = data["built_from"] | {"calibration": data["built_from"]["calibration"] | {"sha256": "0" * 64}}
+    changed = {
+        "format": _resealed(data | {"format": 4}),
+        "key": _resealed(data | {"key": "another"}),
+        "model_sha256": _resealed(data | {"model_sha256": "0" * 64}),
+        "built_from": _resealed(data | {"built_from": inputs}),  # another calibration's record
+        "edited unsealed": data | {"classes": 3},  # the seal left as it was
     }
-    assert rebuilt["model_sha256"] == file_sha256(first.quantized_model)
+    if change == "not json":
+        kept.write_text("{")
+    elif change == "no record":
+        kept.unlink()
+    elif change == "model":  # another model's bytes under this entry's name
+        other = onnx.load(model)
+        other.doc_string = "another model"
+        onnx.save(other, model)
+    else:
+        kept.write_text(json.dumps(changed[change]))
+    found = model.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="harness.backends.emulator.build"):
+        again = _build(calibration, tmp_path)
+    assert f"emulated HEF cache entry {model} not used" in caplog.text
+    assert again == first and again.entry is not None and again.entry.state is EntryState.REBUILT
+    assert again.entry.sha256 == file_sha256(model) == json.loads(kept.read_text())["model_sha256"]
+    (aside,) = tmp_path.glob(f"{model.name}.damaged-*")
+    assert aside.read_bytes() == found  # the one found kept, never deleted
+    assert again.entry.detail.startswith(caplog.text.split("not used (")[1].split("): quantizing")[0])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_a_damaged_emulated_hef_model_is_kept_aside_and_quantized_again_never_an_internal_error(
+    damage: str, calibration: list[Path], tmp_path: Path
+) -> None:
+    first = _build(calibration, tmp_path)
+    model = first.quantized_model
+    good = model.read_bytes()
+    model.write_bytes({"truncated": good[: len(good) // 2], "garbage": bytes(range(256)) * 64, "empty": b""}[damage])
+    again = _build(calibration, tmp_path)
+    assert again == first and again.entry is not None and again.entry.state is EntryState.REBUILT
+    assert "its model's sha256 is" in again.entry.detail
+    assert len(list(tmp_path.glob(f"{model.name}.damaged-*"))) == 1
+
+
+def test_another_calibrations_model_over_an_entry_with_its_record_patched_is_caught_by_the_signature(
+    calibration: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(signing.KEY_VARIABLE, "k" * 32)
+    inside = _build(calibration, tmp_path / "in")
+    assert inside.entry is not None and inside.entry.state is EntryState.BUILT
+    other = _build(calibration[::-1], tmp_path)  # another calibration: another entry
+    record = json.loads(inside.quantized_model.with_suffix(".json").read_text())
+    theirs = json.loads(other.quantized_model.with_suffix(".json").read_text())
+    shutil.copy(inside.quantized_model, other.quantized_model)
+    patched = record | {k: theirs[k] for k in ("key", "built_from", "calibration_source")}
+    other.quantized_model.with_suffix(".json").write_text(json.dumps(patched))  # its HMAC left as it was
+    again = _build(calibration[::-1], tmp_path)
+    assert again.entry is not None and again.entry.state is EntryState.REBUILT
+    assert "tampered" in again.entry.detail
+    # its digest recomputed without the key: sealed, not signed; refused where signatures are required
+    other = again
+    shutil.copy(inside.quantized_model, other.quantized_model)
+    other.quantized_model.with_suffix(".json").write_text(json.dumps(_resealed(patched)))
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")
+    again = _build(calibration[::-1], tmp_path)
+    assert again.entry is not None and again.entry.state is EntryState.REBUILT
+    assert "signatures are required" in again.entry.detail
+    assert _build(calibration[::-1], tmp_path).entry.state is EntryState.SIGNED  # type: ignore[union-attr]
+
+
+def test_a_damaged_entry_in_a_cache_this_run_cannot_write_is_refused_in_one_line(
+    calibration: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _build(calibration, tmp_path)
+    first.quantized_model.write_bytes(b"garbage")
+
+    def read_only(path: Path, now: object = None) -> None:
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(emulator_build, "set_aside", read_only)
+    with pytest.raises(HarnessError) as refused:
+        _build(calibration, tmp_path)
+    said = str(refused.value)
+    assert "\n" not in said and f"shared cache entry {first.quantized_model}" in said
+    assert "its model's sha256 is" in said and "Read-only file system" in said and "HARNESS_SHARED_CACHE" in said
+    assert first.quantized_model.read_bytes() == b"garbage"  # neither used nor deleted
+
+
+def test_two_workers_making_one_entry_at_once_make_it_once(calibration: list[Path], tmp_path: Path) -> None:
+    import threading
+
+    made: list[int] = []
+    quantized = emulator_build._quantized
+
+    def counted(*args: object) -> object:
+        made.append(1)
+        return quantized(*args)  # type: ignore[arg-type]
+
+    results: list[EmulatedHef] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(emulator_build, "_quantized", counted)
+        workers = [threading.Thread(target=lambda: results.append(_build(calibration, tmp_path))) for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    assert len(made) == 1 and len(results) == 2 and results[0] == results[1]
+    assert sorted(r.entry.state.value for r in results if r.entry) == ["built", "sealed"]
 
 
 def test_an_anchor_based_exports_anchors_are_kept_in_its_sidecar_and_read_back(tmp_path: Path, monkeypatch) -> None:
@@ -324,7 +432,7 @@ def test_a_corrupt_anchors_entry_of_a_yolov5_emulated_hefs_sidecar_is_refused_na
         "an anchor dropped": [[[10, 13]], *anchors[1:]],  # 14 channels for one anchor: 9 classes, not 2
         "none": [],
     }
-    kept.write_text(json.dumps(data | {"anchors": changed[change]}))
+    kept.write_text(json.dumps(_resealed(data | {"anchors": changed[change]})))
     with caplog.at_level(logging.WARNING, logger="harness.backends.emulator.facts"):
         again = _build_v5(yolov5_onnx, calibration, tmp_path)
     assert f"emulated HEF facts {kept} not used" in caplog.text and said in caplog.text
@@ -375,3 +483,26 @@ def test_a_jobs_preflight_reads_an_ssd_exports_facts_with_the_runs_ssd_config_an
     assert "ssd_config=" in facts.passed[0]
     with pytest.raises(GraphError, match=r"give them in an SSD config file \(--ssd-config FILE"):
         factory.preflight(JobConfig(onnx=export, cache_dir=tmp_path))
+
+
+def test_a_model_changed_after_its_entry_was_checked_or_one_onnxruntime_cannot_load_is_refused_not_run(
+    calibration: list[Path], tmp_path: Path
+) -> None:
+    from harness.backends.emulator import EmulatorRunner
+
+    hef = _build(calibration, tmp_path)
+    frame = {"images": np.zeros((1, 256, 256, 3), np.uint8)}
+    good = hef.quantized_model.read_bytes()
+    hef.quantized_model.write_bytes(good[: len(good) // 2])  # changed between the check and the run
+    with EmulatorRunner(hef) as runner, pytest.raises(HarnessError, match=r"changed since it was checked"):
+        runner.infer(frame)
+    # a record resealed (without the key) over a truncated model: its sha256 holds, onnxruntime refuses it
+    kept = hef.quantized_model.with_suffix(".json")
+    record = json.loads(kept.read_text()) | {"model_sha256": file_sha256(hef.quantized_model)}
+    kept.write_text(json.dumps(_resealed(record)))
+    vouched = _build(calibration, tmp_path)
+    assert vouched.entry is not None and vouched.entry.state is EntryState.SEALED
+    with EmulatorRunner(vouched) as runner, pytest.raises(HarnessError) as refused:
+        runner.infer(frame)
+    said = str(refused.value)
+    assert "cannot be loaded by onnxruntime" in said and "\n" not in said

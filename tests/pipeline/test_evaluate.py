@@ -210,3 +210,30 @@ def test_the_demo_set_gives_the_same_detections_at_batch_one_and_eight(demo_run,
     assert len(one.predictions) == 100 and sum(len(p) for p in one.predictions) > 100
     _same_predictions(one.predictions, eight.predictions)
     assert one.metrics == eight.metrics
+
+
+def test_the_shared_cache_entries_of_the_dataset_and_of_the_path_are_named_in_the_provenance(tmp_path, model):
+    from harness.core.shared_entry import EntryState, EntryUse
+
+    dataset = _dataset(tmp_path / "d", ["fire", "smoke"])
+    path = OraclePath(dataset, ("fire", "smoke"), model)
+    assert evaluate_path(path, dataset).provenance.shared_cache == ()  # none used: none named
+    demo = EntryUse("/shared/demo-data", "set", "a" * 64, EntryState.SEALED)
+    hef = EntryUse("/shared/emulator", "k.onnx", "b" * 64, EntryState.REBUILT, "its model's sha256 is 0123")
+    path.cache_entries = (hef,)
+    result = evaluate_path(path, dataclasses.replace(dataset, cache_entry=demo))
+    assert result.provenance.shared_cache == (demo, hef)
+
+
+def test_the_demo_set_is_loaded_with_the_shared_cache_entry_it_was_read_from(tmp_path, monkeypatch):
+    from harness.core.shared_entry import EntryState
+    from harness.inputs import demo
+
+    monkeypatch.setenv("HARNESS_SHARED_CACHE", str(tmp_path / "shared"))
+    tiny = {"seed": 0, "train": 0, "val": 2, "calib": 1, "offdomain_calib": 1, "imgsz": 64}
+    monkeypatch.setattr(demo, "_RECIPE", tiny)
+    first = load_dataset(None, cache_dir=tmp_path / "cache")
+    again = load_dataset(None, cache_dir=tmp_path / "cache")
+    assert first.cache_entry is not None and first.cache_entry.state is EntryState.BUILT
+    assert again.cache_entry is not None and again.cache_entry.state is EntryState.SEALED
+    assert again.cache_entry.folder == str(tmp_path / "shared" / "demo-data") and len(again.samples) == 2

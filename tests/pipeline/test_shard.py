@@ -25,7 +25,9 @@ from harness.pipeline.shard import MANIFEST, Shard, merge_job, run_shard
 
 # What differs between two runs of one job, the merge or not: when a path's result was made and how
 # many of its predictions came from a prediction cache (the merge serves every one from the stores).
-TIMING_FIELDS = ("created", "from_cache")
+# What each run did on its own: when, what it read from the prediction cache, and which shared-cache entries
+# it opened and how it found them (built by the first run, sealed for the next; a merge opens no model).
+TIMING_FIELDS = ("created", "from_cache", "shared_cache")
 
 
 def _config(values: dict[str, Any], report: Path) -> Any:

@@ -121,3 +121,26 @@ def test_a_path_is_labelled_by_the_kind_it_carries_and_only_a_device_path_is_har
     }
     with pytest.raises(HarnessError, match="expected a recorded kind"):
         sr.replaced(case.hailo, kind=PathKind.REPLAYED)
+
+
+def test_the_shared_cache_entries_a_path_used_are_named_in_its_provenance_and_in_both_reports(tmp_path):
+    import dataclasses
+
+    from harness.core.shared_entry import EntryState, EntryUse
+    from harness.report.json_report import SCHEMA_VERSION
+
+    case = sr.report_case(tmp_path / "dataset")
+    entry = EntryUse("/shared/emulator", "ab12.onnx", "c" * 64, EntryState.REBUILT, "its model's sha256 is 0123")
+    provenance = dataclasses.replace(case.hailo.provenance, shared_cache=(entry,))
+    hailo = dataclasses.replace(case.hailo, provenance=provenance)
+    files = write_reports(tmp_path / "report", [case.onnx, hailo], case.gates, case.dataset)
+    data = _strict_json(files["json"].read_text())
+    assert SCHEMA_VERSION >= 10 and data["schema_version"] == SCHEMA_VERSION
+    assert data["paths"][0]["provenance"]["shared_cache"] == []
+    assert data["paths"][1]["provenance"]["shared_cache"] == [
+        {"folder": "/shared/emulator", "name": "ab12.onnx", "sha256": "c" * 64, "state": "rebuilt",
+         "detail": "its model's sha256 is 0123"}
+    ]  # fmt: skip
+    for kind in ("markdown", "html"):
+        text = files[kind].read_text()
+        assert "shared cache" in text and "cccccccccccccccc, rebuilt" in text and "sha256 is 0123" in text

@@ -3,7 +3,9 @@
 The cache key is the sha256 of the ONNX bytes, the calibration images' bytes (in use order), the
 settings that change quantization and the onnxruntime version; the quantized model is stored as
 ``<cache dir>/<key>.onnx`` and reused while all of those stay the same, what a run needs of it
-beside it as ``<key>.json`` (:mod:`harness.backends.emulator.facts`): a rerun loads no model.
+beside it as ``<key>.json`` (:mod:`harness.backends.emulator.facts`): a rerun loads no model. That
+file is the entry's sealed record too: a model that does not hash to it, or a record that does not
+name what this run asks for, is kept aside and quantized anew (:mod:`harness.core.shared_entry`).
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.backends.base import InputSpec
-from harness.backends.emulator.facts import HefFacts, hef_facts_of, read_hef_facts, write_hef_facts
+from harness.backends.emulator.facts import BuiltFrom, HefFacts, hef_facts_of, read_entry, record_json, write_record
 from harness.backends.emulator.options import EmulatorOptions
 from harness.backends.emulator.outputs import NMS_OUTPUTS, bbox_only_output_spec, host_spec, nms_spec
 from harness.core import defaults
@@ -29,6 +32,8 @@ from harness.core.confine import check, make_folder
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
+from harness.core.shared_entry import EntryState, EntryUse, entry_lock, refused, set_aside, signable, state_of
+from harness.core.signing import policy
 from harness.core.specs import OutputSpec, QuantInfo
 from harness.decode.heads import Anchors, head_layout
 from harness.decode.layout import HeadLayout
@@ -55,7 +60,8 @@ class EmulatedHef:
     ascending, its anchors' ``(width, height)`` in input pixels (anchor-based families; an SSD head's per
     layer as fractions of the input, its ``options.ssd``'s; empty otherwise); ``output_specs`` what a
     runner hands back under ``options`` (with NMS, an SSD head's is HailoRT's SSD op with ``options.ssd``).
-    ``content_hash`` identifies the emulated HEF: model, calibration images and every option.
+    ``content_hash`` identifies the emulated HEF: model, calibration images and every option; ``entry``
+    the cache entry its quantized model is (what the report names; not part of its identity).
     """
 
     source: Path
@@ -68,6 +74,7 @@ class EmulatedHef:
     options: EmulatorOptions
     calibration_images: tuple[Path, ...]
     content_hash: str
+    entry: EntryUse | None = field(default=None, compare=False)
 
     @property
     def input_hw(self) -> tuple[int, int]:
@@ -135,6 +142,17 @@ class EmulatedHef:
         )
 
 
+def _inputs(onnx_sha256: str, images: str, count: int, options: EmulatorOptions) -> dict[str, object]:
+    """What an emulated HEF's cache key stands for, as its record names it."""
+    return {
+        "cache_format": _CACHE_FORMAT,
+        "onnxruntime": dict(environment())["onnxruntime"],
+        "onnx_sha256": onnx_sha256,
+        "calibration": {"sha256": images, "count": count},
+        "settings": options.quantization_settings(),
+    }
+
+
 def _cache_key(onnx_sha256: str, images: str, options: EmulatorOptions) -> str:
     digest = hashlib.sha256()
     for part in (
@@ -149,15 +167,18 @@ def _cache_key(onnx_sha256: str, images: str, options: EmulatorOptions) -> str:
     return digest.hexdigest()
 
 
+QUANTIZER = ("backends/emulator/build.py", "backends/emulator/graph.py", "backends/emulator/quantize.py")
+
+
 def _content_hash(key: str, options: EmulatorOptions) -> str:
     everything = {k: v.value if hasattr(v, "value") else v for k, v in asdict(options).items()}
     return hashlib.sha256(f"{key}\0{json.dumps(everything, sort_keys=True)}".encode()).hexdigest()
 
 
 def _load_cached(path: Path) -> HefFacts | None:
-    """The facts of the quantized model cached as ``path``; None where there is none, or where it is
-    unreadable or not described as this emulator describes one (a model an older emulator cached: its
-    heads' recorded roles, family or anchors refused), logged."""
+    """The facts of the quantized model cached as ``path`` (its sha256 held to its record already); None
+    where there is none, or where it is unreadable or not described as this emulator describes one (a
+    model an older emulator cached: its heads' recorded roles, family or anchors refused), logged."""
     if not path.is_file():
         return None
     import google.protobuf.message
@@ -165,7 +186,7 @@ def _load_cached(path: Path) -> HefFacts | None:
 
     try:
         return hef_facts_of(onnx.load(os.fspath(path)))
-    except (OSError, google.protobuf.message.DecodeError, ValueError, HarnessError) as error:
+    except (OSError, google.protobuf.message.DecodeError, ValueError, RuntimeError, HarnessError) as error:
         log.warning("emulated HEF cache entry %s unreadable (%s): quantizing again", path, error)
         return None
 
@@ -249,21 +270,18 @@ def build_emulated_hef(
         except OSError as error:
             raise GraphError(f"ONNX model {os.fspath(source)!r}: cannot be read ({error})") from error
     paths = calibration_paths(calibration_images, options.calibration_count)
-    key = _cache_key(onnx_sha256, images_digest(paths), options)
-    cached = Path(cache_dir) / f"{key}.onnx"
-    kept = cached.with_suffix(".json")
-    facts = read_hef_facts(kept, key, cached)
-    if facts is None:
-        facts = _quantized(source, paths, options, cached, progress)
-        write_hef_facts(kept, facts, key, cached)
-    else:
-        log.info(
-            "emulated HEF of %s: quantized model reused from the cache, %s (facts from %s)", source.name, cached, kept
-        )
+    images = images_digest(paths)
+    key = _cache_key(onnx_sha256, images, options)
+    built = BuiltFrom(
+        _inputs(onnx_sha256, images, len(paths), options),
+        os.fspath(paths[0].parent) if paths else "",
+        code_digest(*QUANTIZER),
+    )
+    facts, entry = _entry(source, paths, options, Path(cache_dir), key, built, progress)
     _check_nms(facts.family, options, source)
     return EmulatedHef(
         source=source,
-        quantized_model=cached,
+        quantized_model=Path(cache_dir) / f"{key}.onnx",
         input=facts.input,
         heads=facts.heads,
         family=facts.family,
@@ -272,7 +290,57 @@ def build_emulated_hef(
         options=options,
         calibration_images=paths,
         content_hash=_content_hash(key, options),
+        entry=entry,
     )
+
+
+def _entry(
+    source: Path,
+    paths: tuple[Path, ...],
+    options: EmulatorOptions,
+    folder: Path,
+    key: str,
+    built: BuiltFrom,
+    progress: Callable[[str], None] | None,
+) -> tuple[HefFacts, EntryUse]:
+    """The facts of the cache entry ``key`` in ``folder`` and how it stands: the one found where it
+    holds (:func:`~harness.backends.emulator.facts.read_entry`), else quantized now, under the entry's
+    lock (a worker that waited on it finds the one made meanwhile), the one found kept aside as
+    ``.damaged-<time>``; refused in one line where the folder cannot take the new one."""
+    rules = policy()
+    cached, kept = folder / f"{key}.onnx", folder / f"{key}.json"
+    signable(cached, rules)
+    found = read_entry(kept, cached, key, built, rules, _load_cached)
+    if found.facts is not None and found.check is not None:
+        log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
+        return found.facts, EntryUse(os.fspath(folder), cached.name, found.model_sha256, state_of(found.check))
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(entry_lock(folder, cached.name))
+        except OSError as error:
+            raise refused(cached, found.problem, error) from None
+        found = read_entry(kept, cached, key, built, rules, _load_cached)  # made meanwhile by another worker?
+        if found.facts is not None and found.check is not None:
+            return found.facts, EntryUse(os.fspath(folder), cached.name, found.model_sha256, state_of(found.check))
+        aside: list[str] = []
+        if found.problem is not None:
+            log.warning("emulated HEF cache entry %s not used (%s): quantizing again", cached, found.problem)
+            try:
+                aside = [moved.name for p in (cached, kept) if (moved := set_aside(p)) is not None]
+            except OSError as error:
+                raise refused(cached, found.problem, error) from None
+        model = _quantized(source, paths, options, progress)
+        facts = hef_facts_of(model)
+        try:
+            _store(model, cached)
+            sha256 = hashlib.sha256(cached.read_bytes()).hexdigest()
+            write_record(kept, record_json(facts, key, sha256, built, rules.key))
+        except OSError as error:
+            raise refused(cached, found.problem, error) from None
+    if found.problem is None:
+        return facts, EntryUse(os.fspath(folder), cached.name, sha256, EntryState.BUILT)
+    detail = f"{found.problem}; the one found kept as {', '.join(aside) or 'nothing (gone meanwhile)'}"
+    return facts, EntryUse(os.fspath(folder), cached.name, sha256, EntryState.REBUILT, detail)
 
 
 def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOptions) -> onnx.ModelProto:
@@ -287,14 +355,9 @@ def _quantized(
     source: Path,
     paths: tuple[Path, ...],
     options: EmulatorOptions,
-    cached: Path,
     progress: Callable[[str], None] | None,
-) -> HefFacts:
-    """The facts of the quantized model cached as ``cached``, or of the one quantized now and cached there."""
-    facts = _load_cached(cached)
-    if facts is not None:
-        log.info("emulated HEF of %s: quantized model reused from the cache, %s", source.name, cached)
-        return facts
+) -> onnx.ModelProto:
+    """The export quantized now on ``paths``."""
     from harness.backends.emulator.calibration import CalibrationFrames
     from harness.backends.emulator.graph import batched, hef_graph
     from harness.inputs.onnx_graph import load_model
@@ -306,13 +369,11 @@ def _quantized(
     graph = batched(graph)  # the emulated HEF takes a batch of frames in one run where its graph can
     start = time.perf_counter()
     model = quantize(graph, CalibrationFrames(paths, graph.input_name, graph.input_hw), options)
-    _store(model, cached)
     log.info(
-        "emulated HEF of %s: quantized in %.1f s (%s calibration on %d images), cached as %s",
+        "emulated HEF of %s: quantized in %.1f s (%s calibration on %d images)",
         source.name,
         time.perf_counter() - start,
         options.calibration_method.value,
         len(paths),
-        cached,
     )
-    return hef_facts_of(model)
+    return model

@@ -6,8 +6,8 @@ Dataflow Compiler's, and every label says so. The interface is the one a hardwar
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.backends.base import InputSpec, RunnerBase
 from harness.backends.emulator.build import EmulatedHef
-from harness.core.errors import SpecError
+from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatType, OutputSpec
@@ -60,6 +60,7 @@ class EmulatorRunner(RunnerBase):
 
     def __init__(self, hef: EmulatedHef, threads: int | None = None) -> None:
         self.hef = hef
+        self.cache_entries = (hef.entry,) if hef.entry is not None else ()
         self._threads = threads
         self._opened: ort.InferenceSession | None = None  # on the first frame: a cached rerun opens none
         self._closed = False
@@ -93,10 +94,33 @@ class EmulatorRunner(RunnerBase):
             options.log_severity_level = 3
             if self._threads is not None:
                 options.intra_op_num_threads = self._threads
-            self._opened = ort.InferenceSession(
-                os.fspath(self.hef.quantized_model), options, providers=["CPUExecutionProvider"]
-            )
+            model = self._verified_model()
+            try:
+                self._opened = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+            except Exception as error:  # onnxruntime's own error types (InvalidProtobuf, Fail), not importable
+                why = " ".join(str(error).split())[:200]
+                raise HarnessError(
+                    f"emulated HEF {self.hef.quantized_model}: its quantized model cannot be loaded by onnxruntime "
+                    f"({why}); refused (move it away from the cache to quantize it again)"
+                ) from None
         return self._opened
+
+    def _verified_model(self) -> bytes:
+        """The quantized model's bytes, held to the sha256 its cache entry was checked with (the bytes
+        checked are the bytes run: a file changed since is refused, not run)."""
+        path = self.hef.quantized_model
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise HarnessError(f"emulated HEF {path}: cannot be read ({error.strerror or error})") from None
+        entry = self.hef.entry
+        sha256 = hashlib.sha256(data).hexdigest()
+        if entry is not None and sha256 != entry.sha256:
+            raise HarnessError(
+                f"shared cache entry {path}: changed since it was checked (its sha256 is {sha256[:16]}, it was "
+                f"{entry.sha256[:16]}); refused (run again to check it anew)"
+            )
+        return data
 
     @property
     def label(self) -> str:

@@ -99,6 +99,7 @@ class RecordingRunner(RunnerBase):
         self._runner = runner
         self.file = Path(file)
         self._writer = StoreWriter(file, recording)
+        self.cache_entries = getattr(runner, "cache_entries", ())
 
     @property
     def label(self) -> str:

@@ -1,7 +1,13 @@
+import functools
+import math
+
 import numpy as np
 import pytest
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
 
 from harness.core.detections import Detections
+from harness.core.path_names import DFC_QUANTIZED
 from harness.core.settings import EvalSettings
 from harness.verdict.gates import (
     SCORE_DRIFT_LIMIT,
@@ -13,9 +19,18 @@ from harness.verdict.gates import (
     missing_golden_gates,
     run_gates,
 )
-from harness.verdict.golden import Tolerances, golden_from_result, load_golden, write_golden
+from harness.verdict.golden import (
+    BlessedAgreement,
+    Golden,
+    Tolerances,
+    golden_from_result,
+    load_golden,
+    weaknesses,
+    write_golden,
+)
 from harness.verdict.metrics.coco import paired_bootstrap
-from harness.verdict.metrics.distribution import CellsAboveThreshold
+from harness.verdict.metrics.distribution import BoxCounts, CellsAboveThreshold
+from harness.verdict.result import PathResult
 
 from support import synthetic_results as sr
 
@@ -127,13 +142,17 @@ def test_box_count_gate_is_two_sided_and_relative(hailo):
         assert f"mean {mean:.2f} against baseline {base:.2f}" in gate.message
 
 
-def test_box_count_below_one_per_image_is_held_to_one_box(hailo):
+def test_box_count_below_one_per_image_is_held_to_its_own_mean_and_a_run_without_a_box_fails(hailo):
     golden = golden_from_result(hailo, Tolerances(box_count_rel=0.25))
-    sparse = sr.replaced(golden, box_counts=sr.replaced(golden.box_counts, mean=0.1))
-    few = sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=0.3))
-    assert gate_box_count(few, sparse).passed  # 0.2 boxes per image of one allowed 0.25
-    many = sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=0.4))
-    assert not gate_box_count(many, sparse).passed
+    sparse = sr.replaced(golden, box_counts=sr.replaced(golden.box_counts, mean=0.15))
+    with_mean = lambda m, t=34: sr.replaced(hailo, box_counts=sr.replaced(hailo.box_counts, mean=m, total=t))  # noqa: E731
+    assert gate_box_count(with_mean(0.18), sparse).passed  # +20 %
+    assert gate_box_count(with_mean(0.12), sparse).passed  # -20 %
+    assert not gate_box_count(with_mean(0.3), sparse).passed  # +100 %: one box of one image allowed 0.25 no more
+    empty = gate_box_count(with_mean(0.0, 0), sparse)
+    assert not empty.passed and "mean 0.00 against baseline 0.15 (change -100.0%, allowed +-25%)" in empty.message
+    tiny = sr.replaced(golden, box_counts=sr.replaced(golden.box_counts, mean=0.0015))
+    assert "against baseline 0.0015" in gate_box_count(with_mean(0.0, 0), tiny).message
 
 
 def test_path_agreement_passes_on_matching_paths_and_fails_below_the_floor(truths, onnx, hailo):
@@ -357,3 +376,133 @@ def test_a_baseline_without_a_blessed_agreement_holds_the_default_floor_and_says
     assert not gate.passed and gate.tolerance == 0.8 and gate.baseline is None
     assert "held to the default floor and limit: its baseline blessed no agreement (schema 1)" in gate.text
     assert "--update-golden blesses this run's agreement" in gate.text
+
+
+# --- every gate can fail: for any baseline the weakness check accepts, some result fails the gate, and
+# the result the baseline was blessed from passes it. The failing result is built from the baseline.
+
+
+@functools.cache
+def _pair() -> tuple[PathResult, PathResult]:
+    """The reference (onnx) and a hailo path's result on the same synthetic images."""
+    ground_truth = sr.truths()
+    return sr.result(sr.predictions(ground_truth), ground_truth), sr.result(
+        sr.predictions(ground_truth, seed=2), ground_truth, path="hailo", emulated=True
+    )
+
+
+@functools.cache
+def _blind() -> PathResult:
+    """The hailo path finding nothing on the same images."""
+    ground_truth = sr.truths()
+    return sr.result([Detections.empty() for _ in ground_truth], ground_truth, path="hailo", emulated=True)
+
+
+_shares = st.floats(0, 1, allow_nan=False)
+_tolerances = st.builds(Tolerances, _shares, _shares, _shares, _shares, _shares, _shares)
+
+
+def _accepted(golden: Golden, kind: str) -> bool:
+    """Whether the weakness check lets ``golden`` hold gate ``kind`` (no weakness of that gate)."""
+    return not any(kind in w.kinds for w in weaknesses(golden))
+
+
+def _baseline(tolerances: Tolerances, **metrics: float) -> Golden:
+    _, hailo = _pair()
+    golden = golden_from_result(hailo, tolerances)
+    return sr.replaced(golden, metrics=sr.replaced(golden.metrics, **metrics))
+
+
+@pytest.mark.parametrize("metric", ["map50", "map50_95"])
+@given(base=_shares, tolerances=_tolerances)
+@example(base=0.02, tolerances=Tolerances(0.0199999, 0.0199999))  # within the rounding: a mAP of 0 passes
+def test_for_any_map_baseline_the_weakness_check_accepts_a_run_that_finds_nothing_fails_and_its_own_run_passes(
+    metric, base, tolerances
+):
+    golden = _baseline(tolerances, **{metric: round(base, 6)})  # as a baseline keeps it
+    assume(_accepted(golden, "map" if metric == "map50" else metric))
+    _, hailo = _pair()
+    worst = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, **{metric: 0.0}))
+    assert not gate_map(worst, golden, metric).passed
+    same = sr.replaced(hailo, metrics=sr.replaced(hailo.metrics, **{metric: base}))
+    assert gate_map(same, golden, metric).passed
+
+
+@given(saturation=_shares, tolerances=_tolerances)
+@example(saturation=0.5, tolerances=Tolerances(saturation_abs=0.4999996))  # both extremes within the rounding
+def test_for_any_saturation_baseline_the_weakness_check_accepts_the_farther_extreme_fails_and_its_own_share_passes(
+    saturation, tolerances
+):
+    _, hailo = _pair()
+    golden = golden_from_result(hailo, tolerances)
+    golden = sr.replaced(golden, scores=sr.replaced(golden.scores, saturation=round(saturation, 6)))
+    assume(_accepted(golden, "score_saturation"))
+    farther = 0.0 if saturation > 0.5 else 1.0
+    extreme = sr.replaced(hailo, scores=sr.replaced(hailo.scores, saturation=farther))
+    assert not gate_score_saturation(extreme, golden).passed
+    same = sr.replaced(hailo, scores=sr.replaced(hailo.scores, saturation=saturation))
+    assert gate_score_saturation(same, golden).passed
+
+
+@given(
+    total=st.integers(0, 10**6),
+    images=st.integers(1, 10**6),
+    mean=st.none() | st.floats(0, 1e3, allow_nan=False),
+    tolerances=_tolerances,
+)
+@example(total=2, images=10**6, mean=None, tolerances=Tolerances(box_count_rel=0.9))  # no box: within the rounding
+@example(total=15, images=100, mean=None, tolerances=Tolerances())  # 0.15 boxes per image against one box
+def test_for_any_box_count_baseline_the_weakness_check_accepts_a_run_without_a_box_fails_and_its_own_count_passes(
+    total, images, mean, tolerances
+):
+    _, hailo = _pair()
+    measured = total / images if mean is None else mean  # None: the count's own mean; else any, as a hand edit
+    golden = golden_from_result(hailo, tolerances)
+    golden = sr.replaced(golden, box_counts=BoxCounts(round(measured, 6), 0.0, 0, total))
+    assume(_accepted(golden, "box_count"))
+    empty = sr.replaced(hailo, box_counts=BoxCounts(0.0, 0.0, 0, 0))
+    assert not gate_box_count(empty, golden).passed
+    same = sr.replaced(hailo, box_counts=BoxCounts(measured, 0.0, 0, total))
+    assert gate_box_count(same, golden).passed
+
+
+@given(
+    blessed=st.none() | st.builds(BlessedAgreement, _shares, _shares),
+    tolerances=_tolerances,
+)
+@example(blessed=BlessedAgreement(0.5, 0.0), tolerances=Tolerances(agreement_drop=0.4999996))
+def test_for_any_agreement_baseline_the_weakness_check_accepts_a_path_that_finds_nothing_fails(blessed, tolerances):
+    onnx, hailo = _pair()
+    golden = sr.replaced(golden_from_result(hailo, tolerances), agreement=blessed)
+    assume(_accepted(golden, "path_agreement"))
+    assert not gate_path_agreement(onnx, _blind(), golden).passed
+
+
+@given(tolerances=_tolerances)
+def test_for_any_accepted_agreement_tolerances_the_path_the_agreement_was_blessed_from_passes(tolerances):
+    onnx, hailo = _pair()
+    golden = golden_from_result(hailo, tolerances, reference=onnx)
+    assume(_accepted(golden, "path_agreement"))
+    assert gate_path_agreement(onnx, hailo, golden).passed
+
+
+@given(float_map=_shares, tolerance=_shares)
+def test_for_any_float_model_and_stage_tolerance_a_stage_that_finds_nothing_fails_the_stages_gate(float_map, tolerance):
+    onnx, _ = _pair()
+    reference = sr.replaced(onnx, metrics=sr.replaced(onnx.metrics, map50=float_map))
+    nothing = sr.replaced(onnx, path=DFC_QUANTIZED, metrics=sr.replaced(onnx.metrics, map50=0.0))
+    gate = gate_stages([reference, nothing], tolerance)
+    assert not gate.passed
+    same = sr.replaced(nothing, metrics=reference.metrics)
+    assert gate_stages([reference, same], tolerance).passed == (float_map > tolerance)
+
+
+def test_the_stages_gate_never_passes_when_no_stage_was_measured_or_a_map_is_nan(onnx):
+    alone = gate_stages([onnx])
+    assert not alone.passed and "no stage to hold against the float model" in alone.message
+    nan = sr.replaced(onnx, path=DFC_QUANTIZED, metrics=sr.replaced(onnx.metrics, map50=math.nan))
+    gate = gate_stages([onnx, nan])
+    assert not gate.passed and "not measured (NaN) at stage quantized" in gate.message
+    weak = sr.replaced(onnx, metrics=sr.replaced(onnx.metrics, map50=0.01))
+    gate = gate_stages([weak, sr.replaced(weak, path=DFC_QUANTIZED)], tolerance=0.02)
+    assert not gate.passed and "the float model's mAP@0.5 0.0100 is no larger than the tolerance 0.02" in gate.message

@@ -322,6 +322,37 @@ def test_a_set_with_too_few_labelled_objects_or_no_detection_is_weak(run):
     assert weaknesses(golden_from_result(run)) == ()
 
 
+def test_a_baseline_with_fewer_boxes_than_its_tolerance_can_measure_is_weak_and_refused_unless_blessed_knowingly(
+    tmp_path, run
+):
+    # 0.25 of 3 boxes is less than one box: the gate could not tell a regression from one box more or less.
+    sparse = sr.replaced(run, box_counts=sr.replaced(run.box_counts, mean=3 / 16, total=3))
+    (found,) = weaknesses(golden_from_result(sparse))
+    assert (found.code, found.kinds) == ("few_boxes", ("box_count",))
+    assert "3 boxes in the baseline run: box_count_rel 0.25 of them is less than one box" in found.text
+    file = tmp_path / "g.json"
+    with pytest.raises(GoldenError, match=r"3 boxes in the baseline run: .*--update-golden --accept-weak-baseline"):
+        write_golden(file, golden_from_result(sparse))
+    assert list(tmp_path.iterdir()) == []
+    write_golden(file, golden_from_result(sparse, accept_weak=True))
+    assert load_golden(file).accepted_weak == ("few_boxes",)
+    # Four boxes hold one box of change at 0.25; a tolerance of 0 asks for the very count and is no weakness.
+    assert weaknesses(golden_from_result(sr.replaced(run, box_counts=sr.replaced(run.box_counts, total=4)))) == ()
+    exact = golden_from_result(sparse, Tolerances(box_count_rel=0.0))
+    assert weaknesses(exact) == ()
+
+
+def test_a_tolerance_within_the_baselines_rounding_of_its_value_is_as_weak_as_one_above_it(run):
+    base = run.metrics.map50
+    near = golden_from_result(run, Tolerances(map50_drop=base - 1e-7))
+    assert [w.code for w in weaknesses(near)] == ["map50_cannot_fail"]
+    assert "within the baseline's rounding of baseline map50" in weaknesses(near)[0].text
+    tiny = sr.replaced(run, box_counts=sr.replaced(run.box_counts, mean=1e-6, total=5))
+    assert [w.code for w in weaknesses(golden_from_result(tiny, Tolerances(box_count_rel=0.75)))] == [
+        "box_count_cannot_fail"
+    ]
+
+
 def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):
     nothing = sr.replaced(run.metrics, map50=math.nan, map50_95=math.nan)
     file = tmp_path / "g.json"

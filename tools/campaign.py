@@ -769,7 +769,9 @@ class Campaign:
 
 
 # Families kept in modules of their own (tools/campaign_<topic>.py), each with ``run(campaign)``.
-MODULES: dict[str, str] = {}
+MODULES: dict[str, str] = {
+    "gates": "campaign_gates",
+}
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 
 

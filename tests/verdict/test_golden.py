@@ -13,9 +13,13 @@ import pytest
 import harness.verdict.golden as golden_module
 from harness.verdict.gates import gate_path_agreement
 from harness.verdict.golden import (
+    MIN_OBJECTS,
+    ROUNDING,
     SCHEMA_VERSION,
+    BlessedAgreement,
     GoldenError,
     Tolerances,
+    Weakness,
     bless,
     golden_from_result,
     golden_path,
@@ -351,6 +355,96 @@ def test_a_tolerance_within_the_baselines_rounding_of_its_value_is_as_weak_as_on
     assert [w.code for w in weaknesses(golden_from_result(tiny, Tolerances(box_count_rel=0.75)))] == [
         "box_count_cannot_fail"
     ]
+
+
+def test_every_weakness_is_named_by_its_code_its_gates_and_why_in_the_order_of_the_gates(run):
+    lax = golden_from_result(run, Tolerances(1.0, 1.0, 1.0, 1.0, 1.0, 1.0))
+    few = tuple(sr.replaced(c, n_ground_truth=4) for c in lax.metrics.per_class)
+    golden = sr.replaced(
+        lax,
+        metrics=sr.replaced(lax.metrics, per_class=few, map50_95=0.75),
+        agreement=BlessedAgreement(0.9, 0.1),
+        box_counts=sr.replaced(lax.box_counts, total=0),
+    )
+    assert weaknesses(golden) == (
+        Weakness("map50_cannot_fail", ("map",), "map50_drop 1 >= baseline map50 1: the mAP@0.5 gate can never fail"),
+        Weakness(
+            "map50_95_cannot_fail",
+            ("map50_95",),
+            "map50_95_drop 1 >= baseline map50_95 0.75: the mAP@0.5:0.95 gate can never fail",
+        ),
+        Weakness("few_objects", ("map", "map50_95"), "8 labelled objects, fewer than 10: too few to measure a mAP"),
+        Weakness(
+            "saturation_cannot_fail",
+            ("score_saturation",),
+            "saturation_abs 1 around baseline saturation 0 covers every share from 0 to 1: the score saturation "
+            "gate can never fail",
+        ),
+        Weakness(
+            "box_count_cannot_fail",
+            ("box_count",),
+            "box_count_rel 1 >= 1: a run without a single box passes the box count gate",
+        ),
+        Weakness(
+            "agreement_cannot_fail",
+            ("path_agreement",),
+            "agreement_drop 1 >= blessed matched share 0.9: the path agreement gate passes a run that matches no box",
+        ),
+        Weakness(
+            "score_drift_cannot_fail",
+            ("path_agreement",),
+            "blessed score drift 0.1 + score_drift_rise 1 >= 1: the path agreement gate passes any score drift",
+        ),
+        Weakness(
+            "no_detections",
+            ("box_count", "score_saturation"),
+            "the baseline run made no detection: its box count and score gates hold a run to nothing found",
+        ),
+    )
+    # without labels: no mAP, so neither its tolerance nor its objects are weaknesses
+    free = sr.replaced(golden, labelled=False)
+    assert [w.code for w in weaknesses(free)][:1] == ["saturation_cannot_fail"]
+
+
+def test_each_weakness_turns_where_its_gate_starts_to_fail(run):
+    def codes(tolerances=None, **changes):
+        golden = sr.replaced(golden_from_result(run, tolerances or Tolerances()), **changes)
+        return [w.code for w in weaknesses(golden)]
+
+    metrics = run.metrics
+    assert codes(metrics=sr.replaced(metrics, map50=ROUNDING), tolerances=Tolerances(map50_drop=0.0)) == [
+        "map50_cannot_fail"
+    ]
+    assert codes(metrics=sr.replaced(metrics, map50=2 * ROUNDING), tolerances=Tolerances(map50_drop=0.0)) == []
+    per_class = metrics.per_class
+    at_least = (
+        sr.replaced(per_class[0], n_ground_truth=MIN_OBJECTS),
+        *(sr.replaced(c, n_ground_truth=0) for c in per_class[1:]),
+    )
+    assert codes(metrics=sr.replaced(metrics, per_class=at_least)) == []
+    one_short = (sr.replaced(at_least[0], n_ground_truth=MIN_OBJECTS - 1), *at_least[1:])
+    assert codes(metrics=sr.replaced(metrics, per_class=one_short)) == ["few_objects"]
+    scores = run.scores
+    assert codes(Tolerances(saturation_abs=0.5), scores=sr.replaced(scores, saturation=0.5)) == [
+        "saturation_cannot_fail"
+    ]
+    assert codes(Tolerances(saturation_abs=0.25), scores=sr.replaced(scores, saturation=0.75)) == []
+    assert codes(Tolerances(saturation_abs=0.75), scores=sr.replaced(scores, saturation=0.25)) == [
+        "saturation_cannot_fail"
+    ]
+    boxes = run.box_counts
+    assert codes(Tolerances(box_count_rel=0.25), box_counts=sr.replaced(boxes, total=4)) == []
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, total=2)) == []
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, total=1)) == ["few_boxes"]
+    assert codes(Tolerances(box_count_rel=0.0), box_counts=sr.replaced(boxes, mean=2 * ROUNDING, total=1)) == []
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, mean=2 * ROUNDING, total=4)) == [
+        "box_count_cannot_fail"
+    ]
+    assert codes(Tolerances(box_count_rel=0.25), box_counts=sr.replaced(boxes, mean=0.0, total=0)) == ["no_detections"]
+    assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.5, 0.0)) == ["agreement_cannot_fail"]
+    assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.75, 0.0)) == []
+    assert codes(Tolerances(score_drift_rise=0.5), agreement=BlessedAgreement(1.0, 0.5)) == ["score_drift_cannot_fail"]
+    assert codes(Tolerances(score_drift_rise=0.25), agreement=BlessedAgreement(1.0, 0.5)) == []
 
 
 def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):

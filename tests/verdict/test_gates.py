@@ -737,9 +737,16 @@ def test_a_baseline_that_cannot_be_held_to_this_run_fails_every_gate_saying_why_
 
 def test_a_baseline_of_other_images_fails_naming_both_manifests(truths, hailo):
     other = sr.result(hailo.predictions, truths, path="hailo", emulated=True, manifest="b" * 64)
-    assert gate_score_saturation(other, golden_from_result(hailo)).text == (
+    assert gate_score_saturation(other, golden_from_result(hailo)) == GateResult(
+        GateId("score_saturation", "fire_smoke_val", "hailo"),
+        False,
+        None,
+        None,
+        None,
+        None,
+        (),
         "the baseline was measured on dataset manifest aaaaaaaaaaaaaaaa, this run on bbbbbbbbbbbbbbbb: the images "
-        "or labels changed; review the run and update the baseline"
+        "or labels changed; review the run and update the baseline",
     )
 
 
@@ -814,3 +821,95 @@ def test_failure_causes_are_kept_by_a_failing_gate_only_and_said_once_numbered(h
         "nothing was measured (NaN): no ground truth or no predictions to hold; a gate never passes so"
     )
     assert not unmeasured.diagnosed and unmeasured.causes == (finding,)
+
+
+def test_the_change_of_a_share_is_the_run_minus_its_baseline_and_a_tenth_of_a_box_shows_two_decimals(hailo):
+    golden = golden_from_result(hailo)
+    golden = sr.replaced(golden, scores=sr.replaced(golden.scores, saturation=0.1))
+    above = sr.replaced(hailo, scores=sr.replaced(hailo.scores, saturation=0.3))
+    assert "0.3000 against baseline 0.1000 (change +0.2000," in gate_score_saturation(above, golden).text
+    tenth = sr.replaced(golden, box_counts=sr.replaced(golden.box_counts, mean=0.1))
+    assert "against baseline 0.10 (change" in gate_box_count(hailo, tenth).text
+
+
+def test_an_unheld_stages_gate_reports_every_field_and_names_each_unmeasured_stage(onnx):
+    from harness.core.path_names import DFC_FP_OPTIMIZED
+
+    nan = sr.replaced(onnx.metrics, map50=math.nan)
+    stages = [
+        onnx,
+        sr.replaced(onnx, path=DFC_FP_OPTIMIZED, metrics=nan),
+        sr.replaced(onnx, path=DFC_QUANTIZED, metrics=nan),
+    ]
+    gate = gate_stages(stages, tolerance=0.05)
+    assert (gate.id, gate.passed, gate.baseline, gate.observed, gate.tolerance, gate.causes, gate.allowed) == (
+        GateId("stages", "fire_smoke_val"),
+        False,
+        onnx.metrics.map50,
+        None,
+        0.05,
+        (),
+        "drop <= 0.0500 per stage",
+    )
+    assert gate.text.splitlines()[0] == "mAP@0.5 not measured (NaN) at stage fp_optimized, quantized: nothing was held"
+    weak = sr.replaced(onnx, metrics=sr.replaced(onnx.metrics, map50=0.01))
+    assert gate_stages([weak, sr.replaced(weak, path=DFC_QUANTIZED)]).text.splitlines()[0] == (
+        "the float model's mAP@0.5 0.0100 is no larger than the tolerance 0.02: a stage that finds nothing would lose "
+        "no more than it, so the stages gate could not fail; nothing was held"
+    )
+
+
+def test_a_failing_or_refused_stages_gate_is_named_and_failed(truths):
+    capped = sr.with_scores(sr.predictions(truths, seed=6), lambda s: np.minimum(s, 0.3554))
+    results = _staged(truths, [Detections(p.boxes[:1], p.scores[:1], p.class_ids[:1]) for p in capped])
+    gate = gate_stages(results, tolerance=0.02)
+    assert gate.id == GateId("stages", "fire_smoke_val") and gate.passed is False
+    other = sr.replaced(results[1], settings=EvalSettings(results[0].settings.input_hw, score_threshold=0.001))
+    assert gate_stages([results[0], other]).id == GateId("stages", "fire_smoke_val")
+
+
+def test_a_blessed_agreement_of_other_images_fails_the_agreement_gate_under_its_name(truths, onnx, hailo):
+    blessed = golden_from_result(hailo, reference=onnx)
+    other = sr.replaced(blessed, provenance=sr.replaced(blessed.provenance, dataset_manifest="c" * 64))
+    gate = gate_path_agreement(onnx, hailo, other)
+    assert gate == GateResult(
+        GateId("path_agreement", "fire_smoke_val", "hailo"),
+        False,
+        None,
+        None,
+        None,
+        None,
+        (),
+        "the baseline was measured on dataset manifest cccccccccccccccc, this run on aaaaaaaaaaaaaaaa: the images "
+        "or labels changed; review the run and update the baseline",
+    )
+
+
+def test_a_refused_agreement_keeps_the_diagnosis_it_was_given(truths, onnx, hailo):
+    finding = Finding("box_flood", "a cause", "its evidence", "its fix")
+    other = sr.result(hailo.predictions, truths, path="hailo", settings=EvalSettings((640, 640), iou_threshold=0.45))
+    gate = gate_path_agreement(onnx, other, causes=(finding,))
+    assert gate.observed is None and gate.causes == (finding,) and gate.diagnosed
+
+
+def test_run_gates_gives_every_failing_gate_the_causes_and_says_where_a_blessed_agreement_came_from(truths, onnx):
+    hailo = sr.result(sr.with_scores(sr.predictions(truths, seed=2), lambda s: s * 0 + 0.995), truths, path="hailo")
+    golden = golden_from_result(sr.result(sr.predictions(truths, seed=2), truths, path="hailo"), reference=onnx)
+    moved = sr.replaced(golden, provenance=sr.replaced(golden.provenance, model_sha256="e" * 64))
+    gates = {g.id.kind: g for g in run_gates(hailo, moved, reference=onnx)}
+    causes = tuple(diagnose(collect_evidence(hailo, onnx, None)))
+    assert not gates["score_saturation"].passed and gates["score_saturation"].causes == causes and causes
+    said = "baseline blessed from model sha256 eeeeeeeeeeee"
+    assert said in gates["path_agreement"].text
+    unblessed = sr.replaced(moved, agreement=None)
+    assert said not in {g.id.kind: g for g in run_gates(hailo, unblessed, reference=onnx)}["path_agreement"].text
+
+
+def test_every_accepted_weakness_of_a_gate_is_said_one_after_another(hailo):
+    empty = sr.replaced(hailo, box_counts=BoxCounts(0.0, 0.0, 0, 0))
+    golden = golden_from_result(empty, Tolerances(box_count_rel=1.0), accept_weak=True)
+    box = run_gates(hailo, golden)[3]
+    assert box.weak == (
+        "box_count_rel 1 >= 1: a run without a single box passes the box count gate; the baseline run made no "
+        "detection: its box count and score gates hold a run to nothing found"
+    )

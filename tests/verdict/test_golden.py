@@ -441,6 +441,23 @@ def test_each_weakness_turns_where_its_gate_starts_to_fail(run):
         "box_count_cannot_fail"
     ]
     assert codes(Tolerances(box_count_rel=0.25), box_counts=sr.replaced(boxes, mean=0.0, total=0)) == ["no_detections"]
+    assert codes(Tolerances(saturation_abs=0.5 - ROUNDING), scores=sr.replaced(scores, saturation=0.5)) == [
+        "saturation_cannot_fail"
+    ]  # the gate's own turning point: 0 and 1 both pass within the rounding
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, mean=ROUNDING, total=1)) == [
+        "box_count_cannot_fail"
+    ]
+    tiny = sr.replaced(
+        golden_from_result(run, Tolerances(box_count_rel=0.5)), box_counts=sr.replaced(boxes, mean=ROUNDING, total=1)
+    )
+    (rounded,) = weaknesses(tiny)
+    assert rounded.text == (
+        "box_count_rel 0.5 of baseline mean 5e-07 boxes per image lies within the baseline's rounding of it: a run "
+        "without a single box passes the box count gate"
+    )
+    assert codes(Tolerances(agreement_drop=0.5 - ROUNDING), agreement=BlessedAgreement(0.5, 0.0)) == [
+        "agreement_cannot_fail"
+    ]
     assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.5, 0.0)) == ["agreement_cannot_fail"]
     assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.75, 0.0)) == []
     assert codes(Tolerances(score_drift_rise=0.5), agreement=BlessedAgreement(1.0, 0.5)) == ["score_drift_cannot_fail"]

@@ -462,6 +462,9 @@ def test_each_weakness_turns_where_its_gate_starts_to_fail(run):
     assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.75, 0.0)) == []
     assert codes(Tolerances(score_drift_rise=0.5), agreement=BlessedAgreement(1.0, 0.5)) == ["score_drift_cannot_fail"]
     assert codes(Tolerances(score_drift_rise=0.25), agreement=BlessedAgreement(1.0, 0.5)) == []
+    assert codes(Tolerances(score_drift_rise=1 - ROUNDING - 0.5), agreement=BlessedAgreement(1.0, 0.5)) == [
+        "score_drift_cannot_fail"
+    ]  # a drift of 1 passes within the rounding
 
 
 def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):

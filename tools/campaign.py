@@ -775,6 +775,7 @@ MODULES: dict[str, str] = {
     "links": "campaign_files",
     "fleet": "campaign_fleet",
     "shared_cache": "campaign_cache",
+    "gates": "campaign_gates",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

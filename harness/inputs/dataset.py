@@ -179,7 +179,15 @@ def class_map(
         if dataset_names != model_names:
             raise DatasetError(f"class names: {lists}: {_class_advice(dataset_names, model_names)}")
         return np.arange(len(dataset_names), dtype=np.int64)
-    pairs = dict(_read_pair(f"{d}={m}", dataset_names, model_names) for d, m in explicit.items())
+    pairs: dict[str, str] = {}
+    for given in (f"{d}={m}" for d, m in explicit.items()):
+        dataset_name, model_name = _read_pair(given, dataset_names, model_names)
+        if pairs.get(dataset_name, model_name) != model_name:  # two pairs read as one class's
+            raise DatasetError(
+                f"--map-class {dataset_name}={pairs[dataset_name]} and --map-class {given}: dataset class "
+                f"{dataset_name!r} mapped twice, expected one --map-class per dataset class"
+            )
+        pairs[dataset_name] = model_name
     model_index = {name: i for i, name in enumerate(model_names)}
     targets = [pairs.get(name, name) for name in dataset_names]
     absent = [f"{d!r} -> {t!r}" for d, t in zip(dataset_names, targets, strict=True) if t and t not in model_index]

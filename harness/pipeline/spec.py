@@ -110,6 +110,19 @@ class SettingsSpec:
     # An SSD export's anchors and box coding (--ssd-config): with them alone its heads are found and decoded.
     ssd: SsdConfig | None = None
 
+    def __post_init__(self) -> None:
+        """One target per dataset class: a class mapped twice is refused naming both (the evaluation
+        would keep one of them silently)."""
+        seen: dict[str, str] = {}
+        for dataset_name, model_name in self.map_class:
+            if dataset_name in seen and seen[dataset_name] != model_name:
+                first, second = (f"--map-class {dataset_name}={m}" for m in (seen[dataset_name], model_name))
+                raise HarnessError(
+                    f"{first} and {second}: dataset class {dataset_name!r} mapped twice, expected one "
+                    "--map-class per dataset class"
+                )
+            seen.setdefault(dataset_name, model_name)
+
     def resolve(
         self, input_hw: tuple[int, int], class_map: tuple[int, ...], compiled: CompiledThresholds | None = None
     ) -> EvalSettings:

@@ -155,22 +155,27 @@ def gate_score_saturation(result: PathResult, golden: Golden, causes: Sequence[F
 
 
 def gate_box_count(result: PathResult, golden: Golden, causes: Sequence[Finding] = ()) -> GateResult:
-    """Two-sided, relative: mean boxes per image within ``box_count_rel`` of the baseline mean
-    (relative to one box per image where the baseline mean is below one)."""
+    """Two-sided, relative: mean boxes per image within ``box_count_rel`` of the baseline mean, however
+    small (a baseline too small for that to measure is a weakness: ``few_boxes``)."""
     name = gate_id("box_count", result)
     refused = _incomparable(name, result, golden)
     if refused:
         return refused
     base, seen = golden.box_counts, result.box_counts
     rel = golden.tolerances.box_count_rel
-    scale = max(base.mean, 1.0)
-    passed = abs(seen.mean - base.mean) <= rel * scale + ROUNDING
+    passed = abs(seen.mean - base.mean) <= rel * base.mean + ROUNDING
+    change = f"{(seen.mean - base.mean) / base.mean:+.1%}" if base.mean > 0 else f"{seen.mean - base.mean:+.2f}"
     lines = [
-        f"boxes per image of {result.label}: mean {seen.mean:.2f} against baseline {base.mean:.2f} "
-        f"(change {(seen.mean - base.mean) / scale:+.1%}, allowed +-{rel:.0%}); "
+        f"boxes per image of {result.label}: mean {_boxes(seen.mean)} against baseline {_boxes(base.mean)} "
+        f"(change {change}, allowed +-{rel:.0%}); "
         f"p95 {seen.p95:.1f} vs {base.p95:.1f}, max {seen.max} vs {base.max}, total {seen.total} vs {base.total}"
     ]
     return _result(name, passed, base.mean, seen.mean, rel, None, causes, lines, f"+-{rel:.0%} relative")
+
+
+def _boxes(mean: float) -> str:
+    """Boxes per image in words: two decimals, two significant digits below 0.1 (0.0015, not 0.00)."""
+    return f"{mean:.2f}" if mean == 0 or mean >= 0.1 else f"{mean:.2g}"
 
 
 @dataclass(frozen=True)
@@ -296,18 +301,38 @@ def gate_stages(
             text = f"{result.label} did not run on the same images as {reference.label}"
             return _result(name, False, None, None, tolerance, None, (), [text])
     maps = {stage: r.metrics.map50 for stage, r in staged.items()}
-    found = first_degraded_stage(maps, tolerance)
     rows = [
         f"  {stage:<13} {r.label:<28} mAP@0.5 {maps[stage]:.4f}  drop {maps['float'] - maps[stage]:+.4f}"
         for stage, r in staged.items()
     ]
     per_stage = f"drop <= {tolerance:.4f} per stage"
+    unheld = _stages_unheld(maps, tolerance)
+    if unheld:
+        return _result(name, False, maps.get("float"), None, tolerance, None, (), [unheld, *rows], per_stage)
+    found = first_degraded_stage(maps, tolerance)
     if found is None:
         head = f"no stage loses more than {tolerance:g} mAP@0.5 against the float model:"
         return _result(name, True, maps["float"], min(maps.values()), tolerance, None, (), [head, *rows], per_stage)
     head = f"the first stage past the tolerance is {found.stage}: {found.message}"
     causes = tuple(diagnose(collect_evidence(staged[found.stage], reference, original_hw)))
     return _result(name, False, found.float_map, found.map, tolerance, None, causes, [head, *rows], per_stage)
+
+
+def _stages_unheld(maps: Mapping[str, float], tolerance: float) -> str:
+    """Why the stages gate holds nothing (a gate never passes so), or "": no stage beside the float
+    model, a mAP not measured (NaN), or a float mAP no larger than the tolerance (a stage finding
+    nothing at all would lose no more than it)."""
+    if "float" not in maps or len(maps) < 2:
+        return f"no stage to hold against the float model: stages measured {sorted(maps)}; nothing was held"
+    unmeasured = sorted(stage for stage, value in maps.items() if math.isnan(value))
+    if unmeasured:
+        return f"mAP@0.5 not measured (NaN) at stage {', '.join(unmeasured)}: nothing was held"
+    if not maps["float"] > tolerance:
+        return (
+            f"the float model's mAP@0.5 {maps['float']:.4f} is no larger than the tolerance {tolerance:g}: a stage "
+            "that finds nothing would lose no more than it, so the stages gate could not fail; nothing was held"
+        )
+    return ""
 
 
 def missing_golden_gates(

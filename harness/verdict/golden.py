@@ -97,7 +97,7 @@ class GoldenError(HarnessError):
 class Tolerances:
     """``map50_drop``/``map50_95_drop``: the largest allowed fall of the mAP below its baseline (a
     rise always passes). ``box_count_rel``: the largest allowed change of the mean boxes per image,
-    relative to the baseline mean (to one box per image where the baseline is below one).
+    relative to the baseline mean.
     ``saturation_abs``: the largest allowed change of the share of scores >= 0.99.
     ``agreement_drop``: the largest allowed fall of the matched share of boxes below the blessed one;
     ``score_drift_rise``: the largest allowed rise of the mean absolute score drift above the blessed
@@ -186,45 +186,68 @@ WEAKNESSES = (
     "few_objects",
     "agreement_cannot_fail",
     "score_drift_cannot_fail",
+    "few_boxes",
 )
 
 
 def weaknesses(golden: Golden) -> tuple[Weakness, ...]:
     """The gates of ``golden`` that can never fail or measure too little: a mAP drop as large as the
     mAP itself (a mAP of 0 included), a saturation tolerance that covers every share from 0 to 1, a
-    box count tolerance that lets a run without a box pass, a baseline run without a detection, or
-    fewer than :data:`MIN_OBJECTS` labelled objects."""
+    box count tolerance that lets a run without a box pass, a baseline run without a detection, a
+    box count tolerance narrower than one box of the baseline's (too few boxes to measure a change),
+    or fewer than :data:`MIN_OBJECTS` labelled objects.
+
+    Each test is the gate's own comparison, its rounding allowance (:data:`ROUNDING`) included, made
+    with the worst result there is (a mAP of 0, no box, every score saturated or none): a baseline
+    none of them flags has a result that fails each of its gates."""
     found = []
     t = golden.tolerances
     if golden.labelled:
         for metric, kind, label in (("map50", "map", "mAP@0.5"), ("map50_95", "map50_95", "mAP@0.5:0.95")):
             base, drop = getattr(golden.metrics, metric), getattr(t, f"{metric}_drop")
-            if drop >= base:
-                text = f"{metric}_drop {drop:g} >= baseline {metric} {base:g}: the {label} gate can never fail"
+            if not base - drop - ROUNDING > 0:  # a mAP of 0 passes (a NaN baseline holds nothing either)
+                text = (
+                    f"{metric}_drop {drop:g} {_at_least(drop, base)} baseline {metric} {base:g}: "
+                    f"the {label} gate can never fail"
+                )
                 found.append(Weakness(f"{metric}_cannot_fail", (kind,), text))
         objects = sum(c.n_ground_truth for c in golden.metrics.per_class)
         if objects < MIN_OBJECTS:
             text = f"{objects} labelled objects, fewer than {MIN_OBJECTS}: too few to measure a mAP"
             found.append(Weakness("few_objects", ("map", "map50_95"), text))
     saturation = golden.scores.saturation
-    if t.saturation_abs >= max(saturation, 1 - saturation):
+    if t.saturation_abs + ROUNDING >= max(saturation, 1 - saturation):  # a share of 0 and one of 1 both pass
         text = (
             f"saturation_abs {t.saturation_abs:g} around baseline saturation {saturation:g} covers every share "
             "from 0 to 1: the score saturation gate can never fail"
         )
         found.append(Weakness("saturation_cannot_fail", ("score_saturation",), text))
-    if t.box_count_rel >= 1:
-        text = f"box_count_rel {t.box_count_rel:g} >= 1: a run without a single box passes the box count gate"
+    counts, rel = golden.box_counts, t.box_count_rel
+    if rel >= 1 or (counts.total > 0 and counts.mean * (1 - rel) <= ROUNDING):  # a run without a box passes
+        text = f"box_count_rel {rel:g} >= 1: a run without a single box passes the box count gate"
+        if rel < 1:
+            text = (
+                f"box_count_rel {rel:g} of baseline mean {counts.mean:g} boxes per image lies within the "
+                "baseline's rounding of it: a run without a single box passes the box count gate"
+            )
         found.append(Weakness("box_count_cannot_fail", ("box_count",), text))
+    elif 0 < rel * counts.total < 1:
+        # The gate counts in steps of one box: a tolerance of less than one of the baseline's boxes
+        # fails a run that finds one box more or less. A tolerance of 0 asks for the very count, knowingly.
+        text = (
+            f"{counts.total} boxes in the baseline run: box_count_rel {rel:g} of them is less than one box, so the "
+            "box count gate cannot tell a regression from one box more or less; too few boxes to measure a change"
+        )
+        found.append(Weakness("few_boxes", ("box_count",), text))
     if golden.agreement is not None:
         share, drift = golden.agreement.matched_share, golden.agreement.score_drift
-        if t.agreement_drop >= share:
+        if t.agreement_drop + ROUNDING >= share:  # a run that matches no box passes
             text = (
-                f"agreement_drop {t.agreement_drop:g} >= blessed matched share {share:g}: the path agreement gate "
-                "passes a run that matches no box"
+                f"agreement_drop {t.agreement_drop:g} {_at_least(t.agreement_drop, share)} blessed matched share "
+                f"{share:g}: the path agreement gate passes a run that matches no box"
             )
             found.append(Weakness("agreement_cannot_fail", ("path_agreement",), text))
-        if drift + t.score_drift_rise >= 1:
+        if drift + t.score_drift_rise + ROUNDING >= 1:  # a drift of every score by 1 passes
             text = (
                 f"blessed score drift {drift:g} + score_drift_rise {t.score_drift_rise:g} >= 1: the path agreement "
                 "gate passes any score drift"
@@ -234,6 +257,11 @@ def weaknesses(golden: Golden) -> tuple[Weakness, ...]:
         text = "the baseline run made no detection: its box count and score gates hold a run to nothing found"
         found.append(Weakness("no_detections", ("box_count", "score_saturation"), text))
     return tuple(found)
+
+
+def _at_least(tolerance: float, base: float) -> str:
+    """How a tolerance that leaves nothing of its baseline compares to it, in words."""
+    return ">=" if tolerance >= base else "within the baseline's rounding of"
 
 
 def _refusal(found: Sequence[Weakness]) -> str:

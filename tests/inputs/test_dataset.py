@@ -338,6 +338,13 @@ def test_an_explicit_map_translates_by_name():
         class_map(["flame"], ["fire"], {"flames": "fire"})
 
 
+def test_two_pairs_read_as_one_dataset_class_are_refused_naming_both():
+    # 'a=b=c' reads as dataset class 'a=b' onto 'c' (no class 'a'); 'a=b' given again onto 'd' maps it twice.
+    twice = r"^--map-class a=b=c and --map-class a=b=d: dataset class 'a=b' mapped twice"
+    with pytest.raises(DatasetError, match=twice):
+        class_map(["a=b"], ["c", "d"], {"a": "b=c", "a=b": "d"})
+
+
 def test_mapped_ground_truth_carries_model_class_ids():
     truth = GroundTruth(np.zeros((3, 4)), np.array([0, 1, 1]))
     assert truth.mapped(class_map(["smoke", "fire"], ["fire", "smoke"], {})).class_ids.tolist() == [1, 0, 0]

@@ -126,6 +126,20 @@ def test_a_bad_value_is_refused_naming_the_option_the_value_and_what_was_expecte
     assert str(caught.value) == expected
 
 
+def test_one_dataset_class_mapped_twice_is_refused_naming_the_option_and_both_values():
+    twice = _parse(JOB_OPTIONS, "--map-class", "fire=fire", "--map-class", "fire=smoke")
+    with pytest.raises(HarnessError) as caught:
+        settings_spec(twice)
+    assert str(caught.value) == (
+        "--map-class fire=fire and --map-class fire=smoke: dataset class 'fire' mapped twice, expected one "
+        "--map-class per dataset class"
+    )
+    with pytest.raises(HarnessError, match=r"^--map-class steam=smoke and --map-class steam=: dataset class 'steam'"):
+        settings_spec({"map_class": from_text("map_class", "steam=smoke, steam=")})
+    same = _parse(JOB_OPTIONS, "--map-class", "fire=smoke", "--map-class", "fire=smoke", "--map-class", "smoke=fire")
+    assert settings_spec(same).map_class == (("fire", "smoke"), ("fire", "smoke"), ("smoke", "fire"))
+
+
 def test_a_folder_option_with_a_file_in_its_place_is_refused_when_parsed_not_after_the_run(tmp_path):
     existing = tmp_path / "notes.txt"
     existing.write_text("mine")

@@ -16,9 +16,13 @@ import harness.verdict.golden as golden_module
 from harness.core import signing
 from harness.verdict.gates import gate_path_agreement, run_gates
 from harness.verdict.golden import (
+    MIN_OBJECTS,
+    ROUNDING,
     SCHEMA_VERSION,
+    BlessedAgreement,
     GoldenError,
     Tolerances,
+    Weakness,
     bless,
     golden_from_result,
     golden_path,
@@ -323,6 +327,147 @@ def test_a_set_with_too_few_labelled_objects_or_no_detection_is_weak(run):
     none = sr.replaced(run, box_counts=sr.replaced(run.box_counts, total=0))
     assert "no_detections" in [w.code for w in weaknesses(golden_from_result(none))]
     assert weaknesses(golden_from_result(run)) == ()
+
+
+def test_a_baseline_with_fewer_boxes_than_its_tolerance_can_measure_is_weak_and_refused_unless_blessed_knowingly(
+    tmp_path, run
+):
+    # 0.25 of 3 boxes is less than one box: the gate could not tell a regression from one box more or less.
+    sparse = sr.replaced(run, box_counts=sr.replaced(run.box_counts, mean=3 / 16, total=3))
+    (found,) = weaknesses(golden_from_result(sparse))
+    assert (found.code, found.kinds) == ("few_boxes", ("box_count",))
+    assert "3 boxes in the baseline run: box_count_rel 0.25 of them is less than one box" in found.text
+    file = tmp_path / "g.json"
+    with pytest.raises(GoldenError, match=r"3 boxes in the baseline run: .*--update-golden --accept-weak-baseline"):
+        write_golden(file, golden_from_result(sparse))
+    assert list(tmp_path.iterdir()) == []
+    write_golden(file, golden_from_result(sparse, accept_weak=True))
+    assert load_golden(file).accepted_weak == ("few_boxes",)
+    # Four boxes hold one box of change at 0.25; a tolerance of 0 asks for the very count and is no weakness.
+    assert weaknesses(golden_from_result(sr.replaced(run, box_counts=sr.replaced(run.box_counts, total=4)))) == ()
+    exact = golden_from_result(sparse, Tolerances(box_count_rel=0.0))
+    assert weaknesses(exact) == ()
+
+
+def test_a_tolerance_within_the_baselines_rounding_of_its_value_is_as_weak_as_one_above_it(run):
+    base = run.metrics.map50
+    near = golden_from_result(run, Tolerances(map50_drop=base - 1e-7))
+    assert [w.code for w in weaknesses(near)] == ["map50_cannot_fail"]
+    assert "within the baseline's rounding of baseline map50" in weaknesses(near)[0].text
+    tiny = sr.replaced(run, box_counts=sr.replaced(run.box_counts, mean=1e-6, total=5))
+    assert [w.code for w in weaknesses(golden_from_result(tiny, Tolerances(box_count_rel=0.75)))] == [
+        "box_count_cannot_fail"
+    ]
+
+
+def test_every_weakness_is_named_by_its_code_its_gates_and_why_in_the_order_of_the_gates(run):
+    lax = golden_from_result(run, Tolerances(1.0, 1.0, 1.0, 1.0, 1.0, 1.0))
+    few = tuple(sr.replaced(c, n_ground_truth=4) for c in lax.metrics.per_class)
+    golden = sr.replaced(
+        lax,
+        metrics=sr.replaced(lax.metrics, per_class=few, map50_95=0.75),
+        agreement=BlessedAgreement(0.9, 0.1),
+        box_counts=sr.replaced(lax.box_counts, total=0),
+    )
+    assert weaknesses(golden) == (
+        Weakness("map50_cannot_fail", ("map",), "map50_drop 1 >= baseline map50 1: the mAP@0.5 gate can never fail"),
+        Weakness(
+            "map50_95_cannot_fail",
+            ("map50_95",),
+            "map50_95_drop 1 >= baseline map50_95 0.75: the mAP@0.5:0.95 gate can never fail",
+        ),
+        Weakness("few_objects", ("map", "map50_95"), "8 labelled objects, fewer than 10: too few to measure a mAP"),
+        Weakness(
+            "saturation_cannot_fail",
+            ("score_saturation",),
+            "saturation_abs 1 around baseline saturation 0 covers every share from 0 to 1: the score saturation "
+            "gate can never fail",
+        ),
+        Weakness(
+            "box_count_cannot_fail",
+            ("box_count",),
+            "box_count_rel 1 >= 1: a run without a single box passes the box count gate",
+        ),
+        Weakness(
+            "agreement_cannot_fail",
+            ("path_agreement",),
+            "agreement_drop 1 >= blessed matched share 0.9: the path agreement gate passes a run that matches no box",
+        ),
+        Weakness(
+            "score_drift_cannot_fail",
+            ("path_agreement",),
+            "blessed score drift 0.1 + score_drift_rise 1 >= 1: the path agreement gate passes any score drift",
+        ),
+        Weakness(
+            "no_detections",
+            ("box_count", "score_saturation"),
+            "the baseline run made no detection: its box count and score gates hold a run to nothing found",
+        ),
+    )
+    # without labels: no mAP, so neither its tolerance nor its objects are weaknesses
+    free = sr.replaced(golden, labelled=False)
+    assert [w.code for w in weaknesses(free)][:1] == ["saturation_cannot_fail"]
+
+
+def test_each_weakness_turns_where_its_gate_starts_to_fail(run):
+    def codes(tolerances=None, **changes):
+        golden = sr.replaced(golden_from_result(run, tolerances or Tolerances()), **changes)
+        return [w.code for w in weaknesses(golden)]
+
+    metrics = run.metrics
+    assert codes(metrics=sr.replaced(metrics, map50=ROUNDING), tolerances=Tolerances(map50_drop=0.0)) == [
+        "map50_cannot_fail"
+    ]
+    assert codes(metrics=sr.replaced(metrics, map50=2 * ROUNDING), tolerances=Tolerances(map50_drop=0.0)) == []
+    per_class = metrics.per_class
+    at_least = (
+        sr.replaced(per_class[0], n_ground_truth=MIN_OBJECTS),
+        *(sr.replaced(c, n_ground_truth=0) for c in per_class[1:]),
+    )
+    assert codes(metrics=sr.replaced(metrics, per_class=at_least)) == []
+    one_short = (sr.replaced(at_least[0], n_ground_truth=MIN_OBJECTS - 1), *at_least[1:])
+    assert codes(metrics=sr.replaced(metrics, per_class=one_short)) == ["few_objects"]
+    scores = run.scores
+    assert codes(Tolerances(saturation_abs=0.5), scores=sr.replaced(scores, saturation=0.5)) == [
+        "saturation_cannot_fail"
+    ]
+    assert codes(Tolerances(saturation_abs=0.25), scores=sr.replaced(scores, saturation=0.75)) == []
+    assert codes(Tolerances(saturation_abs=0.75), scores=sr.replaced(scores, saturation=0.25)) == [
+        "saturation_cannot_fail"
+    ]
+    boxes = run.box_counts
+    assert codes(Tolerances(box_count_rel=0.25), box_counts=sr.replaced(boxes, total=4)) == []
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, total=2)) == []
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, total=1)) == ["few_boxes"]
+    assert codes(Tolerances(box_count_rel=0.0), box_counts=sr.replaced(boxes, mean=2 * ROUNDING, total=1)) == []
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, mean=2 * ROUNDING, total=4)) == [
+        "box_count_cannot_fail"
+    ]
+    assert codes(Tolerances(box_count_rel=0.25), box_counts=sr.replaced(boxes, mean=0.0, total=0)) == ["no_detections"]
+    assert codes(Tolerances(saturation_abs=0.5 - ROUNDING), scores=sr.replaced(scores, saturation=0.5)) == [
+        "saturation_cannot_fail"
+    ]  # the gate's own turning point: 0 and 1 both pass within the rounding
+    assert codes(Tolerances(box_count_rel=0.5), box_counts=sr.replaced(boxes, mean=ROUNDING, total=1)) == [
+        "box_count_cannot_fail"
+    ]
+    tiny = sr.replaced(
+        golden_from_result(run, Tolerances(box_count_rel=0.5)), box_counts=sr.replaced(boxes, mean=ROUNDING, total=1)
+    )
+    (rounded,) = weaknesses(tiny)
+    assert rounded.text == (
+        "box_count_rel 0.5 of baseline mean 5e-07 boxes per image lies within the baseline's rounding of it: a run "
+        "without a single box passes the box count gate"
+    )
+    assert codes(Tolerances(agreement_drop=0.5 - ROUNDING), agreement=BlessedAgreement(0.5, 0.0)) == [
+        "agreement_cannot_fail"
+    ]
+    assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.5, 0.0)) == ["agreement_cannot_fail"]
+    assert codes(Tolerances(agreement_drop=0.5), agreement=BlessedAgreement(0.75, 0.0)) == []
+    assert codes(Tolerances(score_drift_rise=0.5), agreement=BlessedAgreement(1.0, 0.5)) == ["score_drift_cannot_fail"]
+    assert codes(Tolerances(score_drift_rise=0.25), agreement=BlessedAgreement(1.0, 0.5)) == []
+    assert codes(Tolerances(score_drift_rise=1 - ROUNDING - 0.5), agreement=BlessedAgreement(1.0, 0.5)) == [
+        "score_drift_cannot_fail"
+    ]  # a drift of 1 passes within the rounding
 
 
 def test_a_baseline_that_measured_nothing_is_refused_before_anything_is_written(tmp_path, run):

@@ -305,7 +305,7 @@ def test_eval_refuses_a_hef_without_its_export_before_any_image_is_read_or_made(
         raise AssertionError("the dataset was read (or the demo set made) before the refusal")
 
     monkeypatch.setattr(factory, "load_dataset", read)
-    monkeypatch.setattr(factory, "demo_data", read)
+    monkeypatch.setattr(factory, "demo_set", read)
     (tmp_path / "BADFOLDER").mkdir()
     (tmp_path / "BADFOLDER" / "model.hef").write_bytes(b"not a HEF\n")  # no metadata.yaml beside it
     assert cli.main(["eval", *given, "--cache", str(tmp_path / "cache")]) == 2

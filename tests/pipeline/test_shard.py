@@ -344,8 +344,9 @@ def test_a_shard_whose_notes_differ_is_refused_and_a_signed_fleet_merges_under_r
     tmp = folder / "notes"
     monkeypatch.setenv(signing.KEY_VARIABLE, "r" * 32)
     stores = [_store(tmp, values, k, 2, f"s{k}") for k in (1, 2)]
-    merge = {"cache": values["cache"], "report": tmp / "merged"}
-    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")
+    merge = {"cache": values["cache"], "report": tmp / "merged", "golden": tmp / "golden"}
+    merge_job(stores, merge | {"update_golden": True}, ("hailo-harness", "merge"), log=lambda line: None)
+    monkeypatch.setenv(signing.REQUIRE_VARIABLE, "1")  # the baselines just blessed are signed too
     assert merge_job(stores, merge, ("hailo-harness", "merge"), log=lambda line: None).passed
     monkeypatch.delenv(signing.KEY_VARIABLE)
     assert _refused(stores, merge).startswith(

@@ -36,7 +36,7 @@ def stored_seal(fields: Fields, key: str = "seal") -> dict[str, str | None]:
 
 def sealed(document: Mapping[str, Any]) -> dict[str, Any]:
     """``document`` with its seal under ``seal``, signed where ``HARNESS_SIGNING_KEY`` is set."""
-    return {**document, "seal": signing.seal_document(dict(document), signing.policy().key)}
+    return signing.with_seal(document, signing.policy().key)
 
 
 def checked(what: str, document: Mapping[str, Any], stored: Mapping[str, Any] | None) -> signing.SealCheck:

@@ -75,8 +75,7 @@ class EntryUse:
 
 def seal_record(body: Mapping[str, Any], key: bytes | None) -> dict[str, Any]:
     """``body`` with its seal (under :data:`SEAL`), ready to be written."""
-    document = {k: v for k, v in body.items() if k != SEAL}
-    return {**document, SEAL: signing.seal_document(document, key)}
+    return signing.with_seal(body, key, SEAL)
 
 
 def record_seal(record: Mapping[str, Any], key: bytes | None) -> signing.SealCheck:

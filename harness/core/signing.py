@@ -115,6 +115,12 @@ def seal_document(document: Any, key: bytes | None) -> dict[str, str | None]:
     return seal(canonical(document), key)
 
 
+def with_seal(document: Mapping[str, Any], key: bytes | None, field: str = "seal") -> dict[str, Any]:
+    """``document`` (any seal it held taken out) with its seal under ``field``: what a sealed file holds."""
+    body = {k: v for k, v in document.items() if k != field}
+    return {**body, field: seal_document(body, key)}
+
+
 def check(content: bytes, stored: Mapping[str, Any] | None, key: bytes | None) -> SealCheck:
     """How ``content`` stands against the seal stored with it (None: it has none)."""
     if stored is None:

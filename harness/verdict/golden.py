@@ -599,8 +599,7 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def _sealed(golden: Golden, key: bytes | None) -> dict[str, Any]:
     """``golden``'s document with its seal: the sha256 of the rest, and its HMAC with ``key``."""
-    document = _document(golden)
-    return {**document, "seal": signing.seal_document(document, key)}
+    return signing.with_seal(_document(golden), key)
 
 
 def _document(golden: Golden) -> dict[str, Any]:

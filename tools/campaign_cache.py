@@ -60,11 +60,19 @@ def project_cache(c: Campaign, folder: Path) -> Path:
     return cache
 
 
-def run_demo(c: Campaign, folder: Path, shared: Path, *extra: str, off_domain: bool = True, **env: str | None) -> Ran:
+def run_demo(
+    c: Campaign,
+    folder: Path,
+    shared: Path,
+    *extra: str,
+    off_domain: bool = True,
+    golden: Path | None = None,
+    **env: str | None,
+) -> Ran:
     args: list[str | Path] = ["run"]
     if off_domain:
         args += ["--calibration", "off-domain"]
-    args += [*extra, "--golden", c.golden0, "--cache", project_cache(c, folder), "--report", folder / "rep"]
+    args += [*extra, "--golden", golden or c.golden0, "--cache", project_cache(c, folder), "--report", folder / "rep"]
     with environment(HARNESS_SHARED_CACHE=os.fspath(shared), **env):
         return c.cli(*args, cwd=folder, timeout=max(c.timeout, 600))
 
@@ -214,9 +222,14 @@ def run(c: Campaign) -> None:
         return {**body, "seal": signing.seal_document(body, None)}
 
     folder, shared, inside, outside = case(c, "signed_forged_unsigned", signed)
+    # baselines blessed with the key, so that signatures required refuse nothing but the entry
+    golden = folder / "golden-signed"
+    blessed = run_demo(c, folder, shared, "--update-golden", off_domain=False, golden=golden, HARNESS_SIGNING_KEY=KEY)
+    if blessed.rc != 0:
+        raise SystemExit(f"campaign: blessing signed baselines failed ({blessed.rc}): {blessed.err[-2000:]}")
     outside_record = outside.with_suffix(".json").read_text()
     poison(inside, outside, forged)
-    ran = run_demo(c, folder, shared, HARNESS_SIGNING_KEY=KEY, HARNESS_REQUIRE_SIGNED="1")
+    ran = run_demo(c, folder, shared, golden=golden, HARNESS_SIGNING_KEY=KEY, HARNESS_REQUIRE_SIGNED="1")
     rebuilt(c, "forged unsigned record, signatures required", ran, shared, "fail")
 
     # the shared demo set: a changed image, a changed label

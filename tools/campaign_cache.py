@@ -223,8 +223,9 @@ def run(c: Campaign) -> None:
 
     folder, shared, inside, outside = case(c, "signed_forged_unsigned", signed)
     # baselines blessed with the key, so that signatures required refuse nothing but the entry
-    golden = folder / "golden-signed"
-    blessed = run_demo(c, folder, shared, "--update-golden", off_domain=False, golden=golden, HARNESS_SIGNING_KEY=KEY)
+    golden, blessing = folder / "golden-signed", folder / "bless"
+    blessing.mkdir()
+    blessed = run_demo(c, blessing, shared, "--update-golden", off_domain=False, golden=golden, HARNESS_SIGNING_KEY=KEY)
     if blessed.rc != 0:
         raise SystemExit(f"campaign: blessing signed baselines failed ({blessed.rc}): {blessed.err[-2000:]}")
     outside_record = outside.with_suffix(".json").read_text()

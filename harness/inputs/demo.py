@@ -90,12 +90,10 @@ def demo_set(cache_dir: Path, log: Callable[[str], None] | None = None) -> tuple
             check, problem, digest = _verify(out, rules)
             if problem is None and check is not None:
                 return out, EntryUse(os.fspath(out.parent), out.name, digest, state_of(check))
-        aside = None
         try:
             if problem is not None:
                 logger.warning("demo set %s not used (%s): generating it again", out, problem)
-                aside = set_aside(out)
-            digest = _generate(out, rules, log)
+            digest, aside = _generate(out, rules, log, replace=problem is not None)
         except OSError as error:
             raise refused(out, problem, error) from None
     if problem is None:
@@ -106,8 +104,13 @@ def demo_set(cache_dir: Path, log: Callable[[str], None] | None = None) -> tuple
     )
 
 
-def _generate(out: Path, rules: SigningPolicy, log: Callable[[str], None] | None) -> str:
-    """Generate the set into ``out`` with its sealed manifest; the digest of its files."""
+def _generate(
+    out: Path, rules: SigningPolicy, log: Callable[[str], None] | None, replace: bool
+) -> tuple[str, Path | None]:
+    """Generate the set into ``out`` with its sealed manifest: the digest of its files, and where
+    ``replace``, where the set found was kept aside. The new set is made whole beside it first, so that
+    the set found is moved aside only the moment before the new one takes its name (another process
+    reading the set meanwhile reads the old files, then the new, identical ones)."""
     import shutil
 
     from harness.inputs.synthetic import Recipe, write_dataset  # the generator, when the set is missing
@@ -132,12 +135,13 @@ def _generate(out: Path, rules: SigningPolicy, log: Callable[[str], None] | None
         }
         write_atomic(making / MANIFEST, json.dumps(seal_record(body, rules.key), sort_keys=True, indent=1))
         (making / _COMPLETE).touch()
+        aside = set_aside(out) if replace else None
         os.rename(making, out)
     finally:
         shutil.rmtree(making, ignore_errors=True)
     if log is not None:
         log(f"demo set: written in {time.monotonic() - start:.1f} s")
-    return _digest(files)
+    return _digest(files), aside
 
 
 def _files(root: Path) -> dict[str, str]:

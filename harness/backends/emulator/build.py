@@ -322,15 +322,18 @@ def _entry(
         found = read_entry(kept, cached, key, built, rules, _load_cached)  # made meanwhile by another worker?
         if found.facts is not None and found.check is not None:
             return found.facts, EntryUse(os.fspath(folder), cached.name, found.model_sha256, state_of(found.check))
-        aside: list[str] = []
         if found.problem is not None:
             log.warning("emulated HEF cache entry %s not used (%s): quantizing again", cached, found.problem)
+        model = _quantized(source, paths, options, progress)
+        facts = hef_facts_of(model)
+        # the entry found moved aside only once its replacement is made (a reader opening it meanwhile
+        # reads the one found, which it has checked)
+        aside: list[str] = []
+        if found.problem is not None:
             try:
                 aside = [moved.name for p in (cached, kept) if (moved := set_aside(p)) is not None]
             except OSError as error:
                 raise refused(cached, found.problem, error) from None
-        model = _quantized(source, paths, options, progress)
-        facts = hef_facts_of(model)
         try:
             _store(model, cached)
             sha256 = hashlib.sha256(cached.read_bytes()).hexdigest()

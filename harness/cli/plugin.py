@@ -129,9 +129,10 @@ def _values(config: pytest.Config) -> dict[str, Any]:
         from harness.backends.hailort.devices import worker_devices
 
         try:
-            last = _last_worker(config)
-            if last is not None:  # the controller: the last worker's device, refused as that worker would
-                worker_devices(values["hailo_device"], last)
+            workers = _worker_count(config)
+            if workers:  # the controller: every device used, and the last worker's refused as that worker would
+                _every_device_used(values["hailo_device"], workers)
+                worker_devices(values["hailo_device"], f"gw{workers - 1}")
             values["hailo_device"] = list(worker_devices(values["hailo_device"], os.environ.get(_XDIST_WORKER)))
         except HarnessError as error:
             raise pytest.UsageError(str(error)) from error
@@ -605,16 +606,26 @@ def _xdist_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("dsession")
 
 
-def _last_worker(config: pytest.Config) -> str | None:
-    """On pytest-xdist's controller, the name its last worker will have (``gwN``; one per ``--tx``
-    spec, ``N*popen`` N of them); None elsewhere."""
+def _worker_count(config: pytest.Config) -> int:
+    """On pytest-xdist's controller, how many workers it starts (one per ``--tx`` spec, ``N*popen`` N
+    of them); 0 elsewhere."""
     if not _xdist_controller(config):
-        return None
+        return 0
     count = 0
     for spec in config.getoption("tx", None) or []:
         times, star, _ = str(spec).partition("*")
         count += int(times) if star and times.isdigit() else 1
-    return f"gw{count - 1}" if count else None
+    return count
+
+
+def _every_device_used(devices: list[str], workers: int) -> None:
+    """Fewer workers than devices leaves a device given unused (each worker opens its own): refused."""
+    if workers < len(devices):
+        unused = ",".join(devices[workers:])
+        raise HarnessError(
+            f"--hailo-device {','.join(devices)}: {len(devices)} devices for {workers} pytest-xdist worker(s), so "
+            f"{unused} would not be used; expected one worker per device (pytest -n {len(devices)})"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -88,6 +88,21 @@ def test_more_workers_than_devices_is_refused_by_the_controller_before_any_worke
     assert "workers [" not in result.stdout.str()  # no worker was started
 
 
+def test_fewer_workers_than_devices_is_refused_by_the_controller_naming_the_unused_device(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    data = tmp_path / "fire_smoke_val"
+    write_dataset(data, Recipe(seed=4, train=0, val=3, calib=0))
+    args = [f"--onnx={DEMO}", f"--dataset={data}", "--backend=hailort", "--hef=m.hef", *DEVICES]
+    result = pytester.runpytest_subprocess("-n", "1", *args, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert _error_lines(result) == [
+        "ERROR: --hailo-device 0000:01:00.0,0000:02:00.0: 2 devices for 1 pytest-xdist worker(s), so "
+        "0000:02:00.0 would not be used; expected one worker per device (pytest -n 2)"
+    ]
+    assert "workers [" not in result.stdout.str()  # no worker was started
+
+
 def test_an_ini_key_the_option_table_refuses_is_refused_alike_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makeini(f"[pytest]\nharness_onnx = {DEMO}\nharness_iou_threshold = 1.5\n")
     assert "--iou-threshold '1.5': expected a number from 0 to 1" in _refused_alike(pytester, [])

@@ -402,7 +402,7 @@ def test_a_merge_refuses_before_any_image_is_read_where_its_cache_lacks_the_shar
 
 
 def test_a_files_place_in_an_option_or_a_note_is_not_a_shards_identity_but_its_name_is() -> None:
-    from harness.pipeline.shard import _placeless
+    from harness.pipeline.shard_identity import _placeless
 
     note = "64 images of the demo set's in-domain frames /runner-1/cache/demo-data/set/images/calib (ranges)"
     assert _placeless(note) == _placeless(note.replace("/runner-1/cache", "/home/ci/work/.harness-cache"))

@@ -25,6 +25,7 @@ from harness.core.errors import HarnessError
 from harness.core.files import write_atomic
 
 COMMANDS = {
+    "calibration-check": "harness.cli.commands.calibration_check",
     "compile": "harness.cli.commands.compile",
     "doctor": "harness.cli.commands.doctor",
     "eval": "harness.cli.commands.eval",
@@ -35,6 +36,8 @@ COMMANDS = {
 }
 # What each command does, for the top-level help: listing them imports none of them.
 HELP = {
+    "calibration-check": "before any compile, predict whether a calibration set will cost accuracy (the emulated "
+    "quantization on it against the float model and an in-domain calibration), and which images to add",
     "compile": "write and check the DFC model script (.alls) and NMS config for an ONNX, then compile a HEF "
     "with the DFC",
     "doctor": "inject each known failure mode into a run and check that a gate catches it and the diagnosis names it",

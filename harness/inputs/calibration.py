@@ -1,4 +1,5 @@
-"""Calibration images: which files (a folder's images by name, or a list), and their bytes for a cache key."""
+"""Calibration images: which files (a folder's images by name, a list file, or a list of paths), and their bytes
+for a cache key."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from harness.core.errors import HarnessError
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 
 CalibrationSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+# A list file: one image path a line, relative to the file's folder (blank lines and lines starting with # skipped).
+LIST_SUFFIX = ".txt"
 
 
 def calibration_paths(source: CalibrationSource, count: int) -> tuple[Path, ...]:
@@ -32,11 +35,17 @@ def calibration_size(source: CalibrationSource) -> int:
 
 
 def _listed(source: CalibrationSource) -> tuple[list[Path], str]:
-    """Every image of a folder (its image files, sorted by name) or of a list of paths, and where they are."""
+    """Every image of a folder (its image files, sorted by name), of a list file or of a list of paths, and where
+    they are."""
     if isinstance(source, (str, os.PathLike)):
         folder = Path(source)
+        if folder.suffix.lower() == LIST_SUFFIX and folder.is_file():
+            return list_file(folder), f"list {os.fspath(folder)!r}"
         if not folder.is_dir():
-            raise HarnessError(f"calibration images {os.fspath(folder)!r}: not a folder, expected a folder or a list")
+            raise HarnessError(
+                f"calibration images {os.fspath(folder)!r}: not a folder, "
+                "expected a folder, a list file (*.txt) or a list"
+            )
         paths = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
         where = f"folder {os.fspath(folder)!r}"
     else:
@@ -46,6 +55,41 @@ def _listed(source: CalibrationSource) -> tuple[list[Path], str]:
         if missing:
             raise HarnessError(f"calibration images: files {missing[:5]} of the list do not exist")
     return paths, where
+
+
+def list_file(file: Path) -> list[Path]:
+    """The images a list file names, in its order; refused in one line naming the file, the line and what was
+    expected where a line names no image file."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise HarnessError(f"calibration list {os.fspath(file)!r}: cannot be read ({error})") from None
+    paths = []
+    for number, line in enumerate(text.splitlines(), 1):
+        name = line.strip()
+        if not name or name.startswith("#"):
+            continue
+        path = file.parent / name
+        if path.suffix.lower() not in IMAGE_SUFFIXES or not path.is_file():
+            raise HarnessError(
+                f"calibration list {os.fspath(file)!r}, line {number}: {name!r}; expected the path of an image file "
+                f"({', '.join(sorted(IMAGE_SUFFIXES))}), relative to the list's folder"
+            )
+        paths.append(path)
+    return paths
+
+
+def write_list_file(file: Path, paths: Sequence[Path]) -> None:
+    """``paths`` as a list file at ``file`` (each path relative to its folder where it lies below it), written
+    whole (a temporary file renamed into place)."""
+    here = file.parent.resolve()
+    lines = []
+    for path in paths:
+        absolute = path.resolve()
+        lines.append(os.fspath(absolute.relative_to(here) if absolute.is_relative_to(here) else absolute))
+    partial = file.with_name(f".{file.name}.partial")
+    partial.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    os.replace(partial, file)
 
 
 def images_digest(paths: Sequence[Path]) -> str:

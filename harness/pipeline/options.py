@@ -195,7 +195,8 @@ _OPTIONS = (
     ),
     Option(
         "calibration",
-        f"emulator calibration images: a folder, or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (the demo set's); "
+        f"emulator calibration images: a folder, a list file (*.txt, one image path a line, relative to it), "
+        f"or {IN_DOMAIN!r} / {OFF_DOMAIN!r} (the demo set's); "
         "default: the demo's in-domain frames on the demo set, else the evaluated images",
         metavar="DIR",
     ),
@@ -299,6 +300,18 @@ _OPTIONS = (
         kind="repeat",
     ),
     Option("golden", "golden baselines folder", _folder, defaults.GOLDEN_DIR, metavar="DIR"),
+    Option(
+        "pool",
+        "calibration-check: the unlabelled images to recommend calibration images from (default: the evaluated images)",
+        Path,
+        metavar="DIR",
+    ),
+    Option(
+        "copy_to",
+        "calibration-check: a folder to copy the recommended calibration images into (made where missing)",
+        _folder,
+        metavar="DIR",
+    ),
     Option("report", "folder for the Markdown / JSON / HTML reports", _folder, defaults.REPORT_DIR, metavar="DIR"),
     Option(
         "cache", "cache folder (predictions, emulated HEFs, the demo set)", _folder, defaults.CACHE_DIR, metavar="DIR"
@@ -404,6 +417,18 @@ DOCTOR_OPTIONS = (
     "require_signed",
     "follow_links",
 )
+CALIBRATION_CHECK_OPTIONS = (
+    "onnx",
+    *DATASET_OPTIONS,
+    "calibration",
+    "calibration_count",
+    *SETTINGS_OPTIONS,
+    "pool",
+    "copy_to",
+    "report",
+    "cache",
+    "follow_links",
+)
 MERGE_OPTIONS = (
     "golden",
     "report",
@@ -426,7 +451,7 @@ EVAL_OPTIONS = (
 )
 # Options naming a folder (or a file, whose folder counts) the run writes into: where given, each is
 # a folder the writes may go (harness.core.confine), resolved when the run starts.
-WRITTEN_FOLDERS = ("golden", "report", "cache")
+WRITTEN_FOLDERS = ("golden", "report", "cache", "copy_to")
 WRITTEN_FILES = ("record",)
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harness.core.errors import HarnessError
 from harness.core.files import shared_cache
 from harness.core.path_names import EMULATED_HAILO, PathKind
+from harness.inputs.calibration import LIST_SUFFIX
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
 from harness.pipeline.backends.descriptor import Backend, BackendDescriptor, OpenRunner
 
@@ -34,8 +35,11 @@ def calibration_source(spec: PathSpec, run: RunContext) -> tuple[CalibrationSour
         images = [s.path for s in run.dataset.samples]
         return images, min(spec.calibration_count, len(images))
     folder = Path(spec.calibration)
-    if not folder.is_dir():
-        raise HarnessError(f"--calibration {folder}: not a folder of images (or {IN_DOMAIN!r} / {OFF_DOMAIN!r})")
+    if not folder.is_dir() and not (folder.suffix.lower() == LIST_SUFFIX and folder.is_file()):
+        raise HarnessError(
+            f"--calibration {folder}: not a folder of images nor a list file (*.txt) of them "
+            f"(or {IN_DOMAIN!r} / {OFF_DOMAIN!r})"
+        )
     return folder, spec.calibration_count
 
 
@@ -46,7 +50,8 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
         note = f"the first {count} of the evaluated images (the emulator's quantization ranges)"
     else:
         named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
-        where = f"the demo set's {named} frames" if named else "the folder"
+        listed = isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == LIST_SUFFIX
+        where = f"the demo set's {named} frames" if named else "the list" if listed else "the folder"
         note = f"{count} images of {where} {source} (the emulator's quantization ranges)"
     from harness.inputs.calibration import calibration_shortfall, calibration_size
 

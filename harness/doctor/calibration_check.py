@@ -1,0 +1,340 @@
+"""Is a calibration set fit to compile with, before any compile? From the float export and its emulated
+quantization on that set, predict what the HEF will do on the evaluated images at the run's threshold: the
+activation ranges the set leaves out, the highest score its class outputs can represent, the accuracy against the
+float model and against calibrating on the evaluated images themselves (a paired bootstrap interval), a verdict
+in the diagnosis's words, and, where it is unfit, the fewest images of a pool that close the gap.
+
+Cost: two emulated quantizations (this set's, and the evaluated images' own, which is cached and so paid once
+per dataset), one float pass per image for the ranges, and one evaluation per path (the float and the in-domain
+ones cached by the prediction cache); a third quantization and evaluation where images are recommended."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from harness.backends.emulator.build import EmulatedHef
+from harness.backends.emulator.ranges import ImageRanges, RangeGraph
+from harness.core import defaults
+from harness.core.errors import HarnessError
+from harness.doctor.range_cache import cached_ranges
+from harness.doctor.range_cover import images_to_add, uncovered
+from harness.inputs.calibration import (
+    calibration_paths,
+    calibration_shortfall,
+    calibration_size,
+    list_file,
+    write_list_file,
+)
+from harness.inputs.dataset import require_evaluable
+from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
+from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec
+from harness.pipeline.job import path_bootstrap
+from harness.pipeline.spec import REFERENCE, Backend, PathSpec
+from harness.verdict.metrics.coco import DifferenceInterval
+from harness.verdict.result import PathResult
+
+FIT, SCORE_CAP, QUANTISATION_LOSS = "fit", "score_cap", "quantisation_loss"  # the diagnosis's words
+WORST = 5  # layers shown where the set's ranges fall short
+_AT_CAP = 0.001  # a float score above the ceiling by more than this is cut to it
+ADDITIONS = "calibration-additions.txt"
+WITH_ADDITIONS = "calibration-with-additions.txt"
+
+
+@dataclass(frozen=True)
+class TensorCover:
+    """One tensor's range on the calibration images and on the evaluated images; ``uncovered``: the share of the
+    latter the former misses; ``role``: the head role of a head output, ``""`` for a layer inside the graph."""
+
+    tensor: str
+    role: str
+    calibration: tuple[float, float]
+    evaluated: tuple[float, float]
+    uncovered: float
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """mAP@0.5 and mAP@0.5:0.95 of one path on the evaluated images."""
+
+    path: str
+    map50: float
+    map50_95: float
+
+    @classmethod
+    def of(cls, result: PathResult, path: str) -> Accuracy:
+        return cls(path, result.metrics.map50, result.metrics.map50_95)
+
+
+@dataclass(frozen=True)
+class CalibrationCheck:
+    """The check's finding. ``verdict``: :data:`FIT`, or the cause that makes the set unfit (:data:`SCORE_CAP`,
+    :data:`QUANTISATION_LOSS`), ``reason`` in words; ``findings``: what else is worth knowing (too few images for
+    the Dataflow Compiler, fewer than asked). ``score_ceiling``: the highest score the class outputs calibrated on
+    the set can represent (None where the outputs carry logits); ``float_boxes``: boxes the float model finds at
+    the threshold, ``capped``: how many of them score above the ceiling. ``versus_in_domain``: the paired
+    bootstrap interval of this set's mAP@0.5 minus the in-domain calibration's (the evaluated images' own),
+    ``quantization_cost``: the in-domain calibration's minus the float model's."""
+
+    verdict: str
+    reason: str
+    calibration: str
+    images: int
+    findings: tuple[str, ...]
+    score_threshold: float
+    score_ceiling: float | None
+    float_boxes: int
+    capped: int
+    heads: tuple[TensorCover, ...]
+    worst_layers: tuple[TensorCover, ...]
+    float_model: Accuracy
+    calibrated: Accuracy
+    in_domain: Accuracy
+    versus_in_domain: DifferenceInterval
+    quantization_cost: DifferenceInterval
+    additions: tuple[Path, ...] = ()
+    with_additions: Accuracy | None = None
+    written: tuple[Path, ...] = ()
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def fit(self) -> bool:
+        return self.verdict == FIT
+
+
+def _covers(cal: ImageRanges, evaluated: ImageRanges) -> list[TensorCover]:
+    low, high = cal.union()
+    target_low, target_high = evaluated.union()
+    share = uncovered(low, high, target_low, target_high)
+    return [
+        TensorCover(
+            t,
+            evaluated.roles[t].value if t in evaluated.roles else "",
+            (float(low[i]), float(high[i])),
+            (float(target_low[i]), float(target_high[i])),
+            float(share[i]),
+        )
+        for i, t in enumerate(evaluated.tensors)
+    ]
+
+
+def _verdict(
+    ceiling: float | None,
+    threshold: float,
+    float_boxes: int,
+    capped: int,
+    versus: DifferenceInterval,
+    cost: DifferenceInterval,
+    count: int,
+) -> tuple[str, str]:
+    """The verdict and its reason: a ceiling under the threshold loses every box (``score_cap``); a loss against
+    in-domain calibration that the bootstrap holds (its interval below 0) and that costs more than quantizing at
+    all does (in-domain against float) is ``score_cap`` where the ceiling cuts float scores, else
+    ``quantisation_loss``; anything else is fit."""
+    if ceiling is not None and ceiling < threshold and float_boxes:
+        return SCORE_CAP, (
+            f"the class outputs calibrated on these {count} images can represent scores up to {ceiling:.3f}, "
+            f"below your threshold {threshold:g}: all {float_boxes} boxes the float model finds at {threshold:g} "
+            "would be lost, as after calibrating on images that show none of the classes"
+        )
+    significant = np.isfinite(versus.high) and versus.high < 0 and -versus.point > abs(cost.point)
+    if not significant:
+        return FIT, (
+            f"mAP@0.5 {versus.point:+.4f} against calibrating on the evaluated images themselves "
+            f"(95 % interval [{versus.low:+.4f}, {versus.high:+.4f}]): no loss the images hold beyond what "
+            f"quantizing costs at all ({cost.point:+.4f} against the float model)"
+        )
+    loss = (
+        f"mAP@0.5 {versus.point:+.4f} against calibrating on the evaluated images themselves (95 % interval "
+        f"[{versus.low:+.4f}, {versus.high:+.4f}]), more than quantizing costs at all ({cost.point:+.4f})"
+    )
+    if ceiling is not None and capped:
+        return SCORE_CAP, (
+            f"{loss}: the class outputs can represent scores up to {ceiling:.3f}, and {capped} of the "
+            f"{float_boxes} boxes the float model finds at {threshold:g} score above it"
+        )
+    return QUANTISATION_LOSS, f"{loss}: the calibration ranges miss what the evaluated images reach"
+
+
+def _findings(count: int, asked: int, available: int) -> tuple[str, ...]:
+    found = []
+    if available < asked:
+        found.append(
+            f"the set holds {available} images, fewer than the {asked} asked (--calibration-count): "
+            f"all {available} used"
+        )
+    shortfall = calibration_shortfall(count, available=available)
+    if shortfall:
+        found.append(shortfall)
+    return tuple(found)
+
+
+def _list(file: Path, paths: Sequence[Path]) -> Path:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    write_list_file(file, paths)
+    return file
+
+
+def _copy(paths: Sequence[Path], folder: Path) -> None:
+    """``paths`` copied into ``folder`` under their names; an existing file of the same name is refused unless it
+    holds the same bytes (then left as it is)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        target = folder / path.name
+        if target.exists() or target.is_symlink():
+            if target.is_file() and not target.is_symlink() and target.read_bytes() == path.read_bytes():
+                continue
+            raise HarnessError(f"--copy-to {folder}: {target.name} exists with other content; expected a new name")
+    for path in paths:
+        target = folder / path.name
+        if not target.exists():
+            partial = target.with_name(f".{target.name}.partial")
+            shutil.copyfile(path, partial)
+            partial.replace(target)
+
+
+def check_calibration(
+    run: RunContext,
+    calibration: str | Path,
+    calibration_count: int = defaults.CALIBRATION_COUNT,
+    pool: Path | None = None,
+    out: Path | None = None,
+    copy_to: Path | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> CalibrationCheck:
+    """The fitness of the calibration set ``calibration`` (a folder, or a list file) for ``run``'s export on its
+    evaluated images at its threshold; ``pool``: the images to recommend from (default the evaluated images);
+    ``out``: where the recommendation's list files go (where unfit); ``copy_to``: a folder to copy the
+    recommended images into."""
+    require_evaluable(run.dataset)
+    start, timings = time.perf_counter(), {}
+    if calibration in (IN_DOMAIN, OFF_DOMAIN):  # the demo set's named frames
+        calibration = demo_split(run.cache_dir, str(calibration))
+    available = calibration_size(calibration)
+    count = min(calibration_count, available)
+    if count < 1:
+        raise HarnessError(f"--calibration {calibration}: no images; expected a folder or list file of images")
+    evaluated = [s.path for s in run.dataset.samples]
+    own = _list(run.cache_dir / "calibration-check" / f"{run.dataset.manifest[:16]}.txt", evaluated)
+    specs = {
+        "calibrated": PathSpec(Backend.EMULATOR, calibration=str(calibration), calibration_count=count),
+        "in_domain": PathSpec(Backend.EMULATOR, calibration=str(own), calibration_count=min(count, len(evaluated))),
+    }
+    log(f"calibration check: the float model and the emulated HEF calibrated on {count} images of {calibration}")
+    reference = evaluate_spec(REFERENCE, run)
+    results, hefs = {}, {}
+    for name, spec in specs.items():
+        t = time.perf_counter()
+        hefs[name] = emulated_hef(spec, run)
+        results[name] = evaluate_spec(spec, run)
+        timings[name] = time.perf_counter() - t
+    t = time.perf_counter()
+    graph = RangeGraph(hefs["calibrated"])
+    measure = _measure(run, hefs["calibrated"], graph, log)
+    cal_ranges, eval_ranges = measure(hefs["calibrated"].calibration_images), measure(evaluated)
+    timings["ranges"] = time.perf_counter() - t
+    calibrated, in_domain = results["calibrated"], results["in_domain"]
+    versus = path_bootstrap(run.dataset, in_domain, calibrated).map50
+    cost = path_bootstrap(run.dataset, reference, in_domain).map50
+    threshold = run.settings.score_threshold
+    scores = np.concatenate([p.scores for p in reference.predictions]) if reference.predictions else np.zeros(0)
+    float_scores = scores[scores >= threshold]
+    ceiling = calibrated.score_ceiling
+    capped = int((float_scores > ceiling + _AT_CAP).sum()) if ceiling is not None else 0
+    verdict, reason = _verdict(ceiling, threshold, len(float_scores), capped, versus, cost, count)
+    covers = _covers(cal_ranges, eval_ranges)
+    heads = tuple(c for c in covers if c.role)
+    layers = tuple(sorted((c for c in covers if not c.role and c.uncovered > 0), key=lambda c: -c.uncovered))
+    found = CalibrationCheck(
+        verdict,
+        reason,
+        str(calibration),
+        count,
+        _findings(count, calibration_count, available),
+        threshold,
+        ceiling,
+        len(float_scores),
+        capped,
+        heads,
+        layers[:WORST],
+        Accuracy.of(reference, reference.label),
+        Accuracy.of(calibrated, f"emulated, calibrated on {calibration}"),
+        Accuracy.of(in_domain, "emulated, calibrated on the evaluated images"),
+        versus,
+        cost,
+        timings=timings,
+    )
+    if found.fit:
+        return _done(found, start)
+    return _done(_recommend(found, run, measure, cal_ranges, eval_ranges, pool, out, copy_to, log), start)
+
+
+def _measure(
+    run: RunContext, hef: EmulatedHef, graph: RangeGraph, log: Callable[[str], None]
+) -> Callable[[Sequence[Path]], ImageRanges]:
+    return lambda paths: cached_ranges(hef, graph, run.facts.sha256, paths, run.cache_dir, log)
+
+
+def _recommend(
+    found: CalibrationCheck,
+    run: RunContext,
+    measure: Callable[[Sequence[Path]], ImageRanges],
+    cal: ImageRanges,
+    evaluated: ImageRanges,
+    pool: Path | None,
+    out: Path | None,
+    copy_to: Path | None,
+    log: Callable[[str], None],
+) -> CalibrationCheck:
+    """The fewest pool images that make the set cover the evaluated images' ranges as well as calibrating on the
+    evaluated images themselves does, and the accuracy predicted with them added."""
+    t = time.perf_counter()
+    pool_paths = list(calibration_paths(pool, calibration_size(pool))) if pool is not None else list(evaluated.images)
+    pool_ranges = evaluated if pool is None else measure(pool_paths)
+    target_low, target_high = evaluated.union()
+    # as well covered as calibrating on the evaluated images themselves (the first as many as the set) covers them
+    own_low, own_high = evaluated.union(list(range(min(found.images, len(evaluated.images)))))
+    allowed = uncovered(own_low, own_high, target_low, target_high)
+    base_low, base_high = cal.union()
+    taken = {p.resolve() for p in cal.images}
+    rows = [i for i, p in enumerate(pool_paths) if p.resolve() not in taken]
+    picks = images_to_add(
+        base_low, base_high, pool_ranges.low[rows], pool_ranges.high[rows], target_low, target_high, allowed
+    )
+    additions = tuple(pool_paths[rows[i]] for i in picks)
+    timings = {**found.timings, "recommendation": time.perf_counter() - t}
+    if not additions:
+        return _with(found, timings=timings)
+    log(f"calibration check: {len(additions)} images to add; the emulated HEF calibrated with them")
+    folder = out or run.cache_dir / "calibration-check"
+    added = _list(folder / ADDITIONS, additions)
+    combined = _list(folder / WITH_ADDITIONS, [*cal.images, *additions])
+    t = time.perf_counter()
+    spec = PathSpec(Backend.EMULATOR, calibration=str(combined), calibration_count=len(list_file(combined)))
+    result = evaluate_spec(spec, run)
+    timings["with_additions"] = time.perf_counter() - t
+    if copy_to is not None:
+        _copy(additions, copy_to)
+    return _with(
+        found,
+        additions=additions,
+        with_additions=Accuracy.of(result, f"emulated, calibrated on the set and {len(additions)} images added"),
+        written=(added, combined),
+        timings=timings,
+    )
+
+
+def _with(found: CalibrationCheck, **changes: object) -> CalibrationCheck:
+    from dataclasses import replace
+
+    return replace(found, **changes)  # type: ignore[arg-type]
+
+
+def _done(found: CalibrationCheck, start: float) -> CalibrationCheck:
+    return _with(found, seconds=time.perf_counter() - start)

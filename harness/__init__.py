@@ -9,6 +9,7 @@ The public API, each name loaded when first used (so ``import harness`` stays ch
     result = harness.evaluate_spec(harness.PathSpec(harness.Backend.EMULATOR), run)
     info = harness.read_hef("m.hef")
     failures = harness.run_conformance(my_decoder)
+    fit = harness.check_calibration(run, "calibration/").fit  # before compiling with that calibration set
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _API = {
     "evaluate_spec": "harness.pipeline.factory",
     "read_hef": "harness.inputs.hef.reader",
     "run_conformance": "harness.conformance.suite",
+    "check_calibration": "harness.doctor.calibration_check",
     # What a decoder of one's own takes and returns (see README, "Your own decoder").
     "Detections": "harness.core.detections",
     "OutputSpec": "harness.core.specs",
@@ -57,6 +59,7 @@ __all__ = [
     "SettingsSpec",
     "SsdConfig",
     "__version__",
+    "check_calibration",
     "evaluate_spec",
     "load_dataset",
     "open_path",
@@ -68,6 +71,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from harness.conformance.suite import run_conformance
+    from harness.doctor.calibration_check import check_calibration
     from harness.core.detections import Detections
     from harness.core.settings import DecodeConfig, SsdConfig
     from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo

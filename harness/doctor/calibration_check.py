@@ -36,7 +36,7 @@ from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec
 from harness.pipeline.job import path_bootstrap
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec
-from harness.verdict.metrics.coco import DifferenceInterval
+from harness.verdict.metrics.coco import PairedBootstrap
 from harness.verdict.result import PathResult
 
 FIT, SCORE_CAP, QUANTISATION_LOSS = "fit", "score_cap", "quantisation_loss"  # the diagnosis's words
@@ -78,7 +78,7 @@ class CalibrationCheck:
     the Dataflow Compiler, fewer than asked). ``score_ceiling``: the highest score the class outputs calibrated on
     the set can represent (None where the outputs carry logits); ``float_boxes``: boxes the float model finds at
     the threshold, ``capped``: how many of them score above the ceiling. ``versus_in_domain``: the paired
-    bootstrap interval of this set's mAP@0.5 minus the in-domain calibration's (the evaluated images' own),
+    bootstrap intervals of this set's mAPs minus the in-domain calibration's (the evaluated images' own),
     ``quantization_cost``: the in-domain calibration's minus the float model's."""
 
     verdict: str
@@ -95,8 +95,8 @@ class CalibrationCheck:
     float_model: Accuracy
     calibrated: Accuracy
     in_domain: Accuracy
-    versus_in_domain: DifferenceInterval
-    quantization_cost: DifferenceInterval
+    versus_in_domain: PairedBootstrap
+    quantization_cost: PairedBootstrap
     additions: tuple[Path, ...] = ()
     with_additions: Accuracy | None = None
     written: tuple[Path, ...] = ()
@@ -124,13 +124,30 @@ def _covers(cal: ImageRanges, evaluated: ImageRanges) -> list[TensorCover]:
     ]
 
 
+_METRICS = (("map50", "mAP@0.5"), ("map50_95", "mAP@0.5:0.95"))
+
+
+def _loss(versus: PairedBootstrap, cost: PairedBootstrap) -> tuple[str, bool]:
+    """In words, each metric of this calibration against calibrating on the evaluated images, and whether one
+    loses more than the bootstrap's noise (its interval below 0) and more than quantizing costs at all."""
+    said, lost = [], False
+    for field_name, name in _METRICS:
+        v, c = getattr(versus, field_name), getattr(cost, field_name)
+        significant = bool(np.isfinite(v.high) and v.high < 0 and -v.point > abs(c.point))
+        lost |= significant
+        said.append(
+            f"{name} {v.point:+.4f} (95 % interval [{v.low:+.4f}, {v.high:+.4f}]; quantizing at all: {c.point:+.4f})"
+        )
+    return "; ".join(said) + " against calibrating on the evaluated images themselves", lost
+
+
 def _verdict(
     ceiling: float | None,
     threshold: float,
     float_boxes: int,
     capped: int,
-    versus: DifferenceInterval,
-    cost: DifferenceInterval,
+    versus: PairedBootstrap,
+    cost: PairedBootstrap,
     count: int,
 ) -> tuple[str, str]:
     """The verdict and its reason: a ceiling under the threshold loses every box (``score_cap``); a loss against
@@ -143,27 +160,27 @@ def _verdict(
             f"below your threshold {threshold:g}: all {float_boxes} boxes the float model finds at {threshold:g} "
             "would be lost, as after calibrating on images that show none of the classes"
         )
-    significant = np.isfinite(versus.high) and versus.high < 0 and -versus.point > abs(cost.point)
-    if not significant:
-        return FIT, (
-            f"mAP@0.5 {versus.point:+.4f} against calibrating on the evaluated images themselves "
-            f"(95 % interval [{versus.low:+.4f}, {versus.high:+.4f}]): no loss the images hold beyond what "
-            f"quantizing costs at all ({cost.point:+.4f} against the float model)"
-        )
-    loss = (
-        f"mAP@0.5 {versus.point:+.4f} against calibrating on the evaluated images themselves (95 % interval "
-        f"[{versus.low:+.4f}, {versus.high:+.4f}]), more than quantizing costs at all ({cost.point:+.4f})"
-    )
+    said, lost = _loss(versus, cost)
+    if not lost:
+        return FIT, f"{said}: no loss the images hold beyond what quantizing costs"
     if ceiling is not None and capped:
         return SCORE_CAP, (
-            f"{loss}: the class outputs can represent scores up to {ceiling:.3f}, and {capped} of the "
+            f"{said}: the class outputs can represent scores up to {ceiling:.3f}, and {capped} of the "
             f"{float_boxes} boxes the float model finds at {threshold:g} score above it"
         )
-    return QUANTISATION_LOSS, f"{loss}: the calibration ranges miss what the evaluated images reach"
+    return QUANTISATION_LOSS, f"{said}: the calibration ranges miss what the evaluated images reach"
 
 
-def _findings(count: int, asked: int, available: int) -> tuple[str, ...]:
+def _findings(
+    count: int, asked: int, available: int, ceiling: float | None, capped: int, float_boxes: int
+) -> tuple[str, ...]:
     found = []
+    if ceiling is not None and capped:
+        found.append(
+            f"{capped} of the {float_boxes} boxes the float model finds score above {ceiling:.3f}, the highest score "
+            f"the class outputs can represent: their scores are cut to it (their order lost), and a threshold above "
+            f"{ceiling:.3f} would lose them all"
+        )
     if available < asked:
         found.append(
             f"the set holds {available} images, fewer than the {asked} asked (--calibration-count): "
@@ -240,8 +257,8 @@ def check_calibration(
     cal_ranges, eval_ranges = measure(hefs["calibrated"].calibration_images), measure(evaluated)
     timings["ranges"] = time.perf_counter() - t
     calibrated, in_domain = results["calibrated"], results["in_domain"]
-    versus = path_bootstrap(run.dataset, in_domain, calibrated).map50
-    cost = path_bootstrap(run.dataset, reference, in_domain).map50
+    versus = path_bootstrap(run.dataset, in_domain, calibrated)
+    cost = path_bootstrap(run.dataset, reference, in_domain)
     threshold = run.settings.score_threshold
     scores = np.concatenate([p.scores for p in reference.predictions]) if reference.predictions else np.zeros(0)
     float_scores = scores[scores >= threshold]
@@ -256,7 +273,7 @@ def check_calibration(
         reason,
         str(calibration),
         count,
-        _findings(count, calibration_count, available),
+        _findings(count, calibration_count, available, ceiling, capped, len(float_scores)),
         threshold,
         ceiling,
         len(float_scores),

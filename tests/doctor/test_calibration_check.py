@@ -38,7 +38,7 @@ def test_off_domain_calibration_is_unfit_named_score_cap_and_the_images_it_recom
     found = json.loads(capsys.readouterr().out)
     assert code == 1 and found["verdict"] == "score_cap" and not found["fit"]
     assert found["score_ceiling"] < 0.5 and found["capped"] > 0
-    assert found["versus_in_domain"]["high"] < 0
+    assert found["versus_in_domain"]["map50"]["high"] < 0
     assert 0 < len(found["additions"]) <= found["images"]
     assert found["with_additions"]["map50"] >= found["in_domain"]["map50"] - 0.01
     assert found["with_additions"]["map50"] > found["calibrated"]["map50"]

@@ -320,18 +320,7 @@ def not_output_failure(name: str, where: str, expected: str) -> CheckResult:
     )
 
 
-# What an NMS op reading probabilities is given where no activation is changed.
-LOGITS = "none changed (logits reach the NMS op, which reads probabilities)"
-
-
-def sigmoid_failure(
-    s: ScriptsUnderCheck,
-    i: int,
-    key: str,
-    expected: str = "sigmoid",
-    fix: str = "add change_output_activation({}, sigmoid) to the model script",
-    unchanged: str = LOGITS,
-) -> CheckResult | None:
+def _sigmoid_failure(s: ScriptsUnderCheck, i: int, key: str, words: SigmoidWords) -> CheckResult | None:
     """Decoder ``i``'s layer under ``key`` without the sigmoid the NMS op needs on it, else None."""
     layer = unscoped(s.decoders[i][key])
     if (activation := s.alls.activation_of(layer)) == "sigmoid":
@@ -339,25 +328,63 @@ def sigmoid_failure(
     return CheckResult.failed(
         "sigmoid",
         f"activation of {key} {layer} (bbox_decoders[{i}])",
-        activation or unchanged,
-        expected,
-        fix.format(layer),
+        activation or words.unchanged,
+        words.expected,
+        words.fix.format(layer),
     )
 
 
-def raw_failure(s: ScriptsUnderCheck, i: int, key: str, expected: str, every: str) -> CheckResult | None:
-    """Decoder ``i``'s layer under ``key`` with an activation, which the NMS op must read raw (``expected``
-    says why), else None; ``every``: the fix where the activation is the one for every output layer
-    (``{}`` the activation)."""
-    layer = unscoped(s.decoders[i][key])
+def _raw_failure(s: ScriptsUnderCheck, i: int, raw: RawLayer) -> CheckResult | None:
+    """Decoder ``i``'s layer under ``raw.key`` with an activation, which the NMS op must read raw, else None."""
+    layer = unscoped(s.decoders[i][raw.key])
     if (activation := s.alls.activation_of(layer)) is None:
         return None
     fix = (
         f"remove change_output_activation({layer}, ...) from the model script"
         if layer in s.alls.activations
-        else every.format(activation)
+        else raw.every.format(activation)
     )
-    return CheckResult.failed("sigmoid", f"activation of {key} {layer} (bbox_decoders[{i}])", activation, expected, fix)
+    return CheckResult.failed(
+        "sigmoid", f"activation of {raw.key} {layer} (bbox_decoders[{i}])", activation, raw.expected, fix
+    )
+
+
+@dataclass(frozen=True)
+class SigmoidWords:
+    """What a missing sigmoid is told with: ``unchanged``, what the op is given where no activation is changed;
+    ``expected``; ``fix``, ``{}`` the layer."""
+
+    unchanged: str = "none changed (logits reach the NMS op, which reads probabilities)"
+    expected: str = "sigmoid"
+    fix: str = "add change_output_activation({}, sigmoid) to the model script"
+
+
+@dataclass(frozen=True)
+class RawLayer:
+    """A decoder's layer the NMS op reads raw: its ``key``, ``expected`` (why it is unchanged), and ``every``,
+    the fix where the activation is the one for every output layer (``{}`` the activation)."""
+
+    key: str
+    expected: str
+    every: str
+
+
+def check_sigmoid(
+    s: ScriptsUnderCheck,
+    scored: Sequence[str],
+    ok: str,
+    raw: RawLayer | None = None,
+    words: SigmoidWords = SigmoidWords(),
+) -> CheckResult:
+    """The activations the NMS op needs, decoder by decoder: a sigmoid on each layer under ``scored`` (told in
+    ``words``), none on the ``raw`` layer; ``ok`` says so where they hold."""
+    for i in range(len(s.decoders)):
+        failed = next((f for key in scored if (f := _sigmoid_failure(s, i, key, words)) is not None), None)
+        if failed is None and raw is not None:
+            failed = _raw_failure(s, i, raw)
+        if failed is not None:
+            return failed
+    return CheckResult.ok("sigmoid", ok)
 
 
 def failures(results: Sequence[CheckResult]) -> list[CheckResult]:

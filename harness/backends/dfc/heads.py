@@ -6,7 +6,7 @@ and the layer names that stand for them until the DFC has translated the ONNX (:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from harness.backends.dfc.alls import DfcScriptError
@@ -18,7 +18,7 @@ from harness.core.settings import SsdConfig
 from harness.decode.layout import layout_of_export
 from harness.families import REGISTERED
 from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
-from harness.inputs.onnx_graph import ExportHeads, export_heads, find_yolo26_heads, find_yolov5_heads, load_model
+from harness.inputs.onnx_graph import ExportHeads, export_heads, load_model
 
 if TYPE_CHECKING:
     import onnx
@@ -83,14 +83,14 @@ def _export_heads(
     try:
         return export_heads(model, end_nodes)
     except GraphError as error:
-        yolov8_error = error
-    if end_nodes is not None:
+        not_found = error  # every finder's refusal (export_heads)
+    if end_nodes is not None:  # the heads found by structure, to tell the end nodes given
         try:
             found = export_heads(model)
         except GraphError:
-            raise yolov8_error from None
+            raise not_found from None
         if not dfc_part(found.family).CUT_BY_STRUCTURE:
-            raise yolov8_error
+            raise not_found
         by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
             return found
@@ -99,13 +99,6 @@ def _export_heads(
             f"{source}: end nodes {list(end_nodes)}: a {family} export is cut at its head convolutions, found by "
             f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
         )
-    yolo26_error, yolov5_error = _graph_error(find_yolo26_heads, model), _graph_error(find_yolov5_heads, model)
-    yolo26 = (
-        f"nor a YOLO26 head ({yolo26_error})"
-        if yolo26_error
-        else "nor a YOLO26 head: its head convolutions, but not the one head output that tells which head"
-    )
-    yolov5 = f" nor a YOLOv5/YOLOv7 head ({yolov5_error})" if yolov5_error else ""
     both = (
         f"; it has {len(model.graph.output)} outputs {_outputs(model)}, expected one head output: an export of both "
         "YOLO26 heads cannot be compiled as one, export one (end2end=True: the one-to-one head, end2end=False: the "
@@ -113,20 +106,11 @@ def _export_heads(
         if len(model.graph.output) > 1
         else ""
     )
+    exports = ", ".join(dict.fromkeys(dfc_part(d.family).EXPORT_NAME for d in REGISTERED))
     raise DfcScriptError(
-        f"{source}: cannot be compiled: found neither a YOLOv8/YOLO11 head ({yolov8_error}) {yolo26}{yolov5}{both}. "
-        "Fix: give a float detect export (YOLOv8/YOLO11, YOLOv5/YOLOv7 with its decode tail, or YOLO26 ending in its "
-        "head convolutions)"
-    ) from yolov8_error
-
-
-def _graph_error(find: Callable[[onnx.ModelProto], object], model: onnx.ModelProto) -> GraphError | None:
-    """Why ``find`` finds no heads in ``model``; None where it finds them."""
-    try:
-        find(model)
-    except GraphError as error:
-        return error
-    return None
+        f"{source}: cannot be compiled: found no head to compile ({not_found}){both}. Fix: give a float detect "
+        f"export of one of {exports}"
+    ) from not_found
 
 
 def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:

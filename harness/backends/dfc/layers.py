@@ -58,7 +58,6 @@ class LayerTable:
         return [layer.name for layer in self.layers if layer.is_output] or [layer.name for layer in self.layers]
 
 
-
 def parsed_layers(hn: Mapping[str, Any], source: str = "parsed graph (HN)") -> LayerTable:
     """The layers of the DFC's HN: ``{"layers": {name: {"type", "output", "output_shapes", "original_names"}}}``
     (hailo_model_zoo: hailo_model_zoo/core/hn_editor/layer_splitter.py reads and writes these keys;

@@ -95,3 +95,16 @@ def write_script_files(
     write_atomic(files.alls, alls(nms_json.name if nms_json is not None else ""))
     write_atomic(files.layer_names, json.dumps(dict(names), indent=4) + "\n")
     return files
+
+
+def write_nms_scripts(
+    folder: Path,
+    stem: str,
+    request: ScriptRequest,
+    config: Callable[[ExportFacts, Mapping[str, str], NmsSettings], Mapping[str, Any]],
+    render: Callable[[ScriptRequest, str], str],
+) -> ScriptFiles:
+    """Write a head's model script (``render``, naming the JSON by file name, beside it), its NMS ``config``
+    as ``<stem>_nms_config.json``, and ``layer_names.json``."""
+    nms = config(request.facts, request.names, request.settings)
+    return write_script_files(folder, stem, request.names, lambda json_name: render(request, json_name), nms)

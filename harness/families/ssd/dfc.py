@@ -34,6 +34,7 @@ from typing import Any
 from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, DfcScriptError, nms_command
 from harness.backends.dfc.checks import (
     THRESHOLD_SCALARS,
+    RawLayer,
     Scalar,
     ScriptsUnderCheck,
     check_decoder_layer_names,
@@ -41,13 +42,12 @@ from harness.backends.dfc.checks import (
     check_image_dims,
     check_meta_arch,
     check_nms_keys,
+    check_sigmoid,
     is_count,
     is_number,
     layer_name_failure,
     list_failure,
     not_output_failure,
-    raw_failure,
-    sigmoid_failure,
     validate_with_nms_config,
 )
 from harness.backends.dfc.writing import (
@@ -56,7 +56,7 @@ from harness.backends.dfc.writing import (
     ScriptRequest,
     decoder_name,
     refuse_bbox_only,
-    write_script_files,
+    write_nms_scripts,
 )
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadTensor
@@ -169,8 +169,7 @@ def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFile
         "an SSD head; HailoRT's bbox-only ops decode YOLOv5 and YOLOv8 heads only (libhailort/src/net_flow/ops/"
         "ssd_post_process.cpp refuses bbox_only). Fix: compile the SSD NMS op",
     )
-    config = nms_config(request.facts, request.names, request.settings)
-    return write_script_files(folder, stem, request.names, lambda json_name: render_alls(request, json_name), config)
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 class _Scripts(ScriptsUnderCheck):
@@ -313,18 +312,17 @@ def _check_decoder_layers(s: _Scripts) -> CheckResult:
 
 def _check_sigmoid(s: _Scripts) -> CheckResult:
     """A sigmoid on every class layer, none on a regression layer."""
-    for i in range(len(s.decoders)):
-        # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp applies no activation to the class values
-        failed = sigmoid_failure(s, i, "cls_layer") or raw_failure(
-            s,
-            i,
+    # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp applies no activation to the class values
+    return check_sigmoid(
+        s,
+        ("cls_layer",),
+        "every class conv has a sigmoid; regression convs are unchanged",
+        RawLayer(
             "reg_layer",
             "unchanged (the op decodes the raw regression values)",
             "name each class conv in its own change_output_activation(<cls_layer>, sigmoid)",
-        )
-        if failed is not None:
-            return failed
-    return CheckResult.ok("sigmoid", "every class conv has a sigmoid; regression convs are unchanged")
+        ),
+    )
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:

@@ -37,23 +37,24 @@ from harness.backends.dfc.checks import (
     THRESHOLD_SCALARS,
     Scalar,
     ScriptsUnderCheck,
+    SigmoidWords,
     check_decoder_layer_names,
     check_decoder_strides,
     check_field,
     check_image_dims,
     check_meta_arch,
     check_nms_keys,
+    check_sigmoid,
     is_int,
     is_number,
     layer_name_failure,
     list_failure,
     not_output_failure,
     said,
-    sigmoid_failure,
     stride_failure,
     validate_with_nms_config,
 )
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_script_files
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadTensor
 from harness.decode.layout import layout_of_export
@@ -149,8 +150,7 @@ def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
 def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
-    config = nms_config(request.facts, request.names, request.settings)
-    return write_script_files(folder, stem, request.names, lambda json_name: render_alls(request, json_name), config)
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
@@ -287,18 +287,12 @@ def _check_encoded_layer(s: ScriptsUnderCheck) -> CheckResult:
 
 
 def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
-    for i in range(len(s.decoders)):
-        # hailort: libhailort/src/net_flow/ops/nms_post_process.hpp, should_sigmoid false for the YOLOv5 op
-        failed = sigmoid_failure(
-            s,
-            i,
-            "encoded_layer",
-            "sigmoid (box offsets, objectness and classes alike)",
-            "add change_output_activation(sigmoid) to the model script (every output layer)",
-        )
-        if failed is not None:
-            return failed
-    return CheckResult.ok("sigmoid", "every encoded layer of the NMS config has a sigmoid")
+    # hailort: libhailort/src/net_flow/ops/nms_post_process.hpp, should_sigmoid false for the YOLOv5 op
+    words = SigmoidWords(
+        expected="sigmoid (box offsets, objectness and classes alike)",
+        fix="add change_output_activation(sigmoid) to the model script (every output layer)",
+    )
+    return check_sigmoid(s, ("encoded_layer",), "every encoded layer of the NMS config has a sigmoid", words=words)
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:

@@ -14,16 +14,17 @@ from typing import Any
 
 from harness.backends.dfc.alls import NORMALIZATION_COMMAND, nms_command, parse_alls
 from harness.backends.dfc.checks import (
+    RawLayer,
     ScriptsUnderCheck,
+    SigmoidWords,
     check_decoder_layer_names,
     check_meta_arch,
     check_normalization,
-    raw_failure,
+    check_sigmoid,
     require_nms_config,
-    sigmoid_failure,
 )
 from harness.backends.dfc.layers import grid_words
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_script_files
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, parse_json
 from harness.core.head_family import HeadTensor
@@ -108,8 +109,7 @@ def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
 def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
-    config = nms_config(request.facts, request.names, request.settings)
-    return write_script_files(folder, stem, request.names, lambda json_name: render_alls(request, json_name), config)
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
@@ -246,19 +246,19 @@ def _check_strides(s: ScriptsUnderCheck) -> CheckResult:
 
 
 def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
-    for i in range(len(s.decoders)):
-        # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to the class values.
-        failed = sigmoid_failure(s, i, "cls_layer", unchanged="none changed (logits reach the NMS op)") or raw_failure(
-            s,
-            i,
+    # hailort: src/net_flow/ops/yolov8_post_process.cpp applies no sigmoid to the class values.
+    return check_sigmoid(
+        s,
+        ("cls_layer",),
+        "every class conv of the NMS config has a sigmoid; box convs are unchanged",
+        RawLayer(
             "reg_layer",
             "unchanged (the NMS op applies the DFL softmax to the raw box values)",
             "replace change_output_activation({}) (every output layer) by one "
             "change_output_activation(<cls_layer>, sigmoid) per class conv",
-        )
-        if failed is not None:
-            return failed
-    return CheckResult.ok("sigmoid", "every class conv of the NMS config has a sigmoid; box convs are unchanged")
+        ),
+        SigmoidWords(unchanged="none changed (logits reach the NMS op)"),
+    )
 
 
 def _check_nms_postprocess(s: ScriptsUnderCheck) -> CheckResult:

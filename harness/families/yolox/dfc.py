@@ -31,6 +31,7 @@ from typing import Any
 from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, nms_command
 from harness.backends.dfc.checks import (
     THRESHOLD_SCALARS,
+    RawLayer,
     ScriptsUnderCheck,
     check_decoder_layer_names,
     check_decoder_strides,
@@ -38,14 +39,13 @@ from harness.backends.dfc.checks import (
     check_image_dims,
     check_meta_arch,
     check_nms_keys,
+    check_sigmoid,
     layer_name_failure,
     not_output_failure,
-    raw_failure,
-    sigmoid_failure,
     stride_failure,
     validate_with_nms_config,
 )
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, refuse_bbox_only, write_script_files
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, refuse_bbox_only, write_nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadRole, HeadTensor
 from harness.decode.layout import HeadOutput, Level, layout_of_export
@@ -132,8 +132,7 @@ def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFile
         "a YOLOX head; HailoRT's bbox-only ops decode YOLOv5 and YOLOv8 heads only (libhailort/src/net_flow/ops/"
         "yolov5_bbox_only_post_process, yolov8_bbox_only_post_process). Fix: compile the YOLOX NMS op",
     )
-    config = nms_config(request.facts, request.names, request.settings)
-    return write_script_files(folder, stem, request.names, lambda json_name: render_alls(request, json_name), config)
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
@@ -214,20 +213,18 @@ def _check_decoder_layers(s: ScriptsUnderCheck) -> CheckResult:
 
 def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     """A sigmoid on every objectness and class layer, none on a box layer."""
-    for i in range(len(s.decoders)):
-        # hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp reads them as probabilities
-        scored = (sigmoid_failure(s, i, key) for key in SCORED)
-        failed = next((f for f in scored if f is not None), None) or raw_failure(
-            s,
-            i,
+    # hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp reads them as probabilities
+    return check_sigmoid(
+        s,
+        SCORED,
+        "every objectness and class conv has a sigmoid; box convs are unchanged",
+        RawLayer(
             "reg_layer",
             "unchanged (the op takes exp of the raw tw, th and adds the raw tx, ty to the cell)",
             "replace change_output_activation({}) (every output layer) by one "
             "change_output_activation(<layer>, sigmoid) per objectness and class conv",
-        )
-        if failed is not None:
-            return failed
-    return CheckResult.ok("sigmoid", "every objectness and class conv has a sigmoid; box convs are unchanged")
+        ),
+    )
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:

@@ -220,7 +220,7 @@ def validate_with_nms_config(
     meta_arch: Callable[[AllsScript], CheckResult],
     keys: Callable[[S], CheckResult],
     checks: Sequence[Callable[[S], CheckResult]],
-    under: Callable[[AllsScript, Mapping[str, Any], ExportFacts, LayerTable], S] = ScriptsUnderCheck,  # type: ignore[assignment]
+    under: Callable[[AllsScript, Mapping[str, Any], ExportFacts, LayerTable], S],
 ) -> tuple[CheckResult, ...]:
     """Every check of a model script and its NMS config, in order: ``keys`` (the config's keys and types),
     then each of ``checks`` on the family's scripts ``under`` check (each skipped, by the name its function

@@ -247,5 +247,5 @@ _NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
 def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
     """Every check of a YOLOX model script and NMS config against the ONNX and the layer table, in order."""
     return validate_with_nms_config(
-        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS
+        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, ScriptsUnderCheck
     )

@@ -14,6 +14,7 @@ import onnx
 import pytest
 from PIL import Image
 
+from harness.backends.dfc.checks import failures
 from harness.backends.dfc.compiler import (
     CompileRequest,
     DfcError,
@@ -23,7 +24,10 @@ from harness.backends.dfc.compiler import (
     load_sdk,
     scan_log,
 )
-from harness.backends.dfc.scripts import failures, names_from_parsed, onnx_facts, parsed_layers, validate_files
+from harness.backends.dfc.heads import onnx_facts
+from harness.backends.dfc.layers import names_from_parsed, parsed_layers
+from harness.backends.dfc.scripts import validate_files, write_checked_scripts
+from harness.backends.dfc.writing import NmsSettings
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.onnx_graph import find_heads, load_model
 
@@ -214,9 +218,8 @@ def test_real_dfc_translation_names_the_demo_heads_and_the_scripts_validate(tmp_
     table = parsed_layers(runner.get_hn())
     names = names_from_parsed(facts, table)
     assert len(set(names.values())) == 6
-    from harness.backends.dfc.scripts import NmsSettings, write_scripts
-
-    files = write_scripts(tmp_path, "demo", facts, names, NmsSettings())
+    files, checks = write_checked_scripts(tmp_path, "demo", facts, names, table, NmsSettings(), 0)
+    assert not failures(checks)
     assert not failures(validate_files(files.alls, files.nms_json, facts, table))
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.dfc.scripts import NmsSettings
+from harness.backends.dfc.writing import NmsSettings
 from harness.backends.emulator import EmulatorOptions
 from harness.core import defaults, signing
 from harness.core.errors import HarnessError

@@ -1,9 +1,9 @@
 """Dataflow Compiler backend: the model script and NMS config written and checked from the ONNX
-(:mod:`~harness.backends.dfc.scripts`, with a module per head family whose script differs:
-:mod:`~harness.backends.dfc.yolo26_script`, :mod:`~harness.backends.dfc.yolov5_script`; no DFC
-needed), the adapter to the DFC's Python API (:mod:`~harness.backends.dfc.compiler`, which alone
+(:mod:`~harness.backends.dfc.scripts`, which asks each head family's part, ``harness/families/<family>/dfc.py``;
+no DFC needed), the adapter to the DFC's Python API (:mod:`~harness.backends.dfc.compiler`, which alone
 imports ``hailo_sdk_client``, lazily) and its emulator as a runner (:mod:`~harness.backends.dfc.runner`)."""
 
+from harness.backends.dfc.alls import DfcScriptError
 from harness.backends.dfc.compiler import (
     DEFAULT_CACHE_ROOT,
     HW_ARCHS,
@@ -16,24 +16,18 @@ from harness.backends.dfc.compiler import (
     load_sdk,
     scan_log,
 )
-from harness.backends.dfc.runner import HarRunner, check_compiled_thresholds, compiled_nms_thresholds
-from harness.backends.dfc.scripts import (
-    DfcScriptError,
+from harness.backends.dfc.heads import end_nodes_of, onnx_facts, table_from_names
+from harness.backends.dfc.layers import (
     LayerTable,
-    NmsSettings,
     ParsedLayer,
-    ScriptFiles,
-    end_nodes_of,
     names_from_map,
     names_from_parsed,
-    onnx_facts,
     parsed_layers,
     placeholder_names,
-    table_from_names,
-    validate_files,
-    validate_scripts,
-    write_scripts,
 )
+from harness.backends.dfc.runner import HarRunner, check_compiled_thresholds, compiled_nms_thresholds
+from harness.backends.dfc.scripts import validate_files, write_checked_scripts
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest
 
 __all__ = [
     "DEFAULT_CACHE_ROOT",
@@ -49,6 +43,7 @@ __all__ = [
     "NmsSettings",
     "ParsedLayer",
     "ScriptFiles",
+    "ScriptRequest",
     "check_compiled_thresholds",
     "compile_hef",
     "compiled_nms_thresholds",
@@ -62,6 +57,5 @@ __all__ = [
     "scan_log",
     "table_from_names",
     "validate_files",
-    "validate_scripts",
-    "write_scripts",
+    "write_checked_scripts",
 ]

@@ -1,7 +1,7 @@
 """Adapter to the Hailo Dataflow Compiler's Python API (``hailo_sdk_client``, closed source).
 
 ONNX -> translate (end nodes at the head convs) -> the parsed layer names -> model script (with the
-NMS config for a YOLOv8/YOLO11 or YOLOv5/YOLOv7 head; a YOLO26 head's script has no NMS op) written and checked ->
+NMS config of a head HailoRT's NMS op decodes; a YOLO26 head's script has no NMS op) written and checked ->
 load_model_script -> optimize (letterboxed calibration images) -> compile -> HEF bytes. HEFs are cached
 by content under ``.harness-cache/dfc/``; the DFC's log is kept beside the HEF and scanned for known
 bad signs. The optimized HAR is kept beside the HEF for the DFC's emulator
@@ -36,26 +36,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.backends.dfc.scripts import (
-    HEAD_WORDS,
-    DfcScriptError,
-    LayerTable,
-    NmsSettings,
-    ParsedLayer,
-    ScriptFiles,
-    end_nodes_of,
-    failures,
-    names_from_parsed,
-    onnx_facts,
-    parsed_layers,
-    render_alls,
-    validate_files,
-    write_scripts,
-)
-from harness.backends.dfc.ssd_script import render_ssd_alls, write_ssd_scripts
-from harness.backends.dfc.yolo26_script import validate_yolo26_script, write_yolo26_script
-from harness.backends.dfc.yolov5_script import render_yolov5_alls, write_yolov5_scripts
-from harness.backends.dfc.yolox_script import render_yolox_alls, write_yolox_scripts
+from harness.backends.dfc.alls import DfcScriptError
+from harness.backends.dfc.checks import failures
+from harness.backends.dfc.heads import end_nodes_of, onnx_facts
+from harness.backends.dfc.layers import LayerTable, ParsedLayer, names_from_parsed, parsed_layers
+from harness.backends.dfc.scripts import dfc_alls, write_checked_scripts
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.confine import check, make_folder
@@ -346,52 +332,6 @@ def _build(runner: Any, alls: str, calibration: np.ndarray, log: Path, entry: Pa
         shutil.rmtree(work, ignore_errors=True)
 
 
-def write_checked_scripts(
-    folder: Path,
-    stem: str,
-    facts: ExportFacts,
-    names: dict[str, str],
-    table: LayerTable,
-    nms: NmsSettings,
-    calibration_count: int,
-) -> tuple[ScriptFiles, tuple[CheckResult, ...]]:
-    """The model script of the ONNX's head (and the NMS config of a YOLOv8/YOLO11, YOLOv5/YOLOv7 or YOLOX head)
-    written into ``folder``, and every check of them."""
-    writers = {
-        HeadFamily.YOLOV8: write_scripts,
-        HeadFamily.YOLOV5: write_yolov5_scripts,
-        HeadFamily.YOLOX: write_yolox_scripts,
-        HeadFamily.SSD: write_ssd_scripts,
-    }
-    if facts.family in writers:
-        files = writers[facts.family](folder, stem, facts, names, nms)
-        assert files.nms_json is not None
-        return files, validate_files(files.alls, files.nms_json, facts, table)
-    if nms.bbox_decoding_only:
-        raise DfcScriptError(
-            f"{facts.source}: bbox_decoding_only asked for {HEAD_WORDS[facts.require_heads()[0]]}, whose HEF has no "
-            "NMS op at all (the host decodes its raw heads). Fix: compile it without --bbox-only"
-        )
-    files = write_yolo26_script(folder, stem, facts, names, table, calibration_count)
-    alls = files.alls.read_text(encoding="utf-8")
-    return files, validate_yolo26_script(alls, facts, names, table, calibration_count)
-
-
-def _dfc_alls(facts: ExportFacts, names: dict[str, str], scripts: ScriptFiles, nms: NmsSettings) -> str:
-    """The model script the DFC loads: the one on disk, naming its NMS config by absolute path (the file on
-    disk names it beside the model script), the bbox-only op where ``nms`` asks for it."""
-    if scripts.nms_json is None:
-        return scripts.alls.read_text(encoding="utf-8")
-    config = os.fspath(scripts.nms_json.resolve())
-    if facts.family is HeadFamily.YOLOV5:
-        return render_yolov5_alls(config, nms.bbox_decoding_only)
-    if facts.family is HeadFamily.YOLOX:
-        return render_yolox_alls(facts, names, config)
-    if facts.family is HeadFamily.SSD:
-        return render_ssd_alls(facts, names, config)
-    return render_alls(facts, names, config, nms.bbox_decoding_only)
-
-
 def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAULT_CACHE_ROOT) -> CompileResult:
     """Compile ``request.onnx`` into ``out_dir/<stem>.hef`` with the scripts, the log and the optimized HAR
     beside it; a HEF already compiled from the same ONNX, scripts, calibration images, hw_arch and DFC
@@ -434,7 +374,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     if not cached:
         if runner is None:
             runner = _translate(sdk, request, facts, log)
-        alls = _dfc_alls(facts, names, scripts, request.nms)
+        alls = dfc_alls(facts, names, table, scripts, request.nms)
         _build(runner, alls, calibration_array(paths, facts.input_hw), log, entry)
     hef, har = out_dir / f"{stem}.hef", out_dir / f"{stem}_optimized.har"
     for written in (hef, har, log):

@@ -23,36 +23,20 @@ import os
 import sys
 from pathlib import Path
 
-from harness.backends.dfc.compiler import (
-    HW_ARCHS,
-    CompileRequest,
-    compile_hef,
-    load_sdk,
-    write_checked_scripts,
-)
-from harness.backends.dfc.scripts import (
-    HEAD_WORDS,
-    LayerTable,
-    NmsSettings,
-    end_nodes_of,
-    failures,
-    names_from_map,
-    names_from_parsed,
-    onnx_facts,
-    parsed_layers,
-    placeholder_names,
-    table_from_names,
-)
+from harness.backends.dfc.checks import failures
+from harness.backends.dfc.compiler import HW_ARCHS, CompileRequest, compile_hef, load_sdk
+from harness.backends.dfc.heads import end_nodes_of, head_options, onnx_facts, table_from_names
+from harness.backends.dfc.layers import LayerTable, names_from_map, names_from_parsed, parsed_layers, placeholder_names
+from harness.backends.dfc.scripts import head_words, write_checked_scripts
+from harness.backends.dfc.writing import NmsSettings
 from harness.core.checks import CheckResult
 from harness.core.documents import read_json
 from harness.core.errors import HarnessError
-from harness.core.head_family import HeadFamily
 from harness.inputs.calibration import calibration_paths, calibration_shortfall, calibration_size
 from harness.inputs.export_facts import ExportFacts
 from harness.pipeline.options import add_options
 
 _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
-_HEADS = {"one2one": HeadFamily.YOLO26_ONE2ONE, "one2many": HeadFamily.YOLO26_ONE2MANY}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--head",
-        choices=tuple(_HEADS),
+        choices=tuple(head_options()),
         help="YOLO26 only: the head the export carries and the HEF is to carry (default one2one: top-k on the host; "
         "one2many: an export with end2end=False, NMS on the host)",
     )
@@ -109,12 +93,12 @@ def _print_checks(checks: tuple[CheckResult, ...]) -> None:
 
 
 def _print_head(facts: ExportFacts) -> None:
-    print(f"head: {HEAD_WORDS[facts.require_heads()[0]]}")
+    print(f"head: {head_words(facts.require_heads()[0])}")
     print(f"end nodes: {' '.join(h.node for h in end_nodes_of(facts))}")
 
 
 def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibration_count: int) -> int:
-    facts = onnx_facts(args.onnx, args.end_nodes, _HEADS.get(args.head), args.ssd_config)
+    facts = onnx_facts(args.onnx, args.end_nodes, head_options().get(args.head), args.ssd_config)
     table: LayerTable
     if args.hn is not None:
         hn = _read_json(args.hn, "HN")
@@ -168,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         hw_arch=args.hw_arch,
         end_nodes=tuple(args.end_nodes) if args.end_nodes else None,
         nms=settings,
-        head=_HEADS.get(args.head),
+        head=head_options().get(args.head),
         ssd=args.ssd_config,
     )
     result = compile_hef(request, out, cache_root=args.cache / "dfc")

@@ -6,7 +6,7 @@ As the Hailo Model Zoo compiles SSD (hailo_model_zoo: hailo_model_zoo/cfg/alls/g
 ``nms_postprocess(meta_arch=ssd)``; cfg/postprocess_config/mobilenet_ssd_nms_postprocess_config.json):
 
 - end nodes: per layer, largest grid first, the regression conv (4 x anchors channels) and the class conv
-  (anchors x classes, the background class among them) (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+  (anchors x classes, the background class among them) (:func:`end_nodes`);
 - ``normalization([0, 0, 0], [255, 255, 255])``: the /255 the harness feeds an export, inside the HEF;
 - ``change_output_activation(<cls layer>, sigmoid)`` on each class conv, never a regression conv: HailoRT's
   SSD op reads the class values as probabilities and applies no activation (hailort:
@@ -31,37 +31,48 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.backends.dfc.scripts import (
-    NORMALIZATION_COMMAND,
-    AllsScript,
-    DfcScriptError,
-    LayerTable,
-    NmsSettings,
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, DfcScriptError, nms_command
+from harness.backends.dfc.checks import (
+    THRESHOLD_SCALARS,
+    RawLayer,
     Scalar,
-    ScriptFiles,
     ScriptsUnderCheck,
+    check_decoder_layer_names,
     check_field,
     check_image_dims,
     check_meta_arch,
-    check_named_layers,
     check_nms_keys,
-    decoder_name,
+    check_sigmoid,
     is_count,
-    is_fraction,
     is_number,
     layer_name_failure,
-    nms_command,
-    said,
-    unscoped,
+    list_failure,
+    not_output_failure,
     validate_with_nms_config,
-    write_script_files,
+)
+from harness.backends.dfc.writing import (
+    NmsSettings,
+    ScriptFiles,
+    ScriptRequest,
+    decoder_name,
+    refuse_bbox_only,
+    write_nms_scripts,
 )
 from harness.core.checks import CheckResult
+from harness.core.head_family import HeadTensor
 from harness.core.settings import SSD_BOX_INDICES, SsdConfig
 from harness.decode.layout import Level, layout_of_export
+from harness.families.ssd import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-META_ARCH = "ssd"
+HEAD_WORDS = (
+    "the SSD head (per layer a regression map of 4 x anchors and a class map of anchors x classes; sigmoid on the "
+    "class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)"
+)
+EXPORT_NAME = "SSD"
+CUT_BY_STRUCTURE = True  # at its head convolutions, told by its SSD config
+HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
+META_ARCH = DESCRIPTOR.nms_op
 # The keys of the Model Zoo's SSD NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/mobilenet_ssd_nms_postprocess_config.json).
 NMS_KEYS = (
@@ -89,12 +100,17 @@ def ssd_config_of(facts: ExportFacts) -> SsdConfig:
     return facts.ssd
 
 
+def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:
+    """Per layer, largest grid first, the regression conv then the class conv: the heads as found."""
+    return facts.heads
+
+
 def _level_layers(level: Level, facts: ExportFacts, names: Mapping[str, str]) -> tuple[str, str]:
     by_tensor = {h.tensor: h for h in facts.heads}
     return names[by_tensor[level.box.name].node], names[by_tensor[level.classes.name].node]
 
 
-def ssd_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+def nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
     """The ``nms_postprocess`` JSON as a dict, one bbox decoder per layer, largest grid first, named after its
     regression layer as the Model Zoo names them; an SSD config whose order of ty, tx, th, tw is not the
     default is refused (the Model Zoo's config has no keys for it)."""
@@ -133,8 +149,9 @@ def ssd_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSe
     }
 
 
-def render_ssd_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
+def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
     """The model script: /255 inside the HEF, the sigmoid on each class conv, the SSD NMS op on the CPU."""
+    facts, names = request.facts, request.names
     lines = [NORMALIZATION_COMMAND]
     lines += [
         f"change_output_activation({_level_layers(level, facts, names)[1]}, sigmoid)"
@@ -144,19 +161,15 @@ def render_ssd_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_refer
     return "\n".join(lines) + "\n"
 
 
-def write_ssd_scripts(
-    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
-) -> ScriptFiles:
+def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``; a bbox-only op is refused (HailoRT has none for SSD)."""
-    if settings.bbox_decoding_only:
-        raise DfcScriptError(
-            f"{facts.source}: bbox_decoding_only asked for an SSD head; HailoRT's bbox-only ops decode YOLOv5 and "
-            "YOLOv8 heads only (libhailort/src/net_flow/ops/ssd_post_process.cpp refuses bbox_only). Fix: compile "
-            "the SSD NMS op"
-        )
-    config = ssd_nms_config(facts, names, settings)
-    return write_script_files(folder, stem, names, lambda json_name: render_ssd_alls(facts, names, json_name), config)
+    refuse_bbox_only(
+        request,
+        "an SSD head; HailoRT's bbox-only ops decode YOLOv5 and YOLOv8 heads only (libhailort/src/net_flow/ops/"
+        "ssd_post_process.cpp refuses bbox_only). Fix: compile the SSD NMS op",
+    )
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 class _Scripts(ScriptsUnderCheck):
@@ -167,26 +180,10 @@ class _Scripts(ScriptsUnderCheck):
         return ssd_config_of(self.facts)
 
 
-def _anchor_lists(i: int, d: Mapping[str, Any]) -> CheckResult | None:
-    """Decoder ``i``'s ``h`` and ``w`` where either is not a list of positive numbers, else None."""
-    for key in ("h", "w"):
-        if not (isinstance(d[key], list) and d[key] and all(is_number(v) and v > 0 for v in d[key])):
-            return CheckResult.failed(
-                "nms_keys",
-                f"bbox_decoders[{i}].{key}",
-                said(d[key]),
-                "a list of positive numbers (the anchors' heights or widths as fractions of the input)",
-                f"give {key} as a list",
-            )
-    return None
-
-
 def _check_nms_keys(s: _Scripts) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
     scalars: tuple[Scalar, ...] = (
-        ("nms_scores_th", is_fraction, "a number from 0 to 1"),
-        ("nms_iou_th", is_fraction, "a number from 0 to 1"),
-        ("max_proposals_per_class", is_count, "an integer of at least 1"),
+        *THRESHOLD_SCALARS,
         ("centers_scale_factor", is_count, "an integer of at least 1"),
         ("bbox_dimensions_scale_factor", is_count, "an integer of at least 1"),
         ("background_removal", lambda v: isinstance(v, bool), "true or false"),
@@ -198,7 +195,13 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
             fix = "name the parsed layer of the layer's conv"
             if (failed := layer_name_failure(i, key, d[key], "model/conv13", fix)) is not None:
                 return failed
-        return _anchor_lists(i, d)
+        return list_failure(
+            i,
+            d,
+            ("h", "w"),
+            lambda values: bool(values) and all(is_number(v) and v > 0 for v in values),
+            "a list of positive numbers (the anchors' heights or widths as fractions of the input)",
+        )
 
     return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per layer", decoder)
 
@@ -268,9 +271,7 @@ def _check_anchors(s: _Scripts) -> CheckResult:
 
 
 def _check_layer_names(s: _Scripts) -> CheckResult:
-    named = [(f"bbox_decoders[{i}].{k}", d[k]) for i, d in enumerate(s.decoders) for k in ("reg_layer", "cls_layer")]
-    named += [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
-    return check_named_layers(named, s.table)
+    return check_decoder_layer_names(s, ("reg_layer", "cls_layer"))
 
 
 def _check_decoder_layers(s: _Scripts) -> CheckResult:
@@ -303,41 +304,25 @@ def _check_decoder_layers(s: _Scripts) -> CheckResult:
             )
         for layer in (reg, cls):
             if not layer.is_output:
-                return CheckResult.failed(
-                    name,
-                    f"bbox_decoders[{i}] {layer.name}",
-                    "a layer that feeds no output layer",
-                    "a head conv, an end node of the network",
-                    "translate with the head convs as end nodes and name their layers",
+                return not_output_failure(
+                    name, f"bbox_decoders[{i}] {layer.name}", "a head conv, an end node of the network"
                 )
     return CheckResult.ok(name, "each decoder reads the regression and class convs of one layer")
 
 
 def _check_sigmoid(s: _Scripts) -> CheckResult:
     """A sigmoid on every class layer, none on a regression layer."""
-    name = "sigmoid"
-    for i, d in enumerate(s.decoders):
-        cls, reg = unscoped(d["cls_layer"]), unscoped(d["reg_layer"])
-        if (activation := s.alls.activation_of(cls)) != "sigmoid":
-            # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp applies no activation to the class values
-            return CheckResult.failed(
-                name,
-                f"activation of cls_layer {cls} (bbox_decoders[{i}])",
-                activation or "none changed (logits reach the NMS op, which reads probabilities)",
-                "sigmoid",
-                f"add change_output_activation({cls}, sigmoid) to the model script",
-            )
-        if (activation := s.alls.activation_of(reg)) is not None:
-            return CheckResult.failed(
-                name,
-                f"activation of reg_layer {reg} (bbox_decoders[{i}])",
-                activation,
-                "unchanged (the op decodes the raw regression values)",
-                f"remove change_output_activation({reg}, ...) from the model script"
-                if reg in s.alls.activations
-                else "name each class conv in its own change_output_activation(<cls_layer>, sigmoid)",
-            )
-    return CheckResult.ok(name, "every class conv has a sigmoid; regression convs are unchanged")
+    # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp applies no activation to the class values
+    return check_sigmoid(
+        s,
+        ("cls_layer",),
+        "every class conv has a sigmoid; regression convs are unchanged",
+        RawLayer(
+            "reg_layer",
+            "unchanged (the op decodes the raw regression values)",
+            "name each class conv in its own change_output_activation(<cls_layer>, sigmoid)",
+        ),
+    )
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
@@ -358,17 +343,10 @@ _NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
 )
 
 
-def validate_ssd_scripts(
-    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
-) -> tuple[CheckResult, ...]:
+def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
     """Every check of an SSD model script and NMS config against the ONNX, its SSD config and the layer
     table, in order."""
-    ssd_config_of(facts)  # an SSD export without its config is refused before any check
+    ssd_config_of(request.facts)  # an SSD export without its config is refused before any check
     return validate_with_nms_config(
-        alls_text,
-        nms_json_text,
-        _check_nms_postprocess,
-        lambda alls, nms: _Scripts(alls, nms, facts, table),
-        _check_nms_keys,
-        _NEEDS_NMS_KEYS,
+        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, _Scripts
     )

@@ -5,7 +5,7 @@ As the Hailo Model Zoo compiles YOLOv5 (hailo_model_zoo: hailo_model_zoo/cfg/all
 hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json):
 
 - end nodes: the head's last convolutions, one anchored map of ``anchors x (5 + nc)`` channels per
-  stride, stride ascending (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+  stride, stride ascending (:func:`end_nodes`);
 - ``normalization([0, 0, 0], [255, 255, 255])``: the /255 of the export inside the HEF;
 - ``change_output_activation(sigmoid)``: every output layer, the whole anchored map (box offsets,
   objectness and classes), since HailoRT's YOLOv5 op reads probabilities (hailort:
@@ -23,7 +23,7 @@ hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json):
 
 The Model Zoo's script also sets ``model_optimization_config(calibration, batch_size=4)``, the batch of
 its calibration runs, which changes no result; it is left out, as the YOLOv8 script leaves out what
-only tunes the optimization (:func:`~harness.backends.dfc.scripts.render_alls`).
+only tunes the optimization (:func:`harness.families.yolov8.dfc.render_alls`).
 """
 
 from __future__ import annotations
@@ -32,39 +32,44 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.backends.dfc.scripts import (
-    NORMALIZATION_COMMAND,
-    AllsScript,
-    LayerTable,
-    NmsSettings,
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, nms_command
+from harness.backends.dfc.checks import (
+    THRESHOLD_SCALARS,
     Scalar,
-    ScriptFiles,
     ScriptsUnderCheck,
+    SigmoidWords,
+    check_decoder_layer_names,
     check_decoder_strides,
     check_field,
     check_image_dims,
     check_meta_arch,
-    check_named_layers,
     check_nms_keys,
-    decoder_name,
-    is_count,
-    is_fraction,
+    check_sigmoid,
     is_int,
     is_number,
     layer_name_failure,
-    nms_command,
+    list_failure,
+    not_output_failure,
     said,
     stride_failure,
-    unscoped,
     validate_with_nms_config,
-    write_script_files,
 )
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_nms_scripts
 from harness.core.checks import CheckResult
+from harness.core.head_family import HeadTensor
 from harness.decode.layout import layout_of_export
 from harness.decode.yolov5 import DEFAULT_ANCHORS
+from harness.families.yolov5 import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-META_ARCH = "yolov5"
+HEAD_WORDS = (
+    "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid and the YOLOv5 NMS "
+    "op compiled in)"
+)
+EXPORT_NAME = "YOLOv5/YOLOv7"
+CUT_BY_STRUCTURE = True  # at its head convolutions
+HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
+META_ARCH = DESCRIPTOR.nms_op
 # The keys of the Model Zoo's YOLOv5 NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json).
 NMS_KEYS = (
@@ -96,7 +101,13 @@ def fractional(anchors: Sequence[tuple[float, float]]) -> list[tuple[float, floa
     return [(w, h) for w, h in anchors if max(abs(w - round(w)), abs(h - round(h))) > WHOLE_PIXEL]
 
 
-def yolov5_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:
+    """One anchored map per stride, stride ascending, as the Model Zoo's YOLOv5 NMS config lists them
+    (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json): the heads as found."""
+    return facts.heads
+
+
+def nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
     """The ``nms_postprocess`` JSON as a dict, one bbox decoder per stride, stride ascending."""
     layout = layout_of_export(facts)
     by_tensor = {h.tensor: h for h in facts.heads}
@@ -124,49 +135,28 @@ def yolov5_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: Nm
     }
 
 
-def render_yolov5_alls(nms_json_reference: str, bbox_decoding_only: bool = False) -> str:
+def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
     """The model script: /255 inside the HEF, the sigmoid on every output, the YOLOv5 NMS op on the CPU
-    (decoding boxes only with ``bbox_decoding_only``, as hailo_model_zoo/cfg/alls/generic/
+    (decoding boxes only with the settings' ``bbox_decoding_only``, as hailo_model_zoo/cfg/alls/generic/
     yolov5s_bbox_decoding_only.alls)."""
     lines = [
         NORMALIZATION_COMMAND,
         "change_output_activation(sigmoid)",
-        nms_command(nms_json_reference, META_ARCH, bbox_decoding_only),
+        nms_command(nms_json_reference, META_ARCH, request.settings.bbox_decoding_only),
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_yolov5_scripts(
-    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
-) -> ScriptFiles:
+def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``."""
-    config = yolov5_nms_config(facts, names, settings)
-    return write_script_files(
-        folder, stem, names, lambda json_name: render_yolov5_alls(json_name, settings.bbox_decoding_only), config
-    )
-
-
-def _anchor_lists(i: int, d: Mapping[str, Any]) -> CheckResult | None:
-    """Decoder ``i``'s ``w`` and ``h`` where either is not a list of numbers, else None."""
-    for key in ("w", "h"):
-        if not (isinstance(d[key], list) and all(is_number(v) for v in d[key])):
-            return CheckResult.failed(
-                "nms_keys",
-                f"bbox_decoders[{i}].{key}",
-                said(d[key]),
-                "a list of numbers (the anchors' widths or heights in pixels)",
-                f"give {key} as a list",
-            )
-    return None
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
     scalars: tuple[Scalar, ...] = (
-        ("nms_scores_th", is_fraction, "a number from 0 to 1"),
-        ("nms_iou_th", is_fraction, "a number from 0 to 1"),
-        ("max_proposals_per_class", is_count, "an integer of at least 1"),
+        *THRESHOLD_SCALARS,
         ("background_removal", lambda v: isinstance(v, bool), "true or false"),
     )
 
@@ -174,7 +164,14 @@ def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
         layer = layer_name_failure(
             i, "encoded_layer", d["encoded_layer"], "model/conv55", "name the parsed layer of the stride's head conv"
         )
-        return layer or stride_failure(i, d) or _anchor_lists(i, d)
+        anchors = list_failure(
+            i,
+            d,
+            ("w", "h"),
+            lambda values: all(is_number(v) for v in values),
+            "a list of numbers (the anchors' widths or heights in pixels)",
+        )
+        return layer or stride_failure(i, d) or anchors
 
     return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per stride", decoder)
 
@@ -254,14 +251,8 @@ def _check_anchors(s: ScriptsUnderCheck) -> CheckResult:
     )
 
 
-def _named_layers(s: ScriptsUnderCheck) -> list[tuple[str, str]]:
-    """(where, layer name) for every layer the two files name."""
-    named = [(f"bbox_decoders[{i}].encoded_layer", d["encoded_layer"]) for i, d in enumerate(s.decoders)]
-    return named + [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
-
-
 def _check_layer_names(s: ScriptsUnderCheck) -> CheckResult:
-    return check_named_layers(_named_layers(s), s.table)
+    return check_decoder_layer_names(s, ("encoded_layer",))
 
 
 def _check_encoded_layer(s: ScriptsUnderCheck) -> CheckResult:
@@ -289,31 +280,19 @@ def _check_encoded_layer(s: ScriptsUnderCheck) -> CheckResult:
                 "name the parsed layer of this stride's head conv (see layer_names.json)",
             )
         if not layer.is_output:
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].encoded_layer {layer.name}",
-                "a layer that feeds no output layer",
-                f"{head}, an end node of the network",
-                "translate with the head convs as end nodes and name their layers",
+            return not_output_failure(
+                name, f"bbox_decoders[{i}].encoded_layer {layer.name}", f"{head}, an end node of the network"
             )
     return CheckResult.ok(name, "each decoder reads the head conv of its stride")
 
 
 def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
-    name = "sigmoid"
-    for i, d in enumerate(s.decoders):
-        layer = unscoped(d["encoded_layer"])
-        activation = s.alls.activation_of(layer)
-        if activation != "sigmoid":
-            # hailort: libhailort/src/net_flow/ops/nms_post_process.hpp, should_sigmoid false for the YOLOv5 op
-            return CheckResult.failed(
-                name,
-                f"activation of encoded_layer {layer} (bbox_decoders[{i}])",
-                activation or "none changed (logits reach the NMS op, which reads probabilities)",
-                "sigmoid (box offsets, objectness and classes alike)",
-                "add change_output_activation(sigmoid) to the model script (every output layer)",
-            )
-    return CheckResult.ok(name, "every encoded layer of the NMS config has a sigmoid")
+    # hailort: libhailort/src/net_flow/ops/nms_post_process.hpp, should_sigmoid false for the YOLOv5 op
+    words = SigmoidWords(
+        expected="sigmoid (box offsets, objectness and classes alike)",
+        fix="add change_output_activation(sigmoid) to the model script (every output layer)",
+    )
+    return check_sigmoid(s, ("encoded_layer",), "every encoded layer of the NMS config has a sigmoid", words=words)
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
@@ -336,15 +315,8 @@ _NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
 )
 
 
-def validate_yolov5_scripts(
-    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
-) -> tuple[CheckResult, ...]:
+def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
     """Every check of a YOLOv5 model script and NMS config against the ONNX and the layer table, in order."""
     return validate_with_nms_config(
-        alls_text,
-        nms_json_text,
-        _check_nms_postprocess,
-        lambda alls, nms: ScriptsUnderCheck(alls, nms, facts, table),
-        _check_nms_keys,
-        _NEEDS_NMS_KEYS,
+        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, ScriptsUnderCheck
     )

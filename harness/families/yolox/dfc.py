@@ -5,7 +5,7 @@ As the Hailo Model Zoo compiles YOLOX (hailo_model_zoo: hailo_model_zoo/cfg/alls
 hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json):
 
 - end nodes: per stride the box (``reg_preds``, 4 channels), objectness (``obj_preds``, 1) and class
-  (``cls_preds``, nc) convolutions, stride ascending (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+  (``cls_preds``, nc) convolutions, stride ascending (:func:`end_nodes`);
 - ``normalization([0, 0, 0], [255, 255, 255])``: the /255 the harness feeds an export, inside the HEF
   (YOLOX's own training takes 0-255 input: such an export is given no normalization by the Model Zoo,
   and the check says what this one holds);
@@ -28,36 +28,38 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.backends.dfc.scripts import (
-    NORMALIZATION_COMMAND,
-    AllsScript,
-    DfcScriptError,
-    LayerTable,
-    NmsSettings,
-    Scalar,
-    ScriptFiles,
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, nms_command
+from harness.backends.dfc.checks import (
+    THRESHOLD_SCALARS,
+    RawLayer,
     ScriptsUnderCheck,
+    check_decoder_layer_names,
     check_decoder_strides,
     check_field,
     check_image_dims,
     check_meta_arch,
-    check_named_layers,
     check_nms_keys,
-    is_count,
-    is_fraction,
+    check_sigmoid,
     layer_name_failure,
-    nms_command,
+    not_output_failure,
     stride_failure,
-    unscoped,
     validate_with_nms_config,
-    write_script_files,
 )
+from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, refuse_bbox_only, write_nms_scripts
 from harness.core.checks import CheckResult
-from harness.core.head_family import HeadRole
+from harness.core.head_family import HeadRole, HeadTensor
 from harness.decode.layout import HeadOutput, Level, layout_of_export
+from harness.families.yolox import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-META_ARCH = "yolox"
+HEAD_WORDS = (
+    "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and class maps and the "
+    "YOLOX NMS op compiled in)"
+)
+EXPORT_NAME = "YOLOX"
+CUT_BY_STRUCTURE = True  # at its head convolutions
+HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
+META_ARCH = DESCRIPTOR.nms_op
 # The keys of the Model Zoo's YOLOX NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json).
 NMS_KEYS = (
@@ -87,7 +89,12 @@ def _level_layers(level: Level, facts: ExportFacts, names: Mapping[str, str]) ->
     return {key: names[by_tensor[maps[role].name].node] for key, role, _ in LAYER_KEYS}
 
 
-def yolox_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
+def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:
+    """Per stride the box, objectness and class maps, stride ascending: the heads as found."""
+    return facts.heads
+
+
+def nms_config(facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings) -> dict[str, Any]:
     """The ``nms_postprocess`` JSON as a dict, one bbox decoder per stride, stride ascending, each named
     after its stride as the Model Zoo names them."""
     layout = layout_of_export(facts)
@@ -106,39 +113,30 @@ def yolox_nms_config(facts: ExportFacts, names: Mapping[str, str], settings: Nms
     }
 
 
-def render_yolox_alls(facts: ExportFacts, names: Mapping[str, str], nms_json_reference: str) -> str:
+def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
     """The model script: /255 inside the HEF, the sigmoid on each objectness and class layer, the YOLOX NMS
     op on the CPU."""
     lines = [NORMALIZATION_COMMAND]
-    for level in layout_of_export(facts).levels:
-        layers = _level_layers(level, facts, names)
+    for level in layout_of_export(request.facts).levels:
+        layers = _level_layers(level, request.facts, request.names)
         lines += [f"change_output_activation({layers[key]}, sigmoid)" for key in SCORED]
     lines.append(nms_command(nms_json_reference, META_ARCH, False))
     return "\n".join(lines) + "\n"
 
 
-def write_yolox_scripts(
-    folder: Path, stem: str, facts: ExportFacts, names: Mapping[str, str], settings: NmsSettings
-) -> ScriptFiles:
+def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
     """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
     ``layer_names.json``; a bbox-only op is refused (HailoRT has none for YOLOX)."""
-    if settings.bbox_decoding_only:
-        raise DfcScriptError(
-            f"{facts.source}: bbox_decoding_only asked for a YOLOX head; HailoRT's bbox-only ops decode YOLOv5 and "
-            "YOLOv8 heads only (libhailort/src/net_flow/ops/yolov5_bbox_only_post_process, yolov8_bbox_only_post_"
-            "process). Fix: compile the YOLOX NMS op"
-        )
-    config = yolox_nms_config(facts, names, settings)
-    return write_script_files(folder, stem, names, lambda json_name: render_yolox_alls(facts, names, json_name), config)
+    refuse_bbox_only(
+        request,
+        "a YOLOX head; HailoRT's bbox-only ops decode YOLOv5 and YOLOv8 heads only (libhailort/src/net_flow/ops/"
+        "yolov5_bbox_only_post_process, yolov8_bbox_only_post_process). Fix: compile the YOLOX NMS op",
+    )
+    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
-    scalars: tuple[Scalar, ...] = (
-        ("nms_scores_th", is_fraction, "a number from 0 to 1"),
-        ("nms_iou_th", is_fraction, "a number from 0 to 1"),
-        ("max_proposals_per_class", is_count, "an integer of at least 1"),
-    )
 
     def decoder(i: int, d: Mapping[str, Any]) -> CheckResult | None:
         for key, _, words in LAYER_KEYS:
@@ -147,7 +145,7 @@ def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
                 return failed
         return stride_failure(i, d)
 
-    return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per stride", decoder)
+    return check_nms_keys(s.nms, NMS_KEYS, THRESHOLD_SCALARS, DECODER_KEYS, "one object per stride", decoder)
 
 
 def _check_classes(s: ScriptsUnderCheck) -> CheckResult:
@@ -161,9 +159,7 @@ def _check_number_of_detection_heads(s: ScriptsUnderCheck) -> CheckResult:
 
 
 def _check_layer_names(s: ScriptsUnderCheck) -> CheckResult:
-    named = [(f"bbox_decoders[{i}].{key}", d[key]) for i, d in enumerate(s.decoders) for key, _, _ in LAYER_KEYS]
-    named += [(f"change_output_activation({layer}, ...)", layer) for layer in s.alls.activations]
-    return check_named_layers(named, s.table)
+    return check_decoder_layer_names(s, [key for key, _, _ in LAYER_KEYS])
 
 
 def _map_words(output: HeadOutput, stride: int) -> str:
@@ -208,47 +204,27 @@ def _check_decoder_layers(s: ScriptsUnderCheck) -> CheckResult:
                     f"name the parsed layer of this stride's {words} conv (see layer_names.json)",
                 )
             if not layer.is_output:
-                return CheckResult.failed(
-                    name,
-                    f"bbox_decoders[{i}].{key} {layer.name}",
-                    "a layer that feeds no output layer",
-                    f"{_map_words(expected, level.stride)}, an end node of the network",
-                    "translate with the head convs as end nodes and name their layers",
+                where = f"bbox_decoders[{i}].{key} {layer.name}"
+                return not_output_failure(
+                    name, where, f"{_map_words(expected, level.stride)}, an end node of the network"
                 )
     return CheckResult.ok(name, "each decoder reads the box, objectness and class convs of its stride")
 
 
 def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     """A sigmoid on every objectness and class layer, none on a box layer."""
-    name = "sigmoid"
-    for i, d in enumerate(s.decoders):
-        for key in SCORED:
-            layer = unscoped(d[key])
-            if (activation := s.alls.activation_of(layer)) != "sigmoid":
-                # hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp reads them as probabilities
-                return CheckResult.failed(
-                    name,
-                    f"activation of {key} {layer} (bbox_decoders[{i}])",
-                    activation or "none changed (logits reach the NMS op, which reads probabilities)",
-                    "sigmoid",
-                    f"add change_output_activation({layer}, sigmoid) to the model script",
-                )
-        reg = unscoped(d["reg_layer"])
-        if (activation := s.alls.activation_of(reg)) is not None:
-            fix = (
-                f"remove change_output_activation({reg}, ...) from the model script"
-                if reg in s.alls.activations
-                else f"replace change_output_activation({activation}) (every output layer) by one "
-                "change_output_activation(<layer>, sigmoid) per objectness and class conv"
-            )
-            return CheckResult.failed(
-                name,
-                f"activation of reg_layer {reg} (bbox_decoders[{i}])",
-                activation,
-                "unchanged (the op takes exp of the raw tw, th and adds the raw tx, ty to the cell)",
-                fix,
-            )
-    return CheckResult.ok(name, "every objectness and class conv has a sigmoid; box convs are unchanged")
+    # hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp reads them as probabilities
+    return check_sigmoid(
+        s,
+        SCORED,
+        "every objectness and class conv has a sigmoid; box convs are unchanged",
+        RawLayer(
+            "reg_layer",
+            "unchanged (the op takes exp of the raw tw, th and adds the raw tx, ty to the cell)",
+            "replace change_output_activation({}) (every output layer) by one "
+            "change_output_activation(<layer>, sigmoid) per objectness and class conv",
+        ),
+    )
 
 
 def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
@@ -268,15 +244,8 @@ _NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
 )
 
 
-def validate_yolox_scripts(
-    alls_text: str, nms_json_text: str, facts: ExportFacts, table: LayerTable
-) -> tuple[CheckResult, ...]:
+def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
     """Every check of a YOLOX model script and NMS config against the ONNX and the layer table, in order."""
     return validate_with_nms_config(
-        alls_text,
-        nms_json_text,
-        _check_nms_postprocess,
-        lambda alls, nms: ScriptsUnderCheck(alls, nms, facts, table),
-        _check_nms_keys,
-        _NEEDS_NMS_KEYS,
+        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, ScriptsUnderCheck
     )

@@ -1,11 +1,12 @@
-"""The Dataflow Compiler's model script for a YOLO26 detector: the raw head maps leave the HEF at
+"""The Dataflow Compiler's model script for a YOLO26 detector, either head (its parts ``one2one/dfc.py`` and
+``one2many/dfc.py`` are this module's, with the words of their head): the raw head maps leave the HEF at
 16 bits and nothing is decoded inside it. Written from the ONNX's heads and checked against them.
 
 As Ultralytics compiles YOLO26 for Hailo (ultralytics 8.4.190: ultralytics/engine/exporter.py,
 ``export_hailo``, its ``raw_detect`` branch, for either head):
 
 - end nodes: the head's last convolutions, the three box maps, then the three class maps
-  (:func:`~harness.backends.dfc.scripts.end_nodes_of`);
+  (:func:`end_nodes`);
 - ``normalization([0, 0, 0], [255, 255, 255])``: the /255 of an Ultralytics export inside the HEF;
 - ``model_optimization_flavor(optimization_level=2)`` and ``post_quantization_optimization(finetune,
   policy=enabled, dataset_size=<the calibration images>)``;
@@ -18,7 +19,7 @@ As Ultralytics compiles YOLO26 for Hailo (ultralytics 8.4.190: ultralytics/engin
 
 The output layers are the DFC's names for the translated network's outputs, one per end node; with a
 parsed graph (``--hn``, or the DFC's translation) they are read from it, else they are the names the
-DFC gives (:func:`~harness.backends.dfc.scripts.table_from_names`), so the script needs no parsed
+DFC gives (:func:`~harness.backends.dfc.heads.table_from_names`), so the script needs no parsed
 layer names to be compiled.
 """
 
@@ -27,20 +28,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness.backends.dfc.scripts import (
-    NORMALIZATION_COMMAND,
-    PLACEHOLDER_PREFIX,
-    AllsScript,
-    DfcScriptError,
-    LayerTable,
-    ScriptFiles,
-    check_normalization,
-    end_nodes_of,
-    parse_alls,
-    write_script_files,
-)
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, DfcScriptError, parse_alls
+from harness.backends.dfc.checks import check_normalization
+from harness.backends.dfc.layers import PLACEHOLDER_PREFIX, LayerTable
+from harness.backends.dfc.writing import ScriptFiles, ScriptRequest, refuse_bbox_only, write_script_files
 from harness.core import defaults
 from harness.core.checks import CheckResult
+from harness.core.head_family import HeadRole, HeadTensor
+from harness.decode.layout import layout_of_export
 from harness.inputs.export_facts import ExportFacts
 
 PRECISION = "a16_w16"
@@ -48,10 +43,23 @@ PRECISION = "a16_w16"
 OPTIMIZATION_LEVEL = defaults.DFC_OPTIMIZATION_LEVEL
 
 
+EXPORT_NAME = "YOLO26"
+CUT_BY_STRUCTURE = True  # at its head convolutions
+
+
+def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:
+    """The three box maps, then the three class maps, the order Ultralytics' Hailo backend decodes
+    (ultralytics: ultralytics/engine/exporter.py ``export_hailo``, ultralytics/nn/backends/hailo.py
+    ``_decode_raw``)."""
+    by_name = {h.tensor: h for h in facts.heads}
+    layout = layout_of_export(facts)
+    return tuple(by_name[o.name] for role in (HeadRole.BOX, HeadRole.CLASS) for o in layout.of_role(role))
+
+
 def head_outputs(facts: ExportFacts, names: Mapping[str, str], table: LayerTable) -> tuple[str, ...]:
     """The output layer each head's layer feeds, in end-node order."""
     outputs = []
-    for head in end_nodes_of(facts):
+    for head in end_nodes(facts):
         layer = table.get(names[head.node])
         if layer is None or len(layer.output_layers) != 1:
             found = "no such layer" if layer is None else f"feeds output layers {list(layer.output_layers)}"
@@ -65,30 +73,30 @@ def head_outputs(facts: ExportFacts, names: Mapping[str, str], table: LayerTable
     return tuple(outputs)
 
 
-def render_yolo26_alls(outputs: Sequence[str], calibration_count: int) -> str:
-    """The model script (commands in Ultralytics' order). The normalization is written with floats as the
-    harness's YOLOv8 script and the Model Zoo write it (Ultralytics writes integers; the same values), so
-    that one normalization check holds both."""
+def render_alls(request: ScriptRequest, nms_json_reference: str = "") -> str:
+    """The model script (commands in Ultralytics' order; no NMS config to name). The normalization is written
+    with floats as the harness's YOLOv8 script and the Model Zoo write it (Ultralytics writes integers; the
+    same values), so that one normalization check holds both."""
+    outputs = head_outputs(request.facts, request.names, request.table)
     lines = [
         NORMALIZATION_COMMAND,
         f"model_optimization_flavor(optimization_level={OPTIMIZATION_LEVEL})",
-        f"post_quantization_optimization(finetune, policy=enabled, dataset_size={calibration_count})",
+        f"post_quantization_optimization(finetune, policy=enabled, dataset_size={request.calibration_count})",
         f"quantization_param([{', '.join(outputs)}], precision_mode={PRECISION})",
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_yolo26_script(
-    folder: Path,
-    stem: str,
-    facts: ExportFacts,
-    names: Mapping[str, str],
-    table: LayerTable,
-    calibration_count: int,
-) -> ScriptFiles:
-    """Write ``<stem>.alls`` and ``layer_names.json`` (no NMS config: the script has no NMS op)."""
-    outputs = head_outputs(facts, names, table)
-    return write_script_files(folder, stem, names, lambda _: render_yolo26_alls(outputs, calibration_count))
+def write_head_scripts(folder: Path, stem: str, request: ScriptRequest, head_words: str) -> ScriptFiles:
+    """Write ``<stem>.alls`` and ``layer_names.json`` (no NMS config: the script has no NMS op); a bbox-only op
+    asked for the head (``head_words``) is refused: its HEF has no NMS op at all."""
+    refuse_bbox_only(
+        request,
+        f"{head_words}, whose HEF has no NMS op at all (the host decodes its raw heads). Fix: compile it without "
+        "--bbox-only",
+    )
+    head_outputs(request.facts, request.names, request.table)  # the layer table refused before any file is written
+    return write_script_files(folder, stem, request.names, lambda _: render_alls(request))
 
 
 def _check_layer_names(facts: ExportFacts, names: Mapping[str, str], table: LayerTable) -> CheckResult:
@@ -188,10 +196,10 @@ def _check_optimization(alls: AllsScript, calibration_count: int) -> tuple[Check
     return flavor, finetune
 
 
-def validate_yolo26_script(
-    alls_text: str, facts: ExportFacts, names: Mapping[str, str], table: LayerTable, calibration_count: int
-) -> tuple[CheckResult, ...]:
-    """Every check of a YOLO26 model script against the ONNX, the layer table and the calibration count."""
+def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
+    """Every check of a YOLO26 model script against the ONNX, the layer table and the calibration count (the
+    script has no NMS config: ``nms_json_text`` is None)."""
+    facts, names, table = request.facts, request.names, request.table
     alls = parse_alls(alls_text)
     outputs = head_outputs(facts, names, table)
     source = "read from the parsed graph" if table.source == "parsed" else "as the DFC names one per end node"
@@ -200,5 +208,5 @@ def validate_yolo26_script(
         _check_precision(alls, outputs, source),
         *_check_host_decode(alls),
         check_normalization(alls),
-        *_check_optimization(alls, calibration_count),
+        *_check_optimization(alls, request.calibration_count),
     )

@@ -21,7 +21,7 @@ def test_every_import_contract_of_the_package_is_kept():
     )
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Contracts: 3 kept, 0 broken." in done.stdout
+    assert re.search(r"Contracts: \d+ kept, 0 broken\.", done.stdout), done.stdout
 
 
 def test_the_public_api_loads_each_name_from_its_room_when_first_used():

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.conformance.scenes import _family_anchors, family_scenes
 from harness.conformance.words import (
     ANCHOR_GROUPS_REVERSED,
     ANCHORED_READ_CLASS_MAJOR,
@@ -40,7 +41,7 @@ from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.heads import decoder, head_layout
+from harness.decode.heads import head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
 from harness.decode.yolo import classes_are_probabilities, sigmoid
 from harness.decode.yolov5 import DEFAULT_ANCHORS, OBJECTNESS
@@ -319,7 +320,7 @@ def _reproduces(
 ) -> bool:
     """Whether the family's reference decoder returns each frame's ``got`` from what a mistaken decoder
     ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
-    decode = decoder(family)
+    decode = family_scenes(family).reference_decoder()
     for frame in frames:
         try:
             outputs, specs = seen(frame.outputs)
@@ -399,11 +400,10 @@ def reproduce_path(
     all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
     there is no reference decoding to reproduce)."""
     try:
-        anchors = config.ssd.anchors if config.ssd is not None else config.anchors
-        layout = head_layout(family, specs, config.input_hw, anchors)
+        layout = head_layout(family, specs, config.input_hw, _family_anchors(config, family))
     except HarnessError:
         return None
-    decode = decoder(family)
+    decode = family_scenes(family).reference_decoder()
     differing = sum(not matches(frame.got, decode(frame.outputs, specs, config)) for frame in frames)
     reproduction = reproduce(frames, specs, config, family, layout) if differing else None
     returned = sum(len(frame.got) for frame in frames)

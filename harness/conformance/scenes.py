@@ -27,6 +27,8 @@ from harness.formats.quant import dequantize, quantize
 if TYPE_CHECKING:
     from onnx import ModelProto
 
+    from harness.conformance.misreadings import ConfigMisreading
+
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
 Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
@@ -107,6 +109,11 @@ class FamilyScenes(Protocol):
 
     def misordered(self) -> str:
         """The mistake of a decoder that finds the objects only where the outputs keep their order and names."""
+        ...
+
+    def config_misreadings(self) -> tuple[ConfigMisreading, ...]:
+        """The known misreadings of what the family's config gives its decoder (its anchors, its box coding),
+        in the order they are tried."""
         ...
 
     def reference_decoder(self) -> Decoder:

@@ -7,13 +7,20 @@ export's own boxes and scores, the sigmoid put on its cut class maps as an SSD H
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, candidate_agreement
+from harness.conformance.misreadings import (
+    SSD_ANCHORS_WH_SWAPPED,
+    SSD_BACKGROUND_KEPT,
+    SSD_SCALES_LEFT_OUT,
+    SSD_X_FIRST,
+    ConfigMisreading,
+)
 from harness.conformance.scenes import (
     Anchors,
     Decoder,
@@ -24,7 +31,13 @@ from harness.conformance.scenes import (
     class_quant,
     iou,
 )
-from harness.conformance.words import PAIRED_ACROSS_GRIDS
+from harness.conformance.words import (
+    PAIRED_ACROSS_GRIDS,
+    SSD_ANCHORS_HEIGHT_WIDTH,
+    SSD_BACKGROUND_AS_CLASS,
+    SSD_CODING_X_FIRST,
+    SSD_SCALE_FACTORS_LEFT_OUT,
+)
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import DecodeConfig, SsdConfig
@@ -71,6 +84,41 @@ def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
 
 def misordered() -> str:
     return PAIRED_ACROSS_GRIDS
+
+
+def _coding_taken(view: Callable[[SsdConfig], SsdConfig]) -> Callable[[DecodeConfig], DecodeConfig]:
+    """The config a decoder that takes ``view`` of ``config.ssd`` (where it has one) decodes with."""
+    return lambda config: replace(config, ssd=view(config.ssd)) if config.ssd is not None else config
+
+
+# A decoder's mistakes in taking an SSD head's box coding from config.ssd
+# (hailort: libhailort/src/net_flow/ops_metadata/ssd_op_metadata.hpp).
+CONFIG_MISREADINGS = (
+    ConfigMisreading(
+        SSD_CODING_X_FIRST,
+        SSD_X_FIRST,
+        _coding_taken(
+            lambda c: replace(c, ty_index=c.tx_index, tx_index=c.ty_index, th_index=c.tw_index, tw_index=c.th_index)
+        ),
+    ),
+    ConfigMisreading(
+        SSD_SCALE_FACTORS_LEFT_OUT,
+        SSD_SCALES_LEFT_OUT,
+        _coding_taken(lambda c: replace(c, centers_scale_factor=1, bbox_dimensions_scale_factor=1)),
+    ),
+    ConfigMisreading(
+        SSD_ANCHORS_HEIGHT_WIDTH,
+        SSD_ANCHORS_WH_SWAPPED,
+        _coding_taken(lambda c: replace(c, anchors=tuple(tuple((h, w) for w, h in layer) for layer in c.anchors))),
+    ),
+    ConfigMisreading(
+        SSD_BACKGROUND_AS_CLASS, SSD_BACKGROUND_KEPT, _coding_taken(lambda c: replace(c, background_class=None))
+    ),
+)
+
+
+def config_misreadings() -> tuple[ConfigMisreading, ...]:
+    return CONFIG_MISREADINGS
 
 
 def reference_decoder() -> Decoder:

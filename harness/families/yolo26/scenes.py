@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import SceneRecipe
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import DecodeConfig
@@ -15,11 +16,24 @@ from harness.families.yolov8.scenes import fcr_mixed, logit_classes, misordered,
 if TYPE_CHECKING:
     from onnx import ModelProto
 
-__all__ = ["export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "recipe_of", "sentences"]
+__all__ = [
+    "config_misreadings",
+    "export_reference",
+    "fcr_mixed",
+    "logit_classes",
+    "misordered",
+    "plant",
+    "recipe_of",
+    "sentences",
+]
 
 
 def recipe_of(family: HeadFamily) -> SceneRecipe:
     return SceneRecipe(family=family, reg_max=1)
+
+
+def config_misreadings() -> tuple[ConfigMisreading, ...]:
+    return ()
 
 
 def export_reference(

@@ -4,15 +4,22 @@ anchor's (width, height) is the config's; ``verify-decode`` held to the export's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
+from harness.conformance.misreadings import (
+    ANCHORS_REVERSED,
+    ANCHORS_WH_SWAPPED,
+    DEFAULT_ANCHORS_USED,
+    ConfigMisreading,
+)
 from harness.conformance.scenes import (
     BACKGROUND_LOGIT,
+    Anchors,
     Decoder,
     Scene,
     SceneRecipe,
@@ -23,7 +30,12 @@ from harness.conformance.scenes import (
     logit,
     sigmoid,
 )
-from harness.conformance.words import ANCHORS_BY_ORDER
+from harness.conformance.words import (
+    ANCHOR_GROUPS_REVERSED,
+    ANCHORS_BY_ORDER,
+    ANCHORS_HEIGHT_WIDTH,
+    DEFAULT_ANCHORS_TAKEN,
+)
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import DecodeConfig
@@ -61,6 +73,27 @@ def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
 
 def misordered() -> str:
     return ANCHORS_BY_ORDER
+
+
+def _anchors_taken(view: Callable[[Anchors], Anchors]) -> Callable[[DecodeConfig], DecodeConfig]:
+    """The config a decoder that takes ``view`` of ``config.anchors`` (where it has any) decodes with."""
+    return lambda config: replace(config, anchors=view(config.anchors)) if config.anchors else config
+
+
+# A decoder's mistakes in taking config.anchors (stride ascending, (width, height) in input pixels).
+CONFIG_MISREADINGS = (
+    ConfigMisreading(ANCHOR_GROUPS_REVERSED, ANCHORS_REVERSED, _anchors_taken(lambda anchors: anchors[::-1])),
+    ConfigMisreading(
+        ANCHORS_HEIGHT_WIDTH,
+        ANCHORS_WH_SWAPPED,
+        _anchors_taken(lambda anchors: tuple(tuple((h, w) for w, h in g) for g in anchors)),
+    ),
+    ConfigMisreading(DEFAULT_ANCHORS_TAKEN, DEFAULT_ANCHORS_USED, _anchors_taken(lambda anchors: DEFAULT_ANCHORS)),
+)
+
+
+def config_misreadings() -> tuple[ConfigMisreading, ...]:
+    return CONFIG_MISREADINGS
 
 
 def reference_decoder() -> Decoder:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
+from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import (
     BACKGROUND_LOGIT,
     Decoder,
@@ -58,6 +59,10 @@ def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
 
 def misordered() -> str:
     return PAIRED_ACROSS_GRIDS
+
+
+def config_misreadings() -> tuple[ConfigMisreading, ...]:
+    return ()
 
 
 def reference_decoder() -> Decoder:

@@ -8,6 +8,7 @@ from harness.conformance.scenes import Decoder, SceneRecipe
 from harness.core.head_family import HeadFamily
 from harness.decode.yolo26 import decode_one2many
 from harness.families.yolo26.scenes import (
+    config_misreadings,
     export_reference,
     fcr_mixed,
     logit_classes,
@@ -18,7 +19,7 @@ from harness.families.yolo26.scenes import (
 )
 from harness.families.yolov8.scenes import decoded_head_agreement
 
-__all__ = ["export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "sentences"]
+__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "sentences"]
 
 
 def recipe() -> SceneRecipe:

@@ -20,6 +20,7 @@ from harness.core.head_family import HeadFamily
 from harness.decode.nms import above
 from harness.decode.yolo26 import decode_one2one
 from harness.families.yolo26.scenes import (
+    config_misreadings,
     export_reference,
     fcr_mixed,
     logit_classes,
@@ -29,7 +30,7 @@ from harness.families.yolo26.scenes import (
     sentences,
 )
 
-__all__ = ["export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "sentences"]
+__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "sentences"]
 
 
 def recipe() -> SceneRecipe:

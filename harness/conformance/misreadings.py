@@ -3,7 +3,9 @@
 A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
 interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
 objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults) or an
-SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept).
+SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept):
+these, the misreadings of what a family's config gives its decoder, are the family's own
+(:class:`ConfigMisreading`, of its ``scenes`` part).
 :func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
 heads, on each role's heads, on the class and objectness heads together and on each head alone
 (:func:`head_sets`), and names the one under which the reference decoder returns what the decoder

@@ -3,7 +3,9 @@
 A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
 interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
 objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults) or an
-SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept).
+SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept):
+these, the misreadings of what a family's config gives its decoder, are the family's own
+(:class:`ConfigMisreading`, of its ``scenes`` part).
 :func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
 heads, on each role's heads, on the class and objectness heads together and on each head alone
 (:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
@@ -18,11 +20,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.conformance.scenes import _family_anchors, family_scenes
 from harness.conformance.words import (
-    ANCHOR_GROUPS_REVERSED,
     ANCHORED_READ_CLASS_MAJOR,
-    ANCHORS_HEIGHT_WIDTH,
-    DEFAULT_ANCHORS_TAKEN,
     DFL_BINS_INTERLEAVED,
     FCR_READ_CHANNEL_FIRST,
     OBJECTNESS_MISSING,
@@ -30,23 +30,17 @@ from harness.conformance.words import (
     SIGMOID_APPLIED_TWICE,
     SIXTEEN_AS_EIGHT,
     SIXTEEN_BIT_READ_AS_EIGHT,
-    SSD_ANCHORS_HEIGHT_WIDTH,
-    SSD_BACKGROUND_AS_CLASS,
-    SSD_CODING_X_FIRST,
-    SSD_SCALE_FACTORS_LEFT_OUT,
 )
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
-from harness.core.settings import DecodeConfig, SsdConfig
+from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.heads import decoder, head_layout
+from harness.decode.heads import head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
 from harness.decode.yolo import classes_are_probabilities, sigmoid
-from harness.decode.yolov5 import DEFAULT_ANCHORS, OBJECTNESS
+from harness.decode.yolov5 import OBJECTNESS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
-
-Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
 BOX_TOLERANCE_PX = 0.5
 SCORE_TOLERANCE = 0.01
@@ -208,52 +202,14 @@ MISREADINGS = (
 
 
 @dataclass(frozen=True)
-class AnchorMisreading:
-    """A mistake in how a decoder takes its anchors: ``view`` is the anchors it then uses instead of
-    ``config.anchors`` (stride ascending, (width, height) in input pixels)."""
+class ConfigMisreading:
+    """A mistake in how a decoder takes what its config gives it (a family's ``scenes`` part names its own:
+    the anchors of ``config.anchors``, an SSD head's box coding of ``config.ssd``): ``view`` is the config it
+    then decodes with instead (``config`` itself where the mistake changes nothing of it)."""
 
     name: str
     words: str
-    view: Callable[[Anchors], Anchors]
-
-
-ANCHOR_MISREADINGS = (
-    AnchorMisreading(ANCHOR_GROUPS_REVERSED, ANCHORS_REVERSED, lambda anchors: anchors[::-1]),
-    AnchorMisreading(
-        ANCHORS_HEIGHT_WIDTH, ANCHORS_WH_SWAPPED, lambda anchors: tuple(tuple((h, w) for w, h in g) for g in anchors)
-    ),
-    AnchorMisreading(DEFAULT_ANCHORS_TAKEN, DEFAULT_ANCHORS_USED, lambda anchors: DEFAULT_ANCHORS),
-)
-
-
-@dataclass(frozen=True)
-class SsdMisreading:
-    """A mistake in how a decoder takes an SSD head's box coding: ``view`` is the config it then decodes with
-    instead of ``config.ssd`` (hailort: libhailort/src/net_flow/ops_metadata/ssd_op_metadata.hpp)."""
-
-    name: str
-    words: str
-    view: Callable[[SsdConfig], SsdConfig]
-
-
-SSD_MISREADINGS = (
-    SsdMisreading(
-        SSD_CODING_X_FIRST,
-        SSD_X_FIRST,
-        lambda c: replace(c, ty_index=c.tx_index, tx_index=c.ty_index, th_index=c.tw_index, tw_index=c.th_index),
-    ),
-    SsdMisreading(
-        SSD_SCALE_FACTORS_LEFT_OUT,
-        SSD_SCALES_LEFT_OUT,
-        lambda c: replace(c, centers_scale_factor=1, bbox_dimensions_scale_factor=1),
-    ),
-    SsdMisreading(
-        SSD_ANCHORS_HEIGHT_WIDTH,
-        SSD_ANCHORS_WH_SWAPPED,
-        lambda c: replace(c, anchors=tuple(tuple((h, w) for w, h in layer) for layer in c.anchors)),
-    ),
-    SsdMisreading(SSD_BACKGROUND_AS_CLASS, SSD_BACKGROUND_KEPT, lambda c: replace(c, background_class=None)),
-)
+    view: Callable[[DecodeConfig], DecodeConfig]
 
 
 @dataclass(frozen=True)
@@ -319,7 +275,7 @@ def _reproduces(
 ) -> bool:
     """Whether the family's reference decoder returns each frame's ``got`` from what a mistaken decoder
     ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
-    decode = decoder(family)
+    decode = family_scenes(family).reference_decoder()
     for frame in frames:
         try:
             outputs, specs = seen(frame.outputs)
@@ -340,8 +296,8 @@ def reproduce(
 ) -> Reproduction | None:
     """The known misreading, and the heads it was made on, under which ``family``'s reference decoder
     returns each frame's ``got`` from its ``outputs`` (of ``specs`` and ``layout``, decoded under
-    ``config``); else the known misreading of the anchors, for an anchor-based family; None where none
-    does."""
+    ``config``); else the family's known misreading of its config (its anchors, an SSD head's box coding);
+    None where none does."""
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
     for mistake in MISREADINGS:
         for head_set in head_sets(layout, specs):
@@ -361,20 +317,11 @@ def reproduce(
                 fcr = mistake.name == READ_CHANNEL_FIRST and head_set.fcr
                 name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
                 return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
-    anchors = config.anchors
-    for anchor_mistake in ANCHOR_MISREADINGS:
-        taken = anchor_mistake.view(anchors)
-        if anchors and taken != anchors:
-            as_given = replace(config, anchors=taken)
+    for config_mistake in family_scenes(family).config_misreadings():
+        as_given = config_mistake.view(config)
+        if as_given != config:
             if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
-                return Reproduction(anchor_mistake.name, anchor_mistake.words, len(frames))
-    for ssd_mistake in SSD_MISREADINGS if config.ssd is not None else ():
-        assert config.ssd is not None
-        taken_ssd = ssd_mistake.view(config.ssd)
-        if taken_ssd != config.ssd:
-            as_given = replace(config, ssd=taken_ssd)
-            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
-                return Reproduction(ssd_mistake.name, ssd_mistake.words, len(frames))
+                return Reproduction(config_mistake.name, config_mistake.words, len(frames))
     return None
 
 
@@ -399,11 +346,10 @@ def reproduce_path(
     all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
     there is no reference decoding to reproduce)."""
     try:
-        anchors = config.ssd.anchors if config.ssd is not None else config.anchors
-        layout = head_layout(family, specs, config.input_hw, anchors)
+        layout = head_layout(family, specs, config.input_hw, _family_anchors(config, family))
     except HarnessError:
         return None
-    decode = decoder(family)
+    decode = family_scenes(family).reference_decoder()
     differing = sum(not matches(frame.got, decode(frame.outputs, specs, config)) for frame in frames)
     reproduction = reproduce(frames, specs, config, family, layout) if differing else None
     returned = sum(len(frame.got) for frame in frames)

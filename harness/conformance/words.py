@@ -7,6 +7,9 @@ FCR_CHANNEL_FIRST = "FCR head read as channel-first (FCR is channel-last on the 
 PAIRED_ACROSS_GRIDS = (
     "box and class heads paired across grids (paired by output order or name, not by grid and channels)"
 )
+ANCHORS_BY_ORDER = (
+    "anchor groups given to the outputs by their order or name (they go by grid: config.anchors is stride ascending)"
+)
 SIXTEEN_AS_EIGHT = "read as 8-bit (a 16-bit output's buffer taken byte by byte for its codes)"
 
 SIXTEEN_BIT_READ_AS_EIGHT = "sixteen_bit_read_as_eight"

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol, cast
 
 import yaml
 
@@ -37,6 +38,7 @@ from harness.doctor.mistakes import (
     sigmoid_on_scores,
     sixteen_bit_read_as_eight,
 )
+from harness.families import part
 from harness.inputs.dataset import Dataset, DatasetError, load_yolo
 from harness.inputs.demo import OFF_DOMAIN
 from harness.inputs.hef.reader import HefInfo
@@ -45,9 +47,6 @@ from harness.pipeline.detect import (
 )
 from harness.pipeline.factory import open_runner, path_over
 
-EVERY_FAMILY = frozenset(HeadFamily)
-YOLO26 = frozenset({HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY})
-ONE2ONE = frozenset({HeadFamily.YOLO26_ONE2ONE})
 ONE2MANY_IOU = 0.45  # a YOLOv8 pipeline's host NMS: Ultralytics' (best class per anchor) at this IoU
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
@@ -75,7 +74,8 @@ class Mode:
     """One failure mode. ``expected``: the diagnosis that must name it, a rule of
     :data:`harness.verdict.diagnosis.RULES`, a static check of :mod:`harness.verdict.hef_checks` or a refusal of
     :data:`REFUSALS`; ``detail`` a word the top finding's text must contain as well. ``gap``, when
-    set, says why no gate can catch the mode (it is still injected and diagnosed)."""
+    set, says why no gate can catch the mode (it is still injected and diagnosed). ``every_family``: the users
+    of every head family make it; else the families whose ``modes`` part names it (:class:`FamilyModes`)."""
 
     name: str
     mistake: str
@@ -86,7 +86,7 @@ class Mode:
     needs_labels: bool = False  # the mistake lives in the dataset's class names
     detail: str = ""
     gap: str = ""
-    families: frozenset[HeadFamily] = frozenset({HeadFamily.YOLOV8})  # the heads whose users make it
+    every_family: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ MODES: tuple[Mode, ...] = (
         "score_cap",
         _calibration_off_domain,
         needs_emulator=True,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "nms_without_sigmoid",
@@ -260,7 +260,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper applying a sigmoid to every detection score of the path under test",
         "sigmoid_applied_twice",
         _host_sigmoid_on_nms_scores,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "scores_shifted_on_device",
@@ -268,7 +268,7 @@ MODES: tuple[Mode, ...] = (
         f"every score of the path under test moved by {SCORE_SHIFT:+g}, the boxes kept",
         "confidence_shift",
         _scores_shifted,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "raw_decoder_on_nms_buffer",
@@ -291,7 +291,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper feeding uint8(image / 255)",
         "input_normalised_twice",
         _input_normalised_twice,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "bgr_input",
@@ -299,7 +299,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper reversing the colour channels of each image",
         "channels_swapped",
         _bgr_input,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "resize_not_letterbox",
@@ -308,7 +308,7 @@ MODES: tuple[Mode, ...] = (
         "settings_differ",
         _resize_not_letterbox,
         detail="preprocess",
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "heads_paired_across_grids",
@@ -339,7 +339,6 @@ MODES: tuple[Mode, ...] = (
         "sixteen_bit_read_as_eight",
         _sixteen_bit_read_as_eight,
         needs_emulator=True,
-        families=YOLO26,
     ),
     Mode(
         "one2one_decoded_with_nms",
@@ -347,7 +346,6 @@ MODES: tuple[Mode, ...] = (
         "host decoder running the evaluation's NMS (its IoU threshold, per class) over the one-to-one head's anchors",
         "nms_on_one_to_one",
         _one2one_with_nms,
-        families=ONE2ONE,
     ),
     Mode(
         "one2one_decoded_as_one2many",
@@ -356,7 +354,6 @@ MODES: tuple[Mode, ...] = (
         f"{ONE2MANY_IOU:g}) over the one-to-one head's anchors",
         "nms_on_one_to_one",
         _one2one_as_one2many,
-        families=ONE2ONE,
     ),
     Mode(
         "box_distances_read_as_dfl",
@@ -365,7 +362,6 @@ MODES: tuple[Mode, ...] = (
         "against bin index 0)",
         "box_distances_read_as_dfl",
         _box_distances_read_as_dfl,
-        families=YOLO26,
     ),
     Mode(
         "yolov8_decoder_on_yolo26",
@@ -375,7 +371,6 @@ MODES: tuple[Mode, ...] = (
         "would be taken for the box head)",
         "no_dfl_box_head",
         _dfl_decoder_on_distance_heads,
-        families=YOLO26,
     ),
     Mode(
         "one_class_per_anchor",
@@ -386,7 +381,6 @@ MODES: tuple[Mode, ...] = (
         gap="the same detections as the top-k wherever no anchor passes the score threshold with two classes, "
         "which a one-to-one head (one prediction an object) rarely does at a deployment threshold: no frame of "
         "the demo does at 0.2",
-        families=ONE2ONE,
     ),
     Mode(
         "class_names_swapped",
@@ -395,7 +389,7 @@ MODES: tuple[Mode, ...] = (
         "class_names_reordered",
         _class_names_swapped,
         needs_labels=True,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "class_map_wrong",
@@ -404,7 +398,7 @@ MODES: tuple[Mode, ...] = (
         "dataset_class_order",
         _class_map_wrong,
         needs_labels=True,
-        families=EVERY_FAMILY,
+        every_family=True,
     ),
     Mode(
         "nms_classes_wrong",
@@ -432,9 +426,29 @@ MODES: tuple[Mode, ...] = (
 MODES_BY_NAME: Mapping[str, Mode] = {m.name: m for m in MODES}
 
 
+class FamilyModes(Protocol):
+    """A head family's ``modes`` part: the same functions in every family's module."""
+
+    def doctor_modes(self) -> tuple[str, ...]:
+        """The names of the modes (:data:`MODES`) a user of the family's heads meets beyond every family's."""
+        ...
+
+    def static_checks_control(self) -> bool:
+        """Whether the static HEF checks of the family's clean HEF description are a clean control (they
+        describe a YOLOv8 NMS HEF)."""
+        ...
+
+
+def family_modes(family: HeadFamily) -> FamilyModes:
+    """``family``'s ``modes`` part."""
+    return cast(FamilyModes, part(family, "modes"))
+
+
 def modes_for(family: HeadFamily) -> tuple[Mode, ...]:
-    """The modes a user of ``family``'s heads can meet (YOLOv8's DFL and NMS-op modes are not YOLO26's)."""
-    return tuple(m for m in MODES if family in m.families)
+    """The modes a user of ``family``'s heads can meet: every family's and those its ``modes`` part names
+    (YOLOv8's DFL and NMS-op modes are not YOLO26's), in the order of :data:`MODES`."""
+    own = family_modes(family).doctor_modes()
+    return tuple(m for m in MODES if m.every_family or m.name in own)
 
 
 def inject(mode: Mode | str, bench: Bench, stack: ExitStack) -> Injected:

@@ -13,11 +13,10 @@ import numpy as np
 
 from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
-from harness.core.head_family import HeadFamily
 from harness.decode.heads import decoder
 from harness.doctor.bench import Bench, subset
 from harness.doctor.evidence import doctor_evidence
-from harness.doctor.modes import REFUSALS, Injected, Mode, inject, modes_for
+from harness.doctor.modes import REFUSALS, Injected, Mode, family_modes, inject, modes_for
 from harness.pipeline.detect import (
     DetectionPath,
 )
@@ -178,7 +177,7 @@ def controls(bench: Bench) -> tuple[DoctorRow, ...]:
             raw,
             bench.evaluate_path(raw),
         )
-    if bench.run.family is not HeadFamily.YOLOV8:  # the static checks describe a YOLOv8 NMS HEF
+    if not family_modes(bench.run.family).static_checks_control():  # they describe a YOLOv8 NMS HEF
         return clean, heads
     failing = [r for r in bench.checks(bench.description) if r.passed is False]
     static = _checks_row(replace(_CLEAN, name="clean_hef_description"), "static checks, clean HEF description", failing)

@@ -7,6 +7,7 @@ import pytest
 
 from harness.conformance import misreadings, words
 from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce
+from harness.conformance.scenes import family_scenes
 from harness.conformance.suite import SceneRecipe, make_scene
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder
@@ -50,21 +51,21 @@ def test_channel_first_on_heads_that_are_not_all_fcr_is_named_channel_first():
         (
             wrong_decoders.yolov5_anchors_reversed,
             SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1),  # one config for every frame, as a path has
-            misreadings.ANCHOR_GROUPS_REVERSED,
+            words.ANCHOR_GROUPS_REVERSED,
         ),
         (
             wrong_decoders.yolov5_class_major,
             SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1),
             misreadings.ANCHORED_READ_CLASS_MAJOR,
         ),
-        (wrong_decoders.ssd_x_first, SceneRecipe(family=HeadFamily.SSD), misreadings.SSD_CODING_X_FIRST),
-        (wrong_decoders.ssd_no_scales, SceneRecipe(family=HeadFamily.SSD), misreadings.SSD_SCALE_FACTORS_LEFT_OUT),
+        (wrong_decoders.ssd_x_first, SceneRecipe(family=HeadFamily.SSD), words.SSD_CODING_X_FIRST),
+        (wrong_decoders.ssd_no_scales, SceneRecipe(family=HeadFamily.SSD), words.SSD_SCALE_FACTORS_LEFT_OUT),
         (
             wrong_decoders.ssd_anchors_height_width,
             SceneRecipe(family=HeadFamily.SSD),
-            misreadings.SSD_ANCHORS_HEIGHT_WIDTH,
+            words.SSD_ANCHORS_HEIGHT_WIDTH,
         ),
-        (wrong_decoders.ssd_background_kept, SceneRecipe(family=HeadFamily.SSD), misreadings.SSD_BACKGROUND_AS_CLASS),
+        (wrong_decoders.ssd_background_kept, SceneRecipe(family=HeadFamily.SSD), words.SSD_BACKGROUND_AS_CLASS),
         (wrong_decoders.ssd_class_major, SceneRecipe(family=HeadFamily.SSD), misreadings.ANCHORED_READ_CLASS_MAJOR),
     ],
 )
@@ -77,8 +78,8 @@ def test_every_name_a_diagnosis_may_give_is_one_misreadings_name_in_the_order_th
     tried = [
         *(m.name for m in misreadings.MISREADINGS),
         misreadings.FCR_READ_CHANNEL_FIRST,
-        *(m.name for m in misreadings.ANCHOR_MISREADINGS),
-        *(m.name for m in misreadings.SSD_MISREADINGS),
+        *(m.name for m in family_scenes(HeadFamily.YOLOV5).config_misreadings()),
+        *(m.name for m in family_scenes(HeadFamily.SSD).config_misreadings()),
     ]
     assert list(words.REPRODUCED_NAMES) == tried
 

@@ -18,6 +18,7 @@ from harness.conformance.verify_decode import (
     verify_decode,
 )
 from harness.core.errors import HarnessError
+from harness.decode import yolo
 from harness.decode.yolo import candidates
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
@@ -92,7 +93,7 @@ def test_a_decoder_off_by_half_a_cell_is_caught(
         boxes, scores = candidates(outputs, heads, config)
         return boxes + np.float32(4), scores  # half a stride-8 cell
 
-    monkeypatch.setattr(vd.yolo, "candidates", shifted)
+    monkeypatch.setattr(yolo, "candidates", shifted)
     report = verify_decode(model_path, images[:2], threads=1)
     assert not report.ok
     assert report.max_box_diff_px == pytest.approx(4, abs=1e-3)
@@ -127,7 +128,7 @@ def test_cli_verify_decode_json(command, model_path, image_folder, capsys) -> No
 def test_cli_verify_decode_exits_1_when_the_decoder_disagrees(
     command, model_path, image_folder, monkeypatch, capsys
 ) -> None:
-    monkeypatch.setattr(vd.yolo, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
+    monkeypatch.setattr(yolo, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
     assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 1
     assert "DISAGREES" in capsys.readouterr().out
 

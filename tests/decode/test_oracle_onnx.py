@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from harness.backends.onnx.runner import DecodeTailRunner, FullHeadRunner, OnnxRunner
-from harness.conformance.verify_decode import same_detections
+from harness.conformance.agreement import same_detections
 from harness.core.detections import xywh_to_xyxy
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import OutputSpec

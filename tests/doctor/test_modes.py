@@ -21,7 +21,7 @@ from harness.doctor.mistakes import (
     records_read_x_first,
     sigmoid_on_probabilities,
 )
-from harness.doctor.modes import MODES, MODES_BY_NAME, REFUSALS, modes_for
+from harness.doctor.modes import MODES, MODES_BY_NAME, REFUSALS, family_modes, modes_for
 from harness.doctor.table import clean_runs, controls, run_doctor, run_mode
 from harness.inputs.demo import DEMO26_ONNX
 from harness.pipeline.spec import SettingsSpec
@@ -93,6 +93,13 @@ def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
     assert {m.expected for m in MODES if not m.gap} <= known
     assert {m.expected for m in MODES if m.gap} <= known | {"none"}  # a gap may leave nothing to name
     assert len(MODES_BY_NAME) == len(MODES) >= 12
+
+
+def test_every_mode_a_family_s_modes_part_names_is_a_mode_not_every_family_s_already():
+    for family in HeadFamily:
+        own = family_modes(family).doctor_modes()
+        assert set(own) <= set(MODES_BY_NAME), family
+        assert not any(MODES_BY_NAME[name].every_family for name in own), family
 
 
 @pytest.mark.parametrize(

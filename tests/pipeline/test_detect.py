@@ -13,8 +13,8 @@ import pytest
 
 from harness.backends.base import InputSpec
 from harness.backends.onnx.runner import OnnxRunner
+from harness.conformance.agreement import same_detections
 from harness.conformance.misreadings import reproduce_path
-from harness.conformance.verify_decode import same_detections
 from harness.core.detections import Detections
 from harness.core.errors import GraphError, HarnessError, SpecError
 from harness.core.head_family import HeadFamily

@@ -1,0 +1,11 @@
+"""The doctor modes a user of these heads meets beyond every family's (:mod:`harness.doctor.modes`): none yet."""
+
+from __future__ import annotations
+
+
+def doctor_modes() -> tuple[str, ...]:
+    return ()
+
+
+def static_checks_control() -> bool:
+    return False

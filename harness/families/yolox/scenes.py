@@ -1,0 +1,154 @@
+"""YOLOX's conformance scenes: per stride a box map of 4 (``tx, ty, tw, th``), an objectness map of 1 and a
+class map of nc (its score objectness x class, a property of every objectness family); ``verify-decode`` held
+to the export's rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
+from harness.conformance.misreadings import ConfigMisreading
+from harness.conformance.scenes import (
+    BACKGROUND_LOGIT,
+    Decoder,
+    Scene,
+    SceneRecipe,
+    as_output,
+    box_quant,
+    class_quant,
+    drawn_scores,
+    iou,
+    logit,
+    sigmoid,
+)
+from harness.conformance.words import PAIRED_ACROSS_GRIDS
+from harness.core.detections import Detections
+from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.core.settings import DecodeConfig
+from harness.core.specs import FormatOrder
+from harness.decode import yolox
+from harness.decode.heads import head_layout
+from harness.decode.layout import HeadOutput
+from harness.decode.yolox import BOX_CHANNELS
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
+
+
+def recipe() -> SceneRecipe:
+    return SceneRecipe(family=HeadFamily.YOLOX, reg_max=1)
+
+
+def logit_classes() -> bool:
+    return True
+
+
+def sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
+    return ()
+
+
+def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
+    # The field report's mix: FCR box heads, NHWC class (and objectness) heads on two grids and FCR on the third.
+    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
+    return replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
+
+
+def misordered() -> str:
+    return PAIRED_ACROSS_GRIDS
+
+
+def config_misreadings() -> tuple[ConfigMisreading, ...]:
+    return ()
+
+
+def reference_decoder() -> Decoder:
+    return yolox.decode
+
+
+def plant(recipe: SceneRecipe, seed: int) -> Scene:
+    """Per stride a box map of 4 (``tx, ty`` the centre's offset from the cell's corner in cells, ``tw, th``
+    the log of the size in strides), an objectness map of 1 and a class map of nc (hailort:
+    libhailort/src/net_flow/ops/yolox_post_process.hpp), the objects planted on cells of each stride in turn,
+    each with objectness and class score below 1 (a score is their product); every other cell's objectness far
+    below threshold, except ``recipe.decoys`` (see :func:`~harness.conformance.scenes.drawn_scores`). The
+    objectness maps are laid out as the class maps of their stride (``recipe.class_orders``)."""
+    rng = np.random.default_rng(seed)
+    h, w = recipe.input_hw
+    strides = (8, 16, 32)
+    boxes = [rng.normal(0, 1, (h // s, w // s, BOX_CHANNELS)) for s in strides]
+    objectness = [np.full((h // s, w // s, 1), BACKGROUND_LOGIT) for s in strides]
+    classes = [np.full((h // s, w // s, recipe.classes), BACKGROUND_LOGIT) for s in strides]
+    taken: set[tuple[int, int, int]] = set()
+    planted: list[tuple[int, int, int, int]] = []  # grid index, row, col, class
+    planted_boxes: list[np.ndarray] = []
+    decoys = 0
+    while len(planted) < recipe.objects or decoys < recipe.decoys:
+        decoy = None if len(planted) < recipe.objects else decoys + 1
+        g = len(planted) % len(strides) if decoy is None else int(rng.integers(len(strides)))
+        s = strides[g]
+        row, col = int(rng.integers(h // s)), int(rng.integers(w // s))
+        t = np.concatenate([rng.uniform(0.1, 0.9, 2), np.log(rng.uniform(1.0, 6.0, 2))])
+        centre, size = (t[:2] + np.array([col, row])) * s, np.exp(t[2:]) * s
+        box = np.concatenate([centre - size / 2, centre + size / 2])
+        overlaps = decoy is None and any(iou(box, other) > 0.05 for other in planted_boxes)
+        if (g, row, col) in taken or overlaps:
+            continue
+        cls = int(rng.integers(recipe.classes))
+        o, score = drawn_scores(rng, not planted, decoy)
+        boxes[g][row, col], objectness[g][row, col, 0], classes[g][row, col, cls] = t, logit(o), logit(score)
+        taken.add((g, row, col))
+        if decoy is None:
+            planted.append((g, row, col, cls))
+            planted_boxes.append(box)
+        else:
+            decoys = decoy
+
+    outputs: dict[str, np.ndarray] = {}
+    specs = {}
+    heads: list[HeadOutput] = []
+    seen: dict[tuple[int, HeadRole], np.ndarray] = {}  # the values a correct decoder reads (probabilities)
+    score_quant = class_quant(recipe.logits, recipe.format_type)
+    for g in range(len(strides)):
+        for role, value, order, quant in (
+            (HeadRole.BOX, boxes[g], recipe.box_order, box_quant(recipe.format_type)),
+            (HeadRole.OBJECTNESS, objectness[g], recipe.class_orders[g], score_quant),
+            (HeadRole.CLASS, classes[g], recipe.class_orders[g], score_quant),
+        ):
+            name = f"{role.value}{g}"
+            scored = role is not HeadRole.BOX
+            value = (value if recipe.logits or not scored else sigmoid(value)).astype(np.float32)
+            outputs[name], read, specs[name] = as_output(name, value, order, quant, recipe.format_type)
+            heads.append(HeadOutput.of_spec(specs[name], role))
+            read = read.astype(np.float64)
+            seen[g, role] = sigmoid(read) if recipe.logits and scored else read
+
+    expected_boxes, scores, class_ids, planted_strides = [], [], [], []
+    for g, row, col, cls in planted:
+        s = strides[g]
+        t = seen[g, HeadRole.BOX][row, col]
+        centre, size = (t[:2] + np.array([col, row])) * s, np.exp(t[2:]) * s
+        expected_boxes.append(np.concatenate([centre - size / 2, centre + size / 2]))
+        scores.append(float(seen[g, HeadRole.OBJECTNESS][row, col, 0] * seen[g, HeadRole.CLASS][row, col, cls]))
+        class_ids.append(cls)
+        planted_strides.append(s)
+    config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7)
+    expected = Detections(np.array(expected_boxes), np.array(scores), np.array(class_ids))
+    layout = head_layout(recipe.family, specs, recipe.input_hw)
+    return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
+
+
+def export_reference(
+    model: ModelProto, heads: Sequence[HeadTensor], config: DecodeConfig
+) -> tuple[ModelProto, DecodeConfig]:
+    return model, config
+
+
+def agreement(frame: VerifyFrame) -> ImageAgreement:
+    """The export's rows ``(rows, 5 + nc)``, one per cell, against :func:`~harness.decode.yolox.candidates`."""
+    candidates = yolox.candidates(frame.outputs, frame.layout, frame.config)
+    detections = yolox.decode(frame.outputs, frame.specs, frame.config)
+    return candidate_agreement(frame, candidates, anchored_rows(frame.reference, frame.layout), detections)

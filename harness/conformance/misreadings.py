@@ -42,8 +42,8 @@ from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
-from harness.decode.yolo import classes_are_probabilities, sigmoid
-from harness.decode.yolov5 import DEFAULT_ANCHORS, OBJECTNESS
+from harness.decode.maps import classes_are_probabilities, sigmoid
+from harness.families.yolov5.decode import DEFAULT_ANCHORS, OBJECTNESS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 Anchors = tuple[tuple[tuple[float, float], ...], ...]

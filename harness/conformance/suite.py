@@ -1,6 +1,6 @@
 """Decoder conformance: a property suite any raw-head YOLO decoder can be run against.
 
-A decoder under test has the documented signature of :func:`harness.decode.yolo.decode`::
+A decoder under test has the documented signature of :func:`harness.families.yolov8.decode.decode`::
 
     decoder(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections
 
@@ -63,9 +63,9 @@ from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.heads import head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, layout_of
-from harness.decode.ssd import BOX_CHANNELS as SSD_BOX_CHANNELS
-from harness.decode.yolov5 import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
-from harness.decode.yolox import BOX_CHANNELS
+from harness.families.ssd.decode import BOX_CHANNELS as SSD_BOX_CHANNELS
+from harness.families.yolov5.decode import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
+from harness.families.yolox.decode import BOX_CHANNELS
 from harness.formats.quant import dequantize, quantize
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]

@@ -1,17 +1,17 @@
 """Check the harness decoder against an ONNX export's own decode tail.
 
 The export is cut at its head tensors; the cut outputs, handed over channel-last like a Hailo
-host's, go through :func:`harness.decode.yolo.candidates` and the decoder of the export's head family.
+host's, go through :func:`harness.families.yolov8.decode.candidates` and the decoder of the export's head family.
 The model's own decoded head output ``[1, 4 + nc, anchors]`` is the reference: its boxes and class
 probabilities must match anchor for anchor, and NMS over it must keep the same detections. It is
 computed by the model's decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) from the same head
 maps, which is what the full model computes, without running the backbone twice.
 
 A YOLO26 export (reg_max 1, no DFL: :func:`harness.inputs.onnx_graph.find_yolo26_heads`) is verified
-the same way with :mod:`harness.decode.yolo26`: its one-to-many head against the decoded head output,
+the same way with :mod:`harness.families.yolo26.decode`: its one-to-many head against the decoded head output,
 its one-to-one head exported end to end against the export's own top-k rows ``(max_det, 6)``. An SSD
 export (its anchors and box coding in ``config.ssd``, which no graph holds) is verified with
-:mod:`harness.decode.ssd` against its own boxes and scores, the sigmoid put on its cut class maps as an SSD
+:mod:`harness.families.ssd.decode` against its own boxes and scores, the sigmoid put on its cut class maps as an SSD
 HEF holds it (HailoRT's SSD op applies none).
 
 When onnxruntime's dynamic quantization has put the DFL conv on 8-bit activations, the reference
@@ -35,11 +35,14 @@ from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
-from harness.decode import ssd, yolo, yolov5, yolox
 from harness.decode.heads import decoder, head_layout
 from harness.decode.layout import HeadLayout
 from harness.decode.nms import above, nms
-from harness.decode.yolo26 import decode_one2one
+from harness.families.ssd import decode as ssd
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
+from harness.families.yolov5 import decode as yolov5
+from harness.families.yolov8 import decode as yolo
+from harness.families.yolox import decode as yolox
 from harness.inputs.onnx_graph import (
     HeadTensor,
     cut_at_heads,
@@ -154,7 +157,7 @@ def _one_to_one_agreement(
     image: str, outputs: dict[str, np.ndarray], specs: dict[str, Any], config: DecodeConfig, reference: np.ndarray
 ) -> ImageAgreement:
     """A YOLO26 export's own top-k ``(max_det, 6)`` rows (x1, y1, x2, y2, score, class) against
-    :func:`~harness.decode.yolo26.decode_one2one` at the same number of rows and no threshold, then
+    :func:`~harness.families.yolo26.one2one.decode.decode` at the same number of rows and no threshold, then
     both above the threshold. Rows scored within rounding of the last row may take each other's place
     (the export's sigmoid and top-k round otherwise), so the rows compared are those clearly above it."""
     own = Detections(reference[:, :4], reference[:, 4], reference[:, 5].astype(np.int64))

@@ -55,7 +55,7 @@ from harness.backends.dfc.yolox_script import (
 )
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
-from harness.decode.yolov5 import DEFAULT_ANCHORS
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.export_facts import ExportFacts

@@ -61,7 +61,7 @@ from harness.backends.dfc.scripts import (
 )
 from harness.core.checks import CheckResult
 from harness.decode.layout import layout_of_export
-from harness.decode.yolov5 import DEFAULT_ANCHORS
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.inputs.export_facts import ExportFacts
 
 META_ARCH = "yolov5"
@@ -79,7 +79,7 @@ NMS_KEYS = (
 DECODER_KEYS = ("name", "w", "h", "stride", "encoded_layer")
 # An export's anchor closer than this to a whole pixel is taken as whole (its decode tail holds float32).
 WHOLE_PIXEL = 1e-3
-# YOLOv5's default anchors by stride (ultralytics/yolov5: models/yolov5s.yaml; harness.decode.yolov5).
+# YOLOv5's default anchors by stride (ultralytics/yolov5: models/yolov5s.yaml; harness.families.yolov5.decode).
 _DEFAULT_STRIDES = (8, 16, 32)
 
 Anchors = tuple[tuple[int, int], ...]

@@ -71,10 +71,10 @@ __all__ = [
 
 if TYPE_CHECKING:
     from harness.conformance.suite import run_conformance
-    from harness.doctor.calibration_check import check_calibration
     from harness.core.detections import Detections
     from harness.core.settings import DecodeConfig, SsdConfig
     from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
+    from harness.doctor.calibration_check import check_calibration
     from harness.inputs.hef.reader import read_hef
     from harness.pipeline.factory import RunContext, evaluate_spec, load_dataset, open_path, prepare_run
     from harness.pipeline.job import JobResult, run_job

@@ -6,8 +6,8 @@ logits) and from UINT8 outputs with quant infos (sigmoid compiled in, as a Hailo
 
 Three decoders, all at score threshold 0.2, IoU 0.7, per class NMS:
 
-- fast: :func:`harness.decode.yolo.decode`, HailoRT and Ultralytics NMS modes; beside it the YOLO26
-  decoders (:mod:`harness.decode.yolo26`) on the same frame with box maps of the 4 distances themselves
+- fast: :func:`harness.families.yolov8.decode.decode`, HailoRT and Ultralytics NMS modes; beside it the YOLO26
+  decoders (:mod:`harness.families.yolo26.decode`) on the same frame with box maps of the 4 distances themselves
   (reg_max 1): the one-to-one head (top-k, no NMS) and the one-to-many head (NMS);
 - reference: :mod:`reference.decode`, plain loops (HailoRT mode);
 - naive: a per-cell Python loop like a typical hand-written host decoder (defined here only, for
@@ -31,8 +31,10 @@ import numpy as np
 
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
-from harness.decode.yolo import decode, decode_candidates
-from harness.decode.yolo26 import decode_one2many, decode_one2one
+from harness.decode.dfl import decode_candidates
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
+from harness.families.yolov8.decode import decode
 from harness.formats.quant import quantize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loop references: tests/support/reference

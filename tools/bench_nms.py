@@ -19,7 +19,7 @@ its predict (conf 0.25, best class only). Columns, ms per frame:
   the scores a transposed view of the head, not copied), and ``harness copy``: the same after the
   contiguous copy of the scores that :class:`harness.pipeline.detect.OnnxPath` makes today;
 - ``hailort``: :func:`harness.decode.nms.nms_hailort` at the same thresholds (no torch counterpart);
-- ``decode+nms``: :func:`harness.decode.yolo.decode` from the six raw heads (DFL included), Ultralytics
+- ``decode+nms``: :func:`harness.families.yolov8.decode.decode` from the six raw heads (DFL included), Ultralytics
   mode.
 
 Each round times the harness and the worker over every frame (``--repeat`` passes, the mean), in
@@ -49,7 +49,7 @@ from harness.backends.onnx.runner import FloatHeadsRunner, FullHeadRunner
 from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.decode.nms import nms_hailort, nms_ultralytics
-from harness.decode.yolo import decode
+from harness.families.yolov8.decode import decode
 from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
 
 FIXTURES = Path(os.environ.get("HARNESS_FIXTURES", Path(__file__).resolve().parents[2] / "shared" / "fixtures"))

@@ -38,8 +38,8 @@ from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
-from harness.decode.yolo import classes_are_probabilities, sigmoid
-from harness.decode.yolov5 import OBJECTNESS
+from harness.decode.maps import classes_are_probabilities, sigmoid
+from harness.families.yolov5.decode import OBJECTNESS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 BOX_TOLERANCE_PX = 0.5

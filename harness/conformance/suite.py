@@ -1,6 +1,6 @@
 """Decoder conformance: a property suite any raw-head YOLO decoder can be run against.
 
-A decoder under test has the documented signature of :func:`harness.decode.yolo.decode`::
+A decoder under test has the documented signature of :func:`harness.families.yolov8.decode.decode`::
 
     decoder(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections
 

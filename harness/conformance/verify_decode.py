@@ -1,17 +1,17 @@
 """Check the harness decoder against an ONNX export's own decode tail.
 
 The export is cut at its head tensors; the cut outputs, handed over channel-last like a Hailo
-host's, go through :func:`harness.decode.yolo.candidates` and the decoder of the export's head family.
+host's, go through :func:`harness.families.yolov8.decode.candidates` and the decoder of the export's head family.
 The model's own decoded head output ``[1, 4 + nc, anchors]`` is the reference: its boxes and class
 probabilities must match anchor for anchor, and NMS over it must keep the same detections. It is
 computed by the model's decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) from the same head
 maps, which is what the full model computes, without running the backbone twice.
 
 A YOLO26 export (reg_max 1, no DFL: :func:`harness.inputs.onnx_graph.find_yolo26_heads`) is verified
-the same way with :mod:`harness.decode.yolo26`: its one-to-many head against the decoded head output,
+the same way with :mod:`harness.families.yolo26.decode`: its one-to-many head against the decoded head output,
 its one-to-one head exported end to end against the export's own top-k rows ``(max_det, 6)``. An SSD
 export (its anchors and box coding in ``config.ssd``, which no graph holds) is verified with
-:mod:`harness.decode.ssd` against its own boxes and scores, the sigmoid put on its cut class maps as an SSD
+:mod:`harness.families.ssd.decode` against its own boxes and scores, the sigmoid put on its cut class maps as an SSD
 HEF holds it (HailoRT's SSD op applies none). Each family's reference is its ``scenes`` part
 (:class:`~harness.conformance.scenes.FamilyScenes`: ``export_reference`` and ``agreement``).
 

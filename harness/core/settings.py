@@ -171,6 +171,7 @@ class DecodeConfig:
     # yolov5_op_metadata.hpp, ``YoloPostProcessConfig::anchors``); read from the export or its HEF.
     anchors: tuple[tuple[tuple[float, float], ...], ...] = ()
     # An SSD head (HeadFamily.SSD): its anchors and box coding, given in a config file (no graph holds them).
+    # The anchors a family decodes against, of these two: harness.decode.heads.family_anchors.
     ssd: SsdConfig | None = None
 
 

@@ -4,8 +4,9 @@ A layout is read from what is known of the outputs: their host specs paired by g
 count (:func:`pair_by_grid`: a HEF's or a runner's outputs, whose names and order differ between
 exports and compilers), or outputs whose roles are known already (:func:`layout_of`: an ONNX export's
 head tensors, the roles an emulated HEF recorded). Whoever needs to know which output is a box map,
-which a class map, its stride, reg_max or nc asks the layout; a head family's module (registered in
-:mod:`harness.decode.heads`) says how its layout is read and decodes it.
+which a class map, its stride, reg_max or nc asks the layout; a head family's decode part (its
+``harness/families/<family>/decode.py``, found by :mod:`harness.decode.heads`) says how its layout is read and
+decodes it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 # The Ultralytics default (YOLOv8/YOLO11 ``Detect(reg_max=16)``): 4 x 16 = 64 box channels. It
 # settles which head is which when both channel counts are multiples of 4 (e.g. nc = 80).
 DEFAULT_BOX_CHANNELS = 64
+
+# Per stride (or SSD layer), its anchors' ``(width, height)``: an anchored head's (:attr:`Level.anchors`).
+Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,8 @@ def layout_of(
     most one objectness output, or one anchored output (its anchors: ``anchors[name]``), or an SSD layer's
     regression and class maps (its anchors: ``anchors[regression map's name]``, as fractions of the input);
     ``input_hw`` divided by each grid one integral stride (an SSD layer's: rounded up, as
-    :func:`harness.decode.ssd.layout` gives it). Raises :class:`~harness.core.errors.HeadPairingError` otherwise."""
+    :func:`harness.families.ssd.decode.layout` gives it). Raises
+    :class:`~harness.core.errors.HeadPairingError` otherwise."""
     grids: dict[tuple[int, int], dict[HeadRole, list[HeadOutput]]] = {}
     for output in outputs:
         grids.setdefault(output.grid, {}).setdefault(output.role, []).append(output)

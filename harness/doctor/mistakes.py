@@ -20,11 +20,14 @@ from harness.core.detections import (
 )
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.dfl import pair_heads, passing
 from harness.decode.heads import Decode
+from harness.decode.layout import DEFAULT_BOX_CHANNELS
+from harness.decode.maps import host_array, to_float
 from harness.decode.nms import above
-from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode, host_array, pair_heads, passing, to_float
-from harness.decode.yolo26 import decode_one2many
-from harness.decode.yolo26 import layout as yolo26_layout
+from harness.families.yolo26.decode import layout as yolo26_layout
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
+from harness.families.yolov8.decode import decode
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 from harness.inputs.preprocess import geometry
 

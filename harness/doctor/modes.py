@@ -17,7 +17,7 @@ from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import NmsMode, Preprocess
 from harness.decode.heads import decoder
-from harness.decode.yolo import DEFAULT_BOX_CHANNELS, decode
+from harness.decode.layout import DEFAULT_BOX_CHANNELS
 from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
 from harness.doctor.description import with_nms
@@ -39,6 +39,7 @@ from harness.doctor.mistakes import (
     sixteen_bit_read_as_eight,
 )
 from harness.families import part
+from harness.families.yolov8.decode import decode
 from harness.inputs.dataset import Dataset, DatasetError, load_yolo
 from harness.inputs.demo import OFF_DOMAIN
 from harness.inputs.hef.reader import HefInfo

@@ -35,12 +35,16 @@ from harness.core.detections import xyxy_pixels_to_yxyx_normalized, yxyx_normali
 from harness.core.errors import MalformedBufferError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
+from harness.families import REGISTERED
 
 BOX_FIELDS = ("y_min", "x_min", "y_max", "x_max")
-# Each family's fields before the classes (hailort: yolov8_bbox_only_post_process.hpp, the file comment
+# The fields before the classes of each family with a bbox-only op: the box, then the objectness of a family
+# that has one (hailort: yolov8_bbox_only_post_process.hpp, the file comment
 # "(y_min, x_min, y_max, x_max, score_per_class)"; yolov5_bbox_only_post_process.hpp,
 # "(y_min, x_min, y_max, x_max, objectness, score_per_class)", YOLOV5_BBOX_NUM_OF_VALUES = 5).
-LEADING_FIELDS = {HeadFamily.YOLOV8: BOX_FIELDS, HeadFamily.YOLOV5: (*BOX_FIELDS, "objectness")}
+LEADING_FIELDS: dict[HeadFamily, tuple[str, ...]] = {
+    d.family: (*BOX_FIELDS, "objectness") if d.objectness else BOX_FIELDS for d in REGISTERED if d.bbox_only_op
+}
 # The output's quant info: scale 1, the rest 0 (hailort: nms_post_process.cpp, get_output_vstream_info,
 # "In order to pass is_qp_valid check in pyhailort").
 QUANT = QuantInfo(0.0, 1.0, 0.0, 0.0)

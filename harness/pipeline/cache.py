@@ -91,7 +91,7 @@ class CacheRepaired(UserWarning):
 
 
 # The harness code that turns a runner's outputs into detections: an edit to it makes a new key.
-_DETECTION_CODE = ("backends", "core", "decode", "formats", "inputs/preprocess.py", "pipeline/detect.py")
+_DETECTION_CODE = ("backends", "core", "decode", "families", "formats", "inputs/preprocess.py", "pipeline/detect.py")
 
 
 def cache_key(path: DetectionPath) -> dict[str, Any]:

@@ -11,7 +11,7 @@ runner call where the runner takes one, each frame decoded alone; the same detec
   ``[1, max_det, 6]`` where it is end to end (YOLO26's one-to-one head), or an SSD export's boxes and scores.
 - :class:`RawHeadsPath`: any runner with a uint8 NHWC 0-255 input (the HEF contract) whose outputs
   are the raw heads; decoded by the harness's decoder of the model's head family
-  (:mod:`harness.decode.heads`).
+  (:mod:`harness.decode.heads`: the family's decode part).
 - :class:`NmsBufferPath`: any such runner whose one output is a HailoRT NMS buffer; decoded by
   :func:`harness.formats.nms_buffer.decode_nms`.
 - :class:`BboxOnlyPath`: any such runner whose one output is a HailoRT bbox-only buffer (YOLOv8's or
@@ -31,7 +31,7 @@ import numpy as np
 
 from harness.backends.base import InputSpec, Runner, SourcedRunner, infer_frames
 from harness.core.closing import Closing
-from harness.core.detections import Detections, Letterbox, unletterbox, xywh_to_xyxy
+from harness.core.detections import Detections, Letterbox, unletterbox
 from harness.core.environment import environment
 from harness.core.errors import HarnessError, SpecError
 from harness.core.head_family import HeadFamily
@@ -40,13 +40,12 @@ from harness.core.settings import DecodeConfig, EvalSettings, SsdConfig
 from harness.core.shared_entry import EntryUse
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, stage
-from harness.decode import ssd as ssd_head
-from harness.decode import yolov5
 from harness.decode.bbox_only import decode_bbox_only
-from harness.decode.heads import Anchors, decoder, head_layout
+from harness.decode.heads import Anchors, decoder, family_anchors, family_decode, head_layout
 from harness.decode.layout import HeadLayout
+from harness.decode.maps import classes_are_probabilities
 from harness.decode.nms import above, nms
-from harness.decode.yolo import classes_are_probabilities
+from harness.families import descriptor
 from harness.formats.bbox_only import LEADING_FIELDS, frame_shape
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
@@ -144,8 +143,8 @@ class OnnxPath(Closing):
     prediction whose score is above ``conf``). ``model_names`` default to the export's metadata.
     ``facts``: the export's (:func:`~harness.inputs.export_facts.export_facts`), read from the model
     where not given. The onnxruntime session opens on the first frame inferred: a path whose every
-    prediction is cached loads no model. An SSD export's boxes and scores are read as
-    :func:`harness.decode.ssd.export_rows` reads them, with the SSD config its facts were found with, which
+    prediction is cached loads no model. The export's decoded head output is read as its family's decode
+    part reads it (``export_rows``); an SSD export's with the SSD config its facts were found with, which
     its ``variant`` names (another config: other predictions)."""
 
     name = ONNX
@@ -176,11 +175,10 @@ class OnnxPath(Closing):
         self.runtime = f"onnxruntime {dict(environment())['onnxruntime']} on the CPU"
         self._input_name = facts.input_name
         self._config = settings.decode_config(classes_are_probabilities=True, ssd=facts.ssd)
-        self._ssd = facts.family is HeadFamily.SSD
+        # an export whose heads were not found: read as Ultralytics' decoded head output, (4 + nc, anchors)
+        self._export_rows = family_decode(facts.family or HeadFamily.YOLOV8).export_rows
         self.variant = ssd_variant("", facts.ssd)
         self._end_to_end = facts.end_to_end
-        # [1, rows, 5 + nc]: xywh, objectness, classes (YOLOv5: models/yolo.py; YOLOX: yolo_head.py decode_outputs)
-        self._rows = facts.family in (HeadFamily.YOLOV5, HeadFamily.YOLOX)
         self._threads = threads
         self._session: FullHeadRunner | None = None
         self._closed = False
@@ -209,20 +207,13 @@ class OnnxPath(Closing):
             return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
 
     def _decode(self, head: np.ndarray, geometry: Letterbox) -> FrameResult:
-        """One frame's head output, ``(4 + nc, anchors)``, ``(max_det, 6)`` or (YOLOv5, YOLOX) ``(rows, 5 + nc)``, as
-        detections on its image."""
+        """One frame's head output, ``(max_det, 6)`` end to end, else as its family's export writes it
+        (``(4 + nc, anchors)``, ``(rows, 5 + nc)``, ...), as detections on its image."""
         if self._end_to_end:
             rows = head[above(head[:, 4], self.settings.score_threshold)]
             kept = Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int64))
             return FrameResult(unletterbox(kept, geometry))
-        if self._ssd:
-            boxes, scores = ssd_head.export_rows(head, self._config)
-        elif self._rows:  # ultralytics/yolov5: utils/general.py, non_max_suppression (conf = obj * cls)
-            rows = head.astype(np.float32, copy=False)
-            boxes, scores = xywh_to_xyxy(rows[:, :4]), rows[:, 5:] * rows[:, 4:5]
-        else:
-            boxes = xywh_to_xyxy(head[:4].T)
-            scores = head[4:].T.astype(np.float32, copy=False)  # a view: NMS reads only the anchors that pass
+        boxes, scores = self._export_rows(head, self._config)
         return FrameResult(unletterbox(nms(boxes, scores, self._config), geometry))
 
     def close(self) -> None:
@@ -338,16 +329,14 @@ class _RunnerPath:
 
 
 def _class_probabilities(
-    outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig
+    outputs: Mapping[str, np.ndarray], heads: HeadLayout, config: DecodeConfig, family: HeadFamily
 ) -> list[np.ndarray]:
-    """Every cell's class probabilities, ``(cells, nc)`` per class output of ``heads``, as the decoders
-    score them: dequantized, and through a float32 sigmoid unless the outputs already hold probabilities;
-    of an anchored head, every (cell, anchor)'s objectness x class; of an SSD head, every (cell, anchor)'s
-    classes but the background."""
-    if heads.anchored:
-        return [yolov5.candidates(outputs, heads, config)[1]]
-    if heads.levels[0].per_anchor:
-        return [ssd_head.candidates(outputs, heads, config)[1]]
+    """Every cell's class probabilities, ``(cells, nc)`` per class output of ``heads`` (``family``'s), as the
+    decoders score them: dequantized, and through a float32 sigmoid unless the outputs already hold
+    probabilities; of an anchored family, its decoder's scores of every (cell, anchor) (YOLOv5/YOLOv7's
+    objectness x class, SSD's classes but the background)."""
+    if descriptor(family).anchored:
+        return [family_decode(family).candidates(outputs, heads, config)[1]]
     values = []
     for level in heads.levels:
         spec = level.classes.host_spec
@@ -374,12 +363,12 @@ class RawHeadsPath(_RunnerPath):
         self._config = self.settings.decode_config(anchors=self.anchors, ssd=self.ssd)
         self._decode_heads = decoder(self.family)
         # fails now, naming the outputs, if they are not the family's heads
-        anchors = self.ssd.anchors if self.family is HeadFamily.SSD and self.ssd is not None else self.anchors
+        anchors = family_anchors(self.family, self._config)
         self._layout = head_layout(self.family, self._specs, self._config.input_hw, anchors)
 
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         detections = self._decode_heads(outputs, self._specs, self._config)
-        scores = _class_probabilities(outputs, self._layout, self._config)
+        scores = _class_probabilities(outputs, self._layout, self._config, self.family)
         cells = cells_above_threshold(scores, self.settings.score_threshold)
         return FrameResult(unletterbox(detections, geometry), cells)
 

@@ -23,11 +23,11 @@ from harness.backends.dfc.scripts import DfcPart, dfc_part, validate_files
 from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, render_nms_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
-from harness.decode.yolov5 import DEFAULT_ANCHORS
 from harness.families import REGISTERED
 from harness.families.ssd import dfc as ssd_dfc
 from harness.families.yolo26 import dfc as yolo26_dfc
 from harness.families.yolov5 import dfc as yolov5_dfc
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.families.yolov8 import dfc as yolov8_dfc
 from harness.families.yolox import dfc as yolox_dfc
 from harness.inputs.demo import DEMO26_ONNX as DEMO26

@@ -33,8 +33,8 @@ from harness.backends.emulator.graph import BATCH, _batch_dimension, hef_graph
 from harness.core.errors import GraphError, HarnessError, SpecError
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.dfl import decode_candidates
 from harness.decode.nms import nms_hailort
-from harness.decode.yolo import decode_candidates
 from harness.formats.nms_buffer import by_class_size, decode_nms
 from harness.formats.quant import dequantize, quantize
 from harness.inputs.demo import DEMO_ONNX as DEMO
@@ -667,13 +667,13 @@ def _export_rows(session: ort.InferenceSession, frame: np.ndarray, hef: Emulated
 def test_a_yolov5_emulated_hefs_raw_heads_decode_to_the_float_exports_own_output_within_quantization_error(
     yolov5_onnx: Path, yolov5_hef: EmulatedHef, images: dict[str, Path]
 ) -> None:
-    """Every (cell, anchor) entry decoded from the uint8 maps by harness.decode.yolov5 against the export's own
+    """Every (cell, anchor) entry decoded from the uint8 maps by harness.families.yolov5.decode against the export's own
     decode tail: centre, size and score differences in steps of the map's quantization (one step of a
     sigmoided value moves a centre by at most 2 x stride, a size by at most 8 x anchor, a score
     objectness x class by at most 2). Then the best detections of the export's rows (the harness's NMS over
     them) are found again: the same class, IoU at least 0.5."""
-    from harness.decode import yolov5
     from harness.decode.nms import box_iou, nms
+    from harness.families.yolov5 import decode as yolov5
 
     session = ort.InferenceSession(str(yolov5_onnx), providers=["CPUExecutionProvider"])
     specs = {h.name: h for h in yolov5_hef.heads}

@@ -51,7 +51,7 @@ def yolox_frames(draw):
     (nc), the scores post-sigmoid as the HEF leaves them, random device values and NMS settings. Objectness and
     class codes are drawn without repeats, so that equal scores are rare (HailoRT's std::sort leaves their order
     to libstdc++, see test_hailort_oracle.nms_frames). nc = 4 is left out: the harness cannot tell its class map
-    from the box map (harness.decode.yolox.layout)."""
+    from the box map (harness.families.yolox.decode.layout)."""
     dtype = np.dtype(draw(st.sampled_from([np.uint8, np.uint16])))
     top = np.iinfo(dtype).max
     side = draw(st.sampled_from([32, 64] if dtype == np.uint16 else [32]))  # 8-bit: 21 cells x 6 codes at most
@@ -94,7 +94,7 @@ def test_hailorts_yolox_nms_op_writes_the_nms_by_class_buffer_the_emulator_write
     assert status == 0, f"HailoRT status {status}"
     raw = {h.name: device_to_host(h.frame, FormatOrder.NHCW, h.shape, dtype, h.padded) for h in heads}
     # the specs in reverse (class before objectness): with nc = 1 the harness then reads the class map as the
-    # objectness (harness.decode.yolox.layout), and must still write HailoRT's buffer
+    # objectness (harness.families.yolox.decode.layout), and must still write HailoRT's buffer
     specs = {
         h.name: OutputSpec(h.name, h.shape, FormatOrder.NHWC, FORMAT_TYPE[dtype], (h.quant,)) for h in reversed(heads)
     }

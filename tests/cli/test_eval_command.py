@@ -121,7 +121,10 @@ def test_eval_refuses_other_class_names_unless_mapped(model, dataset, tmp_path, 
 def test_eval_emulator_backend_refuses_a_calibration_folder_that_is_not_one(model, dataset, tmp_path, capsys):
     argv = ["eval", "--onnx", model, "--backend", "emulator", "--dataset", dataset, "--calibration", "nope"]
     assert cli.main([*argv, "--cache", str(tmp_path)]) == 2
-    assert "--calibration nope: not a folder of images nor a list file (*.txt) of them (or 'in-domain' / 'off-domain')" in capsys.readouterr().err
+    assert (
+        "--calibration nope: not a folder of images nor a list file (*.txt) of them (or 'in-domain' / 'off-domain')"
+        in capsys.readouterr().err
+    )
 
 
 def test_calibration_belongs_to_the_emulator_backend(model, dataset, capsys):

@@ -22,7 +22,7 @@ def decode(outputs, specs, config):
 """
 
 BUILTIN_DECODER_TEST = """
-from harness.decode.yolo import decode
+from harness.families.yolov8.decode import decode
 
 def test_builtin(decoder_conformance):
     decoder_conformance(decode)
@@ -67,7 +67,7 @@ def test_malformed_decoder_target_names_the_expected_form(pytester):
 
 
 def test_decoder_head_runs_the_yolo26_properties_against_a_yolo26_decoder(pytester):
-    pytester.makepyfile(userdec="from harness.decode.yolo26 import decode_one2one as decode\n")
+    pytester.makepyfile(userdec="from harness.families.yolo26.one2one.decode import decode\n")
     result = pytester.runpytest_subprocess("--decoder", "userdec:decode", "--decoder-head", "yolo26-one2one", "-q")
     result.assert_outcomes(passed=len(PROPERTIES))
     # the same decoder held to YOLOv8's DFL heads fails every property
@@ -100,7 +100,7 @@ def test_an_unknown_decoder_head_or_one_without_a_decoder_is_a_usage_error(pytes
 def test_conformance_fixture_takes_the_head_family_of_the_decoder(pytester):
     pytester.makepyfile(
         test_user="""
-from harness.decode.yolo26 import decode_one2many
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
 
 def test_yolo26(decoder_conformance):
     decoder_conformance(decode_one2many, "yolo26-one2many")

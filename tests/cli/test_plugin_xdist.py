@@ -127,14 +127,18 @@ def test_a_usage_error_a_worker_alone_meets_reaches_the_controllers_terminal_wit
         "    if os.environ.get('PYTEST_XDIST_WORKER'):\n"
         "        config.option.harness_score_threshold = '2'\n"
     )
-    result = pytester.runpytest_subprocess("-n", "2", "--decoder=harness.decode.yolo:decode", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--decoder=harness.families.yolov8.decode:decode", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert _error_lines(result) == ["ERROR: --score-threshold '2': expected a number from 0 to 1"]
 
 
 def test_the_gates_of_a_valid_run_are_planned_and_run_under_xdist(pytester: pytest.Pytester) -> None:
     """The controller's plan refuses nothing a valid run asks for."""
-    result = pytester.runpytest_subprocess("-n", "2", "--decoder=harness.decode.yolo:decode", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--decoder=harness.families.yolov8.decode:decode", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.OK
     assert "passed" in result.stdout.str() and not _error_lines(result)
 

@@ -12,12 +12,13 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
-from harness.decode.ssd import decode as ssd_decode
-from harness.decode.yolo import decode
-from harness.decode.yolo26 import decode_one2many, decode_one2one
-from harness.decode.yolov5 import DEFAULT_ANCHORS
-from harness.decode.yolov5 import decode as yolov5_decode
-from harness.decode.yolox import decode as yolox_decode
+from harness.families.ssd.decode import decode as ssd_decode
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
+from harness.families.yolov5.decode import decode as yolov5_decode
+from harness.families.yolov8.decode import decode
+from harness.families.yolox.decode import decode as yolox_decode
 
 from support import wrong_decoders
 
@@ -126,8 +127,8 @@ def test_uint8_scene_carries_quant_info_and_uint8_arrays():
 
 def test_load_decoder_explains_what_is_wrong_with_the_target():
     with pytest.raises(HarnessError, match="has no function 'nope'"):
-        conformance.load_decoder("harness.decode.yolo:nope")
-    assert conformance.load_decoder("harness.decode.yolo:decode") is decode
+        conformance.load_decoder("harness.families.yolov8.decode:nope")
+    assert conformance.load_decoder("harness.families.yolov8.decode:decode") is decode
 
 
 @pytest.mark.parametrize("family", [HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY])

@@ -11,8 +11,8 @@ from harness.conformance.scenes import family_scenes
 from harness.conformance.suite import SceneRecipe, make_scene
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder
-from harness.decode.yolo import decode
-from harness.decode.yolov5 import decode as yolov5_decode
+from harness.families.yolov5.decode import decode as yolov5_decode
+from harness.families.yolov8.decode import decode
 
 from support import wrong_decoders
 

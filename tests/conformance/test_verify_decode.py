@@ -18,8 +18,8 @@ from harness.conformance.verify_decode import (
     verify_decode,
 )
 from harness.core.errors import HarnessError
-from harness.decode import yolo
-from harness.decode.yolo import candidates
+from harness.decode import dfl
+from harness.decode.dfl import candidates
 
 MODEL = "yolo11n_coco80_320_int8.onnx"
 
@@ -93,7 +93,7 @@ def test_a_decoder_off_by_half_a_cell_is_caught(
         boxes, scores = candidates(outputs, heads, config)
         return boxes + np.float32(4), scores  # half a stride-8 cell
 
-    monkeypatch.setattr(yolo, "candidates", shifted)
+    monkeypatch.setattr(dfl, "candidates", shifted)
     report = verify_decode(model_path, images[:2], threads=1)
     assert not report.ok
     assert report.max_box_diff_px == pytest.approx(4, abs=1e-3)
@@ -128,7 +128,7 @@ def test_cli_verify_decode_json(command, model_path, image_folder, capsys) -> No
 def test_cli_verify_decode_exits_1_when_the_decoder_disagrees(
     command, model_path, image_folder, monkeypatch, capsys
 ) -> None:
-    monkeypatch.setattr(yolo, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
+    monkeypatch.setattr(dfl, "candidates", lambda o, h, c: tuple(a * 0 for a in candidates(o, h, c)))
     assert cli.main(["verify-decode", "--onnx", str(model_path), "--images", str(image_folder)]) == 1
     assert "DISAGREES" in capsys.readouterr().out
 
@@ -186,7 +186,7 @@ def test_a_yolov5_export_is_verified_against_its_own_rows_with_the_anchors_its_t
 
 
 def test_a_yolov5_decode_with_anchors_of_the_wrong_strides_disagrees(yolov5_model: Path, images: list[Path]) -> None:
-    from harness.decode.yolov5 import DEFAULT_ANCHORS
+    from harness.families.yolov5.decode import DEFAULT_ANCHORS
 
     config = vd.DecodeConfig(input_hw=(64, 64), anchors=DEFAULT_ANCHORS[::-1])
     report = verify_decode(yolov5_model, images, config=config, threads=1)
@@ -255,7 +255,7 @@ def test_an_ssd_export_is_verified_against_its_own_boxes_and_scores_with_its_con
 def test_the_trained_yolov5_export_is_verified_on_real_fire_smoke_frames(shared_fixtures: Path) -> None:
     """tests/support/data/fire_smoke_yolov5_256.onnx (MODEL_CARD_yolov5.md): YOLOv5's own export tail, its
     default anchors read from the graph, the harness's decoder equal to its rows on real frames."""
-    from harness.decode.yolov5 import DEFAULT_ANCHORS
+    from harness.families.yolov5.decode import DEFAULT_ANCHORS
 
     model = Path(__file__).resolve().parents[1] / "support" / "data" / "fire_smoke_yolov5_256.onnx"
     frames = sorted((shared_fixtures / "datasets/fire_smoke_val/images/val").glob("*.jpg"))[:12]

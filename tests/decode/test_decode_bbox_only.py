@@ -19,9 +19,9 @@ from harness.core.errors import HeadPairingError, SpecError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode import yolo
 from harness.decode.bbox_only import bbox_only_op, decode_bbox_only
 from harness.decode.heads import decoder
+from harness.families.yolov8 import decode as yolov8
 from harness.formats.bbox_only import bbox_only_spec
 
 from support.reference.yolov5 import reference_candidates
@@ -70,7 +70,7 @@ def test_the_yolov8_buffer_holds_every_anchors_box_and_class_values_as_the_heads
     config = DecodeConfig(input_hw=heads.input_hw, classes_are_probabilities=False)
     buffer = bbox_only_op(heads.outputs, heads.specs, config, HeadFamily.YOLOV8)
     as_held = dataclasses.replace(config, classes_are_probabilities=True)
-    boxes, classes = yolo.candidates(heads.outputs, yolo.layout(heads.specs, heads.input_hw), as_held)
+    boxes, classes = yolov8.candidates(heads.outputs, yolov8.layout(heads.specs, heads.input_hw), as_held)
     spec = bbox_only_spec("out", len(boxes), heads.nc, HeadFamily.YOLOV8)
     assert buffer.shape == spec.shape
     np.testing.assert_array_equal(buffer[0, :, 4:], classes)

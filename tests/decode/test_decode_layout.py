@@ -81,8 +81,8 @@ def test_an_output_of_a_graph_has_no_host_spec_to_hand_out():
 
 
 def test_an_ssd_exports_head_tensors_give_the_layout_the_ssd_decoder_reads_from_their_specs() -> None:
-    from harness.decode import ssd
     from harness.decode.layout import layout_of_tensors
+    from harness.families.ssd import decode as ssd
     from harness.inputs.onnx_graph import export_heads
 
     from support.ssd_exports import ANCHORS, ssd_config, ssd_export

@@ -18,7 +18,7 @@ from harness.core.settings import DecodeConfig, NmsMode, SsdConfig, SsdConfigErr
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.heads import decoder, head_layout
 from harness.decode.nms import nms
-from harness.decode.ssd import candidates, decode, layout
+from harness.families.ssd.decode import candidates, decode, layout
 from harness.formats.quant import dequantize
 
 from support.reference.decode import reference_nms_hailort, reference_nms_ultralytics

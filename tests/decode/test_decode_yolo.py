@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 from harness.core.errors import HeadPairingError, SpecError
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
-from harness.decode import yolo
+from harness.decode import dfl
+from harness.decode.dfl import decode_candidates, pair_heads
+from harness.decode.maps import classes_are_probabilities
 from harness.decode.nms import nms_hailort, nms_ultralytics
-from harness.decode.yolo import classes_are_probabilities, decode, decode_candidates, pair_heads
+from harness.families.yolov8 import decode as yolov8
+from harness.families.yolov8.decode import decode
 from harness.formats.quant import dequantize
 
 from support.reference.decode import ReferenceHead, reference_candidates
@@ -383,7 +386,7 @@ def test_a_spec_filed_under_another_name_raises_a_spec_error():
 
 
 def _probability_floor(threshold: float) -> float:
-    return threshold - yolo._PRESELECT_MARGIN
+    return threshold - dfl._PRESELECT_MARGIN
 
 
 THRESHOLDS = st.sampled_from([0.0, 1e-6, 0.001, 0.25, 0.9, 1.0])
@@ -394,11 +397,11 @@ def test_passing_decodes_exactly_the_anchors_whose_class_value_reaches_the_floor
     # passing reads the class maps as they came (codes, bit patterns); the anchors it decodes are those
     # whose dequantized class value reaches the floor, decoded as candidates decodes them
     config = heads.config(score_threshold=threshold, classes_are_probabilities=override)
-    layout = yolo.layout(heads.specs, heads.input_hw)
-    boxes, scores = yolo.passing(heads.outputs, layout, config)
-    all_boxes, all_scores = yolo.candidates(heads.outputs, layout, config)
+    layout = yolov8.layout(heads.specs, heads.input_hw)
+    boxes, scores = dfl.passing(heads.outputs, layout, config)
+    all_boxes, all_scores = dfl.candidates(heads.outputs, layout, config)
     probabilities = heads.probabilities if override is None else override
-    floor = np.float32(yolo._class_value_floor(_probability_floor(threshold), probabilities))
+    floor = np.float32(dfl._class_value_floor(_probability_floor(threshold), probabilities))
     reaching = (_class_values(heads) >= floor).any(axis=1)
     np.testing.assert_array_equal(boxes, all_boxes[reaching])
     np.testing.assert_array_equal(scores, all_scores[reaching])
@@ -446,4 +449,4 @@ def test_the_dfl_sums_are_numpys_over_each_sides_bins_to_the_bit(reg_max, cells,
     else:
         e = np.exp(bins - bins.max(axis=2, keepdims=True))
         expected = (e * np.arange(reg_max, dtype=np.float32)).sum(axis=2) / e.sum(axis=2)
-    np.testing.assert_array_equal(yolo._side_distances(box_values, reg_max), expected)
+    np.testing.assert_array_equal(dfl._side_distances(box_values, reg_max), expected)

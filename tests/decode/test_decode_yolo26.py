@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from harness.core.errors import HeadPairingError
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.yolo26 import decode_one2many, decode_one2one
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
 
 from support.reference import yolo26 as reference
 

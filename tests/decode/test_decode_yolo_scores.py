@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.yolo import classes_are_probabilities
+from harness.decode.maps import classes_are_probabilities
 
 SPEC = OutputSpec("classes", (2, 2, 80), FormatOrder.NHWC, FormatType.FLOAT32)
 # the edges of [0, 1] and of the bit test: -0.0, the tiniest of each sign, 1 and the next float32, and

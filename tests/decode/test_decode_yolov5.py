@@ -15,7 +15,7 @@ from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.heads import decoder, head_layout
 from harness.decode.nms import nms
-from harness.decode.yolov5 import DEFAULT_ANCHORS, candidates, decode, layout
+from harness.families.yolov5.decode import DEFAULT_ANCHORS, candidates, decode, layout
 
 from support.reference.decode import reference_nms_hailort, reference_nms_ultralytics
 from support.reference.yolov5 import reference_candidates

@@ -15,7 +15,7 @@ from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec, QuantInfo
 from harness.decode.heads import decoder, head_layout
 from harness.decode.nms import nms
-from harness.decode.yolox import candidates, decode, layout
+from harness.families.yolox.decode import candidates, decode, layout
 from harness.formats.quant import dequantize
 from harness.inputs.onnx_graph import cut_at_heads, export_heads
 

@@ -18,8 +18,9 @@ from harness.conformance.agreement import same_detections
 from harness.core.detections import xywh_to_xyxy
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import OutputSpec
+from harness.decode.dfl import decode_candidates
 from harness.decode.nms import nms_hailort, nms_ultralytics
-from harness.decode.yolo import decode, decode_candidates
+from harness.families.yolov8.decode import decode
 from harness.inputs.onnx_graph import (
     cut_at_heads,
     decode_tail,

@@ -9,8 +9,8 @@ original-image pixels. Compared:
 
 - ``HailoBackend._decode_nms`` with :func:`harness.formats.nms_buffer.decode_nms_by_class`;
 - ``HailoBackend._decode_raw`` with the one-to-one head (``end2end``) and
-  :func:`harness.decode.yolo26.decode_one2one`; without ``end2end`` and ``non_max_suppression``, with
-  :func:`harness.decode.yolo26.decode_one2many` in Ultralytics' NMS mode, best class per anchor as the
+  :func:`harness.families.yolo26.one2one.decode.decode`; without ``end2end`` and ``non_max_suppression``, with
+  :func:`harness.families.yolo26.one2many.decode.decode` in Ultralytics' NMS mode, best class per anchor as the
   predictor asks (``multi_label`` False); both read the export's one-to-one head maps, the only ones it has;
 - ``scale_boxes`` with :func:`harness.core.detections.unletterbox`: a documented difference (below).
 """
@@ -29,7 +29,8 @@ import pytest
 from harness.core.detections import Detections, Letterbox, unletterbox
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
-from harness.decode.yolo26 import decode_one2many, decode_one2one
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
 from harness.formats.nms_buffer import decode_nms_by_class
 from harness.inputs.preprocess import letterbox, load_image
 

@@ -6,8 +6,9 @@ import pytest
 
 from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.yolo26 import decode_one2many, decode_one2one
 from harness.doctor.mistakes import box_distances_read_as_dfl, one2one_with_nms, one_class_per_anchor
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
 
 INPUT_HW = (64, 64)
 STRIDES = (8, 16, 32)

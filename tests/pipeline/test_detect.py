@@ -21,8 +21,9 @@ from harness.core.head_family import HeadFamily
 from harness.core.path_names import HAILO
 from harness.core.settings import EvalSettings, Preprocess
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
-from harness.decode.yolo import decode, decode_candidates
+from harness.decode.dfl import decode_candidates
 from harness.doctor.mistakes import fcr_read_channel_first
+from harness.families.yolov8.decode import decode
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import quantize
 from harness.inputs.export_facts import onnx_class_names
@@ -408,7 +409,7 @@ def test_an_ssd_export_gives_the_same_detections_on_the_onnx_path_as_its_float_h
     rows before the NMS."""
     from harness.backends.onnx.runner import DecodeTailRunner, FloatHeadsRunner
     from harness.core.head_family import HeadFamily
-    from harness.decode import ssd
+    from harness.families.ssd import decode as ssd
     from harness.inputs.export_facts import export_facts
     from harness.inputs.onnx_graph import decode_tail, export_heads
     from harness.inputs.preprocess import letterbox

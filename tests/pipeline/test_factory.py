@@ -13,7 +13,7 @@ import pytest
 
 from harness.conformance.suite import run_conformance
 from harness.core.errors import HarnessError
-from harness.decode.yolo import decode
+from harness.families.yolov8.decode import decode
 from harness.inputs.dataset import DatasetError, load_yolo
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_root, demo_split
 from harness.inputs.synthetic import Recipe, write_dataset

@@ -37,7 +37,7 @@ from onnx import shape_inference
 
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec
-from harness.decode.yolo import decode
+from harness.families.yolov8.decode import decode
 
 from support.encoders import encode_tf_nms
 

@@ -9,10 +9,11 @@ import numpy as np
 
 from harness.core.detections import Detections
 from harness.core.specs import FormatOrder, FormatType
+from harness.decode.dfl import decode_candidates, pair_heads
 from harness.decode.nms import nms_hailort
-from harness.decode.yolo import decode, decode_candidates, pair_heads
-from harness.decode.yolo26 import decode_one2one
-from harness.decode.yolov5 import DEFAULT_ANCHORS
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
+from harness.families.yolov8.decode import decode
 from harness.formats.quant import dequantize
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.decode.yolov5 import DEFAULT_ANCHORS
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
 
 STRIDES = (8, 16, 32)
 

@@ -42,9 +42,9 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import FormatOrder
-from harness.decode import ssd as ssd_decode
 from harness.decode.heads import head_layout
-from harness.decode.ssd import BOX_CHANNELS
+from harness.families.ssd import decode as ssd_decode
+from harness.families.ssd.decode import BOX_CHANNELS
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -226,8 +226,8 @@ def export_reference(
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:
-    """The export's own boxes and scores (:func:`~harness.decode.ssd.export_rows`) against
-    :func:`~harness.decode.ssd.candidates`, the cut class maps put through the sigmoid first (float32, as
+    """The export's own boxes and scores (:func:`~harness.families.ssd.decode.export_rows`) against
+    :func:`~harness.families.ssd.decode.candidates`, the cut class maps put through the sigmoid first (float32, as
     onnxruntime's Sigmoid gives it): inside an SSD HEF, before HailoRT's SSD op."""
     classes = {level.classes.name for level in frame.layout.levels}
     outputs = {

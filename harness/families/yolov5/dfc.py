@@ -58,8 +58,8 @@ from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadTensor
 from harness.decode.layout import layout_of_export
-from harness.decode.yolov5 import DEFAULT_ANCHORS
 from harness.families.yolov5 import DESCRIPTOR
+from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.inputs.export_facts import ExportFacts
 
 HEAD_WORDS = (
@@ -84,7 +84,7 @@ NMS_KEYS = (
 DECODER_KEYS = ("name", "w", "h", "stride", "encoded_layer")
 # An export's anchor closer than this to a whole pixel is taken as whole (its decode tail holds float32).
 WHOLE_PIXEL = 1e-3
-# YOLOv5's default anchors by stride (ultralytics/yolov5: models/yolov5s.yaml; harness.decode.yolov5).
+# YOLOv5's default anchors by stride (ultralytics/yolov5: models/yolov5s.yaml; harness.families.yolov5.decode).
 _DEFAULT_STRIDES = (8, 16, 32)
 
 Anchors = tuple[tuple[int, int], ...]

@@ -40,9 +40,9 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder
-from harness.decode import yolov5
 from harness.decode.heads import head_layout
-from harness.decode.yolov5 import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
+from harness.families.yolov5 import decode as yolov5
+from harness.families.yolov5.decode import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -191,7 +191,7 @@ def export_reference(
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:
-    """The export's rows ``(rows, 5 + nc)`` against :func:`~harness.decode.yolov5.candidates`."""
+    """The export's rows ``(rows, 5 + nc)`` against :func:`~harness.families.yolov5.decode.candidates`."""
     candidates = yolov5.candidates(frame.outputs, frame.layout, frame.config)
     detections = yolov5.decode(frame.outputs, frame.specs, frame.config)
     return candidate_agreement(frame, candidates, anchored_rows(frame.reference, frame.layout), detections)

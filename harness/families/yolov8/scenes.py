@@ -30,8 +30,9 @@ from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder
-from harness.decode import yolo
+from harness.decode import dfl
 from harness.decode.layout import HeadOutput, layout_of
+from harness.families.yolov8.decode import decode as yolov8_decode
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -64,7 +65,7 @@ def config_misreadings() -> tuple[ConfigMisreading, ...]:
 
 
 def reference_decoder() -> Decoder:
-    return yolo.decode
+    return yolov8_decode
 
 
 def plant(recipe: SceneRecipe, seed: int) -> Scene:
@@ -148,8 +149,8 @@ def export_reference(
 
 def decoded_head_agreement(frame: VerifyFrame, decoder: Decoder) -> ImageAgreement:
     """The export's decoded head output ``[4 + nc, anchors]`` (xywh, class probabilities) against
-    :func:`~harness.decode.yolo.candidates` and ``decoder``'s detections."""
-    boxes, scores = yolo.candidates(frame.outputs, frame.layout, frame.config)
+    :func:`~harness.decode.dfl.candidates` and ``decoder``'s detections."""
+    boxes, scores = dfl.candidates(frame.outputs, frame.layout, frame.config)
     ref_boxes = xywh_to_xyxy(frame.reference[:4].T)
     ref_scores = np.ascontiguousarray(frame.reference[4:].T, dtype=np.float32)
     detections = decoder(frame.outputs, frame.specs, frame.config)
@@ -157,4 +158,4 @@ def decoded_head_agreement(frame: VerifyFrame, decoder: Decoder) -> ImageAgreeme
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:
-    return decoded_head_agreement(frame, yolo.decode)
+    return decoded_head_agreement(frame, yolov8_decode)

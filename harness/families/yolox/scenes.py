@@ -30,10 +30,10 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder
-from harness.decode import yolox
 from harness.decode.heads import head_layout
 from harness.decode.layout import HeadOutput
-from harness.decode.yolox import BOX_CHANNELS
+from harness.families.yolox import decode as yolox
+from harness.families.yolox.decode import BOX_CHANNELS
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -148,7 +148,7 @@ def export_reference(
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:
-    """The export's rows ``(rows, 5 + nc)``, one per cell, against :func:`~harness.decode.yolox.candidates`."""
+    """The export's rows ``(rows, 5 + nc)``, one per cell, against :func:`~harness.families.yolox.decode.candidates`."""
     candidates = yolox.candidates(frame.outputs, frame.layout, frame.config)
     detections = yolox.decode(frame.outputs, frame.specs, frame.config)
     return candidate_agreement(frame, candidates, anchored_rows(frame.reference, frame.layout), detections)

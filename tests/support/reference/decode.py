@@ -1,6 +1,6 @@
 """Plain loop reference for YOLOv8/YOLO11 head decoding and both NMS modes.
 
-Written cell by cell and box by box, apart from :mod:`harness.decode.yolo` and
+Written cell by cell and box by box, apart from :mod:`harness.decode.dfl` and
 :mod:`harness.decode.nms`, so that property tests compare two independent implementations. Heads
 are given explicitly (no pairing); values are dequantized, soft-maxed and sigmoided in double
 precision. IoU is computed in float32 scalars with HailoRT's formula, as HailoRT and torchvision do

@@ -1,5 +1,5 @@
 """SSD heads decoded one (cell, anchor) at a time, as HailoRT's SSD op walks them: the readable statement of
-harness.decode.ssd (hailort: libhailort/src/net_flow/ops/ssd_post_process.cpp, ``extract_detections``, and
+harness.families.ssd.decode (hailort: libhailort/src/net_flow/ops/ssd_post_process.cpp, ``extract_detections``, and
 ssd_post_process.hpp, ``extract_bbox_detections``, ``extract_bbox_classes``). Float32 scalars, HailoRT's own
 formula: the box in fractions of the input, then scaled to input pixels."""
 

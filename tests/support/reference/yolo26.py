@@ -1,5 +1,5 @@
 """YOLO26's one-to-one head decoded one anchor at a time: the readable statement of
-harness.decode.yolo26.decode_one2one (ultralytics: ultralytics/nn/modules/head.py, Detect.postprocess)."""
+harness.families.yolo26.one2one.decode.decode (ultralytics: ultralytics/nn/modules/head.py, Detect.postprocess)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """YOLOv5/YOLOv7 heads decoded one (cell, anchor) at a time, as HailoRT's YOLOv5 op walks them: the
-readable statement of harness.decode.yolov5 (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp,
+readable statement of harness.families.yolov5.decode (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp,
 ``extract_detections``, and yolov5_post_process.cpp, ``decode``). Float32 scalars, HailoRT's own
 formula: the box normalised by the grid and the image, then scaled to input pixels."""
 

@@ -1,5 +1,5 @@
 """YOLOX heads decoded one cell at a time, as HailoRT's YOLOX op walks them: the readable statement of
-harness.decode.yolox (hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp, ``extract_detections``,
+harness.families.yolox.decode (hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp, ``extract_detections``,
 and yolox_post_process.cpp, ``decode``). Float32 scalars, HailoRT's own formula: the box normalised by the
 grid, then scaled to input pixels."""
 

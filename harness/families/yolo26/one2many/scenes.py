@@ -6,7 +6,7 @@ from __future__ import annotations
 from harness.conformance.agreement import ImageAgreement, VerifyFrame
 from harness.conformance.scenes import Decoder, SceneRecipe
 from harness.core.head_family import HeadFamily
-from harness.decode.yolo26 import decode_one2many
+from harness.families.yolo26.one2many.decode import decode as decode_one2many
 from harness.families.yolo26.scenes import (
     config_misreadings,
     export_reference,

@@ -18,7 +18,7 @@ from harness.conformance.scenes import Decoder, SceneRecipe
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.decode.nms import above
-from harness.decode.yolo26 import decode_one2one
+from harness.families.yolo26.one2one.decode import decode as decode_one2one
 from harness.families.yolo26.scenes import (
     config_misreadings,
     export_reference,
@@ -43,7 +43,7 @@ def reference_decoder() -> Decoder:
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:
     """The export's own top-k ``(max_det, 6)`` rows (x1, y1, x2, y2, score, class) against
-    :func:`~harness.decode.yolo26.decode_one2one` at the same number of rows and no threshold, then
+    :func:`~harness.families.yolo26.one2one.decode.decode` at the same number of rows and no threshold, then
     both above the threshold. Rows scored within rounding of the last row may take each other's place
     (the export's sigmoid and top-k round otherwise), so the rows compared are those clearly above it."""
     outputs, specs, config, reference = frame.outputs, frame.specs, frame.config, frame.reference

@@ -1,8 +1,9 @@
-"""The YOLOv8/YOLO11 head family: its layout and its decoder.
+"""Box maps of DFL bins and class maps, per stride on one grid, decoded on the host: every anchor's box and
+class probabilities (YOLOv8/YOLO11: reg_max 16; YOLO26: reg_max 1, the distances themselves).
 
-Each stride has a box head of ``4 * reg_max`` channels (DFL bins, sides in the order left, top,
-right, bottom) and a class head of ``nc`` channels, both on the same grid
-(:mod:`harness.decode.layout`: paired by grid size and channel count alone).
+Each stride has a box map of ``4 * reg_max`` channels (DFL bins, sides in the order left, top, right,
+bottom) and a class map of ``nc`` channels, both on the same grid (:mod:`harness.decode.layout`: paired by
+grid size and channel count alone).
 
 hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp and .cpp (``get_bbox``,
 ``decode``); ultralytics: ultralytics/nn/modules/head.py (``Detect``), ultralytics/nn/modules/block.py
@@ -19,27 +20,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.core.detections import Detections
 from harness.core.errors import SpecError
 from harness.core.settings import DecodeConfig
-from harness.core.specs import FormatType, OutputSpec
-from harness.decode.layout import DEFAULT_BOX_CHANNELS as DEFAULT_BOX_CHANNELS
+from harness.core.specs import OutputSpec
 from harness.decode.layout import HeadLayout, Level, pair_by_grid
-from harness.decode.nms import nms, rows_holding
-from harness.formats.quant import dequantize, lowest_codes_reaching
+from harness.decode.maps import (
+    FLOAT32_ONE_BITS,
+    classes_are_probabilities,
+    host_array,
+    limvals_verdict,
+    sigmoid,
+    to_float,
+)
+from harness.decode.nms import rows_holding
+from harness.formats.quant import lowest_codes_reaching
 
-# Margin below the score threshold for the cheap pre-selection of anchors in :func:`decode`; the
+# Margin below the score threshold for the cheap pre-selection of anchors in :func:`passing`; the
 # exact candidate rule is applied afterwards by the NMS, so the margin only has to exceed rounding.
 _PRESELECT_MARGIN = 1e-6
-
-_FLOAT32_ONE_BITS = 0x3F800000  # 1.0f
-_FLOAT32_MINUS_ZERO_BITS = 0x80000000  # -0.0f
-
-
-def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLayout:
-    """The YOLOv8/YOLO11 head layout: box maps of 4 x reg_max DFL bins and class maps, paired by grid
-    and channels (:func:`~harness.decode.layout.pair_by_grid`)."""
-    return pair_by_grid(specs, input_hw)
 
 
 def pair_heads(
@@ -48,76 +46,6 @@ def pair_heads(
     """The levels of :func:`~harness.decode.layout.pair_by_grid`, stride ascending: for host decoders
     that walk the heads stride by stride."""
     return pair_by_grid(specs, input_hw, box_channels).levels
-
-
-def classes_are_probabilities(spec: OutputSpec, values: np.ndarray) -> bool:
-    """Whether a class output already holds probabilities (sigmoid compiled in) rather than logits.
-
-    Quantized outputs are judged by their quant limvals (hailort: include/hailo/quantization.hpp):
-    a sigmoid-compiled class conv has limvals inside ``[0, 1]``. Without usable limvals (float
-    outputs, or an empty range) the dequantized ``values`` decide: all in ``[0, 1]`` means
-    probabilities. ``DecodeConfig.classes_are_probabilities`` overrides both.
-    """
-    by_limvals = _limvals_verdict(spec)
-    if by_limvals is not None:
-        return by_limvals
-    values = np.asarray(values)
-    if values.size == 0:
-        return True
-    if values.dtype == np.float32:
-        # One pass over the bit patterns, read as unsigned integers (IEEE 754 binary32): 0.0 .. 1.0 are
-        # 0 .. 0x3F800000; a negative value other than -0.0 (0x80000000) lies above 0x80000000. Only
-        # what lies between (above 1, infinities, NaN, -0.0) needs the float comparisons.
-        top = int(values.view(np.uint32).max())
-        if top <= _FLOAT32_ONE_BITS or top > _FLOAT32_MINUS_ZERO_BITS:
-            return top <= _FLOAT32_ONE_BITS
-    return bool(values.min() >= 0 and values.max() <= 1)
-
-
-def _limvals_verdict(spec: OutputSpec) -> bool | None:
-    """:func:`classes_are_probabilities` of a quantized output with usable limvals; None for any other."""
-    quant = [q for q in spec.quant if q.limvals_max > q.limvals_min]
-    if spec.is_quantized and quant and len(quant) == len(spec.quant):
-        return all(0.0 <= q.limvals_min and q.limvals_max <= 1.0 for q in quant)
-    return None
-
-
-def host_array(outputs: Mapping[str, np.ndarray], spec: OutputSpec) -> np.ndarray:
-    """One output's frame as (H*W, C), checked against its spec; float32 or the quantized dtype."""
-    if spec.name not in outputs:
-        raise SpecError(f"output {spec.name!r}: missing from the outputs given ({sorted(outputs)})")
-    array = np.asarray(outputs[spec.name])
-    if array.ndim == 4 and array.shape[0] == 1:
-        array = array[0]
-    if array.shape != spec.shape:
-        raise SpecError(
-            f"output {spec.name!r}: array shape {np.shape(outputs[spec.name])} does not match the spec; "
-            f"expected {spec.shape} or {(1, *spec.shape)}"
-        )
-    if spec.format_type is FormatType.FLOAT32:
-        if array.dtype.kind != "f":
-            raise SpecError(
-                f"output {spec.name!r}: format type FLOAT32 but array dtype {array.dtype}; expected float32"
-            )
-        array = array.astype(np.float32, copy=False)
-    elif spec.is_quantized:
-        if array.dtype != np.dtype(spec.format_type.numpy_dtype):
-            raise SpecError(
-                f"output {spec.name!r}: format type {spec.format_type.name} but array dtype {array.dtype}; "
-                f"expected {spec.format_type.numpy_dtype}"
-            )
-        if not spec.quant or (len(spec.quant) == 1 and spec.quant[0].is_zero):
-            raise SpecError(
-                f"output {spec.name!r}: quantized ({spec.format_type.name}) with quant infos {spec.quant}; "
-                f"expected one non-zero per-tensor quant info or one per channel"
-            )
-    else:
-        raise SpecError(f"output {spec.name!r}: format type {spec.format_type.name}; expected FLOAT32, UINT8 or UINT16")
-    return array.reshape(-1, spec.channels)
-
-
-def to_float(array: np.ndarray, spec: OutputSpec) -> np.ndarray:
-    return dequantize(array, spec.quant) if spec.is_quantized else array
 
 
 def _class_value_floor(probability: float, probabilities: bool) -> float:
@@ -129,11 +57,6 @@ def _class_value_floor(probability: float, probabilities: bool) -> float:
     if probability >= 1:
         return math.inf
     return math.log(probability) - math.log1p(-probability)
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32, copy=False)
 
 
 @dataclass(frozen=True)
@@ -187,7 +110,7 @@ def _in_unit_bits(values: np.ndarray) -> bool:
     """Whether every value of a float32 array lies in [0, 1] by its bit pattern (IEEE 754 binary32, read
     as an unsigned integer: 0.0 .. 1.0 are 0 .. 0x3F800000; above 1, infinities, NaN and every negative,
     -0.0 included, lie above). False for -0.0, which the float comparisons take for 0."""
-    return not values.size or int(values.view(np.uint32).max()) <= _FLOAT32_ONE_BITS
+    return not values.size or int(values.view(np.uint32).max()) <= FLOAT32_ONE_BITS
 
 
 def _verdict(class_map: np.ndarray, spec: OutputSpec) -> bool:
@@ -198,7 +121,7 @@ def _verdict(class_map: np.ndarray, spec: OutputSpec) -> bool:
         first = class_map[0]
         if not (first.min() >= 0 and first.max() <= 1):
             return False
-    by_limvals = _limvals_verdict(spec)
+    by_limvals = limvals_verdict(spec)
     return by_limvals if by_limvals is not None else classes_are_probabilities(spec, to_float(class_map, spec))
 
 
@@ -377,27 +300,3 @@ def decode_candidates(
     """:func:`candidates` of the outputs paired by :func:`~harness.decode.layout.pair_by_grid`
     (with ``box_channels``)."""
     return candidates(outputs, pair_by_grid(specs, config.input_hw, box_channels), config)
-
-
-def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
-    """Decode one frame of raw YOLOv8/YOLO11 head outputs into detections.
-
-    This is the decoder signature of the harness; a user's own decoder must follow it::
-
-        decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec],
-               config: DecodeConfig) -> Detections
-
-    - ``outputs``: one frame, ``{output name: host array}`` as the backend returns it; channel-last
-      ``(H, W, C)`` or ``(1, H, W, C)``, FLOAT32 or quantized UINT8/UINT16.
-    - ``specs``: ``{output name: OutputSpec}`` for the same outputs (shape, format, quant infos).
-    - ``config``: input size, thresholds, limits and NMS mode; part of every result.
-    - returns :class:`~harness.core.detections.Detections` with boxes in model-input pixels (xyxy),
-      scores in ``[0, 1]`` and class ids ``0 .. nc-1``.
-
-    Heads are laid out by :func:`layout`; class logits get a sigmoid unless the outputs hold
-    probabilities (:func:`classes_are_probabilities`, or ``config.classes_are_probabilities``); NMS
-    follows ``config.mode`` (:func:`~harness.decode.nms.nms`) over :func:`passing`'s anchors; the
-    result equals the NMS of :func:`candidates`.
-    """
-    boxes, scores = passing(outputs, layout(specs, config.input_hw), config)
-    return nms(boxes, scores, config)

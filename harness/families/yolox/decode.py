@@ -1,4 +1,4 @@
-"""The YOLOX head family (anchor-free, with objectness): its layout and its decoder.
+"""The YOLOX head family's decoding (anchor-free, with objectness): its layout and its decoder.
 
 Each stride has three maps on one grid, told apart by their channels alone: a box map of 4 (``tx, ty,
 tw, th``), an objectness map of 1 and a class map of ``nc``. A cell's box is
@@ -24,22 +24,23 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from harness.core.detections import Detections
+from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.errors import HeadPairingError
 from harness.core.head_family import HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import OutputSpec
-from harness.decode.layout import HeadLayout, HeadOutput, Level, layout_of, maps_by_grid
+from harness.decode.layout import Anchors, HeadLayout, HeadOutput, Level, layout_of, maps_by_grid
+from harness.decode.maps import classes_are_probabilities, host_array, sigmoid, to_float
 from harness.decode.nms import at_least, nms
-from harness.decode.yolo import classes_are_probabilities, host_array, sigmoid, to_float
 
 BOX_CHANNELS = 4  # tx, ty, tw, th (hailort: yolox_post_process.hpp, X_INDEX .. H_INDEX, reg_entry_size 4)
 OBJECTNESS_CHANNELS = 1  # hailort: yolox_post_process.hpp, obj_entry_size 1
 
 
-def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLayout:
+def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], anchors: Anchors = ()) -> HeadLayout:
     """The YOLOX head layout: per grid a box map of 4 channels, an objectness map of 1 and a class map of
-    nc, told apart by their channel counts, never by name or order; stride ascending.
+    nc, told apart by their channel counts, never by name or order; stride ascending. Anchor-free:
+    ``anchors`` are not read.
 
     With nc = 1 the objectness and class maps both have one channel and cannot be told apart; they need
     not be: a score is their product, and a product of two probabilities reaches the threshold only where
@@ -48,6 +49,19 @@ def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int]) -> HeadLa
     map, and the outputs are refused. Raises :class:`~harness.core.errors.HeadPairingError` otherwise. A
     decoder asks once per frame: the layouts of recent specs are kept."""
     return _laid_out(tuple(specs.items()), tuple(input_hw))
+
+
+def anchors(config: DecodeConfig) -> Anchors:
+    """The anchors the head decodes against: none (anchor-free)."""
+    return ()
+
+
+def export_rows(rows: np.ndarray, config: DecodeConfig) -> tuple[np.ndarray, np.ndarray]:
+    """An export's own decoded head output, one frame ``(rows, 5 + nc)`` (xywh, objectness, classes:
+    Megvii-BaseDetection/YOLOX: yolox/models/yolo_head.py, ``decode_outputs``) -> boxes ``(rows, 4)`` xyxy in
+    model-input pixels and scores ``objectness x class`` ``(rows, nc)``."""
+    rows = rows.astype(np.float32, copy=False)
+    return xywh_to_xyxy(rows[:, :4]), rows[:, 5:] * rows[:, 4:5]
 
 
 def _describe(specs: list[OutputSpec]) -> str:
@@ -91,7 +105,7 @@ def _cell_offsets(rows: int, columns: int) -> np.ndarray:
 
 
 def _holds_probabilities(array: np.ndarray, spec: OutputSpec) -> bool:
-    """:func:`~harness.decode.yolo.classes_are_probabilities` of one score map as it came (``(cells, C)``):
+    """:func:`~harness.decode.maps.classes_are_probabilities` of one score map as it came (``(cells, C)``):
     a quantized map judged by its limvals, else by the dequantized lowest and highest code of each channel
     (dequantization is monotonic in the code, so those hold the map's extremes), never dequantized whole."""
     if spec.is_quantized and len(array):
@@ -152,7 +166,7 @@ def candidates(
 
 def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
     """Decode one frame of raw YOLOX head outputs into detections (the harness's decoder signature,
-    :func:`harness.decode.yolo.decode`): the cells whose objectness reaches the score threshold, then the
+    :func:`harness.families.yolov8.decode.decode`): the cells whose objectness reaches the score threshold, then the
     NMS of ``config.mode``; it equals the NMS of every cell's :func:`candidates`."""
     heads = layout(specs, config.input_hw)
     boxes, scores = candidates(outputs, heads, config, floor=config.score_threshold)

@@ -1,4 +1,4 @@
-"""The SSD head family: its layout and its decoder, as HailoRT's SSD op decodes.
+"""The SSD head family's decoding: its layout and its decoder, as HailoRT's SSD op decodes.
 
 Each layer has two maps on one grid: a regression map of 4 channels per anchor (``ty, tx, th, tw`` in the
 order the config gives) and a class map of ``nc`` channels per anchor, both anchor-major. The anchors and the
@@ -31,14 +31,12 @@ from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadRole
 from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import OutputSpec
-from harness.decode.layout import HeadLayout, HeadOutput, Level, maps_by_grid
+from harness.decode.layout import Anchors, HeadLayout, HeadOutput, Level, maps_by_grid
+from harness.decode.maps import host_array, to_float
 from harness.decode.nms import anchors_reaching, float32_at_least, nms
-from harness.decode.yolo import host_array, to_float
 
 F = np.float32
 BOX_CHANNELS = 4  # per anchor (hailort: ssd_post_process.cpp, ``reg_entry_size = 4``)
-
-Anchors = tuple[tuple[tuple[float, float], ...], ...]
 
 
 def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], anchors: Anchors) -> HeadLayout:
@@ -51,6 +49,12 @@ def layout(specs: Mapping[str, OutputSpec], input_hw: tuple[int, int], anchors: 
     the same channels and are refused. Raises :class:`~harness.core.errors.HeadPairingError` otherwise. A
     decoder asks once per frame: the layouts of recent specs are kept."""
     return _laid_out(tuple(specs.items()), tuple(input_hw), tuple(tuple(tuple(a) for a in g) for g in anchors))
+
+
+def anchors(config: DecodeConfig) -> Anchors:
+    """The anchors the head decodes against: its SSD config's (``config.ssd.anchors``: per layer, largest grid
+    first, as fractions of the input), ``config.anchors`` where no SSD config is given."""
+    return config.ssd.anchors if config.ssd is not None else config.anchors
 
 
 def _describe(specs: list[OutputSpec]) -> str:
@@ -218,7 +222,7 @@ def export_rows(rows: np.ndarray, config: DecodeConfig) -> tuple[np.ndarray, np.
 
 def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
     """Decode one frame of raw SSD head outputs into detections (the harness's decoder signature,
-    :func:`harness.decode.yolo.decode`); the anchors and box coding are ``config.ssd``. The entries with a
+    :func:`harness.families.yolov8.decode.decode`); the anchors and box coding are ``config.ssd``. The entries with a
     class reaching the score threshold, then the NMS of ``config.mode``: it equals the NMS of every entry's
     :func:`candidates`."""
     heads = layout(specs, config.input_hw, ssd_config(config).anchors)

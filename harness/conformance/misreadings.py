@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.conformance.scenes import _family_anchors, family_scenes
+from harness.conformance.scenes import family_scenes
 from harness.conformance.words import (
     ANCHORED_READ_CLASS_MAJOR,
     DFL_BINS_INTERLEAVED,
@@ -36,7 +36,7 @@ from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.decode.heads import head_layout
+from harness.decode.heads import family_anchors, head_layout
 from harness.decode.layout import HeadLayout, HeadOutput, Level
 from harness.decode.maps import classes_are_probabilities, sigmoid
 from harness.families.yolov5.decode import OBJECTNESS
@@ -346,7 +346,7 @@ def reproduce_path(
     all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
     there is no reference decoding to reproduce)."""
     try:
-        layout = head_layout(family, specs, config.input_hw, _family_anchors(config, family))
+        layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
     except HarnessError:
         return None
     decode = family_scenes(family).reference_decoder()

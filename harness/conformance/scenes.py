@@ -136,14 +136,6 @@ def family_scenes(family: HeadFamily) -> FamilyScenes:
     return cast(FamilyScenes, part(family, "scenes"))
 
 
-def _family_anchors(config: DecodeConfig, family: HeadFamily) -> Anchors:
-    """The anchors ``family``'s heads are decoded against: its SSD config's, where the family takes one
-    (per layer, fractions of the input), else ``config.anchors`` (per stride, input pixels)."""
-    if descriptor(family).config_option and config.ssd is not None:
-        return config.ssd.anchors
-    return config.anchors
-
-
 def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
     """Plant ``recipe.objects`` non-overlapping objects in random cells of random grids."""
     if recipe.bbox_only:

@@ -35,11 +35,11 @@ from harness.conformance.agreement import (
     ImageAgreement,
     VerifyFrame,
 )
-from harness.conformance.scenes import _family_anchors, family_scenes
+from harness.conformance.scenes import family_scenes
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
-from harness.decode.heads import head_layout
+from harness.decode.heads import family_anchors, head_layout
 from harness.decode.layout import HeadLayout
 from harness.inputs.onnx_graph import (
     HeadTensor,
@@ -121,7 +121,7 @@ def verify_decode(
         DecodeTailRunner(decode_tail(reference_model, heads), threads) as tail,
     ):
         specs = cut.output_specs
-        layout = head_layout(found.family, specs, input_hw, _family_anchors(config, found.family))
+        layout = head_layout(found.family, specs, input_hw, family_anchors(found.family, config))
         for path in image_paths:
             feed = {input_name: to_nchw_float(letterbox(load_image(path), input_hw)[0])}
             outputs = cut.infer(feed)

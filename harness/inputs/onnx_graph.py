@@ -257,7 +257,7 @@ def export_heads(
 ) -> ExportHeads:
     """The raw heads of a detect export and its head family: the first family (:func:`_searched`, in the
     registry's order) whose finder finds them. Where none does, a :class:`GraphError` giving each finder's
-    refusal, one line per family (a search of one family: its refusal as it is)."""
+    refusal in turn, on one line (a search of one family: its refusal as it is)."""
     search = HeadSearch(end_nodes, ssd)
     refusals: list[tuple[FamilyDescriptor, GraphError]] = []
     for family in _searched(search):
@@ -268,8 +268,8 @@ def export_heads(
     if len(refusals) == 1:
         raise refusals[0][1]
     raise GraphError(
-        f"{model.graph.name or 'graph'!r}: no head family's heads found; each family's refusal:\n"
-        + "\n".join(f"  {family.display}: {error}" for family, error in refusals)
+        f"{model.graph.name or 'graph'!r}: no head family's heads found, each family's finder refusing it: "
+        + "; ".join(f"[{family.display}] {error}" for family, error in refusals)
     )
 
 

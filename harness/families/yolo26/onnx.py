@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.families import descriptor
 from harness.inputs.onnx_graph import (
     ExportHeads,
     Graph,
@@ -22,9 +23,11 @@ if TYPE_CHECKING:
     import onnx
 
 
-def find_head(model: onnx.ModelProto, family: HeadFamily, one2one: bool) -> ExportHeads:
-    """The heads of a YOLO26 export carrying the head ``family`` (``one2one``: the one-to-one head, exported
-    end to end); refused where its head output is the other head's."""
+def find_head(model: onnx.ModelProto, family: HeadFamily) -> ExportHeads:
+    """The heads of a YOLO26 export carrying the head ``family`` (the one-to-one head exported end to end:
+    :attr:`~harness.families.descriptor.FamilyDescriptor.end_to_end`); refused where its head output is the
+    other head's."""
+    one2one = descriptor(family).end_to_end
     if end_to_end(model) != one2one:
         output = full_head_output(model)
         shape = list(output_shapes(model)[output])

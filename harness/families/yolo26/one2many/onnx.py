@@ -17,4 +17,4 @@ TAKES_END_NODES = False
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
     """The heads of a YOLO26 export carrying its one-to-many head."""
-    return find_head(model, HeadFamily.YOLO26_ONE2MANY, one2one=False)
+    return find_head(model, HeadFamily.YOLO26_ONE2MANY)

@@ -17,4 +17,4 @@ TAKES_END_NODES = False
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
     """The heads of a YOLO26 export carrying its one-to-one head (exported end to end)."""
-    return find_head(model, HeadFamily.YOLO26_ONE2ONE, one2one=True)
+    return find_head(model, HeadFamily.YOLO26_ONE2ONE)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import logging
+import operator
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -246,7 +248,6 @@ _KEYS = (
     "passed",
     "ssd_config",
 )
-_HEAD_KEYS = ("tensor", "node", "role", "channels", "grid", "anchors")
 
 
 def _json(facts: ExportFacts) -> dict[str, Any]:
@@ -304,7 +305,7 @@ def _fields(data: Mapping[str, Any], sha256: str, ssd: SsdConfig | None) -> Expo
     digest = None if ssd is None else ssd.digest
     expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256, "ssd_config": digest}
     for key, value in expected.items():
-        fields.value(key, lambda v, value=value: v == value, repr(value))
+        fields.value(key, partial(operator.eq, value), repr(value))
     families = [f.value for f in HeadFamily]  # a sidecar is kept only for an export whose heads are found
     family = HeadFamily(fields.value("family", lambda v: v in families, f"one of {families}"))
     hw, names = fields.value("input_hw", _pair, "[height, width]"), fields.value("names", _names, "null or a list")

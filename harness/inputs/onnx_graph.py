@@ -223,6 +223,8 @@ class HeadSearch:
 
 @dataclass(frozen=True)
 class ExportHeads:
+    """An export's raw head maps and the family whose finder found them."""
+
     heads: tuple[HeadTensor, ...]
     family: HeadFamily
 

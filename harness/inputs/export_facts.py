@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 FORMAT = 4  # 2: the head maps and the input's channels; 3: an anchored head's anchors; 4: the SSD config's digest
 _KIND = "hailo-harness export facts"
 WHAT = "export facts"
-# The code the facts are read by (this module, the graph reading and every family's head finder): an edit to it
-# reads them again.
+# The code the facts are read by, with the graph reading and every family's head finder (``finder_code``): an edit
+# to it reads them again.
 _READER = "inputs/export_facts.py"
 
 log = logging.getLogger(__name__)
@@ -308,7 +308,8 @@ def _fields(data: Mapping[str, Any], sha256: str, ssd: SsdConfig | None) -> Expo
         fields.value(key, partial(operator.eq, value), repr(value))
     families = [f.value for f in HeadFamily]  # a sidecar is kept only for an export whose heads are found
     family = HeadFamily(fields.value("family", lambda v: v in families, f"one of {families}"))
-    hw, names = fields.value("input_hw", _pair, "[height, width]"), fields.value("names", _names, "null or a list")
+    hw = fields.value("input_hw", _pair, "[height, width]")
+    names = fields.value("names", _names, "null or a list of names")
     heads = fields.objects("heads")
     if not heads:
         fields.fail("heads", [], "a list of head maps")

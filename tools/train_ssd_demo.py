@@ -36,8 +36,8 @@ import numpy as np
 
 from harness.core.detections import Detections, unletterbox
 from harness.core.settings import SsdConfig
+from harness.families.ssd.onnx import find_ssd_heads
 from harness.inputs.export_facts import onnx_class_names
-from harness.inputs.onnx_graph import find_ssd_heads
 from harness.verdict.metrics.coco import CocoMetrics, evaluate
 from tools.train_demo import RECIPE, _blocked, _forbid_internet
 from tools.train_yolov5_demo import (
@@ -539,7 +539,7 @@ detector for real use.
 - onnxruntime against the trained torch model (EMA weights, BatchNorm not fused) on the {metrics.n_images}
   validation frames: max abs difference {check["box_diff"]:.2e} in the box fractions and {check["score_diff"]:.2e}
   in the scores
-- `harness.inputs.onnx_graph.find_ssd_heads` with `{CONFIG_NAME}`: the six head convolutions found, and the
+- `harness.families.ssd.onnx.find_ssd_heads` with `{CONFIG_NAME}`: the six head convolutions found, and the
   decode tail, run on its own at zero codes and at codes 0.1, 0.2, 0.3, 0.4, gives every row the box the
   config's coding gives
 

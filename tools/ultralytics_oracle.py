@@ -98,7 +98,8 @@ def write_inputs() -> None:
 
     from harness.backends.emulator import EmulatorOptions, EmulatorRunner, build_emulated_hef
     from harness.backends.onnx.runner import OnnxRunner
-    from harness.inputs.onnx_graph import cut_at_heads, find_yolo26_heads, load_model, model_input
+    from harness.families.yolo26.onnx import find_yolo26_heads
+    from harness.inputs.onnx_graph import cut_at_heads, load_model, model_input
     from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
 
     images = fixture_images()

@@ -7,7 +7,7 @@ probabilities must match anchor for anchor, and NMS over it must keep the same d
 computed by the model's decode tail (:func:`harness.inputs.onnx_graph.decode_tail`) from the same head
 maps, which is what the full model computes, without running the backbone twice.
 
-A YOLO26 export (reg_max 1, no DFL: :func:`harness.inputs.onnx_graph.find_yolo26_heads`) is verified
+A YOLO26 export (reg_max 1, no DFL: :func:`harness.families.yolo26.onnx.find_yolo26_heads`) is verified
 the same way with :mod:`harness.families.yolo26.decode`: its one-to-many head against the decoded head output,
 its one-to-one head exported end to end against the export's own top-k rows ``(max_det, 6)``. An SSD
 export (its anchors and box coding in ``config.ssd``, which no graph holds) is verified with

@@ -12,9 +12,10 @@ from harness.backends.onnx.runner import head_format_order
 from harness.core.head_family import HeadRole
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType, QuantInfo
+from harness.families.yolov8.onnx import find_heads
 from harness.inputs.hef.header import HefHeader
 from harness.inputs.hef.reader import BboxDecoder, HefInfo, HwArch, NetworkGroupInfo, NmsOpConfig, StreamInfo
-from harness.inputs.onnx_graph import find_heads, load_model, model_input
+from harness.inputs.onnx_graph import load_model, model_input
 
 _NOMINAL_BOX = QuantInfo(128.0, 0.1, -12.8, 12.7)
 _NOMINAL_CLASS = QuantInfo(0.0, 1 / 255, 0.0, 1.0)

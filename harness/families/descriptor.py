@@ -27,7 +27,8 @@ class FamilyDescriptor:
     - ``anchored``: each box is coded against an anchor box of the model (YOLOv5/YOLOv7 per stride in input
       pixels, SSD per layer as fractions of the input: ``DecodeConfig.anchors``);
     - ``objectness``: a score = objectness x class family;
-    - ``config_option``: the option that carries what no graph holds (SSD's ``--ssd-config``), else ``""``.
+    - ``config_option``: the option that carries what no graph holds (SSD's ``--ssd-config``), else ``""``;
+    - ``end_to_end``: its export's head output is end to end, ``[1, max_det, 6]`` rows of a top-k (no NMS).
     """
 
     family: HeadFamily
@@ -39,6 +40,7 @@ class FamilyDescriptor:
     anchored: bool = False
     objectness: bool = False
     config_option: str = ""
+    end_to_end: bool = False
 
     @property
     def host_postprocess(self) -> bool:

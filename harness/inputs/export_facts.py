@@ -14,16 +14,20 @@ from __future__ import annotations
 import ast
 import hashlib
 import logging
+import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.core.documents import Fields
 from harness.core.environment import code_digest, environment
 from harness.core.errors import GraphError, HarnessError
 from harness.core.files import read_sidecar, write_sidecar
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.families import REGISTERED, descriptor
 
 if TYPE_CHECKING:
     import onnx
@@ -35,8 +39,9 @@ if TYPE_CHECKING:
 FORMAT = 4  # 2: the head maps and the input's channels; 3: an anchored head's anchors; 4: the SSD config's digest
 _KIND = "hailo-harness export facts"
 WHAT = "export facts"
-# The code the facts are read by: an edit to it reads them again.
-_READER = ("inputs/onnx_graph.py", "inputs/export_facts.py")
+# The code the facts are read by, with the graph reading and every family's head finder (``finder_code``): an edit
+# to it reads them again.
+_READER = "inputs/export_facts.py"
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +144,14 @@ def export_facts_of(
         None if heads is None else heads.family,
         () if heads is None else heads.heads,
         channels,
-        ssd=ssd if heads is not None and heads.family is HeadFamily.SSD else None,
+        ssd=ssd if heads is not None and descriptor(heads.family).config_option else None,
         source=source,
         refusal=refusal,
     )
+
+
+# The NMS op an Ultralytics Hailo export compiles in (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``).
+_ULTRALYTICS_NMS_OP = "yolov8"
 
 
 def ultralytics_facts(export: UltralyticsExport) -> ExportFacts:
@@ -161,10 +170,13 @@ def ultralytics_facts(export: UltralyticsExport) -> ExportFacts:
             f"{export.folder}: metadata.yaml imgsz {list(export.imgsz)}, but the HEF's input {image.name} is "
             f"{image.shape[0]}x{image.shape[1]}: export again so that its files describe its HEF"
         )
-    if export.nms:
-        family = HeadFamily.YOLOV8
-    else:
-        family = HeadFamily.YOLO26_ONE2ONE if export.end2end else HeadFamily.YOLO26_ONE2MANY
+    # With the NMS op: the family HailoRT's op of that kind decodes; without: the head decoded on the host whose
+    # output is end to end as the export's.
+    family = next(
+        d.family
+        for d in REGISTERED
+        if (d.nms_op == _ULTRALYTICS_NMS_OP if export.nms else d.host_postprocess and d.end_to_end == export.end2end)
+    )
     return ExportFacts(
         file_sha256(export.hef),
         image.name,
@@ -216,7 +228,9 @@ def record_passed(facts: ExportFacts, check: str, cache_dir: str | os.PathLike[s
 
 def _reader() -> str:
     """What reads the facts: the digest of its code and the onnx it runs on (its shape inference)."""
-    return f"{code_digest(*_READER)} onnx {dict(environment()).get('onnx', 'not installed')}"
+    from harness.inputs.onnx_graph import finder_code
+
+    return f"{code_digest(_READER, *finder_code())} onnx {dict(environment()).get('onnx', 'not installed')}"
 
 
 _KEYS = (
@@ -234,7 +248,6 @@ _KEYS = (
     "passed",
     "ssd_config",
 )
-_HEAD_KEYS = ("tensor", "node", "role", "channels", "grid", "anchors")
 
 
 def _json(facts: ExportFacts) -> dict[str, Any]:
@@ -265,74 +278,75 @@ def _json(facts: ExportFacts) -> dict[str, Any]:
     }
 
 
+def _positive_int(value: object) -> bool:
+    return type(value) is int and value > 0
+
+
+def _positive_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _pair(value: object, item: Callable[[object], bool] = _positive_int) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(map(item, value))
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _names(value: object) -> bool:
+    return value is None or (_strings(value) and bool(value))
+
+
 def _fields(data: Mapping[str, Any], sha256: str, ssd: SsdConfig | None) -> ExportFacts:
-    """The facts ``data`` holds; a :class:`ValueError` naming the first field that is not this
+    """The facts ``data`` holds; a :class:`DocumentError` naming the first field that is not this
     run's (``ssd_config``: the digest of this run's SSD config ``ssd``, or None) or not of its type."""
+    fields = Fields(data, WHAT)
     digest = None if ssd is None else ssd.digest
     expected = {"kind": _KIND, "format": FORMAT, "code": _reader(), "sha256": sha256, "ssd_config": digest}
     for key, value in expected.items():
-        if data.get(key) != value:
-            raise ValueError(f"field {key!r} is {str(data.get(key))[:80]!r}, expected {value!r}")
-    hw, names, passed = data.get("input_hw"), data.get("names"), data.get("passed")
-    if not isinstance(data.get("input_name"), str):
-        raise ValueError("field 'input_name': expected a string")
-    if not (isinstance(hw, list) and len(hw) == 2 and all(type(v) is int and v > 0 for v in hw)):
-        raise ValueError(f"field 'input_hw' is {hw!r}, expected [height, width]")
-    if names is not None and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
-        raise ValueError(f"field 'names' is {str(names)[:80]!r}, expected null or a list of names")
-    if not isinstance(data.get("end_to_end"), bool):
-        raise ValueError("field 'end_to_end': expected true or false")
-    if not (isinstance(passed, list) and all(isinstance(p, str) for p in passed)):
-        raise ValueError("field 'passed': expected a list of check names")
-    families = [f.value for f in HeadFamily]
-    if data.get("family") not in families:  # a sidecar is kept only for an export whose heads are found
-        raise ValueError(f"field 'family' is {str(data.get('family'))[:80]!r}, expected one of {families}")
-    channels = data.get("input_channels")
-    if not (type(channels) is int and channels > 0):
-        raise ValueError(f"field 'input_channels' is {str(channels)[:80]!r}, expected a positive integer")
-    return ExportFacts(
+        fields.value(key, partial(operator.eq, value), repr(value))
+    families = [f.value for f in HeadFamily]  # a sidecar is kept only for an export whose heads are found
+    family = HeadFamily(fields.value("family", lambda v: v in families, f"one of {families}"))
+    hw = fields.value("input_hw", _pair, "[height, width]")
+    names = fields.value("names", _names, "null or a list of names")
+    heads = fields.objects("heads")
+    if not heads:
+        fields.fail("heads", [], "a list of head maps")
+    facts = ExportFacts(
         sha256,
-        data["input_name"],
+        fields.string("input_name"),
         (hw[0], hw[1]),
         None if names is None else tuple(names),
-        data["end_to_end"],
-        HeadFamily(data["family"]),
-        _heads(data.get("heads")),
-        channels,
-        tuple(passed),
-        ssd if data["family"] == HeadFamily.SSD.value else None,
+        fields.boolean("end_to_end"),
+        family,
+        tuple(map(_head, heads)),
+        fields.integer("input_channels", lo=1),
+        tuple(fields.value("passed", _strings, "a list of check names")),
+        ssd if descriptor(family).config_option else None,  # found with the config of its family's option
     )
+    fields.done()
+    return facts
 
 
-def _heads(data: object) -> tuple[HeadTensor, ...]:
-    """The head maps of field ``heads``; a :class:`ValueError` naming the first one not of its type."""
-    if not (isinstance(data, list) and data):
-        raise ValueError("field 'heads': expected a list of head maps")
+def _head(fields: Fields) -> HeadTensor:
+    """One head map of field ``heads``; a :class:`DocumentError` naming the first of its fields not of its type."""
     roles = [r.value for r in HeadRole]
-    heads = []
-    for i, head in enumerate(data):
-        where = f"field 'heads'[{i}]"
-        if not (isinstance(head, dict) and set(head) == set(_HEAD_KEYS)):
-            raise ValueError(f"{where}: expected an object with keys {list(_HEAD_KEYS)}")
-        grid, channels = head["grid"], head["channels"]
-        if not (isinstance(head["tensor"], str) and isinstance(head["node"], str)):
-            raise ValueError(f"{where}: 'tensor' and 'node' must be strings")
-        if head["role"] not in roles:
-            raise ValueError(f"{where}: 'role' is {str(head['role'])[:40]!r}, expected one of {roles}")
-        if not (type(channels) is int and channels > 0):
-            raise ValueError(f"{where}: 'channels' is {str(channels)[:40]!r}, expected a positive integer")
-        if not (isinstance(grid, list) and len(grid) == 2 and all(type(v) is int and v > 0 for v in grid)):
-            raise ValueError(f"{where}: 'grid' is {str(grid)[:40]!r}, expected [height, width]")
-        anchors = head["anchors"]
-        if not (
-            isinstance(anchors, list)
-            and all(
-                isinstance(a, list) and len(a) == 2 and all(type(v) in (int, float) and v > 0 for v in a)
-                for a in anchors
+    grid = fields.value("grid", _pair, "[height, width]")
+    head = HeadTensor(
+        fields.string("tensor"),
+        fields.string("node"),
+        HeadRole(fields.value("role", lambda v: v in roles, f"one of {roles}")),
+        fields.integer("channels", lo=1),
+        (grid[0], grid[1]),
+        tuple(
+            (float(w), float(h))
+            for w, h in fields.value(
+                "anchors",
+                lambda v: isinstance(v, list) and all(_pair(a, _positive_number) for a in v),
+                "a list of [width, height]",
             )
-        ):
-            raise ValueError(f"{where}: 'anchors' is {str(anchors)[:40]!r}, expected a list of [width, height]")
-        pairs = tuple((float(a[0]), float(a[1])) for a in anchors)
-        role = HeadRole(head["role"])
-        heads.append(HeadTensor(head["tensor"], head["node"], role, channels, (grid[0], grid[1]), pairs))
-    return tuple(heads)
+        ),
+    )
+    fields.done()
+    return head

@@ -28,8 +28,9 @@ from harness.backends.dfc.heads import onnx_facts
 from harness.backends.dfc.layers import names_from_parsed, parsed_layers
 from harness.backends.dfc.scripts import validate_files, write_checked_scripts
 from harness.backends.dfc.writing import NmsSettings
+from harness.families.yolov8.onnx import find_heads
 from harness.inputs.demo import DEMO_ONNX as DEMO
-from harness.inputs.onnx_graph import find_heads, load_model
+from harness.inputs.onnx_graph import load_model
 
 from support.yolov5_exports import yolov5_export
 

@@ -17,10 +17,12 @@ from PIL import Image
 from harness.backends.dfc.compiler import DfcNotInstalled
 from harness.cli.commands import compile as compile_command
 from harness.core.errors import HarnessError
+from harness.families.yolo26.onnx import find_yolo26_heads
+from harness.families.yolov8.onnx import find_heads
 from harness.inputs.calibration import calibration_shortfall
 from harness.inputs.demo import DEMO26_ONNX as DEMO26
 from harness.inputs.demo import DEMO_ONNX as DEMO
-from harness.inputs.onnx_graph import find_heads, find_yolo26_heads, load_model
+from harness.inputs.onnx_graph import load_model
 
 from support.yolo26_exports import one_to_many_export
 from support.yolov5_exports import yolov5_export

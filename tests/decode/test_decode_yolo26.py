@@ -124,8 +124,9 @@ def test_the_one_to_one_decoder_reproduces_the_yolo26_exports_own_output_from_it
     the six head convolutions and decoding them must give the same 300 detections."""
     import onnxruntime as ort
 
+    from harness.families.yolo26.onnx import find_yolo26_heads
     from harness.inputs.demo import DEMO26_ONNX
-    from harness.inputs.onnx_graph import cut_at_heads, find_yolo26_heads, load_model
+    from harness.inputs.onnx_graph import cut_at_heads, load_model
 
     model = load_model(DEMO26_ONNX)
     heads = find_yolo26_heads(model)
@@ -146,8 +147,9 @@ def test_the_one_to_one_decoder_reproduces_the_yolo26_exports_own_output_from_it
 
 def test_a_yolov8_style_export_is_not_taken_for_a_yolo26_one():
     from harness.core.errors import GraphError
+    from harness.families.yolo26.onnx import find_yolo26_heads
     from harness.inputs.demo import DEMO_ONNX
-    from harness.inputs.onnx_graph import find_yolo26_heads, load_model
+    from harness.inputs.onnx_graph import load_model
 
     with pytest.raises(GraphError, match=r"last convolutions .*dfl/conv/Conv.*expected the six head convolutions"):
         find_yolo26_heads(load_model(DEMO_ONNX))

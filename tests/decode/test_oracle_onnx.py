@@ -21,14 +21,8 @@ from harness.core.specs import OutputSpec
 from harness.decode.dfl import decode_candidates
 from harness.decode.nms import nms_hailort, nms_ultralytics
 from harness.families.yolov8.decode import decode
-from harness.inputs.onnx_graph import (
-    cut_at_heads,
-    decode_tail,
-    dequantize_decode_tail,
-    find_heads,
-    load_model,
-    model_input,
-)
+from harness.families.yolov8.onnx import find_heads
+from harness.inputs.onnx_graph import cut_at_heads, decode_tail, dequantize_decode_tail, load_model, model_input
 from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
 
 # Against the full head with its DFL conv run in float. Measured maxima over both models and all

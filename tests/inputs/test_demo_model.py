@@ -3,8 +3,9 @@
 import onnx
 
 from harness.conformance.verify_decode import verify_decode
+from harness.families.yolov8.onnx import find_heads
 from harness.inputs.demo import DEMO_ONNX as DEMO
-from harness.inputs.onnx_graph import find_heads, load_model, model_input
+from harness.inputs.onnx_graph import load_model, model_input
 from harness.inputs.synthetic import Recipe, write_dataset
 
 

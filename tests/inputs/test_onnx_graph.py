@@ -17,6 +17,10 @@ from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType
+from harness.families.yolo26.onnx import find_yolo26_heads
+from harness.families.yolov5.onnx import find_yolov5_heads
+from harness.families.yolov8.onnx import find_heads
+from harness.families.yolox.onnx import find_yolox_heads
 from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.onnx_graph import (
     cut_at_heads,
@@ -24,10 +28,6 @@ from harness.inputs.onnx_graph import (
     dequantize_decode_tail,
     end_to_end,
     export_heads,
-    find_heads,
-    find_yolo26_heads,
-    find_yolov5_heads,
-    find_yolox_heads,
     full_head_output,
     load_model,
     model_input,
@@ -300,8 +300,9 @@ def test_an_empty_onnx_file_is_refused_naming_it_not_as_a_model_without_inputs(t
 
 def test_export_heads_names_the_head_family_of_each_export(export) -> None:
     from harness.core.head_family import HeadFamily
+    from harness.families.yolo26.onnx import find_yolo26_heads
     from harness.inputs.demo import DEMO26_ONNX
-    from harness.inputs.onnx_graph import export_heads, find_yolo26_heads
+    from harness.inputs.onnx_graph import export_heads
 
     _, model = export
     assert export_heads(model).family is HeadFamily.YOLOV8
@@ -311,7 +312,8 @@ def test_export_heads_names_the_head_family_of_each_export(export) -> None:
     assert found.family is HeadFamily.YOLO26_ONE2ONE and found.heads == find_yolo26_heads(yolo26)
 
 
-def test_export_heads_reports_the_yolov8_refusal_when_no_head_of_either_family_is_found() -> None:
+def test_export_heads_refuses_an_export_no_family_finds_with_each_familys_refusal() -> None:
+    from harness.families import REGISTERED
     from harness.inputs.onnx_graph import export_heads
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
@@ -319,8 +321,26 @@ def test_export_heads_reports_the_yolov8_refusal_when_no_head_of_either_family_i
     node = helper.make_node("Reshape", ["x", "shape"], ["y"])
     shape = numpy_helper.from_array(np.array([1, 6, 64], dtype=np.int64), "shape")
     model = helper.make_model(helper.make_graph([node], "g", [x], [y], [shape]))
-    with pytest.raises(GraphError, match="expected exactly one class Sigmoid among them"):
+    with pytest.raises(GraphError, match="expected exactly one class Sigmoid among them") as refused:
         export_heads(model)
+    said = str(refused.value)
+    assert said.startswith("'g': no head family's heads found, each family's finder refusing it: [SSD] model outputs")
+    assert "\n" not in said and re.findall(r"(?:: |; )\[([^\]]+)\] ", said) == [d.display for d in REGISTERED]
+    assert re.search(r"; \[YOLOv5/YOLOv7\] .*expected a YOLOv5 head.*; \[YOLOX\] .*expected a YOLOX head", said)
+
+
+def test_end_nodes_are_read_by_the_yolov8_finder_alone_and_an_ssd_config_binds_the_search_to_ssd() -> None:
+    from harness.inputs.demo import DEMO_ONNX
+    from harness.inputs.onnx_graph import export_heads
+
+    model = load_model(DEMO_ONNX)
+    with pytest.raises(GraphError, match=r"^end nodes not found in .*\['nowhere'\]") as refused:
+        export_heads(model, ["nowhere"])
+    assert "\n" not in str(refused.value)
+    with pytest.raises(GraphError, match=r"^'main_graph': an SSD config \(--ssd-config\) given for an export that is"):
+        export_heads(model, ssd=ssd_exports.ssd_config())
+    with pytest.raises(GraphError, match=r"^end nodes \['x'\] with an SSD config: an SSD head is found by structure"):
+        export_heads(ssd_exports.ssd_export(), ["x"], ssd_exports.ssd_config())
 
 
 # --- YOLOv5/YOLOv7 exports (anchor-based) -------------------------------------------------------

@@ -24,10 +24,11 @@ from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, Qu
 from harness.decode.dfl import decode_candidates
 from harness.doctor.mistakes import fcr_read_channel_first
 from harness.families.yolov8.decode import decode
+from harness.families.yolov8.onnx import find_heads
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import quantize
 from harness.inputs.export_facts import onnx_class_names
-from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, find_heads, load_model
+from harness.inputs.onnx_graph import cut_at_heads, dequantize_decode_tail, load_model
 from harness.inputs.preprocess import load_image, to_nchw_float
 from harness.pipeline.detect import (
     BboxOnlyPath,

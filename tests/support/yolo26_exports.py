@@ -18,7 +18,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from harness.core.head_family import HeadTensor
-from harness.inputs.onnx_graph import cut_at_heads, find_yolo26_heads
+from harness.families.yolo26.onnx import find_yolo26_heads
+from harness.inputs.onnx_graph import cut_at_heads
 
 
 def _one_to_many_name(head: HeadTensor, index: int) -> str:

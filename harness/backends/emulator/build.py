@@ -229,7 +229,9 @@ def _check_nms(family: HeadFamily, options: EmulatorOptions, source: str | os.Pa
 def export_check(options: EmulatorOptions) -> str:
     """What :func:`check_export` checks of an export under ``options``, named for a record that an
     export passed it: the code that checks and the options it reads."""
-    code = code_digest("backends/emulator/build.py", "backends/emulator/graph.py", "inputs/onnx_graph.py")
+    from harness.inputs.onnx_graph import finder_code
+
+    code = code_digest("backends/emulator/build.py", "backends/emulator/graph.py", *finder_code())
     read = f"end_nodes={list(options.end_nodes or ())} sigmoid_inside={options.sigmoid_inside} nms={options.nms}"
     if options.ssd is not None:
         read += f" ssd_config={options.ssd.digest[:16]}"

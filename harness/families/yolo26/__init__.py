@@ -7,7 +7,7 @@ from harness.core.head_family import HeadFamily
 from harness.families.descriptor import FamilyDescriptor
 
 ONE2ONE = FamilyDescriptor(
-    HeadFamily.YOLO26_ONE2ONE, "YOLO26 (one-to-one)", f"{__name__}.one2one", sigmoid_compiled=False
+    HeadFamily.YOLO26_ONE2ONE, "YOLO26 (one-to-one)", f"{__name__}.one2one", sigmoid_compiled=False, end_to_end=True
 )
 ONE2MANY = FamilyDescriptor(
     HeadFamily.YOLO26_ONE2MANY, "YOLO26 (one-to-many)", f"{__name__}.one2many", sigmoid_compiled=False

@@ -1,5 +1,5 @@
-"""YOLO26's one-to-one head's part of the emulator: the roles of the head maps its emulated HEF outputs, in the order of one
-stride's maps (:class:`~harness.backends.emulator.outputs.FamilyEmulator`)."""
+"""YOLO26's one-to-one head's part of the emulator: the roles of the head maps its emulated HEF outputs,
+in the order of one stride's maps (:class:`~harness.backends.emulator.outputs.FamilyEmulator`)."""
 
 from harness.core.head_family import HeadRole
 

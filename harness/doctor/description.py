@@ -14,7 +14,8 @@ from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType, QuantInfo
 from harness.families.yolov8.onnx import find_heads
 from harness.inputs.hef.header import HefHeader
-from harness.inputs.hef.reader import BboxDecoder, HefInfo, HwArch, NetworkGroupInfo, NmsOpConfig, StreamInfo
+from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
+from harness.inputs.hef.reader import HefInfo, HwArch, NetworkGroupInfo, StreamInfo
 from harness.inputs.onnx_graph import load_model, model_input
 
 _NOMINAL_BOX = QuantInfo(128.0, 0.1, -12.8, 12.7)

@@ -32,6 +32,12 @@ def descriptor(family: HeadFamily) -> FamilyDescriptor:
     return _BY_FAMILY[family]
 
 
+def by_nms_op(kind: str) -> FamilyDescriptor | None:
+    """The family whose HEF HailoRT decodes with the NMS op of ``kind`` (a HEF's ``NmsOpConfig.kind``),
+    None for a kind no family's HEF holds (``iou``, ``yolov5_seg``)."""
+    return next((d for d in REGISTERED if kind and d.nms_op == kind), None)
+
+
 def part(family: HeadFamily, room: str) -> ModuleType:
     """``family``'s module of ``room`` (one of :data:`ROOMS`), imported where first asked for: each room loads
     only its own part, so no room imports the rooms above it through a family."""
@@ -40,4 +46,4 @@ def part(family: HeadFamily, room: str) -> ModuleType:
     return importlib.import_module(f"{_BY_FAMILY[family].parts}.{room}")
 
 
-__all__ = ["REGISTERED", "ROOMS", "FamilyDescriptor", "descriptor", "part"]
+__all__ = ["REGISTERED", "ROOMS", "FamilyDescriptor", "by_nms_op", "descriptor", "part"]

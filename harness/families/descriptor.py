@@ -27,6 +27,8 @@ class FamilyDescriptor:
     - ``anchored``: each box is coded against an anchor box of the model (YOLOv5/YOLOv7 per stride in input
       pixels, SSD per layer as fractions of the input: ``DecodeConfig.anchors``);
     - ``objectness``: a score = objectness x class family;
+    - ``dfl_boxes``: its box maps hold 4 x ``regression_length`` DFL bins, which its NMS op softmaxes
+      (hailort: hailort/libhailort/hef.proto, ``ProtoHEFYolov8NmsOp.regression_length``);
     - ``config_option``: the option that carries what no graph holds (SSD's ``--ssd-config``), else ``""``;
     - ``end_to_end``: its export's head output is end to end, ``[1, max_det, 6]`` rows of a top-k (no NMS).
     """
@@ -39,6 +41,7 @@ class FamilyDescriptor:
     sigmoid_compiled: bool = True
     anchored: bool = False
     objectness: bool = False
+    dfl_boxes: bool = False
     config_option: str = ""
     end_to_end: bool = False
 

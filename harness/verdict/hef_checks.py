@@ -21,10 +21,13 @@ from harness.core.checks import CheckResult
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
 from harness.decode.layout import HeadLayout, layout_of_tensors
+from harness.families import by_nms_op, descriptor
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.hef.inspect import sigmoid
-from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo
+from harness.inputs.hef.nms_op import NmsOpConfig
+from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo
 from harness.inputs.hef.ultralytics import METADATA, NMS_CONFIG, UltralyticsExport
+from harness.verdict.hef_family_checks import family_checks
 
 
 @dataclass(frozen=True)
@@ -54,14 +57,10 @@ class CheckContext:
         return layout_of_tensors(self.model.heads, self.model.input_hw)
 
 
-# The NMS op kind HailoRT runs for each head family's HEF (hailort: hailort/libhailort/hef.proto,
-# ProtoHEFNmsOp: yolov5_nms_op, yolox_nms_op, ssd_nms_op, yolov8_nms_op).
-NMS_KINDS = {
-    HeadFamily.YOLOV8: "yolov8",
-    HeadFamily.YOLOV5: "yolov5",
-    HeadFamily.YOLOX: "yolox",
-    HeadFamily.SSD: "ssd",
-}
+def _dfl_boxes(nms: NmsOpConfig) -> bool:
+    """Whether the op's family has DFL box maps (a YOLOv8 op: its ``regression_length``)."""
+    family = by_nms_op(nms.kind)
+    return family is not None and family.dfl_boxes
 
 
 def _streams(group: NetworkGroupInfo) -> dict[str, StreamInfo]:
@@ -159,7 +158,7 @@ def check_regression_length(ctx: CheckContext) -> CheckResult:
     nms = ctx.group.nms
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF")
-    if nms.kind != "yolov8":
+    if not _dfl_boxes(nms):
         return CheckResult.skipped(name, f"a {nms.kind} NMS op has no regression_length (no DFL box maps)")
     streams = _streams(ctx.group)
     for d in nms.bbox_decoders:
@@ -189,9 +188,8 @@ def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
-    # an SSD op's layers have no stride (hailort: hailort/libhailort/hef.proto, ProtoHEFSSDBboxDecoder): their
-    # grids need not divide the input (300 over 19); only the export's grids hold them
-    for d in () if nms.kind == "ssd" else nms.bbox_decoders:
+    # the decoders with a stride (an SSD op's layers have none: only the export's grids hold them)
+    for d in family_checks(nms.kind).strided_decoders(nms):
         expected = (round(nms.image_height / d.stride), round(nms.image_width / d.stride))
         for stream_name in (d.box_stream, d.class_stream, *((d.objectness_stream,) if d.objectness_stream else ())):
             stream = streams.get(stream_name)
@@ -222,190 +220,20 @@ def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
     if nms is None:
         return CheckResult.skipped(name, "no NMS op in the HEF")
     streams = _streams(ctx.group)
-    if nms.kind == "yolov5":
-        return _anchored_pairing(name, nms, streams)
-    if nms.kind == "yolox":
-        return _yolox_pairing(name, nms, streams)
-    if nms.kind == "ssd":
-        return _ssd_pairing(name, nms, streams)
-    for d in nms.bbox_decoders:
-        box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
-        if box is None or cls is None:
-            missing = d.box_stream if box is None else d.class_stream
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride}",
-                f"stream {missing} not among the outputs",
-                "an output of the HEF",
-                "name existing end-node layers as reg_layer/cls_layer",
-            )
-        if box.shape[:2] != cls.shape[:2]:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride} pairing",
-                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
-                "box and class layers of the same grid",
-                "pair reg_layer and cls_layer of the same scale in the nms_postprocess JSON",
-            )
-        if cls.shape[2] != nms.classes:
-            return CheckResult.failed(
-                name,
-                f"class stream {cls.name} channels",
-                cls.shape[2],
-                f"{nms.classes} (NMS classes)",
-                "use the class conv (nc channels) as cls_layer and the box conv as reg_layer",
-            )
-    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
-
-
-def _anchored_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) -> CheckResult:
-    """A YOLOv5 NMS op's decoders: one stream each, of ``anchors x (5 + classes)`` channels
-    (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``extract_detections`` checks the
-    buffer size against it)."""
-    for d in nms.bbox_decoders:
-        stream = streams.get(d.box_stream)
-        if stream is None:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride}",
-                f"stream {d.box_stream} not among the outputs",
-                "an output of the HEF",
-                "name existing end-node layers in the nms_postprocess JSON",
-            )
-        expected = len(d.anchors) * (5 + nms.classes)
-        if stream.shape[2] != expected:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride} stream {stream.name} channels",
-                stream.shape[2],
-                f"{expected} ({len(d.anchors)} anchors x (5 + {nms.classes} classes))",
-                "give each decoder its stride's anchors and the model's class count in the nms_postprocess JSON",
-            )
-    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read anchors x (5 + classes) channels")
-
-
-def _yolox_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) -> CheckResult:
-    """A YOLOX NMS op's decoders: per stride a box stream of 4 channels, an objectness stream of 1 and a
-    class stream of ``classes``, on one grid (hailort: libhailort/src/net_flow/ops/yolox_post_process.cpp,
-    ``validate_params`` holds the three layers to one grid; yolox_post_process.hpp reads 4 box values, 1
-    objectness and ``classes`` class values per cell)."""
-    for d in nms.bbox_decoders:
-        roles = (
-            ("box", d.box_stream, 4),
-            ("objectness", d.objectness_stream, 1),
-            ("class", d.class_stream, nms.classes),
-        )
-        found = {role: streams.get(stream) for role, stream, _ in roles}
-        for role, stream, channels in roles:
-            info = found[role]
-            if info is None:
-                return CheckResult.failed(
-                    name,
-                    f"NMS decoder stride {d.stride} {role} layer",
-                    f"stream {stream!r} not among the outputs",
-                    "an output of the HEF",
-                    "name existing end-node layers as reg_layer, objectness_layer and cls_layer",
-                )
-            if info.shape[2] != channels:
-                return CheckResult.failed(
-                    name,
-                    f"NMS decoder stride {d.stride} {role} stream {info.name} channels",
-                    info.shape[2],
-                    f"{channels} (the {role} conv{'; NMS classes' if role == 'class' else ''})",
-                    "name the box conv (4 channels) reg_layer, the objectness conv (1) objectness_layer and the class "
-                    "conv (nc) cls_layer in the nms_postprocess JSON",
-                )
-        grids = {role: info.shape[:2] for role, info in found.items() if info is not None}
-        if len(set(grids.values())) != 1:
-            said = ", ".join(f"{role} {h}x{w}" for role, (h, w) in grids.items())
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride} pairing",
-                said,
-                "box, objectness and class layers of the same grid",
-                "give each decoder the three layers of one scale in the nms_postprocess JSON",
-            )
-    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read box, objectness and class of one grid")
-
-
-def _ssd_pairing(name: str, nms: NmsOpConfig, streams: dict[str, StreamInfo]) -> CheckResult:
-    """An SSD NMS op's decoders: per layer a regression stream of 4 x anchors channels and a class stream of
-    anchors x classes, on one grid (hailort: libhailort/src/net_flow/ops/ssd_post_process.cpp, ``validate_params``
-    and ``extract_detections``: 4 values and ``classes`` scores per anchor of the decoder)."""
-    for i, d in enumerate(nms.bbox_decoders):
-        box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
-        if box is None or cls is None:
-            missing = d.box_stream if box is None else d.class_stream
-            return CheckResult.failed(
-                name,
-                f"NMS decoder {i}",
-                f"stream {missing} not among the outputs",
-                "an output of the HEF",
-                "name existing end-node layers as reg_layer/cls_layer",
-            )
-        na = len(d.anchors)
-        for stream, expected, words in ((box, 4 * na, "4 x"), (cls, na * nms.classes, f"{nms.classes} classes x")):
-            if stream.shape[2] != expected:
-                return CheckResult.failed(
-                    name,
-                    f"NMS decoder {i} stream {stream.name} channels",
-                    stream.shape[2],
-                    f"{expected} ({words} the decoder's {na} anchors)",
-                    "give each decoder its layer's anchors (w, h) and the model's class count, background included",
-                )
-        if box.shape[:2] != cls.shape[:2]:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder {i} pairing",
-                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
-                "box and class layers of the same grid",
-                "pair reg_layer and cls_layer of the same layer",
-            )
-    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read 4 and classes values per anchor")
-
-
-def _ssd_coding(name: str, nms: NmsOpConfig, model: ExportFacts) -> CheckResult:
-    """An SSD op's anchors and box coding against the run's SSD config (``--ssd-config``, held to the export's
-    own decode tail when its heads were found), field by field; anchors within float32 rounding (the HEF
-    keeps them as float: hailort: hailort/libhailort/hef.proto, ProtoHEFSSDBboxDecoder)."""
-    compiled, given = nms.ssd, model.ssd
-    if compiled is None or given is None:
-        return CheckResult.skipped(name, "needs an SSD op and --ssd-config")
-    fix = "compile the HEF with the anchors and box coding of the export's SSD config (--ssd-config)"
-    for field in ("centers_scale_factor", "bbox_dimensions_scale_factor", "box_indices", "background_class"):
-        if getattr(compiled, field) != getattr(given, field):
-            found, expected = getattr(compiled, field), getattr(given, field)
-            return CheckResult.failed(name, f"SSD op {field}", found, f"{expected} (--ssd-config)", fix)
-    if len(compiled.anchors) != len(given.anchors):
-        return CheckResult.failed(
-            name, "SSD op layers", len(compiled.anchors), f"{len(given.anchors)} (--ssd-config)", fix
-        )
-    for i, (ours, theirs) in enumerate(zip(compiled.anchors, given.anchors, strict=True)):
-        flat = [(a, b) for pair, other in zip(ours, theirs, strict=False) for a, b in zip(pair, other, strict=True)]
-        close = len(ours) == len(theirs) and all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in flat)
-        if not close:
-            return CheckResult.failed(
-                name,
-                f"SSD op layer {i} (largest grid first) anchors (w, h)",
-                [tuple(round(v, 6) for v in a) for a in ours],
-                f"{list(theirs)} (--ssd-config)",
-                fix,
-            )
-    return CheckResult.ok(
-        name, f"the SSD op's anchors and box coding are the SSD config's at all {len(given.anchors)} layers"
-    )
+    return family_checks(nms.kind).decoder_pairing(name, nms, streams)
 
 
 def check_anchors(ctx: CheckContext) -> CheckResult:
-    """A YOLOv5 NMS op's anchors against those the export's decode tail multiplies (the HEF keeps them
-    as whole pixels: hailort: hailort/libhailort/hef.proto, ProtoHEFYoloBboxDecoder ``w``, ``h`` uint32)."""
+    """The NMS op of the export's family (anchored maps where the export has them), its anchors the export's
+    (a YOLOv5 op's; an SSD op's and its box coding the SSD config's): its family's ``anchors`` check."""
     name = "anchors"
     nms = ctx.group.nms
     if nms is None or ctx.model is None:
         return CheckResult.skipped(name, "needs an NMS HEF and --onnx")
-    anchor_op, anchor_export = nms.kind == "yolov5", ctx.layout.anchored
+    checks = family_checks(nms.kind)
+    anchor_op, anchor_export = checks.anchored_maps(), ctx.layout.anchored
     family = ctx.model.family
-    expected_kind = NMS_KINDS.get(family) if family is not None else None
+    expected_kind = (descriptor(family).nms_op or None) if family is not None else None
     if anchor_op != anchor_export or (expected_kind is not None and nms.kind != expected_kind):
         return CheckResult.failed(
             name,
@@ -416,24 +244,7 @@ def check_anchors(ctx: CheckContext) -> CheckResult:
             "compile with the nms_postprocess meta_arch of the model's head (yolov5 for anchor-based heads, yolox "
             "for YOLOX's box, objectness and class maps, yolov8 for DFL box maps)",
         )
-    if nms.kind == "ssd":
-        return _ssd_coding(name, nms, ctx.model)
-    if not anchor_op:
-        return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
-    ours = {d.stride: d.anchors for d in nms.bbox_decoders}
-    for level in ctx.layout.levels:
-        theirs = ours.get(level.stride, ())
-        expected = tuple((round(w), round(h)) for w, h in level.anchors)
-        if theirs != expected:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {level.stride} anchors (w, h)",
-                list(theirs),
-                f"{list(expected)} (the anchors of {ctx.model.source}'s stride {level.stride}, in whole pixels)",
-                "copy the export's anchors into the nms_postprocess JSON (the model's own, not the defaults: "
-                "autoanchor may have changed them) and recompile",
-            )
-    return CheckResult.ok(name, f"the NMS op's anchors are the export's at all {len(ctx.layout.levels)} strides")
+    return checks.anchors(name, nms, ctx.model, ctx.layout)
 
 
 def check_sigmoid_present(ctx: CheckContext) -> CheckResult:
@@ -544,7 +355,7 @@ DFL_OVERFLOW = math.log(3.4028234663852886e38)  # FLT_MAX
 def check_box_logit_range(ctx: CheckContext) -> CheckResult:
     name = "box_logit_range"
     nms = ctx.group.nms
-    if nms is None or nms.kind != "yolov8":
+    if nms is None or not _dfl_boxes(nms):
         return CheckResult.skipped(name, "needs a HEF with the YOLOv8 NMS op")
     streams = _streams(ctx.group)
     boxes = [streams[d.box_stream] for d in nms.bbox_decoders if d.box_stream in streams]

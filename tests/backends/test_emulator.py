@@ -30,11 +30,14 @@ from harness.backends.emulator import (
     build_emulated_hef,
 )
 from harness.backends.emulator.graph import BATCH, _batch_dimension, hef_graph
+from harness.backends.emulator.outputs import family_part
 from harness.core.errors import GraphError, HarnessError, SpecError
+from harness.core.head_family import HeadRole
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.dfl import decode_candidates
 from harness.decode.nms import nms_hailort
+from harness.families import REGISTERED
 from harness.formats.nms_buffer import by_class_size, decode_nms
 from harness.formats.quant import dequantize, quantize
 from harness.inputs.demo import DEMO_ONNX as DEMO
@@ -973,3 +976,12 @@ def test_the_bbox_only_op_is_refused_beside_the_nms_op_with_uint8_outputs_and_on
         EmulatorOptions(bbox_only=True, output_format=FormatType.UINT8)
     with pytest.raises(GraphError, match=r"yolo26-one2one head with HailoRT's bbox-only op.*expected bbox_only off"):
         build_emulated_hef(DEMO26_ONNX, images["in_domain"], _bbox_only_options(), cache_dir)
+
+
+def test_every_family_names_the_roles_of_its_emulated_head_maps() -> None:
+    """Each family's emulator part: the roles of one stride's maps, an objectness map of its own where the family
+    scores objectness outside an anchored map."""
+    for family in REGISTERED:
+        roles = family_part(family.family).head_roles()
+        assert roles and all(isinstance(r, HeadRole) for r in roles), family.display
+        assert (HeadRole.OBJECTNESS in roles) is (family.objectness and not family.anchored), family.display

@@ -6,8 +6,10 @@ from dataclasses import replace
 import pytest
 
 from harness.core.specs import FormatType, QuantInfo
+from harness.families import REGISTERED, part
 from harness.inputs.hef.reader import HefInfo, read_hef
 from harness.verdict.hef_checks import CheckContext, run_checks
+from harness.verdict.hef_family_checks import FamilyChecks
 
 from support.export_facts import yolo_facts, yolov5_facts, yolox_facts
 
@@ -212,6 +214,24 @@ def test_an_nms_op_of_another_head_than_the_exports_fails_naming_both(hef, v5_he
     r = _results(ctx)["anchors"]
     assert r.passed is False and "meta_arch" in r.message
     assert ("yolov5 (anchors)" in r.message) is v5_hef and ("yolov8 (anchor-free)" in r.message) is not v5_hef
+
+
+def test_an_nms_op_of_a_kind_no_family_compiles_is_checked_as_box_and_class_streams_without_anchors(hef):
+    results = _results(CheckContext(_with_nms(hef, kind="yolov5_seg"), MODEL))
+    assert results["decoder_pairing"].passed and results["strides_vs_grids"].passed
+    assert "a yolov5_seg NMS op has no regression_length" in results["regression_length"].message
+    assert results["box_logit_range"].passed is None
+    r = results["anchors"]  # the export's head is YOLOv8's: its op is yolov8
+    assert r.passed is False and "yolov5_seg (anchor-free)" in r.message and "yolov8 of the yolov8 head" in r.message
+
+
+def test_every_family_has_the_static_checks_of_its_nms_op():
+    for family in REGISTERED:
+        checks = part(family.family, "checks")
+        assert all(callable(getattr(checks, name, None)) for name in _PROTOCOL), family.display
+
+
+_PROTOCOL = [n for n in vars(FamilyChecks) if not n.startswith("_")]
 
 
 # --- a YOLOX NMS HEF: per stride the real HEF's box and class streams and an objectness stream -------

@@ -26,7 +26,7 @@ import numpy as np
 from harness.backends.base import InputSpec
 from harness.backends.emulator.facts import BuiltFrom, HefFacts, hef_facts_of, read_entry, record_json, write_record
 from harness.backends.emulator.options import EmulatorOptions
-from harness.backends.emulator.outputs import NMS_OUTPUTS, bbox_only_output_spec, host_spec, nms_spec
+from harness.backends.emulator.outputs import bbox_only_output_spec, host_spec, nms_spec
 from harness.core import defaults
 from harness.core.confine import check, make_folder
 from harness.core.environment import code_digest, environment
@@ -37,6 +37,7 @@ from harness.core.signing import policy
 from harness.core.specs import OutputSpec, QuantInfo
 from harness.decode.heads import Anchors, head_layout
 from harness.decode.layout import HeadLayout
+from harness.families import REGISTERED, descriptor
 from harness.inputs.calibration import CalibrationSource, calibration_paths, images_digest
 
 if TYPE_CHECKING:  # onnx and onnxruntime are imported where a model is read or quantized (onnx alone: 0.5 s)
@@ -205,20 +206,19 @@ def _store(model: onnx.ModelProto, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-# The families HailoRT has a bbox-only op for: YOLOv8's and YOLOv5's NMS ops compiled bbox_decoding_only
-# (hailort: libhailort/src/hef/hef.cpp, create_ops_metadata; YOLOX's op refuses it: yolox_post_process.cpp).
-BBOX_ONLY_FAMILIES = (HeadFamily.YOLOV8, HeadFamily.YOLOV5)
-
-
 def _check_nms(family: HeadFamily, options: EmulatorOptions, source: str | os.PathLike[str]) -> None:
     """Refuse NMS for a head whose HEF has no NMS op (YOLO26); YOLOv8's and YOLOv5's have HailoRT's. Refuse
     the bbox-only op for a head HailoRT has none for (YOLOX, YOLO26)."""
-    if options.bbox_only and family not in BBOX_ONLY_FAMILIES:
+    if options.bbox_only and not descriptor(family).bbox_only_op:
+        # the families HailoRT has a bbox-only op for (``FamilyDescriptor.bbox_only_op``): YOLOv8's and YOLOv5's
+        # NMS ops compiled bbox_decoding_only (hailort: libhailort/src/hef/hef.cpp, create_ops_metadata; YOLOX's
+        # op refuses it: yolox_post_process.cpp)
+        having = " and ".join(d.family.value for d in REGISTERED if d.bbox_only_op)
         raise GraphError(
             f"ONNX model {os.fspath(source)!r}: a {family.value} head with HailoRT's bbox-only op, which HailoRT has "
-            f"for {' and '.join(f.value for f in BBOX_ONLY_FAMILIES)} heads alone; expected bbox_only off"
+            f"for {having} heads alone; expected bbox_only off"
         )
-    if options.nms and family not in NMS_OUTPUTS:
+    if options.nms and not descriptor(family).nms_output:
         # ultralytics: ultralytics/engine/exporter.py (export_hailo: no nms_postprocess for reg_max 1 heads)
         raise GraphError(
             f"ONNX model {os.fspath(source)!r}: a {family.value} head with HailoRT's YOLOv8 NMS op, which decodes "

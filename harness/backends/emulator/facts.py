@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.backends import spec_json
 from harness.backends.base import InputSpec
-from harness.backends.emulator.outputs import head_family, head_layout, head_ssd_config, input_spec, is_anchors
+from harness.backends.emulator.outputs import (
+    family_part,
+    head_family,
+    head_layout,
+    head_ssd_config,
+    input_spec,
+    is_anchors,
+)
 from harness.core.documents import DocumentError, Fields, parse_json, read_bytes
 from harness.core.environment import code_digest
 from harness.core.errors import HeadPairingError
@@ -35,6 +42,7 @@ from harness.core.signing import SealCheck, SealState, SigningPolicy
 from harness.core.specs import OutputSpec
 from harness.decode.heads import Anchors
 from harness.decode.heads import head_layout as family_layout
+from harness.families import descriptor
 
 if TYPE_CHECKING:
     import onnx
@@ -45,7 +53,7 @@ FORMAT = 5  # 2: specs in the one spec JSON form (backends/spec_json.py); 3: an 
 _KIND = "hailo-harness emulated HEF facts"
 WHAT = "emulated HEF facts"
 # The code the facts are read by: an edit to it reads them again.
-_READER = ("backends/emulator/outputs.py", "backends/emulator/facts.py")
+_READER = ("backends/emulator/outputs.py", "backends/emulator/facts.py", "families")  # families: their facts and roles
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +230,7 @@ def _fields(data: Mapping[str, Any]) -> HefFacts:
     family = HeadFamily(fields.value("family", lambda v: v in families, f"one of {families}"))
     classes = fields.integer("classes", lo=1)
     anchors = _anchors(fields, family, len(heads))
-    ssd = family is HeadFamily.SSD
+    ssd = bool(descriptor(family).config_option)  # its config's digest: what the heads were found with
     digest = fields.value(
         "ssd_config",
         lambda v: isinstance(v, str) and len(v) == 64 if ssd else v is None,
@@ -239,11 +247,10 @@ def _fields(data: Mapping[str, Any]) -> HefFacts:
 
 
 def _anchors(fields: Fields, family: HeadFamily, strides: int) -> Anchors:
-    """The ``anchors`` field: per stride a non-empty list of ``[width, height]`` for an anchor-based
-    ``family`` (one group per head; an SSD head's: one per layer, two heads each), an empty list otherwise."""
-    if family is HeadFamily.SSD:
-        strides //= 2
-    if family.anchor_based or family is HeadFamily.SSD:
+    """The ``anchors`` field: per stride a non-empty list of ``[width, height]`` for an anchored ``family``
+    (one group per stride's maps: one head of YOLOv5's, two of an SSD layer's), an empty list otherwise."""
+    if descriptor(family).anchored:
+        strides //= len(family_part(family).head_roles())
         expected = f"{strides} lists (one per stride) of [width, height] (positive)"
         groups = fields.value(
             "anchors", lambda v: isinstance(v, list) and len(v) == strides and all(map(is_anchors, v)), expected

@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
@@ -30,26 +30,34 @@ from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
 from harness.decode.layout import HeadLayout, HeadOutput, layout_of
+from harness.families import descriptor, part
 from harness.formats.bbox_only import bbox_only_spec
 from harness.formats.nms_buffer import BBOX_PARAMS
 
 if TYPE_CHECKING:  # onnx is imported by what reads a model (half a second), not by the specs it describes
     import onnx
 
-# The name a HEF gives its NMS op's output, per head family (network name prefix left out), as HailoRT
-# reports it: YOLOv8's in a compiled HEF (fixture hailo8l_yolov8s_nms_truncated.hef,
+# The name a HEF gives its NMS op's output (network name prefix left out), as HailoRT reports it: the family's
+# ``FamilyDescriptor.nms_output``. YOLOv8's in a compiled HEF (fixture hailo8l_yolov8s_nms_truncated.hef,
 # "yolov8s/yolov8_nms_postprocess"), YOLOv5's in the Model Zoo's HEFs as Hailo's own post-processes read it
 # (tappas: core/hailo/libs/postprocesses/detection/yolo_hailortpp.cpp, "yolov5_nms_postprocess"; YOLOX's alike,
 # its ``yolox`` reads "yolox_nms_postprocess").
 # SSD's: no compiled SSD HEF nor Hailo post-process naming it was at hand; named as the others are (HailoRT
 # reports the HEF's own name for its NMS layer: libhailort/src/hef/hef.cpp, ``create_ssd_op_metadata`` takes the
 # op as the HEF describes it), an emulation's label.
-NMS_OUTPUTS = {
-    HeadFamily.YOLOV8: "yolov8_nms_postprocess",
-    HeadFamily.YOLOV5: "yolov5_nms_postprocess",
-    HeadFamily.YOLOX: "yolox_nms_postprocess",
-    HeadFamily.SSD: "ssd_nms_postprocess",
-}
+
+
+class FamilyEmulator(Protocol):
+    """A head family's part of the emulator (``harness/families/<family>/emulator.py``)."""
+
+    def head_roles(self) -> tuple[HeadRole, ...]:
+        """The roles of one stride's maps, as the emulator records them for the family's heads."""
+        ...
+
+
+def family_part(family: HeadFamily) -> FamilyEmulator:
+    """``family``'s part of the emulator."""
+    return cast(FamilyEmulator, part(family, "emulator"))
 
 
 def _dims(value: onnx.ValueInfoProto) -> tuple[int, ...]:
@@ -99,11 +107,7 @@ def head_roles(model: onnx.ModelProto) -> dict[str, HeadRole]:
     source = f"emulated HEF model: metadata {HEAD_ROLES_KEY!r}"
     roles = Fields(parse_json(meta[HEAD_ROLES_KEY], source), source)
     family = head_family(model)
-    known = (HeadRole.ANCHORED,) if family.anchor_based else (HeadRole.BOX, HeadRole.CLASS)
-    if family is HeadFamily.YOLOX:  # an objectness map of its own per stride
-        known = (*known, HeadRole.OBJECTNESS)
-    if family is HeadFamily.SSD:  # per layer a regression map and a class map of every anchor
-        known = (HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)
+    known = family_part(family).head_roles()
     found: dict[str, HeadRole] = {}
     for tensor, role in roles.items():
         if role not in known:
@@ -153,11 +157,11 @@ def head_anchors(model: onnx.ModelProto) -> dict[str, tuple[tuple[float, float],
 
 def head_ssd_config(model: onnx.ModelProto) -> str | None:
     """The digest of the SSD config an SSD head's maps were found with, as the emulator recorded it (None for
-    any other family); an SSD model without it is refused."""
+    a family without a config option); an SSD model without it is refused."""
     from harness.backends.emulator.quantize import HEAD_SSD_KEY
 
     digest = {p.key: p.value for p in model.metadata_props}.get(HEAD_SSD_KEY)
-    if head_family(model) is HeadFamily.SSD and digest is None:
+    if descriptor(head_family(model)).config_option and digest is None:
         raise GraphError(f"emulated HEF model: metadata {HEAD_SSD_KEY!r} missing: not a model this emulator built")
     return digest
 
@@ -198,9 +202,9 @@ def host_spec(head: OutputSpec, format_type: FormatType) -> OutputSpec:
 
 
 def nms_spec(classes: int, max_proposals_per_class: int, family: HeadFamily = HeadFamily.YOLOV8) -> OutputSpec:
-    """The NMS_BY_CLASS output of ``family``'s NMS op (one of :data:`NMS_OUTPUTS`' families)."""
+    """The NMS_BY_CLASS output of ``family``'s NMS op (a family with one: ``FamilyDescriptor.nms_output``)."""
     return OutputSpec(
-        NMS_OUTPUTS[family],
+        descriptor(family).nms_output,
         (classes, BBOX_PARAMS, max_proposals_per_class),
         FormatOrder.NMS_BY_CLASS,
         FormatType.FLOAT32,
@@ -210,8 +214,8 @@ def nms_spec(classes: int, max_proposals_per_class: int, family: HeadFamily = He
 
 def bbox_only_output_spec(layout: HeadLayout, classes: int, family: HeadFamily) -> OutputSpec:
     """The one output of ``family``'s bbox-only op over the heads of ``layout``: every cell of every
-    stride, times its anchors in an anchored head. Its name is the NMS op's (:data:`NMS_OUTPUTS`): HailoRT
+    stride, times its anchors in an anchored head. Its name is the NMS op's (``FamilyDescriptor.nms_output``): HailoRT
     names either op's output by the op's output pad (hailort: libhailort/src/hef/hef.cpp,
     create_yolov8_bbox_only_op_metadata and create_yolov8_op_metadata, ``op_proto.output_pads()[0].name()``)."""
     proposals = sum(level.cells * max(1, len(level.anchors)) for level in layout.levels)
-    return bbox_only_spec(NMS_OUTPUTS[family], proposals, classes, family)
+    return bbox_only_spec(descriptor(family).nms_output, proposals, classes, family)

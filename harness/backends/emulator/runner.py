@@ -21,6 +21,7 @@ from harness.core.settings import DecodeConfig, NmsMode
 from harness.core.specs import FormatType, OutputSpec
 from harness.decode.bbox_only import bbox_only_op
 from harness.decode.heads import decoder
+from harness.families import descriptor
 from harness.formats.nms_buffer import encode_nms_by_class
 from harness.formats.quant import dequantize
 
@@ -74,7 +75,8 @@ class EmulatorRunner(RunnerBase):
                 max_per_class=hef.options.max_proposals_per_class,
                 mode=NmsMode.HAILORT,
                 classes_are_probabilities=True,  # the op takes class values as scores: it has no sigmoid
-                anchors=() if hef.family is HeadFamily.SSD else hef.anchors,
+                # a family with a config option (SSD's) takes its anchors from that config
+                anchors=() if descriptor(hef.family).config_option else hef.anchors,
                 ssd=hef.options.ssd,
             )
             if hef.options.nms or hef.options.bbox_only

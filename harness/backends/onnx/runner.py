@@ -19,6 +19,7 @@ from harness.core.head_family import HeadRole
 from harness.core.settings import SsdConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.layout import layout_of_tensors
+from harness.families import descriptor
 from harness.inputs.onnx_graph import cut_at_heads, export_heads, head_outputs, load_model, model_input
 from harness.inputs.preprocess import to_nchw_float
 
@@ -188,7 +189,7 @@ class FloatHeadsRunner(RunnerBase):
         layout = layout_of_tensors(found.heads, input_hw)
         self._runner = OnnxRunner(cut_at_heads(model, found.heads), threads)
         self._input = InputSpec(input_name, (*input_hw, 3), FormatOrder.NHWC, FormatType.UINT8)
-        inside = not found.family.host_postprocess
+        inside = not descriptor(found.family).host_postprocess
         # the score maps: class maps, YOLOX's objectness maps, YOLOv5's anchored maps whole
         scores = (
             *layout.of_role(HeadRole.CLASS),

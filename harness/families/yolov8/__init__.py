@@ -5,5 +5,10 @@ from harness.core.head_family import HeadFamily
 from harness.families.descriptor import FamilyDescriptor
 
 DESCRIPTOR = FamilyDescriptor(
-    HeadFamily.YOLOV8, "YOLOv8/YOLO11", __name__, nms_op="yolov8", bbox_only_op="yolov8_bbox_only"
+    HeadFamily.YOLOV8,
+    "YOLOv8/YOLO11",
+    __name__,
+    nms_op="yolov8",
+    bbox_only_op="yolov8_bbox_only",
+    dfl_boxes=True,
 )

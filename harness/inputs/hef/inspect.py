@@ -14,7 +14,9 @@ from typing import Any
 from harness.core.errors import HefError
 from harness.core.head_family import HeadRole
 from harness.core.specs import FormatOrder, NmsShape, OutputSpec
-from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, NmsOpConfig, StreamInfo, VStreamInfo
+from harness.families import by_nms_op
+from harness.inputs.hef.nms_op import NmsOpConfig
+from harness.inputs.hef.reader import HefInfo, NetworkGroupInfo, StreamInfo, VStreamInfo
 
 # How a device order reaches a host buffer through a vstream
 # (hailort: hailort/libhailort/src/transform/transform.cpp; default orders: src/hailort_defaults.cpp)
@@ -293,7 +295,8 @@ def _group_lines(group: NetworkGroupInfo) -> list[str]:
             f"            Image height: {nms.image_height:g}",
             f"            Image width: {nms.image_width:g}",
         ]
-        if nms.kind == "yolov8":
+        family = by_nms_op(nms.kind)
+        if family is not None and family.dfl_boxes:
             lines.append(f"            Regression length: {nms.regression_length}")
         if nms.bbox_decoding_only:
             lines.append("            Bbox decoding only: HailoRT decodes the boxes, the host runs the NMS")

@@ -11,14 +11,14 @@ import enum
 import os
 import re
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import HefError
-from harness.core.settings import SSD_BOX_INDICES, SsdConfig, SsdConfigError
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
+from harness.families import REGISTERED, by_nms_op
 from harness.inputs.hef.header import ChecksumKind, HefHeader, check_size, parse_header, verify_checksum
+from harness.inputs.hef.nms_op import NmsOpConfig, nms_op
 from harness.inputs.hef.wire import Message
 
 
@@ -155,61 +155,6 @@ class StreamInfo:
 
 
 @dataclass(frozen=True)
-class BboxDecoder:
-    """One detection scale of an NMS op: its stride and the core outputs that carry boxes and class scores."""
-
-    stride: int
-    box_stream: str
-    class_stream: str
-    # a YOLOv5 decoder's anchors, (width, height) in input pixels (hailort: hailort/libhailort/hef.proto,
-    # ProtoHEFYoloBboxDecoder ``w``/``h``; src/hef/hef.cpp, ``create_yolov5_config`` pairs them w, h)
-    # an SSD decoder's (hef.proto ProtoHEFSSDBboxDecoder ``w``/``h`` floats): fractions of the input
-    anchors: tuple[tuple[float, float], ...] = ()
-    # a YOLOX decoder's objectness output (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder
-    # ``obj_pad_index``); "" for the other kinds
-    objectness_stream: str = ""
-
-
-@dataclass(frozen=True)
-class NmsOpConfig:
-    """``ProtoHEFNmsOp``: the NMS post-process HailoRT runs on the host (hailort: hailort/libhailort/hef.proto)."""
-
-    name: str
-    kind: str
-    output_name: str
-    score_threshold: float
-    iou_threshold: float
-    classes: int
-    max_proposals_per_class: int
-    background_removal: bool
-    background_removal_index: int
-    bbox_decoding_only: bool
-    image_height: float
-    image_width: float
-    regression_length: int
-    bbox_decoders: tuple[BboxDecoder, ...]
-    ssd: SsdConfig | None = None  # an SSD op's anchors and box coding
-
-    @property
-    def nms_shape(self) -> NmsShape:
-        """The NMS output's shape.
-
-        hailort: hailort/libhailort/src/net_flow/ops/nms_post_process.cpp, NmsOpMetadata::get_output_vstream_info
-        """
-        classes = self.classes - 1 if self.background_removal else self.classes
-        return NmsShape(classes, self.max_proposals_per_class, self.max_proposals_per_class * self.classes)
-
-
-# The fields before the class values in a bbox-only op's proposals, per NMS kind: YOLOv8's box
-# (``sizeof(hailo_rectangle_t) / sizeof(float32_t)``), YOLOv5's box and objectness
-# (``YOLOV5_BBOX_NUM_OF_VALUES``) (hailort: hailort/libhailort/src/hef/hef.cpp,
-# create_yolov8_bbox_only_op_metadata, create_yolov5_bbox_only_op_metadata; alike in 4.23.0 and 5.2.0).
-# HailoRT builds a bbox-only op for these two kinds alone; its YOLOX, SSD and YOLOv5-seg ops refuse
-# ``bbox_only`` (src/net_flow/ops/yolox_post_process.cpp, ssd_post_process.cpp, yolov5_seg_post_process.cpp).
-BBOX_ONLY_LEADING_FIELDS = {"yolov8": 4, "yolov5": 5}
-
-
-@dataclass(frozen=True)
 class VStreamInfo:
     """``hailo_vstream_info_t`` as HailoRT gives it before the user picks a host format: the device's type
     in the default host order, the layer's shape (not padded), its per-tensor quant info; an NMS
@@ -285,12 +230,21 @@ class NetworkGroupInfo:
         nms = self.nms
         if nms is None or not nms.bbox_decoding_only:
             raise HefError(f"network group {self.name!r}: no NMS op compiled bbox_decoding_only")
-        lead = BBOX_ONLY_LEADING_FIELDS.get(nms.kind)
-        if lead is None:
+        # HailoRT builds a bbox-only op for the kinds of the families that have one (``bbox_only_op``: YOLOv8's,
+        # YOLOv5's); its YOLOX, SSD and YOLOv5-seg ops refuse ``bbox_only`` (src/net_flow/ops/yolox_post_process.cpp,
+        # ssd_post_process.cpp, yolov5_seg_post_process.cpp)
+        family = by_nms_op(nms.kind)
+        if family is None or not family.bbox_only_op:
+            having = " or ".join(d.nms_op for d in REGISTERED if d.bbox_only_op)
             raise HefError(
                 f"network group {self.name!r}: NMS op {nms.name!r} of kind {nms.kind} with bbox_decoding_only; "
-                f"HailoRT decodes boxes only for {' or '.join(BBOX_ONLY_LEADING_FIELDS)}"
+                f"HailoRT decodes boxes only for {having}"
             )
+        # the fields before the class values in a proposal: the box (``sizeof(hailo_rectangle_t) /
+        # sizeof(float32_t)``), then YOLOv5's objectness (``YOLOV5_BBOX_NUM_OF_VALUES``) (hailort:
+        # hailort/libhailort/src/hef/hef.cpp, create_yolov8_bbox_only_op_metadata,
+        # create_yolov5_bbox_only_op_metadata; alike in 4.23.0 and 5.2.0)
+        lead = 4 + int(family.objectness)
         streams = {s.name: s for s in self.outputs}
         named = [n for d in nms.bbox_decoders for n in (d.box_stream, d.class_stream)]
         missing = sorted({n for n in named if n not in streams})
@@ -299,7 +253,7 @@ class NetworkGroupInfo:
                 f"network group {self.name!r}: NMS op {nms.name!r}: bbox_decoders name streams {missing} that are "
                 f"not core outputs ({sorted(streams)}); expected at least one decoder over the core outputs"
             )
-        if nms.kind == "yolov8":
+        if not family.anchored:
             cells = {n: streams[n].shape[0] * streams[n].shape[1] for n in named}
             proposals = sum(cells.values()) // 2  # YOLOV8_NUM_OF_OUTPUTS_PER_SHAPE
         else:
@@ -549,7 +503,8 @@ def _network_group(group: Message, arch: HwArch, per_feature: bool | None) -> Ne
     logits = None
     for op in ops:
         if op.has(5):
-            nms = _nms_op(op, outputs)
+            pads = {s.pad_index: s.name for s in outputs if s.pad_index is not None}
+            nms = nms_op(op, pads, {s.name: s.shape[0] * s.shape[1] for s in outputs})
         elif op.has(6):
             logits_type = op.message(6, "logits_op").uint(1, "logits_type")
             logits = {0: "argmax", 1: "softmax"}.get(logits_type, f"logits type {logits_type}")
@@ -624,99 +579,3 @@ def _quant(
             )
     infos = tuple(QuantInfo(zps[i] if zps else zp, scales[i] if scales else scale, lo, hi) for i in range(count))
     return _ZERO_QUANT, infos
-
-
-_NMS_KINDS = {7: "yolov5", 8: "yolox", 9: "ssd", 10: "iou", 11: "yolov5_seg", 12: "yolov8"}
-# Per NMS kind: the bbox_decoders field, and per decoder the stride field (0: none) and the (field, name)
-# of the pads feeding boxes and class scores; YOLOv5 decoders have one pad for both
-# (hailort: hailort/libhailort/hef.proto, ProtoHEF*BboxDecoder)
-_DECODER_FIELDS = {
-    "yolov5": (4, 4, (5, "pad_index"), (5, "pad_index")),
-    "yolov5_seg": (3, 4, (5, "pad_index"), (5, "pad_index")),
-    "yolox": (3, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
-    "ssd": (9, 0, (3, "reg_pad_index"), (4, "cls_pad_index")),
-    "yolov8": (4, 1, (2, "reg_pad_index"), (3, "cls_pad_index")),
-}
-# Per NMS kind with anchors: the decoder's h and w fields (hailort: hailort/libhailort/hef.proto,
-# ProtoHEFYoloBboxDecoder h 2, w 3 as uint32; ProtoHEFSSDBboxDecoder h 1, w 2 as float).
-_ANCHOR_FIELDS = {"yolov5": (2, 3), "ssd": (1, 2)}
-# A YOLOX decoder's third pad, its objectness layer (hailort: hailort/libhailort/hef.proto, ProtoHEFYoloxBboxDecoder).
-_YOLOX_OBJECTNESS_PAD = (4, "obj_pad_index")
-
-
-def _nms_op(op: Message, outputs: list[StreamInfo]) -> NmsOpConfig:
-    nms = op.message(5, "nms_op")
-    kinds = [number for number in _NMS_KINDS if nms.has(number)]
-    if len(kinds) != 1:
-        raise HefError(f"malformed proto field {nms.path}: {len(kinds)} NMS kinds set, expected exactly 1")
-    kind = _NMS_KINDS[kinds[0]]
-    detail = nms.message(kinds[0], f"{kind}_nms_op")
-    by_pad = {s.pad_index: s.name for s in outputs if s.pad_index is not None}
-    decoders = []
-    if kind in _DECODER_FIELDS:
-        decoders_field, stride_field, box_pad, class_pad = _DECODER_FIELDS[kind]
-        for decoder in detail.messages(decoders_field, "bbox_decoders"):
-            names = []
-            pads = (box_pad, class_pad, *((_YOLOX_OBJECTNESS_PAD,) if kind == "yolox" else ()))
-            for field, label in pads:
-                pad = decoder.uint(field, label)
-                if pad not in by_pad:
-                    raise HefError(
-                        f"malformed proto field {decoder.path}.{label}: pad {pad} is not a core output stream "
-                        f"(output pads: {sorted(by_pad)})"
-                    )
-                names.append(by_pad[pad])
-            stride = decoder.uint(stride_field, "stride") if stride_field else 0
-            anchors: tuple[tuple[float, float], ...] = ()
-            if kind in _ANCHOR_FIELDS:
-                h_field, w_field = _ANCHOR_FIELDS[kind]
-                read: Callable[[int, str], tuple[float, ...]] = decoder.uints if kind == "yolov5" else decoder.floats
-                heights, widths = read(h_field, "h"), read(w_field, "w")
-                if len(heights) != len(widths):
-                    raise HefError(
-                        f"malformed proto field {decoder.path}: {len(widths)} anchor widths w and {len(heights)} "
-                        "heights h, expected one of each per anchor"
-                    )
-                anchors = tuple(zip(widths, heights, strict=True))
-            decoders.append(BboxDecoder(stride, names[0], names[1], anchors, *names[2:]))
-    output_pads = op.messages(3, "output_pads")
-    return NmsOpConfig(
-        name=op.string(1, "name"),
-        kind=kind,
-        output_name=output_pads[0].string(2, "name") if output_pads else op.string(1, "name"),
-        score_threshold=nms.double(1, "nms_score_th"),
-        iou_threshold=nms.double(2, "nms_iou_th"),
-        classes=nms.uint(4, "classes"),
-        max_proposals_per_class=nms.uint(3, "max_proposals_per_class"),
-        background_removal=nms.boolean(5, "background_removal"),
-        background_removal_index=nms.uint(6, "background_removal_index"),
-        bbox_decoding_only=nms.boolean(13, "bbox_decoding_only"),
-        image_height=detail.double(1, "image_height"),
-        image_width=detail.double(2, "image_width"),
-        regression_length=detail.uint(5, "regression_length") if kind == "yolov8" else 0,
-        bbox_decoders=tuple(decoders),
-        ssd=_ssd_config(nms, detail, decoders, outputs) if kind == "ssd" else None,
-    )
-
-
-def _ssd_config(nms: Message, detail: Message, decoders: list[BboxDecoder], outputs: list[StreamInfo]) -> SsdConfig:
-    """An SSD op's box coding as HailoRT builds it from the HEF (hailort: hailort/libhailort/src/hef/hef.cpp,
-    ``create_ssd_op_metadata``: ty, tx, th, tw all 0 mean the op's defaults; each decoder's anchors paired
-    (w, h); the background class from the NMS config's ``background_removal``), its layers largest grid first."""
-    indices = tuple(detail.uint(field, label) for field, label in ((5, "ty"), (6, "tx"), (7, "th"), (8, "tw")))
-    ty, tx, th, tw = indices if any(indices) else SSD_BOX_INDICES
-    grid = {s.name: s.shape[0] * s.shape[1] for s in outputs}
-    layers = sorted(decoders, key=lambda d: -grid[d.box_stream])
-    try:
-        return SsdConfig(
-            anchors=tuple(d.anchors for d in layers),
-            centers_scale_factor=detail.uint(3, "centers_scale_factor"),
-            bbox_dimensions_scale_factor=detail.uint(4, "bbox_dimensions_scale_factor"),
-            ty_index=ty,
-            tx_index=tx,
-            th_index=th,
-            tw_index=tw,
-            background_class=nms.uint(6, "background_removal_index") if nms.boolean(5, "background_removal") else None,
-        )
-    except SsdConfigError as error:
-        raise HefError(f"malformed proto field {detail.path}: {error}") from None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harness.core.errors import HarnessError
 from harness.core.files import shared_cache
 from harness.core.path_names import EMULATED_HAILO, PathKind
+from harness.families import descriptor
 from harness.inputs.calibration import LIST_SUFFIX
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
 from harness.pipeline.backends.descriptor import Backend, BackendDescriptor, OpenRunner
@@ -69,7 +70,7 @@ def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
     from harness.backends.emulator import EmulatorOptions, build_emulated_hef
 
     source, count = calibration_source(spec, run)
-    host = run.family.host_postprocess
+    host = descriptor(run.family).host_postprocess
     bits = spec.output_bits if spec.output_bits is not None else 16 if host else 8
     options = EmulatorOptions(
         output_bits=bits,

@@ -1,0 +1,100 @@
+"""What the static HEF checks ask of the family whose NMS op a HEF holds (:class:`FamilyChecks`, each
+family's ``harness/families/<family>/checks.py``), found by the op's kind (``FamilyDescriptor.nms_op``), and
+the checks its families share: an op's decoders each pairing a box and a class stream of one grid."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol, cast
+
+from harness.core.checks import CheckResult
+from harness.families import by_nms_op, part
+from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
+from harness.inputs.hef.reader import StreamInfo
+
+if TYPE_CHECKING:
+    from harness.decode.layout import HeadLayout
+    from harness.inputs.export_facts import ExportFacts
+
+
+class FamilyChecks(Protocol):
+    """A family's static checks of its NMS op (``harness/families/<family>/checks.py``)."""
+
+    def anchored_maps(self) -> bool:
+        """Whether the op reads one anchored map per stride (every anchor's box, objectness and classes)."""
+        ...
+
+    def strided_decoders(self, nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
+        """The op's decoders whose stride sets the grid of the streams they read."""
+        ...
+
+    def decoder_pairing(self, name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
+        """The check ``name`` of the streams each of the op's decoders reads (``streams``: the HEF's outputs)."""
+        ...
+
+    def anchors(self, name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
+        """The check ``name`` of the op's anchors (and box coding) against the export ``model``'s, its heads
+        laid out as ``layout`` (the op being of the export's family)."""
+        ...
+
+
+def family_checks(kind: str) -> FamilyChecks:
+    """The checks of the family whose HEF holds an NMS op of ``kind``; for a kind of no family's
+    (``iou``, ``yolov5_seg``), an op's checks of box and class streams without anchors."""
+    family = by_nms_op(kind)
+    if family is None:
+        return _NoFamily()
+    return cast(FamilyChecks, part(family.family, "checks"))
+
+
+def pair_box_and_class(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
+    """An op's decoders each read a box stream and a class stream (of ``classes`` channels) of one grid."""
+    for d in nms.bbox_decoders:
+        box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
+        if box is None or cls is None:
+            missing = d.box_stream if box is None else d.class_stream
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride}",
+                f"stream {missing} not among the outputs",
+                "an output of the HEF",
+                "name existing end-node layers as reg_layer/cls_layer",
+            )
+        if box.shape[:2] != cls.shape[:2]:
+            return CheckResult.failed(
+                name,
+                f"NMS decoder stride {d.stride} pairing",
+                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
+                "box and class layers of the same grid",
+                "pair reg_layer and cls_layer of the same scale in the nms_postprocess JSON",
+            )
+        if cls.shape[2] != nms.classes:
+            return CheckResult.failed(
+                name,
+                f"class stream {cls.name} channels",
+                cls.shape[2],
+                f"{nms.classes} (NMS classes)",
+                "use the class conv (nc channels) as cls_layer and the box conv as reg_layer",
+            )
+    return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
+
+
+def no_anchors(name: str, nms: NmsOpConfig) -> CheckResult:
+    """The anchors check of an op without anchors."""
+    return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
+
+
+class _NoFamily:
+    """The checks of an NMS op of no family's: box and class streams per stride, no anchors."""
+
+    def anchored_maps(self) -> bool:
+        return False
+
+    def strided_decoders(self, nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
+        return nms.bbox_decoders
+
+    def decoder_pairing(self, name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
+        return pair_box_and_class(name, nms, streams)
+
+    def anchors(self, name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
+        return no_anchors(name, nms)

@@ -8,27 +8,19 @@ from dataclasses import dataclass
 
 
 class HeadFamily(str, enum.Enum):
-    """Which detect head an export carries, and so how its raw maps are laid out and decoded
-    (its module in :mod:`harness.decode.heads`).
+    """Which detect head an export carries, and so how its raw maps are laid out and decoded. Each member's
+    facts (HailoRT's op, anchors, objectness, what its HEF compiles in) are its
+    :class:`~harness.families.descriptor.FamilyDescriptor`, and its parts (head finder, decoder, emulator op, DFC
+    script, static checks, conformance scenes, doctor modes) the modules of its folder ``harness/families/<name>/``,
+    registered once in :mod:`harness.families`.
 
     - ``YOLOV8``: YOLOv8/YOLO11, box maps of 4 x reg_max DFL bins, decoded then NMS'd;
     - ``YOLO26_ONE2ONE``: YOLO26's one-to-one head (exported end to end, ``[1, max_det, 6]``): top-k, no NMS;
     - ``YOLO26_ONE2MANY``: YOLO26's one-to-many head (``[1, 4 + nc, anchors]``): box maps of 4, then NMS;
-    - ``YOLOV5``: YOLOv5/YOLOv7's anchor-based head: per stride one map of ``na x (5 + nc)`` channels (per
-      anchor the box offsets, objectness and class scores, all sigmoided), score = objectness x class,
-      then NMS; the HEF compiles the sigmoid in and HailoRT's YOLOv5 op decodes
-      (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp);
-    - ``YOLOX``: YOLOX's anchor-free head: per stride a box map of 4 (``tx, ty, tw, th``), an objectness map of 1
-      and a class map of nc, score = objectness x class, centre ``(t + cell) x stride``, size ``exp(t) x stride``,
-      then NMS; HailoRT's YOLOX op decodes, reading the objectness and class maps as probabilities (it has no
-      sigmoid: the HEF holds it; hailort: libhailort/src/net_flow/ops/yolox_post_process.hpp);
-    - ``SSD``: an SSD head: per layer a regression map of ``4 x na`` channels and a class map of ``na x nc``
-      (its anchors and box coding given in a config, :class:`~harness.core.settings.SsdConfig`), every
-      (anchor, class) a candidate, then NMS; HailoRT's SSD op decodes, reading the class map as scores
-      (hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp).
-
-    A YOLO26 HEF ends at the head convolutions: Ultralytics compiles it without the class sigmoid and
-    without an NMS op, both run on the host (ultralytics: ultralytics/engine/exporter.py, ``export_hailo``).
+    - ``YOLOV5``: YOLOv5/YOLOv7's anchor-based head: per stride one map of ``na x (5 + nc)`` channels;
+    - ``YOLOX``: YOLOX's anchor-free head: per stride a box map of 4, an objectness map and a class map;
+    - ``SSD``: an SSD head: per layer a regression map of ``4 x na`` channels and a class map of ``na x nc``, its
+      anchors and box coding given in a config (:class:`~harness.core.settings.SsdConfig`).
     """
 
     YOLOV8 = "yolov8"
@@ -37,16 +29,6 @@ class HeadFamily(str, enum.Enum):
     YOLOV5 = "yolov5"
     YOLOX = "yolox"
     SSD = "ssd"
-
-    @property
-    def host_postprocess(self) -> bool:
-        """True where the sigmoid and the selection of boxes run on the host, not inside the HEF."""
-        return self in (HeadFamily.YOLO26_ONE2ONE, HeadFamily.YOLO26_ONE2MANY)
-
-    @property
-    def anchor_based(self) -> bool:
-        """True where each stride's boxes are offsets from anchor boxes (``DecodeConfig.anchors``)."""
-        return self is HeadFamily.YOLOV5
 
 
 class HeadRole(str, enum.Enum):

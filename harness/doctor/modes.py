@@ -37,7 +37,8 @@ from harness.doctor.mistakes import (
     sigmoid_on_scores,
     sixteen_bit_read_as_eight,
 )
-from harness.inputs.dataset import Dataset, DatasetError, load_yolo
+from harness.inputs.dataset import Dataset, DatasetError
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
 from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import (

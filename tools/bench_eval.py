@@ -60,7 +60,7 @@ from harness.backends.base import InputSpec, RunnerBase
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
 from harness.core.stage_clock import Stage, StageClock, listening
-from harness.inputs.dataset import load_yolo
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.synthetic import CLASS_NAMES, Recipe, write_dataset
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import RawHeadsPath

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Mutation testing of the gate code: mutmut mutates harness/verdict/gates.py and golden.py and runs the
+# Mutation testing of the gate code: mutmut mutates harness/verdict/gates.py and golden*.py and runs the
 # verdict tests against each mutant; a mutant no test kills is a change to a gate no test notices.
 # Not part of the CI test run (minutes to hours on a small machine). Needs mutmut (pip install mutmut).
 #
 #   tools/mutation.sh              run every mutant, then print the survivors
-#   tools/mutation.sh 'harness.verdict.golden.x_weaknesses*'   only the mutants of one function (mutmut's names)
+#   tools/mutation.sh 'harness.verdict.golden_weakness.x_weaknesses*'   only the mutants of one function (mutmut's names)
 #   MUTATION_WORK=DIR tools/mutation.sh   keep the scratch copy (and mutmut's results) in DIR, resumable
 #   PYTHON=.venv/bin/python tools/mutation.sh
 #
@@ -25,7 +25,9 @@ if [ ! -f "$work/pyproject.toml" ]; then
 
 [tool.mutmut]
 source_paths = ["harness"]
-only_mutate = ["harness/verdict/gates.py", "harness/verdict/golden.py"]
+only_mutate = ["harness/verdict/gates.py", "harness/verdict/golden.py", "harness/verdict/golden_weakness.py",
+  "harness/verdict/golden_reading.py", "harness/verdict/golden_writing.py", "harness/verdict/golden_blessing.py",
+  "harness/verdict/golden_journal.py"]
 pytest_add_cli_args_test_selection = [${selection%, }]
 pytest_add_cli_args = ["-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
 TOML

@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.core.detections import Detections, unletterbox
-from harness.inputs.dataset import Sample, load_yolo
+from harness.inputs.dataset import Sample
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.export_facts import onnx_class_names
 from harness.inputs.preprocess import letterbox, load_image
 from harness.inputs.synthetic import write_dataset

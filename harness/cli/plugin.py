@@ -14,7 +14,6 @@ import contextlib
 import importlib.util
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,17 +21,25 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.cli.plugin_items import (
+    JOB,
+    SHARD_VALUES,
+    ConformanceItem,
+    JobGateItem,
+    ShardItem,
+    StaticCheckItem,
+    live_lines,
+    one_line_on_interrupt,
+)
 from harness.cli.plugin_setup import refuse_moved_setup
 from harness.core.errors import HarnessError
 from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
 from harness.pipeline.spec import JobConfig, planned_gates
-from harness.verdict.gate_id import GateId
 
 if TYPE_CHECKING:
     from harness.conformance.suite import Decoder, Property
-    from harness.core.checks import CheckResult
-    from harness.pipeline.job import JobResult
+
 
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
 DECODER_HEAD_HELP = (
@@ -139,57 +146,6 @@ def _values(config: pytest.Config) -> dict[str, Any]:
     return values
 
 
-class GateFailure(Exception):
-    """A gate that did not hold; its message is the whole failure report."""
-
-
-class GateItem(pytest.Item):
-    """A harness gate: its failure report is the gate's own message, not a traceback."""
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None) -> str:
-        if isinstance(excinfo.value, GateFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-
-class ConformanceItem(GateItem):
-    def __init__(self, *, decoder_target: str, prop: Property, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.decoder_target = decoder_target
-        self.prop = prop
-
-    def runtest(self) -> None:
-        from harness.conformance.suite import check_property, load_decoder
-
-        failure = check_property(load_decoder(self.decoder_target), self.prop)
-        if failure:
-            raise GateFailure(f"decoder {self.decoder_target} breaks '{self.prop.sentence}': {failure}")
-
-    def reportinfo(self) -> tuple[str, int, str]:
-        return "hailo-harness", 0, f"decoder conformance: {self.prop.sentence}"
-
-
-class StaticCheckItem(GateItem):
-    def __init__(self, *, result: CheckResult | None, error: str | None = None, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.result = result
-        self.error = error
-
-    def runtest(self) -> None:
-        if self.error is not None:
-            raise GateFailure(self.error)
-        assert self.result is not None
-        for key, value in (("check", self.result.name), ("message", self.result.message)):
-            self.user_properties.append((key, value))
-        if self.result.passed is None:
-            raise pytest.skip.Exception(self.result.message, _use_item_location=True)
-        if not self.result.passed:
-            raise GateFailure(f"HEF static check {self.result.name} failed: {self.result.message}")
-
-    def reportinfo(self) -> tuple[str, int, str]:
-        return "hailo-harness", 0, f"HEF static check {self.name}"
-
-
 def _static_check_items(parent: pytest.Collector, hef: Path, values: dict[str, Any]) -> list[pytest.Item]:
     """One item per static check; when the inputs cannot be read, one failing item that says why. The
     HEF's score threshold is held against the one given (without one, an evaluation takes the HEF's)."""
@@ -236,123 +192,6 @@ def _evaluates(values: Mapping[str, Any]) -> bool:
 
 
 _XDIST_WORKER = "PYTEST_XDIST_WORKER"  # pytest-xdist's worker name (gw0, gw1, ...) in each worker's environment
-_JOB = pytest.StashKey[JobConfig]()
-_JOB_RESULT = pytest.StashKey[object]()
-
-
-def _run_job_once(item: pytest.Item) -> JobResult:
-    """The job behind every gate item, run once per session (per worker under xdist; the prediction
-    and calibration caches are shared on disk). A job that could not run fails its first item with
-    what the command line says of the error (bad input, a file the environment refused, or an
-    internal error with its traceback in ``<cache>/logs``), and the others with a pointer to it."""
-    from harness.cli.main import INTERNAL_ERROR, failure, logged, write_log
-    from harness.pipeline.job import JobResult, run_job
-
-    config = item.config
-    if _JOB_RESULT not in config.stash:
-        job_config = config.stash[_JOB]
-        with _one_line_on_interrupt():
-            try:
-                config.stash[_JOB_RESULT] = run_job(job_config, log=_live_lines(config))
-            except Exception as error:
-                config.stash[_JOB_RESULT] = (error, item.name)
-                status, words = failure(error)
-                if status == INTERNAL_ERROR:
-                    command = shlex.join(("pytest", *config.invocation_params.args))
-                    words = f"{words}; {logged(write_log(command, error, job_config.cache_dir / 'logs'))}"
-                raise GateFailure(f"the evaluation could not run: {words}") from error
-    job = config.stash[_JOB_RESULT]
-    if isinstance(job, tuple):
-        raise GateFailure(f"the evaluation could not run: see {job[1]} for why")
-    assert isinstance(job, JobResult)
-    return job
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during the harness's own work: pytest ends the session with its status for it (2) and
-    one line, ``Interrupted: <why>``, where a bare KeyboardInterrupt shows the frame it hit, deep in
-    onnxruntime or PIL, and a pointer to the full traceback."""
-
-    __module__ = "builtins"  # Python's one-line form names the class alone, as it does KeyboardInterrupt
-
-
-INTERRUPTED = "hailo-harness stopped; nothing half-written is kept, and a rerun resumes from what its caches hold"
-
-
-@contextlib.contextmanager
-def _one_line_on_interrupt() -> Iterator[None]:
-    """A KeyboardInterrupt inside as :class:`Interrupted` (the caches and journals are written whole or
-    cut back to their last whole record: nothing more needs saying)."""
-    try:
-        yield
-    except Interrupted:
-        raise
-    except KeyboardInterrupt:
-        raise Interrupted(INTERRUPTED) from None
-
-
-def _live_lines(config: pytest.Config) -> Callable[[str], None]:
-    """The job's progress lines on pytest's terminal as they happen (not captured; pytest-xdist's
-    workers have no terminal: their lines are dropped)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None:
-        return lambda line: None
-
-    def write(line: str) -> None:
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            reporter.write_line(f"hailo-harness: {line}")
-
-    return write
-
-
-class JobGateItem(GateItem):
-    def __init__(self, *, gate_id: GateId, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.gate_id = gate_id
-
-    def runtest(self) -> None:
-        job = _run_job_once(self)
-        gate = job.gate(self.gate_id)
-        if gate is None:
-            raise GateFailure(f"{self.name}: the run produced no such gate (gates: {[g.name for g in job.gates]})")
-        for key in ("baseline", "observed", "tolerance"):
-            self.user_properties.append((key, getattr(gate, key)))
-        if gate.interval is not None:
-            self.user_properties.append(("interval", f"[{gate.interval.low:.4f}, {gate.interval.high:.4f}]"))
-        self.user_properties.extend(("cause", c.name) for c in gate.causes)
-        self.user_properties.append(("report", str(job.reports["html"])))
-        if not gate.passed:
-            raise GateFailure(f"{gate.message}\nreport: {job.reports['html']}")
-
-    def reportinfo(self) -> tuple[str, int, str]:
-        return "hailo-harness", 0, f"gate {self.name}"
-
-
-class ShardItem(GateItem):
-    """``--shard K/N``: the job's paths on this runner's share of the images, stored for
-    ``hailo-harness merge`` (which gates the union); it fails only where the share could not be stored."""
-
-    def runtest(self) -> None:
-        from harness.cli.main import failure
-        from harness.pipeline.shard import run_shard
-
-        config = self.config
-        job, values = config.stash[_JOB], config.stash[_SHARD_VALUES]
-        with _one_line_on_interrupt():
-            try:
-                stored = run_shard(job, values["shard"], values, log=_live_lines(config))
-            except Exception as error:
-                raise GateFailure(f"the shard could not run: {failure(error)[1]}") from error
-        self.user_properties.append(("store", str(stored.manifest.store)))
-        for line in stored.lines():
-            _live_lines(config)(line)
-
-    def reportinfo(self) -> tuple[str, int, str]:
-        return "hailo-harness", 0, f"shard {self.name}"
-
-
-_SHARD_VALUES = pytest.StashKey[dict[str, Any]]()
 
 
 def _checked_job(config: pytest.Config, values: dict[str, Any]) -> JobConfig:
@@ -373,7 +212,7 @@ def _checked_job(config: pytest.Config, values: dict[str, Any]) -> JobConfig:
         except DfcNotInstalled as error:
             raise pytest.UsageError(f"--har {job.har}: {error}") from error
     try:
-        _refuse_bad_inputs(job, _live_lines(config))  # once, not once per gate
+        _refuse_bad_inputs(job, live_lines(config))  # once, not once per gate
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     return job
@@ -383,9 +222,9 @@ def _job_gate_items(parent: pytest.Collector, job: JobConfig, values: dict[str, 
     """One item per gate the job will yield, named from its identity; the job runs at the first.
     With ``--shard K/N`` one item, ``test_shard[K/N]``, that stores this runner's share."""
     config = parent.config
-    config.stash[_JOB] = job
+    config.stash[JOB] = job
     if values["shard"] is not None:
-        config.stash[_SHARD_VALUES] = values
+        config.stash[SHARD_VALUES] = values
         return [ShardItem.from_parent(parent, name=f"test_shard[{values['shard']}]")]
     return [JobGateItem.from_parent(parent, name=str(gate), gate_id=gate) for gate in planned_gates(job)]
 
@@ -587,7 +426,7 @@ def _skip_unavailable(items: list[pytest.Item]) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     _skip_unavailable(items)
     suite = HarnessSuite.from_parent(session, name="hailo-harness", nodeid="hailo-harness")
-    with _one_line_on_interrupt(), _told_to_controller(config):  # reading the model and the dataset
+    with one_line_on_interrupt(), _told_to_controller(config):  # reading the model and the dataset
         gates = suite.collect()
     # Reported as collected, so that pytest's "collected N items" counts the gates too.
     config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, [*gates]))
@@ -634,7 +473,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     line and status (4) as a run without it."""
     config = session.config
     if _xdist_controller(config):
-        with _one_line_on_interrupt():
+        with one_line_on_interrupt():
             config.stash[_NOTE] = _plan(config).note
 
 

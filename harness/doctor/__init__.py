@@ -7,7 +7,7 @@ out of the compiled model), into host code around a path (a wrapper changing ima
 path or detections after it, a wrong decoder over raw head outputs), into the dataset or the
 evaluation settings, or into the HEF description the static checks read. Nothing in the gates or
 the diagnosis knows which mode was injected: the doctor measures every run the same way (gates
-against the baselines, the diagnosis over :class:`~harness.verdict.diagnosis.Evidence` with the same extra
+against the baselines, the diagnosis over :class:`~harness.verdict.diagnosis_evidence.Evidence` with the same extra
 measurements for all) and only then holds the top finding against the mode's expected name.
 
 Baselines: the golden file of each path where its dataset manifest is the run's (the demo on all

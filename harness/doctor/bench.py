@@ -24,7 +24,9 @@ from harness.pipeline.detect import (
 )
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec, load_dataset, open_path, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec, golden_roots
-from harness.verdict.golden import Golden, baseline_file, golden_from_result, load_golden
+from harness.verdict.golden import Golden, baseline_file
+from harness.verdict.golden_blessing import golden_from_result
+from harness.verdict.golden_reading import load_golden
 from harness.verdict.hef_checks import CheckContext, run_checks
 from harness.verdict.result import PathResult
 

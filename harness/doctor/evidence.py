@@ -19,7 +19,7 @@ from harness.doctor.mistakes import reversed_channels
 from harness.inputs.dataset import Dataset
 from harness.inputs.preprocess import load_image
 from harness.pipeline.detect import DecoderPath, DetectionPath
-from harness.verdict.diagnosis import Evidence, collect_evidence, matched_share
+from harness.verdict.diagnosis_evidence import Evidence, collect_evidence, matched_share
 from harness.verdict.metrics.agreement import agreement
 from harness.verdict.result import PathResult
 
@@ -75,7 +75,7 @@ def _reproduced(evidence: Evidence, found: PathReproduction | None) -> Evidence:
 def doctor_evidence(
     bench: Bench, result: PathResult, reference: PathResult, path: DetectionPath | None = None, failed: bool = False
 ) -> Evidence:
-    """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis.collect_evidence`
+    """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis_evidence.collect_evidence`
     against the reference (where it is comparable) and against the reference after an NMS per class
     (:func:`after_nms`), the settings that differ from it, agreement with the ground truth; for a host
     decoder's ``path``, its mistake reproduced on its first frames (:func:`decoder_reproduction`); and where

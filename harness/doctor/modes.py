@@ -40,7 +40,8 @@ from harness.doctor.mistakes import (
 )
 from harness.families import part
 from harness.families.yolov8.decode import decode
-from harness.inputs.dataset import Dataset, DatasetError, load_yolo
+from harness.inputs.dataset import Dataset, DatasetError
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
 from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import (

@@ -23,7 +23,8 @@ from harness.pipeline.detect import (
 from harness.pipeline.factory import evaluate_spec
 from harness.pipeline.job import path_bootstrap
 from harness.pipeline.spec import REFERENCE
-from harness.verdict.diagnosis import collect_evidence, diagnose
+from harness.verdict.diagnosis import diagnose
+from harness.verdict.diagnosis_evidence import collect_evidence
 from harness.verdict.gate_id import baseline_kinds
 from harness.verdict.gates import GateResult, gate_path_agreement, run_gates
 from harness.verdict.golden import DEFAULT_TOLERANCES

@@ -24,15 +24,10 @@ from harness.core.head_family import HeadFamily
 from harness.core.path_names import PathKind
 from harness.core.settings import EvalSettings, SsdConfig
 from harness.core.stage_clock import Stage, clocked
-from harness.inputs.dataset import (
-    Dataset,
-    class_map,
-    left_out_note,
-    load_coco,
-    load_images,
-    load_yolo,
-    require_evaluable,
-)
+from harness.inputs.dataset import Dataset, class_map, left_out_note, require_evaluable
+from harness.inputs.dataset_coco import load_coco
+from harness.inputs.dataset_images import load_images
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import demo_root, demo_set
 from harness.inputs.export_facts import ExportFacts, export_facts, ultralytics_facts
 from harness.pipeline.backends import describe

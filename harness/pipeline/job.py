@@ -43,16 +43,10 @@ from harness.verdict.gates import (
     run_gates,
     shared_causes,
 )
-from harness.verdict.golden import (
-    ACCEPT_WEAK_FLAG,
-    Golden,
-    baseline_file,
-    bless,
-    golden_from_result,
-    golden_path,
-    load_golden,
-    missing_golden_message,
-)
+from harness.verdict.golden import Golden, baseline_file, golden_path, missing_golden_message
+from harness.verdict.golden_blessing import bless, golden_from_result
+from harness.verdict.golden_reading import load_golden
+from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG
 from harness.verdict.metrics import SET_SCORES
 from harness.verdict.metrics.coco import PairedBootstrap, paired_bootstrap
 from harness.verdict.metrics.distribution import SATURATION_LEVEL

@@ -7,94 +7,30 @@ the functions below: the same option means the same thing everywhere."""
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from harness.core import defaults, signing
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
-from harness.core.settings import MetricProtocol, NmsMode, Preprocess, SsdConfig
+from harness.core.settings import MetricProtocol, NmsMode, Preprocess
 from harness.core.specs import OUTPUT_FORMATS
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN
 from harness.pipeline.backends import BACKENDS, describe, listed
+from harness.pipeline.option_values import (
+    class_pair,
+    folder,
+    hef,
+    output_bits,
+    positive,
+    probability,
+    shard,
+    ssd_config,
+)
 from harness.pipeline.spec import Backend, JobConfig, PathSpec, SettingsSpec
-
-if TYPE_CHECKING:
-    from harness.pipeline.shard import Shard
 from harness.verdict.history import release_name
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise ValueError("expected a number from 0 to 1")
-    return value
-
-
-def _output_bits(text: str) -> int:
-    if text not in ("8", "16"):
-        raise ValueError("expected 8 or 16")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError("expected a whole number of at least 1")
-    return value
-
-
-def _folder(text: str) -> Path:
-    """A folder the run writes into: made when missing, refused when a file is in its place."""
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise ValueError("expected a folder (made when missing), found a file there")
-    return path
-
-
-def _hef(text: str) -> Path:
-    """A HEF, or an Ultralytics Hailo export folder (``yolo export format=hailo``): the HEF it holds."""
-    from harness.inputs.hef.ultralytics import hef_of  # imported when --hef is given: the plugin stays light
-
-    return hef_of(Path(text))
-
-
-def _ssd_config(text: str) -> SsdConfig:
-    """An SSD config file (JSON, or YAML): its anchors and box coding in HailoRT's words (``SsdConfig.from_dict``);
-    a file that cannot be read, or a key it cannot hold, refused naming the file and the key."""
-    from harness.core.documents import read_json, read_yaml  # imported when --ssd-config is given
-
-    read = read_json if Path(text).suffix.lower() == ".json" else read_yaml
-    try:
-        return SsdConfig.from_dict(read(text, "SSD config"), text)
-    except HarnessError as error:  # the option, then the file and the key
-        raise ValueError(str(error) if "expected" in str(error) else f"{error}; expected an SSD config file") from None
-
-
-def _class_pair(text: str) -> tuple[str, str]:
-    """``DATASET=MODEL``, or ``DATASET=`` (its labels left out); a name with an ``=`` in it is split
-    again against the class names (harness.inputs.dataset.class_map)."""
-    dataset_name, sep, model_name = text.partition("=")
-    if not sep or not dataset_name:
-        raise ValueError("expected DATASET_NAME=MODEL_NAME, or DATASET_NAME= to leave that class's labels out")
-    return dataset_name, model_name
-
-
-def _shard(text: str) -> Shard:
-    """``K/N``: this runner's share of the images (harness.pipeline.shard)."""
-    from harness.pipeline.shard import Shard  # imported when --shard is given: the plugin stays light
-
-    return Shard.parse(text)
-
 
 Kind = Literal["value", "flag", "toggle", "repeat"]
 
@@ -114,7 +50,7 @@ class Option:
 
     @property
     def is_path(self) -> bool:
-        return self.parse in (Path, _folder, _hef, _ssd_config)
+        return self.parse in (Path, folder, hef, ssd_config)
 
     @property
     def flag(self) -> str:
@@ -144,7 +80,7 @@ _OPTIONS = (
         "compiled HEF, or the Ultralytics Hailo export folder holding one (its metadata.yaml and "
         "nms_config.json are checked against it): its static checks, and the Hailo path runs it on a device "
         "(--backend hailort)",
-        _hef,
+        hef,
         metavar="M.hef",
     ),
     Option(
@@ -171,7 +107,7 @@ _OPTIONS = (
     Option(
         "max_unreadable",
         "the share of the dataset's images that may be unreadable (left out, and said so) before the run is refused",
-        _probability,
+        probability,
         defaults.MAX_UNREADABLE,
         metavar="SHARE",
     ),
@@ -203,7 +139,7 @@ _OPTIONS = (
     Option(
         "calibration_count",
         "calibration images used (the first by name)",
-        _positive,
+        positive,
         defaults.CALIBRATION_COUNT,
         metavar="N",
     ),
@@ -211,7 +147,7 @@ _OPTIONS = (
         "batch",
         "images inferred together, in one call where the backend takes a batch (the emulator, HailoRT; the "
         "float export runs them one at a time); the detections are the same at any batch",
-        _positive,
+        positive,
         defaults.BATCH,
         metavar="N",
     ),
@@ -219,7 +155,7 @@ _OPTIONS = (
         "output_bits",
         "emulator: the raw head outputs' bits, 8 or 16 (default: 16 for YOLO26 heads, whose output layers "
         "Ultralytics compiles a16_w16; 8 for YOLOv8/YOLO11)",
-        _output_bits,
+        output_bits,
         metavar="{8,16}",
     ),
     Option("sigmoid_inside", "emulator: the class sigmoid compiled into the HEF", default=True, kind="toggle"),
@@ -261,17 +197,17 @@ _OPTIONS = (
         "score_threshold",
         f"score threshold of the evaluation (default: the one compiled into the Hailo path's NMS, where it has "
         f"one, else {defaults.SCORE_THRESHOLD}; held against the HEF's)",
-        _probability,
+        probability,
         metavar="T",
     ),
     Option(
         "iou_threshold",
         f"NMS IoU threshold (default: the one compiled into the Hailo path's NMS, else {defaults.IOU_THRESHOLD})",
-        _probability,
+        probability,
         metavar="T",
     ),
-    Option("max_per_class", "detections kept per class", _positive, defaults.MAX_PER_CLASS, metavar="N"),
-    Option("max_total", "detections kept per image", _positive, defaults.MAX_TOTAL, metavar="N"),
+    Option("max_per_class", "detections kept per class", positive, defaults.MAX_PER_CLASS, metavar="N"),
+    Option("max_total", "detections kept per image", positive, defaults.MAX_TOTAL, metavar="N"),
     Option("nms", "NMS semantics", NmsMode, NmsMode.HAILORT, choices=_choices(NmsMode)),
     Option("preprocess", "image fit", Preprocess, Preprocess.LETTERBOX, choices=_choices(Preprocess)),
     Option(
@@ -288,18 +224,18 @@ _OPTIONS = (
         "HailoRT's SSD op (bbox_decoders: per layer, largest grid first, the anchors' w and h as fractions of the "
         "input; centers_scale_factor, bbox_dimensions_scale_factor; optional ty, tx, th, tw, "
         "background_removal_index, normalize_boxes); refused for an export that is not SSD",
-        _ssd_config,
+        ssd_config,
         metavar="FILE",
     ),
     Option(
         "map_class",
         "map a dataset class name to a model class name (repeatable), or leave its labels out with DATASET= "
         "(e.g. --map-class steam=); without it the names must be equal",
-        _class_pair,
+        class_pair,
         metavar="DATASET=MODEL",
         kind="repeat",
     ),
-    Option("golden", "golden baselines folder", _folder, defaults.GOLDEN_DIR, metavar="DIR"),
+    Option("golden", "golden baselines folder", folder, defaults.GOLDEN_DIR, metavar="DIR"),
     Option(
         "pool",
         "calibration-check: the unlabelled images to recommend calibration images from (default: the evaluated images)",
@@ -309,25 +245,25 @@ _OPTIONS = (
     Option(
         "copy_to",
         "calibration-check: a folder to copy the recommended calibration images into (made where missing)",
-        _folder,
+        folder,
         metavar="DIR",
     ),
-    Option("report", "folder for the Markdown / JSON / HTML reports", _folder, defaults.REPORT_DIR, metavar="DIR"),
+    Option("report", "folder for the Markdown / JSON / HTML reports", folder, defaults.REPORT_DIR, metavar="DIR"),
     Option(
-        "cache", "cache folder (predictions, emulated HEFs, the demo set)", _folder, defaults.CACHE_DIR, metavar="DIR"
+        "cache", "cache folder (predictions, emulated HEFs, the demo set)", folder, defaults.CACHE_DIR, metavar="DIR"
     ),
     Option(
         "shard",
         "infer only the K-th of N shares of the images (sorted by name, every N-th), into the --report folder "
         "as a store, and gate nothing: hailo-harness merge joins the N stores and gates the union",
-        _shard,
+        shard,
         metavar="K/N",
     ),
     Option(
         "stage_drop",
         "with --har: the most mAP@0.5 each DFC stage may lose against the float model before the stage gate "
         f"fails (default {defaults.STAGE_DROP}: a floor of the run, not blessed; the report states it)",
-        _probability,
+        probability,
         metavar="D",
     ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
@@ -573,15 +509,15 @@ def onnx_of(values: Mapping[str, Any], hef_alone: bool = False) -> Path:
     hailort or replay path) may take an Ultralytics export's files instead; the HEF is returned."""
     if values.get("onnx") is not None:
         return Path(values["onnx"])
-    hef = values.get("hef")
-    if hef_alone and hef is not None and values.get("har") is None:
+    given_hef = values.get("hef")
+    if hef_alone and given_hef is not None and values.get("har") is None:
         from harness.inputs.hef.ultralytics import export_of
 
-        if export_of(hef) is not None:
-            return Path(hef)
+        if export_of(given_hef) is not None:
+            return Path(given_hef)
     given = [OPTIONS[n].flag for n in ("hef", "har") if values.get(n) is not None]
     if given:
-        alone = " (or a HEF in its Ultralytics export folder)" if hef_alone and hef is not None else ""
+        alone = " (or a HEF in its Ultralytics export folder)" if hef_alone and given_hef is not None else ""
         raise HarnessError(
             f"{' and '.join(given)}: needs --onnx M.onnx (the model's export, for its class names){alone}"
         )

@@ -211,7 +211,7 @@ class JobConfig:
     def dataset_name(self) -> str:
         if self.images is not None:  # a COCO file's samples are read from its image folder
             return Path(self.images).name
-        from harness.inputs.dataset import dataset_name  # reads a yaml: only when asked
+        from harness.inputs.dataset_yolo import dataset_name  # reads a yaml: only when asked
 
         return dataset_name(self.dataset) if self.dataset is not None else DEMO_DATASET_NAME
 

@@ -17,16 +17,11 @@ from typing import Literal
 
 from harness.core import defaults
 from harness.core.settings import SettingsMismatch
-from harness.verdict.diagnosis import Finding, collect_evidence, diagnose, matched_share
+from harness.verdict.diagnosis import Finding, diagnose
+from harness.verdict.diagnosis_evidence import collect_evidence, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
-from harness.verdict.golden import (
-    ACCEPT_WEAK_FLAG,
-    ROUNDING,
-    UPDATE_FLAG,
-    Golden,
-    dataset_name,
-    weaknesses,
-)
+from harness.verdict.golden import ROUNDING, UPDATE_FLAG, Golden, dataset_name
+from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG, weaknesses
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
@@ -378,7 +373,7 @@ def run_gates(
 def _identified(gate: GateResult, result: PathResult, golden: Golden) -> GateResult:
     """``gate`` saying which export its baseline was blessed from where this run's is another (a new
     version of the same model, the normal case), and that it cannot fail where its baseline was
-    blessed weak knowingly (:data:`~harness.verdict.golden.ACCEPT_WEAK_FLAG`)."""
+    blessed weak knowingly (:data:`~harness.verdict.golden_weakness.ACCEPT_WEAK_FLAG`)."""
     lines = [gate.text]
     old, new = golden.provenance, result.provenance
     if old.model_sha256 != new.model_sha256:

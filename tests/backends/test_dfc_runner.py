@@ -17,12 +17,12 @@ from harness.core.errors import HarnessError, SpecError
 from harness.core.path_names import DFC_FP_OPTIMIZED, DFC_QUANTIZED, EmulationStage
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
-from harness.inputs.dataset import load_yolo
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.preprocess import load_image
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import NmsBufferPath, OnnxPath, RawHeadsPath
-from harness.verdict.diagnosis import matched_share
+from harness.verdict.diagnosis_evidence import matched_share
 from harness.verdict.metrics.agreement import agreement
 
 SETTINGS = EvalSettings((256, 256), score_threshold=0.2)

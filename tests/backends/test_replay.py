@@ -35,7 +35,7 @@ from harness.core import signing
 from harness.core.errors import HarnessError
 from harness.core.journal import HEADER, encode_record, read
 from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
-from harness.inputs.dataset import load_yolo
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.export_facts import file_sha256
 from harness.inputs.synthetic import Recipe, write_dataset

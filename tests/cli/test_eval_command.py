@@ -17,7 +17,7 @@ from harness.backends.onnx.runner import FullHeadRunner
 from harness.cli import main as cli
 from harness.cli.commands.eval import coco_image_id, write_json
 from harness.core.errors import HarnessError
-from harness.inputs.dataset import load_yolo
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.synthetic import Recipe, write_dataset
 

@@ -14,7 +14,8 @@ from harness.core.detections import Detections
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.core.stage_clock import Stage, clocked, listening, stage, timed
-from harness.inputs.dataset import Dataset, load_yolo
+from harness.inputs.dataset import Dataset
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.cache import PredictionCache

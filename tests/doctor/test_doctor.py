@@ -70,7 +70,8 @@ def test_a_baseline_measured_at_another_operating_threshold_is_not_the_doctors_r
     from types import SimpleNamespace
 
     from harness.doctor.bench import _baseline
-    from harness.verdict.golden import golden_from_result, golden_path, write_golden
+    from harness.verdict.golden import golden_path
+    from harness.verdict.golden_blessing import golden_from_result, write_golden
 
     from support import synthetic_results as syn
 

@@ -14,18 +14,17 @@ from PIL import Image
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.inputs.dataset import (
-    _IMAGE_SUFFIXES,
     LEFT_OUT,
     DatasetError,
     GroundTruth,
     class_map,
     left_out,
     left_out_note,
-    load_coco,
-    load_images,
-    load_yolo,
     require_evaluable,
 )
+from harness.inputs.dataset_coco import load_coco
+from harness.inputs.dataset_images import _IMAGE_SUFFIXES, load_images
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.preprocess import load_image
 from harness.pipeline.options import OPTIONS
 
@@ -140,7 +139,7 @@ def test_a_folder_is_listed_without_registering_every_pillow_plugin(tmp_path):
     _image(root / "images" / "val" / "b.png", (9, 7), fmt="PNG")
     (root / "images" / "val" / "notes.txt").write_text("not an image")
     script = (
-        "import sys\nfrom harness.inputs.dataset import load_yolo\n"
+        "import sys\nfrom harness.inputs.dataset_yolo import load_yolo\n"
         f"dataset = load_yolo({str(root)!r})\n"
         "print(sorted(s.image_id for s in dataset.samples), 'PIL.PdfImagePlugin' in sys.modules)"
     )

@@ -27,7 +27,8 @@ from harness.core.detections import Detections, unletterbox
 from harness.core.environment import environment
 from harness.core.journal import encode_record, read, scan
 from harness.core.settings import EvalSettings, MetricProtocol, Preprocess
-from harness.inputs.dataset import Dataset, load_yolo
+from harness.inputs.dataset import Dataset
+from harness.inputs.dataset_yolo import load_yolo
 from harness.pipeline.cache import (
     BATCH_RECORD,
     JOURNAL,

@@ -16,7 +16,8 @@ from PIL import Image
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings, NmsMode
-from harness.inputs.dataset import Dataset, DatasetError, load_yolo
+from harness.inputs.dataset import Dataset, DatasetError
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.cache import PredictionCache
 from harness.pipeline.detect import FrameResult, OnnxPath, file_sha256

@@ -14,7 +14,8 @@ import pytest
 from harness.conformance.suite import run_conformance
 from harness.core.errors import HarnessError
 from harness.families.yolov8.decode import decode
-from harness.inputs.dataset import DatasetError, load_yolo
+from harness.inputs.dataset import DatasetError
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX, IN_DOMAIN, OFF_DOMAIN, demo_root, demo_split
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.detect import DecoderPath, NmsBufferPath, OnnxPath, RawHeadsPath
@@ -139,7 +140,7 @@ def test_a_rerun_with_every_prediction_cached_imports_neither_onnx_nor_onnxrunti
     script = f"""
 import sys
 from pathlib import Path
-from harness.inputs.dataset import load_yolo
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.factory import evaluate_spec, preflight, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, JobConfig, PathSpec

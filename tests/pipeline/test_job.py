@@ -17,7 +17,7 @@ from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, SHIPPED_GOLDEN, demo_data
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import path_bootstrap, run_job, summary_lines
 from harness.pipeline.spec import JobConfig, SettingsSpec, planned_gates
-from harness.verdict.golden import load_golden
+from harness.verdict.golden_reading import load_golden
 from harness.verdict.metrics import METRICS
 
 from support import synthetic_results as synth

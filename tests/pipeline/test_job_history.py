@@ -11,7 +11,8 @@ from harness.cli import main as cli
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import run_job
 from harness.pipeline.spec import JobConfig
-from harness.verdict.golden import blessed_history, load_golden
+from harness.verdict.golden import blessed_history
+from harness.verdict.golden_reading import load_golden
 
 
 @pytest.fixture(scope="module")

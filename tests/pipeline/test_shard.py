@@ -21,7 +21,8 @@ from harness.pipeline import cache as cache_module
 from harness.pipeline.cache import JOURNAL, KEY_RECORD, detection_code, key_digest
 from harness.pipeline.job import JobResult, run_job
 from harness.pipeline.options import from_text, job_config
-from harness.pipeline.shard import MANIFEST, Shard, merge_job, run_shard
+from harness.pipeline.shard import MANIFEST, merge_job, run_shard
+from harness.pipeline.shard_share import Shard
 
 # What differs between two runs of one job, the merge or not: when a path's result was made and how
 # many of its predictions came from a prediction cache (the merge serves every one from the stores).

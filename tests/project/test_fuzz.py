@@ -26,10 +26,13 @@ from PIL import Image
 
 from harness.core.documents import parse_json, parse_yaml
 from harness.core.errors import HarnessError
-from harness.inputs.dataset import load_coco, load_yolo
+from harness.inputs.dataset_coco import load_coco
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.hef.reader import read_hef
 from harness.inputs.hef.ultralytics import read_export
-from harness.verdict.golden import _document, golden_from_result, load_golden
+from harness.verdict import golden_writing
+from harness.verdict.golden_blessing import golden_from_result
+from harness.verdict.golden_reading import load_golden
 
 from support import synthetic_results as sr
 
@@ -342,7 +345,9 @@ def test_any_mutated_json_or_yaml_text_is_refused_or_read_as_the_standard_reader
 @pytest.fixture(scope="module")
 def baseline_document() -> dict:
     truths = sr.truths()
-    return json.loads(json.dumps(_document(golden_from_result(sr.result(sr.predictions(truths), truths)))))
+    return json.loads(
+        json.dumps(golden_writing.baseline_document(golden_from_result(sr.result(sr.predictions(truths), truths))))
+    )
 
 
 @FUZZ

@@ -12,7 +12,9 @@ import pytest
 from harness.report import write_reports
 from harness.report.trend import trend_svg
 from harness.report.view import Trend
-from harness.verdict.golden import golden_from_result, golden_path, load_golden, write_golden
+from harness.verdict.golden import golden_path
+from harness.verdict.golden_blessing import golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
 
 from support import synthetic_results as sr
 

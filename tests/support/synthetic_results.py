@@ -13,9 +13,10 @@ from PIL import Image, ImageDraw
 from harness.core.detections import Detections
 from harness.core.path_names import ONNX, PathKind
 from harness.core.settings import EvalSettings
-from harness.inputs.dataset import Dataset, GroundTruth, load_yolo
+from harness.inputs.dataset import Dataset, GroundTruth
+from harness.inputs.dataset_yolo import load_yolo
 from harness.verdict.gates import GateResult, run_gates
-from harness.verdict.golden import golden_from_result
+from harness.verdict.golden_blessing import golden_from_result
 from harness.verdict.metrics.coco import evaluate, paired_bootstrap
 from harness.verdict.metrics.distribution import CellsAboveThreshold, box_counts, score_distribution
 from harness.verdict.result import PathResult, Provenance

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from harness.core.detections import Detections
 from harness.core.path_names import DFC_QUANTIZED
 from harness.core.settings import EvalSettings
-from harness.verdict.diagnosis import Finding, collect_evidence, diagnose
+from harness.verdict.diagnosis import Finding, diagnose
+from harness.verdict.diagnosis_evidence import collect_evidence
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
     SCORE_DRIFT_LIMIT,
@@ -23,16 +24,10 @@ from harness.verdict.gates import (
     missing_golden_gates,
     run_gates,
 )
-from harness.verdict.golden import (
-    ROUNDING,
-    BlessedAgreement,
-    Golden,
-    Tolerances,
-    golden_from_result,
-    load_golden,
-    weaknesses,
-    write_golden,
-)
+from harness.verdict.golden import ROUNDING, BlessedAgreement, Golden, Tolerances
+from harness.verdict.golden_blessing import golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
+from harness.verdict.golden_weakness import weaknesses
 from harness.verdict.metrics.coco import paired_bootstrap
 from harness.verdict.metrics.distribution import BoxCounts, CellsAboveThreshold
 from harness.verdict.result import PathResult

@@ -12,25 +12,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import harness.verdict.golden as golden_module
+import harness.verdict.golden_writing as writing
 from harness.core import signing
 from harness.verdict.gates import gate_path_agreement, run_gates
 from harness.verdict.golden import (
-    MIN_OBJECTS,
     ROUNDING,
     SCHEMA_VERSION,
     BlessedAgreement,
     GoldenError,
     Tolerances,
-    Weakness,
-    bless,
-    golden_from_result,
     golden_path,
-    load_golden,
     missing_golden_message,
-    weaknesses,
-    write_golden,
 )
+from harness.verdict.golden_blessing import bless, golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
+from harness.verdict.golden_weakness import MIN_OBJECTS, Weakness, weaknesses
 
 from support import synthetic_results as sr
 
@@ -112,13 +108,13 @@ def test_a_write_failing_midway_leaves_the_old_baseline_and_no_partial_file(tmp_
     file = tmp_path / "m" / "ds--hailo.json"
     write_golden(file, golden_from_result(run))
     before = file.read_bytes()
-    real_document = golden_module._document
+    real_document = writing.baseline_document
 
     def half_serialisable(golden):
         # sorted last, so json.dump has written most of the file when it meets the object
         return {**real_document(golden), "zz_unserialisable": object()}
 
-    monkeypatch.setattr(golden_module, "_document", half_serialisable)
+    monkeypatch.setattr(writing, "baseline_document", half_serialisable)
     with pytest.raises(TypeError, match="not JSON serializable"):
         write_golden(file, golden_from_result(_later(run)))
     assert file.read_bytes() == before
@@ -501,7 +497,7 @@ import sys, dataclasses
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from support import synthetic_results as sr
-from harness.verdict.golden import bless, golden_from_result
+from harness.verdict.golden_blessing import bless, golden_from_result
 truths = sr.truths()
 run = sr.result(sr.predictions(truths), truths, path="hailo")
 folder = Path({folder!r})

@@ -4,14 +4,9 @@ from dataclasses import replace
 import pytest
 
 from harness.verdict.gates import run_gates
-from harness.verdict.golden import (
-    GoldenError,
-    blessed_history,
-    golden_from_result,
-    golden_path,
-    load_golden,
-    write_golden,
-)
+from harness.verdict.golden import GoldenError, blessed_history, golden_path
+from harness.verdict.golden_blessing import golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
 from harness.verdict.history import release_name
 
 from support import synthetic_results as sr

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from harness.core import signing
-from harness.verdict.golden import GoldenError, golden_from_result, golden_path, load_golden, write_golden
+from harness.verdict.golden import GoldenError, golden_path
+from harness.verdict.golden_blessing import golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
 from harness.verdict.history import Blessing
 from harness.verdict.history_chain import appended, digest, entry_document, problems, tip
 

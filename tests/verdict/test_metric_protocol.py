@@ -11,7 +11,8 @@ from harness.pipeline.options import OPTIONS, from_text, settings_spec
 from harness.pipeline.spec import SettingsSpec
 from harness.report.view import metric_note
 from harness.verdict.gates import gate_map
-from harness.verdict.golden import golden_from_result, load_golden, write_golden
+from harness.verdict.golden_blessing import golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
 from harness.verdict.metrics import METRICS, ultralytics
 
 from support import synthetic_results as synth

@@ -11,7 +11,8 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval, Params
 
 from harness.core.detections import Detections
-from harness.inputs.dataset import GroundTruth, load_yolo
+from harness.inputs.dataset import GroundTruth
+from harness.inputs.dataset_yolo import load_yolo
 from harness.verdict.metrics import coco
 from harness.verdict.metrics.coco import (
     MetricsError,

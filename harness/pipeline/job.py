@@ -32,6 +32,7 @@ from harness.pipeline.factory import (
     preflight,
     prepare_run,
 )
+from harness.pipeline.made_from import with_made_from
 from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec, golden_roots, planned_gates
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
@@ -194,6 +195,7 @@ def judge_job(
     made (one run, or the shards a merge joins): blessed if asked, gated, the Hailo path's losses
     located where it fails, the reports written; ``calibration``: what the Hailo path was calibrated on."""
     dataset = run.dataset
+    results = with_made_from(results, (REFERENCE, *config.stages, config.hailo), run)
     reference, hailo = results[0], results[-1]
     if hailo.fps is not None or config.hailo.kind is PathKind.DEVICE:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"

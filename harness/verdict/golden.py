@@ -61,6 +61,7 @@ from harness.core.errors import HarnessError
 from harness.core.files import fsync_folder
 from harness.core.settings import EvalSettings
 from harness.verdict import history_chain
+from harness.verdict.changes import read_made_from
 from harness.verdict.diagnosis import matched_share
 from harness.verdict.history import HISTORY_KINDS, Blessing, read_blessing, read_release, read_seal
 from harness.verdict.metrics.agreement import agreement
@@ -73,10 +74,11 @@ try:
 except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # 1: before the agreement was blessed (no ``agreement``, no its tolerances); 2: before ``release`` and ``history``;
-# 3: before ``seal``, ``history_tip`` and the history entries' ``previous`` and ``seal``
-_READ_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
+# 3: before ``seal``, ``history_tip`` and the history entries' ``previous`` and ``seal``; 4: before
+# ``provenance.made_from`` and the history entries' ``made_from`` (harness.verdict.changes; optional when read)
+_READ_VERSIONS = (1, 2, 3, 4, SCHEMA_VERSION)
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 _DECIMALS = 6
 _HISTORY = "history"
@@ -372,6 +374,7 @@ def own_blessing(golden: Golden) -> Blessing:
         dataset_manifest=p.dataset_manifest,
         metric=golden.settings.metric.value,
         values=tuple((k, round(float(found[k]), _DECIMALS)) for k in HISTORY_KINDS if _is_finite(found.get(k))),
+        made_from=p.made_from,
     )
 
 
@@ -672,6 +675,7 @@ def _document(golden: Golden) -> dict[str, Any]:
             "harness_version": golden.provenance.harness_version,
             "created": golden.provenance.created,
             "environment": dict(golden.provenance.environment),
+            **({"made_from": dict(golden.provenance.made_from)} if golden.provenance.made_from else {}),
         },
     }
 
@@ -1022,6 +1026,7 @@ class _Reader:
             harness_version=data.string("harness_version"),
             created=created,
             environment=versions,
+            made_from=read_made_from(data),
         )
         data.done()
         return provenance

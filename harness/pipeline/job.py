@@ -138,13 +138,14 @@ def _baseline_files(config: JobConfig) -> dict[str, Path]:
     return {path: baseline_file(roots, config.onnx, path, config.dataset_name) for path in paths}
 
 
-def report_folder(folder: Path) -> None:
+def report_folder(folder: Path, pdf: bool = False) -> None:
     """Make the reports' folder before the work they report, or refuse it: one that cannot be made
-    raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`."""
+    raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`; ``pdf``: with
+    ``report.pdf`` among the files checked."""
     from harness.report import report_files
 
     confine.make_folder(folder)
-    for file in report_files(folder).values():  # a report linked out of the project: refused before the work
+    for file in report_files(folder, pdf).values():  # a report linked out of the project: refused before the work
         confine.check(file)
     if not os.access(folder, os.W_OK | os.X_OK):  # a read-only file system refuses root too
         raise HarnessError(f"--report {os.fspath(folder)!r}: cannot be written by this user; choose another folder")
@@ -153,6 +154,10 @@ def report_folder(folder: Path) -> None:
 def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[RunContext, tuple[PathSpec, ...]]:
     """The run of ``config`` and its paths (the ONNX reference first, the HAR's stages, the Hailo path
     last), every refusal made before anything runs, the reports' folder made."""
+    if config.pdf:  # before any work: a run that cannot write the PDF it was asked for is refused
+        from harness.report.pdf import require_browser
+
+        require_browser()
     facts = preflight(config)
     _baseline_files(config)  # a dataset or model name a baseline's file cannot have: refused before the work
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
@@ -173,7 +178,7 @@ def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)
-    report_folder(config.report_dir)
+    report_folder(config.report_dir, config.pdf)
     return run, specs
 
 
@@ -245,6 +250,7 @@ def judge_job(
         run.thresholds,
         config.stage_drop,
         run.cache_dir / DRAWINGS_FOLDER if run.cache is not None else None,
+        config.pdf,
     )
     notes = tuple(
         f"{files[path]}: {note}"

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from harness import __version__
 from harness.core.environment import code_digest
 from harness.core.path_names import PathKind
 from harness.pipeline.backends import describe
@@ -71,4 +70,3 @@ def _code() -> str:
     """The digest of the code that makes and measures predictions: the detection code the prediction
     cache is keyed by, and the metrics."""
     return hashlib.sha256(f"{detection_code()} {code_digest('verdict/metrics')}".encode()).hexdigest()
-

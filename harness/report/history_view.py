@@ -5,11 +5,12 @@ its gated values; each gate's trend and table, folded."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
 from harness.report.blocks import Code, Inline, Num, Para, Section, Spark, Table, Text, Trend
-from harness.verdict.changes import change_sentence, change_words, facts
+from harness.verdict.changes import change_sentence, change_words, changes, facts
 
 HISTORY_NOTE = (
     "Each gate's metric at every blessing of its baseline, oldest first, then this run's: shown for the "
@@ -63,22 +64,28 @@ def _histories(document: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[s
 def history_changes(history: list[dict[str, Any]]) -> list[str]:
     """Each blessing after the first against the one before it, in words (the first: "first blessing")."""
     said = [f"{_label(history[0])}: first blessing"] if history else []
-    for before, after in zip(history, history[1:], strict=False):
+    for before, after in itertools.pairwise(history):
         said.append(change_sentence(_label(after), blessing_facts(before), blessing_facts(after)))
     return said
 
 
 def what_changed(document: Mapping[str, Any]) -> list[str]:
-    """For each path held to a baseline with a history: this run against that baseline, and the
-    baseline against the blessing before it, one sentence each, the path's name first."""
-    said = []
+    """For each path held to a baseline with a history, the path's name first: this run against that
+    baseline, and the baseline against the blessing before it, one sentence each where anything
+    recorded changed; one sentence where nothing did on any path."""
+    said, held = [], []
     for baseline, run in _histories(document):
         history = baseline["history"]
         last = history[-1]
-        now = change_sentence(f"this run against {_label(last)}", blessing_facts(last), run_facts(run))
-        said.append(f"{baseline['path']}: {now}")
-        if len(history) > 1:
+        held.append(_label(last))
+        if changes(blessing_facts(last), run_facts(run)):
+            now = change_sentence(f"this run against {_label(last)}", blessing_facts(last), run_facts(run))
+            said.append(f"{baseline['path']}: {now}")
+        if len(history) > 1 and changes(blessing_facts(history[-2]), blessing_facts(last)):
             said.append(f"{baseline['path']}: {history_changes(history)[-1]}")
+    if held and not said:
+        releases = ", ".join(dict.fromkeys(held))
+        said.append(f"nothing recorded changed: this run is made from what its baselines ({releases}) were")
     return said
 
 

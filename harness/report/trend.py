@@ -128,9 +128,8 @@ def spark_svg(spark: Spark) -> str:
         rx, ry = x(count - 1), y(spark.run)
         if xy:
             px, py = xy[-1]
-            parts.append(
-                f'<line x1="{px:.1f}" y1="{py:.1f}" x2="{rx:.1f}" y2="{ry:.1f}" stroke="{colour}" stroke-dasharray="3 2"/>'
-            )
+            ends = f'x1="{px:.1f}" y1="{py:.1f}" x2="{rx:.1f}" y2="{ry:.1f}"'
+            parts.append(f'<line {ends} stroke="{colour}" stroke-dasharray="3 2"/>')
         parts.append(f'<circle cx="{rx:.1f}" cy="{ry:.1f}" r="3" fill="{colour}"/>')
     parts.append("</svg>")
     return "".join(parts)

@@ -15,7 +15,6 @@ from typing import Any
 from harness.core import defaults
 from harness.core.path_names import PathKind
 from harness.inputs.demo import SHIPPED_GOLDEN
-from harness.report.history_view import HISTORY_EDITED, history_sections, sparks, what_changed
 from harness.report.blocks import (
     Block,
     Code,
@@ -32,8 +31,8 @@ from harness.report.blocks import (
     Spark,
     Table,
     Text,
-    Trend,
 )
+from harness.report.history_view import HISTORY_EDITED, history_sections, sparks, what_changed
 
 
 def report_view(document: dict[str, Any]) -> ReportView:
@@ -42,8 +41,9 @@ def report_view(document: dict[str, Any]) -> ReportView:
     their trends), then what was run, the history, the paths, the pictures and the provenance."""
     dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
     failed = [g for g in gates if not g["passed"]]
-    verdict = ("PASSED" if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
     state = "fail" if failed or not document["passed"] else "weak" if any(g["weak"] for g in gates) else "pass"
+    passed = "WEAK PASS" if state == "weak" else "PASSED"  # a pass on baselines that cannot fail is not a pass
+    verdict = (passed if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
     changed = what_changed(document)
     decision: list[Block] = [Para((Text("What changed: " + " ".join(f"{c}." for c in changed)),))] if changed else []
     cause = first_cause(document)

@@ -97,9 +97,9 @@ class BackendDescriptor:
     was calibrated on, in words. ``preflight`` (spec, export, cache folder, an SSD export's config) and ``check`` (spec,
     settings): its refusals before any work; a preflight that reads the export's facts hands them on
     (the run reads them once). ``locate``: where a failed path lost its accuracy
-    (per-layer rows for the report), given a few frames. ``calibration_facts``: which calibration images
-it quantized with, as a blessing records them (``calibration``: which and how many, in words;
-``calibration_sha256``: their bytes); None where its model does not record them."""
+    (per-layer rows for the report), given a few frames. ``calibration_facts``: the calibration images
+    it quantized with, as a blessing records them (``calibration``: which and how many, in words;
+    ``calibration_sha256``: their bytes); None where its model does not record them."""
 
     backend: Backend
     kind: PathKind

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -45,7 +46,9 @@ th { background: #f2f2f2; text-align: left; } td.n { text-align: right; font-var
 details > summary { cursor: pointer; } details > summary > h2, details > summary > h3 { display: inline; }
 details { margin-top: 20px; } details > summary > h2 { border-bottom: none; }
 td svg { display: block; }
-@media (max-width: 600px) { body { margin: 10px; } h1 { font-size: 19px; } }
+@media (max-width: 600px) { body { margin: 10px; } h1 { font-size: 19px; } td, th { padding: 2px 4px; font-size: 12px; }
+  td code { font-size: 11px; } }
+td:first-child code { overflow-wrap: normal; }
 pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: 8px; white-space: pre-wrap; font-size: 12px;
   overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { color: #555; font-size: 12px; } img { max-width: 100%; }
@@ -101,7 +104,13 @@ def _block(block: Block, pictures: dict[str, Sequence[Picture]]) -> str:
 
 
 def _cell(part: Inline) -> str:
+    if isinstance(part, Code):  # a gate's name breaks after its brackets and dashes, never inside a word
+        broken = _BREAKS.sub(r"\1<wbr>", escape(part.text))
+        return f"<td><code>{broken}</code></td>"
     return f'<td class="n">{_inline((part,))}</td>' if isinstance(part, Num) else f"<td>{_inline((part,))}</td>"
+
+
+_BREAKS = re.compile(r"([\[\-_/])")
 
 
 def _inline(parts: Sequence[Inline]) -> str:

@@ -29,7 +29,8 @@ def render_summary(document: dict[str, Any], full: str = "report.html") -> str:
     gates = document["gates"]
     view = report_view(document)
     mark = {"pass": "", "weak": "⚠ ", "fail": "❌ "}[view.state]
-    lines = [f"**{mark}Accuracy report: {escape(view.verdict)}**"]
+    counted = f" ({len(gates)} of {len(gates)} gates)" if view.state == "pass" else ""
+    lines = [f"**{mark}Accuracy report: {escape(view.verdict)}{counted}**"]
     changed = what_changed(document)
     if changed:
         lines += ["", "What changed:", *(f"- {escape(c)}" for c in changed)]

@@ -44,7 +44,7 @@ def trend_svg(trend: Trend) -> str:
         f"<title>{escape(trend.title)}</title>",
         f'<rect x="{_LEFT}" y="{_TOP}" width="{width}" height="{height}" fill="none" stroke="#ccc"/>',
     ]
-    marks = ticks(low, high, target=3)
+    marks = [float(t) for t in ticks(low, high, target=3)]
     for value in marks:
         parts.append(f'<line x1="{_LEFT}" y1="{y(value):.1f}" x2="{_LEFT + width}" y2="{y(value):.1f}" stroke="#eee"/>')
         parts.append(

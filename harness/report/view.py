@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.core import defaults
 from harness.core.path_names import PathKind
@@ -41,7 +41,9 @@ def report_view(document: dict[str, Any]) -> ReportView:
     their trends), then what was run, the history, the paths, the pictures and the provenance."""
     dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
     failed = [g for g in gates if not g["passed"]]
-    state = "fail" if failed or not document["passed"] else "weak" if any(g["weak"] for g in gates) else "pass"
+    state: Literal["pass", "weak", "fail"] = (
+        "fail" if failed or not document["passed"] else "weak" if any(g["weak"] for g in gates) else "pass"
+    )
     passed = "WEAK PASS" if state == "weak" else "PASSED"  # a pass on baselines that cannot fail is not a pass
     verdict = (passed if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
     changed = what_changed(document)

@@ -10,13 +10,13 @@ import pytest
 from harness.cli import main as cli
 from harness.core.errors import HarnessError
 from harness.report import write_reports
-from harness.report.blocks import Spark
+from harness.report.blocks import Spark, Trend
 from harness.report.html import render_html
 from harness.report.json_report import report_document
 from harness.report.markdown import render_markdown
 from harness.report.summary import render_summary
 from harness.report.trend import spark_svg, trend_svg
-from harness.report.view import Trend, cap_notes, report_view
+from harness.report.view import cap_notes, report_view
 
 from support import synthetic_results as sr
 

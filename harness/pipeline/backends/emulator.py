@@ -64,13 +64,14 @@ def _calibration_facts(spec: PathSpec, run: RunContext) -> tuple[tuple[str, str]
     from harness.inputs.calibration import calibration_paths, images_digest
 
     source, count = calibration_source(spec, run)
-    named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else IN_DOMAIN if run.is_demo else None
-    if isinstance(source, list):
-        words = "the evaluated images"
-    elif named:
+    default = IN_DOMAIN if spec.calibration is None and run.is_demo else None
+    named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else default
+    if named:
         words = f"the demo's {named} frames"
-    else:
+    elif isinstance(source, (str, os.PathLike)):
         words = os.fspath(source)
+    else:
+        words = "the evaluated images"
     digest = images_digest(calibration_paths(source, count))
     return (("calibration", f"{words} ({count})"), ("calibration_sha256", digest))
 

@@ -32,6 +32,7 @@ from harness.pipeline.factory import (
     preflight,
     prepare_run,
 )
+from harness.pipeline.made_from import with_made_from
 from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec, golden_roots, planned_gates
 from harness.verdict.gate_id import GateId
 from harness.verdict.gates import (
@@ -131,13 +132,14 @@ def _baseline_files(config: JobConfig) -> dict[str, Path]:
     return {path: baseline_file(roots, config.onnx, path, config.dataset_name) for path in paths}
 
 
-def report_folder(folder: Path) -> None:
+def report_folder(folder: Path, pdf: bool = False) -> None:
     """Make the reports' folder before the work they report, or refuse it: one that cannot be made
-    raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`."""
+    raises its :class:`OSError`, one that cannot be written a :class:`HarnessError`; ``pdf``: with
+    ``report.pdf`` among the files checked."""
     from harness.report import report_files
 
     confine.make_folder(folder)
-    for file in report_files(folder).values():  # a report linked out of the project: refused before the work
+    for file in report_files(folder, pdf).values():  # a report linked out of the project: refused before the work
         confine.check(file)
     if not os.access(folder, os.W_OK | os.X_OK):  # a read-only file system refuses root too
         raise HarnessError(f"--report {os.fspath(folder)!r}: cannot be written by this user; choose another folder")
@@ -146,6 +148,10 @@ def report_folder(folder: Path) -> None:
 def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[RunContext, tuple[PathSpec, ...]]:
     """The run of ``config`` and its paths (the ONNX reference first, the HAR's stages, the Hailo path
     last), every refusal made before anything runs, the reports' folder made."""
+    if config.pdf:  # before any work: a run that cannot write the PDF it was asked for is refused
+        from harness.report.pdf import require_browser
+
+        require_browser()
     facts = preflight(config)
     _baseline_files(config)  # a dataset or model name a baseline's file cannot have: refused before the work
     dataset = load_dataset(config.dataset, config.split, config.cache_dir, config.images, log)
@@ -166,7 +172,7 @@ def prepare_job(config: JobConfig, log: Callable[[str], None] = print) -> tuple[
     specs = (REFERENCE, *config.stages, config.hailo)
     for spec in specs:  # every refusal before anything runs
         check(spec, run.settings)
-    report_folder(config.report_dir)
+    report_folder(config.report_dir, config.pdf)
     return run, specs
 
 
@@ -188,6 +194,7 @@ def judge_job(
     made (one run, or the shards a merge joins): blessed if asked, gated, the Hailo path's losses
     located where it fails, the reports written; ``calibration``: what the Hailo path was calibrated on."""
     dataset = run.dataset
+    results = with_made_from(results, (REFERENCE, *config.stages, config.hailo), run)
     reference, hailo = results[0], results[-1]
     if hailo.fps is not None or config.hailo.kind is PathKind.DEVICE:
         fps = f"{hailo.fps:.1f}" if hailo.fps else "no (every prediction came from the cache)"
@@ -237,6 +244,7 @@ def judge_job(
         run.thresholds,
         config.stage_drop,
         run.cache_dir / DRAWINGS_FOLDER if run.cache is not None else None,
+        config.pdf,
     )
     notes = tuple(
         f"{files[path]}: {note}"

@@ -268,6 +268,12 @@ _OPTIONS = (
     ),
     Option("update_golden", "bless this run as the new baseline", kind="flag", default=False),
     Option(
+        "pdf",
+        "also write report.pdf beside report.html (printed by headless Chromium; refused where it is missing)",
+        kind="flag",
+        default=False,
+    ),
+    Option(
         "follow_links",
         "write through symbolic links that lead out of the project and the folders named on the command line "
         "(refused by default, naming the link; also HARNESS_FOLLOW_LINKS=1). CI should leave it off: a pull "
@@ -340,6 +346,7 @@ JOB_OPTIONS = (
     "update_golden",
     "accept_weak_baseline",
     "release",
+    "pdf",
     "require_signed",
     "follow_links",
 )
@@ -563,6 +570,7 @@ def job_config(
         update_golden=bool(values.get("update_golden")),
         accept_weak_baseline=bool(values.get("accept_weak_baseline")),
         release=values.get("release"),
+        pdf=bool(values.get("pdf")),
         stage_drop=defaults.STAGE_DROP if values.get("stage_drop") is None else values["stage_drop"],
         batch=_value(values, "batch"),
         invocation=invocation,

@@ -185,6 +185,7 @@ class JobConfig:
     update_golden: bool = False
     accept_weak_baseline: bool = False  # blessing: keep baselines whose gates cannot fail, said by each gate
     release: str | None = None  # blessing: the release it signs off (--release), kept in the blessed history
+    pdf: bool = False  # the reports: report.pdf too (--pdf: headless Chromium prints the HTML)
     stage_drop: float = defaults.STAGE_DROP  # the stage gate's floor: the most mAP@0.5 a DFC stage may lose
     batch: int = defaults.BATCH
     bless_token: str | None = None  # one per test run: its pytest-xdist workers bless the baselines once

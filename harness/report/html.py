@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from harness.report.plots import Picture
-from harness.report.trend import trend_svg
-from harness.report.view import (
+from harness.report.blocks import (
     Block,
     Code,
     Facts,
@@ -21,11 +20,14 @@ from harness.report.view import (
     Para,
     PathName,
     Pre,
+    Spark,
     Table,
     Text,
     Trend,
-    report_view,
 )
+from harness.report.plots import Picture
+from harness.report.trend import spark_svg, trend_svg
+from harness.report.view import report_view
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1240px;
@@ -40,6 +42,13 @@ th { background: #f2f2f2; text-align: left; } td.n { text-align: right; font-var
 .host { background: #eee; color: #444; }
 .verdict { display: inline-block; padding: 4px 12px; border-radius: 6px; color: white; }
 .verdict.pass { background: #2e7d32; } .verdict.fail { background: #c62828; }
+.verdict.weak { background: #8a5a00; }
+details > summary { cursor: pointer; } details > summary > h2, details > summary > h3 { display: inline; }
+details { margin-top: 20px; } details > summary > h2 { border-bottom: none; }
+td svg { display: block; }
+@media (max-width: 600px) { body { margin: 10px; } h1 { font-size: 19px; } td, th { padding: 2px 4px; font-size: 12px; }
+  td code { font-size: 11px; } }
+td:first-child code { overflow-wrap: normal; }
 pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: 8px; white-space: pre-wrap; font-size: 12px;
   overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { color: #555; font-size: 12px; } img { max-width: 100%; }
@@ -47,20 +56,28 @@ code { font-size: 12px; overflow-wrap: anywhere; }
 """
 
 
-def render_html(document: dict[str, Any], charts: Sequence[Picture], images: Sequence[Picture]) -> str:
+def render_html(
+    document: dict[str, Any], charts: Sequence[Picture], images: Sequence[Picture], unfolded: bool = False
+) -> str:
+    """The report as one HTML page; ``unfolded``: the folded sections open (for print: a PDF)."""
     view = report_view(document)
     pictures = {"charts": charts, "images": images}
-    state = "pass" if view.passed else "fail"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Accuracy report: {escape(view.verdict)}</title><style>{_STYLE}</style></head><body>",
-        f'<h1>Accuracy report <span class="verdict {state}">{escape(view.verdict)}</span></h1>',
+        f'<h1>Accuracy report <span class="verdict {view.state}">{escape(view.verdict)}</span></h1>',
         *(_block(block, pictures) for block in view.intro),
     ]
     for section in view.sections:
-        parts.append(f"<h{section.level}>{_inline(section.title)}</h{section.level}>")
-        parts += [_block(block, pictures) for block in section.blocks]
+        heading = f"<h{section.level}>{_inline(section.title)}</h{section.level}>"
+        body = [_block(block, pictures) for block in section.blocks]
+        if section.folded:
+            opened = " open" if unfolded else ""
+            parts += [f"<details{opened}><summary>{heading}</summary>", *body, "</details>"]
+        else:
+            parts += [heading, *body]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -87,7 +104,13 @@ def _block(block: Block, pictures: dict[str, Sequence[Picture]]) -> str:
 
 
 def _cell(part: Inline) -> str:
+    if isinstance(part, Code):  # a gate's name breaks after its brackets and dashes, never inside a word
+        broken = _BREAKS.sub(r"\1<wbr>", escape(part.text))
+        return f"<td><code>{broken}</code></td>"
     return f'<td class="n">{_inline((part,))}</td>' if isinstance(part, Num) else f"<td>{_inline((part,))}</td>"
+
+
+_BREAKS = re.compile(r"([\[\-_/])")
 
 
 def _inline(parts: Sequence[Inline]) -> str:
@@ -101,6 +124,8 @@ def _part(part: Inline) -> str:
         return f"<code>{escape(part.text)}</code>"
     if isinstance(part, Mark):
         return '<span class="pass">pass</span>' if part.passed else '<span class="fail">FAIL</span>'
+    if isinstance(part, Spark):
+        return spark_svg(part)
     assert isinstance(part, PathName)
     return f'{escape(part.name)} <span class="badge {part.runs_on.split(",")[0]}">{escape(part.runs_on)}</span>'
 

@@ -32,7 +32,10 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 #     baselines[].history_problems (each way the history is not as its blessings wrote it), and
 #     paths[].provenance.shared_cache: the shared-cache entries the path used (the demo set, an emulated HEF),
 #     each its folder, name, content sha256, state (signed, sealed, unverified, built, rebuilt) and detail
-SCHEMA_VERSION = 10
+# 11: paths[].provenance.made_from and baselines[].history[].made_from (what each was made from beyond the model
+#     and images: HEF, calibration, settings, harness code, HailoRT, DFC, device; harness.verdict.changes.FACTS;
+#     absent from a blessing written before it was recorded)
+SCHEMA_VERSION = 11
 
 
 def report_document(

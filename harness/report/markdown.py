@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.report.view import (
+from harness.report.blocks import (
     Block,
     Code,
     Facts,
@@ -22,11 +22,12 @@ from harness.report.view import (
     Para,
     PathName,
     Pre,
+    Spark,
     Table,
     Text,
     Trend,
-    report_view,
 )
+from harness.report.view import report_view
 
 
 def render_markdown(document: dict[str, Any]) -> str:
@@ -70,8 +71,17 @@ def _part(part: Inline) -> str:
         return code_span(part.text)
     if isinstance(part, Mark):
         return "pass" if part.passed else "**FAIL**"
+    if isinstance(part, Spark):
+        return spark_words(part)
     assert isinstance(part, PathName)
     return escape(part.label)
+
+
+def spark_words(spark: Spark) -> str:
+    """A sparkline in words: the blessed values, then this run's (``-``: a blessing without it)."""
+    values = ["-" if v is None else f"{v:.4f}" for v in spark.blessed]
+    run = "n/a" if spark.run is None else f"{spark.run:.4f}"
+    return " → ".join([*values, f"now {run}"])
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

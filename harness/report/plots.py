@@ -283,7 +283,7 @@ def _draw(
             _label(draw, boxes[k], f"{name} {det.scores[k]:.2f}", _colour(i), font, placed)
         x = i * (image.width + 6)
         canvas.paste(panel, (x, header))
-        title = panel_title(label, len(det), len(placed))
+        title = fitted_title(label, len(det), len(placed), heading, image.width)
         ImageDraw.Draw(canvas).text((x, 2), title, fill=_colour(i), font=heading)
     out = io.BytesIO()
     canvas.save(out, format="JPEG", quality=JPEG_QUALITY, subsampling=0)  # 4:4:4: box lines and label chips stay crisp
@@ -296,6 +296,18 @@ def panel_title(path: str, boxes: int, labelled: int) -> str:
     title = f"{path}: {boxes} box{'' if boxes == 1 else 'es'}"
     hidden = boxes - labelled
     return f"{title}, {labelled} labelled (no clear place for the other {hidden})" if hidden else title
+
+
+def fitted_title(path: str, boxes: int, labelled: int, font: Any, width: int) -> str:
+    """The longest of a panel's titles that fits its ``width`` in ``font`` (:func:`panel_title`, then
+    shorter forms saying the same counts), the path's name cut last: a title is never clipped."""
+    hidden = boxes - labelled
+    plural = "" if boxes == 1 else "es"
+    counts = f"{boxes} box{plural}" + (f", {hidden} unlabelled" if hidden else "")
+    for title in (panel_title(path, boxes, labelled), f"{path}: {counts}", counts):
+        if font.getlength(title) <= width:
+            return title
+    return f"{boxes} box{plural}"
 
 
 def _label(

@@ -8,9 +8,12 @@ where its gate passed, red where it failed). Every text is escaped; nothing is f
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from html import escape
 
-from harness.report.view import Trend
+from harness.report.blocks import Spark, Trend
+from harness.report.svg import ticks
 
 WIDTH, HEIGHT = 440, 130
 _LEFT, _RIGHT, _TOP, _BOTTOM = 58, 16, 10, 26
@@ -41,8 +44,12 @@ def trend_svg(trend: Trend) -> str:
         f"<title>{escape(trend.title)}</title>",
         f'<rect x="{_LEFT}" y="{_TOP}" width="{width}" height="{height}" fill="none" stroke="#ccc"/>',
     ]
-    for value in (low, high):
-        parts.append(f'<text x="{_LEFT - 4}" y="{y(value) + 4:.1f}" text-anchor="end">{_number(value)}</text>')
+    marks = [float(t) for t in ticks(low, high, target=3)]
+    for value in marks:
+        parts.append(f'<line x1="{_LEFT}" y1="{y(value):.1f}" x2="{_LEFT + width}" y2="{y(value):.1f}" stroke="#eee"/>')
+        parts.append(
+            f'<text x="{_LEFT - 4}" y="{y(value) + 4:.1f}" text-anchor="end">{tick_label(value, marks)}</text>'
+        )
     xy = [(x(i), y(v)) for i, (_, v) in enumerate(points)]
     if len(xy) > 1:
         line = " ".join(f"{px:.1f},{py:.1f}" for px, py in xy)
@@ -77,5 +84,52 @@ def _span(values: list[float]) -> tuple[float, float]:
     return low - margin, high + margin
 
 
-def _number(value: float) -> str:
-    return f"{value:.4g}"
+def tick_label(value: float, marks: Sequence[float]) -> str:
+    """A tick's value with as many decimals as the ticks' step needs, never more (0.58, not 0.5800001)."""
+    step = abs(marks[1] - marks[0]) if len(marks) > 1 else abs(value) or 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    shown = f"{value:.{decimals}f}"
+    return "0" if float(shown) == 0 else shown
+
+
+SPARK_WIDTH, SPARK_HEIGHT = 96, 22
+
+
+def spark_svg(spark: Spark) -> str:
+    """``spark`` as a small ``<svg>`` for a table's cell: the blessed values joined by a line, this run's
+    a dot in its gate's colour, on the values' own span (no axis: the cell beside it has the numbers)."""
+    blessed = [(i, v) for i, v in enumerate(spark.blessed) if v is not None]
+    count = len(spark.blessed) + 1
+    values = [v for _, v in blessed] + ([spark.run] if spark.run is not None else [])
+    if not values:
+        return ""
+    low, high = _span(values)
+
+    def x(i: int) -> float:
+        return 4 + (SPARK_WIDTH - 8) * (i / max(count - 1, 1))
+
+    def y(value: float) -> float:
+        return 3 + (SPARK_HEIGHT - 6) * (high - value) / (high - low)
+
+    title = ", ".join("-" if v is None else f"{v:.4g}" for v in spark.blessed)
+    now = "n/a" if spark.run is None else f"{spark.run:.4g}"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{SPARK_WIDTH}" height="{SPARK_HEIGHT}" '
+        f'viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}" role="img" aria-label="blessed {title}; this run {now}">',
+        f"<title>blessed {escape(title)}; this run {escape(now)}</title>",
+    ]
+    xy = [(x(i), y(v)) for i, v in blessed]
+    if len(xy) > 1:
+        line = " ".join(f"{px:.1f},{py:.1f}" for px, py in xy)
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{_BLESSED}" stroke-width="1.5"/>')
+    parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2" fill="{_BLESSED}"/>' for px, py in xy]
+    if spark.run is not None:
+        colour = _PASSED if spark.passed else _FAILED
+        rx, ry = x(count - 1), y(spark.run)
+        if xy:
+            px, py = xy[-1]
+            ends = f'x1="{px:.1f}" y1="{py:.1f}" x2="{rx:.1f}" y2="{ry:.1f}"'
+            parts.append(f'<line {ends} stroke="{colour}" stroke-dasharray="3 2"/>')
+        parts.append(f'<circle cx="{rx:.1f}" cy="{ry:.1f}" r="3" fill="{colour}"/>')
+    parts.append("</svg>")
+    return "".join(parts)

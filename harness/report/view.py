@@ -9,121 +9,49 @@ file), :class:`Pre` keeps a message's lines. A renderer never sees a raw string 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.core import defaults
 from harness.core.path_names import PathKind
 from harness.inputs.demo import SHIPPED_GOLDEN
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class Code:
-    text: str
-
-
-@dataclass(frozen=True)
-class Num:
-    """A figure as the harness formed it (a number, a tolerance in words), never foreign text;
-    right-aligned where a renderer aligns."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Mark:
-    """A gate's result."""
-
-    passed: bool
-
-
-@dataclass(frozen=True)
-class PathName:
-    """A path: its ``name``, its ``label`` (marked emulated, replayed) and where it ran (``runs_on``)."""
-
-    name: str
-    label: str
-    runs_on: str
-
-
-Inline = Text | Code | Num | Mark | PathName
-
-
-@dataclass(frozen=True)
-class Para:
-    parts: tuple[Inline, ...]
-
-
-@dataclass(frozen=True)
-class Table:
-    header: tuple[str, ...]
-    rows: tuple[tuple[Inline, ...], ...]
-
-
-@dataclass(frozen=True)
-class Pre:
-    """Lines from outside the harness (a gate's message), kept as they are."""
-
-    lines: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Facts:
-    """One path's named facts (its provenance)."""
-
-    path: PathName
-    rows: tuple[tuple[str, tuple[Inline, ...]], ...]
-
-
-@dataclass(frozen=True)
-class Figures:
-    """The report's pictures of one kind (only a renderer that embeds pictures shows them)."""
-
-    which: Literal["charts", "images"]
-
-
-@dataclass(frozen=True)
-class Trend:
-    """A gate's metric at each blessing of its baseline, oldest first ((label, value): a release or a
-    date, None where that blessing held no such value), and this run's (label, value) beside them
-    (None: no run value); ``passed``: this run's gate. Only a renderer that draws charts shows it."""
-
-    title: str
-    blessed: tuple[tuple[str, float | None], ...]
-    run: tuple[str, float | None] | None
-    passed: bool
-
-
-Block = Para | Table | Pre | Facts | Figures | Trend
-
-
-@dataclass(frozen=True)
-class Section:
-    title: tuple[Inline, ...]
-    blocks: tuple[Block, ...]
-    level: int = 2
-
-
-@dataclass(frozen=True)
-class ReportView:
-    passed: bool
-    verdict: str  # "PASSED", or "FAILED (n of m gates)", with the weak baselines' note
-    intro: tuple[Block, ...]
-    sections: tuple[Section, ...]
+from harness.report.blocks import (
+    Block,
+    Code,
+    Facts,
+    Figures,
+    Inline,
+    Mark,
+    Num,
+    Para,
+    PathName,
+    Pre,
+    ReportView,
+    Section,
+    Spark,
+    Table,
+    Text,
+)
+from harness.report.history_view import HISTORY_EDITED, history_sections, sparks, what_changed
 
 
 def report_view(document: dict[str, Any]) -> ReportView:
-    """The sections of the report of ``document`` (:func:`harness.report.json_report.report_document`)."""
+    """The sections of the report of ``document`` (:func:`harness.report.json_report.report_document`):
+    first what a reviewer decides on (the verdict, what changed, the first cause, the gates with
+    their trends), then what was run, the history, the paths, the pictures and the provenance."""
     dataset, gates, paths = document["dataset"], document["gates"], document["paths"]
     failed = [g for g in gates if not g["passed"]]
-    verdict = ("PASSED" if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
-    intro = (
+    state: Literal["pass", "weak", "fail"] = (
+        "fail" if failed or not document["passed"] else "weak" if any(g["weak"] for g in gates) else "pass"
+    )
+    passed = "WEAK PASS" if state == "weak" else "PASSED"  # a pass on baselines that cannot fail is not a pass
+    verdict = (passed if document["passed"] else f"FAILED ({len(failed)} of {len(gates)} gates)") + weak_note(gates)
+    changed = what_changed(document)
+    decision: list[Block] = [Para((Text("What changed: " + " ".join(f"{c}." for c in changed)),))] if changed else []
+    cause = first_cause(document)
+    if cause:
+        decision.append(Para((Text(f"First cause: {cause}"),)))
+    run = (
         Para((Text(f"Paths: {', '.join(p['label'] for p in paths)}"),)),
         Para(
             (
@@ -136,7 +64,7 @@ def report_view(document: dict[str, Any]) -> ReportView:
         ),
         *_inputs(document),
     )
-    sections = [Section((Text("Gates"),), (_gate_table(gates),))]
+    sections = [Section((Text("Gates"),), (_gate_table(gates, sparks(document)),))]
     sections += (
         [
             Section((Text("Failures"),), ()),
@@ -151,7 +79,8 @@ def report_view(document: dict[str, Any]) -> ReportView:
             names = [part for n in d["gates"] for part in (Code(n), Text(", "))][:-1]
             blocks += [Para((Text("Of "), *names, Text(":"))), Pre(tuple(d["lines"]))]
         sections.append(Section((Text("Likely causes"),), tuple(blocks)))
-    sections += _history_sections(document)
+    sections.append(Section((Text("What was run"),), run))
+    sections += history_sections(document, num)
     if document["stages"]:
         stages = document["stages"]
         rows = tuple(tuple(Text(cell) for cell in row) for row in stage_rows(stages))
@@ -171,86 +100,28 @@ def report_view(document: dict[str, Any]) -> ReportView:
         )
     sections += [
         Section((Text("Paths"),), (_path_table(paths), *(Para((Text(note),)) for note in cap_notes(paths)))),
-        Section((Text("Per class"),), (_class_table(paths),)),
+        Section((Text("Per class"),), (_class_table(paths),), folded=True),
         Section((Text("Plots"),), (Figures("charts"),)),
-        Section((Text("Images where the paths disagree most"),), (Figures("images"),)),
-        Section((Text("Provenance and environment"),), tuple(_facts(p) for p in paths)),
+        Section((Text("Images where the paths disagree most"),), (Figures("images"),), folded=True),
+        Section((Text("Provenance and environment"),), tuple(_facts(p) for p in paths), folded=True),
     ]
-    return ReportView(document["passed"], verdict, intro, tuple(sections))
+    return ReportView(document["passed"], verdict, tuple(decision), tuple(sections), state)
 
 
-HISTORY_NOTE = (
-    "Each gate's metric at every blessing of its baseline, oldest first, then this run's: shown for the "
-    "sign-off, never gated on (a gate holds this run to the last blessing, the baseline in force, alone). "
-    "A blessing of another export of the model shows its sha256; one of other images or another mAP "
-    "protocol than this run's says so."
-)
-HISTORY_HEADER = ("release", "blessed", "model sha256", "value", "note")
-HISTORY_EDITED = "history edited by hand"  # verdict.history_chain.EDITED: the report reads the document alone
+def first_cause(document: dict[str, Any]) -> str | None:
+    """The most specific likely cause of the first failing gate that has one, with its fix, in one
+    line; None where no gate failed or no known cause matched."""
+    for gate in document["gates"]:
+        if not gate["passed"] and gate["causes"]:
+            cause = gate["causes"][0]
+            return f"{cause['cause']} (fix: {cause['fix']})"
+    return None
 
 
-def _history_sections(document: dict[str, Any]) -> list[Section]:
-    """The blessed history of each gate held to a baseline (report.json's ``baselines[].history``):
-    a trend and a table of release, date, model sha256 and value, this run's last."""
-    baselines = {b["path"]: b for b in document["baselines"] if b.get("history")}
-    runs = {p["path"]: p for p in document["paths"]}
-    held = [g for g in document["gates"] if g.get("path") in baselines and g.get("path") in runs]
-    if not held:
-        return []
-    edited = [
-        Para((Text(f"{HISTORY_EDITED} ({b['path']}): {'; '.join(b['history_problems'])}."),))
-        for b in baselines.values()
-        if b.get("history_problems")
-    ]
-    sections = [Section((Text("Blessed history"),), (Para((Text(HISTORY_NOTE),)), *edited))]
-    for gate in held:
-        history, run = baselines[gate["path"]]["history"], runs[gate["path"]]
-        if not any(gate["kind"] in b["values"] for b in history):
-            continue
-        rows = [
-            _blessing_row(b, gate["kind"], run, document, last=i == len(history) - 1) for i, b in enumerate(history)
-        ]
-        prov = run["provenance"]
-        rows.append(
-            (
-                Text("this run"),
-                Text(prov["created"]),
-                Code(prov["model_sha256"][:12]),
-                Num(num(gate["observed"])),
-                Text("signed off now: " + ("passed" if gate["passed"] else "FAILED")),
-            )
-        )
-        trend = Trend(
-            f"{gate['name']}: blessed values and this run's",
-            tuple((b["release"] or b["created"][:10], b["values"].get(gate["kind"])) for b in history),
-            ("this run", gate["observed"]),
-            gate["passed"],
-        )
-        sections.append(Section((Code(gate["name"]),), (trend, Table(HISTORY_HEADER, tuple(rows))), level=3))
-    return sections if len(sections) > 1 else []
-
-
-def _blessing_row(
-    blessing: dict[str, Any], kind: str, run: dict[str, Any], document: dict[str, Any], last: bool
-) -> tuple[Inline, ...]:
-    notes = ["the baseline this run is held to"] if last else []
-    if blessing["dataset_manifest"] != document["dataset"]["manifest"]:
-        notes.append("other images than this run's")
-    metric = run["settings"].get("metric", "coco")
-    if blessing["metric"] != metric:
-        notes.append(f"mAP protocol {blessing['metric']}, this run's {metric}")
-    return (
-        Text(blessing["release"] or "-"),
-        Text(blessing["created"]),
-        Code(blessing["model_sha256"][:12]),
-        Num(num(blessing["values"].get(kind))),
-        Text("; ".join(notes)),
-    )
-
-
-def _gate_table(gates: Sequence[dict[str, Any]]) -> Table:
+def _gate_table(gates: Sequence[dict[str, Any]], trends: dict[str, Spark]) -> Table:
+    header = ("gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)")
     return Table(
-        ("gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)"),
+        (*header, "trend (blessed, then this run)") if trends else header,
         tuple(
             (
                 Code(g["name"]),
@@ -259,6 +130,7 @@ def _gate_table(gates: Sequence[dict[str, Any]]) -> Table:
                 Num(num(g["observed"])),
                 Num(g["allowed"] or "-"),
                 Num(interval(g["interval"])),
+                *((trends.get(g["name"]) or Text("-"),) if trends else ()),
             )
             for g in gates
         ),
@@ -464,7 +336,8 @@ def cap_notes(paths: Sequence[dict[str, Any]]) -> list[str]:
         f"(0 scores >= 0.99 says nothing is pinned at the top): its class outputs cannot represent a higher "
         "score, as after calibrating on images without the classes."
         for p in paths
-        if p.get("highest_score") is not None
+        if _made_by(p) is not PathKind.FLOAT  # a cap of quantization: the float export has none
+        and p.get("highest_score") is not None
         and p["highest_score"] < defaults.MIN_SCORE_CAP
         and p["box_counts"]["total"]
     ]

@@ -65,7 +65,7 @@ from harness.verdict.metrics.coco import CocoMetrics
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES, BoxCounts, ScoreDistribution
 from harness.verdict.result import PathResult, Provenance
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 DECIMALS = 6
 HISTORY = "history"
@@ -209,6 +209,7 @@ def own_blessing(golden: Golden) -> Blessing:
         dataset_manifest=p.dataset_manifest,
         metric=golden.settings.metric.value,
         values=tuple((k, round(float(found[k]), DECIMALS)) for k in HISTORY_KINDS if is_finite(found.get(k))),
+        made_from=p.made_from,
     )
 
 

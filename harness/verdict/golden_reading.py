@@ -15,6 +15,7 @@ from harness.core.documents import DocumentError, Fields, parse_json
 from harness.core.errors import HarnessError
 from harness.core.settings import EvalSettings
 from harness.verdict import history_chain
+from harness.verdict.changes import read_made_from
 from harness.verdict.golden import (
     BIN_KEYS,
     HISTORY,
@@ -36,8 +37,9 @@ from harness.verdict.metrics.distribution import BoxCounts, ScoreDistribution
 from harness.verdict.result import Provenance
 
 # 1: before the agreement was blessed (no ``agreement``, no its tolerances); 2: before ``release`` and ``history``;
-# 3: before ``seal``, ``history_tip`` and the history entries' ``previous`` and ``seal``
-_READ_VERSIONS = (1, 2, 3, SCHEMA_VERSION)
+# 3: before ``seal``, ``history_tip`` and the history entries' ``previous`` and ``seal``; 4: before
+# ``provenance.made_from`` and the history entries' ``made_from`` (harness.verdict.changes; optional when read)
+_READ_VERSIONS = (1, 2, 3, 4, SCHEMA_VERSION)
 _AGREEMENT_TOLERANCES = ("agreement_drop", "score_drift_rise")  # new in schema 2
 
 
@@ -249,6 +251,7 @@ class BaselineReader:
             harness_version=data.string("harness_version"),
             created=created,
             environment=versions,
+            made_from=read_made_from(data),
         )
         data.done()
         return provenance

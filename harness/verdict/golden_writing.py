@@ -89,6 +89,7 @@ def baseline_document(golden: Golden) -> dict[str, Any]:
             "harness_version": golden.provenance.harness_version,
             "created": golden.provenance.created,
             "environment": dict(golden.provenance.environment),
+            **({"made_from": dict(golden.provenance.made_from)} if golden.provenance.made_from else {}),
         },
     }
 

@@ -10,6 +10,10 @@ is refused when read, naming the field (a copy or a merge from another baseline'
 another export of the model (its sha256), of other images of the dataset (its manifest) or of
 another mAP protocol are the normal history of a baseline and are shown as such.
 
+Since schema 5 an entry also names what it was made from (``made_from``,
+:mod:`harness.verdict.changes`): the HEF, the calibration images, the settings, the harness's code, the
+HailoRT and Dataflow Compiler versions, the device; an older entry has none and is shown as such.
+
 Since schema 4 the entries form a hash chain (:mod:`harness.verdict.history_chain`): each names the
 sha256 of the entry before it (``previous``) and carries a seal of its own (``seal``,
 :mod:`harness.core.signing`), so that an entry deleted, duplicated, moved or changed by hand is named.
@@ -26,6 +30,7 @@ from typing import Any
 
 from harness.core.documents import Fields
 from harness.core.settings import MetricProtocol
+from harness.verdict.changes import made_from_document, read_made_from
 from harness.verdict.gate_id import BASELINE_KINDS
 
 HISTORY_KINDS = (*BASELINE_KINDS, "path_agreement")  # the gates whose blessed value a blessing keeps
@@ -51,6 +56,9 @@ class Blessing:
     dataset_manifest: str
     metric: str
     values: tuple[tuple[str, float], ...]
+    # what it was made from beyond its model and images (harness.verdict.changes.FACTS; schema 5:
+    # absent from older entries, and then not written, so that their chain digests stay as they were)
+    made_from: tuple[tuple[str, str], ...] = ()
     # the chain (schema 4): the sha256 of the entry before it (None: the first, or written before the
     # chain) and its seal (None: unsealed); kept as read, never part of what the blessing was
     previous: str | None = field(default=None, compare=False)
@@ -81,6 +89,7 @@ def blessing_document(blessing: Blessing) -> dict[str, Any]:
         "dataset_manifest": blessing.dataset_manifest,
         "metric": blessing.metric,
         "values": dict(blessing.values),
+        **({"made_from": made_from_document(blessing.made_from)} if blessing.made_from else {}),
     }
 
 
@@ -119,6 +128,7 @@ def read_blessing(entry: Fields, model: str, dataset: str, path: str, chained: b
         dataset_manifest=entry.string("dataset_manifest", nonempty=True),
         metric=entry.value("metric", lambda v: isinstance(v, str) and v in _METRICS, f"one of {sorted(_METRICS)}"),
         values=found,
+        made_from=read_made_from(entry),
         previous=previous,
         seal=seal,
     )

@@ -34,6 +34,9 @@ class Provenance:
     # The shared-cache entries the path used (the demo set, an emulated HEF): folder, name, content sha256
     # and how each stood (signed, sealed, unverified, built or rebuilt).
     shared_cache: tuple[EntryUse, ...] = ()
+    # What the measurement was made from beyond the model and dataset (harness.verdict.changes.FACTS):
+    # (fact, value), e.g. the HEF's sha256, the calibration images, the settings, the code digest.
+    made_from: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ def result_json(result: PathResult) -> dict[str, Any]:
                 **asdict(result.provenance),
                 "environment": dict(result.provenance.environment),
                 "shared_cache": [e.to_json() for e in result.provenance.shared_cache],
+                "made_from": dict(result.provenance.made_from),
             },
         }
     )

@@ -231,7 +231,7 @@ def test_a_set_too_small_to_measure_is_blessed_only_knowingly_and_every_run_then
     )
     assert blessed.golden_changes
     markdown = again.reports["markdown"].read_text()
-    assert f"# Accuracy report: PASSED ({len(weak)} of {len(again.gates)} gates held to weak baselines" in markdown
+    assert f"# Accuracy report: WEAK PASS ({len(weak)} of {len(again.gates)} gates held to weak baselines" in markdown
     assert "; blessed weak knowingly (few\\_objects" in markdown  # Markdown-escaped
     document = json.loads(again.reports["json"].read_text())
     sha = again.results[0].provenance.model_sha256

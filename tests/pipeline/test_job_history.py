@@ -73,3 +73,29 @@ def test_a_release_without_a_blessing_is_a_usage_error(capsys):
         err[0]
         == "hailo-harness run: error: --release: belongs to --update-golden (it names the release a blessing signs off)"
     )
+
+
+def test_a_blessing_records_what_it_was_made_from_and_the_report_says_what_changed(signed_off, tmp_path):
+    """r1 calibrated on the evaluated images (16 of them), r2 on 8: the baselines record it, and the
+    sign-off report says it in words beside the gates."""
+    config = replace(signed_off[0], golden_root=tmp_path / "golden", report_dir=tmp_path / "report")
+    quiet = lambda line: None  # noqa: E731
+    run_job(replace(config, update_golden=True, release="r1"), log=quiet)
+    fewer = replace(config, hailo=replace(config.hailo, calibration_count=8))
+    run_job(replace(fewer, update_golden=True, release="r2"), log=quiet)
+    again = run_job(fewer, log=quiet)
+    hailo = load_golden(config.golden_root / "fire_smoke_yolo11n_256" / "d--emulated-hailo.json")
+    made = [dict(b.made_from) for b in blessed_history(hailo)]
+    assert [m["calibration"] for m in made] == ["the evaluated images (16)", "the evaluated images (8)"]
+    assert made[0]["hef_sha256"] != made[1]["hef_sha256"] and made[0]["code_digest"] == made[1]["code_digest"]
+    assert {"settings", "harness_version", "calibration_sha256"} <= set(made[0])
+    onnx = dict(load_golden(config.golden_root / "fire_smoke_yolo11n_256" / "d--onnx.json").provenance.made_from)
+    assert "calibration" not in onnx and "hef_sha256" not in onnx  # the float export: neither
+    sha = hailo.provenance.model_sha256
+    said = (
+        f"emulated-hailo: r2: HEF changed from {made[0]['hef_sha256'][:12]} to {made[1]['hef_sha256'][:12]}; "
+        "calibration changed from the evaluated images (16) to the evaluated images (8); model unchanged"
+    )
+    assert sha and f"What changed: {said}." in again.reports["markdown"].read_text()
+    summary = again.reports["summary"].read_text()
+    assert summary.startswith("**Accuracy report: PASSED") and f"- {said}" in summary

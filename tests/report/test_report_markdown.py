@@ -19,8 +19,9 @@ def case_and_files(tmp_path_factory):
 
 def test_reports_are_written_in_every_format(case_and_files):
     _, files = case_and_files
-    assert sorted(files) == ["html", "json", "markdown"]
-    assert [files[k].name for k in ("markdown", "json", "html")] == ["report.md", "report.json", "report.html"]
+    assert sorted(files) == ["html", "json", "markdown", "summary"]  # report.pdf only where asked (--pdf)
+    names = [files[k].name for k in ("markdown", "json", "html", "summary")]
+    assert names == ["report.md", "report.json", "report.html", "report-summary.md"]
     assert all(f.stat().st_size > 0 for f in files.values())
 
 

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 import pytest
 
 from harness.report import write_reports
+from harness.report.blocks import Trend
 from harness.report.trend import trend_svg
-from harness.report.view import Trend
 from harness.verdict.golden import golden_path
 from harness.verdict.golden_blessing import golden_from_result, write_golden
 from harness.verdict.golden_reading import load_golden

@@ -3,11 +3,12 @@ from html import escape
 
 from harness.inputs.dataset import Unreadable
 from harness.inputs.demo import SHIPPED_GOLDEN
+from harness.report.blocks import Code, Figures, Mark, Table, Text
 from harness.report.html import render_html
 from harness.report.json_report import report_document
 from harness.report.markdown import escape as md_escape
 from harness.report.markdown import render_markdown
-from harness.report.view import Code, Figures, Mark, Table, Text, report_view
+from harness.report.view import report_view
 
 from support import synthetic_results as sr
 

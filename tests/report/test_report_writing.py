@@ -37,7 +37,8 @@ def test_a_full_disk_while_writing_reports_keeps_the_old_report(
     monkeypatch.undo()
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(files["markdown"])
     assert {kind: file.read_bytes() for kind, file in files.items()} == old, "no report torn or emptied"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json", "report.md"]
+    written = ["report-summary.md", "report.html", "report.json", "report.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == written
 
 
 def test_a_report_that_is_a_symlink_stays_one(case: sr.ReportCase, tmp_path: Path) -> None:

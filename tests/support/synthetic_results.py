@@ -144,3 +144,51 @@ def report_case(folder: Path) -> ReportCase:
     baseline = dataclasses.replace(golden_from_result(onnx), path="hailo")  # a baseline as good as the reference
     gates = run_gates(hailo, baseline, reference=onnx, bootstrap=bootstrap)
     return ReportCase(dataset, onnx, hailo, gates, frozenset((ids[2], ids[5])))
+
+
+IN_DOMAIN = (
+    ("hef_sha256", "b" * 64),
+    ("calibration", "the demo's in-domain frames (64)"),
+    ("calibration_sha256", "c" * 64),
+)
+OFF_DOMAIN = (
+    ("hef_sha256", "e" * 64),
+    ("calibration", "the demo's off-domain frames (64)"),
+    ("calibration_sha256", "d" * 64),
+)
+
+
+def signed_off_case(folder: Path, now: tuple[tuple[str, str], ...] = OFF_DOMAIN) -> tuple[ReportCase, dict]:
+    """The report case with both paths' baselines blessed twice, r1 from the in-domain calibration
+    and r2 from the off-domain one (the same model), and this run made from ``now``: the case, its
+    results (this run's made_from set) and the ``baselines`` write_reports takes."""
+    from harness.verdict.golden import golden_path, load_golden, write_golden
+
+    case = report_case(folder / "dataset")
+    results = []
+    baselines = {}
+    for r in (case.onnx, case.hailo):
+        made = (("settings", "score_threshold 0.2"),)
+        hailo = r is case.hailo
+        first = dataclasses.replace(
+            r,
+            provenance=dataclasses.replace(
+                r.provenance, created="2025-01-02T03:04:05Z", made_from=(*IN_DOMAIN, *made) if hailo else made
+            ),
+        )
+        second = dataclasses.replace(
+            r,
+            provenance=dataclasses.replace(
+                r.provenance, created="2025-02-03T04:05:06Z", made_from=(*OFF_DOMAIN, *made) if hailo else made
+            ),
+        )
+        file = golden_path(folder / "golden", r.provenance.model_path, r.path, r.provenance.dataset)
+        write_golden(file, golden_from_result(first, release="r1"))
+        write_golden(file, golden_from_result(second, release="r2"))
+        baselines[r.path] = (file, load_golden(file))
+        results.append(
+            dataclasses.replace(
+                r, provenance=dataclasses.replace(r.provenance, made_from=(*now, *made) if hailo else made)
+            )
+        )
+    return dataclasses.replace(case, onnx=results[0], hailo=results[1]), baselines

@@ -174,7 +174,7 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
             lambda d: d["metrics"]["box_counts"].update(mean=-1.0),
             r"field metrics\.box_counts\.mean is -1\.0, expected a finite number >= 0",
         ),
-        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2, 3, 4\]"),
+        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2, 3, 4, 5\]"),
         (
             lambda d: d["tolerances"].update(map50_drop=-0.1),
             r"field tolerances\.map50_drop is -0\.1, expected a number from 0 to 1",

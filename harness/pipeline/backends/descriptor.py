@@ -97,7 +97,9 @@ class BackendDescriptor:
     was calibrated on, in words. ``preflight`` (spec, export, cache folder, an SSD export's config) and ``check`` (spec,
     settings): its refusals before any work; a preflight that reads the export's facts hands them on
     (the run reads them once). ``locate``: where a failed path lost its accuracy
-    (per-layer rows for the report), given a few frames."""
+    (per-layer rows for the report), given a few frames. ``calibration_facts``: the calibration images
+    it quantized with, as a blessing records them (``calibration``: which and how many, in words;
+    ``calibration_sha256``: their bytes); None where its model does not record them."""
 
     backend: Backend
     kind: PathKind
@@ -115,6 +117,7 @@ class BackendDescriptor:
     preflight: Callable[[PathSpec, Path, Path, SsdConfig | None], ExportFacts | None] | None = None
     check: Callable[[PathSpec, EvalSettings], None] | None = None
     locate: Callable[[PathSpec, RunContext, Sequence[Path]], list[dict[str, object]]] | None = None
+    calibration_facts: Callable[[PathSpec, RunContext], tuple[tuple[str, str], ...]] | None = None
 
     def path_name(self, spec: PathSpec) -> str:
         """The name results, baselines and gates of ``spec``'s path carry."""

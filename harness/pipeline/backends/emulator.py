@@ -60,6 +60,23 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
     return f"{note}; a HEF compiled from them: {shortfall}" if shortfall else note
 
 
+def _calibration_facts(spec: PathSpec, run: RunContext) -> tuple[tuple[str, str], ...]:
+    """The calibration images as a blessing records them: which and how many, and their sha256."""
+    from harness.inputs.calibration import calibration_paths, images_digest
+
+    source, count = calibration_source(spec, run)
+    default = IN_DOMAIN if spec.calibration is None and run.is_demo else None
+    named = spec.calibration if spec.calibration in (IN_DOMAIN, OFF_DOMAIN) else default
+    if named:
+        words = f"the demo's {named} frames"
+    elif isinstance(source, (str, os.PathLike)):
+        words = os.fspath(source)
+    else:
+        words = "the evaluated images"
+    digest = images_digest(calibration_paths(source, count))
+    return (("calibration", f"{words} ({count})"), ("calibration_sha256", digest))
+
+
 def emulated_hef(spec: PathSpec, run: RunContext) -> EmulatedHef:
     """The emulated HEF of ``spec`` (cached by content in the run's cache folder). The class sigmoid
     and HailoRT's NMS op go in as asked where the head family's HEF has them at all: a YOLO26 HEF
@@ -138,5 +155,6 @@ DESCRIPTOR = BackendDescriptor(
     job_path=True,
     preflight=_preflight,
     locate=_locate,
+    calibration_facts=_calibration_facts,
     help="the export as an emulated HEF on the CPU",
 )

@@ -141,6 +141,14 @@ def _structural_heads(graph: Graph, tail: _DecodeTail) -> tuple[HeadTensor, ...]
     return heads
 
 
+def heads_of_decoded(model: onnx.ModelProto, decoded: str) -> tuple[HeadTensor, ...]:
+    """The raw head tensors of an export whose decoded ``[1, 4 + nc, anchors]`` tensor is ``decoded`` (not
+    necessarily its output: an end-to-end export selects its rows from it), found by structure as
+    :func:`find_heads` finds them upstream of the full head output."""
+    graph = Graph.of(model)
+    return _structural_heads(graph, _find_tail(graph, decoded))
+
+
 def _resolve_end_node(graph: Graph, name: str) -> str | None:
     """A node name -> its (first) output tensor; a tensor name made by a node -> itself."""
     if name in graph.nodes:

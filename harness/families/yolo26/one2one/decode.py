@@ -20,7 +20,7 @@ from harness.decode.dfl import passing
 from harness.decode.nms import above
 from harness.families.yolo26.decode import anchors, candidates, export_rows, layout
 
-__all__ = ["anchors", "candidates", "decode", "export_rows", "layout"]
+__all__ = ["anchors", "candidates", "decode", "export_rows", "layout", "top_k"]
 
 
 def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
@@ -29,7 +29,15 @@ def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], c
     rank below every one that passes and keep nothing, so the top-k keeps what it keeps over all."""
     heads = layout(specs, config.input_hw)
     boxes, scores = passing(outputs, heads, config)
-    k = min(config.max_total, heads.cells)  # Ultralytics' k, over every anchor
+    return top_k(boxes, scores, heads.cells, config)
+
+
+def top_k(boxes: np.ndarray, scores: np.ndarray, cells: int, config: DecodeConfig) -> Detections:
+    """An end-to-end head's selection among the boxes ``(n, 4)`` and class scores ``(n, nc)`` of its anchors
+    that can pass the threshold (:func:`~harness.decode.dfl.passing`), of ``cells`` anchors in all: the ``k``
+    anchors with the best class score, then the ``k`` best (anchor, class) pairs among them, kept above the
+    threshold; ``k`` is ``config.max_total``, at most ``cells`` (every family with such a head decodes so)."""
+    k = min(config.max_total, cells)  # Ultralytics' k, over every anchor
     ranked = np.argsort(-scores.max(axis=1, initial=0), kind="stable")[:k]
     flat = scores[ranked].reshape(-1)
     best = np.argsort(-flat, kind="stable")[:k]

@@ -30,7 +30,16 @@ from harness.families.yolo26.scenes import (
     sentences,
 )
 
-__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "sentences"]
+__all__ = [
+    "config_misreadings",
+    "export_reference",
+    "fcr_mixed",
+    "logit_classes",
+    "misordered",
+    "plant",
+    "sentences",
+    "top_k_agreement",
+]
 
 
 def recipe() -> SceneRecipe:
@@ -42,16 +51,20 @@ def reference_decoder() -> Decoder:
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:
-    """The export's own top-k ``(max_det, 6)`` rows (x1, y1, x2, y2, score, class) against
-    :func:`~harness.families.yolo26.one2one.decode.decode` at the same number of rows and no threshold, then
-    both above the threshold. Rows scored within rounding of the last row may take each other's place
-    (the export's sigmoid and top-k round otherwise), so the rows compared are those clearly above it."""
+    return top_k_agreement(frame, decode_one2one)
+
+
+def top_k_agreement(frame: VerifyFrame, decoder: Decoder) -> ImageAgreement:
+    """The export's own top-k ``(max_det, 6)`` rows (x1, y1, x2, y2, score, class) against ``decoder`` (an
+    end-to-end head's, :func:`~harness.families.yolo26.one2one.decode.top_k`) at the same number of rows and no
+    threshold, then both above the threshold. Rows scored within rounding of the last row may take each other's
+    place (the export's sigmoid and top-k round otherwise), so the rows compared are those clearly above it."""
     outputs, specs, config, reference = frame.outputs, frame.specs, frame.config, frame.reference
     own = Detections(reference[:, :4], reference[:, 4], reference[:, 5].astype(np.int64))
-    ours = decode_one2one(outputs, specs, replace(config, max_total=len(reference), score_threshold=0.0))
+    ours = decoder(outputs, specs, replace(config, max_total=len(reference), score_threshold=0.0))
     last = float(own.scores.min()) if len(own) else 0.0
     box_diff, score_diff = paired_differences(ours, own, last, 1e-5)
-    kept, expected = decode_one2one(outputs, specs, config), own.select(above(own.scores, config.score_threshold))
+    kept, expected = decoder(outputs, specs, config), own.select(above(own.scores, config.score_threshold))
     return ImageAgreement(
         frame.image,
         box_diff,

@@ -41,6 +41,7 @@ from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
 from harness.decode.heads import family_anchors, head_layout
 from harness.decode.layout import HeadLayout
+from harness.families import descriptor
 from harness.inputs.onnx_graph import (
     HeadTensor,
     cut_at_heads,
@@ -166,10 +167,10 @@ def report_as_dict(report: VerifyReport) -> dict[str, Any]:
 
 
 def decode_words(family: HeadFamily, config: DecodeConfig) -> str:
-    """What the decoder of ``family`` does after the heads, as ``format_report`` says it: YOLO26's
+    """What the decoder of ``family`` does after the heads, as ``format_report`` says it: an end-to-end
     one-to-one head keeps its best (anchor, class) pairs and runs no NMS (:func:`decode_one2one`)."""
     threshold = f"score threshold {config.score_threshold}"
-    if family is HeadFamily.YOLO26_ONE2ONE:
+    if descriptor(family).end_to_end:
         return f"top-{config.max_total} (anchor, class) pairs of the one-to-one head, no NMS, {threshold}"
     return f"{config.mode.value} NMS, {threshold}, IoU threshold {config.iou_threshold}"
 
@@ -196,7 +197,7 @@ def format_report(report: VerifyReport) -> str:
             f"  stride {level.stride:>2} grid {h}x{w}: box {box.tensor!r} ({box.channels} ch, node "
             f"{box.node!r}), class {cls.tensor!r} ({cls.channels} ch, node {cls.node!r})"
         )
-    selection = "top-k" if report.family is HeadFamily.YOLO26_ONE2ONE else "NMS"
+    selection = "top-k" if descriptor(report.family).end_to_end else "NMS"
     tail = ", DFL conv run in float instead of on 8-bit activations" if report.tail_dequantized else ""
     lines += [
         f"reference: {report.reference_output!r} of the model's decode tail, run on the cut heads{tail}",

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from harness.core import defaults
 from harness.core.checks import CheckResult
-from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
 from harness.decode.layout import HeadLayout, layout_of_tensors
 from harness.families import by_nms_op, descriptor
@@ -404,7 +403,7 @@ def check_export_metadata(ctx: CheckContext) -> CheckResult:
     # compile without NMS, the one-to-one head being the end-to-end one)
     model = ctx.model
     family = model.require_heads()[0] if model is not None else None
-    if model is not None and family is not None and export.end2end != (family is HeadFamily.YOLO26_ONE2ONE):
+    if model is not None and family is not None and export.end2end != descriptor(family).end_to_end:
         expected = f"{not export.end2end} ({model.source} carries the {family.value} head)"
         return CheckResult.failed(name, f"{file} end2end", export.end2end, expected, fix)
     return CheckResult.ok(name, f"{file}: imgsz, hailo_arch, nms and {len(export.names)} class names match the HEF")

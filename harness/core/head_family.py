@@ -17,6 +17,7 @@ class HeadFamily(str, enum.Enum):
     - ``YOLOV8``: YOLOv8/YOLO11, box maps of 4 x reg_max DFL bins, decoded then NMS'd;
     - ``YOLO26_ONE2ONE``: YOLO26's one-to-one head (exported end to end, ``[1, max_det, 6]``): top-k, no NMS;
     - ``YOLO26_ONE2MANY``: YOLO26's one-to-many head (``[1, 4 + nc, anchors]``): box maps of 4, then NMS;
+    - ``YOLOV10``: YOLOv10's one-to-one head (exported end to end): 4 x reg_max DFL bins per box, top-k, no NMS;
     - ``YOLOV5``: YOLOv5/YOLOv7's anchor-based head: per stride one map of ``na x (5 + nc)`` channels;
     - ``YOLOX``: YOLOX's anchor-free head: per stride a box map of 4, an objectness map and a class map;
     - ``SSD``: an SSD head: per layer a regression map of ``4 x na`` channels and a class map of ``na x nc``, its
@@ -29,6 +30,7 @@ class HeadFamily(str, enum.Enum):
     YOLOV5 = "yolov5"
     YOLOX = "yolox"
     SSD = "ssd"
+    YOLOV10 = "yolov10"
 
 
 class HeadRole(str, enum.Enum):

@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 
 from harness.core.head_family import HeadFamily
-from harness.families import ssd, yolo26, yolov5, yolov8, yolox
+from harness.families import ssd, yolo26, yolov5, yolov8, yolov10, yolox
 from harness.families.descriptor import ROOMS, FamilyDescriptor
 
 REGISTERED: tuple[FamilyDescriptor, ...] = (
@@ -22,6 +22,7 @@ REGISTERED: tuple[FamilyDescriptor, ...] = (
     yolox.DESCRIPTOR,
     yolo26.ONE2ONE,
     yolo26.ONE2MANY,
+    yolov10.DESCRIPTOR,
 )
 
 _BY_FAMILY = {d.family: d for d in REGISTERED}

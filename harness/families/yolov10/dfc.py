@@ -1,0 +1,35 @@
+"""YOLOv10's model script: its HEF ends at the one-to-one head's convolutions, the box maps then the class maps,
+a16_w16 on them, no NMS op and no sigmoid (both on the host), as Ultralytics compiles any end-to-end head
+(ultralytics: ultralytics/engine/exporter.py, ``export_hailo``): YOLO26's script
+(:mod:`harness.families.yolo26.dfc`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.backends.dfc.writing import ScriptFiles, ScriptRequest
+from harness.families.yolo26.dfc import check_scripts, end_nodes, render_alls, write_head_scripts
+
+HEAD_WORDS = "the YOLOv10 one-to-one head (one2one_cv2/one2one_cv3, DFL box maps; sigmoid and top-k on the host)"
+EXPORT_NAME = "YOLOv10"
+CUT_BY_STRUCTURE = True  # at its head convolutions
+HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
+
+
+def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
+    """Write the model script and ``layer_names.json`` (:func:`~harness.families.yolo26.dfc.write_head_scripts`)."""
+    return write_head_scripts(folder, stem, request, HEAD_WORDS)
+
+
+__all__ = [
+    "CUT_BY_STRUCTURE",
+    "EXPORT_NAME",
+    "HEAD_DEFAULT",
+    "HEAD_FIX",
+    "HEAD_OPTION",
+    "HEAD_WORDS",
+    "check_scripts",
+    "end_nodes",
+    "render_alls",
+    "write_scripts",
+]

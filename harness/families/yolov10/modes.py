@@ -1,0 +1,12 @@
+"""The doctor modes a user of YOLOv10 heads meets beyond every family's (:mod:`harness.doctor.modes`): none yet
+(no shipped YOLOv10 export to inject them into)."""
+
+from __future__ import annotations
+
+
+def doctor_modes() -> tuple[str, ...]:
+    return ()
+
+
+def static_checks_control() -> bool:
+    return False

@@ -33,6 +33,8 @@ from harness.cli.plugin_items import (
 )
 from harness.cli.plugin_setup import refuse_moved_setup
 from harness.core.errors import HarnessError
+from harness.core.head_family import HeadFamily
+from harness.families import descriptor
 from harness.inputs.demo import DEMO_ONNX
 from harness.pipeline.options import JOB_OPTIONS, OPTIONS, from_text, job_config
 from harness.pipeline.spec import JobConfig, planned_gates
@@ -42,10 +44,18 @@ if TYPE_CHECKING:
 
 
 DECODER_HELP = "run the decoder conformance suite against a six-output decoder 'package.module:function'"
+# Every registered family's head, and a host decoder of the bbox-only buffer of those HailoRT has a bbox-only op for.
+DECODER_HEADS = (
+    *(f.value for f in HeadFamily),
+    *(f"{f.value}-bbox-only" for f in HeadFamily if descriptor(f).bbox_only_op),
+)
 DECODER_HEAD_HELP = (
-    "the head family --decoder decodes: yolov8 (YOLOv8/YOLO11, default), yolo26-one2one, yolo26-one2many, "
-    "yolov5 (YOLOv5/YOLOv7: anchors from DecodeConfig.anchors), yolox, ssd (anchors and box coding from "
-    "DecodeConfig.ssd); yolov8-bbox-only, yolov5-bbox-only: a host decoder of HailoRT's bbox-only buffer"
+    "the head family --decoder decodes (default yolov8): "
+    + ", ".join(f"{f.value} ({descriptor(f).display})" for f in HeadFamily)
+    + "; "
+    + ", ".join(h for h in DECODER_HEADS if h.endswith("-bbox-only"))
+    + ": a host decoder of HailoRT's bbox-only buffer (anchors from DecodeConfig.anchors, an SSD config from "
+    "DecodeConfig.ssd)"
 )
 
 
@@ -290,8 +300,7 @@ def _conformance_plan(config: pytest.Config) -> tuple[str | None, tuple[Property
         raise pytest.UsageError(f"--decoder-head {head}: belongs to --decoder package.module:function")
     if not target:
         return None, ()
-    from harness.conformance.suite import BBOX_ONLY_SUFFIX, conformance_head, load_decoder, properties
-    from harness.core.head_family import HeadFamily
+    from harness.conformance.suite import conformance_head, load_decoder, properties
 
     try:
         load_decoder(target)
@@ -300,8 +309,7 @@ def _conformance_plan(config: pytest.Config) -> tuple[str | None, tuple[Property
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from error
     except ValueError:
-        heads = [f.value for f in HeadFamily] + [f"{f}{BBOX_ONLY_SUFFIX}" for f in ("yolov8", "yolov5")]
-        raise pytest.UsageError(f"--decoder-head {head}: expected one of {heads}") from None
+        raise pytest.UsageError(f"--decoder-head {head}: expected one of {list(DECODER_HEADS)}") from None
     return target, tuple(planted)
 
 

@@ -171,11 +171,18 @@ def ultralytics_facts(export: UltralyticsExport) -> ExportFacts:
             f"{image.shape[0]}x{image.shape[1]}: export again so that its files describe its HEF"
         )
     # With the NMS op: the family HailoRT's op of that kind decodes; without: the head decoded on the host whose
-    # output is end to end as the export's.
+    # output is end to end as the export's and whose box maps are DFL bins as the HEF's are: 4 x reg_max 16 = 64
+    # channels (YOLOv10's one-to-one head), else distances (4 channels: YOLO26's; ultralytics:
+    # ultralytics/nn/modules/head.py, ``Detect.reg_max``, ``v10Detect``).
+    dfl = any(len(s.shape) == 3 and s.shape[2] == 64 != len(export.names) for s in groups[0].outputs)
     family = next(
         d.family
         for d in REGISTERED
-        if (d.nms_op == _ULTRALYTICS_NMS_OP if export.nms else d.host_postprocess and d.end_to_end == export.end2end)
+        if (
+            d.nms_op == _ULTRALYTICS_NMS_OP
+            if export.nms
+            else d.host_postprocess and d.end_to_end == export.end2end and d.dfl_boxes == dfl
+        )
     )
     return ExportFacts(
         file_sha256(export.hef),

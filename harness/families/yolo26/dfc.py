@@ -147,7 +147,7 @@ def _check_host_decode(alls: AllsScript) -> tuple[CheckResult, CheckResult]:
             "no_nms",
             "model script nms_postprocess",
             f"nms_postprocess({alls.nms_reference or ''}, {alls.nms_options})",
-            "no NMS op (the YOLOv8 op reads box maps as DFL bins; a YOLO26 box map is one distance per side)",
+            "no NMS op (the head is decoded on the host, as Ultralytics compiles it: top-k or NMS there)",
             "remove the nms_postprocess command; the harness decodes the head maps on the host",
         )
         if alls.nms

@@ -171,10 +171,30 @@ def _verdict(
     return QUANTISATION_LOSS, f"{said}: the calibration ranges miss what the evaluated images reach"
 
 
+def _undecided(versus: PairedBootstrap, cost: PairedBootstrap, images: int) -> list[str]:
+    """Where a metric's loss is not held by the bootstrap but not ruled out either (its interval reaches below
+    what quantizing costs at all): the loss these images cannot tell from noise."""
+    said = []
+    for field_name, name in _METRICS:
+        v, c = getattr(versus, field_name), getattr(cost, field_name)
+        if np.isfinite(v.low) and v.high >= 0 and v.low < -abs(c.point) and v.point < 0:
+            said.append(
+                f"{name} {v.point:+.4f} against calibrating on the evaluated images, with an interval down to "
+                f"{v.low:+.4f}: {images} evaluated images cannot rule that loss out; evaluate on more to tell"
+            )
+    return said
+
+
 def _findings(
-    count: int, asked: int, available: int, ceiling: float | None, capped: int, float_boxes: int
+    count: int,
+    asked: int,
+    available: int,
+    ceiling: float | None,
+    capped: int,
+    float_boxes: int,
+    undecided: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    found = []
+    found = list(undecided)
     if ceiling is not None and capped:
         found.append(
             f"{capped} of the {float_boxes} boxes the float model finds score above {ceiling:.3f}, the highest score "
@@ -273,7 +293,15 @@ def check_calibration(
         reason,
         str(calibration),
         count,
-        _findings(count, calibration_count, available, ceiling, capped, len(float_scores)),
+        _findings(
+            count,
+            calibration_count,
+            available,
+            ceiling,
+            capped,
+            len(float_scores),
+            _undecided(versus, cost, len(evaluated)) if verdict == FIT else (),
+        ),
         threshold,
         ceiling,
         len(float_scores),

@@ -24,6 +24,7 @@ import pytest
 from harness.cli.plugin_items import (
     JOB,
     SHARD_VALUES,
+    CalibrationCheckItem,
     ConformanceItem,
     JobGateItem,
     ShardItem,
@@ -70,6 +71,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--decoder", dest="harness_decoder", default=None, help=DECODER_HELP)
     parser.addini("harness_decoder", DECODER_HELP)
     group.addoption("--decoder-head", dest="harness_decoder_head", default=None, help=DECODER_HEAD_HELP)
+    group.addoption(
+        "--calibration-check",
+        dest="harness_calibration_check",
+        action="store_true",
+        default=False,
+        help="also judge the job's --calibration set before any compile (hailo-harness calibration-check): one "
+        "item, failing where the set is unfit",
+    )
     parser.addini("harness_decoder_head", DECODER_HEAD_HELP)
 
 
@@ -346,6 +355,10 @@ class HarnessSuite(pytest.Collector):
         if plan.job is not None:
             _confine(self.config, values)
             items.extend(_job_gate_items(self, plan.job, values))
+            if self.config.getoption("harness_calibration_check"):
+                if plan.job.hailo.calibration is None:
+                    raise pytest.UsageError("--calibration-check: the set it judges is --calibration DIR; none given")
+                items.append(CalibrationCheckItem.from_parent(self, name="test_calibration_check"))
         for prop in plan.properties:
             slug = re.sub(r"\W+", "_", prop.sentence).strip("_")
             items.append(

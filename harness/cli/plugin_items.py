@@ -166,6 +166,45 @@ class JobGateItem(GateItem):
         return "hailo-harness", 0, f"gate {self.name}"
 
 
+class CalibrationCheckItem(GateItem):
+    """``--calibration-check``: the job's calibration set judged before any compile
+    (:func:`~harness.doctor.calibration_check.check_calibration`) on the job's images at its threshold; it fails
+    where the set is unfit, naming the cause and the images to add."""
+
+    def runtest(self) -> None:
+        from harness.cli.main import failure
+        from harness.doctor.calibration_check import check_calibration
+        from harness.pipeline.factory import load_dataset, prepare_run
+
+        job = self.config.stash[JOB]
+        log = live_lines(self.config)
+        assert job.hailo.calibration is not None
+        with one_line_on_interrupt():
+            try:
+                data = load_dataset(job.dataset, job.split, job.cache_dir, job.images, log)
+                run = prepare_run(
+                    job.onnx,
+                    data,
+                    job.settings,
+                    job.cache_dir,
+                    progress=False,
+                    log=log,
+                    max_unreadable=job.max_unreadable,
+                )
+                found = check_calibration(
+                    run, job.hailo.calibration, job.hailo.calibration_count, out=job.report_dir, log=log
+                )
+            except Exception as error:
+                raise GateFailure(f"the calibration check could not run: {failure(error)[1]}") from error
+        self.user_properties.extend((("verdict", found.verdict), ("reason", found.reason)))
+        if not found.fit:
+            added = f"; add the {len(found.additions)} images listed in {found.written[0]}" if found.written else ""
+            raise GateFailure(f"calibration {found.calibration} is unfit ({found.verdict}): {found.reason}{added}")
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return "hailo-harness", 0, "calibration check"
+
+
 class ShardItem(GateItem):
     """``--shard K/N``: the job's paths on this runner's share of the images, stored for
     ``hailo-harness merge`` (which gates the union); it fails only where the share could not be stored."""

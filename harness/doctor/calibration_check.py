@@ -36,6 +36,8 @@ from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, demo_split
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec
 from harness.pipeline.job import path_bootstrap
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec
+from harness.verdict.diagnosis import MIN_BOXES
+from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.metrics.coco import PairedBootstrap
 from harness.verdict.result import PathResult
 
@@ -124,17 +126,21 @@ def _covers(cal: ImageRanges, evaluated: ImageRanges) -> list[TensorCover]:
     ]
 
 
-_METRICS = (("map50", "mAP@0.5"), ("map50_95", "mAP@0.5:0.95"))
+# each mAP, and the most of it a run may lose against its baseline before the harness's mAP gate fails
+_METRICS = (
+    ("map50", "mAP@0.5", DEFAULT_TOLERANCES.map50_drop),
+    ("map50_95", "mAP@0.5:0.95", DEFAULT_TOLERANCES.map50_95_drop),
+)
 
 
 def _loss(versus: PairedBootstrap, cost: PairedBootstrap) -> tuple[str, bool]:
     """In words, each metric of this calibration against calibrating on the evaluated images, and whether one
-    loses more than the bootstrap's noise (its interval below 0) and more than quantizing costs at all."""
+    loses what the bootstrap holds (its interval below 0) and more than the mAP gate lets a run lose against a
+    baseline blessed from the in-domain calibration."""
     said, lost = [], False
-    for field_name, name in _METRICS:
+    for field_name, name, allowed in _METRICS:
         v, c = getattr(versus, field_name), getattr(cost, field_name)
-        significant = bool(np.isfinite(v.high) and v.high < 0 and -v.point > abs(c.point))
-        lost |= significant
+        lost |= bool(np.isfinite(v.high) and v.high < 0 and -v.point > allowed)
         said.append(
             f"{name} {v.point:+.4f} (95 % interval [{v.low:+.4f}, {v.high:+.4f}]; quantizing at all: {c.point:+.4f})"
         )
@@ -151,9 +157,9 @@ def _verdict(
     count: int,
 ) -> tuple[str, str]:
     """The verdict and its reason: a ceiling under the threshold loses every box (``score_cap``); a loss against
-    in-domain calibration that the bootstrap holds (its interval below 0) and that costs more than quantizing at
-    all does (in-domain against float) is ``score_cap`` where the ceiling cuts float scores, else
-    ``quantisation_loss``; anything else is fit."""
+    in-domain calibration that the bootstrap holds (its interval below 0) and that the mAP gate would fail
+    (more than its allowed drop) is ``score_cap`` where the ceiling cuts the scores of many float boxes (as
+    many as the diagnosis's own score-cap rule asks), else ``quantisation_loss``; anything else is fit."""
     if ceiling is not None and ceiling < threshold and float_boxes:
         return SCORE_CAP, (
             f"the class outputs calibrated on these {count} images can represent scores up to {ceiling:.3f}, "
@@ -162,8 +168,8 @@ def _verdict(
         )
     said, lost = _loss(versus, cost)
     if not lost:
-        return FIT, f"{said}: no loss the images hold beyond what quantizing costs"
-    if ceiling is not None and capped:
+        return FIT, f"{said}: no loss the images hold that the mAP gates would fail"
+    if ceiling is not None and capped >= max(MIN_BOXES, 0.1 * float_boxes):
         return SCORE_CAP, (
             f"{said}: the class outputs can represent scores up to {ceiling:.3f}, and {capped} of the "
             f"{float_boxes} boxes the float model finds at {threshold:g} score above it"
@@ -171,13 +177,13 @@ def _verdict(
     return QUANTISATION_LOSS, f"{said}: the calibration ranges miss what the evaluated images reach"
 
 
-def _undecided(versus: PairedBootstrap, cost: PairedBootstrap, images: int) -> list[str]:
-    """Where a metric's loss is not held by the bootstrap but not ruled out either (its interval reaches below
-    what quantizing costs at all): the loss these images cannot tell from noise."""
+def _undecided(versus: PairedBootstrap, images: int) -> list[str]:
+    """Where a metric's loss the mAP gate would fail is not held by the bootstrap but not ruled out either (its
+    interval reaches below the gate's allowed drop): the loss these images cannot tell from noise."""
     said = []
-    for field_name, name in _METRICS:
-        v, c = getattr(versus, field_name), getattr(cost, field_name)
-        if np.isfinite(v.low) and v.high >= 0 and v.low < -abs(c.point) and v.point < 0:
+    for field_name, name, allowed in _METRICS:
+        v = getattr(versus, field_name)
+        if np.isfinite(v.low) and v.low < -allowed and not v.high < 0:
             said.append(
                 f"{name} {v.point:+.4f} against calibrating on the evaluated images, with an interval down to "
                 f"{v.low:+.4f}: {images} evaluated images cannot rule that loss out; evaluate on more to tell"
@@ -195,7 +201,7 @@ def _findings(
     undecided: Sequence[str] = (),
 ) -> tuple[str, ...]:
     found = list(undecided)
-    if ceiling is not None and capped:
+    if ceiling is not None and capped >= MIN_BOXES:
         found.append(
             f"{capped} of the {float_boxes} boxes the float model finds score above {ceiling:.3f}, the highest score "
             f"the class outputs can represent: their scores are cut to it (their order lost), and a threshold above "
@@ -300,7 +306,7 @@ def check_calibration(
             ceiling,
             capped,
             len(float_scores),
-            _undecided(versus, cost, len(evaluated)) if verdict == FIT else (),
+            _undecided(versus, len(evaluated)) if verdict == FIT else (),
         ),
         threshold,
         ceiling,

@@ -16,6 +16,7 @@ from harness.core.errors import HarnessError
 from harness.doctor.range_cache import _read
 from harness.doctor.range_cover import images_to_add, uncovered
 from harness.inputs.calibration import calibration_paths, list_file, write_list_file
+from harness.inputs.demo import DEMO_ONNX
 
 
 @pytest.fixture(scope="session")
@@ -125,3 +126,20 @@ def test_the_images_chosen_leave_no_tensor_less_covered_than_the_images_it_is_he
     high = np.maximum(base_high, highs[picks].max(axis=0)) if picks else base_high
     assert (uncovered(low, high, target_low, target_high) <= allowed + 1e-12).all()
     assert len(set(picks)) == len(picks)
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_plugin_judges_the_jobs_calibration_set_as_one_item_failing_where_it_is_unfit(pytester, check_cache):
+    args = (f"--onnx={DEMO_ONNX}", f"--cache={check_cache}", "-k", "test_calibration_check", "-q")
+    unfit = pytester.runpytest_subprocess("--calibration-check", "--calibration=off-domain", *args)
+    unfit.stdout.fnmatch_lines(["*calibration * is unfit (score_cap): *add the * images listed in *", "*1 failed*"])
+    fit = pytester.runpytest_subprocess("--calibration-check", "--calibration=in-domain", *args)
+    fit.stdout.fnmatch_lines(["*1 passed*"])
+
+
+def test_the_plugin_refuses_a_calibration_check_without_a_calibration_set(pytester):
+    result = pytester.runpytest_subprocess(f"--onnx={DEMO_ONNX}", "--calibration-check", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--calibration-check: the set it judges is --calibration DIR; none given*"])

@@ -10,7 +10,9 @@ from harness.core.documents import Fields
 from harness.core.errors import HarnessError
 from harness.verdict import history_chain
 from harness.verdict.changes import change_sentence, changes, read_made_from, settings_change
-from harness.verdict.golden import blessed_history, golden_from_result, golden_path, load_golden, write_golden
+from harness.verdict.golden import blessed_history, golden_path
+from harness.verdict.golden_blessing import golden_from_result, write_golden
+from harness.verdict.golden_reading import load_golden
 from harness.verdict.history import Blessing, blessing_document
 
 from support import synthetic_results as sr

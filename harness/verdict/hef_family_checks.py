@@ -79,22 +79,25 @@ def pair_box_and_class(name: str, nms: NmsOpConfig, streams: Mapping[str, Stream
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
 
 
-def no_anchors(name: str, nms: NmsOpConfig) -> CheckResult:
-    """The anchors check of an op without anchors."""
+def no_anchored_maps() -> bool:
+    """No anchored maps."""
+    return False
+
+
+def every_decoder(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
+    """Every decoder: its streams on the grid of its stride."""
+    return nms.bbox_decoders
+
+
+def no_anchors(name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
+    """The anchors check of an op without anchors: none to check."""
     return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
 
 
 class _NoFamily:
     """The checks of an NMS op of no family's: box and class streams per stride, no anchors."""
 
-    def anchored_maps(self) -> bool:
-        return False
-
-    def strided_decoders(self, nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
-        return nms.bbox_decoders
-
-    def decoder_pairing(self, name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
-        return pair_box_and_class(name, nms, streams)
-
-    def anchors(self, name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
-        return no_anchors(name, nms)
+    anchored_maps = staticmethod(no_anchored_maps)
+    strided_decoders = staticmethod(every_decoder)
+    decoder_pairing = staticmethod(pair_box_and_class)
+    anchors = staticmethod(no_anchors)

@@ -10,15 +10,13 @@ from typing import TYPE_CHECKING
 from harness.core.checks import CheckResult
 from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
 from harness.inputs.hef.reader import StreamInfo
+from harness.verdict.hef_family_checks import no_anchored_maps as anchored_maps
+
+__all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]
 
 if TYPE_CHECKING:
     from harness.decode.layout import HeadLayout
     from harness.inputs.export_facts import ExportFacts
-
-
-def anchored_maps() -> bool:
-    """No anchored maps."""
-    return False
 
 
 def strided_decoders(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:

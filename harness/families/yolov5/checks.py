@@ -8,8 +8,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from harness.core.checks import CheckResult
-from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
+from harness.inputs.hef.nms_op import NmsOpConfig
 from harness.inputs.hef.reader import StreamInfo
+from harness.verdict.hef_family_checks import every_decoder as strided_decoders
+
+__all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]
 
 if TYPE_CHECKING:
     from harness.decode.layout import HeadLayout
@@ -19,11 +22,6 @@ if TYPE_CHECKING:
 def anchored_maps() -> bool:
     """One anchored map per stride: every anchor's box, objectness and class channels."""
     return True
-
-
-def strided_decoders(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
-    """Every decoder: a stride per anchored map."""
-    return nms.bbox_decoders
 
 
 def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:

@@ -146,6 +146,30 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
 # ------------------------------------------------------------------------ what the families' scenes share
 
 
+def no_sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
+    """A family's sentences where it has none of its own."""
+    return ()
+
+
+def fcr_mixed_grids(base: SceneRecipe) -> SceneRecipe:
+    """The field report's mix of a family of box and class maps: FCR box (regression) maps, NHWC class (and
+    objectness) maps on two grids and FCR on the third."""
+    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
+    return replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
+
+
+def no_config_misreadings() -> tuple[ConfigMisreading, ...]:
+    """A family's config misreadings where its decode reads no config of its own."""
+    return ()
+
+
+def export_as_reference(
+    model: ModelProto, heads: Sequence[HeadTensor], config: DecodeConfig
+) -> tuple[ModelProto, DecodeConfig]:
+    """The export as it is, at the run's config, as ``verify-decode``'s reference."""
+    return model, config
+
+
 def widened(quant: QuantInfo, format_type: FormatType) -> QuantInfo:
     """``quant``'s range over 16 bits where ``format_type`` is UINT16 (as the DFC's a16 layers keep it)."""
     if format_type is not FormatType.UINT16:

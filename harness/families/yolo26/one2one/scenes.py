@@ -19,18 +19,8 @@ from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.decode.nms import above
 from harness.families.yolo26.one2one.decode import decode as decode_one2one
-from harness.families.yolo26.scenes import (
-    config_misreadings,
-    export_reference,
-    fcr_mixed,
-    logit_classes,
-    misordered,
-    plant,
-    recipe_of,
-    sentences,
-)
-
-__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "plant", "sentences"]
+from harness.families.yolo26.scenes import *  # noqa: F403  (what either head's scenes share)
+from harness.families.yolo26.scenes import recipe_of
 
 
 def recipe() -> SceneRecipe:

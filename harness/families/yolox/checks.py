@@ -12,6 +12,7 @@ from harness.inputs.hef.reader import StreamInfo
 from harness.verdict.hef_family_checks import every_decoder as strided_decoders
 from harness.verdict.hef_family_checks import no_anchored_maps as anchored_maps
 from harness.verdict.hef_family_checks import no_anchors as anchors
+from harness.verdict.hef_family_checks import stream_missing, wrong_channels
 
 __all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]
 
@@ -31,18 +32,17 @@ def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInf
         for role, stream, channels in roles:
             info = found[role]
             if info is None:
-                return CheckResult.failed(
+                return stream_missing(
                     name,
                     f"NMS decoder stride {d.stride} {role} layer",
-                    f"stream {stream!r} not among the outputs",
-                    "an output of the HEF",
+                    repr(stream),
                     "name existing end-node layers as reg_layer, objectness_layer and cls_layer",
                 )
             if info.shape[2] != channels:
-                return CheckResult.failed(
+                return wrong_channels(
                     name,
-                    f"NMS decoder stride {d.stride} {role} stream {info.name} channels",
-                    info.shape[2],
+                    f"NMS decoder stride {d.stride} {role}",
+                    info,
                     f"{channels} (the {role} conv{'; NMS classes' if role == 'class' else ''})",
                     "name the box conv (4 channels) reg_layer, the objectness conv (1) objectness_layer and the class "
                     "conv (nc) cls_layer in the nms_postprocess JSON",

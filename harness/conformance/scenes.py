@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame
+from harness.conformance.words import PAIRED_ACROSS_GRIDS
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import DecodeConfig
@@ -144,6 +145,16 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
 
 
 # ------------------------------------------------------------------------ what the families' scenes share
+
+
+def logit_class_maps() -> bool:
+    """A family's class maps may hold logits."""
+    return True
+
+
+def paired_across_grids() -> str:
+    """The misordering of a family of box and class maps per grid: the maps paired across grids."""
+    return PAIRED_ACROSS_GRIDS
 
 
 def no_sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:

@@ -32,8 +32,8 @@ from harness.conformance.scenes import (
 )
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.conformance.words import (
-    PAIRED_ACROSS_GRIDS,
     SSD_ANCHORS_HEIGHT_WIDTH,
     SSD_BACKGROUND_AS_CLASS,
     SSD_CODING_X_FIRST,
@@ -55,7 +55,7 @@ SSD_ANCHORS: Anchors = (
 )
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["export_reference", "fcr_mixed"]
+__all__ = ["export_reference", "fcr_mixed", "misordered"]
 
 
 def recipe() -> SceneRecipe:
@@ -74,10 +74,6 @@ def sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
             replace(base, background_last=True),
         ),
     )
-
-
-def misordered() -> str:
-    return PAIRED_ACROSS_GRIDS
 
 
 def _coding_taken(view: Callable[[SsdConfig], SsdConfig]) -> Callable[[DecodeConfig], DecodeConfig]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from harness.conformance.scenes import SceneRecipe
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.core.head_family import HeadFamily
-from harness.families.yolov8.scenes import logit_classes, misordered, plant
+from harness.families.yolov8.scenes import plant
 
 __all__ = [
     "config_misreadings",

@@ -24,9 +24,10 @@ from harness.conformance.scenes import (
     sigmoid,
 )
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
-from harness.conformance.words import PAIRED_ACROSS_GRIDS
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import DecodeConfig
@@ -38,19 +39,11 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["config_misreadings", "fcr_mixed", "sentences"]
+__all__ = ["config_misreadings", "fcr_mixed", "logit_classes", "misordered", "sentences"]
 
 
 def recipe() -> SceneRecipe:
     return SceneRecipe(family=HeadFamily.YOLOV8, reg_max=16)
-
-
-def logit_classes() -> bool:
-    return True
-
-
-def misordered() -> str:
-    return PAIRED_ACROSS_GRIDS
 
 
 def reference_decoder() -> Decoder:

@@ -22,9 +22,10 @@ from harness.conformance.scenes import (
 )
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
-from harness.conformance.words import PAIRED_ACROSS_GRIDS
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
@@ -34,19 +35,11 @@ from harness.families.yolox import decode as yolox
 from harness.families.yolox.decode import BOX_CHANNELS
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "sentences"]
+__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
 
 
 def recipe() -> SceneRecipe:
     return SceneRecipe(family=HeadFamily.YOLOX, reg_max=1)
-
-
-def logit_classes() -> bool:
-    return True
-
-
-def misordered() -> str:
-    return PAIRED_ACROSS_GRIDS
 
 
 def reference_decoder() -> Decoder:

@@ -189,22 +189,18 @@ def _check_decoder_pairing(s: ScriptsUnderCheck) -> CheckResult:
         reg, cls = s.table.get(d["reg_layer"]), s.table.get(d["cls_layer"])
         if reg is None or cls is None:
             return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
-        if reg.channels != reg_channels:
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].reg_layer {reg.name} channels",
-                reg.channels,
-                f"{reg_channels} (4 x regression_length {reg_max}, a box conv)",
-                "name the box conv (cv2) of this grid as reg_layer",
-            )
-        if cls.channels != nc:
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].cls_layer {cls.name} channels",
-                cls.channels,
-                f"{nc} (classes, a class conv)",
-                "name the class conv (cv3) of this grid as cls_layer",
-            )
+        for key, layer, expected, words, conv in (
+            ("reg_layer", reg, reg_channels, f"4 x regression_length {reg_max}, a box conv", "box conv (cv2)"),
+            ("cls_layer", cls, nc, "classes, a class conv", "class conv (cv3)"),
+        ):
+            if layer.channels != expected:
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key} {layer.name} channels",
+                    layer.channels,
+                    f"{expected} ({words})",
+                    f"name the {conv} of this grid as {key}",
+                )
         if reg.grid != cls.grid:
             return CheckResult.failed(
                 name,

@@ -189,16 +189,16 @@ def _check_decoder_pairing(s: ScriptsUnderCheck) -> CheckResult:
         reg, cls = s.table.get(d["reg_layer"]), s.table.get(d["cls_layer"])
         if reg is None or cls is None:
             return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
-        for key, layer, expected, words, conv in (
+        for key, layer, channels, words, conv in (
             ("reg_layer", reg, reg_channels, f"4 x regression_length {reg_max}, a box conv", "box conv (cv2)"),
             ("cls_layer", cls, nc, "classes, a class conv", "class conv (cv3)"),
         ):
-            if layer.channels != expected:
+            if layer.channels != channels:
                 return CheckResult.failed(
                     name,
                     f"bbox_decoders[{i}].{key} {layer.name} channels",
                     layer.channels,
-                    f"{expected} ({words})",
+                    f"{channels} ({words})",
                     f"name the {conv} of this grid as {key}",
                 )
         if reg.grid != cls.grid:

@@ -21,6 +21,7 @@ from harness.backends.dfc.checks import (
     check_meta_arch,
     check_normalization,
     check_sigmoid,
+    one_decoder_each,
     require_nms_config,
 )
 from harness.backends.dfc.layers import grid_words
@@ -211,15 +212,9 @@ def _check_decoder_pairing(s: ScriptsUnderCheck) -> CheckResult:
             )
         grids.append(reg.grid)
     expected = [level.grid for level in layout_of_export(s.facts).levels]
-    if sorted(grids) != sorted(expected):
-        return CheckResult.failed(
-            name,
-            "bbox_decoders grids",
-            grids,
-            f"each head grid of {s.facts.source} once: {expected}",
-            "one bbox decoder per grid",
-        )
-    return CheckResult.ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")
+    each = f"each head grid of {s.facts.source} once: {expected}"
+    ok = f"{len(grids)} decoders pair box and class layers of the same grid, one per grid"
+    return one_decoder_each(name, "grid", grids, expected, each, ok)
 
 
 def _check_strides(s: ScriptsUnderCheck) -> CheckResult:

@@ -17,13 +17,18 @@ from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, Qu
 E = TypeVar("E", bound=enum.Enum)
 
 
-def input_json(spec: InputSpec) -> dict[str, Any]:
+def _tensor_json(spec: InputSpec | OutputSpec) -> dict[str, Any]:
+    """What an input and an output spec both hold: name, shape, format order and type."""
     return {
         "name": spec.name,
         "shape": list(spec.shape),
         "order": spec.format_order.name,
         "type": spec.format_type.name,
     }
+
+
+def input_json(spec: InputSpec) -> dict[str, Any]:
+    return _tensor_json(spec)
 
 
 def input_spec(fields: Fields) -> InputSpec:
@@ -39,10 +44,7 @@ def input_spec(fields: Fields) -> InputSpec:
 
 def output_json(spec: OutputSpec) -> dict[str, Any]:
     return {
-        "name": spec.name,
-        "shape": list(spec.shape),
-        "order": spec.format_order.name,
-        "type": spec.format_type.name,
+        **_tensor_json(spec),
         "quant": [asdict(q) for q in spec.quant],
         "nms": asdict(spec.nms) if spec.nms is not None else None,
     }

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame
+from harness.conformance.words import PAIRED_ACROSS_GRIDS
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import DecodeConfig
@@ -144,6 +145,40 @@ def make_scene(recipe: SceneRecipe, seed: int) -> Scene:
 
 
 # ------------------------------------------------------------------------ what the families' scenes share
+
+
+def logit_class_maps() -> bool:
+    """A family's class maps may hold logits."""
+    return True
+
+
+def paired_across_grids() -> str:
+    """The misordering of a family of box and class maps per grid: the maps paired across grids."""
+    return PAIRED_ACROSS_GRIDS
+
+
+def no_sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
+    """A family's sentences where it has none of its own."""
+    return ()
+
+
+def fcr_mixed_grids(base: SceneRecipe) -> SceneRecipe:
+    """The field report's mix of a family of box and class maps: FCR box (regression) maps, NHWC class (and
+    objectness) maps on two grids and FCR on the third."""
+    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
+    return replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
+
+
+def no_config_misreadings() -> tuple[ConfigMisreading, ...]:
+    """A family's config misreadings where its decode reads no config of its own."""
+    return ()
+
+
+def export_as_reference(
+    model: ModelProto, heads: Sequence[HeadTensor], config: DecodeConfig
+) -> tuple[ModelProto, DecodeConfig]:
+    """The export as it is, at the run's config, as ``verify-decode``'s reference."""
+    return model, config
 
 
 def widened(quant: QuantInfo, format_type: FormatType) -> QuantInfo:

@@ -113,15 +113,22 @@ def _first_refused(value: Any, path: str = "") -> tuple[str, _Refused] | None:
     return None
 
 
-def parse_json(text: str | bytes, source: str) -> Any:
-    """The JSON value in ``text`` (``source`` names it in errors), strictly: see the module."""
-    if len(text) > MAX_BYTES:
-        raise DocumentError(f"{source}: {len(text)} bytes, expected a document of at most {MAX_BYTES}")
+def _text(text: str | bytes, source: str, limit: int, sized: str, decoded: str) -> str:
+    """``text`` as a string; refused where longer than ``limit`` or not UTF-8 (``sized``, ``decoded``: what the
+    two refusals expected)."""
+    if len(text) > limit:
+        raise DocumentError(f"{source}: {len(text)} bytes, expected {sized} of at most {limit}")
     if isinstance(text, bytes):
         try:
-            text = text.decode("utf-8")
+            return text.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise DocumentError(f"{source}: not UTF-8 text (byte {error.start}), expected a JSON document") from None
+            raise DocumentError(f"{source}: not UTF-8 text (byte {error.start}), expected {decoded}") from None
+    return text
+
+
+def parse_json(text: str | bytes, source: str) -> Any:
+    """The JSON value in ``text`` (``source`` names it in errors), strictly: see the module."""
+    text = _text(text, source, MAX_BYTES, "a document", "a JSON document")
     _check_json_depth(text, source)
     hooks = _Hooks()
     try:
@@ -177,13 +184,7 @@ def parse_yaml(text: str | bytes, source: str) -> Any:
     YAML 1.1 scalars keep their YAML types (``yes`` is a bool, as in Ultralytics' own reads)."""
     import yaml
 
-    if len(text) > MAX_YAML_BYTES:
-        raise DocumentError(f"{source}: {len(text)} bytes, expected a YAML document of at most {MAX_YAML_BYTES}")
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise DocumentError(f"{source}: not UTF-8 text (byte {error.start}), expected a YAML document") from None
+    text = _text(text, source, MAX_YAML_BYTES, "a YAML document", "a YAML document")
 
     # The pure-Python loader: the C one composes nodes where aliases and depth cannot be seen.
     class Loader(yaml.SafeLoader):
@@ -373,13 +374,13 @@ class Fields:
             self.fail(key, value, expected)
         return value
 
+    def _of_type(self, key: Any, kind: type, words: str, default: Any, nonempty: bool) -> Any:
+        """The value of ``key`` where it is a ``kind`` (``words``: "string", "list"), not empty if ``nonempty``."""
+        expected = f"a non-empty {words}" if nonempty else f"a {words}"
+        return self.value(key, lambda v: isinstance(v, kind) and (bool(v) or not nonempty), expected, default)
+
     def string(self, key: Any, default: Any = _MISSING, *, nonempty: bool = False) -> Any:
-        return self.value(
-            key,
-            lambda v: isinstance(v, str) and (bool(v) or not nonempty),
-            "a non-empty string" if nonempty else "a string",
-            default,
-        )
+        return self._of_type(key, str, "string", default, nonempty)
 
     def boolean(self, key: Any, default: Any = _MISSING) -> Any:
         return self.value(key, lambda v: isinstance(v, bool), "true or false", default)
@@ -408,12 +409,7 @@ class Fields:
         return Fields(self.raw(key, expected="an object of fields"), self.source, self.key_path(key))
 
     def list(self, key: Any, default: Any = _MISSING, *, nonempty: bool = False) -> Any:
-        return self.value(
-            key,
-            lambda v: isinstance(v, list) and (bool(v) or not nonempty),
-            "a non-empty list" if nonempty else "a list",
-            default,
-        )
+        return self._of_type(key, list, "list", default, nonempty)
 
     def objects(self, key: Any, default: Any = _MISSING) -> Any:
         """A list of objects, each as :class:`Fields` named ``key[i]``."""

@@ -156,6 +156,17 @@ def _reproduced(name: str) -> Rule:
     )
 
 
+def _failed_conformance(name: str, failure: str, fix: str) -> Rule:
+    """The rule naming a host decoder by the ``failure`` it shows in the decoder conformance suite."""
+    return Rule(
+        name=name,
+        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
+        needs=("decoder_conformance",),
+        holds=lambda e: failure in e.decoder_conformance,
+        fix=fix,
+    )
+
+
 def _above_reference(value: float, reference: float | None, factor: float, floor: float) -> bool:
     return value >= floor and (reference is None or value >= factor * reference)
 
@@ -173,31 +184,17 @@ RULES: tuple[Rule, ...] = (
         fix="run every path under the same evaluation settings; a HEF's NMS settings are compiled in, so evaluate "
         "at the HEF's (hailo-harness inspect shows them)",
     ),
-    Rule(
-        name="fcr_read_channel_first",
-        # hailort: hailort/libhailort/include/hailo/hailort.h, HAILO_FORMAT_ORDER_FCR: [N, H, W, C] on the host
-        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
-        needs=("decoder_conformance",),
-        holds=lambda e: FCR_CHANNEL_FIRST in e.decoder_conformance,
-        fix=_FIX_CHANNEL_LAST,
-    ),
-    Rule(
-        name="heads_paired_across_grids",
-        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
-        needs=("decoder_conformance",),
-        holds=lambda e: PAIRED_ACROSS_GRIDS in e.decoder_conformance,
-        fix="pair each box head with the class head of the same grid size (box: 4 x regression length channels, "
+    # hailort: hailort/libhailort/include/hailo/hailort.h, HAILO_FORMAT_ORDER_FCR: [N, H, W, C] on the host
+    _failed_conformance("fcr_read_channel_first", FCR_CHANNEL_FIRST, _FIX_CHANNEL_LAST),
+    _failed_conformance(
+        "heads_paired_across_grids",
+        PAIRED_ACROSS_GRIDS,
+        "pair each box head with the class head of the same grid size (box: 4 x regression length channels, "
         "class: one per class), never by output name or list order",
     ),
-    Rule(
-        name="sixteen_bit_read_as_eight",
-        # ultralytics: ultralytics/engine/exporter.py (export_hailo: YOLO26's output layers a16_w16);
-        # hailort: hailort/libhailort/include/hailo/hailort.h (HAILO_FORMAT_TYPE_UINT16: two bytes a value)
-        cause="the host decoder fails the decoder conformance suite: {decoder_conformance}",
-        needs=("decoder_conformance",),
-        holds=lambda e: SIXTEEN_AS_EIGHT in e.decoder_conformance,
-        fix=_FIX_SIXTEEN_BIT,
-    ),
+    # ultralytics: ultralytics/engine/exporter.py (export_hailo: YOLO26's output layers a16_w16);
+    # hailort: hailort/libhailort/include/hailo/hailort.h (HAILO_FORMAT_TYPE_UINT16: two bytes a value)
+    _failed_conformance("sixteen_bit_read_as_eight", SIXTEEN_AS_EIGHT, _FIX_SIXTEEN_BIT),
     Rule(
         name="nms_on_one_to_one",
         # ultralytics: ultralytics/nn/modules/head.py (``Detect.postprocess``: the one-to-one head's top-k,

@@ -53,48 +53,54 @@ def pair_box_and_class(name: str, nms: NmsOpConfig, streams: Mapping[str, Stream
         box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
         if box is None or cls is None:
             missing = d.box_stream if box is None else d.class_stream
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride}",
-                f"stream {missing} not among the outputs",
-                "an output of the HEF",
-                "name existing end-node layers as reg_layer/cls_layer",
+            return stream_missing(
+                name, f"NMS decoder stride {d.stride}", missing, "name existing end-node layers as reg_layer/cls_layer"
             )
         if box.shape[:2] != cls.shape[:2]:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride} pairing",
-                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
-                "box and class layers of the same grid",
-                "pair reg_layer and cls_layer of the same scale in the nms_postprocess JSON",
-            )
+            fix = "pair reg_layer and cls_layer of the same scale in the nms_postprocess JSON"
+            return grids_differ(name, f"NMS decoder stride {d.stride}", box, cls, fix)
         if cls.shape[2] != nms.classes:
-            return CheckResult.failed(
-                name,
-                f"class stream {cls.name} channels",
-                cls.shape[2],
-                f"{nms.classes} (NMS classes)",
-                "use the class conv (nc channels) as cls_layer and the box conv as reg_layer",
-            )
+            fix = "use the class conv (nc channels) as cls_layer and the box conv as reg_layer"
+            return wrong_channels(name, "class", cls, f"{nms.classes} (NMS classes)", fix)
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders pair box and class streams of the same grid")
 
 
-def no_anchors(name: str, nms: NmsOpConfig) -> CheckResult:
-    """The anchors check of an op without anchors."""
+def stream_missing(name: str, decoder: str, stream: object, fix: str) -> CheckResult:
+    """The failed check ``name``: ``decoder`` reads ``stream`` (its repr or its name), which is no output of the
+    HEF."""
+    return CheckResult.failed(name, decoder, f"stream {stream} not among the outputs", "an output of the HEF", fix)
+
+
+def wrong_channels(name: str, what: str, stream: StreamInfo, expected: str, fix: str) -> CheckResult:
+    """The failed check ``name``: ``what``'s stream has other than the ``expected`` channels."""
+    return CheckResult.failed(name, f"{what} stream {stream.name} channels", stream.shape[2], expected, fix)
+
+
+def grids_differ(name: str, decoder: str, box: StreamInfo, cls: StreamInfo, fix: str) -> CheckResult:
+    """The failed check ``name``: ``decoder``'s box and class streams are of different grids."""
+    found = f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}"
+    return CheckResult.failed(name, f"{decoder} pairing", found, "box and class layers of the same grid", fix)
+
+
+def no_anchored_maps() -> bool:
+    """No anchored maps."""
+    return False
+
+
+def every_decoder(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
+    """Every decoder: its streams on the grid of its stride."""
+    return nms.bbox_decoders
+
+
+def no_anchors(name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
+    """The anchors check of an op without anchors: none to check."""
     return CheckResult.skipped(name, f"a {nms.kind} NMS op has no anchors")
 
 
 class _NoFamily:
     """The checks of an NMS op of no family's: box and class streams per stride, no anchors."""
 
-    def anchored_maps(self) -> bool:
-        return False
-
-    def strided_decoders(self, nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
-        return nms.bbox_decoders
-
-    def decoder_pairing(self, name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
-        return pair_box_and_class(name, nms, streams)
-
-    def anchors(self, name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
-        return no_anchors(name, nms)
+    anchored_maps = staticmethod(no_anchored_maps)
+    strided_decoders = staticmethod(every_decoder)
+    decoder_pairing = staticmethod(pair_box_and_class)
+    anchors = staticmethod(no_anchors)

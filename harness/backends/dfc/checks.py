@@ -160,15 +160,16 @@ def check_decoder_strides(s: ScriptsUnderCheck) -> CheckResult:
     """One bbox decoder per stride of the export's head."""
     name = "decoder_strides"
     found, strides = [d["stride"] for d in s.decoders], [level.stride for level in s.layout.levels]
-    if sorted(found) != sorted(strides):
-        return CheckResult.failed(
-            name,
-            "bbox_decoders strides",
-            found,
-            f"each stride of {s.facts.source}'s head once: {strides}",
-            "one bbox decoder per stride",
-        )
-    return CheckResult.ok(name, f"one bbox decoder per stride {strides}")
+    expected = f"each stride of {s.facts.source}'s head once: {strides}"
+    return one_decoder_each(name, "stride", found, strides, expected, f"one bbox decoder per stride {strides}")
+
+
+def one_decoder_each(name: str, what: str, found: list[Any], heads: list[Any], expected: str, ok: str) -> CheckResult:
+    """The check ``name`` that the decoders' ``what`` values (``found``: strides, grids) are the head's
+    (``heads``), each once; ``expected`` and ``ok`` its words."""
+    if sorted(found) != sorted(heads):
+        return CheckResult.failed(name, f"bbox_decoders {what}s", found, expected, f"one bbox decoder per {what}")
+    return CheckResult.ok(name, ok)
 
 
 def check_meta_arch(alls: AllsScript, meta_arch: str, decoder_words: str, bbox_only: bool = True) -> CheckResult:

@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING
 from harness.core.checks import CheckResult
 from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
 from harness.inputs.hef.reader import StreamInfo
+from harness.verdict.hef_family_checks import grids_differ, stream_missing, wrong_channels
+from harness.verdict.hef_family_checks import no_anchored_maps as anchored_maps
+
+__all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]
 
 if TYPE_CHECKING:
     from harness.decode.layout import HeadLayout
     from harness.inputs.export_facts import ExportFacts
-
-
-def anchored_maps() -> bool:
-    """No anchored maps."""
-    return False
 
 
 def strided_decoders(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
@@ -35,31 +34,18 @@ def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInf
         box, cls = streams.get(d.box_stream), streams.get(d.class_stream)
         if box is None or cls is None:
             missing = d.box_stream if box is None else d.class_stream
-            return CheckResult.failed(
-                name,
-                f"NMS decoder {i}",
-                f"stream {missing} not among the outputs",
-                "an output of the HEF",
-                "name existing end-node layers as reg_layer/cls_layer",
+            return stream_missing(
+                name, f"NMS decoder {i}", missing, "name existing end-node layers as reg_layer/cls_layer"
             )
         na = len(d.anchors)
         for stream, expected, words in ((box, 4 * na, "4 x"), (cls, na * nms.classes, f"{nms.classes} classes x")):
             if stream.shape[2] != expected:
-                return CheckResult.failed(
-                    name,
-                    f"NMS decoder {i} stream {stream.name} channels",
-                    stream.shape[2],
-                    f"{expected} ({words} the decoder's {na} anchors)",
-                    "give each decoder its layer's anchors (w, h) and the model's class count, background included",
+                fix = "give each decoder its layer's anchors (w, h) and the model's class count, background included"
+                return wrong_channels(
+                    name, f"NMS decoder {i}", stream, f"{expected} ({words} the decoder's {na} anchors)", fix
                 )
         if box.shape[:2] != cls.shape[:2]:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder {i} pairing",
-                f"box {box.name} {box.shape[0]}x{box.shape[1]} with class {cls.name} {cls.shape[0]}x{cls.shape[1]}",
-                "box and class layers of the same grid",
-                "pair reg_layer and cls_layer of the same layer",
-            )
+            return grids_differ(name, f"NMS decoder {i}", box, cls, "pair reg_layer and cls_layer of the same layer")
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read 4 and classes values per anchor")
 
 

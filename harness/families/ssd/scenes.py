@@ -7,9 +7,8 @@ export's own boxes and scores, the sigmoid put on its cut class maps as an SSD H
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,23 +30,21 @@ from harness.conformance.scenes import (
     class_quant,
     iou,
 )
+from harness.conformance.scenes import export_as_reference as export_reference
+from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.conformance.words import (
-    PAIRED_ACROSS_GRIDS,
     SSD_ANCHORS_HEIGHT_WIDTH,
     SSD_BACKGROUND_AS_CLASS,
     SSD_CODING_X_FIRST,
     SSD_SCALE_FACTORS_LEFT_OUT,
 )
 from harness.core.detections import Detections
-from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig, SsdConfig
-from harness.core.specs import FormatOrder
 from harness.decode.heads import head_layout
 from harness.families.ssd import decode as ssd_decode
 from harness.families.ssd.decode import BOX_CHANNELS
-
-if TYPE_CHECKING:
-    from onnx import ModelProto
 
 # An SSD scene's anchors per layer, largest grid first, (width, height) as fractions of the input: one square
 # and two elongated per layer, as SSD's anchor generators make them.
@@ -56,6 +53,9 @@ SSD_ANCHORS: Anchors = (
     ((0.3, 0.3), (0.42, 0.21), (0.21, 0.42)),
     ((0.6, 0.6), (0.85, 0.42), (0.42, 0.85)),
 )
+
+# The parts shared with other families (harness.conformance.scenes).
+__all__ = ["export_reference", "fcr_mixed", "misordered"]
 
 
 def recipe() -> SceneRecipe:
@@ -74,16 +74,6 @@ def sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
             replace(base, background_last=True),
         ),
     )
-
-
-def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
-    # The field report's mix: FCR regression maps, NHWC class maps on two grids and FCR on the third.
-    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
-    return replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
-
-
-def misordered() -> str:
-    return PAIRED_ACROSS_GRIDS
 
 
 def _coding_taken(view: Callable[[SsdConfig], SsdConfig]) -> Callable[[DecodeConfig], DecodeConfig]:
@@ -217,12 +207,6 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     expected = Detections(np.array(expected_boxes), np.array(expected_scores), np.array(class_ids))
     layout = head_layout(recipe.family, specs, recipe.input_hw, ssd.anchors)
     return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
-
-
-def export_reference(
-    model: ModelProto, heads: Sequence[HeadTensor], config: DecodeConfig
-) -> tuple[ModelProto, DecodeConfig]:
-    return model, config
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:

@@ -42,6 +42,8 @@ PRECISION = "a16_w16"
 # The level Ultralytics writes, the DFC's default (harness.core.defaults, which the compile's warning uses).
 OPTIMIZATION_LEVEL = defaults.DFC_OPTIMIZATION_LEVEL
 
+# What either head's part takes whole (``from harness.families.yolo26.dfc import *``).
+__all__ = ["CUT_BY_STRUCTURE", "EXPORT_NAME", "check_scripts", "end_nodes", "render_alls"]
 
 EXPORT_NAME = "YOLO26"
 CUT_BY_STRUCTURE = True  # at its head convolutions

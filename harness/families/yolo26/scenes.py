@@ -4,17 +4,15 @@ one-to-many decode find the same), and the export as its own reference (no DFL c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import SceneRecipe
-from harness.core.head_family import HeadFamily, HeadTensor
-from harness.core.settings import DecodeConfig
-from harness.families.yolov8.scenes import fcr_mixed, logit_classes, misordered, plant, sentences
-
-if TYPE_CHECKING:
-    from onnx import ModelProto
+from harness.conformance.scenes import export_as_reference as export_reference
+from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import logit_class_maps as logit_classes
+from harness.conformance.scenes import no_config_misreadings as config_misreadings
+from harness.conformance.scenes import no_sentences as sentences
+from harness.conformance.scenes import paired_across_grids as misordered
+from harness.core.head_family import HeadFamily
+from harness.families.yolov8.scenes import plant
 
 __all__ = [
     "config_misreadings",
@@ -30,13 +28,3 @@ __all__ = [
 
 def recipe_of(family: HeadFamily) -> SceneRecipe:
     return SceneRecipe(family=family, reg_max=1)
-
-
-def config_misreadings() -> tuple[ConfigMisreading, ...]:
-    return ()
-
-
-def export_reference(
-    model: ModelProto, heads: Sequence[HeadTensor], config: DecodeConfig
-) -> tuple[ModelProto, DecodeConfig]:
-    return model, config

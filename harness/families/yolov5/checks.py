@@ -8,8 +8,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from harness.core.checks import CheckResult
-from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
+from harness.inputs.hef.nms_op import NmsOpConfig
 from harness.inputs.hef.reader import StreamInfo
+from harness.verdict.hef_family_checks import every_decoder as strided_decoders
+from harness.verdict.hef_family_checks import stream_missing, wrong_channels
+
+__all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]
 
 if TYPE_CHECKING:
     from harness.decode.layout import HeadLayout
@@ -21,11 +25,6 @@ def anchored_maps() -> bool:
     return True
 
 
-def strided_decoders(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
-    """Every decoder: a stride per anchored map."""
-    return nms.bbox_decoders
-
-
 def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
     """A YOLOv5 NMS op's decoders: one stream each, of ``anchors x (5 + classes)`` channels
     (hailort: libhailort/src/net_flow/ops/yolov5_post_process.hpp, ``extract_detections`` checks the
@@ -33,22 +32,17 @@ def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInf
     for d in nms.bbox_decoders:
         stream = streams.get(d.box_stream)
         if stream is None:
-            return CheckResult.failed(
+            return stream_missing(
                 name,
                 f"NMS decoder stride {d.stride}",
-                f"stream {d.box_stream} not among the outputs",
-                "an output of the HEF",
+                d.box_stream,
                 "name existing end-node layers in the nms_postprocess JSON",
             )
         expected = len(d.anchors) * (5 + nms.classes)
         if stream.shape[2] != expected:
-            return CheckResult.failed(
-                name,
-                f"NMS decoder stride {d.stride} stream {stream.name} channels",
-                stream.shape[2],
-                f"{expected} ({len(d.anchors)} anchors x (5 + {nms.classes} classes))",
-                "give each decoder its stride's anchors and the model's class count in the nms_postprocess JSON",
-            )
+            words = f"{expected} ({len(d.anchors)} anchors x (5 + {nms.classes} classes))"
+            fix = "give each decoder its stride's anchors and the model's class count in the nms_postprocess JSON"
+            return wrong_channels(name, f"NMS decoder stride {d.stride}", stream, words, fix)
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read anchors x (5 + classes) channels")
 
 

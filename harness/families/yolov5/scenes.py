@@ -30,6 +30,7 @@ from harness.conformance.scenes import (
     logit,
     sigmoid,
 )
+from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.words import (
     ANCHOR_GROUPS_REVERSED,
     ANCHORS_BY_ORDER,
@@ -47,13 +48,12 @@ from harness.families.yolov5.decode import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNE
 if TYPE_CHECKING:
     from onnx import ModelProto
 
+# The parts shared with other families (harness.conformance.scenes).
+__all__ = ["logit_classes"]
+
 
 def recipe() -> SceneRecipe:
     return SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1)
-
-
-def logit_classes() -> bool:
-    return True
 
 
 def sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:

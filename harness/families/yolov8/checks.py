@@ -1,37 +1,13 @@
 """YOLOv8/YOLO11's static checks of its HEF's NMS op (:class:`~harness.verdict.hef_family_checks.FamilyChecks`):
-per stride a box stream (DFL bins) and a class stream of one grid, no anchors
-(hailort: libhailort/src/net_flow/ops/yolov8_post_process.hpp)."""
+per stride a box stream (DFL bins) and a class stream of one grid, the class stream of ``classes`` channels,
+no anchors (hailort: libhailort/src/net_flow/ops/yolov8_post_process.hpp): the checks of box and class
+streams the families share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from harness.verdict.hef_family_checks import every_decoder as strided_decoders
+from harness.verdict.hef_family_checks import no_anchored_maps as anchored_maps
+from harness.verdict.hef_family_checks import no_anchors as anchors
+from harness.verdict.hef_family_checks import pair_box_and_class as decoder_pairing
 
-from harness.core.checks import CheckResult
-from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
-from harness.inputs.hef.reader import StreamInfo
-from harness.verdict.hef_family_checks import no_anchors, pair_box_and_class
-
-if TYPE_CHECKING:
-    from harness.decode.layout import HeadLayout
-    from harness.inputs.export_facts import ExportFacts
-
-
-def anchored_maps() -> bool:
-    """No anchored maps."""
-    return False
-
-
-def strided_decoders(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
-    """Every decoder: its box and class streams on the grid of its stride."""
-    return nms.bbox_decoders
-
-
-def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
-    """Each decoder's box and class streams: of one grid, the class stream of ``classes`` channels."""
-    return pair_box_and_class(name, nms, streams)
-
-
-def anchors(name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
-    """None to check: the op is anchor-free."""
-    return no_anchors(name, nms)
+__all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]

@@ -21,6 +21,7 @@ from harness.backends.dfc.checks import (
     check_meta_arch,
     check_normalization,
     check_sigmoid,
+    one_decoder_each,
     require_nms_config,
 )
 from harness.backends.dfc.layers import grid_words
@@ -189,22 +190,18 @@ def _check_decoder_pairing(s: ScriptsUnderCheck) -> CheckResult:
         reg, cls = s.table.get(d["reg_layer"]), s.table.get(d["cls_layer"])
         if reg is None or cls is None:
             return CheckResult.skipped(name, f"bbox_decoders[{i}]: layer not in the table (see layer_names)")
-        if reg.channels != reg_channels:
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].reg_layer {reg.name} channels",
-                reg.channels,
-                f"{reg_channels} (4 x regression_length {reg_max}, a box conv)",
-                "name the box conv (cv2) of this grid as reg_layer",
-            )
-        if cls.channels != nc:
-            return CheckResult.failed(
-                name,
-                f"bbox_decoders[{i}].cls_layer {cls.name} channels",
-                cls.channels,
-                f"{nc} (classes, a class conv)",
-                "name the class conv (cv3) of this grid as cls_layer",
-            )
+        for key, layer, channels, words, conv in (
+            ("reg_layer", reg, reg_channels, f"4 x regression_length {reg_max}, a box conv", "box conv (cv2)"),
+            ("cls_layer", cls, nc, "classes, a class conv", "class conv (cv3)"),
+        ):
+            if layer.channels != channels:
+                return CheckResult.failed(
+                    name,
+                    f"bbox_decoders[{i}].{key} {layer.name} channels",
+                    layer.channels,
+                    f"{channels} ({words})",
+                    f"name the {conv} of this grid as {key}",
+                )
         if reg.grid != cls.grid:
             return CheckResult.failed(
                 name,
@@ -215,15 +212,9 @@ def _check_decoder_pairing(s: ScriptsUnderCheck) -> CheckResult:
             )
         grids.append(reg.grid)
     expected = [level.grid for level in layout_of_export(s.facts).levels]
-    if sorted(grids) != sorted(expected):
-        return CheckResult.failed(
-            name,
-            "bbox_decoders grids",
-            grids,
-            f"each head grid of {s.facts.source} once: {expected}",
-            "one bbox decoder per grid",
-        )
-    return CheckResult.ok(name, f"{len(grids)} decoders pair box and class layers of the same grid, one per grid")
+    each = f"each head grid of {s.facts.source} once: {expected}"
+    ok = f"{len(grids)} decoders pair box and class layers of the same grid, one per grid"
+    return one_decoder_each(name, "grid", grids, expected, each, ok)
 
 
 def _check_strides(s: ScriptsUnderCheck) -> CheckResult:

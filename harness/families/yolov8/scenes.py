@@ -6,13 +6,11 @@ plant them with :func:`plant`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, candidate_agreement
-from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import (
     BACKGROUND_LOGIT,
     DFL_PEAK,
@@ -25,11 +23,14 @@ from harness.conformance.scenes import (
     iou,
     sigmoid,
 )
-from harness.conformance.words import PAIRED_ACROSS_GRIDS
+from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import logit_class_maps as logit_classes
+from harness.conformance.scenes import no_config_misreadings as config_misreadings
+from harness.conformance.scenes import no_sentences as sentences
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.core.detections import Detections, xywh_to_xyxy
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import DecodeConfig
-from harness.core.specs import FormatOrder
 from harness.decode import dfl
 from harness.decode.layout import HeadOutput, layout_of
 from harness.families.yolov8.decode import decode as yolov8_decode
@@ -37,31 +38,12 @@ from harness.families.yolov8.decode import decode as yolov8_decode
 if TYPE_CHECKING:
     from onnx import ModelProto
 
+# The parts shared with other families (harness.conformance.scenes).
+__all__ = ["config_misreadings", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+
 
 def recipe() -> SceneRecipe:
     return SceneRecipe(family=HeadFamily.YOLOV8, reg_max=16)
-
-
-def logit_classes() -> bool:
-    return True
-
-
-def sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
-    return ()
-
-
-def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
-    # The field report's mix: FCR box heads, NHWC class heads on two grids and FCR on the third.
-    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
-    return replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
-
-
-def misordered() -> str:
-    return PAIRED_ACROSS_GRIDS
-
-
-def config_misreadings() -> tuple[ConfigMisreading, ...]:
-    return ()
 
 
 def reference_decoder() -> Decoder:

@@ -5,26 +5,16 @@ per stride a box, an objectness and a class stream of one grid, no anchors
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from harness.core.checks import CheckResult
-from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
+from harness.inputs.hef.nms_op import NmsOpConfig
 from harness.inputs.hef.reader import StreamInfo
-from harness.verdict.hef_family_checks import no_anchors
+from harness.verdict.hef_family_checks import every_decoder as strided_decoders
+from harness.verdict.hef_family_checks import no_anchored_maps as anchored_maps
+from harness.verdict.hef_family_checks import no_anchors as anchors
+from harness.verdict.hef_family_checks import stream_missing, wrong_channels
 
-if TYPE_CHECKING:
-    from harness.decode.layout import HeadLayout
-    from harness.inputs.export_facts import ExportFacts
-
-
-def anchored_maps() -> bool:
-    """No anchored maps."""
-    return False
-
-
-def strided_decoders(nms: NmsOpConfig) -> tuple[BboxDecoder, ...]:
-    """Every decoder: its three streams on the grid of its stride."""
-    return nms.bbox_decoders
+__all__ = ["anchored_maps", "anchors", "decoder_pairing", "strided_decoders"]
 
 
 def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInfo]) -> CheckResult:
@@ -42,18 +32,17 @@ def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInf
         for role, stream, channels in roles:
             info = found[role]
             if info is None:
-                return CheckResult.failed(
+                return stream_missing(
                     name,
                     f"NMS decoder stride {d.stride} {role} layer",
-                    f"stream {stream!r} not among the outputs",
-                    "an output of the HEF",
+                    repr(stream),
                     "name existing end-node layers as reg_layer, objectness_layer and cls_layer",
                 )
             if info.shape[2] != channels:
-                return CheckResult.failed(
+                return wrong_channels(
                     name,
-                    f"NMS decoder stride {d.stride} {role} stream {info.name} channels",
-                    info.shape[2],
+                    f"NMS decoder stride {d.stride} {role}",
+                    info,
                     f"{channels} (the {role} conv{'; NMS classes' if role == 'class' else ''})",
                     "name the box conv (4 channels) reg_layer, the objectness conv (1) objectness_layer and the class "
                     "conv (nc) cls_layer in the nms_postprocess JSON",
@@ -69,8 +58,3 @@ def decoder_pairing(name: str, nms: NmsOpConfig, streams: Mapping[str, StreamInf
                 "give each decoder the three layers of one scale in the nms_postprocess JSON",
             )
     return CheckResult.ok(name, f"{len(nms.bbox_decoders)} decoders each read box, objectness and class of one grid")
-
-
-def anchors(name: str, nms: NmsOpConfig, model: ExportFacts, layout: HeadLayout) -> CheckResult:
-    """None to check: the op is anchor-free."""
-    return no_anchors(name, nms)

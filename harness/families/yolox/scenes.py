@@ -4,14 +4,9 @@ to the export's rows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
-from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import (
     BACKGROUND_LOGIT,
     Decoder,
@@ -25,44 +20,26 @@ from harness.conformance.scenes import (
     logit,
     sigmoid,
 )
-from harness.conformance.words import PAIRED_ACROSS_GRIDS
+from harness.conformance.scenes import export_as_reference as export_reference
+from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import logit_class_maps as logit_classes
+from harness.conformance.scenes import no_config_misreadings as config_misreadings
+from harness.conformance.scenes import no_sentences as sentences
+from harness.conformance.scenes import paired_across_grids as misordered
 from harness.core.detections import Detections
-from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
-from harness.core.specs import FormatOrder
 from harness.decode.heads import head_layout
 from harness.decode.layout import HeadOutput
 from harness.families.yolox import decode as yolox
 from harness.families.yolox.decode import BOX_CHANNELS
 
-if TYPE_CHECKING:
-    from onnx import ModelProto
+# The parts shared with other families (harness.conformance.scenes).
+__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
 
 
 def recipe() -> SceneRecipe:
     return SceneRecipe(family=HeadFamily.YOLOX, reg_max=1)
-
-
-def logit_classes() -> bool:
-    return True
-
-
-def sentences(base: SceneRecipe) -> tuple[tuple[str, SceneRecipe], ...]:
-    return ()
-
-
-def fcr_mixed(base: SceneRecipe) -> SceneRecipe:
-    # The field report's mix: FCR box heads, NHWC class (and objectness) heads on two grids and FCR on the third.
-    nhwc, fcr = FormatOrder.NHWC, FormatOrder.FCR
-    return replace(base, box_order=fcr, class_orders=(nhwc, nhwc, fcr))
-
-
-def misordered() -> str:
-    return PAIRED_ACROSS_GRIDS
-
-
-def config_misreadings() -> tuple[ConfigMisreading, ...]:
-    return ()
 
 
 def reference_decoder() -> Decoder:
@@ -139,12 +116,6 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     expected = Detections(np.array(expected_boxes), np.array(scores), np.array(class_ids))
     layout = head_layout(recipe.family, specs, recipe.input_hw)
     return Scene(outputs, specs, config, expected, np.array(planted_strides, np.float32), layout, recipe.family)
-
-
-def export_reference(
-    model: ModelProto, heads: Sequence[HeadTensor], config: DecodeConfig
-) -> tuple[ModelProto, DecodeConfig]:
-    return model, config
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:

@@ -136,11 +136,7 @@ class StreamInfo:
     @property
     def host_shape(self) -> tuple[int, ...]:
         """One frame as a vstream delivers it: ``(C,)`` for NC, ``(classes, 5, max_bboxes)`` for NMS, else (H, W, C)."""
-        if self.nms is not None:
-            return (self.nms.number_of_classes, _BBOX_PARAMS, self.nms.max_bboxes_per_class)
-        if self.device_order is FormatOrder.NC:
-            return (self.shape[2],)
-        return self.shape
+        return _flat_shape(self.nms, self.device_order, self.shape[2]) or self.shape
 
     @property
     def is_per_feature(self) -> bool:
@@ -152,6 +148,16 @@ class StreamInfo:
         if self.is_per_feature:
             return self.quant_infos
         return self.quant_infos[:1] or (self.quant,)
+
+
+def _flat_shape(nms: NmsShape | None, order: FormatOrder, features: int) -> tuple[int, ...]:
+    """A frame's shape where it is no (H, W, C) map: ``(classes, 5, max_bboxes)`` for NMS, ``(C,)`` for NC;
+    else empty."""
+    if nms is not None:
+        return (nms.number_of_classes, _BBOX_PARAMS, nms.max_bboxes_per_class)
+    if order is FormatOrder.NC:
+        return (features,)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -176,10 +182,9 @@ class VStreamInfo:
     @property
     def shape(self) -> tuple[int, ...]:
         """The shape pyhailort's ``VStreamInfo.shape`` reports (hailort: bindings/python/src/pyhailort.cpp)."""
-        if self.nms is not None:
-            return (self.nms.number_of_classes, _BBOX_PARAMS, self.nms.max_bboxes_per_class)
-        if self.order is FormatOrder.NC:
-            return (self.features,)
+        flat = _flat_shape(self.nms, self.order, self.features)
+        if flat:
+            return flat
         if self.order is FormatOrder.NHW:
             return (self.height, self.width)
         return (self.height, self.width, self.features)

@@ -5,14 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.backends.dfc.writing import ScriptFiles, ScriptRequest
-from harness.families.yolo26.dfc import (
-    CUT_BY_STRUCTURE,
-    EXPORT_NAME,
-    check_scripts,
-    end_nodes,
-    render_alls,
-    write_head_scripts,
-)
+from harness.families.yolo26.dfc import *  # noqa: F403  (what either head's model script shares)
+from harness.families.yolo26.dfc import write_head_scripts
 
 HEAD_WORDS = "YOLO26's one-to-many head (cv2/cv3; sigmoid and NMS on the host)"
 HEAD_OPTION = "one2many"
@@ -23,17 +17,3 @@ HEAD_FIX = "export the model with end2end=False: an end-to-end export holds the 
 def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
     """Write the model script and ``layer_names.json`` (:func:`~harness.families.yolo26.dfc.write_head_scripts`)."""
     return write_head_scripts(folder, stem, request, HEAD_WORDS)
-
-
-__all__ = [
-    "CUT_BY_STRUCTURE",
-    "EXPORT_NAME",
-    "HEAD_DEFAULT",
-    "HEAD_FIX",
-    "HEAD_OPTION",
-    "HEAD_WORDS",
-    "check_scripts",
-    "end_nodes",
-    "render_alls",
-    "write_scripts",
-]

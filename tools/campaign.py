@@ -776,6 +776,7 @@ MODULES: dict[str, str] = {
     "fleet": "campaign_fleet",
     "shared_cache": "campaign_cache",
     "gates": "campaign_gates",
+    "calibration": "campaign_calibration",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

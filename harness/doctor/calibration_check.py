@@ -10,7 +10,6 @@ ones cached by the prediction cache); a third quantization and evaluation where 
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,9 @@ import numpy as np
 from harness.backends.emulator.build import EmulatedHef
 from harness.backends.emulator.ranges import ImageRanges, RangeGraph
 from harness.core import defaults
+from harness.core.confine import make_folder
 from harness.core.errors import HarnessError
+from harness.core.files import write_atomic
 from harness.doctor.range_cache import cached_ranges
 from harness.doctor.range_cover import images_to_add, uncovered
 from harness.inputs.calibration import (
@@ -219,7 +220,7 @@ def _findings(
 
 
 def _list(file: Path, paths: Sequence[Path]) -> Path:
-    file.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(file.parent)
     write_list_file(file, paths)
     return file
 
@@ -227,7 +228,7 @@ def _list(file: Path, paths: Sequence[Path]) -> Path:
 def _copy(paths: Sequence[Path], folder: Path) -> None:
     """``paths`` copied into ``folder`` under their names; an existing file of the same name is refused unless it
     holds the same bytes (then left as it is)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     for path in paths:
         target = folder / path.name
         if target.exists() or target.is_symlink():
@@ -237,9 +238,7 @@ def _copy(paths: Sequence[Path], folder: Path) -> None:
     for path in paths:
         target = folder / path.name
         if not target.exists():
-            partial = target.with_name(f".{target.name}.partial")
-            shutil.copyfile(path, partial)
-            partial.replace(target)
+            write_atomic(target, path.read_bytes())
 
 
 def check_calibration(

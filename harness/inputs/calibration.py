@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.core import defaults
 from harness.core.errors import HarnessError
+from harness.core.files import write_atomic
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 
@@ -87,9 +88,7 @@ def write_list_file(file: Path, paths: Sequence[Path]) -> None:
     for path in paths:
         absolute = path.resolve()
         lines.append(os.fspath(absolute.relative_to(here) if absolute.is_relative_to(here) else absolute))
-    partial = file.with_name(f".{file.name}.partial")
-    partial.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    os.replace(partial, file)
+    write_atomic(file, "".join(f"{line}\n" for line in lines))
 
 
 def images_digest(paths: Sequence[Path]) -> str:

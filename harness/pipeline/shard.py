@@ -49,6 +49,7 @@ from harness.core.journal import read
 from harness.core.path_names import PathKind
 from harness.core.sealed import checked, sealed, stored_seal
 from harness.core.settings import EvalSettings
+from harness.core.shared_entry import EntryState, EntryUse
 from harness.core.signing import SealCheck, policy
 from harness.inputs.dataset import Sample
 from harness.inputs.demo import demo_root
@@ -94,6 +95,20 @@ KEPT_OPTIONS = (
 )
 
 
+def _entry(f: Fields) -> EntryUse:
+    """One shared-cache entry a stored path ran, as :meth:`EntryUse.to_json` wrote it."""
+    states = [s.value for s in EntryState]
+    entry = EntryUse(
+        folder=f.string("folder"),
+        name=f.string("name", nonempty=True),
+        sha256=f.value("sha256", lambda v: isinstance(v, str) and len(v) == 64, "64 hex digits"),
+        state=EntryState(f.value("state", lambda v: v in states, f"one of {states}")),
+        detail=f.string("detail", ""),
+    )
+    f.done()
+    return entry
+
+
 @dataclass
 class StoredPath:
     """One path of a shard as its store names it: what ran it and the file holding its predictions.
@@ -112,6 +127,9 @@ class StoredPath:
     file: str  # under the store's predictions/
     settings: EvalSettings
     model_names: tuple[str, ...] | None = None
+    # the shared-cache entries its runner built and ran (an emulated HEF), as the run's provenance names them: what a
+    # merge's results record they were made from (harness.pipeline.made_from); optional when read (format 2 before)
+    cache_entries: tuple[EntryUse, ...] = ()
     emulated: bool = field(init=False)
     input_hw: tuple[int, int] = field(init=False)
 
@@ -134,6 +152,7 @@ class StoredPath:
             "score_ceiling": self.score_ceiling,
             "fps": self.fps,
             "file": self.file,
+            **({"cache_entries": [e.to_json() for e in self.cache_entries]} if self.cache_entries else {}),
         }
 
     @classmethod
@@ -153,6 +172,7 @@ class StoredPath:
             fps=f.number("fps", lo=0, nullable=True),
             file=f.value("file", _plain_name, "a file name under predictions/"),
             settings=settings,
+            cache_entries=tuple(_entry(e) for e in f.objects("cache_entries", [])),
         )
         f.done()
         return path
@@ -350,6 +370,7 @@ def run_shard(
                     fps=path.fps,
                     file=cache.file_for(path).name,
                     settings=run.settings,
+                    cache_entries=tuple(e for e in getattr(path, "cache_entries", ()) if e != run.dataset.cache_entry),
                 )
             )
     manifest = ShardManifest(

@@ -162,7 +162,9 @@ def signed_off_case(folder: Path, now: tuple[tuple[str, str], ...] = OFF_DOMAIN)
     """The report case with both paths' baselines blessed twice, r1 from the in-domain calibration
     and r2 from the off-domain one (the same model), and this run made from ``now``: the case, its
     results (this run's made_from set) and the ``baselines`` write_reports takes."""
-    from harness.verdict.golden import golden_path, load_golden, write_golden
+    from harness.verdict.golden import golden_path
+    from harness.verdict.golden_blessing import write_golden
+    from harness.verdict.golden_reading import load_golden
 
     case = report_case(folder / "dataset")
     results = []

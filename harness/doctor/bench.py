@@ -109,7 +109,18 @@ class Bench:
         return hef_description(self.onnx, self.settings, self.hef)
 
     def checks(self, info: HefInfo) -> tuple[CheckResult, ...]:
-        context = CheckContext(info, self.run.facts, self.dataset.names, self.settings.score_threshold)
+        """The static checks of ``info``, the class outputs' score floor the float model's own highest score on the
+        bench's images where that is below the default (no fixed floor where the model has its own)."""
+        top = max((float(p.scores.max()) for p in self.reference.predictions if len(p)), default=None)
+        own = top is not None and top < defaults.MIN_SCORE_CAP
+        context = CheckContext(
+            info,
+            self.run.facts,
+            self.dataset.names,
+            self.settings.score_threshold,
+            min_score_cap=top if own and top is not None else defaults.MIN_SCORE_CAP,
+            score_cap_source="the float model's own highest score on these images" if own else "",
+        )
         return run_checks(context)
 
 

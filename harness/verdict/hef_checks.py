@@ -32,7 +32,10 @@ from harness.verdict.hef_family_checks import family_checks
 @dataclass(frozen=True)
 class CheckContext:
     """What the checks read: the HEF, and what it is held against. ``model``: the facts of the ONNX
-    export it was compiled from (its head maps found: a :class:`GraphError` saying why otherwise)."""
+    export it was compiled from (its head maps found: a :class:`GraphError` saying why otherwise).
+    ``min_score_cap``: the highest score the class outputs must be able to represent; ``score_cap_source``: where a
+    floor other than the default came from (the float model's own highest score on the evaluated images: a model
+    that never scores above 0.82 is not capped by outputs that reach 0.82), within one quantization step."""
 
     hef: HefInfo
     model: ExportFacts | None = None
@@ -40,6 +43,7 @@ class CheckContext:
     eval_score_threshold: float | None = None
     min_score_cap: float = defaults.MIN_SCORE_CAP
     export: UltralyticsExport | None = None  # the HEF given as an Ultralytics export folder
+    score_cap_source: str = ""
 
     def __post_init__(self) -> None:
         if self.model is not None:
@@ -282,13 +286,15 @@ def check_class_score_range(ctx: CheckContext) -> CheckResult:
     # (objects of other sizes only) is not a cap; all of them staying low is.
     top = max(streams, key=lambda s: _score_range(s)[1])
     _, highest, post = _score_range(top)
-    if highest < ctx.min_score_cap:
-        q = top.host_quant[0]
+    q = top.host_quant[0]
+    step = q.scale if post and ctx.score_cap_source else 0.0  # a floor from the model: within one output step
+    if highest + step < ctx.min_score_cap:
+        source = f" ({ctx.score_cap_source})" if ctx.score_cap_source else ""
         return CheckResult.failed(
             name,
             f"highest representable score of every class output (best: {top.name})",
             f"{highest:.4f} (limvals max {q.limvals_max:.4g}{'' if post else ' logit'})",
-            f">= {ctx.min_score_cap}",
+            f">= {ctx.min_score_cap:.4g}{source}",
             "calibrate on in-domain images that contain the classes (scores are capped: typical of a "
             "calibration set without positives)",
         )

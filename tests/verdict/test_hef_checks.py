@@ -99,6 +99,23 @@ def test_a_well_calibrated_class_output_passes_the_score_range(hef):
     assert r.passed is True
 
 
+def test_class_outputs_that_reach_the_float_models_own_highest_score_are_not_capped(hef):
+    """A model that never scores above 0.818 on its images is not capped by outputs that reach 0.818 (the field's
+    real fire/smoke YOLO11n); outputs stopping a step short of the default 0.9 still fail where no model says so."""
+    reach = _with_class_limvals(hef, 0.0, 0.8182, 0.8182 / 255)
+    assert _results(CheckContext(reach))["class_score_range"].passed is False
+    own = CheckContext(reach, min_score_cap=0.8185, score_cap_source="the float model's own highest score")
+    assert _results(own)["class_score_range"].passed is True  # within one output step (0.0032) of the floor
+    capped = _results(
+        CheckContext(
+            _with_class_limvals(hef, 0.0, 0.355, 0.355 / 255),
+            min_score_cap=0.8185,
+            score_cap_source="the float model's own highest score",
+        )
+    )["class_score_range"]
+    assert capped.passed is False and ">= 0.8185 (the float model's own highest score)" in capped.message
+
+
 def test_saturating_logit_range_fails(hef):
     r = _results(CheckContext(_with_class_limvals(hef, -237.0, 43.9, 281 / 255)))["class_score_range"]
     assert r.passed is False and "score >= 0.99" in r.message

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,6 @@ from harness.inputs.calibration import (
     calibration_paths,
     calibration_shortfall,
     calibration_size,
-    list_file,
     write_list_file,
 )
 from harness.inputs.dataset import require_evaluable
@@ -321,8 +320,9 @@ def check_calibration(
         timings=timings,
     )
     if found.fit:
-        return _done(found, start)
-    return _done(_recommend(found, run, measure, cal_ranges, eval_ranges, pool, out, copy_to, log), start)
+        return replace(found, seconds=time.perf_counter() - start)
+    found = _recommend(found, run, measure, cal_ranges, eval_ranges, pool, out, copy_to, log)
+    return replace(found, seconds=time.perf_counter() - start)
 
 
 def _measure(
@@ -360,31 +360,21 @@ def _recommend(
     additions = tuple(pool_paths[rows[i]] for i in picks)
     timings = {**found.timings, "recommendation": time.perf_counter() - t}
     if not additions:
-        return _with(found, timings=timings)
+        return replace(found, timings=timings)
     log(f"calibration check: {len(additions)} images to add; the emulated HEF calibrated with them")
     folder = out or run.cache_dir / "calibration-check"
     added = _list(folder / ADDITIONS, additions)
     combined = _list(folder / WITH_ADDITIONS, [*cal.images, *additions])
     t = time.perf_counter()
-    spec = PathSpec(Backend.EMULATOR, calibration=str(combined), calibration_count=len(list_file(combined)))
+    spec = PathSpec(Backend.EMULATOR, calibration=str(combined), calibration_count=len(cal.images) + len(additions))
     result = evaluate_spec(spec, run)
     timings["with_additions"] = time.perf_counter() - t
     if copy_to is not None:
         _copy(additions, copy_to)
-    return _with(
+    return replace(
         found,
         additions=additions,
         with_additions=Accuracy.of(result, f"emulated, calibrated on the set and {len(additions)} images added"),
         written=(added, combined),
         timings=timings,
     )
-
-
-def _with(found: CalibrationCheck, **changes: object) -> CalibrationCheck:
-    from dataclasses import replace
-
-    return replace(found, **changes)  # type: ignore[arg-type]
-
-
-def _done(found: CalibrationCheck, start: float) -> CalibrationCheck:
-    return _with(found, seconds=time.perf_counter() - start)

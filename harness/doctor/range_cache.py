@@ -14,6 +14,7 @@ import numpy as np
 from harness.backends.emulator.build import EmulatedHef
 from harness.backends.emulator.ranges import ImageRanges, RangeGraph
 from harness.core import signing
+from harness.core.confine import make_folder
 from harness.core.environment import code_digest
 from harness.core.files import shared_cache, write_atomic
 
@@ -69,13 +70,12 @@ def cached_ranges(
     folder = shared_cache(cache_dir) / "ranges" / key[:16]
     digests = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in images]
     found = {d: _read(folder / f"{d}.json", key, len(graph.tensors)) for d in set(digests)}
-    missing = [p for p, d in zip(images, digests, strict=True) if found[d] is None]
+    missing = [(p, d) for p, d in zip(images, digests, strict=True) if found[d] is None]
     if missing:
         log(f"activation ranges: measuring {len(missing)} of {len(images)} images (once: kept after)")
-        measured = graph.ranges(missing)
-        folder.mkdir(parents=True, exist_ok=True)
-        for i, path in enumerate(missing):
-            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        measured = graph.ranges([p for p, _ in missing])
+        make_folder(folder)
+        for i, (_, digest) in enumerate(missing):
             values = [float(v) for v in measured.low[i]], [float(v) for v in measured.high[i]]
             found[digest] = values
             record = {"format": FORMAT, "graph": key, "low": values[0], "high": values[1]}

@@ -239,17 +239,20 @@ def export_check(options: EmulatorOptions) -> str:
     return f"emulator export check {code[:16]}: {read}"
 
 
-def check_export(onnx_path: str | os.PathLike[str], options: EmulatorOptions | None = None) -> None:
-    """Refuse, before any work, an export the emulator cannot build a HEF from (quantized ops, heads
-    not found, an input that is not RGB): the checks :func:`build_emulated_hef` starts with."""
+def float_graph(source: str | os.PathLike[str], options: EmulatorOptions) -> HefGraph:
+    """The float model an emulated HEF of the export ``source`` is quantized from, cut as ``options`` say (its end
+    nodes, the sigmoid inside, an SSD config)."""
     from harness.backends.emulator.graph import hef_graph
     from harness.inputs.onnx_graph import load_model
 
+    return hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside, options.ssd)
+
+
+def check_export(onnx_path: str | os.PathLike[str], options: EmulatorOptions | None = None) -> None:
+    """Refuse, before any work, an export the emulator cannot build a HEF from (quantized ops, heads
+    not found, an input that is not RGB): the checks :func:`build_emulated_hef` starts with."""
     options = options or EmulatorOptions()
-    graph = hef_graph(
-        load_model(onnx_path), os.fspath(onnx_path), options.end_nodes, options.sigmoid_inside, options.ssd
-    )
-    _check_nms(graph.family, options, onnx_path)
+    _check_nms(float_graph(onnx_path, options).family, options, onnx_path)
 
 
 def build_emulated_hef(
@@ -364,12 +367,11 @@ def _quantized(
 ) -> onnx.ModelProto:
     """The export quantized now on ``paths``."""
     from harness.backends.emulator.calibration import CalibrationFrames
-    from harness.backends.emulator.graph import batched, hef_graph
-    from harness.inputs.onnx_graph import load_model
+    from harness.backends.emulator.graph import batched
 
     if progress is not None:
         progress(f"emulated HEF of {source.name}: quantizing on {len(paths)} calibration images (once: cached after)")
-    graph = hef_graph(load_model(source), os.fspath(source), options.end_nodes, options.sigmoid_inside, options.ssd)
+    graph = float_graph(source, options)
     _check_nms(graph.family, options, source)
     graph = batched(graph)  # the emulated HEF takes a batch of frames in one run where its graph can
     start = time.perf_counter()

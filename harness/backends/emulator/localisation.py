@@ -35,11 +35,10 @@ from onnxruntime.quantization.qdq_loss_debug import (
 )
 
 from harness.backends.emulator import EmulatedHef, EmulatorRunner
+from harness.backends.emulator.build import float_graph
 from harness.backends.emulator.calibration import CalibrationFrames
-from harness.backends.emulator.graph import hef_graph
 from harness.core.errors import HarnessError
 from harness.formats.quant import dequantize
-from harness.inputs.onnx_graph import load_model
 from harness.inputs.preprocess import letterbox, load_image
 
 WORST = 10
@@ -80,23 +79,20 @@ def layer_sqnr(hef: EmulatedHef, images: Sequence[str | os.PathLike[str]]) -> tu
     paths = tuple(Path(p) for p in images)
     if not paths:
         raise HarnessError(f"localisation of {hef.label}: no images given, expected at least one frame")
-    options = hef.options
-    float_graph = hef_graph(
-        load_model(hef.source), str(hef.source), options.end_nodes, options.sigmoid_inside, options.ssd
-    )
+    graph = float_graph(hef.source, hef.options)
     with tempfile.TemporaryDirectory(prefix="hailo-harness-localisation-") as tmp:
         float_file, float_seen, quant_seen = (Path(tmp) / n for n in ("float.onnx", "float+.onnx", "quant+.onnx"))
-        onnx.save(float_graph.model, os.fspath(float_file))
+        onnx.save(graph.model, os.fspath(float_file))
         modify_model_output_intermediate_tensors(os.fspath(float_file), os.fspath(float_seen))
         modify_model_output_intermediate_tensors(os.fspath(hef.quantized_model), os.fspath(quant_seen))
-        frames = (float_graph.input_name, float_graph.input_hw)
+        frames = (graph.input_name, graph.input_hw)
         float_values = collect_activations(os.fspath(float_seen), CalibrationFrames(paths, *frames))
         quant_values = collect_activations(os.fspath(quant_seen), CalibrationFrames(paths, *frames))
     matching = create_activation_matching(quant_values, float_values)
     for name, values in _head_outputs(hef, paths).items():  # uint8 outputs: not collected, not matched
         matching[name] = {"pre_qdq": quant_values.get(name + QUANT_INPUT_SUFFIX), "post_qdq": values}
         matching[name]["float"] = float_values.get(name)
-    producers = _producers(float_graph.model)
+    producers = _producers(graph.model)
     layers = []
     for tensor, match in matching.items():
         pre, post, reference = match.get("pre_qdq"), match.get("post_qdq"), match.get("float")

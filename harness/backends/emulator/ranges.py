@@ -5,21 +5,21 @@ highest value the calibration images reach; onnxruntime: onnxruntime/python/tool
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from harness.backends.emulator.build import EmulatedHef
+from harness.backends.emulator.build import EmulatedHef, float_graph
 from harness.backends.emulator.calibration import CalibrationFrames
-from harness.backends.emulator.graph import hef_graph
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadRole
-from harness.inputs.onnx_graph import load_model
 
 _LOW, _HIGH = "/hailo_harness_range_low", "/hailo_harness_range_high"
 
@@ -70,20 +70,23 @@ class RangeGraph:
     calibrated (``tensors``; ``roles``: the head role of those that are head outputs)."""
 
     def __init__(self, hef: EmulatedHef) -> None:
-        import onnxruntime as ort
-
-        options = hef.options
-        graph = hef_graph(
-            load_model(hef.source), str(hef.source), options.end_nodes, options.sigmoid_inside, options.ssd
-        )
+        graph = float_graph(hef.source, hef.options)
         present = {o for node in graph.model.graph.node for o in node.output}
         self.tensors = tuple(t for t in quantized_tensors(hef) if t in present)
         self.roles = {h.tensor: h.role for h in graph.heads if h.tensor in self.tensors}
         self.label = hef.label
         self._input = (graph.input_name, graph.input_hw)
-        model = _with_range_outputs(graph.model, self.tensors)
-        self._session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        self._model = graph.model
         self._names = [t + s for t in self.tensors for s in (_LOW, _HIGH)]
+
+    @functools.cached_property
+    def _session(self) -> Any:
+        """The onnxruntime session of the graph with its range outputs, made when ranges are first measured (a
+        check whose every image's ranges are kept makes none)."""
+        import onnxruntime as ort
+
+        model = _with_range_outputs(self._model, self.tensors)
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
     def ranges(self, images: Sequence[str | os.PathLike[str]]) -> ImageRanges:
         """Per image of ``images`` (letterboxed as calibration and evaluation prepare them), each tensor's range."""

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, cast
 
 import yaml
 
 from harness.backends.base import Runner
-from harness.core import defaults
 from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadFamily
-from harness.core.settings import NmsMode, Preprocess
-from harness.decode.heads import decoder
+from harness.core.settings import Preprocess
 from harness.decode.layout import DEFAULT_BOX_CHANNELS
 from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
@@ -24,81 +22,30 @@ from harness.doctor.description import with_nms
 from harness.doctor.mistakes import (
     BOX_RANGE,
     SCORE_SHIFT,
-    box_distances_read_as_dfl,
     box_range_collapsed,
     fcr_read_channel_first,
     normalised_again,
-    one2one_with_nms,
-    one_class_per_anchor,
     paired_by_listing_order,
     records_read_x_first,
     reversed_channels,
     scores_shifted,
     sigmoid_on_probabilities,
     sigmoid_on_scores,
-    sixteen_bit_read_as_eight,
 )
-from harness.families import part
+from harness.doctor.mode import Injected, Mode, Refusal
+from harness.families import REGISTERED, part
 from harness.families.yolov8.decode import decode
-from harness.inputs.dataset import Dataset, DatasetError
+from harness.inputs.dataset import DatasetError
 from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
-from harness.inputs.hef.reader import HefInfo
-from harness.pipeline.detect import (
-    DetectionPath,
-)
 from harness.pipeline.factory import open_runner, path_over
 
-ONE2MANY_IOU = 0.45  # a YOLOv8 pipeline's host NMS: Ultralytics' (best class per anchor) at this IoU
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
 WRONG_NMS_SCORE_THRESHOLD = 0.25
 
 
 # -------------------------------------------------------------------------------------------- the modes
-
-
-@dataclass(frozen=True)
-class Injected:
-    """What a mode changed: the path to evaluate (and the dataset it sees), or a HEF description
-    for the static checks."""
-
-    path: DetectionPath | None = None
-    dataset: Dataset | None = None
-    description: HefInfo | None = None
-
-
-Inject = Callable[[Bench, ExitStack], Injected]
-
-
-@dataclass(frozen=True)
-class Mode:
-    """One failure mode. ``expected``: the diagnosis that must name it, a rule of
-    :data:`harness.verdict.diagnosis.RULES`, a static check of :mod:`harness.verdict.hef_checks` or a refusal of
-    :data:`REFUSALS`; ``detail`` a word the top finding's text must contain as well. ``gap``, when
-    set, says why no gate can catch the mode (it is still injected and diagnosed). ``every_family``: the users
-    of every head family make it; else the families whose ``modes`` part names it (:class:`FamilyModes`)."""
-
-    name: str
-    mistake: str
-    injection: str
-    expected: str
-    inject: Inject
-    needs_emulator: bool = False
-    needs_labels: bool = False  # the mistake lives in the dataset's class names
-    detail: str = ""
-    gap: str = ""
-    every_family: bool = False
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """An error the harness raises for a mistake it refuses to measure, recognised by its type and a
-    phrase of its message."""
-
-    name: str
-    error: type[HarnessError]
-    phrase: str
 
 
 REFUSALS: tuple[Refusal, ...] = (
@@ -172,31 +119,6 @@ def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:
 
 def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, box_range_collapsed))
-
-
-def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, sixteen_bit_read_as_eight(decoder(bench.run.family))))
-
-
-def _one2one_with_nms(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one2one_with_nms()))
-
-
-def _one2one_as_one2many(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one2one_with_nms(ONE2MANY_IOU, NmsMode.ULTRALYTICS, multi_label=False)))
-
-
-def _box_distances_read_as_dfl(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, box_distances_read_as_dfl(decoder(bench.run.family))))
-
-
-def _dfl_decoder_on_distance_heads(bench: Bench, stack: ExitStack) -> Injected:
-    # the harness's own YOLOv8 decoder (DFL, box heads of 4 x reg_max >= 8 channels) over YOLO26's heads
-    return Injected(bench.raw_path(stack, decode))
-
-
-def _one_class_per_anchor(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one_class_per_anchor))
 
 
 def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
@@ -335,56 +257,6 @@ MODES: tuple[Mode, ...] = (
         needs_emulator=True,
     ),
     Mode(
-        "sixteen_bit_read_as_eight",
-        "16-bit outputs (YOLO26's a16 output layers) read as 8-bit buffers",
-        "host decoder reading each uint16 output buffer's first H x W x C bytes as its codes",
-        "sixteen_bit_read_as_eight",
-        _sixteen_bit_read_as_eight,
-        needs_emulator=True,
-    ),
-    Mode(
-        "one2one_decoded_with_nms",
-        "YOLO26's one-to-one head decoded with an NMS instead of its top-k",
-        "host decoder running the evaluation's NMS (its IoU threshold, per class) over the one-to-one head's anchors",
-        "nms_on_one_to_one",
-        _one2one_with_nms,
-    ),
-    Mode(
-        "one2one_decoded_as_one2many",
-        "YOLO26's one-to-one head decoded as a one-to-many head, with a YOLOv8 pipeline's NMS",
-        "host decoder running Ultralytics' NMS (best class per anchor, IoU "
-        f"{ONE2MANY_IOU:g}) over the one-to-one head's anchors",
-        "nms_on_one_to_one",
-        _one2one_as_one2many,
-    ),
-    Mode(
-        "box_distances_read_as_dfl",
-        "YOLO26's reg_max 1 box heads (4 distances) read as DFL bins",
-        "host decoder putting each side's one channel through a DFL of one bin (softmax, then the integral "
-        "against bin index 0)",
-        "box_distances_read_as_dfl",
-        _box_distances_read_as_dfl,
-    ),
-    Mode(
-        "yolov8_decoder_on_yolo26",
-        "a YOLOv8/YOLO11 decoder (DFL box heads, reg_max 16) kept for YOLO26's heads of 4 distances",
-        "the harness' YOLOv8 raw-head decoder over the YOLO26 HEF's six outputs (refused where no head has "
-        "4 x reg_max >= 8 channels, as with the demo's 2 classes; a class head of 8, 12, ... 80 channels "
-        "would be taken for the box head)",
-        "no_dfl_box_head",
-        _dfl_decoder_on_distance_heads,
-    ),
-    Mode(
-        "one_class_per_anchor",
-        "YOLO26's top-k keeping one class per anchor (its best), never a second",
-        f"host decoder keeping the best class of the {defaults.MAX_TOTAL} anchors with the best class score",
-        "none",
-        _one_class_per_anchor,
-        gap="the same detections as the top-k wherever no anchor passes the score threshold with two classes, "
-        "which a one-to-one head (one prediction an object) rarely does at a deployment threshold: no frame of "
-        "the demo does at 0.2",
-    ),
-    Mode(
         "class_names_swapped",
         "the dataset names its classes in another order than the model",
         "dataset copy (same images and labels) with the first two class names swapped",
@@ -425,14 +297,16 @@ MODES: tuple[Mode, ...] = (
     ),
 )
 
-MODES_BY_NAME: Mapping[str, Mode] = {m.name: m for m in MODES}
-
 
 class FamilyModes(Protocol):
     """A head family's ``modes`` part: the same functions in every family's module."""
 
     def doctor_modes(self) -> tuple[str, ...]:
-        """The names of the modes (:data:`MODES`) a user of the family's heads meets beyond every family's."""
+        """The names of the shared modes (:data:`MODES`) a user of the family's heads meets beyond every family's."""
+        ...
+
+    def own_modes(self) -> tuple[Mode, ...]:
+        """The modes only a user of the family's heads meets, with their injections."""
         ...
 
     def static_checks_control(self) -> bool:
@@ -447,15 +321,21 @@ def family_modes(family: HeadFamily) -> FamilyModes:
 
 
 def modes_for(family: HeadFamily) -> tuple[Mode, ...]:
-    """The modes a user of ``family``'s heads can meet: every family's and those its ``modes`` part names
-    (YOLOv8's DFL and NMS-op modes are not YOLO26's), in the order of :data:`MODES`."""
-    own = family_modes(family).doctor_modes()
-    return tuple(m for m in MODES if m.every_family or m.name in own)
+    """The modes a user of ``family``'s heads can meet: the shared ones every family meets or its ``modes`` part
+    names (YOLOv8's NMS-op modes are not YOLO26's), in the order of :data:`MODES`, then its own."""
+    named = family_modes(family).doctor_modes()
+    return (*(m for m in MODES if m.every_family or m.name in named), *family_modes(family).own_modes())
+
+
+def modes_by_name() -> Mapping[str, Mode]:
+    """Every mode by its name: the shared ones and each registered family's own."""
+    own = (m for d in REGISTERED for m in family_modes(d.family).own_modes())
+    return {m.name: m for m in (*MODES, *own)}
 
 
 def inject(mode: Mode | str, bench: Bench, stack: ExitStack) -> Injected:
     """``mode`` injected into ``bench``; runners and temporary files live as long as ``stack``."""
-    mode = MODES_BY_NAME[mode] if isinstance(mode, str) else mode
+    mode = modes_by_name()[mode] if isinstance(mode, str) else mode
     if mode.needs_emulator and bench.hef is None:
         raise HarnessError(f"mode {mode.name}: needs an emulated HEF; the emulator refuses {bench.onnx.name}")
     return mode.inject(bench, stack)

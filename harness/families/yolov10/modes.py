@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from harness.doctor.mode import Mode
+
 
 def doctor_modes() -> tuple[str, ...]:
     return ()
@@ -10,3 +12,7 @@ def doctor_modes() -> tuple[str, ...]:
 
 def static_checks_control() -> bool:
     return False
+
+
+def own_modes() -> tuple[Mode, ...]:
+    return ()

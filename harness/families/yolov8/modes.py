@@ -4,6 +4,8 @@ raw DFL heads."""
 
 from __future__ import annotations
 
+from harness.doctor.mode import Mode
+
 
 def doctor_modes() -> tuple[str, ...]:
     return (
@@ -22,3 +24,7 @@ def doctor_modes() -> tuple[str, ...]:
 
 def static_checks_control() -> bool:
     return True
+
+
+def own_modes() -> tuple[Mode, ...]:
+    return ()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness.doctor.mode import Mode
+
 
 def doctor_modes() -> tuple[str, ...]:
     return ()
@@ -9,3 +11,7 @@ def doctor_modes() -> tuple[str, ...]:
 
 def static_checks_control() -> bool:
     return False
+
+
+def own_modes() -> tuple[Mode, ...]:
+    return ()

@@ -3,9 +3,10 @@
 A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
 interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
 objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults) or an
-SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept):
-these, the misreadings of what a family's config gives its decoder, are the family's own
-(:class:`ConfigMisreading`, of its ``scenes`` part).
+SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept), or
+makes in the family's own arithmetic (box sizes without the exp, an SSD head's sigmoid scores read as softmax):
+these, the misreadings of what a family's config gives its decoder or of how the family decodes, are the
+family's own (:class:`ConfigMisreading`, of its ``scenes`` part).
 :func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
 heads, on each role's heads, on the class and objectness heads together and on each head alone
 (:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
@@ -68,7 +69,8 @@ SSD_BACKGROUND_KEPT = "the background class read as a class (config.ssd's backgr
 NOT_REPRODUCED = (
     "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
     "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults; an "
-    "SSD box coding read x first or without its scale factors, the background kept), on any head, reproduces it"
+    "SSD box coding read x first or without its scale factors, the background kept, its sigmoid scores read as "
+    "softmax; box sizes without the exp), on any head, reproduces it"
 )
 
 
@@ -205,11 +207,15 @@ MISREADINGS = (
 class ConfigMisreading:
     """A mistake in how a decoder takes what its config gives it (a family's ``scenes`` part names its own:
     the anchors of ``config.anchors``, an SSD head's box coding of ``config.ssd``): ``view`` is the config it
-    then decodes with instead (``config`` itself where the mistake changes nothing of it)."""
+    then decodes with instead (``config`` itself where the mistake changes nothing of it). A family's mistake
+    in the decoding's own arithmetic (box sizes without the exp, an activation other than the model's) gives
+    ``decoder``: the family's reference decoder as a decoder making that mistake decodes (None: the reference
+    decoder itself)."""
 
     name: str
     words: str
     view: Callable[[DecodeConfig], DecodeConfig]
+    decoder: Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections] | None = None
 
 
 @dataclass(frozen=True)
@@ -272,10 +278,11 @@ def _reproduces(
     family: HeadFamily,
     seen: Callable[[Mapping[str, np.ndarray]], tuple[dict[str, np.ndarray], dict[str, OutputSpec]]],
     config: DecodeConfig,
+    decoder: Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections] | None = None,
 ) -> bool:
-    """Whether the family's reference decoder returns each frame's ``got`` from what a mistaken decoder
-    ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
-    decode = family_scenes(family).reference_decoder()
+    """Whether the family's reference decoder (or ``decoder``, a mistaken one) returns each frame's ``got`` from
+    what a mistaken decoder ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
+    decode = decoder or family_scenes(family).reference_decoder()
     for frame in frames:
         try:
             outputs, specs = seen(frame.outputs)
@@ -296,8 +303,8 @@ def reproduce(
 ) -> Reproduction | None:
     """The known misreading, and the heads it was made on, under which ``family``'s reference decoder
     returns each frame's ``got`` from its ``outputs`` (of ``specs`` and ``layout``, decoded under
-    ``config``); else the family's known misreading of its config (its anchors, an SSD head's box coding);
-    None where none does."""
+    ``config``); else the family's known misreading of its config (its anchors, an SSD head's box coding) or of
+    its arithmetic (box sizes without the exp); None where none does."""
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
     for mistake in MISREADINGS:
         for head_set in head_sets(layout, specs):
@@ -318,9 +325,9 @@ def reproduce(
                 name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
                 return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
     for config_mistake in family_scenes(family).config_misreadings():
-        as_given = config_mistake.view(config)
-        if as_given != config:
-            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
+        as_given, mistaken = config_mistake.view(config), config_mistake.decoder
+        if as_given != config or mistaken is not None:
+            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given, mistaken):
                 return Reproduction(config_mistake.name, config_mistake.words, len(frames))
     return None
 

@@ -26,6 +26,9 @@ SSD_CODING_X_FIRST = "ssd_box_coding_read_x_first"
 SSD_SCALE_FACTORS_LEFT_OUT = "ssd_scale_factors_left_out"
 SSD_ANCHORS_HEIGHT_WIDTH = "ssd_anchors_taken_as_height_width"
 SSD_BACKGROUND_AS_CLASS = "ssd_background_read_as_a_class"
+SIZES_WITHOUT_THE_EXP = "box_sizes_without_the_exp"
+SSD_SCORES_SOFTMAXED = "ssd_sigmoid_scores_read_as_softmax"
+SSD_BACKGROUND_AS_FIRST_CLASS = "ssd_background_read_as_the_first_class"
 
 # Every name a reproduction can give, in the order the misreadings are tried.
 REPRODUCED_NAMES = (
@@ -43,4 +46,7 @@ REPRODUCED_NAMES = (
     SSD_SCALE_FACTORS_LEFT_OUT,
     SSD_ANCHORS_HEIGHT_WIDTH,
     SSD_BACKGROUND_AS_CLASS,
+    SIZES_WITHOUT_THE_EXP,
+    SSD_SCORES_SOFTMAXED,
+    SSD_BACKGROUND_AS_FIRST_CLASS,
 )

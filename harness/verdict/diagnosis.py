@@ -139,6 +139,21 @@ REPRODUCED_FIXES: Mapping[str, str] = {
         "leave the SSD config's background class out of the detections (the first or the last of each anchor's "
         "class values); where it is the first, every class id after it is one lower"
     ),
+    # Megvii-BaseDetection/YOLOX: yolox/models/yolo_head.py (``decode_outputs``: ``exp(wh) * stride``);
+    # tensorflow/models: research/object_detection/box_coders/faster_rcnn_box_coder.py (``_decode``: ``exp(tw) * wa``)
+    misreadings.SIZES_WITHOUT_THE_EXP: (
+        "size each box by the exp of its raw width and height codes (YOLOX: exp(t_wh) x stride; SSD: "
+        "exp(t_wh / bbox_dimensions_scale_factor) x the anchor's width and height)"
+    ),
+    # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp (``extract_bbox_classes``: no activation)
+    misreadings.SSD_BACKGROUND_AS_FIRST_CLASS: (
+        "read an anchor's classes after the SSD config's background class: with the background first, class k of "
+        "the model is class value k + 1"
+    ),
+    misreadings.SSD_SCORES_SOFTMAXED: (
+        "read an SSD HEF's class values as the scores they are (the sigmoid compiled into the HEF, as the model "
+        "scores each class); no softmax over an anchor's classes"
+    ),
 }
 _REPRODUCED_NEEDS = ("reproduced_misreading", "reproduction", "reproduction_frames", "differing_frames")
 

@@ -12,12 +12,14 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
+from harness.families.ssd import scenes as ssd_scenes
 from harness.families.ssd.decode import decode as ssd_decode
 from harness.families.yolo26.one2many.decode import decode as decode_one2many
 from harness.families.yolo26.one2one.decode import decode as decode_one2one
 from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.families.yolov5.decode import decode as yolov5_decode
 from harness.families.yolov8.decode import decode
+from harness.families.yolox import scenes as yolox_scenes
 from harness.families.yolox.decode import decode as yolox_decode
 
 from support import wrong_decoders
@@ -284,8 +286,7 @@ YOLOX_MISTAKES = [
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
         f"every head {conformance.SIXTEEN_AS_EIGHT}",
     ),
-    # caught, not named: no known misreading gives sizes without the exp, and the suite says so
-    (wrong_decoders.yolox_no_exp, ALL, conformance.NOT_REPRODUCED),
+    (wrong_decoders.yolox_no_exp, ALL, yolox_scenes.SIZES_LINEAR),
 ]
 
 
@@ -344,8 +345,14 @@ SSD_MISTAKES = [
         f"every head {conformance.SIXTEEN_AS_EIGHT}",
     ),
     (wrong_decoders.ssd_centre_at_the_corner, ALL, conformance.HALF_CELL),
-    # caught, not named: no known misreading gives sizes without the exp, and the suite says so
-    (wrong_decoders.ssd_no_exp, ALL, conformance.NOT_REPRODUCED),
+    (wrong_decoders.ssd_no_exp, ALL, ssd_scenes.SIZES_LINEAR),
+    (wrong_decoders.ssd_softmax, ALL, ssd_scenes.SCORES_SOFTMAXED),
+    # right where the background is the last: the one property that puts it there passes
+    (
+        wrong_decoders.ssd_background_as_the_first_class,
+        [p.sentence for p in SSD if p.sentence != BACKGROUND_PROPERTY],
+        ssd_scenes.BACKGROUND_FIRST_READ,
+    ),
 ]
 
 

@@ -1,12 +1,15 @@
 """YOLOX's conformance scenes: per stride a box map of 4 (``tx, ty, tw, th``), an objectness map of 1 and a
-class map of nc (its score objectness x class, a property of every objectness family); ``verify-decode`` held
-to the export's rows."""
+class map of nc (its score objectness x class, a property of every objectness family); its known misreading
+of how it decodes (box sizes without the exp); ``verify-decode`` held to the export's rows."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
+from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import (
     BACKGROUND_LOGIT,
     Decoder,
@@ -23,19 +26,50 @@ from harness.conformance.scenes import (
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
 from harness.conformance.scenes import logit_class_maps as logit_classes
-from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
 from harness.conformance.scenes import paired_across_grids as misordered
+from harness.conformance.words import SIZES_WITHOUT_THE_EXP
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig
+from harness.core.specs import OutputSpec
 from harness.decode.heads import head_layout
 from harness.decode.layout import HeadOutput
+from harness.decode.maps import host_array, to_float
+from harness.decode.nms import nms
 from harness.families.yolox import decode as yolox
 from harness.families.yolox.decode import BOX_CHANNELS
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+__all__ = ["export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+
+SIZES_LINEAR = (
+    "the box sizes taken as t_wh x stride (YOLOX sizes a box exp(t_wh) x stride: the box map holds log sizes)"
+)
+
+
+def _sizes_without_the_exp(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """What a YOLOX decoder that sizes each box ``t_wh x stride`` returns: every cell's centre and scores as the
+    reference decoder has them (:func:`~harness.families.yolox.decode.candidates`), its width and height its raw
+    ``tw, th`` times its stride (a negative one too, as that arithmetic gives it), then the NMS of ``config.mode``
+    (Megvii-BaseDetection/YOLOX: yolox/models/yolo_head.py, ``decode_outputs``: ``exp(wh) * stride``)."""
+    heads = yolox.layout(specs, config.input_hw)
+    boxes, scores = yolox.candidates(outputs, heads, config)
+    t = np.concatenate([to_float(host_array(outputs, lv.box.host_spec), lv.box.host_spec) for lv in heads.levels])
+    strides = np.concatenate([np.full(lv.cells, lv.stride, np.float32) for lv in heads.levels])
+    centre = (boxes[:, :2] + boxes[:, 2:]) / np.float32(2)
+    half = t[:, 2:4].astype(np.float32) * strides[:, None] / np.float32(2)
+    return nms(np.concatenate([centre - half, centre + half], axis=1).astype(np.float32), scores, config)
+
+
+# A YOLOX decoder's mistake in its own arithmetic, reproduced by the reference decoder making it.
+CONFIG_MISREADINGS = (ConfigMisreading(SIZES_WITHOUT_THE_EXP, SIZES_LINEAR, lambda c: c, _sizes_without_the_exp),)
+
+
+def config_misreadings() -> tuple[ConfigMisreading, ...]:
+    return CONFIG_MISREADINGS
 
 
 def recipe() -> SceneRecipe:

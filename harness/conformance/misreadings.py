@@ -69,8 +69,8 @@ SSD_BACKGROUND_KEPT = "the background class read as a class (config.ssd's backgr
 NOT_REPRODUCED = (
     "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
     "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults; an "
-    "SSD box coding read x first or without its scale factors, the background kept, its sigmoid scores read as "
-    "softmax; box sizes without the exp), on any head, reproduces it"
+    "SSD box coding read x first or without its scale factors, the background kept or read as the first class, its "
+    "sigmoid scores read as softmax; box sizes without the exp), on any head, reproduces it"
 )
 
 

@@ -1,16 +1,20 @@
 """Known misreadings of raw head outputs, and a decoder's mistake named by reproducing it.
 
-A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
-interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
-objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults) or an
-SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept):
-these, the misreadings of what a family's config gives its decoder, are the family's own
-(:class:`ConfigMisreading`, of its ``scenes`` part).
-:func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
-heads, on each role's heads, on the class and objectness heads together and on each head alone
-(:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
-under test returned, on every frame given. The conformance suite gives it one planted scene; the
-doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them.
+A misreading is a mistake a decoder makes at one step of HailoRT's output path: in how it reads one output's
+memory (16-bit read as 8-bit, the codes taken without their quant info, channel-first, DFL bins interleaved,
+an anchored map read class-major, the box channels read y first, a second sigmoid, the objectness left out:
+:data:`MISREADINGS`), in how it takes what the family's config gives it (the anchors: groups reversed,
+(height, width), YOLOv5's defaults; an SSD head's box coding: x first, without its scale factors, anchors as
+(height, width), the background kept: the family's :class:`ConfigMisreading`, of its ``scenes`` part), or at a
+later step (the sigmoid left out, the heads or anchors paired by the outputs' order, the boxes written y first:
+:mod:`harness.conformance.decoder_misreadings`; a centre computed half a cell off or with YOLOv3's coding: the
+family's ``coordinate_misreadings``).
+:func:`reproduce` applies each output misreading to the family's reference decoder's input, on every head, on
+the FCR heads, on each role's heads, on the class and objectness heads together and on each head alone
+(:func:`head_sets`), then each of the others, and names the one under which the reference decoding returns what
+the decoder under test returned, on every frame given. The conformance suite gives it one planted scene; the
+doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them. Where none
+does, :func:`difference` says what differed on the first frame that differs.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.conformance.decoder_misreadings import DECODER_MISREADINGS, DecoderMisreading
 from harness.conformance.scenes import family_scenes
 from harness.conformance.words import (
     ANCHORED_READ_CLASS_MAJOR,
+    BOX_CHANNELS_READ_Y_FIRST,
     DFL_BINS_INTERLEAVED,
     FCR_READ_CHANNEL_FIRST,
     OBJECTNESS_MISSING,
+    QUANT_INFO_LEFT_OUT,
     READ_CHANNEL_FIRST,
     SIGMOID_APPLIED_TWICE,
     SIXTEEN_AS_EIGHT,
@@ -65,10 +72,19 @@ SSD_SCALES_LEFT_OUT = (
 )
 SSD_ANCHORS_WH_SWAPPED = "each SSD anchor taken as (height, width) (config.ssd's anchors hold (width, height))"
 SSD_BACKGROUND_KEPT = "the background class read as a class (config.ssd's background_class is left out)"
+# hailort: hailort/include/hailo/quantization.hpp (``dequantize_output``: (code - zero_point) x scale)
+CODES_AS_VALUES = "read without its quant info (its codes taken for values: (code - zero_point) x scale)"
+# ultralytics: ultralytics/utils/tal.py (``dist2bbox``: left, top, right, bottom); ultralytics/yolov5:
+# models/yolo.py (tx, ty, tw, th); YOLOX: yolox/models/yolo_head.py (``decode_outputs``: x, y, w, h)
+BOX_Y_FIRST = (
+    "read y first (the box channels taken as top, left, bottom, right or ty, tx, th, tw: the maps hold x first)"
+)
 NOT_REPRODUCED = (
-    "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
-    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults; an "
-    "SSD box coding read x first or without its scale factors, the background kept), on any head, reproduces it"
+    "none of the known misreadings (16-bit read as 8-bit, codes without their quant info, channel-first, DFL bins "
+    "interleaved, class-major anchor entries, box channels y first, a second sigmoid, objectness left out, on any "
+    "head; anchors reversed, (height, width) or YOLOv5's defaults; an SSD box coding read x first or without its "
+    "scale factors, the background kept; the sigmoid left out, heads or anchors paired by the outputs' order, boxes "
+    "written y first; centres half a cell off or coded as YOLOv3's) reproduces it"
 )
 
 
@@ -119,6 +135,23 @@ def _low_bytes(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarra
     return dequantize(read_as_uint8(codes), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
+def _codes_as_values(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that takes a quantized output's codes for its values sees."""
+    return np.asarray(a).astype(np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+def _box_y_first(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads the box channels y first sees: the 4 groups of a box map (DFL bins or values
+    per side) or each anchor's first 4 values of an anchored map with x and y exchanged."""
+    h, w, c = spec.shape
+    a = np.asarray(a)
+    if level.anchored:
+        entries = a.reshape(h, w, len(level.anchors), -1).copy()
+        entries[..., :4] = entries[..., [1, 0, 3, 2]]
+        return entries.reshape(h, w, c), spec
+    return a.reshape(h, w, 4, c // 4)[:, :, [1, 0, 3, 2]].reshape(h, w, c), spec
+
+
 def _interleaved(a: np.ndarray, spec: OutputSpec, groups: int) -> np.ndarray:
     """Channel ``g * n + i`` of ``groups`` groups of ``n`` read from channel ``i * groups + g``."""
     h, w, c = spec.shape
@@ -136,7 +169,7 @@ def _class_major(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndar
     return _interleaved(a, spec, len(level.anchors)), spec
 
 
-def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
+def probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
     """The output's values as probabilities, float32: as the family's decoder reads them (its sigmoid
     where they are logits)."""
     a = np.asarray(a).reshape(spec.shape)
@@ -146,7 +179,7 @@ def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
 
 def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that puts an output's probabilities through one more sigmoid sees."""
-    return sigmoid(_probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
+    return sigmoid(probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
 def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
@@ -155,7 +188,7 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
     if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
         return np.ones(spec.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
     h, w, c = spec.shape
-    entries = _probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
+    entries = probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
     entries[..., OBJECTNESS] = 1
     return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
@@ -163,6 +196,8 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
 SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
 PER_ANCHOR = (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)  # maps of na groups of values
 OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
+# the outputs holding x and y box values in x-first order (an SSD head's order is its config's: its own misreading)
+BOX_CODED = (HeadRole.BOX, HeadRole.ANCHORED)
 
 
 @dataclass(frozen=True)
@@ -186,6 +221,7 @@ MISREADINGS = (
         lambda output: sixteen_bit(output.host_spec),
         _low_bytes,
     ),
+    Misreading(QUANT_INFO_LEFT_OUT, CODES_AS_VALUES, lambda output: output.host_spec.is_quantized, _codes_as_values),
     Misreading(READ_CHANNEL_FIRST, CHANNEL_FIRST, lambda output: True, _channel_first),
     Misreading(
         DFL_BINS_INTERLEAVED,
@@ -194,6 +230,12 @@ MISREADINGS = (
         _bins_interleaved,
     ),
     Misreading(ANCHORED_READ_CLASS_MAJOR, CLASS_MAJOR, lambda output: output.role in PER_ANCHOR, _class_major),
+    Misreading(
+        BOX_CHANNELS_READ_Y_FIRST,
+        BOX_Y_FIRST,
+        lambda output: output.role in BOX_CODED and output.channels % 4 == 0,
+        _box_y_first,
+    ),
     Misreading(SIGMOID_APPLIED_TWICE, SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
     Misreading(
         OBJECTNESS_MISSING, OBJECTNESS_LEFT_OUT, lambda output: output.role in OBJECTNESS_HELD, _objectness_left_out
@@ -267,19 +309,12 @@ class Reproduction:
     frames: int
 
 
-def _reproduces(
-    frames: Sequence[DecodedFrame],
-    family: HeadFamily,
-    seen: Callable[[Mapping[str, np.ndarray]], tuple[dict[str, np.ndarray], dict[str, OutputSpec]]],
-    config: DecodeConfig,
-) -> bool:
-    """Whether the family's reference decoder returns each frame's ``got`` from what a mistaken decoder
-    ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
-    decode = family_scenes(family).reference_decoder()
+def _reproduces(frames: Sequence[DecodedFrame], decode: Callable[[Mapping[str, np.ndarray]], Detections]) -> bool:
+    """Whether ``decode`` (the reference decoding with one step made otherwise) returns each frame's ``got``
+    from its outputs (the first frame tried first: most candidates fail there)."""
     for frame in frames:
         try:
-            outputs, specs = seen(frame.outputs)
-            returned = decode(outputs, specs, config)
+            returned = decode(frame.outputs)
         except Exception:  # a misreading may give the reference what it refuses: then it is not that one
             return False
         if not matches(frame.got, returned):
@@ -297,7 +332,13 @@ def reproduce(
     """The known misreading, and the heads it was made on, under which ``family``'s reference decoder
     returns each frame's ``got`` from its ``outputs`` (of ``specs`` and ``layout``, decoded under
     ``config``); else the family's known misreading of its config (its anchors, an SSD head's box coding);
-    None where none does."""
+    else a later step's (:data:`~harness.conformance.decoder_misreadings.DECODER_MISREADINGS`, then the
+    family's ``coordinate_misreadings``); None where none does, or where the reference decoder itself returns
+    each frame's ``got`` (a misreading that changes nothing of these frames would be named by nothing they show)."""
+    scenes = family_scenes(family)
+    reference = scenes.reference_decoder()
+    if _reproduces(frames, lambda outputs: reference(outputs, specs, config)):
+        return None
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
     for mistake in MISREADINGS:
         for head_set in head_sets(layout, specs):
@@ -306,51 +347,97 @@ def reproduce(
 
             def seen(
                 outputs: Mapping[str, np.ndarray], mistake: Misreading = mistake, heads: HeadSet = head_set
-            ) -> tuple[dict[str, np.ndarray], dict[str, OutputSpec]]:
+            ) -> Detections:
                 misread, misread_specs = dict(outputs), dict(specs)
                 for output in heads.heads:
                     name = output.name
                     misread[name], misread_specs[name] = mistake.view(misread[name], specs[name], level_of[name])
-                return misread, misread_specs
+                return reference(misread, misread_specs, config)
 
-            if _reproduces(frames, family, seen, config):
+            if _reproduces(frames, seen):
                 fcr = mistake.name == READ_CHANNEL_FIRST and head_set.fcr
                 name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
                 return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
-    for config_mistake in family_scenes(family).config_misreadings():
+    for config_mistake in scenes.config_misreadings():
         as_given = config_mistake.view(config)
-        if as_given != config:
-            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
-                return Reproduction(config_mistake.name, config_mistake.words, len(frames))
+        if as_given != config and _reproduces(frames, lambda outputs, c=as_given: reference(outputs, specs, c)):
+            return Reproduction(config_mistake.name, config_mistake.words, len(frames))
+    later: tuple[DecoderMisreading, ...] = (*DECODER_MISREADINGS, *scenes.coordinate_misreadings())
+    for step in later:
+        made = step.decoder(family, layout, reference)
+        if made is not None and _reproduces(frames, lambda outputs, d=made: d(outputs, specs, config)):
+            return Reproduction(step.name, step.words, len(frames))
     return None
+
+
+def _paired(got: Detections, expected: Detections) -> tuple[float, float]:
+    """The largest box and score difference between detections of the same class paired in score order (the
+    fewer of each class's counts), 0 where none pair."""
+    box, score = 0.0, 0.0
+    for cls in np.intersect1d(got.class_ids, expected.class_ids):
+        mine = np.flatnonzero(got.class_ids == cls)[np.argsort(-got.scores[got.class_ids == cls], kind="stable")]
+        theirs = np.flatnonzero(expected.class_ids == cls)
+        theirs = theirs[np.argsort(-expected.scores[theirs], kind="stable")]
+        n = min(len(mine), len(theirs))
+        if n:
+            box = max(box, float(np.abs(got.boxes[mine[:n]] - expected.boxes[theirs[:n]]).max()))
+            score = max(score, float(np.abs(got.scores[mine[:n]] - expected.scores[theirs[:n]]).max()))
+    return box, score
+
+
+def difference(got: Detections, expected: Detections, source: str = "the reference decoder returns") -> str:
+    """What differs between a decoder's detections ``got`` and the ``expected`` (what ``source`` gives), in
+    words: the counts, the classes, then the largest box and score difference of detections of a class paired
+    in score order."""
+    counts = f"{len(got)} detections where {source} {len(expected)}"
+    mine, theirs = np.sort(got.class_ids).tolist(), np.sort(expected.class_ids).tolist()
+    classes = "the same classes" if mine == theirs else f"classes {mine} where {theirs}"
+    box, score = _paired(got, expected)
+    paired = (
+        f"paired by class and score, boxes differ by up to {box:.1f} px and scores by up to {score:.3f}"
+        if len(np.intersect1d(got.class_ids, expected.class_ids))
+        else "no detection of a class the reference returns"
+    )
+    return f"{counts}, {classes}; {paired}"
 
 
 @dataclass(frozen=True)
 class PathReproduction:
     """What a few frames of a host decoder's path say: on how many of ``frames`` its detections differ
     from the family's reference decoder's on the same outputs (``differing``), how many it returned over
-    them all (``returned``), and, where some differ, the misreading that reproduces them on every frame
-    (``reproduction``; None where none does)."""
+    them all (``returned``), where some differ what differed on the first of them (``first_difference``), and
+    the misreading that reproduces them on every frame (``reproduction``; None where none does)."""
 
     frames: int
     differing: int
     returned: int
     reproduction: Reproduction | None
+    first_difference: str = ""
+
+    @property
+    def unreproduced(self) -> str:
+        """That none of the known misreadings reproduces it, with the first differing frame's evidence."""
+        return f"{NOT_REPRODUCED}; {self.first_difference}" if self.first_difference else NOT_REPRODUCED
 
 
 def reproduce_path(
     frames: Sequence[DecodedFrame], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
 ) -> PathReproduction | None:
     """``frames`` of a path whose decoder was given outputs of ``specs`` and ``config``, held to
-    ``family``'s reference decoder: where it differs on one of them, the misreading that reproduces it on
-    all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
-    there is no reference decoding to reproduce)."""
+    ``family``'s reference decoder: where it differs on one of them, what differed on the first such frame
+    and the misreading that reproduces it on all (:func:`reproduce`). None where the outputs are not
+    ``family``'s heads (its layout refuses them: there is no reference decoding to reproduce)."""
     try:
         layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
     except HarnessError:
         return None
     decode = family_scenes(family).reference_decoder()
-    differing = sum(not matches(frame.got, decode(frame.outputs, specs, config)) for frame in frames)
-    reproduction = reproduce(frames, specs, config, family, layout) if differing else None
+    references = [decode(frame.outputs, specs, config) for frame in frames]
+    differs = [i for i, (frame, ref) in enumerate(zip(frames, references, strict=True)) if not matches(frame.got, ref)]
+    reproduction = reproduce(frames, specs, config, family, layout) if differs else None
     returned = sum(len(frame.got) for frame in frames)
-    return PathReproduction(len(frames), differing, returned, reproduction)
+    first = ""
+    if differs:
+        i = differs[0]
+        first = f"on frame {i + 1} of {len(frames)}: {difference(frames[i].got, references[i])}"
+    return PathReproduction(len(frames), len(differs), returned, reproduction, first)

@@ -22,6 +22,7 @@ from harness.conformance.scenes import (
 )
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
@@ -35,7 +36,15 @@ from harness.families.yolox import decode as yolox
 from harness.families.yolox.decode import BOX_CHANNELS
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["config_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+__all__ = [
+    "config_misreadings",
+    "coordinate_misreadings",
+    "export_reference",
+    "fcr_mixed",
+    "logit_classes",
+    "misordered",
+    "sentences",
+]
 
 
 def recipe() -> SceneRecipe:

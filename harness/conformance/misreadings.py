@@ -19,7 +19,7 @@ does, :func:`difference` says what differed on the first frame that differs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -50,6 +50,7 @@ from harness.families.yolov5.decode import OBJECTNESS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 BOX_TOLERANCE_PX = 0.5
+RELATIVE_ROUNDING = 1e-5
 SCORE_TOLERANCE = 0.01
 
 DFL_INTERLEAVED = (
@@ -88,6 +89,16 @@ NOT_REPRODUCED = (
 )
 
 
+def _box_error(boxes: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """Per box of ``boxes``, its largest coordinate's difference from ``box`` beyond float32's rounding of
+    them (:data:`RELATIVE_ROUNDING` of the coordinate: a box far outside the input, as a misread size makes
+    it, is computed alike by a float32 and a float64 decoder only to that); equal coordinates (infinities
+    too) differ by nothing."""
+    with np.errstate(invalid="ignore"):
+        err = np.where(boxes == box, 0.0, np.abs(boxes - box) - RELATIVE_ROUNDING * np.abs(box))
+    return np.nan_to_num(err, nan=np.inf).max(axis=1)
+
+
 def matches(got: Detections, expected: Detections) -> bool:
     """Every expected detection has exactly one counterpart (same class, box within
     :data:`BOX_TOLERANCE_PX` and score within :data:`SCORE_TOLERANCE`).
@@ -104,7 +115,7 @@ def matches(got: Detections, expected: Detections) -> bool:
         boxes, scores = got.boxes[mine], got.scores[mine]
         used = np.zeros(len(mine), bool)
         for i in theirs:
-            err = np.abs(boxes - expected.boxes[i]).max(axis=1)
+            err = _box_error(boxes, expected.boxes[i])
             ok = ~used & (err <= BOX_TOLERANCE_PX) & (np.abs(scores - expected.scores[i]) <= SCORE_TOLERANCE)
             if not ok.any():
                 return False
@@ -196,8 +207,6 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
 SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
 PER_ANCHOR = (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)  # maps of na groups of values
 OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
-# the outputs holding x and y box values in x-first order (an SSD head's order is its config's: its own misreading)
-BOX_CODED = (HeadRole.BOX, HeadRole.ANCHORED)
 
 
 @dataclass(frozen=True)
@@ -233,7 +242,7 @@ MISREADINGS = (
     Misreading(
         BOX_CHANNELS_READ_Y_FIRST,
         BOX_Y_FIRST,
-        lambda output: output.role in BOX_CODED and output.channels % 4 == 0,
+        lambda output: output.role is HeadRole.ANCHORED or (output.role is HeadRole.BOX and output.channels % 4 == 0),
         _box_y_first,
     ),
     Misreading(SIGMOID_APPLIED_TWICE, SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
@@ -328,19 +337,25 @@ def reproduce(
     config: DecodeConfig,
     family: HeadFamily,
     layout: HeadLayout,
+    among: Collection[str] | None = None,
 ) -> Reproduction | None:
-    """The known misreading, and the heads it was made on, under which ``family``'s reference decoder
-    returns each frame's ``got`` from its ``outputs`` (of ``specs`` and ``layout``, decoded under
-    ``config``); else the family's known misreading of its config (its anchors, an SSD head's box coding);
-    else a later step's (:data:`~harness.conformance.decoder_misreadings.DECODER_MISREADINGS`, then the
-    family's ``coordinate_misreadings``); None where none does, or where the reference decoder itself returns
-    each frame's ``got`` (a misreading that changes nothing of these frames would be named by nothing they show)."""
+    """The known misreading (of those named ``among``, where given), and the heads it was made on, under
+    which ``family``'s reference decoder returns each frame's ``got`` from its ``outputs`` (of ``specs`` and
+    ``layout``, decoded under ``config``); else the family's known misreading of its config (its anchors, an
+    SSD head's box coding); else a later step's
+    (:data:`~harness.conformance.decoder_misreadings.DECODER_MISREADINGS`, then the family's
+    ``coordinate_misreadings``); None where none does, or where the reference decoder itself returns each
+    frame's ``got`` (a misreading that changes nothing of these frames would be named by nothing they show)."""
     scenes = family_scenes(family)
     reference = scenes.reference_decoder()
     if _reproduces(frames, lambda outputs: reference(outputs, specs, config)):
         return None
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
-    for mistake in MISREADINGS:
+
+    def tried(name: str) -> bool:
+        return among is None or name in among
+
+    for mistake in (m for m in MISREADINGS if tried(m.name) or tried(FCR_READ_CHANNEL_FIRST)):
         for head_set in head_sets(layout, specs):
             if not all(mistake.applies(o) for o in head_set.heads):
                 continue
@@ -357,13 +372,14 @@ def reproduce(
             if _reproduces(frames, seen):
                 fcr = mistake.name == READ_CHANNEL_FIRST and head_set.fcr
                 name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
-                return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
-    for config_mistake in scenes.config_misreadings():
+                if tried(name):
+                    return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
+    for config_mistake in (m for m in scenes.config_misreadings() if tried(m.name)):
         as_given = config_mistake.view(config)
         if as_given != config and _reproduces(frames, lambda outputs, c=as_given: reference(outputs, specs, c)):
             return Reproduction(config_mistake.name, config_mistake.words, len(frames))
     later: tuple[DecoderMisreading, ...] = (*DECODER_MISREADINGS, *scenes.coordinate_misreadings())
-    for step in later:
+    for step in (m for m in later if tried(m.name)):
         made = step.decoder(family, layout, reference)
         if made is not None and _reproduces(frames, lambda outputs, d=made: d(outputs, specs, config)):
             return Reproduction(step.name, step.words, len(frames))
@@ -385,13 +401,18 @@ def _paired(got: Detections, expected: Detections) -> tuple[float, float]:
     return box, score
 
 
+def _class_counts(d: Detections) -> dict[int, int]:
+    ids, counts = np.unique(d.class_ids, return_counts=True)
+    return {int(i): int(n) for i, n in zip(ids, counts, strict=True)}
+
+
 def difference(got: Detections, expected: Detections, source: str = "the reference decoder returns") -> str:
     """What differs between a decoder's detections ``got`` and the ``expected`` (what ``source`` gives), in
     words: the counts, the classes, then the largest box and score difference of detections of a class paired
     in score order."""
     counts = f"{len(got)} detections where {source} {len(expected)}"
-    mine, theirs = np.sort(got.class_ids).tolist(), np.sort(expected.class_ids).tolist()
-    classes = "the same classes" if mine == theirs else f"classes {mine} where {theirs}"
+    mine, theirs = _class_counts(got), _class_counts(expected)
+    classes = "the same classes" if mine == theirs else f"per class {mine} where {theirs}"
     box, score = _paired(got, expected)
     paired = (
         f"paired by class and score, boxes differ by up to {box:.1f} px and scores by up to {score:.3f}"

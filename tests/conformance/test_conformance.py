@@ -86,7 +86,7 @@ def test_a_mistake_no_misreading_reproduces_is_said_to_be_none_of_them():
     assert "expected 4 planted detections, got 3" in failure
     # the scene's evidence: what differed, classes, boxes and scores
     assert failure.endswith(
-        "on this scene, 3 detections where the scene holds 4, classes [0, 1, 1] where [0, 0, 1, 1]; paired by "
+        "on this scene, 3 detections where the scene holds 4, per class {0: 1, 1: 2} where {0: 2, 1: 2}; paired by "
         "class and score, boxes differ by up to 0.0 px and scores by up to 0.000"
     )
 

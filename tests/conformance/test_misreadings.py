@@ -7,7 +7,7 @@ import pytest
 
 from harness.conformance import misreadings, words
 from harness.conformance.decoder_misreadings import DECODER_MISREADINGS
-from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce
+from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce, reproduce_path
 from harness.conformance.scenes import family_scenes
 from harness.conformance.suite import SceneRecipe, make_scene
 from harness.core.head_family import HeadFamily
@@ -117,3 +117,37 @@ def test_the_reference_decoder_itself_is_reproduced_by_no_misreading_of_a_scene_
     # a correct decode is nothing to name: callers ask only where the decoder differs from the reference
     scene, frames = _frames(yolov5_decode, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
     assert reproduce(frames, scene.specs, scene.config, scene.family, scene.layout) is None
+
+
+def test_a_path_no_misreading_reproduces_says_so_with_the_first_differing_frame_s_evidence():
+    scenes = [make_scene(SceneRecipe(), seed) for seed in (0, 1, 2)]
+    right = [DecodedFrame(s.outputs, decode(s.outputs, s.specs, s.config)) for s in scenes[:1]]
+    wrong = [
+        DecodedFrame(s.outputs, wrong_decoders.drops_the_weakest(s.outputs, s.specs, s.config)) for s in scenes[1:]
+    ]
+    scene = scenes[0]
+    found = reproduce_path([*right, *wrong], scene.specs, scene.config, scene.family)
+    assert found is not None and (found.frames, found.differing, found.reproduction) == (3, 2, None)
+    assert found.unreproduced.startswith(misreadings.NOT_REPRODUCED)
+    assert found.unreproduced.endswith(
+        "on frame 2 of 3: 3 detections where the reference decoder returns 4, per class {0: 1, 1: 2} where "
+        "{0: 2, 1: 2}; paired by class and score, boxes differ by up to 0.0 px and scores by up to 0.000"
+    )
+
+
+def test_a_misreading_past_the_memory_is_named_where_it_happens_not_by_its_symptom():
+    # the boxes of the reference decoder's detections written y first, not "boxes come back x/y swapped"
+    found = _reproduce(wrong_decoders.xy_swapped, SceneRecipe())
+    assert found is not None and found.name == words.BOXES_WRITTEN_Y_FIRST
+    # YOLOv5's centre without its -0.5: every candidate half a cell down and right, then the NMS
+    found = _reproduce(wrong_decoders.yolov5_grid_without_half, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
+    assert found is not None and found.name == words.CENTRES_HALF_CELL_DOWN_RIGHT
+    # YOLOv3's centre: the anchored maps' tx, ty seen as (p + 0.5) / 2 by the reference decoder
+    found = _reproduce(wrong_decoders.yolov5_yolov3_centre, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
+    assert found is not None and found.name == words.CENTRES_AS_YOLOV3
+    # the heads paired by the outputs' order, each class buffer read on its box head's grid
+    scene = make_scene(SceneRecipe(reg_max=1, family=HeadFamily.YOLO26_ONE2ONE), 3)
+    mixed = scene.renamed({k: k for k in scene.outputs}, ["box0", "box1", "box2", "cls1", "cls2", "cls0"])
+    got = wrong_decoders.yolo26_paired_by_position(mixed.outputs, mixed.specs, mixed.config)
+    found = reproduce([DecodedFrame(mixed.outputs, got)], mixed.specs, mixed.config, mixed.family, mixed.layout)
+    assert found is not None and found.name == words.HEADS_PAIRED_BY_OUTPUT_ORDER

@@ -134,7 +134,7 @@ def _paired_by_order(family: HeadFamily, layout: HeadLayout, reference: Decoder)
         for role in {o.role for o in layout.outputs} - {box_role}:
             of_role = [name for name in specs if role_of.get(name) is role]
             for box, name in zip(boxes, of_role, strict=True):
-                grid = specs[box].shape[:2]
+                grid = specs[box].grid
                 seen[name] = read_on_grid(outputs[name], grid)
                 seen_specs[name] = replace(specs[name], shape=(*grid, specs[name].shape[2]))
         return reference(seen, seen_specs, config)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.conformance.decoder_misreadings import DECODER_MISREADINGS, DecoderMisreading
+from harness.conformance.decoder_misreadings import DECODER_MISREADINGS, Decoder, DecoderMisreading
 from harness.conformance.scenes import family_scenes
 from harness.conformance.words import (
     ANCHORED_READ_CLASS_MAJOR,
@@ -331,6 +331,13 @@ def _reproduces(frames: Sequence[DecodedFrame], decode: Callable[[Mapping[str, n
     return True
 
 
+def _decoding(
+    decode: Decoder, specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Callable[[Mapping[str, np.ndarray]], Detections]:
+    """``decode`` of a frame's outputs of ``specs`` under ``config``."""
+    return lambda outputs: decode(outputs, specs, config)
+
+
 def reproduce(
     frames: Sequence[DecodedFrame],
     specs: Mapping[str, OutputSpec],
@@ -348,7 +355,7 @@ def reproduce(
     frame's ``got`` (a misreading that changes nothing of these frames would be named by nothing they show)."""
     scenes = family_scenes(family)
     reference = scenes.reference_decoder()
-    if _reproduces(frames, lambda outputs: reference(outputs, specs, config)):
+    if _reproduces(frames, _decoding(reference, specs, config)):
         return None
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
 
@@ -376,12 +383,12 @@ def reproduce(
                     return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
     for config_mistake in (m for m in scenes.config_misreadings() if tried(m.name)):
         as_given = config_mistake.view(config)
-        if as_given != config and _reproduces(frames, lambda outputs, c=as_given: reference(outputs, specs, c)):
+        if as_given != config and _reproduces(frames, _decoding(reference, specs, as_given)):
             return Reproduction(config_mistake.name, config_mistake.words, len(frames))
     later: tuple[DecoderMisreading, ...] = (*DECODER_MISREADINGS, *scenes.coordinate_misreadings())
     for step in (m for m in later if tried(m.name)):
         made = step.decoder(family, layout, reference)
-        if made is not None and _reproduces(frames, lambda outputs, d=made: d(outputs, specs, config)):
+        if made is not None and _reproduces(frames, _decoding(made, specs, config)):
             return Reproduction(step.name, step.words, len(frames))
     return None
 

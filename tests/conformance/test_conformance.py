@@ -5,6 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from harness.conformance import decoder_misreadings as later
 from harness.conformance import misreadings
 from harness.conformance import suite as conformance
 from harness.conformance.scenes import family_scenes
@@ -33,11 +34,20 @@ def test_the_harness_decoder_satisfies_every_property():
 @pytest.mark.parametrize(
     ("decoder", "sentence", "words"),
     [
-        (wrong_decoders.xy_swapped, "finds every planted object", conformance.XY_SWAPPED),
-        (wrong_decoders.no_sigmoid, "applies the sigmoid to logit class outputs", conformance.SIGMOID_MISSING),
+        (wrong_decoders.xy_swapped, "finds every planted object", f"{later.Y_FIRST} ({conformance.XY_SWAPPED})"),
+        (
+            wrong_decoders.no_sigmoid,
+            "applies the sigmoid to logit class outputs",
+            f"{later.NO_SIGMOID} ({conformance.SIGMOID_MISSING}",
+        ),
         (wrong_decoders.sigmoid_twice, "finds every planted object", conformance.SIGMOID_TWICE),
-        (wrong_decoders.no_half_cell, "finds every planted object", conformance.HALF_CELL),
+        (
+            wrong_decoders.no_half_cell,
+            "finds every planted object",
+            f"{later.HALF_CELL_UP_LEFT} ({conformance.HALF_CELL}",
+        ),
         (wrong_decoders.fcr_channel_first, "reads FCR heads channel-last", conformance.FCR_CHANNEL_FIRST),
+        # caught, named by its symptom: a class map resampled to another grid is no reading of its memory
         (wrong_decoders.paired_by_order, "pairs heads by grid", conformance.PAIRED_ACROSS_GRIDS),
         (
             wrong_decoders.dfl_interleaved,
@@ -153,10 +163,8 @@ def test_a_yolo26_decoder_pairing_outputs_by_position_is_named_as_paired_across_
     assert [k for k, v in results.items() if v] == [
         "pairs heads by grid and channels, whatever the outputs' order or names"
     ]
-    assert (
-        conformance.PAIRED_ACROSS_GRIDS
-        in results["pairs heads by grid and channels, whatever the outputs' order or names"]
-    )
+    failure = results["pairs heads by grid and channels, whatever the outputs' order or names"]
+    assert f"{conformance.PAIRED_ACROSS_GRIDS}: {later.PAIRED_BY_ORDER}" in failure
 
 
 def test_yolo26_scenes_plant_the_four_distances_themselves():
@@ -202,7 +210,7 @@ YOLOV5_MISTAKES = [
     (
         wrong_decoders.yolov5_anchors_by_order,
         ["pairs heads by grid and channels, whatever the outputs' order or names"],
-        conformance.ANCHORS_BY_ORDER,
+        f"{conformance.ANCHORS_BY_ORDER}: {later.ANCHORS_BY_OUTPUT_ORDER}",
     ),
     (wrong_decoders.yolov5_channel_first, ALL, f"every head {conformance.CHANNEL_FIRST}"),
     (
@@ -212,8 +220,8 @@ YOLOV5_MISTAKES = [
     ),
     (wrong_decoders.yolov5_class_major, ALL, f"every head {conformance.CLASS_MAJOR}"),
     (wrong_decoders.yolov5_sigmoid_twice, ALL, f"every head {conformance.SIGMOID_AGAIN}"),
-    (wrong_decoders.yolov5_no_sigmoid, LOGIT_PROPERTIES, conformance.SIGMOID_MISSING),
-    (wrong_decoders.yolov5_grid_without_half, ALL, conformance.HALF_CELL),
+    (wrong_decoders.yolov5_no_sigmoid, LOGIT_PROPERTIES, f"{later.NO_SIGMOID} ({conformance.SIGMOID_MISSING}"),
+    (wrong_decoders.yolov5_grid_without_half, ALL, f"{later.HALF_CELL_DOWN_RIGHT} ({conformance.HALF_CELL}"),
     (
         wrong_decoders.yolov5_sixteen_bit_read_as_eight,
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
@@ -282,8 +290,8 @@ YOLOX_MISTAKES = [
         ALL,
         f"the class and objectness heads of all 3 strides {conformance.SIGMOID_AGAIN}",
     ),
-    (wrong_decoders.yolox_no_sigmoid, LOGIT_PROPERTIES, conformance.SIGMOID_MISSING),
-    (wrong_decoders.yolox_half_cell_centre, ALL, conformance.HALF_CELL),
+    (wrong_decoders.yolox_no_sigmoid, LOGIT_PROPERTIES, f"{later.NO_SIGMOID} ({conformance.SIGMOID_MISSING}"),
+    (wrong_decoders.yolox_half_cell_centre, ALL, f"{later.HALF_CELL_DOWN_RIGHT} ({conformance.HALF_CELL}"),
     (
         wrong_decoders.yolox_sixteen_bit_read_as_eight,
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
@@ -348,7 +356,7 @@ SSD_MISTAKES = [
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
         f"every head {conformance.SIXTEEN_AS_EIGHT}",
     ),
-    (wrong_decoders.ssd_centre_at_the_corner, ALL, conformance.HALF_CELL),
+    (wrong_decoders.ssd_centre_at_the_corner, ALL, f"{later.HALF_CELL_UP_LEFT} ({conformance.HALF_CELL}"),
     # caught, not named: no known misreading gives sizes without the exp, and the suite says so
     (wrong_decoders.ssd_no_exp, ALL, conformance.NOT_REPRODUCED),
 ]
@@ -414,6 +422,7 @@ BBOX_ONLY_MISTAKES = [
     (wrong_decoders.bbox_only_not_scaled, HeadFamily.YOLOV8, ALL, conformance.BBOX_NOT_SCALED),
     (wrong_decoders.bbox_only_no_nms, HeadFamily.YOLOV5, ALL, conformance.BBOX_NO_NMS),
     (wrong_decoders.bbox_only_objectness_left_out, HeadFamily.YOLOV5, ALL, conformance.BBOX_OBJECTNESS_LEFT_OUT),
+    # caught, named by its symptom: the sigmoid put on objectness x class, past what the buffer holds
     (wrong_decoders.bbox_only_sigmoid, HeadFamily.YOLOV5, ALL, conformance.SIGMOID_TWICE),
 ]
 

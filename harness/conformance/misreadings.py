@@ -393,6 +393,13 @@ def reproduce(
     return None
 
 
+def _largest(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest difference of ``a`` from ``b``: none where they are equal (infinities too), infinite where
+    either is not a number."""
+    with np.errstate(invalid="ignore"):
+        return float(np.nan_to_num(np.where(a == b, 0.0, np.abs(a - b)), nan=np.inf).max())
+
+
 def _paired(got: Detections, expected: Detections) -> tuple[float, float]:
     """The largest box and score difference between detections of the same class paired in score order (the
     fewer of each class's counts), 0 where none pair."""
@@ -403,8 +410,8 @@ def _paired(got: Detections, expected: Detections) -> tuple[float, float]:
         theirs = theirs[np.argsort(-expected.scores[theirs], kind="stable")]
         n = min(len(mine), len(theirs))
         if n:
-            box = max(box, float(np.abs(got.boxes[mine[:n]] - expected.boxes[theirs[:n]]).max()))
-            score = max(score, float(np.abs(got.scores[mine[:n]] - expected.scores[theirs[:n]]).max()))
+            box = max(box, _largest(got.boxes[mine[:n]], expected.boxes[theirs[:n]]))
+            score = max(score, _largest(got.scores[mine[:n]], expected.scores[theirs[:n]]))
     return box, score
 
 

@@ -3,6 +3,7 @@ was made on) under which the family's reference decoder returns what the decoder
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from harness.conformance import misreadings, words
@@ -10,6 +11,7 @@ from harness.conformance.decoder_misreadings import DECODER_MISREADINGS
 from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce, reproduce_path
 from harness.conformance.scenes import family_scenes
 from harness.conformance.suite import SceneRecipe, make_scene
+from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder
 from harness.families.yolov5.decode import decode as yolov5_decode
@@ -151,3 +153,12 @@ def test_a_misreading_past_the_memory_is_named_where_it_happens_not_by_its_sympt
     got = wrong_decoders.yolo26_paired_by_position(mixed.outputs, mixed.specs, mixed.config)
     found = reproduce([DecodedFrame(mixed.outputs, got)], mixed.specs, mixed.config, mixed.family, mixed.layout)
     assert found is not None and found.name == words.HEADS_PAIRED_BY_OUTPUT_ORDER
+
+
+def test_the_evidence_of_a_difference_never_hides_a_box_or_score_that_is_not_a_number():
+    scene = make_scene(SceneRecipe(), 0)
+    boxes, scores = scene.expected.boxes.copy(), scene.expected.scores.copy()
+    boxes[0, 0], scores[1] = np.nan, np.nan
+    said = misreadings.difference(Detections(boxes, scores, scene.expected.class_ids), scene.expected)
+    assert said.endswith("boxes differ by up to inf px and scores by up to inf")
+    assert misreadings.difference(scene.expected, scene.expected).endswith("up to 0.0 px and scores by up to 0.000")

@@ -81,6 +81,7 @@ from harness.core.specs import FormatType, OutputSpec
 from harness.families import REGISTERED, descriptor
 from harness.formats.bbox_only import leading_fields
 
+NOTHING_FOUND = "every misreading that finds nothing reproduces that, and this one is tried first"
 SIGMOID_MISSING = "scores outside [0,1]: sigmoid missing"
 SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
@@ -222,6 +223,8 @@ def _run(decoder: Decoder, scene: Scene, among: Collection[str] | None = None) -
         frame = DecodedFrame(scene.outputs, got)
         found = reproduce([frame], scene.specs, scene.config, scene.family, scene.layout, among)
         named = found.words if found is not None else None
+    if named is not None and not len(got):
+        named += f" (it returned no detection: {NOTHING_FOUND})"
     if named is not None:
         return f"{named}: {failure}" if failure.startswith("expected ") else f"{named} ({failure})"
     return f"{failure}; {NOT_REPRODUCED}; on this scene, {difference(got, scene.expected, 'the scene holds')}"

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.conformance.misreadings import NOT_REPRODUCED, PathReproduction, reproduce_path
+from harness.conformance.misreadings import PathReproduction, reproduce_path
 from harness.conformance.suite import run_conformance
 from harness.core.detections import (
     Detections,
@@ -60,7 +60,7 @@ def _reproduced(evidence: Evidence, found: PathReproduction | None) -> Evidence:
     if found is None or not found.differing:
         return evidence
     reproduction = found.reproduction
-    words = reproduction.words if reproduction else NOT_REPRODUCED
+    words = reproduction.words if reproduction else found.unreproduced
     if reproduction and not found.returned:
         words += f" (the host decoder returned no detection on them: {NOTHING_RETURNED})"
     return replace(

@@ -154,6 +154,36 @@ REPRODUCED_FIXES: Mapping[str, str] = {
         "read an SSD HEF's class values as the scores they are (the sigmoid compiled into the HEF, as the model "
         "scores each class); no softmax over an anchor's classes"
     ),
+    # hailort: hailort/include/hailo/quantization.hpp (dequantize_output)
+    misreadings.QUANT_INFO_LEFT_OUT: (
+        "dequantize a UINT8/UINT16 output through its quant info, (code - zero_point) x scale, before reading it"
+    ),
+    misreadings.BOX_CHANNELS_READ_Y_FIRST: (
+        "read a box map x first: distances left, top, right, bottom (YOLOv8/YOLO11, YOLO26), tx, ty, tw, th "
+        "(YOLOv5/YOLOv7, YOLOX)"
+    ),
+    misreadings.CLASSES_TAKEN_AS_PROBABILITIES: (
+        "put class outputs that hold logits (quant limvals or values outside [0, 1]) through one sigmoid"
+    ),
+    misreadings.HEADS_PAIRED_BY_OUTPUT_ORDER: (
+        "pair each box head with the class (and objectness) head of the same grid size, never by output name "
+        "or list order"
+    ),
+    misreadings.ANCHOR_GROUPS_BY_OUTPUT_ORDER: _FIX_ANCHORS,
+    # hailort: hailort/include/hailo/hailort.h (hailo_bbox_float32_t: y_min, x_min, y_max, x_max)
+    misreadings.BOXES_WRITTEN_Y_FIRST: (
+        "return boxes x first (x_min, y_min, x_max, y_max); only HailoRT's NMS records are y first"
+    ),
+    # ultralytics/yolov5: models/yolo.py (Detect.forward)
+    misreadings.CENTRES_AS_YOLOV3: "compute a YOLOv5/YOLOv7 centre as (2 sigmoid(t) - 0.5 + cell) x stride",
+    misreadings.CENTRES_HALF_CELL_UP_LEFT: (
+        "put each anchor point at its cell's centre, (column + 0.5, row + 0.5) x stride, where the family's "
+        "box coding does (YOLOv8/YOLO11, YOLO26, YOLOv10, SSD)"
+    ),
+    misreadings.CENTRES_HALF_CELL_DOWN_RIGHT: (
+        "add no half cell where the family's box coding has none: YOLOX's centre is (t + cell) x stride, "
+        "YOLOv5's (2 t - 0.5 + cell) x stride"
+    ),
 }
 _REPRODUCED_NEEDS = ("reproduced_misreading", "reproduction", "reproduction_frames", "differing_frames")
 

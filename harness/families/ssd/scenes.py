@@ -32,6 +32,7 @@ from harness.conformance.scenes import (
 )
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import paired_across_grids as misordered
 from harness.conformance.words import (
     SIZES_WITHOUT_THE_EXP,
@@ -62,7 +63,7 @@ SSD_ANCHORS: Anchors = (
 )
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["export_reference", "fcr_mixed", "misordered"]
+__all__ = ["coordinate_misreadings", "export_reference", "fcr_mixed", "misordered"]
 
 
 def recipe() -> SceneRecipe:

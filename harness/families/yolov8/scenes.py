@@ -24,6 +24,7 @@ from harness.conformance.scenes import (
     sigmoid,
 )
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["config_misreadings", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+__all__ = ["config_misreadings", "coordinate_misreadings", "fcr_mixed", "logit_classes", "misordered", "sentences"]
 
 
 def recipe() -> SceneRecipe:

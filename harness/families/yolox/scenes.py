@@ -25,6 +25,7 @@ from harness.conformance.scenes import (
 )
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_sentences as sentences
 from harness.conformance.scenes import paired_across_grids as misordered
@@ -41,7 +42,7 @@ from harness.families.yolox import decode as yolox
 from harness.families.yolox.decode import BOX_CHANNELS
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+__all__ = ["coordinate_misreadings", "export_reference", "fcr_mixed", "logit_classes", "misordered", "sentences"]
 
 SIZES_LINEAR = (
     "the box sizes taken as t_wh x stride (YOLOX sizes a box exp(t_wh) x stride: the box map holds log sizes)"

@@ -297,12 +297,60 @@ def exit_codes_page() -> str:
     )
 
 
+# ------------------------------------------------------------------------------------------- file formats
+
+# The files the harness writes and reads again: what each is, where it lies, and the module and constant of
+# its version (read from the module, so the page says what the code writes).
+FORMAT_FILES = (
+    ("baseline", "`golden/<model>/<dataset>--<path>.json`", "harness.verdict.golden", "SCHEMA_VERSION"),
+    ("report", "`reports/latest/report.json`", "harness.report.json_report", "SCHEMA_VERSION"),
+    ("output store", "the file `--record STORE` names", "harness.backends.replay.store", "FORMAT"),
+    ("shard store", "`shard.json` in a shard's `--report` folder", "harness.pipeline.shard", "FORMAT"),
+    ("prediction cache", "`.harness-cache/predictions/`", "harness.pipeline.cache", "FORMAT"),
+    ("export facts", "`.harness-cache/exports/<sha256>.json`", "harness.inputs.export_facts", "FORMAT"),
+    (
+        "emulated HEF facts",
+        "beside the quantized model in `.harness-cache/emulator/`",
+        "harness.backends.emulator.facts",
+        "FORMAT",
+    ),
+    ("bootstrap cache", "`.harness-cache/bootstrap/`", "harness.pipeline.bootstrap_cache", "FORMAT"),
+    ("calibration check", "`calibration-check --json`", "harness.doctor.calibration_words", "SCHEMA"),
+)
+
+
+def formats_page() -> str:
+    import importlib
+
+    rows = []
+    for what, where, module_name, constant in FORMAT_FILES:
+        module = importlib.import_module(module_name)
+        rows.append(
+            (
+                what,
+                where,
+                f"`{getattr(module, constant)}`",
+                f"`{module_name}.{constant}`",
+                _first_paragraph(module.__doc__),
+            )
+        )
+    return (
+        HEADER.format(source="the version constant of each file's module") + "# File formats and their versions\n\n"
+        "Every file the harness writes carries its version; a reader refuses a version it does not read, "
+        "naming the file (an older one it still reads is said in its module). JSON and YAML are read by one "
+        "strict reader (`harness/core/documents.py`): a key given twice, a key no schema reads, a number "
+        "written as a string, NaN or a too deep document are refused, naming the file and the key path.\n\n"
+        + _table(("file", "where", "version", "defined in", "what it holds"), rows)
+    )
+
+
 PAGES: Mapping[str, Callable[[], str]] = {
     "cli.md": cli_page,
     "families.md": families_page,
     "failure-modes.md": modes_page,
     "static-checks.md": checks_page,
     "exit-codes.md": exit_codes_page,
+    "formats.md": formats_page,
 }
 
 

@@ -18,7 +18,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -167,7 +166,7 @@ def _check_command(words: list[str], where: str) -> None:
                 assert word.split("=", 1)[0] in known, f"{where}: hailo-harness {words[1]} has no option {word}"
     elif words[0] == "pytest":
         flags, _, paths = _plugin_options()
-        for i, word in enumerate(words[1:], 1):
+        for word in words[1:]:
             flag = word.split("=", 1)[0]
             if word.startswith("--") and flag not in PYTEST_OWN_OPTIONS:
                 assert flag in flags, f"{where}: the plugin has no option {flag}"
@@ -212,8 +211,9 @@ def check_block(block: Block) -> None:
             _check_shell(step.replace("${{", "").replace("}}", ""), block.where)
     elif block.language == "toml":
         _, ini, _ = _plugin_options()
-        keys = tomllib.loads(block.text).get("tool", {}).get("pytest", {}).get("ini_options", {})
-        unknown = [k for k in keys if k.startswith("harness_") and k not in ini]
+        keys = re.findall(r"^(harness_\w+)\s*=", block.text, re.MULTILINE)  # tomllib: Python 3.11 on
+        assert keys, f"{block.where}: no harness_ ini key"
+        unknown = [k for k in keys if k not in ini]
         assert not unknown, f"{block.where}: no such ini key {unknown}"
 
 
@@ -300,18 +300,30 @@ def _run_page(page: Path, project: Path, folder: Path) -> None:
             missing = missing_output(expected_lines(block), printed)
             assert missing is None, f"{block.where}: {missing!r} not printed; printed:\n{printed[-3000:]}"
         elif block.runs:
-            program = ["bash", "-eo", "pipefail", "-c", block.text] if block.language == "bash" else [sys.executable, "-c", block.text]
-            done = subprocess.run(program, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)
+            program = (
+                ["bash", "-eo", "pipefail", "-c", block.text]
+                if block.language == "bash"
+                else [sys.executable, "-c", block.text]
+            )
+            done = subprocess.run(
+                program, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
+            )
             printed = done.stdout + done.stderr
             assert done.returncode == 0, f"{block.where}: exit {done.returncode}\n{printed[-3000:]}"
 
 
+def _page_param(page: Path) -> object:
+    slow = pytest.mark.skipif(
+        page.name in SLOW_PAGES and not SLOW,
+        reason=f"{page.name}: its examples take minutes; HARNESS_DOCS_SLOW=1 runs them (.ci/run does)",
+    )
+    return pytest.param(page, id=page.name, marks=[slow])
+
+
 @pytest.mark.fixtures
-@pytest.mark.parametrize("page", [p for p in pages() if any(b.runs for b in blocks(p))], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [_page_param(p) for p in pages() if any(b.runs for b in blocks(p))])
 def test_the_examples_of_each_page_run_and_print_what_it_shows(
     page, example_project, tmp_path, shared_fixtures, monkeypatch
 ):
-    if page.name in SLOW_PAGES and not SLOW:
-        pytest.skip(f"{page.name}: its examples take minutes; HARNESS_DOCS_SLOW=1 runs them (.ci/run does)")
     monkeypatch.setenv("HARNESS_FIXTURES", str(shared_fixtures))
     _run_page(page, example_project, tmp_path / "project")

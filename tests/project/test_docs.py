@@ -35,7 +35,7 @@ from support.docs_examples import (
 )
 
 # Pages whose examples run inferences over whole sets (minutes on 2 cores): run where HARNESS_DOCS_SLOW=1.
-SLOW_PAGES = ("README.md", "getting-started.md", "ci.md", "decoders.md", "baselines.md", "diagnosis.md")
+SLOW_PAGES = ("README.md", "getting-started.md", "ci.md", "decoders.md", "baselines.md", "diagnosis.md", "settings.md")
 SLOW = os.environ.get("HARNESS_DOCS_SLOW") == "1"
 PYTEST_OWN_OPTIONS = ("-q", "-n", "-p", "-m", "-k", "-x", "-rs", "--junitxml", "--durations")
 README_LINES = 150

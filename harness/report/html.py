@@ -49,6 +49,9 @@ td svg { display: block; }
 @media (max-width: 600px) { body { margin: 10px; } h1 { font-size: 19px; } td, th { padding: 2px 4px; font-size: 12px; }
   td code { font-size: 11px; } }
 td:first-child code { overflow-wrap: normal; }
+.short { display: none; }
+@media (max-width: 600px) { .wide, .full { display: none; } .short { display: inline; }
+  .decide { display: flex; flex-direction: column; } .decide > .lead { order: -1; } .lead h2 { margin-top: 12px; } }
 pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: 8px; white-space: pre-wrap; font-size: 12px;
   overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { color: #555; font-size: 12px; } img { max-width: 100%; }
@@ -68,9 +71,17 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Accuracy report: {escape(view.verdict)}</title><style>{_STYLE}</style></head><body>",
         f'<h1>Accuracy report <span class="verdict {view.state}">{escape(view.verdict)}</span></h1>',
-        *(_block(block, pictures) for block in view.intro),
     ]
+    # the intro and the sections that lead: one block, the leading sections first on a narrow screen
+    lead = [s for s in view.sections if s.lead]
+    parts += ['<div class="decide">', *(_block(block, pictures) for block in view.intro)]
+    for section in lead:
+        heading = f"<h{section.level}>{_inline(section.title)}</h{section.level}>"
+        parts += ['<div class="lead">', heading, *(_block(block, pictures) for block in section.blocks), "</div>"]
+    parts.append("</div>")
     for section in view.sections:
+        if section.lead:
+            continue
         heading = f"<h{section.level}>{_inline(section.title)}</h{section.level}>"
         body = [_block(block, pictures) for block in section.blocks]
         if section.folded:
@@ -86,8 +97,11 @@ def _block(block: Block, pictures: dict[str, Sequence[Picture]]) -> str:
     if isinstance(block, Para):
         return f"<p>{_inline(block.parts)}</p>"
     if isinstance(block, Table):
-        head = "".join(f"<th>{escape(h)}</th>" for h in block.header)
-        body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in block.rows)
+        wide = [bool(block.narrow) and i not in block.narrow for i in range(len(block.header))]
+        head = "".join(f"<th{_WIDE[w]}>{escape(h)}</th>" for h, w in zip(block.header, wide, strict=True))
+        body = "".join(
+            "<tr>" + "".join(_cell(c, w) for c, w in zip(row, wide, strict=True)) + "</tr>" for row in block.rows
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(block, Pre):
         return f"<pre>{escape(chr(10).join(block.lines))}</pre>"
@@ -103,14 +117,25 @@ def _block(block: Block, pictures: dict[str, Sequence[Picture]]) -> str:
     return "\n".join(_figure(p) for p in shown)
 
 
-def _cell(part: Inline) -> str:
+def _cell(part: Inline, wide: bool = False) -> str:
+    """One table cell; ``wide``: a column a narrow screen leaves out."""
     if isinstance(part, Code):  # a gate's name breaks after its brackets and dashes, never inside a word
         broken = _BREAKS.sub(r"\1<wbr>", escape(part.text))
-        return f"<td><code>{broken}</code></td>"
-    return f'<td class="n">{_inline((part,))}</td>' if isinstance(part, Num) else f"<td>{_inline((part,))}</td>"
+        return f"<td{_WIDE[wide]}><code>{_shortened(broken, part.short)}</code></td>"
+    if isinstance(part, Num):
+        return f'<td class="n{" wide" if wide else ""}">{_inline((part,))}</td>'
+    return f"<td{_WIDE[wide]}>{_inline((part,))}</td>"
 
 
 _BREAKS = re.compile(r"([\[\-_/])")
+_WIDE = {False: "", True: ' class="wide"'}
+
+
+def _shortened(full: str, short: str) -> str:
+    """``full`` (markup), and ``short`` in its place on a narrow screen where there is one."""
+    if not short:
+        return full
+    return f'<span class="full">{full}</span><span class="short">{escape(short)}</span>'
 
 
 def _inline(parts: Sequence[Inline]) -> str:
@@ -121,7 +146,7 @@ def _part(part: Inline) -> str:
     if isinstance(part, Text | Num):
         return escape(part.text)
     if isinstance(part, Code):
-        return f"<code>{escape(part.text)}</code>"
+        return f"<code>{_shortened(escape(part.text), part.short)}</code>"
     if isinstance(part, Mark):
         return '<span class="pass">pass</span>' if part.passed else '<span class="fail">FAIL</span>'
     if isinstance(part, Spark):

@@ -54,12 +54,6 @@ class ScriptRequest:
     calibration_count: int = 0
 
 
-def refuse_bbox_only(request: ScriptRequest, head: str) -> None:
-    """A bbox-only op asked for where HailoRT has none refused: ``head`` says which head and why, with the fix."""
-    if request.settings.bbox_decoding_only:
-        raise DfcScriptError(f"{request.facts.source}: bbox_decoding_only asked for {head}")
-
-
 def decoder_name(layer: str, stride: int) -> str:
     """A bbox decoder's name as the Model Zoo gives it: after the number of the layer it reads first
     (``conv41`` -> ``bbox_decoder41``), else after its stride."""
@@ -108,3 +102,17 @@ def write_nms_scripts(
     as ``<stem>_nms_config.json``, and ``layer_names.json``."""
     nms = config(request.facts, request.names, request.settings)
     return write_script_files(folder, stem, request.names, lambda json_name: render(request, json_name), nms)
+
+
+def nms_scripts(
+    config: Callable[[ExportFacts, Mapping[str, str], NmsSettings], Mapping[str, Any]],
+    render: Callable[[ScriptRequest, str], str],
+) -> Callable[[Path, str, ScriptRequest], ScriptFiles]:
+    """A head's ``write_scripts`` where its model script has an NMS op: ``<stem>.alls`` (``render``, naming the
+    JSON by file name, beside it), ``<stem>_nms_config.json`` (its NMS ``config``) and ``layer_names.json``
+    (:func:`write_nms_scripts`)."""
+
+    def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
+        return write_nms_scripts(folder, stem, request, config, render)
+
+    return write_scripts

@@ -20,7 +20,7 @@ from harness.backends.dfc.checks import failures
 from harness.backends.dfc.heads import end_nodes_of, head_options, onnx_facts, table_from_names
 from harness.backends.dfc.layers import LayerTable, names_from_map, names_from_parsed, parsed_layers, placeholder_names
 from harness.backends.dfc.scripts import DfcPart, dfc_part, validate_files, write_checked_scripts
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, render_nms_json
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptFiles, ScriptRequest, render_nms_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.families import REGISTERED
@@ -1545,13 +1545,12 @@ def test_each_ssd_script_mistake_fails_its_check_naming_field_found_expected_and
 def test_every_registered_family_has_a_dfc_part_the_dispatch_can_ask() -> None:
     """The dispatch asks each family through the registry: every part has the same names, one head is the
     default of those --head chooses between, and a head with an NMS op writes its NMS config."""
-    names = ("HEAD_WORDS", "EXPORT_NAME", "CUT_BY_STRUCTURE", "HEAD_OPTION", "HEAD_DEFAULT", "HEAD_FIX")
     functions = ("end_nodes", "write_scripts", "render_alls", "check_scripts")
     for family in REGISTERED:
         part = dfc_part(family.family)
-        assert all(hasattr(part, name) for name in names), family.family
+        assert isinstance(part.HEAD, DfcHead) and part.HEAD.words and part.HEAD.export, family.family
         assert all(callable(getattr(part, name)) for name in functions), family.family
-        assert bool(part.HEAD_FIX) == bool(part.HEAD_OPTION), family.family
+        assert bool(part.HEAD.fix) == bool(part.HEAD.option), family.family
     choices = head_options()
     assert sorted(choices) == ["one2many", "one2one"]
-    assert [d.family for d in REGISTERED if dfc_part(d.family).HEAD_DEFAULT] == [choices["one2one"]]
+    assert [d.family for d in REGISTERED if dfc_part(d.family).HEAD.default] == [choices["one2one"]]

@@ -18,7 +18,7 @@ from typing import Protocol, cast
 
 from harness.backends.dfc.alls import DfcScriptError, parse_alls
 from harness.backends.dfc.layers import LayerTable
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptFiles, ScriptRequest
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.families import REGISTERED, descriptor, part
@@ -26,24 +26,10 @@ from harness.inputs.export_facts import ExportFacts
 
 
 class DfcPart(Protocol):
-    """A head family's DFC part: the words for its head, how its export is cut and its head chosen, and its
-    model script (with the NMS config of a head HailoRT's NMS op decodes) written and checked.
+    """A head family's DFC part: its head (``HEAD``: the words for it, how its export is cut and its head chosen),
+    and its model script (with the NMS config of a head HailoRT's NMS op decodes) written and checked."""
 
-    - ``HEAD_WORDS``: what the head is compiled as, in the words of the messages;
-    - ``EXPORT_NAME``: the export's name in the messages about its end nodes;
-    - ``CUT_BY_STRUCTURE``: end nodes given for its export must be its heads as found by structure (else the
-      export is cut where they say, and a refusal is its finder's own);
-    - ``HEAD_OPTION``: ``--head``'s value for this head, ``""`` where its export carries no other head to choose;
-      ``HEAD_DEFAULT``: the head chosen where none is asked for; ``HEAD_FIX``: what to do where this head is
-      asked for and the export carries another.
-    """
-
-    HEAD_WORDS: str
-    EXPORT_NAME: str
-    CUT_BY_STRUCTURE: bool
-    HEAD_OPTION: str
-    HEAD_DEFAULT: bool
-    HEAD_FIX: str
+    HEAD: DfcHead
 
     def end_nodes(self, facts: ExportFacts) -> tuple[HeadTensor, ...]:
         """The heads in the order the DFC is given them as end nodes: the order of its output layers and
@@ -73,7 +59,7 @@ def dfc_part(family: HeadFamily) -> DfcPart:
 
 def head_words(family: HeadFamily) -> str:
     """What ``family``'s head is compiled as, in the words of the messages."""
-    return dfc_part(family).HEAD_WORDS
+    return dfc_part(family).HEAD.words
 
 
 def refuse_bbox_only(request: ScriptRequest) -> None:

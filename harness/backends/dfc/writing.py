@@ -20,6 +20,27 @@ from harness.inputs.export_facts import ExportFacts
 
 
 @dataclass(frozen=True)
+class DfcHead:
+    """What a family's part says of its head (``HEAD``):
+
+    - ``words``: what the head is compiled as, in the words of the messages;
+    - ``export``: the export's name in the messages about its end nodes;
+    - ``cut_by_structure``: end nodes given for its export must be its heads as found by structure (else the
+      export is cut where they say, and a refusal is its finder's own);
+    - ``option``: ``--head``'s value for this head, ``""`` where its export carries no other head to choose;
+      ``default``: the head chosen where none is asked for; ``fix``: what to do where this head is asked for
+      and the export carries another.
+    """
+
+    words: str
+    export: str
+    cut_by_structure: bool = True
+    option: str = ""
+    default: bool = False
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class NmsSettings:
     """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100).
     ``bbox_decoding_only``: the op compiled to decode the boxes alone, the NMS left to the host (HailoRT's

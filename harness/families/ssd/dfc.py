@@ -48,6 +48,7 @@ from harness.backends.dfc.checks import (
     not_output_failure,
 )
 from harness.backends.dfc.writing import (
+    DfcHead,
     NmsSettings,
     ScriptRequest,
     decoder_name,
@@ -60,13 +61,12 @@ from harness.decode.layout import Level, layout_of_export
 from harness.families.ssd import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-HEAD_WORDS = (
+# Cut at its head convolutions, told by its SSD config; its export carries one head.
+HEAD = DfcHead(
     "the SSD head (per layer a regression map of 4 x anchors and a class map of anchors x classes; sigmoid on the "
-    "class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)"
+    "class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)",
+    "SSD",
 )
-EXPORT_NAME = "SSD"
-CUT_BY_STRUCTURE = True  # at its head convolutions, told by its SSD config
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
 # The box coder's scale factors, whole numbers (hailort: libhailort/src/net_flow/ops_metadata/ssd_op_metadata.hpp).
 CENTERS_SCALE = nms_keys.NmsKey("centers_scale_factor", is_count, "an integer of at least 1")
 DIMENSIONS_SCALE = nms_keys.NmsKey("bbox_dimensions_scale_factor", is_count, "an integer of at least 1")

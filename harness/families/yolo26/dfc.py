@@ -43,10 +43,9 @@ PRECISION = "a16_w16"
 OPTIMIZATION_LEVEL = defaults.DFC_OPTIMIZATION_LEVEL
 
 # What either head's part takes whole (``from harness.families.yolo26.dfc import *``).
-__all__ = ["CUT_BY_STRUCTURE", "EXPORT_NAME", "check_scripts", "end_nodes", "render_alls", "write_scripts"]
+__all__ = ["check_scripts", "end_nodes", "render_alls", "write_scripts"]
 
-EXPORT_NAME = "YOLO26"
-CUT_BY_STRUCTURE = True  # at its head convolutions
+EXPORT_NAME = "YOLO26"  # either head's export, cut at its head convolutions
 
 
 def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:

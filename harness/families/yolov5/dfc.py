@@ -51,7 +51,7 @@ from harness.backends.dfc.checks import (
     said,
     stride_failure,
 )
-from harness.backends.dfc.writing import NmsSettings, ScriptRequest, decoder_name, nms_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptRequest, decoder_name, nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadTensor
 from harness.decode.layout import layout_of_export
@@ -59,13 +59,12 @@ from harness.families.yolov5 import DESCRIPTOR
 from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.inputs.export_facts import ExportFacts
 
-HEAD_WORDS = (
+# Cut at its head convolutions; its export carries one head.
+HEAD = DfcHead(
     "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid and the YOLOv5 NMS "
-    "op compiled in)"
+    "op compiled in)",
+    "YOLOv5/YOLOv7",
 )
-EXPORT_NAME = "YOLOv5/YOLOv7"
-CUT_BY_STRUCTURE = True  # at its head convolutions
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
 # The keys of the Model Zoo's YOLOv5 NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json).
 NMS_KEYS = (
@@ -284,7 +283,8 @@ def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     return check_sigmoid(s, ("encoded_layer",), "every encoded layer of the NMS config has a sigmoid", words=words)
 
 
-_CHECKS = NmsScriptChecks(
+# Every check of the model script and NMS config against the ONNX and the layer table, in order.
+check_scripts = NmsScriptChecks(
     DESCRIPTOR,
     "the anchor-based decoder: objectness x class, boxes from the anchors; the YOLOv8 decoder would read each "
     "map as DFL box bins",
@@ -299,9 +299,4 @@ _CHECKS = NmsScriptChecks(
         _check_sigmoid,
     ),
     ScriptsUnderCheck,
-)
-
-
-def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
-    """Every check of a YOLOv5 model script and NMS config against the ONNX and the layer table, in order."""
-    return _CHECKS.run(alls_text, nms_json_text, request)
+).run

@@ -24,7 +24,7 @@ from harness.backends.dfc.checks import (
     require_nms_config,
 )
 from harness.backends.dfc.layers import grid_words
-from harness.backends.dfc.writing import NmsSettings, ScriptRequest, decoder_name, nms_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptRequest, decoder_name, nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, parse_json
 from harness.core.head_family import HeadTensor
@@ -33,11 +33,11 @@ from harness.families.yolov8 import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.layer_names import is_layer_name
 
-HEAD_WORDS = "the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)"
-EXPORT_NAME = "YOLOv8/YOLO11"
-# End nodes given for a YOLOv8/YOLO11 export are where it is cut (its decode tail finds its heads there).
-CUT_BY_STRUCTURE = False
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
+# End nodes given for a YOLOv8/YOLO11 export are where it is cut (its decode tail finds its heads there); its
+# export carries one head.
+HEAD = DfcHead(
+    "the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)", "YOLOv8/YOLO11", cut_by_structure=False
+)
 
 
 def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:

@@ -43,20 +43,19 @@ from harness.backends.dfc.checks import (
     not_output_failure,
     stride_failure,
 )
-from harness.backends.dfc.writing import NmsSettings, ScriptRequest, nms_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptRequest, nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadRole, HeadTensor
 from harness.decode.layout import HeadOutput, Level, layout_of_export
 from harness.families.yolox import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-HEAD_WORDS = (
+# Cut at its head convolutions; its export carries one head.
+HEAD = DfcHead(
     "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and class maps and the "
-    "YOLOX NMS op compiled in)"
+    "YOLOX NMS op compiled in)",
+    "YOLOX",
 )
-EXPORT_NAME = "YOLOX"
-CUT_BY_STRUCTURE = True  # at its head convolutions
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
 # The keys of the Model Zoo's YOLOX NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json).
 NMS_KEYS = (
@@ -216,7 +215,8 @@ def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     )
 
 
-_CHECKS = NmsScriptChecks(
+# Every check of the model script and NMS config against the ONNX and the layer table, in order.
+check_scripts = NmsScriptChecks(
     DESCRIPTOR,
     "the YOLOX decoder: box, objectness and class layers per stride",
     _check_nms_keys,
@@ -230,9 +230,4 @@ _CHECKS = NmsScriptChecks(
         _check_sigmoid,
     ),
     ScriptsUnderCheck,
-)
-
-
-def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
-    """Every check of a YOLOX model script and NMS config against the ONNX and the layer table, in order."""
-    return _CHECKS.run(alls_text, nms_json_text, request)
+).run

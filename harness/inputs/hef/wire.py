@@ -160,28 +160,24 @@ class Message:
 
     def doubles(self, number: int, name: str) -> tuple[float, ...]:
         """A repeated double, packed or not."""
-        values: list[float] = []
-        for record in self._typed(number, name, (FIXED64, LENGTH_DELIMITED)):
-            if record.wire_type == FIXED64:
-                values.append(struct.unpack("<d", int(record.value).to_bytes(8, "little"))[0])
-                continue
-            raw = _payload(record)
-            if len(raw) % 8:
-                raise ProtoError(f"malformed proto field {self.path}.{name}: packed doubles of {len(raw)} bytes")
-            values.extend(struct.unpack(f"<{len(raw) // 8}d", raw))
-        return tuple(values)
+        return self._fixed(number, name, FIXED64, "d", "doubles")
 
     def floats(self, number: int, name: str) -> tuple[float, ...]:
         """A repeated float, packed or not."""
+        return self._fixed(number, name, FIXED32, "f", "floats")
+
+    def _fixed(self, number: int, name: str, wire_type: int, code: str, words: str) -> tuple[float, ...]:
+        """A repeated fixed-size number of ``wire_type`` (``struct`` ``code``, 8 or 4 bytes), packed or not."""
+        size = struct.calcsize(f"<{code}")
         values: list[float] = []
-        for record in self._typed(number, name, (FIXED32, LENGTH_DELIMITED)):
-            if record.wire_type == FIXED32:
-                values.append(struct.unpack("<f", int(record.value).to_bytes(4, "little"))[0])
+        for record in self._typed(number, name, (wire_type, LENGTH_DELIMITED)):
+            if record.wire_type == wire_type:
+                values.append(struct.unpack(f"<{code}", int(record.value).to_bytes(size, "little"))[0])
                 continue
             raw = _payload(record)
-            if len(raw) % 4:
-                raise ProtoError(f"malformed proto field {self.path}.{name}: packed floats of {len(raw)} bytes")
-            values.extend(struct.unpack(f"<{len(raw) // 4}f", raw))
+            if len(raw) % size:
+                raise ProtoError(f"malformed proto field {self.path}.{name}: packed {words} of {len(raw)} bytes")
+            values.extend(struct.unpack(f"<{len(raw) // size}{code}", raw))
         return tuple(values)
 
     def uints(self, number: int, name: str) -> tuple[int, ...]:

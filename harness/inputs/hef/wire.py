@@ -61,28 +61,32 @@ class FieldValue:
     cut: bool = False
 
 
+def _varint_or_cut(data: bytes | memoryview, pos: int, path: str, partial: bool) -> tuple[int, int] | None:
+    """The varint at ``pos`` and the position after it; None where a ``partial`` read's data ends in it."""
+    try:
+        return read_varint(data, pos, path)
+    except HefError:
+        if partial:
+            return None
+        raise
+
+
 def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int, list[FieldValue]], bool]:
     records: dict[int, list[FieldValue]] = {}
     pos = 0
     end = len(data)
     while pos < end:
-        try:
-            key, pos = read_varint(data, pos, f"{path}.<key>")
-        except HefError:
-            if partial:
-                return records, True
-            raise
+        if (read := _varint_or_cut(data, pos, f"{path}.<key>", partial)) is None:
+            return records, True
+        key, pos = read
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise ProtoError(f"malformed proto field {path}: field number 0")
         field_path = f"{path}.#{number}"
         if wire_type == VARINT:
-            try:
-                value, pos = read_varint(data, pos, field_path)
-            except HefError:
-                if partial:
-                    return records, True
-                raise
+            if (read := _varint_or_cut(data, pos, field_path, partial)) is None:
+                return records, True
+            value, pos = read
             record = FieldValue(number, wire_type, value)
         elif wire_type in (FIXED64, FIXED32):
             size = 8 if wire_type == FIXED64 else 4
@@ -94,12 +98,9 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
             pos += size
             record = FieldValue(number, wire_type, value)
         elif wire_type == LENGTH_DELIMITED:
-            try:
-                length, pos = read_varint(data, pos, field_path)
-            except HefError:
-                if partial:
-                    return records, True
-                raise
+            if (read := _varint_or_cut(data, pos, field_path, partial)) is None:
+                return records, True
+            length, pos = read
             if pos + length > end:
                 if not partial:
                     raise ProtoError(

@@ -214,9 +214,10 @@ def not_an_object(found: str) -> CheckResult:
 
 @dataclass(frozen=True)
 class NmsScriptChecks(Generic[S]):
-    """A family's checks of its model script and NMS config: ``keys`` (the config's keys and types), then each
-    of ``checks`` on the family's scripts ``under`` check, then the normalization and the ``nms_postprocess``
-    command of ``family``'s op (``decoder_words``: what its decoder reads)."""
+    """A family's checks of its model script and NMS config: ``keys`` (the config's keys and types), then the
+    config's ``image_dims`` (every NMS config has them: :func:`check_image_dims`) and each of ``checks`` on the
+    family's scripts ``under`` check, then the normalization and the ``nms_postprocess`` command of
+    ``family``'s op (``decoder_words``: what its decoder reads)."""
 
     family: FamilyDescriptor
     decoder_words: str
@@ -225,8 +226,8 @@ class NmsScriptChecks(Generic[S]):
     under: Callable[[AllsScript, Mapping[str, Any], ExportFacts, LayerTable], S]
 
     def run(self, alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
-        """Every check, in order; each of ``checks`` skipped, by the name its function gives, where the keys do
-        not hold."""
+        """Every check, in order; each after the keys' skipped, by the name its function gives, where the keys
+        do not hold."""
         alls = parse_alls(alls_text)
         tail = (check_normalization(alls), check_meta_arch(alls, self.family, self.decoder_words))
         try:
@@ -236,13 +237,13 @@ class NmsScriptChecks(Generic[S]):
         if not isinstance(nms, dict):
             return (not_an_object(type(nms).__name__), *tail)
         s = self.under(alls, nms, request.facts, request.table)
-        checked = self.keys(s)
+        checked, checks = self.keys(s), (check_image_dims, *self.checks)
         if checked.passed:
-            return (checked, *(check(s) for check in self.checks), *tail)
+            return (checked, *(check(s) for check in checks), *tail)
         skipped = "the NMS config lacks keys or types (see nms_keys)"
         return (
             checked,
-            *(CheckResult.skipped(check.__name__.lstrip("_").removeprefix("check_"), skipped) for check in self.checks),
+            *(CheckResult.skipped(check.__name__.lstrip("_").removeprefix("check_"), skipped) for check in checks),
             *tail,
         )
 

@@ -38,7 +38,6 @@ from harness.backends.dfc.checks import (
     ScriptsUnderCheck,
     check_decoder_layer_names,
     check_field,
-    check_image_dims,
     check_nms_keys,
     check_sigmoid,
     is_count,
@@ -312,7 +311,6 @@ _CHECKS = NmsScriptChecks(
     "the SSD decoder: anchors and box coding from the NMS config",
     _check_nms_keys,
     (
-        check_image_dims,
         _check_classes,
         _check_background,
         _check_box_coding,

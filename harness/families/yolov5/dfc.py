@@ -40,7 +40,6 @@ from harness.backends.dfc.checks import (
     check_decoder_layer_names,
     check_decoder_strides,
     check_field,
-    check_image_dims,
     check_nms_keys,
     check_sigmoid,
     is_int,
@@ -290,7 +289,6 @@ check_scripts = NmsScriptChecks(
     "map as DFL box bins",
     _check_nms_keys,
     (
-        check_image_dims,
         _check_classes,
         check_decoder_strides,
         _check_anchors,

@@ -36,7 +36,6 @@ from harness.backends.dfc.checks import (
     check_decoder_layer_names,
     check_decoder_strides,
     check_field,
-    check_image_dims,
     check_nms_keys,
     check_sigmoid,
     layer_name_failure,
@@ -221,7 +220,6 @@ check_scripts = NmsScriptChecks(
     "the YOLOX decoder: box, objectness and class layers per stride",
     _check_nms_keys,
     (
-        check_image_dims,
         _check_classes,
         _check_number_of_detection_heads,
         check_decoder_strides,

@@ -16,7 +16,7 @@ from harness.core.errors import GraphError, HeadPairingError
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import SsdConfig
 from harness.decode.layout import layout_of_export
-from harness.families import REGISTERED
+from harness.families import REGISTERED, descriptor
 from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
 from harness.inputs.onnx_graph import ExportHeads, export_heads, load_model
 
@@ -89,7 +89,7 @@ def _export_heads(
             found = export_heads(model)
         except GraphError:
             raise not_found from None
-        if not dfc_part(found.family).HEAD.cut_by_structure:
+        if descriptor(found.family).cut_at_end_nodes:  # cut where they say: the refusal is its finder's
             raise not_found
         by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):

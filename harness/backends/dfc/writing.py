@@ -25,8 +25,6 @@ class DfcHead:
 
     - ``words``: what the head is compiled as, in the words of the messages;
     - ``export``: the export's name in the messages about its end nodes;
-    - ``cut_by_structure``: end nodes given for its export must be its heads as found by structure (else the
-      export is cut where they say, and a refusal is its finder's own);
     - ``option``: ``--head``'s value for this head, ``""`` where its export carries no other head to choose;
       ``default``: the head chosen where none is asked for; ``fix``: what to do where this head is asked for
       and the export carries another.
@@ -34,7 +32,6 @@ class DfcHead:
 
     words: str
     export: str
-    cut_by_structure: bool = True
     option: str = ""
     default: bool = False
     fix: str = ""

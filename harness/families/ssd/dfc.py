@@ -60,7 +60,7 @@ from harness.decode.layout import Level, layout_of_export
 from harness.families.ssd import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-# Cut at its head convolutions, told by its SSD config; its export carries one head.
+# Its export carries one head.
 HEAD = DfcHead(
     "the SSD head (per layer a regression map of 4 x anchors and a class map of anchors x classes; sigmoid on the "
     "class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)",

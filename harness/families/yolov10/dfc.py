@@ -8,7 +8,7 @@ from __future__ import annotations
 from harness.backends.dfc.writing import DfcHead
 from harness.families.yolo26.dfc import check_scripts, end_nodes, render_alls, write_scripts
 
-# Cut at its head convolutions; its export carries one head.
+# Its export carries one head.
 HEAD = DfcHead(
     "the YOLOv10 one-to-one head (one2one_cv2/one2one_cv3, DFL box maps; sigmoid and top-k on the host)", "YOLOv10"
 )

@@ -58,7 +58,7 @@ from harness.families.yolov5 import DESCRIPTOR
 from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.inputs.export_facts import ExportFacts
 
-# Cut at its head convolutions; its export carries one head.
+# Its export carries one head.
 HEAD = DfcHead(
     "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid and the YOLOv5 NMS "
     "op compiled in)",

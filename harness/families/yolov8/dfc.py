@@ -33,11 +33,7 @@ from harness.families.yolov8 import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.layer_names import is_layer_name
 
-# End nodes given for a YOLOv8/YOLO11 export are where it is cut (its decode tail finds its heads there); its
-# export carries one head.
-HEAD = DfcHead(
-    "the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)", "YOLOv8/YOLO11", cut_by_structure=False
-)
+HEAD = DfcHead("the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)", "YOLOv8/YOLO11")
 
 
 def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:

@@ -49,7 +49,7 @@ from harness.decode.layout import HeadOutput, Level, layout_of_export
 from harness.families.yolox import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-# Cut at its head convolutions; its export carries one head.
+# Its export carries one head.
 HEAD = DfcHead(
     "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and class maps and the "
     "YOLOX NMS op compiled in)",

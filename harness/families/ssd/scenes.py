@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.conformance import scenes as shared
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, candidate_agreement
 from harness.conformance.misreadings import (
     SSD_ANCHORS_WH_SWAPPED,
@@ -20,16 +21,7 @@ from harness.conformance.misreadings import (
     SSD_X_FIRST,
     ConfigMisreading,
 )
-from harness.conformance.scenes import (
-    Anchors,
-    Decoder,
-    Scene,
-    SceneRecipe,
-    as_output,
-    box_quant,
-    class_quant,
-    iou,
-)
+from harness.conformance.scenes import Anchors, Decoder, Scene, SceneRecipe
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
 from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
@@ -271,7 +263,7 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
         centre = (np.array([col + 0.5, row + 0.5]) / (w // s, h // s)) + t[[1, 0]] / ssd.centers_scale_factor * (wa, ha)
         size = np.exp(t[[3, 2]] / ssd.bbox_dimensions_scale_factor) * (wa, ha)
         box = np.concatenate([centre - size / 2, centre + size / 2]) * (w, h, w, h)
-        if (g, row, col, a) in taken or any(iou(box, other) > 0.05 for other in planted_boxes):
+        if (g, row, col, a) in taken or any(shared.iou(box, other) > 0.05 for other in planted_boxes):
             continue
         cls = int(rng.integers(recipe.classes))
         codes[g][row, col, a] = t[list(np.argsort(ssd.box_indices))]  # channel ssd.box_indices[k] holds t[k]
@@ -286,12 +278,12 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     seen: dict[tuple[int, HeadRole], np.ndarray] = {}  # the values a correct decoder reads
     for g in range(len(cells_px)):
         for role, value, order, quant in (
-            (HeadRole.ANCHOR_BOXES, codes[g], recipe.box_order, box_quant(recipe.format_type)),
-            (HeadRole.ANCHOR_CLASSES, scores[g], recipe.class_orders[g], class_quant(False, recipe.format_type)),
+            (HeadRole.ANCHOR_BOXES, codes[g], recipe.box_order, shared.box_quant(recipe.format_type)),
+            (HeadRole.ANCHOR_CLASSES, scores[g], recipe.class_orders[g], shared.class_quant(False, recipe.format_type)),
         ):
             name = f"{'box' if role is HeadRole.ANCHOR_BOXES else 'cls'}{g}"
             flat = value.astype(np.float32).reshape(*value.shape[:2], -1)
-            outputs[name], read, specs[name] = as_output(name, flat, order, quant, recipe.format_type)
+            outputs[name], read, specs[name] = shared.as_output(name, flat, order, quant, recipe.format_type)
             seen[g, role] = read.astype(np.float64).reshape(value.shape)
 
     expected_boxes, expected_scores, class_ids, planted_strides = [], [], [], []

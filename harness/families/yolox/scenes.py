@@ -8,21 +8,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from harness.conformance import scenes as shared
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
 from harness.conformance.misreadings import ConfigMisreading
-from harness.conformance.scenes import (
-    BACKGROUND_LOGIT,
-    Decoder,
-    Scene,
-    SceneRecipe,
-    as_output,
-    box_quant,
-    class_quant,
-    drawn_scores,
-    iou,
-    logit,
-    sigmoid,
-)
+from harness.conformance.scenes import Decoder, Scene, SceneRecipe
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
 from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
@@ -92,8 +81,8 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     h, w = recipe.input_hw
     strides = (8, 16, 32)
     boxes = [rng.normal(0, 1, (h // s, w // s, BOX_CHANNELS)) for s in strides]
-    objectness = [np.full((h // s, w // s, 1), BACKGROUND_LOGIT) for s in strides]
-    classes = [np.full((h // s, w // s, recipe.classes), BACKGROUND_LOGIT) for s in strides]
+    objectness = [np.full((h // s, w // s, 1), shared.BACKGROUND_LOGIT) for s in strides]
+    classes = [np.full((h // s, w // s, recipe.classes), shared.BACKGROUND_LOGIT) for s in strides]
     taken: set[tuple[int, int, int]] = set()
     planted: list[tuple[int, int, int, int]] = []  # grid index, row, col, class
     planted_boxes: list[np.ndarray] = []
@@ -106,12 +95,13 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
         t = np.concatenate([rng.uniform(0.1, 0.9, 2), np.log(rng.uniform(1.0, 6.0, 2))])
         centre, size = (t[:2] + np.array([col, row])) * s, np.exp(t[2:]) * s
         box = np.concatenate([centre - size / 2, centre + size / 2])
-        overlaps = decoy is None and any(iou(box, other) > 0.05 for other in planted_boxes)
+        overlaps = decoy is None and any(shared.iou(box, other) > 0.05 for other in planted_boxes)
         if (g, row, col) in taken or overlaps:
             continue
         cls = int(rng.integers(recipe.classes))
-        o, score = drawn_scores(rng, not planted, decoy)
-        boxes[g][row, col], objectness[g][row, col, 0], classes[g][row, col, cls] = t, logit(o), logit(score)
+        o, score = shared.drawn_scores(rng, not planted, decoy)
+        boxes[g][row, col] = t
+        objectness[g][row, col, 0], classes[g][row, col, cls] = shared.logit(o), shared.logit(score)
         taken.add((g, row, col))
         if decoy is None:
             planted.append((g, row, col, cls))
@@ -123,20 +113,20 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     specs = {}
     heads: list[HeadOutput] = []
     seen: dict[tuple[int, HeadRole], np.ndarray] = {}  # the values a correct decoder reads (probabilities)
-    score_quant = class_quant(recipe.logits, recipe.format_type)
+    score_quant = shared.class_quant(recipe.logits, recipe.format_type)
     for g in range(len(strides)):
         for role, value, order, quant in (
-            (HeadRole.BOX, boxes[g], recipe.box_order, box_quant(recipe.format_type)),
+            (HeadRole.BOX, boxes[g], recipe.box_order, shared.box_quant(recipe.format_type)),
             (HeadRole.OBJECTNESS, objectness[g], recipe.class_orders[g], score_quant),
             (HeadRole.CLASS, classes[g], recipe.class_orders[g], score_quant),
         ):
             name = f"{role.value}{g}"
             scored = role is not HeadRole.BOX
-            value = (value if recipe.logits or not scored else sigmoid(value)).astype(np.float32)
-            outputs[name], read, specs[name] = as_output(name, value, order, quant, recipe.format_type)
+            value = (value if recipe.logits or not scored else shared.sigmoid(value)).astype(np.float32)
+            outputs[name], read, specs[name] = shared.as_output(name, value, order, quant, recipe.format_type)
             heads.append(HeadOutput.of_spec(specs[name], role))
             read = read.astype(np.float64)
-            seen[g, role] = sigmoid(read) if recipe.logits and scored else read
+            seen[g, role] = shared.sigmoid(read) if recipe.logits and scored else read
 
     expected_boxes, scores, class_ids, planted_strides = [], [], [], []
     for g, row, col, cls in planted:

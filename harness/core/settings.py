@@ -155,12 +155,19 @@ class SsdConfigError(HarnessError):
 
 
 @dataclass(frozen=True)
-class DecodeConfig:
+class _Selection:
+    """What a selection of detections is held to, the leading fields of both :class:`DecodeConfig` and
+    :class:`EvalSettings` (in this order, with these defaults): the input size, the thresholds, the limits."""
+
     input_hw: tuple[int, int]
     score_threshold: float = defaults.SCORE_THRESHOLD
     iou_threshold: float = defaults.IOU_THRESHOLD
     max_per_class: int = defaults.MAX_PER_CLASS
     max_total: int = defaults.MAX_TOTAL
+
+
+@dataclass(frozen=True)
+class DecodeConfig(_Selection):
     mode: NmsMode = NmsMode.HAILORT
     multi_label: bool = True
     max_candidates: int = defaults.MAX_CANDIDATES
@@ -215,12 +222,7 @@ class SettingsMismatch(HarnessError):
 
 
 @dataclass(frozen=True)
-class EvalSettings:
-    input_hw: tuple[int, int]
-    score_threshold: float = defaults.SCORE_THRESHOLD
-    iou_threshold: float = defaults.IOU_THRESHOLD
-    max_per_class: int = defaults.MAX_PER_CLASS
-    max_total: int = defaults.MAX_TOTAL
+class EvalSettings(_Selection):
     nms_mode: NmsMode = NmsMode.HAILORT
     preprocess: Preprocess = Preprocess.LETTERBOX
     # dataset class id -> model class id, by name (see harness.inputs.dataset.class_map)

@@ -10,7 +10,7 @@ import enum
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from harness.core import defaults
@@ -165,6 +165,10 @@ class _Selection:
     max_per_class: int = defaults.MAX_PER_CLASS
     max_total: int = defaults.MAX_TOTAL
 
+    def _selection(self) -> dict[str, Any]:
+        """These fields by name: what a :class:`DecodeConfig` takes of an :class:`EvalSettings` as it is."""
+        return {f.name: getattr(self, f.name) for f in fields(_Selection)}
+
 
 @dataclass(frozen=True)
 class DecodeConfig(_Selection):
@@ -238,11 +242,7 @@ class EvalSettings(_Selection):
         """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads;
         ``ssd``, an SSD head's anchors and box coding (its config file, ``--ssd-config``)."""
         return DecodeConfig(
-            input_hw=self.input_hw,
-            score_threshold=self.score_threshold,
-            iou_threshold=self.iou_threshold,
-            max_per_class=self.max_per_class,
-            max_total=self.max_total,
+            **self._selection(),
             mode=self.nms_mode,
             classes_are_probabilities=classes_are_probabilities,
             anchors=anchors,

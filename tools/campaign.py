@@ -777,6 +777,7 @@ MODULES: dict[str, str] = {
     "shared_cache": "campaign_cache",
     "gates": "campaign_gates",
     "calibration": "campaign_calibration",
+    "compile": "campaign_compile",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     values = vars(args)
     facts = model_facts(onnx_of(values), args.cache, ssd=args.ssd_config)  # the head family, before any work
     family = facts.family or facts.require_heads()[0]
-    own = modes_for(family)
+    own = modes_for(family, args.bbox_only)
     foreign = [name for name in args.mode or () if by_name[name] not in own]
     if foreign:
         raise HarnessError(
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         golden_root=args.golden,
         settings=settings_spec(values),
         log=_stderr,
+        bbox_only=args.bbox_only,
     )
     table = run_doctor(bench, modes, log=_stderr)
     print(json.dumps(table_dict(table), indent=2) if args.json else "\n".join(table_lines(table)))

@@ -24,13 +24,6 @@ _NOMINAL_CLASS = QuantInfo(0.0, 1 / 255, 0.0, 1.0)
 _INPUT_QUANT = QuantInfo(0.0, 1.0, 0.0, 255.0)
 
 
-def describable(facts: ExportFacts) -> bool:
-    """Whether :func:`hef_description` can describe a HEF of ``facts``' heads: a family whose HEF HailoRT decodes
-    with an NMS op whose every field the export gives (an SSD op's anchors and box coding are its config's)."""
-    family = facts.family
-    return family is not None and bool(descriptor(family).nms_op) and not descriptor(family).config_option
-
-
 def _decoder(net: str, level: Level) -> BboxDecoder:
     """A level's decoder as HailoRT's NMS op holds it: its stride, the streams of its boxes and class scores
     (one anchored stream for both, its anchors in whole pixels: hailort: hailort/libhailort/hef.proto,
@@ -50,8 +43,8 @@ def hef_description(onnx: Path, facts: ExportFacts, settings: EvalSettings, hef:
     as the HEF reader gives it: the emulated HEF's heads and quant infos, or, without one, the export's
     heads with nominal quant infos (score outputs post-sigmoid in [0, 1]). NMS settings are the
     evaluation's; a YOLOv5 op's anchors the export's. Stream, op and field names follow a real NMS HEF's
-    metadata (hailort: hailort/libhailort/hef.proto, ProtoHEFNmsOp / ProtoHEFYoloBboxDecoder). Only for a
-    family :func:`describable` says."""
+    metadata (hailort: hailort/libhailort/hef.proto, ProtoHEFNmsOp / ProtoHEFYoloBboxDecoder). Not for an SSD
+    op, whose anchors and box coding are its config's."""
     family, heads = facts.require_heads()
     layout = layout_of_tensors(heads, facts.input_hw)
     in_h, in_w = facts.input_hw

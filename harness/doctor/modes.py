@@ -52,6 +52,9 @@ WRONG_NMS_SCORE_THRESHOLD = 0.25
 REFUSALS: tuple[Refusal, ...] = (
     Refusal("class_names_reordered", DatasetError, "the same names in another order"),
     Refusal("not_raw_heads", HeadPairingError, "is not a raw head map"),
+    # a raw-head pairing refused over the one output HailoRT names after its NMS op, ``<op>_nms_postprocess``
+    # (hailort: libhailort/src/hef/hef.cpp, ``op_proto.output_pads()[0].name()``): its bbox-only buffer
+    Refusal("not_raw_heads", HeadPairingError, "_nms_postprocess' ("),
     Refusal("no_dfl_box_head", HeadPairingError, "expected exactly one with 4 * reg_max channels"),
 )
 
@@ -202,8 +205,8 @@ def _dfl_box_maps(s: Subject) -> bool:
 
 
 def _described_nms_op(s: Subject) -> bool:
-    """An NMS op (not bbox-only) whose every field the export gives (:func:`~harness.doctor.description.describable`:
-    an SSD op's anchors and box coding are its config's)."""
+    """An NMS op (not bbox-only) whose every field the export gives (an SSD op's anchors and box coding are its
+    config's), as :func:`~harness.doctor.description.hef_description` describes it."""
     return s.nms_buffer and not s.family.config_option
 
 
@@ -261,7 +264,7 @@ MODES: tuple[Mode, ...] = (
     Mode(
         "raw_decoder_on_nms_buffer",
         "the raw-head decoder run over a HAILO_NMS_BY_CLASS buffer",
-        "the harness' raw-heads path over the emulated NMS HEF's one output",
+        "the harness' raw-heads path over the emulated NMS (or bbox-only) HEF's one output",
         "not_raw_heads",
         _raw_decoder_on_nms_buffer,
         needs_emulator=True,
@@ -425,7 +428,7 @@ def modes_for(family: HeadFamily, bbox_only: bool = False) -> tuple[Mode, ...]:
 
 def static_checks_control(family: HeadFamily, bbox_only: bool = False) -> bool:
     """Whether the static checks of the family's clean HEF description are a clean control: its HEF has an NMS
-    op the description can give (:func:`~harness.doctor.description.describable`)."""
+    op the description can give (:func:`~harness.doctor.description.hef_description`)."""
     return _described_nms_op(Subject(descriptor(family), bbox_only))
 
 

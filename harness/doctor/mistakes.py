@@ -18,13 +18,13 @@ from harness.core.detections import (
     xyxy_pixels_to_yxyx_normalized,
     yxyx_normalized_to_xyxy_pixels,
 )
-from harness.core.head_family import HeadFamily
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.bbox_only import decode_bbox_only
 from harness.decode.dfl import pair_heads, passing
 from harness.decode.heads import Decode, decoder, family_anchors, head_layout
-from harness.decode.maps import host_array, to_float
+from harness.decode.maps import host_array, sigmoid, to_float
 from harness.decode.nms import above, greedy_per_class
 from harness.families.yolo26.decode import layout as yolo26_layout
 from harness.families.yolo26.one2many.decode import decode as decode_one2many
@@ -33,14 +33,26 @@ from harness.formats.bbox_only import read_bbox_only
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 from harness.inputs.preprocess import geometry
 
+# the outputs holding scores a HEF compiles the activation into: class maps, objectness maps, YOLOv5's anchored
+# maps whole (the DFC's change_output_activation on them), an SSD layer's class maps
+_SCORE_ROLES = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED, HeadRole.ANCHOR_CLASSES)
+
 
 def sigmoid_on_probabilities_of(family: HeadFamily) -> Decode:
-    """A host decoder of ``family``'s raw heads that puts every score output (class maps, and objectness
-    where the family has it) through a sigmoid, whatever it already holds."""
+    """A host decoder of ``family``'s raw heads that puts every score output (class maps, objectness maps, an
+    anchored map whole) through a sigmoid, whatever it already holds, then decodes them as they then are."""
     family_decode = decoder(family)
 
     def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
-        return family_decode(outputs, specs, replace(config, classes_are_probabilities=False))
+        fixed, fixed_specs = dict(outputs), dict(specs)
+        layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
+        for output in layout.outputs:
+            if output.role in _SCORE_ROLES:
+                spec = output.host_spec
+                values = sigmoid(to_float(host_array(outputs, spec), spec))
+                fixed[spec.name] = values.reshape(spec.shape).astype(np.float32)
+                fixed_specs[spec.name] = replace(spec, format_type=FormatType.FLOAT32, quant=())
+        return family_decode(fixed, fixed_specs, config)
 
     host.__name__ = f"sigmoid_on_probabilities({family.value})"  # its own prediction cache entry
     return host

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from harness.core.errors import HarnessError
 from harness.doctor.bench import Bench
+from harness.families.descriptor import FamilyDescriptor
 from harness.inputs.dataset import Dataset
 from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import DetectionPath
@@ -29,13 +30,31 @@ Inject = Callable[[Bench, ExitStack], Injected]
 
 
 @dataclass(frozen=True)
+class Subject:
+    """What a mode is offered to: the head family's facts, and whether its Hailo path is a bbox-only HEF
+    (HailoRT's NMS op compiled ``bbox_decoding_only``: one buffer of every proposal, the NMS left to the host)."""
+
+    family: FamilyDescriptor
+    bbox_only: bool = False
+
+    @property
+    def nms_buffer(self) -> bool:
+        """The HEF's one output is its NMS op's buffer (by class), not raw heads or a bbox-only buffer."""
+        return bool(self.family.nms_op) and not self.bbox_only
+
+
+Offered = Callable[[Subject], bool]
+
+
+@dataclass(frozen=True)
 class Mode:
     """One failure mode. ``expected``: the diagnosis that must name it, a rule of
     :data:`harness.verdict.diagnosis.RULES`, a static check of :mod:`harness.verdict.hef_checks` or a refusal of
     :data:`harness.doctor.modes.REFUSALS`; ``detail`` a word the top finding's text must contain as well. ``gap``,
     when set, says why no gate can catch the mode (it is still injected and diagnosed). ``every_family``: the users
-    of every head family make it; else the families whose ``modes`` part offers it (a shared mode it names, or
-    one of its own)."""
+    of every head family make it; else ``offered``, where given, says to which :class:`Subject` (from its family's
+    facts: the HEF has the output the mistake misreads), and a family's ``modes`` part may name it too (a shared
+    mode) or hold it (one of its own)."""
 
     name: str
     mistake: str
@@ -47,6 +66,7 @@ class Mode:
     detail: str = ""
     gap: str = ""
     every_family: bool = False
+    offered: Offered | None = None
 
 
 @dataclass(frozen=True)

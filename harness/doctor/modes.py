@@ -15,7 +15,7 @@ from harness.backends.base import Runner
 from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import Preprocess
-from harness.decode.layout import DEFAULT_BOX_CHANNELS
+from harness.decode.heads import decoder, head_layout
 from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
 from harness.doctor.description import with_nms
@@ -23,18 +23,19 @@ from harness.doctor.mistakes import (
     BOX_RANGE,
     SCORE_SHIFT,
     box_range_collapsed,
-    fcr_read_channel_first,
+    fcr_read_channel_first_of,
+    host_nms_left_out,
+    host_nms_run_twice,
     normalised_again,
-    paired_by_listing_order,
+    paired_by_listing_order_of,
     records_read_x_first,
     reversed_channels,
     scores_shifted,
-    sigmoid_on_probabilities,
+    sigmoid_on_probabilities_of,
     sigmoid_on_scores,
 )
-from harness.doctor.mode import Injected, Mode, Refusal
-from harness.families import REGISTERED, part
-from harness.families.yolov8.decode import decode
+from harness.doctor.mode import Injected, Mode, Refusal, Subject
+from harness.families import REGISTERED, descriptor, part
 from harness.inputs.dataset import DatasetError
 from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
@@ -51,6 +52,9 @@ WRONG_NMS_SCORE_THRESHOLD = 0.25
 REFUSALS: tuple[Refusal, ...] = (
     Refusal("class_names_reordered", DatasetError, "the same names in another order"),
     Refusal("not_raw_heads", HeadPairingError, "is not a raw head map"),
+    # a raw-head pairing refused over the one output HailoRT names after its NMS op, ``<op>_nms_postprocess``
+    # (hailort: libhailort/src/hef/hef.cpp, ``op_proto.output_pads()[0].name()``): its bbox-only buffer
+    Refusal("not_raw_heads", HeadPairingError, "_nms_postprocess' ("),
     Refusal("no_dfl_box_head", HeadPairingError, "expected exactly one with 4 * reg_max channels"),
 )
 
@@ -64,7 +68,7 @@ def _nms_without_sigmoid(bench: Bench, stack: ExitStack) -> Injected:
 
 
 def _host_sigmoid_on_probabilities(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, sigmoid_on_probabilities))
+    return Injected(bench.raw_path(stack, sigmoid_on_probabilities_of(bench.run.family)))
 
 
 def _host_sigmoid_on_nms_scores(bench: Bench, stack: ExitStack) -> Injected:
@@ -77,8 +81,9 @@ def _scores_shifted(bench: Bench, stack: ExitStack) -> Injected:
 
 
 def _raw_decoder_on_nms_buffer(bench: Bench, stack: ExitStack) -> Injected:
-    # the harness's own raw-head decoder over the NMS HEF's one output, as the field's host code kept its raw decoder
-    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=decode)))
+    # the harness's own raw-head decoder of the family over the NMS (or bbox-only) HEF's one output, as the
+    # field's host code kept its raw decoder
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=decoder(bench.run.family))))
 
 
 def _records_x_first(bench: Bench, stack: ExitStack) -> Injected:
@@ -99,22 +104,33 @@ def _resize_not_letterbox(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.subject_path(stack, replace(bench.settings, preprocess=other)))
 
 
-def _classes_listed_smallest_grid_first(runner: Runner) -> list[str]:
+def _classes_listed_smallest_grid_first(runner: Runner, bench: Bench) -> list[str]:
+    """The runner's outputs listed as a HEF may list them: box maps (and objectness maps) as they come, then
+    the class maps, smallest grid first (the family's layout tells which is which)."""
     specs = runner.output_specs
-    boxes = [n for n, s in specs.items() if s.channels == DEFAULT_BOX_CHANNELS]
-    classes = sorted((n for n in specs if n not in boxes), key=lambda n: specs[n].grid[0] * specs[n].grid[1])
-    return [*boxes, *classes]
+    layout = head_layout(bench.run.family, specs, bench.settings.input_hw)
+    classes = {level.class_name for level in layout.levels}
+    others = [n for n in specs if n not in classes]
+    return [*others, *sorted(classes, key=lambda n: specs[n].grid[0] * specs[n].grid[1])]
 
 
 def _heads_paired_across_grids(bench: Bench, stack: ExitStack) -> Injected:
-    spec = bench.raw_spec(paired_by_listing_order)
+    spec = bench.raw_spec(paired_by_listing_order_of(bench.run.family))
     opened = stack.enter_context(open_runner(spec, bench.run))
-    listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner))
+    listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner, bench))
     return Injected(path_over(replace(opened, runner=listed), spec, bench.run))
 
 
 def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, fcr_read_channel_first))
+    return Injected(bench.raw_path(stack, fcr_read_channel_first_of(bench.run.family)))
+
+
+def _host_nms_left_out(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=host_nms_left_out(bench.run.family))))
+
+
+def _host_nms_run_twice(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=host_nms_run_twice(bench.run.family))))
 
 
 def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
@@ -153,6 +169,55 @@ def _nms_score_threshold_differs(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(description=with_nms(bench.description, score_threshold=WRONG_NMS_SCORE_THRESHOLD))
 
 
+# Which subjects a shared mode is offered to: its HEF has the output the mistake misreads (the family's facts:
+# harness.families.descriptor).
+
+
+def _nms_op_with_sigmoid(s: Subject) -> bool:
+    """An NMS op (or its bbox-only form) that reads the class sigmoid compiled into the HEF."""
+    return bool(s.family.nms_op) and s.family.sigmoid_compiled
+
+
+def _raw_probabilities(s: Subject) -> bool:
+    """Raw head maps that hold probabilities (the sigmoid compiled in), which a host decoder reads."""
+    return s.family.sigmoid_compiled
+
+
+def _nms_op(s: Subject) -> bool:
+    """One output of HailoRT's NMS op (by class, or its bbox-only buffer), not raw heads."""
+    return bool(s.family.nms_op)
+
+
+def _nms_buffer(s: Subject) -> bool:
+    """HailoRT's NMS_BY_CLASS buffer: records of y_min, x_min, y_max, x_max, score."""
+    return s.nms_buffer
+
+
+def _separate_box_and_class_maps(s: Subject) -> bool:
+    """Raw heads with a box map and a class map of their own per grid, which a host pairs (not one anchored map
+    per stride, not an SSD layer's maps per anchor)."""
+    return not s.family.anchored
+
+
+def _dfl_box_maps(s: Subject) -> bool:
+    """Raw DFL box maps (4 x reg_max bins) beside an NMS op, as the DFC quantizes them."""
+    return s.family.dfl_boxes and bool(s.family.nms_op)
+
+
+def _described_nms_op(s: Subject) -> bool:
+    """An NMS op (not bbox-only) whose every field the export gives (an SSD op's anchors and box coding are its
+    config's), as :func:`~harness.doctor.description.hef_description` describes it."""
+    return s.nms_buffer and not s.family.config_option
+
+
+def _described_dfl_nms_op(s: Subject) -> bool:
+    return _described_nms_op(s) and s.family.dfl_boxes
+
+
+def _bbox_only(s: Subject) -> bool:
+    return s.bbox_only
+
+
 MODES: tuple[Mode, ...] = (
     Mode(
         "calibration_off_domain",
@@ -170,6 +235,7 @@ MODES: tuple[Mode, ...] = (
         "sigmoid_missing",
         _nms_without_sigmoid,
         needs_emulator=True,
+        offered=_nms_op_with_sigmoid,
     ),
     Mode(
         "host_sigmoid_on_probabilities",
@@ -177,6 +243,7 @@ MODES: tuple[Mode, ...] = (
         "host decoder forcing a sigmoid over the raw-output HEF's post-sigmoid class heads",
         "sigmoid_applied_twice",
         _host_sigmoid_on_probabilities,
+        offered=_raw_probabilities,
     ),
     Mode(
         "host_sigmoid_on_nms_scores",
@@ -197,10 +264,11 @@ MODES: tuple[Mode, ...] = (
     Mode(
         "raw_decoder_on_nms_buffer",
         "the raw-head decoder run over a HAILO_NMS_BY_CLASS buffer",
-        "the harness' raw-heads path over the emulated NMS HEF's one output",
+        "the harness' raw-heads path over the emulated NMS (or bbox-only) HEF's one output",
         "not_raw_heads",
         _raw_decoder_on_nms_buffer,
         needs_emulator=True,
+        offered=_nms_op,
     ),
     Mode(
         "nms_records_read_x_first",
@@ -208,6 +276,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper re-reading each box as an x-first record in the model input",
         "yx_swapped",
         _records_x_first,
+        offered=_nms_buffer,
     ),
     Mode(
         "input_normalised_twice",
@@ -240,6 +309,7 @@ MODES: tuple[Mode, ...] = (
         "host decoder pairing heads in listing order, outputs listed class heads smallest grid first",
         "heads_paired_across_grids",
         _heads_paired_across_grids,
+        offered=_separate_box_and_class_maps,
     ),
     Mode(
         "fcr_read_channel_first",
@@ -247,6 +317,7 @@ MODES: tuple[Mode, ...] = (
         "host decoder reshaping FCR outputs as [C, H, W]",
         "fcr_read_channel_first",
         _fcr_read_channel_first,
+        every_family=True,
     ),
     Mode(
         "box_range_collapsed",
@@ -255,6 +326,7 @@ MODES: tuple[Mode, ...] = (
         "box_regression_collapse",
         _box_range_collapsed,
         needs_emulator=True,
+        offered=_dfl_box_maps,
     ),
     Mode(
         "class_names_swapped",
@@ -280,6 +352,7 @@ MODES: tuple[Mode, ...] = (
         f"HEF description with the NMS op's classes set to the template's {NMS_TEMPLATE_CLASSES}",
         "nms_classes_vs_onnx",
         _nms_classes_wrong,
+        offered=_described_nms_op,
     ),
     Mode(
         "nms_regression_length_wrong",
@@ -287,6 +360,7 @@ MODES: tuple[Mode, ...] = (
         f"HEF description with the NMS op's regression_length {WRONG_REGRESSION_LENGTH}",
         "regression_length",
         _nms_regression_length_wrong,
+        offered=_described_dfl_nms_op,
     ),
     Mode(
         "nms_score_threshold_differs",
@@ -294,6 +368,27 @@ MODES: tuple[Mode, ...] = (
         f"HEF description with the NMS op's score_threshold {WRONG_NMS_SCORE_THRESHOLD}",
         "score_threshold",
         _nms_score_threshold_differs,
+        offered=_described_nms_op,
+    ),
+    Mode(
+        "host_nms_left_out",
+        "a bbox-only HEF's buffer read without the host's NMS (the device runs none)",
+        "host reading the bbox-only buffer, each proposal's best class at or above the threshold kept, no NMS",
+        "host_nms_missing",
+        _host_nms_left_out,
+        needs_emulator=True,
+        offered=_bbox_only,
+    ),
+    Mode(
+        "host_nms_run_twice",
+        "the host's NMS run twice over a bbox-only HEF's buffer (a library's, then the user's own)",
+        "host running the NMS over the bbox-only buffer, then again per class at the same IoU threshold",
+        "none",
+        _host_nms_run_twice,
+        needs_emulator=True,
+        gap="a greedy NMS per class at one IoU threshold leaves no two boxes of a class above it, so a second pass "
+        "keeps every box: the detections are the clean run's, and no gate can fail (nor should it)",
+        offered=_bbox_only,
     ),
 )
 
@@ -302,16 +397,12 @@ class FamilyModes(Protocol):
     """A head family's ``modes`` part: the same functions in every family's module."""
 
     def doctor_modes(self) -> tuple[str, ...]:
-        """The names of the shared modes (:data:`MODES`) a user of the family's heads meets beyond every family's."""
+        """The names of shared modes (:data:`MODES`) a user of the family's heads meets beyond those its facts
+        offer it."""
         ...
 
     def own_modes(self) -> tuple[Mode, ...]:
         """The modes only a user of the family's heads meets, with their injections."""
-        ...
-
-    def static_checks_control(self) -> bool:
-        """Whether the static HEF checks of the family's clean HEF description are a clean control (they
-        describe a YOLOv8 NMS HEF)."""
         ...
 
 
@@ -320,11 +411,25 @@ def family_modes(family: HeadFamily) -> FamilyModes:
     return cast(FamilyModes, part(family, "modes"))
 
 
-def modes_for(family: HeadFamily) -> tuple[Mode, ...]:
-    """The modes a user of ``family``'s heads can meet: the shared ones every family meets or its ``modes`` part
-    names (YOLOv8's NMS-op modes are not YOLO26's), in the order of :data:`MODES`, then its own."""
+def offered(mode: Mode, subject: Subject) -> bool:
+    """Whether ``mode`` is offered to ``subject``: every family's, or its predicate holds of it."""
+    return mode.every_family or (mode.offered is not None and mode.offered(subject))
+
+
+def modes_for(family: HeadFamily, bbox_only: bool = False) -> tuple[Mode, ...]:
+    """The modes a user of ``family``'s heads can meet (its Hailo path a bbox-only HEF where ``bbox_only``): the
+    shared ones offered to it (:func:`offered`) or its ``modes`` part names, in the order of :data:`MODES`, then its
+    own (an own mode with a predicate only where it holds)."""
+    subject = Subject(descriptor(family), bbox_only)
     named = family_modes(family).doctor_modes()
-    return (*(m for m in MODES if m.every_family or m.name in named), *family_modes(family).own_modes())
+    own = (m for m in family_modes(family).own_modes() if m.offered is None or m.offered(subject))
+    return (*(m for m in MODES if offered(m, subject) or m.name in named), *own)
+
+
+def static_checks_control(family: HeadFamily, bbox_only: bool = False) -> bool:
+    """Whether the static checks of the family's clean HEF description are a clean control: its HEF has an NMS
+    op the description can give (:func:`~harness.doctor.description.hef_description`)."""
+    return _described_nms_op(Subject(descriptor(family), bbox_only))
 
 
 def modes_by_name() -> Mapping[str, Mode]:

@@ -260,6 +260,23 @@ RULES: tuple[Rule, ...] = (
         "head only",
     ),
     Rule(
+        name="host_nms_missing",
+        # hailort: libhailort/src/net_flow/ops/yolov8_bbox_only_post_process.hpp and
+        # yolov5_bbox_only_post_process.hpp (every proposal written, no threshold and no NMS: the host's)
+        cause="{path} returns {boxes} where {reference_path} returns {reference_boxes}, and after an NMS per class "
+        "most of its boxes are the reference's ({path_nms_matched_share:.0%} matched, against "
+        "{matched_share:.0%} without): no NMS ran over its proposals, as when a bbox-only HEF's buffer (every "
+        "proposal, the NMS left to the host) is read without the host's NMS",
+        needs=("path_nms_matched_share", "matched_share", "n_boxes", "reference_n_boxes", "reference_path"),
+        holds=lambda e: (
+            e.reference_n_boxes >= MIN_BOXES
+            and e.n_boxes >= 2 * e.reference_n_boxes
+            and e.path_nms_matched_share >= max(0.5, 2 * e.matched_share)
+        ),
+        fix="run the NMS over a bbox-only HEF's proposals on the host (per class, at the run's IoU threshold: "
+        "harness.decode.bbox_only.decode_bbox_only does), or compile the NMS op in full",
+    ),
+    Rule(
         name="box_distances_read_as_dfl",
         # ultralytics: ultralytics/nn/modules/head.py (``Detect``: reg_max 1 makes ``dfl`` an identity; the
         # 4 box channels are the distances); ultralytics/nn/modules/block.py (``DFL``: softmax, then the
@@ -512,6 +529,7 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",
     "nms_matched_share": "matched share after an NMS over the reference",
+    "path_nms_matched_share": "matched share after an NMS over the path",
     "shifted_matched_share": "matched share with the reference's scores shifted by the drift",
     "reproduction_frames": "frames run again",
     "differing_frames": "frames differing from the reference decoder",

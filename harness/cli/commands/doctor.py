@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.doctor.modes import modes_by_name, modes_for
     from harness.doctor.render import table_dict, table_lines
     from harness.doctor.table import run_doctor
+    from harness.families import REGISTERED, descriptor
     from harness.pipeline.factory import model_facts
 
     if args.require_signed:
@@ -41,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
     values = vars(args)
     facts = model_facts(onnx_of(values), args.cache, ssd=args.ssd_config)  # the head family, before any work
     family = facts.family or facts.require_heads()[0]
-    own = modes_for(family)
+    if args.bbox_only and not descriptor(family).bbox_only_op:
+        raise HarnessError(
+            f"--bbox-only: HailoRT has no bbox-only op for {descriptor(family).display} heads (it has one for "
+            f"{', '.join(d.display for d in REGISTERED if d.bbox_only_op)}); leave the option out"
+        )
+    own = modes_for(family, args.bbox_only)
     foreign = [name for name in args.mode or () if by_name[name] not in own]
     if foreign:
         raise HarnessError(
@@ -60,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         golden_root=args.golden,
         settings=settings_spec(values),
         log=_stderr,
+        bbox_only=args.bbox_only,
     )
     table = run_doctor(bench, modes, log=_stderr)
     print(json.dumps(table_dict(table), indent=2) if args.json else "\n".join(table_lines(table)))

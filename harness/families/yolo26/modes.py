@@ -16,10 +16,6 @@ def doctor_modes() -> tuple[str, ...]:
     return ()
 
 
-def static_checks_control() -> bool:
-    return False
-
-
 def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, sixteen_bit_read_as_eight(decoder(bench.run.family))))
 

@@ -10,9 +10,5 @@ def doctor_modes() -> tuple[str, ...]:
     return ()
 
 
-def static_checks_control() -> bool:
-    return False
-
-
 def own_modes() -> tuple[Mode, ...]:
     return ()

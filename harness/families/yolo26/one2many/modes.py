@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from harness.doctor.mode import Mode
-from harness.families.yolo26.modes import YOLO26_MODES, doctor_modes, static_checks_control
+from harness.families.yolo26.modes import YOLO26_MODES, doctor_modes
 
-__all__ = ["doctor_modes", "own_modes", "static_checks_control"]
+__all__ = ["doctor_modes", "own_modes"]
 
 
 def own_modes() -> tuple[Mode, ...]:

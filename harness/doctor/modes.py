@@ -396,9 +396,9 @@ MODES: tuple[Mode, ...] = (
 class FamilyModes(Protocol):
     """A head family's ``modes`` part: the same functions in every family's module."""
 
-    def doctor_modes(self) -> tuple[str, ...]:
-        """The names of shared modes (:data:`MODES`) a user of the family's heads meets beyond those its facts
-        offer it."""
+    def shared_gaps(self) -> Mapping[str, str]:
+        """Why no gate can catch a shared mode offered to the family (by the mode's name), where none can on
+        its heads."""
         ...
 
     def own_modes(self) -> tuple[Mode, ...]:
@@ -418,12 +418,14 @@ def offered(mode: Mode, subject: Subject) -> bool:
 
 def modes_for(family: HeadFamily, bbox_only: bool = False) -> tuple[Mode, ...]:
     """The modes a user of ``family``'s heads can meet (its Hailo path a bbox-only HEF where ``bbox_only``): the
-    shared ones offered to it (:func:`offered`) or its ``modes`` part names, in the order of :data:`MODES`, then its
-    own (an own mode with a predicate only where it holds)."""
+    shared ones offered to it (:func:`offered`), in the order of :data:`MODES`, each with the gap its ``modes`` part
+    states for it where it states one, then its own (an own mode with a predicate only where it holds)."""
     subject = Subject(descriptor(family), bbox_only)
-    named = family_modes(family).doctor_modes()
-    own = (m for m in family_modes(family).own_modes() if m.offered is None or m.offered(subject))
-    return (*(m for m in MODES if offered(m, subject) or m.name in named), *own)
+    its = family_modes(family)
+    gaps = its.shared_gaps()
+    shared = (replace(m, gap=gaps[m.name]) if m.name in gaps else m for m in MODES if offered(m, subject))
+    own = (m for m in its.own_modes() if m.offered is None or m.offered(subject))
+    return (*shared, *own)
 
 
 def static_checks_control(family: HeadFamily, bbox_only: bool = False) -> bool:

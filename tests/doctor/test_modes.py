@@ -97,11 +97,12 @@ def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
     assert len(MODES_BY_NAME) >= len(MODES) >= 12
 
 
-def test_every_mode_a_family_s_modes_part_names_is_a_mode_not_every_family_s_already():
+def test_a_gap_a_family_states_is_for_a_shared_mode_offered_to_it_and_replaces_the_mode_s_own():
     for family in HeadFamily:
-        own = family_modes(family).doctor_modes()
-        assert set(own) <= set(MODES_BY_NAME), family
-        assert not any(MODES_BY_NAME[name].every_family for name in own), family
+        gaps = family_modes(family).shared_gaps()
+        offered = {m.name: m for m in modes_for(family)}
+        assert set(gaps) <= {m.name for m in MODES} & set(offered), family
+        assert all(offered[name].gap == why != "" for name, why in gaps.items()), family
 
 
 def test_a_family_s_own_modes_are_its_alone_and_no_two_modes_share_a_name():

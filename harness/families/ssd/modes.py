@@ -23,12 +23,14 @@ from harness.doctor.mode import Inject, Injected, Mode
 from harness.families.ssd.decode import BOX_CHANNELS, decode, layout, ssd_config
 
 
-def doctor_modes() -> tuple[str, ...]:
-    return ()
-
-
-def static_checks_control() -> bool:
-    return False
+def shared_gaps() -> Mapping[str, str]:
+    # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp (``extract_bbox_classes``: each anchor's class
+    # values, the background's among them, read from one class map, one quant info per map)
+    return {
+        "calibration_off_domain": "an SSD class map holds each anchor's background value beside its classes, near 1 "
+        "on every anchor of any image, so calibrating on frames without the classes still spans the scores: "
+        "nothing is capped and the detections barely move",
+    }
 
 
 def box_coding_x_first(

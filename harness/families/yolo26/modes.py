@@ -3,6 +3,7 @@ its 16-bit outputs and its box heads of 4 distances misread."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import ExitStack
 
 from harness.decode.heads import decoder
@@ -12,8 +13,8 @@ from harness.doctor.mode import Injected, Mode
 from harness.families.yolov8.decode import decode as yolov8_decode
 
 
-def doctor_modes() -> tuple[str, ...]:
-    return ()
+def shared_gaps() -> Mapping[str, str]:
+    return {}
 
 
 def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:

@@ -30,8 +30,8 @@ YOLOV7_DEFAULT_ANCHORS: Anchors = (
 )
 
 
-def doctor_modes() -> tuple[str, ...]:
-    return ()
+def shared_gaps() -> Mapping[str, str]:
+    return {}
 
 
 def _whole(anchors: Anchors) -> tuple[tuple[tuple[float, float], ...], ...]:

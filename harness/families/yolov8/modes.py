@@ -3,11 +3,13 @@ offered by the family's facts: its NMS op, its sigmoid compiled in, its DFL box 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from harness.doctor.mode import Mode
 
 
-def doctor_modes() -> tuple[str, ...]:
-    return ()
+def shared_gaps() -> Mapping[str, str]:
+    return {}
 
 
 def own_modes() -> tuple[Mode, ...]:

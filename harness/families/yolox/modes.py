@@ -22,12 +22,8 @@ from harness.doctor.mode import Injected, Mode
 from harness.families.yolox.decode import decode, layout
 
 
-def doctor_modes() -> tuple[str, ...]:
-    return ()
-
-
-def static_checks_control() -> bool:
-    return False
+def shared_gaps() -> Mapping[str, str]:
+    return {}
 
 
 def _values(outputs: Mapping[str, np.ndarray], spec: OutputSpec) -> np.ndarray:

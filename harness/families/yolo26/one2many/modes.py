@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from harness.doctor.mode import Mode
-from harness.families.yolo26.modes import YOLO26_MODES, doctor_modes
+from harness.families.yolo26.modes import YOLO26_MODES, shared_gaps
 
-__all__ = ["doctor_modes", "own_modes"]
+__all__ = ["own_modes", "shared_gaps"]
 
 
 def own_modes() -> tuple[Mode, ...]:

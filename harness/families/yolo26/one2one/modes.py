@@ -10,9 +10,9 @@ from harness.core.settings import NmsMode
 from harness.doctor.bench import Bench
 from harness.doctor.mistakes import one2one_with_nms, one_class_per_anchor
 from harness.doctor.mode import Injected, Mode
-from harness.families.yolo26.modes import YOLO26_MODES, doctor_modes
+from harness.families.yolo26.modes import YOLO26_MODES, shared_gaps
 
-__all__ = ["doctor_modes", "own_modes"]
+__all__ = ["own_modes", "shared_gaps"]
 
 ONE2MANY_IOU = 0.45  # a YOLOv8 pipeline's host NMS: Ultralytics' (best class per anchor) at this IoU
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Literal
 
 from harness.core import defaults
+from harness.core.errors import HarnessError
 from harness.core.settings import SettingsMismatch
+from harness.verdict.agreement_floor import derived_floor
 from harness.verdict.diagnosis import Finding, diagnose
 from harness.verdict.diagnosis_evidence import collect_evidence, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
@@ -27,9 +29,9 @@ from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-# The agreement gate's floor and score drift limit where its baseline blessed no agreement (none yet,
-# a schema 1 baseline): a blessed one holds the path to its own, less the baseline's tolerances.
-AGREEMENT_FLOOR = 0.8
+# The agreement gate's score drift limit where its baseline blessed no agreement (none yet, a schema 1
+# baseline); its floor then is derived from the two paths (harness.verdict.agreement_floor). A blessed
+# agreement holds the path to its own, less the baseline's tolerances.
 # Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
 # drifts 0.025; a score cap or a host-side sigmoid over final scores moves it by 0.2 to 0.3.
 SCORE_DRIFT_LIMIT = 0.1
@@ -185,16 +187,30 @@ class AgreementLimits:
     source: str
 
 
-def agreement_limits(golden: Golden | None) -> AgreementLimits:
-    """The blessed agreement less the baseline's tolerances; the defaults (:data:`AGREEMENT_FLOOR`,
-    :data:`SCORE_DRIFT_LIMIT`) where none was blessed."""
+def agreement_limits(
+    golden: Golden | None, reference: PathResult | None = None, candidate: PathResult | None = None
+) -> AgreementLimits:
+    """The blessed agreement less the baseline's tolerances; where none was blessed, the floor derived
+    from ``reference`` and ``candidate`` on the same images (:func:`~harness.verdict.agreement_floor.derived_floor`:
+    the boxes that disagree within the paths' own noise of the score or the NMS IoU threshold excused, at
+    most its margin of the others) and the default drift limit :data:`SCORE_DRIFT_LIMIT`."""
     if golden is None or golden.agreement is None:
         why = "no baseline" if golden is None else "its baseline blessed no agreement"
+        if reference is None or candidate is None:
+            raise HarnessError("agreement limits: no agreement was blessed, and no two paths to derive a floor from")
+        settings = candidate.settings
+        derived = derived_floor(
+            reference.predictions,
+            candidate.predictions,
+            settings.score_threshold,
+            settings.iou_threshold,
+            SCORE_DRIFT_LIMIT,
+        )
         return AgreementLimits(
-            AGREEMENT_FLOOR,
+            derived.floor,
             SCORE_DRIFT_LIMIT,
             None,
-            f"the default floor and limit: {why}; {UPDATE_FLAG} blesses this run's agreement",
+            f"a floor {derived.source}; the default drift limit: {why}; {UPDATE_FLAG} blesses this run's agreement",
         )
     blessed, t = golden.agreement, golden.tolerances
     return AgreementLimits(
@@ -212,7 +228,7 @@ def gate_path_agreement(
     """The candidate's boxes agree with the reference's on the same images: the matched share
     (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least the floor and the
     matched boxes' scores drift at most the limit (:func:`agreement_limits`: the candidate's baseline
-    ``golden``'s blessed agreement, else the defaults)."""
+    ``golden``'s blessed agreement, else a floor derived from the two paths)."""
     name = gate_id("path_agreement", candidate)
     try:
         reference.settings.require_same(candidate.settings, f"{reference.label} vs {candidate.label}")
@@ -231,7 +247,7 @@ def gate_path_agreement(
         refused = _incomparable(name, candidate, golden)  # a blessed agreement holds on its own images only
         if refused:
             return refused
-    limits = agreement_limits(golden)
+    limits = agreement_limits(golden, reference, candidate)
     counts = agreement(reference.predictions, candidate.predictions)
     share = matched_share(counts)
     drifted = counts.mean_abs_score_drift > limits.drift_limit + ROUNDING

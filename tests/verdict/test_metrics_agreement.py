@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core.detections import Detections
-from harness.verdict.metrics.agreement import AgreementError, agreement, differing_boxes
+from harness.verdict.metrics.agreement import AgreementError, agreement, differing_boxes, disagreement
 
 from support.reference import agreement as loop
 
@@ -177,3 +177,46 @@ def test_many_images_of_many_boxes_agree_as_the_loop_counted():
         for d in images
     ]
     _same(agreement(images, jittered), loop.agreement(images, jittered))
+
+
+def _neighbour_iou_by_loop(path: Detections) -> np.ndarray:
+    """Each box's highest IoU with another box of its image and class, box by box."""
+    out = np.zeros(len(path))
+    for i in range(len(path)):
+        for j in range(len(path)):
+            if i != j and path.class_ids[i] == path.class_ids[j]:
+                a, b = path.boxes[i].astype(np.float64), path.boxes[j].astype(np.float64)
+                w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+                h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+                union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+                out[i] = max(out[i], w * h / union if w * h > 0 else 0.0)
+    return out
+
+
+@settings(max_examples=150)
+@given(_paths | _crowded_paths, st.integers(1, 64))
+def test_the_disagreeing_boxes_are_the_ones_agreement_counts_in_any_chunking(paths, cells):
+    reference, candidate = paths
+    counts = agreement(reference, candidate)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(agreement_module, "_CELLS", cells)
+        found = disagreement(reference, candidate)
+    assert (len(found.missed_scores), len(found.extra_scores)) == (counts.missed, counts.extra)
+    assert (len(found.drift), found.flipped) == (counts.matched, counts.class_flipped)
+    assert np.all(found.matched_iou >= 0.5) and len(found.matched_iou) == counts.matched
+    assert float(found.drift.mean()) == pytest.approx(counts.mean_score_drift) if counts.matched else True
+    # every unmatched box's neighbour IoU is one its own path has
+    for own, neighbours in ((reference, found.missed_neighbour_iou), (candidate, found.extra_neighbour_iou)):
+        possible = np.concatenate([_neighbour_iou_by_loop(d) for d in own] or [np.zeros(0)])
+        assert all(np.isclose(possible, n).any() for n in neighbours)
+
+
+def test_a_missed_box_carries_its_score_and_its_overlap_with_its_neighbour():
+    kept = Detections(
+        np.array([[0, 0, 10, 10], [0, 0, 10, 8]], np.float32), np.array([0.9, 0.3], np.float32), np.array([0, 0])
+    )
+    alone = Detections(kept.boxes[:1], kept.scores[:1], kept.class_ids[:1])
+    found = disagreement([kept], [alone])
+    assert found.missed_scores.tolist() == [pytest.approx(0.3)] and found.extra_scores.size == 0
+    assert found.missed_neighbour_iou.tolist() == [pytest.approx(0.8)]
+    assert found.matched_iou.tolist() == [1.0] and found.drift.tolist() == [0.0]

@@ -192,3 +192,98 @@ def _pairwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(inter > 0, inter / union, 0.0)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Every box of two paths that :func:`agreement` leaves unmatched, and what it matched: the missed
+    reference boxes' and the extra candidate boxes' scores and their highest IoU with another box of
+    their own path and class (0 where none; the overlap an NMS per class judged them by), the
+    matched pairs' IoU and score drift (candidate minus reference), and the class-flipped pairs' count
+    (in none of the arrays)."""
+
+    missed_scores: np.ndarray
+    missed_neighbour_iou: np.ndarray
+    extra_scores: np.ndarray
+    extra_neighbour_iou: np.ndarray
+    matched_iou: np.ndarray
+    drift: np.ndarray
+    flipped: int = 0
+
+
+def disagreement(
+    reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float = IOU_THRESHOLD
+) -> Disagreement:
+    """The boxes :func:`agreement` leaves unmatched (missed and extra, flips left out) and its matched pairs,
+    as :class:`Disagreement`, matched the same greedy way a chunk of images at a time."""
+    if len(reference) != len(candidate):
+        raise AgreementError(f"agreement: {len(reference)} reference images but {len(candidate)} candidate images")
+    parts: list[tuple[np.ndarray, ...]] = []
+    n_ref = [len(d) for d in reference]
+    n_cand = [len(d) for d in candidate]
+    for a, b in _chunks(n_ref, n_cand):
+        parts.append(_disagreement_chunk(reference[a:b], candidate[a:b], iou_threshold))
+    empty = np.zeros(0)
+    missed, missed_near, extra, extra_near, matched_iou, drift, flips = (
+        [np.concatenate(column) for column in zip(*parts, strict=True)] if parts else [empty] * 7
+    )
+    return Disagreement(missed, missed_near, extra, extra_near, matched_iou, drift, len(flips))
+
+
+def _disagreement_chunk(
+    reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float
+) -> tuple[np.ndarray, ...]:
+    rows, columns = max(len(d) for d in reference), max(len(d) for d in candidate)
+    ref_near = _neighbour_iou(reference, rows)
+    cand_near = _neighbour_iou(candidate, columns)
+    if not rows or not columns:
+        ref_held = np.arange(rows)[None, :] < np.array([len(d) for d in reference])[:, None]
+        cand_held = np.arange(columns)[None, :] < np.array([len(d) for d in candidate])[:, None]
+        ref_scores = _ranked(reference, rows)[1] if rows else np.zeros((len(reference), 0), np.float32)
+        cand_scores = _ranked(candidate, columns)[1] if columns else np.zeros((len(candidate), 0), np.float32)
+        empty = np.zeros(0)
+        scores = (ref_scores[ref_held].astype(np.float64), cand_scores[cand_held].astype(np.float64))
+        return scores[0], ref_near[ref_held], scores[1], cand_near[cand_held], empty, empty, empty
+    ref_boxes, ref_scores, ref_ids, ref_held = _ranked(reference, rows)
+    cand_boxes, cand_scores, cand_ids, cand_held = _ranked(candidate, columns)
+    iou = _pairwise_iou(ref_boxes, cand_boxes)
+    near = (iou >= iou_threshold) & ref_held[:, :, None] & cand_held[:, None, :]
+    same_class = ref_ids[:, :, None] == cand_ids[:, None, :]
+    image, ref, cand = _greedy(np.where(same_class & near, iou, -1.0))
+    matched_iou = iou[image, ref, cand]
+    drift = cand_scores[image, cand].astype(np.float64) - ref_scores[image, ref].astype(np.float64)
+    free_ref, free_cand = ref_held.copy(), cand_held.copy()
+    free_ref[image, ref] = False
+    free_cand[image, cand] = False
+    eligible = ~same_class & near & free_ref[:, :, None] & free_cand[:, None, :]
+    flip_image, flip_ref, flip_cand = _greedy(np.where(eligible, iou, -1.0))
+    free_ref[flip_image, flip_ref] = False
+    free_cand[flip_image, flip_cand] = False
+    return (
+        ref_scores[free_ref].astype(np.float64),
+        ref_near[free_ref],
+        cand_scores[free_cand].astype(np.float64),
+        cand_near[free_cand],
+        matched_iou,
+        drift,
+        flip_image,
+    )
+
+
+def _neighbour_iou(detections: Sequence[Detections], width: int) -> np.ndarray:
+    """Per image and ranked slot (as :func:`_ranked` orders them, padded to ``width``), the box's highest
+    IoU with another box of its image and class (0 where none)."""
+    out = np.zeros((len(detections), width))
+    if not width:
+        return out
+    lengths = [len(d) for d in detections]
+    for a, b in _chunks(lengths, lengths):
+        inner = max(lengths[a:b])
+        if not inner:
+            continue
+        boxes, _, class_ids, held = _ranked(detections[a:b], inner)
+        iou = _pairwise_iou(boxes, boxes)
+        others = (class_ids[:, :, None] == class_ids[:, None, :]) & held[:, :, None] & held[:, None, :]
+        others &= ~np.eye(inner, dtype=bool)[None]
+        out[a:b, :inner] = np.where(others, iou, 0.0).max(axis=2)
+    return out

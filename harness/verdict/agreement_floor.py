@@ -1,0 +1,99 @@
+"""The path-agreement floor where no agreement was blessed, from what this model and this HEF do on
+these images rather than a fixed share.
+
+A quantized HEF does not score or place a box exactly as the float model does. A box whose score sits
+near the score threshold may fall under it on one path and not on the other, and a box whose overlap
+with a neighbour of its class sits near the NMS IoU threshold may be suppressed on one path and kept on
+the other: such a box cannot be expected to match, whichever path is right. Every other disagreement
+(a box missed or added far from both thresholds, a class flipped) is a box that truly moved.
+
+How near is measured on the same run, from the boxes both paths agree on (IoU >= 0.5, same class):
+
+- the score window is the :data:`QUANTILE` of their absolute score change (the HEF's score noise, a
+  common shift included), at most the gate's drift limit;
+- the IoU window is the :data:`QUANTILE` of their ``1 - IoU`` (how far the HEF moves a box).
+
+A high quantile, as a box that crossed a threshold is one whose score or place changed most: with the
+median, the clean emulated YOLO26 demo at threshold 0.5 misses boxes scored 0.54 to 0.61 by the float model
+that the windows leave unexplained.
+
+The output's quantization step alone is a small part of that noise: the whole network is quantized.
+A clean emulated YOLOv5 fire/smoke HEF scores its matched boxes with a spread of 0.08 against an
+output step of 1/255, and keeps 145 boxes the float model does not, most of them a second box at IoU
+0.6 to 0.7 with a neighbour, under the NMS IoU threshold 0.7.
+
+A missed or extra box is explained where its score is under the threshold plus the score window, or
+its highest IoU with another box of its path and class lies within the IoU window of the NMS IoU
+threshold. The floor is 1 minus the explained boxes' share of all distinct boxes minus
+:data:`MARGIN`: the gate passes when the boxes that disagree unexplained are at most
+:data:`MARGIN` of all. With fewer than :data:`MIN_PAIRS` matched pairs nothing is measured, the
+windows are 0 and no box is explained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.core.detections import Detections
+from harness.verdict.metrics.agreement import disagreement
+
+QUANTILE = 0.9  # the share of the matched pairs whose score noise and box movement the windows cover
+MARGIN = 0.05  # the share of all distinct boxes that may disagree with no threshold to explain it
+MIN_PAIRS = 5  # fewer matched pairs than this measure no noise
+
+
+@dataclass(frozen=True)
+class DerivedFloor:
+    """The floor (:func:`derived_floor`), its windows, and the boxes it rests on: ``explained`` of the
+    ``unmatched`` missed and extra boxes, of ``distinct`` boxes of both paths; ``source`` in words."""
+
+    floor: float
+    score_window: float
+    iou_window: float
+    explained: int
+    unmatched: int
+    distinct: int
+    source: str
+
+
+def derived_floor(
+    reference: Sequence[Detections],
+    candidate: Sequence[Detections],
+    score_threshold: float,
+    nms_iou_threshold: float,
+    drift_limit: float,
+) -> DerivedFloor:
+    """The agreement floor of ``candidate`` against ``reference`` on the same images (see the module),
+    evaluated at ``score_threshold`` and ``nms_iou_threshold``; the score window is at most ``drift_limit`` (a
+    change larger than the gate allows is no noise it excuses); class-flipped boxes are never explained."""
+    found = disagreement(reference, candidate)
+    pairs = len(found.drift)
+    if pairs >= MIN_PAIRS:
+        score_window = min(float(np.quantile(np.abs(found.drift), QUANTILE)), drift_limit)
+        iou_window = float(np.quantile(1.0 - found.matched_iou, QUANTILE))
+    else:
+        score_window = iou_window = 0.0
+    scores = np.concatenate([found.missed_scores, found.extra_scores])
+    neighbours = np.concatenate([found.missed_neighbour_iou, found.extra_neighbour_iou])
+    near_score = scores < score_threshold + score_window
+    near_iou = (neighbours > 0) & (np.abs(neighbours - nms_iou_threshold) <= iou_window)
+    explained = int((near_score | near_iou).sum())
+    unmatched = len(scores)
+    distinct = pairs + found.flipped + unmatched
+    floor = 1.0 - (explained / distinct if distinct else 0.0) - MARGIN
+    if pairs >= MIN_PAIRS:
+        noise = (
+            f"{QUANTILE:.0%} of the {pairs} matched pairs' absolute score changes (at most the drift limit) and 1 - IoU"
+        )
+    else:
+        noise = f"only {pairs} matched pairs, too few to measure the noise: no box explained"
+    source = (
+        f"derived from this model and HEF on these images: {explained} of the {unmatched} missed or extra boxes "
+        f"lie within the paths' own noise of a threshold (a score under {score_threshold:g} + {score_window:.3f}, "
+        f"or a same-class neighbour at IoU {nms_iou_threshold:g} +- {iou_window:.3f}; {noise}) and cannot be "
+        f"expected to match: floor 1 - {explained}/{distinct} - margin {MARGIN:g}"
+    )
+    return DerivedFloor(max(floor, 0.0), score_window, iou_window, explained, unmatched, distinct, source)

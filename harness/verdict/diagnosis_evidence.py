@@ -44,7 +44,12 @@ class Evidence:
     detections differ from the family's reference decoder's on the same raw outputs, and where some do,
     ``reproduced_misreading`` the name of the known misreading under which the reference decoder returns the
     host decoder's detections on every one of them (:func:`harness.conformance.misreadings.reproduce_path`),
-    ``""`` where none does, and ``reproduction`` its words (or that none does)."""
+    ``""`` where none does, and ``reproduction`` its words (or that none does).
+
+    ``score_ceiling`` is the highest score the path's class outputs can represent, where its runner knows
+    it (an emulated HEF: its quant info's limvals_max), and ``reference_above_ceiling`` how many of the
+    reference's boxes score above it (more than :data:`CAP_TIE`): scores that path cannot give, however
+    few of its own boxes reach the cap."""
 
     path: str
     score_threshold: float
@@ -79,6 +84,7 @@ class Evidence:
     reversed_channels_matched_share: float | None = None
     decoder_conformance: str | None = None
     score_ceiling: float | None = None
+    reference_above_ceiling: int | None = None
     score_drift: float | None = None
     score_drift_std: float | None = None
     box_size_ratio: float | None = None
@@ -130,6 +136,11 @@ def collect_evidence(
     counts = agreement(reference.predictions, result.predictions)
     swapped = agreement(reference.predictions, _swapped(result, original_hw))
     ref_scores = [p.scores for p in reference.predictions if len(p)]
+    reference_scores = np.concatenate(ref_scores) if ref_scores else np.zeros(0, np.float32)
+    ceiling = result.score_ceiling
+    # hailort: hailort/libhailort/include/hailo/quantization.hpp: a value is clipped to [limvals_min,
+    # limvals_max] of the output's calibrated range, so no score above the ceiling comes out
+    above = int((reference_scores > ceiling + CAP_TIE).sum()) if ceiling is not None else None
     evidence = _box_sizes(evidence, result, reference)
     return replace(
         evidence,
@@ -138,7 +149,8 @@ def collect_evidence(
         reference_n_boxes=reference.box_counts.total,
         reference_boxes_per_image=reference.box_counts.mean,
         reference_saturation=reference.scores.saturation,
-        reference_max_score=float(np.concatenate(ref_scores).max()) if ref_scores else None,
+        reference_max_score=float(reference_scores.max()) if ref_scores else None,
+        reference_above_ceiling=above,
         reference_cells_share=reference.cells.share if reference.cells else None,
         matched=counts.matched,
         class_flipped=counts.class_flipped,

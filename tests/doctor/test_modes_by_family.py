@@ -3,6 +3,7 @@
 export on the demo's first 30 images, at thresholds 0.2 and 0.5: caught by a gate and named, clean runs
 passing."""
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.doctor.bench import open_bench
 from harness.doctor.mistakes import host_nms_left_out, host_nms_run_twice
-from harness.doctor.modes import MODES, modes_by_name, modes_for, static_checks_control
+from harness.doctor.modes import MODES, inject, modes_by_name, modes_for, static_checks_control
 from harness.doctor.table import clean_runs, controls, run_mode
 from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.families.yolov5.modes import YOLOV7_DEFAULT_ANCHORS, template_anchors
@@ -118,10 +119,10 @@ def bench(doctor_cache, request):
     return open_bench(first=IMAGES, cache_dir=doctor_cache, settings=settings, bbox_only=bbox_only, **extra)
 
 
-# A clean YOLOv5 HEF agrees with its export on ~79% of the boxes at 0.2, under the fixed 80% floor of the
-# agreement gate, and the score-cap and confidence-shift rules do not name its off-domain calibration (at 0.2
-# and 0.5) and its shifted scores: those rules and that floor, not the modes, are what fails there (a second
-# NMS leaves the clean run, which that floor fails).
+# A YOLOv5 HEF's class scores share one quantization range per stride with its box sigmoids (the anchored
+# map), which reach 1 whatever the calibration: an off-domain calibration caps no score the float model gives,
+# so nothing is there to catch or to name score_cap. The confidence-shift rule does not name its shifted scores
+# (the HEF's own score noise is larger than half the shift), and a second NMS leaves the clean run.
 FLOOR_AND_CAP = {"calibration_off_domain", "scores_shifted_on_device", "host_nms_run_twice"}
 
 
@@ -148,6 +149,22 @@ def test_each_offered_mode_is_caught_and_named(bench):
     rows = {m.name: run_mode(bench, m) for m in modes}
     for name, row in rows.items():
         assert row.injected, (name, row.how)
+        if family is HeadFamily.YOLOV5 and name == "calibration_off_domain":
+            with ExitStack() as stack:
+                ceiling = inject(name, bench, stack).path.score_ceiling
+            assert ceiling is not None and ceiling >= bench.reference.highest_score, ceiling  # nothing capped
+            assert not row.gate_failed and row.diagnosis != "score_cap", (row.gate, row.diagnosis)
+            continue
+        if (
+            family is HeadFamily.YOLOV5
+            and name == "host_sigmoid_on_nms_scores"
+            and bench.settings.score_threshold >= 0.5
+        ):
+            # over scores >= 0.5 the sigmoid keeps every box and its rank and moves the scores less than the drift
+            # limit (as on YOLOX and SSD at 0.5): named, caught by no gate (only the fixed 80% floor, which the
+            # clean run failed too, did)
+            assert row.correct, (row.diagnosis, row.cause)
+            continue
         if family is HeadFamily.YOLOV5 and name in FLOOR_AND_CAP:
             assert row.gap or row.gate_failed, (name, row.gate)  # caught; named by those rules, not here
             continue
@@ -166,7 +183,8 @@ def test_each_offered_mode_is_caught_and_named(bench):
 def test_clean_paths_pass_every_gate_and_no_rule_fires(bench):
     if bench.run.family is HeadFamily.YOLOV5:
         pytest.skip(
-            "a clean YOLOv5 HEF (77-81% at 0.2 and 0.5) agrees with its export under the fixed 80% agreement floor"
+            "a clean YOLOv5 HEF passes every gate but loses 0.03 to 0.04 mAP@0.5 to quantization, which the "
+            "quantisation-loss rule names"
         )
     for row in controls(bench):
         assert (row.gate_failed, row.diagnosis, row.correct) == (False, "none", True), (row.mode, row.gate)

@@ -11,7 +11,9 @@ How near is measured on the same run, from the boxes both paths agree on (IoU >=
 
 - the score window is the :data:`QUANTILE` of their absolute score change (the HEF's score noise, a
   common shift included), at most the gate's drift limit;
-- the IoU window is the :data:`QUANTILE` of their ``1 - IoU`` (how far the HEF moves a box).
+- the IoU window is the :data:`QUANTILE` of their ``1 - IoU`` (how far the HEF moves a box), at most half
+  the distance from the NMS IoU threshold to 1: a path that moves its boxes further than that is no
+  quantization noise, and in a crowded scene a window that wide would excuse the boxes it moved.
 
 A high quantile, as a box that crossed a threshold is one whose score or place changed most: with the
 median, the clean emulated YOLO26 demo at threshold 0.5 misses boxes scored 0.54 to 0.61 by the float model
@@ -73,7 +75,7 @@ def derived_floor(
     pairs = len(found.drift)
     if pairs >= MIN_PAIRS:
         score_window = min(float(np.quantile(np.abs(found.drift), QUANTILE)), drift_limit)
-        iou_window = float(np.quantile(1.0 - found.matched_iou, QUANTILE))
+        iou_window = min(float(np.quantile(1.0 - found.matched_iou, QUANTILE)), (1.0 - nms_iou_threshold) / 2)
     else:
         score_window = iou_window = 0.0
     scores = np.concatenate([found.missed_scores, found.extra_scores])
@@ -86,7 +88,8 @@ def derived_floor(
     floor = 1.0 - (explained / distinct if distinct else 0.0) - MARGIN
     if pairs >= MIN_PAIRS:
         noise = (
-            f"{QUANTILE:.0%} of the {pairs} matched pairs' absolute score changes (at most the drift limit) and 1 - IoU"
+            f"{QUANTILE:.0%} of the {pairs} matched pairs' absolute score changes (at most the drift limit) and "
+            f"1 - IoU (at most half of 1 - {nms_iou_threshold:g})"
         )
     else:
         noise = f"only {pairs} matched pairs, too few to measure the noise: no box explained"

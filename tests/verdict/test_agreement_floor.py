@@ -9,6 +9,7 @@ import pytest
 from harness.core.detections import Detections
 from harness.verdict.agreement_floor import MARGIN, MIN_PAIRS, derived_floor
 from harness.verdict.gates import SCORE_DRIFT_LIMIT, gate_path_agreement
+from harness.verdict.metrics.agreement import agreement
 
 from support import synthetic_results as sr
 
@@ -134,3 +135,23 @@ def test_the_gate_passes_a_noisy_clean_path_under_the_old_fixed_floor_and_fails_
     bad = gate_path_agreement(onnx, sr.result(moved, truths, path="hailo", emulated=True, settings=settings))
     assert n_moved and not bad.passed and bad.observed is not None and bad.tolerance is not None
     assert bad.observed < bad.tolerance
+
+
+def test_boxes_moved_further_than_quantization_moves_them_widen_no_window_past_half_the_nms_margin():
+    """A crowded scene whose boxes all moved by a third of their width (each still matching at IoU >= 0.5), a
+    fifth of them by more: the IoU window stays within half of 1 - the NMS IoU threshold, and the gate fails."""
+    rng = np.random.default_rng(1)
+    reference, candidate = [], []
+    for _ in range(30):
+        centres, sizes = rng.uniform(50, 400, (60, 2)), rng.uniform(40, 80, (60, 2))
+        boxes = np.concatenate([centres - sizes / 2, centres + sizes / 2], 1).astype(np.float32)
+        scores, classes = rng.uniform(0.4, 0.95, 60).astype(np.float32), np.zeros(60, np.int64)
+        shift = np.where(rng.random(60) < 0.2, 0.7, 0.3)[:, None] * (boxes[:, 2:3] - boxes[:, 0:1])
+        moved = boxes + (shift * np.array([1, 0, 1, 0])).astype(np.float32)
+        reference.append(Detections(boxes, scores, classes))
+        candidate.append(Detections(moved.astype(np.float32), scores, classes))
+    found = derived_floor(reference, candidate, 0.25, 0.7, SCORE_DRIFT_LIMIT)
+    counts = agreement(reference, candidate)
+    matched = counts.matched / (counts.matched + counts.class_flipped + counts.missed + counts.extra)
+    assert found.iou_window == pytest.approx(0.15)
+    assert matched < found.floor

@@ -6,8 +6,9 @@ running the same model on them alone.
 On the fire/smoke fixture frames repeated to ``--images`` (:mod:`tools.bench_sets`, links in a temporary
 folder) and the demo model, each path in rounds that take turns (floor, eval, floor, eval), each a process:
 
-- ``eval``: ``hailo-harness eval --no-cache`` (nothing read from or kept in the prediction cache; the emulated
-  HEF, built once before the rounds, reused), timed by :mod:`tools.bench_stages`: the command's seconds
+- ``eval``: ``hailo-harness eval``, its prediction cache emptied before each (every image inferred and its
+  predictions written; the export's facts and the emulated HEF, made by a first run before the rounds, kept
+  as a project keeps them), timed by :mod:`tools.bench_stages`: the command's seconds
   (``command``) and the process's (``process``: the interpreter and the imports too), and its stages;
 - ``floor``: the images decoded (``cv2.imread``, on two threads, as the harness reads ahead) while the same
   model runs on batches of the same size and the same threads, fed one fixed input (a network's time does
@@ -25,12 +26,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +89,9 @@ def floor(path: str, data: Path, cache: Path, batch: int) -> dict[str, float]:
     return {"floor_s": time.perf_counter() - start, "decode_s": decoding, "model_s": model}
 
 
+_KEPT = ExitStack()  # the floor's emulated runner, open until the child ends
+
+
 def _emulated(data: Path, cache: Path, batch: int) -> tuple[Any, dict[str, Any]]:
     """The emulated HEF's runner ``eval --backend emulator`` would open on ``data``, and a fixed batch for it."""
     import numpy as np
@@ -97,7 +103,7 @@ def _emulated(data: Path, cache: Path, batch: int) -> tuple[Any, dict[str, Any]]
     spec = PathSpec(Backend.EMULATOR)
     dataset = load_dataset(data, cache_dir=cache)
     run = prepare_run(DEMO_ONNX, dataset, SettingsSpec(), cache, use_cache=False, log=lambda _: None, paths=(spec,))
-    opened = open_runner(spec, run).__enter__()  # closed with the process
+    opened = _KEPT.enter_context(open_runner(spec, run))  # closed with the process
     ((name, spec_in),) = opened.runner.input_specs.items()
     return opened.runner, {name: np.zeros((batch, *spec_in.shape), np.uint8)}
 
@@ -113,8 +119,11 @@ def child(arguments: list[str], cwd: Path) -> dict[str, Any]:
 
 
 def eval_once(path: str, data: Path, cache: Path, batch: int, work: Path) -> dict[str, Any]:
+    """``eval`` of every image anew: the prediction cache emptied first (the export's facts and the emulated HEF,
+    facts of the model made once, kept as a project keeps them)."""
     out = work / "stages.json"
-    command = ["eval", "--dataset", str(data), "--no-cache", "--batch", str(batch), "--json"]  # cache: work's own
+    shutil.rmtree(cache / "predictions", ignore_errors=True)
+    command = ["eval", "--dataset", str(data), "--cache", str(cache), "--batch", str(batch), "--json"]
     command += ["--backend", path, "--no-progress"]
     ran = child(["-m", "tools.bench_stages", str(out), "--", *command], work)
     found = json.loads(out.read_text())
@@ -151,10 +160,10 @@ def main() -> None:
         work = Path(folder)
         data = work / "set"
         repeated(args.images, data)
-        cache = work / ".harness-cache"  # eval's default in its working folder: the emulated HEF, the demo set
+        cache = work / "cache"
         rows = {}
         for path in args.paths:
-            floor_once(path, data, cache, args.batch, work)  # the emulated HEF built and the files read once
+            eval_once(path, data, cache, args.batch, work)  # the export's facts and the emulated HEF made once
             floors, evals = [], []
             for _ in range(args.rounds):
                 floors.append(floor_once(path, data, cache, args.batch, work))

@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--queue", type=int, help="frames the fake device's async queue takes (default: two batches)")
     parser.add_argument("--api", choices=[Api.INFER_MODEL.value, Api.VSTREAMS.value], default=Api.INFER_MODEL.value)
     parser.add_argument("--work", type=Path, default=None, help="an existing folder (the emulated HEF kept there)")
     args = parser.parse_args()
@@ -105,7 +106,8 @@ def main() -> None:
         rows = [_latency(hef, hef_file, dataset, frames, ms / 1000, args) for ms in args.latencies_ms]
     print(
         f"{args.images} frames (fire/smoke fixtures), batch {args.batch}, api {args.api}, fake device at a fixed "
-        f"latency per frame; medians of {args.rounds} interleaved rounds; load {os.getloadavg()[0]:.1f}"
+        f"latency per frame, its queue {args.queue or 2 * args.batch} frames; medians of {args.rounds} interleaved "
+        f"rounds; load {os.getloadavg()[0]:.1f}"
     )
     print(
         f"{'latency':>8}{'device':>10}{'host':>10}{'sync':>10}{'pipelined':>11}{'pipe/slower':>13}{'sync/slower':>13}"
@@ -122,8 +124,9 @@ def main() -> None:
 def _latency(
     hef: EmulatedHef, hef_file: Path, dataset: Dataset, frames: np.ndarray, latency: float, args: argparse.Namespace
 ) -> tuple[float, float, float, float]:
-    fast = FakeHailoRT({hef_file: hef}, HAILORT_5_1, latency_s=0.0, memo=True)
-    slow = FakeHailoRT({hef_file: hef}, HAILORT_5_1, latency_s=latency, memo=True)
+    queue = args.queue or 2 * args.batch
+    fast = FakeHailoRT({hef_file: hef}, HAILORT_5_1, latency_s=0.0, memo=True, async_queue_size=queue)
+    slow = FakeHailoRT({hef_file: hef}, HAILORT_5_1, latency_s=latency, memo=True, async_queue_size=queue)
     slow._memo = fast._memo  # one memory of outputs: the first round fills it
     times: dict[str, list[float]] = {"device": [], "host": [], "sync": [], "pipelined": []}
     n = len(dataset.samples)

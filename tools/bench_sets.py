@@ -16,7 +16,7 @@ FIRE_SMOKE = FIXTURES / "datasets" / "fire_smoke_val"
 
 def repeated(count: int, folder: Path, source: Path = FIRE_SMOKE) -> Dataset:
     """``source``'s labelled images linked under ``folder`` (made here) until there are ``count``, in order."""
-    found = load_yolo(source)
+    found, folder = load_yolo(source), folder.resolve()
     images, labels = folder / "images" / "val", folder / "labels" / "val"
     images.mkdir(parents=True)
     labels.mkdir(parents=True)

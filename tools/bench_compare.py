@@ -186,6 +186,13 @@ def run_ultralytics(lab: Lab, model: Path, yaml: Path, imgsz: int, score: Path, 
     return result
 
 
+def no_predictions(dataset: Dataset, path: Path) -> Path:
+    """An empty list of other predictions per image at ``path``, for :func:`run_ultralytics` to score (nothing)."""
+    empty: dict[str, list[float]] = {"boxes": [], "scores": [], "classes": []}
+    path.write_text(json.dumps({link_name(i, s.path.resolve()): empty for i, s in enumerate(dataset.samples)}))
+    return path
+
+
 def harness_predictions(saved: Path, dataset: Dataset) -> list[Detections]:
     """``eval --save-predictions`` (COCO results: xywh in original pixels) back into one
     :class:`Detections` per sample, in the dataset's order."""

@@ -10,10 +10,11 @@ folder) and the demo model, each path in rounds that take turns (floor, eval, fl
   predictions written; the export's facts and the emulated HEF, made by a first run before the rounds, kept
   as a project keeps them), timed by :mod:`tools.bench_stages`: the command's seconds
   (``command``) and the process's (``process``: the interpreter and the imports too), and its stages;
-- ``floor``: the images decoded (``cv2.imread``, on two threads, as the harness reads ahead) while the same
-  model runs on batches of the same size and the same threads, fed one fixed input (a network's time does
-  not depend on the pixels): the float export (its onnxruntime session made in the timing) or the emulated
-  HEF's runner (the one ``eval --backend emulator`` runs, its session opened on the first batch).
+- ``floor``: cv2, numpy and onnxruntime imported, then the images decoded (``cv2.imread``, on two threads, as
+  the harness reads ahead) while the same model runs on batches of the same size and the same threads, fed
+  the same images' frames, letterboxed before the timing: the float export (its onnxruntime session made in
+  the timing) or the emulated HEF's runner (the one ``eval --backend emulator`` runs, its session opened on
+  the first batch, its NMS op run on the host as eval's is).
 
 Printed per path: the medians of command / floor and process / floor (target: command <= 1.10 x floor),
 and the stages of one eval (the median round's), each over the floor's seconds: what makes up the rest.
@@ -45,12 +46,18 @@ STAGES = ("dataset", "export facts", "decode image", "preprocess", "inference", 
 
 
 def floor(path: str, data: Path, cache: Path, batch: int) -> dict[str, float]:
-    """Seconds to decode every image of ``data`` while the path's model runs on as many frames (this process)."""
+    """Seconds to decode every image of ``data`` while the path's model runs on as many frames (this process),
+    the imports of the decoder and the runtime counted (the eval's command imports them too)."""
+    begin_imports = time.perf_counter()
     import cv2
     import numpy as np
+    import onnxruntime  # noqa: F401
+
+    imports = time.perf_counter() - begin_imports
 
     from harness.inputs.dataset_yolo import load_yolo
     from harness.inputs.demo import DEMO_ONNX
+    from harness.inputs.preprocess import letterbox, load_image, to_nchw_float
 
     files = [s.path for s in load_yolo(data).samples]
     if path == "onnx":
@@ -58,12 +65,20 @@ def floor(path: str, data: Path, cache: Path, batch: int) -> dict[str, float]:
         from harness.inputs.export_facts import export_facts
 
         facts = export_facts(DEMO_ONNX)
-        feed_of = {facts.input_name: np.zeros((batch, 3, *facts.input_hw), np.float32)}
-        start = time.perf_counter()
-        runner: Any = FullHeadRunner(DEMO_ONNX)
+        name, input_hw = facts.input_name, facts.input_hw
     else:
-        runner, feed_of = _emulated(data, cache, batch)
-        start = time.perf_counter()
+        runner, name, input_hw = _emulated(data, cache)
+    # each image's frame made before the timing: a network's time does not depend on the pixels, but the NMS
+    # op an emulated HEF runs does
+    made: dict[Path, Any] = {}
+    for file in files:
+        if file.resolve() not in made:
+            canvas = letterbox(load_image(file), input_hw)[0][None]
+            made[file.resolve()] = to_nchw_float(canvas) if path == "onnx" else canvas
+    frames = [made[file.resolve()] for file in files]
+    start = time.perf_counter()
+    if path == "onnx":
+        runner = FullHeadRunner(DEMO_ONNX)
     decoding = 0.0
 
     def decode(file: Path) -> float:
@@ -82,20 +97,23 @@ def floor(path: str, data: Path, cache: Path, batch: int) -> dict[str, float]:
             for read in reads[first : first + count]:
                 decoding += read.result()
             reads += [pool.submit(decode, f) for f in files[first + window : first + window + count]]
-            feed = {name: array[:count] for name, array in feed_of.items()}
+            feed = {name: np.concatenate(frames[first : first + count])}
             begin = time.perf_counter()
             runner.infer_batch(feed)
             model += time.perf_counter() - begin
-    return {"floor_s": time.perf_counter() - start, "decode_s": decoding, "model_s": model}
+    return {
+        "floor_s": imports + time.perf_counter() - start,
+        "decode_s": decoding,
+        "model_s": model,
+        "imports_s": imports,
+    }
 
 
 _KEPT = ExitStack()  # the floor's emulated runner, open until the child ends
 
 
-def _emulated(data: Path, cache: Path, batch: int) -> tuple[Any, dict[str, Any]]:
-    """The emulated HEF's runner ``eval --backend emulator`` would open on ``data``, and a fixed batch for it."""
-    import numpy as np
-
+def _emulated(data: Path, cache: Path) -> tuple[Any, str, tuple[int, int]]:
+    """The emulated HEF's runner ``eval --backend emulator`` would open on ``data``, its input's name and size."""
     from harness.inputs.demo import DEMO_ONNX
     from harness.pipeline.factory import load_dataset, open_runner, prepare_run
     from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
@@ -104,8 +122,8 @@ def _emulated(data: Path, cache: Path, batch: int) -> tuple[Any, dict[str, Any]]
     dataset = load_dataset(data, cache_dir=cache)
     run = prepare_run(DEMO_ONNX, dataset, SettingsSpec(), cache, use_cache=False, log=lambda _: None, paths=(spec,))
     opened = _KEPT.enter_context(open_runner(spec, run))  # closed with the process
-    ((name, spec_in),) = opened.runner.input_specs.items()
-    return opened.runner, {name: np.zeros((batch, *spec_in.shape), np.uint8)}
+    ((name, _),) = opened.runner.input_specs.items()
+    return opened.runner, name, run.settings.input_hw
 
 
 def child(arguments: list[str], cwd: Path) -> dict[str, Any]:
@@ -181,7 +199,8 @@ def main() -> None:
         f, e = floors[middle], evals[middle]
         print(
             f"\n{path}: eval {e['command_s']:.2f} s (process {e['process_s']:.2f}), floor {f['floor_s']:.2f} s "
-            f"(decoding {f['decode_s']:.2f} s on its threads, model {f['model_s']:.2f} s); command / floor "
+            f"(imports {f['imports_s']:.2f} s, decoding {f['decode_s']:.2f} s on its threads, model "
+            f"{f['model_s']:.2f} s); command / floor "
             f"{statistics.median(ratios):.3f} (target <= {TARGET}), process / floor {statistics.median(process):.3f}"
         )
         seconds = e["stages"]

@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.inputs.dataset import Dataset
 from harness.inputs.demo import DEMO_ONNX
 from harness.inputs.onnx_graph import load_model, model_input
 from tools.bench_compare import (
@@ -32,7 +31,7 @@ from tools.bench_compare import (
     Lab,
     dataset_of,
     lend_onnxruntime,
-    link_name,
+    no_predictions,
     run_ultralytics,
     ultralytics_set,
 )
@@ -91,9 +90,8 @@ def main() -> None:
             dataset = dataset_of(lab, case)
             _, (imgsz, _) = model_input(load_model(case.onnx))
             yaml = ultralytics_set(dataset, lab.work / name / "ultralytics")
-            theirs = run_ultralytics(
-                lab, case.onnx, yaml, imgsz, _empty(dataset, lab.work / name), lab.work / name / "u.json"
-            )
+            none = no_predictions(dataset, lab.work / name / "none.json")
+            theirs = run_ultralytics(lab, case.onnx, yaml, imgsz, none, lab.work / name / "u.json")
             rows.append(
                 (name, len(dataset.samples), harness_maps(lab, case, []), theirs, harness_maps(lab, case, OLD_MEANING))
             )
@@ -113,14 +111,6 @@ def main() -> None:
 
 def _pair(maps: dict[str, float], width: int) -> str:
     return f"{maps['map50']:>{width}.6f}{maps['map50_95']:>{width}.6f}"
-
-
-def _empty(dataset: Dataset, folder: Path) -> Path:
-    """No other predictions (an empty list per image) for :func:`tools.bench_compare.run_ultralytics` to score."""
-    path = folder / "none.json"
-    empty = {"boxes": [], "scores": [], "classes": []}
-    path.write_text(json.dumps({link_name(i, s.path.resolve()): empty for i, s in enumerate(dataset.samples)}))
-    return path
 
 
 if __name__ == "__main__":

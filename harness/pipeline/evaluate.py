@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
 PREFETCH = 4  # images read ahead of the batch being inferred, at the least (a whole next batch where larger)
-IN_FLIGHT = 2  # batches handed to a device that keeps them in flight before the first is waited for
+IN_FLIGHT = 3  # batches handed to a device that keeps them in flight before the first is waited for
 
 
 def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], given: Sequence[int]) -> np.ndarray:

@@ -177,9 +177,7 @@ class _InferModel:
         # BY_SCORE: the host frame in bytes, "with assumption that the buffer type is uint8"
         # (hailort: bindings/python/src/bindings_common.hpp, get_pybind_shape)
         dtype = (
-            np.dtype(np.uint8)
-            if spec.format_order is FormatOrder.NMS_BY_SCORE
-            else numpy_dtype(spec.format_type, name)
+            np.dtype(np.uint8) if spec.format_order is FormatOrder.NMS_BY_SCORE else numpy_dtype(spec.format_type, name)
         )
         return np.empty(tuple(self._model.output(name).shape), dtype=dtype)
 

@@ -6,9 +6,9 @@ running the same model on them alone.
 On the fire/smoke fixture frames repeated to ``--images`` (:mod:`tools.bench_sets`, links in a temporary
 folder) and the demo model, each path in rounds that take turns (floor, eval, floor, eval), each a process:
 
-- ``eval``: ``hailo-harness eval``, its prediction cache emptied before each (every image inferred and its
-  predictions written; the export's facts and the emulated HEF, made by a first run before the rounds, kept
-  as a project keeps them), timed by :mod:`tools.bench_stages`: the command's seconds
+- ``eval``: ``hailo-harness eval --no-cache`` (every image inferred, no prediction read or kept; the export's
+  facts and the emulated HEF, made by a first run before the rounds, kept as a project keeps them), timed by
+  :mod:`tools.bench_stages`: the command's seconds
   (``command``) and the process's (``process``: the interpreter and the imports too), and its stages;
 - ``floor``: cv2, numpy and onnxruntime imported, then the images decoded (``cv2.imread``, on two threads, as
   the harness reads ahead) while the same model runs on batches of the same size and the same threads, fed
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -136,13 +135,13 @@ def child(arguments: list[str], cwd: Path) -> dict[str, Any]:
     return {"process_s": process, "stdout": done.stdout}
 
 
-def eval_once(path: str, data: Path, cache: Path, batch: int, work: Path) -> dict[str, Any]:
-    """``eval`` of every image anew: the prediction cache emptied first (the export's facts and the emulated HEF,
-    facts of the model made once, kept as a project keeps them)."""
+def eval_once(path: str, data: Path, batch: int, work: Path, cached: bool = False) -> dict[str, Any]:
+    """``eval --no-cache`` in ``work``: every image inferred, no prediction read or kept (the export's facts and
+    the emulated HEF, facts of the model, read from ``work``'s cache folder where a first ``cached`` run left
+    them, as a project keeps them; the repeated images would be served by the prediction cache)."""
     out = work / "stages.json"
-    shutil.rmtree(cache / "predictions", ignore_errors=True)
-    command = ["eval", "--dataset", str(data), "--cache", str(cache), "--batch", str(batch), "--json"]
-    command += ["--backend", path, "--no-progress"]
+    command = ["eval", "--dataset", str(data), "--batch", str(batch), "--json", "--backend", path, "--no-progress"]
+    command += [] if cached else ["--no-cache"]
     ran = child(["-m", "tools.bench_stages", str(out), "--", *command], work)
     found = json.loads(out.read_text())
     if found["status"] != 0:
@@ -178,14 +177,14 @@ def main() -> None:
         work = Path(folder)
         data = work / "set"
         repeated(args.images, data)
-        cache = work / "cache"
+        cache = work / ".harness-cache"  # eval's own in its working folder
         rows = {}
         for path in args.paths:
-            eval_once(path, data, cache, args.batch, work)  # the export's facts and the emulated HEF made once
+            eval_once(path, data, args.batch, work, cached=True)  # the export's facts and the emulated HEF made once
             floors, evals = [], []
             for _ in range(args.rounds):
                 floors.append(floor_once(path, data, cache, args.batch, work))
-                evals.append(eval_once(path, data, cache, args.batch, work))
+                evals.append(eval_once(path, data, args.batch, work))
             rows[path] = (floors, evals)
     load = os.getloadavg()[0]
     print(

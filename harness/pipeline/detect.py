@@ -127,7 +127,7 @@ def detect_frames(
             yield path.detect(image)
 
 
-Collect = Callable[[], list[FrameResult]]
+Collect = Callable[[], Iterable[FrameResult]]
 
 
 def keeps_in_flight(path: DetectionPath) -> bool:
@@ -138,11 +138,11 @@ def keeps_in_flight(path: DetectionPath) -> bool:
 def submit_frames(path: DetectionPath, images: Iterable[np.ndarray], sources: Sequence[str] | None = None) -> Collect:
     """The frames :func:`detect_frames` gives, from a call: where ``path`` keeps batches in flight the images
     are prepared and handed to the device now, and the call waits for their outputs and decodes them; else
-    the frames are detected now and the call returns them."""
+    the call detects them as :func:`detect_frames` does (a path taking one image at a time hands each frame
+    on as it is made, so that an interrupted batch keeps the frames made before)."""
     if isinstance(path, _RunnerPath) and path.submits:
         return path.submit(list(images))
-    frames = list(detect_frames(path, images, sources))
-    return lambda: frames
+    return lambda: detect_frames(path, images, sources)
 
 
 def prepare(image: np.ndarray, settings: EvalSettings) -> tuple[np.ndarray, Letterbox]:

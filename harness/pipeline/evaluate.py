@@ -2,13 +2,13 @@
 
 Images the cache does not hold are read on a thread pool while the path infers, and inferred a batch
 at a time (``batch`` images in one runner call where the path takes a batch, with the same detections
-as one by one; else one by one); each prediction goes to the cache (if any) as soon as it is made,
-which writes them a batch at a time and the rest when the run ends, by an exception too: a run
-interrupted by an exception loses at most the batch in its runner (the batches in flight on a device,
-nothing where the path infers one by one), a killed one at most the cache's unwritten batch, and a repeated one infers nothing. Ground
-truth is relabelled
-to the model's class ids by name (``settings.class_map``, or the identity when the dataset's and
-the model's class names are the same list, order included); metrics follow at
+as one by one; else one by one; on a device that keeps batches in flight, :data:`IN_FLIGHT` at once);
+each prediction goes to the cache (if any) as soon as it is made, which writes them a batch at a time
+and the rest when the run ends, by an exception too: a run interrupted by an exception loses at most
+the batch in its runner (the batches in flight on a device, nothing where the path infers one by one),
+a killed one at most the cache's unwritten batch, and a repeated one infers nothing. Ground truth is
+relabelled to the model's class ids by name (``settings.class_map``, or the identity when the dataset's
+and the model's class names are the same list, order included); metrics follow at
 ``settings.score_threshold``, under ``settings.metric``.
 """
 

@@ -393,6 +393,10 @@ class Campaign:
         self.record(family, "inspect /dev/zero", self.cli("inspect", "/dev/zero", cwd=folder), "refuse")
         (folder / "big.hef").write_bytes(b"\0" * (1 << 20))
         self.record(family, "inspect 1 MB of zeros", self.cli("inspect", folder / "big.hef", cwd=folder), "refuse")
+        from harness.inputs.demo import DEMO26_ONNX  # a head family HailoRT has no bbox-only op for
+
+        doctor = ("doctor", "--onnx", DEMO26_ONNX, "--bbox-only", "--first", "2", "--cache", self.cache)
+        self.record(family, "doctor --bbox-only on YOLO26 heads", self.cli(*doctor, cwd=folder), "refuse")
 
     def export_cases(self, family: str) -> None:
         """Ultralytics export folders whose metadata.yaml or nms_config.json lie or explode."""
@@ -777,6 +781,7 @@ MODULES: dict[str, str] = {
     "shared_cache": "campaign_cache",
     "gates": "campaign_gates",
     "calibration": "campaign_calibration",
+    "compile": "campaign_compile",
 }
 FAMILIES = ("false_pass", "bad_input", "kill", "injection", "faults", *MODULES)
 

@@ -61,9 +61,11 @@ class RunnerBase(Closing):
     """A runner's ``with`` lifecycle (:class:`~harness.core.closing.Closing`): ``__exit__`` calls
     :meth:`close`, which releases the runner's session, device or writer; a runner that holds nothing
     keeps the default, which does nothing. ``cache_entries``: the shared-cache entries the runner runs
-    (an emulated HEF's quantized model), named in the report."""
+    (an emulated HEF's quantized model), named in the report. ``made_from``: facts of what ran it that
+    only the runner knows (a device's id and firmware: harness.verdict.changes.FACTS), recorded with its results."""
 
     cache_entries: tuple[EntryUse, ...] = ()
+    made_from: tuple[tuple[str, str], ...] = ()
 
 
 @runtime_checkable

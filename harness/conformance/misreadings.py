@@ -1,31 +1,39 @@
 """Known misreadings of raw head outputs, and a decoder's mistake named by reproducing it.
 
-A misreading is a mistake in how a decoder reads one output's memory (channel-first, DFL bins
-interleaved, an anchored map read class-major, 16-bit read as 8-bit, a second sigmoid, the
-objectness left out) or takes its anchors (groups reversed, (height, width), YOLOv5's defaults) or an
-SSD head's box coding (x first, without its scale factors, anchors as (height, width), the background kept):
-these, the misreadings of what a family's config gives its decoder, are the family's own
-(:class:`ConfigMisreading`, of its ``scenes`` part).
-:func:`reproduce` applies each to the family's reference decoder's input, on every head, on the FCR
-heads, on each role's heads, on the class and objectness heads together and on each head alone
-(:func:`head_sets`), and names the one under which the reference decoder returns what the decoder
-under test returned, on every frame given. The conformance suite gives it one planted scene; the
-doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them.
+A misreading is a mistake a decoder makes at one step of HailoRT's output path: in how it reads one output's
+memory (16-bit read as 8-bit, the codes taken without their quant info, channel-first, DFL bins interleaved,
+an anchored map read class-major, the box channels read y first, a second sigmoid, the objectness left out:
+:data:`MISREADINGS`), in how it takes what the family's config gives it (the anchors: groups reversed,
+(height, width), YOLOv5's defaults; an SSD head's box coding: x first, without its scale factors, anchors as
+(height, width), the background kept; or in the family's own arithmetic: box sizes without the exp, an SSD
+head's sigmoid scores read as softmax: the family's :class:`ConfigMisreading`, of its ``scenes`` part), or at a
+later step (the sigmoid left out, the heads or anchors paired by the outputs' order, the boxes written y first:
+:mod:`harness.conformance.decoder_misreadings`; a centre computed half a cell off or with YOLOv3's coding: the
+family's ``coordinate_misreadings``).
+:func:`reproduce` applies each output misreading to the family's reference decoder's input, on every head, on
+the FCR heads, on each role's heads, on the class and objectness heads together and on each head alone
+(:func:`head_sets`), then each of the others, and names the one under which the reference decoding returns what
+the decoder under test returned, on every frame given. The conformance suite gives it one planted scene; the
+doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them. Where none
+does, :func:`difference` says what differed on the first frame that differs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.conformance.decoder_misreadings import DECODER_MISREADINGS, Decoder, DecoderMisreading
 from harness.conformance.scenes import family_scenes
 from harness.conformance.words import (
     ANCHORED_READ_CLASS_MAJOR,
+    BOX_CHANNELS_READ_Y_FIRST,
     DFL_BINS_INTERLEAVED,
     FCR_READ_CHANNEL_FIRST,
     OBJECTNESS_MISSING,
+    QUANT_INFO_LEFT_OUT,
     READ_CHANNEL_FIRST,
     SIGMOID_APPLIED_TWICE,
     SIXTEEN_AS_EIGHT,
@@ -43,6 +51,7 @@ from harness.families.yolov5.decode import OBJECTNESS
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 
 BOX_TOLERANCE_PX = 0.5
+RELATIVE_ROUNDING = 1e-5
 SCORE_TOLERANCE = 0.01
 
 DFL_INTERLEAVED = (
@@ -65,11 +74,31 @@ SSD_SCALES_LEFT_OUT = (
 )
 SSD_ANCHORS_WH_SWAPPED = "each SSD anchor taken as (height, width) (config.ssd's anchors hold (width, height))"
 SSD_BACKGROUND_KEPT = "the background class read as a class (config.ssd's background_class is left out)"
-NOT_REPRODUCED = (
-    "none of the known misreadings (channel-first, DFL bins interleaved, class-major anchor entries, 16-bit read "
-    "as 8-bit, a second sigmoid, objectness left out; anchors reversed, (height, width) or YOLOv5's defaults; an "
-    "SSD box coding read x first or without its scale factors, the background kept), on any head, reproduces it"
+# hailort: hailort/include/hailo/quantization.hpp (``dequantize_output``: (code - zero_point) x scale)
+CODES_AS_VALUES = "read without its quant info (its codes taken for values: (code - zero_point) x scale)"
+# ultralytics: ultralytics/utils/tal.py (``dist2bbox``: left, top, right, bottom); ultralytics/yolov5:
+# models/yolo.py (tx, ty, tw, th); YOLOX: yolox/models/yolo_head.py (``decode_outputs``: x, y, w, h)
+BOX_Y_FIRST = (
+    "read y first (the box channels taken as top, left, bottom, right or ty, tx, th, tw: the maps hold x first)"
 )
+NOT_REPRODUCED = (
+    "none of the known misreadings (16-bit read as 8-bit, codes without their quant info, channel-first, DFL bins "
+    "interleaved, class-major anchor entries, box channels y first, a second sigmoid, objectness left out, on any "
+    "head; anchors reversed, (height, width) or YOLOv5's defaults; an SSD box coding read x first or without its "
+    "scale factors, the background kept or read as the first class, its sigmoid scores read as softmax; box sizes "
+    "without the exp; the sigmoid left out, heads or anchors paired by the outputs' order, boxes "
+    "written y first; centres half a cell off or coded as YOLOv3's) reproduces it"
+)
+
+
+def _box_error(boxes: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """Per box of ``boxes``, its largest coordinate's difference from ``box`` beyond float32's rounding of
+    them (:data:`RELATIVE_ROUNDING` of the coordinate: a box far outside the input, as a misread size makes
+    it, is computed alike by a float32 and a float64 decoder only to that); equal coordinates (infinities
+    too) differ by nothing."""
+    with np.errstate(invalid="ignore"):
+        err = np.where(boxes == box, 0.0, np.abs(boxes - box) - RELATIVE_ROUNDING * np.abs(box))
+    return np.nan_to_num(err, nan=np.inf).max(axis=1)
 
 
 def matches(got: Detections, expected: Detections) -> bool:
@@ -88,7 +117,7 @@ def matches(got: Detections, expected: Detections) -> bool:
         boxes, scores = got.boxes[mine], got.scores[mine]
         used = np.zeros(len(mine), bool)
         for i in theirs:
-            err = np.abs(boxes - expected.boxes[i]).max(axis=1)
+            err = _box_error(boxes, expected.boxes[i])
             ok = ~used & (err <= BOX_TOLERANCE_PX) & (np.abs(scores - expected.scores[i]) <= SCORE_TOLERANCE)
             if not ok.any():
                 return False
@@ -119,6 +148,23 @@ def _low_bytes(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarra
     return dequantize(read_as_uint8(codes), spec.quant), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
+def _codes_as_values(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that takes a quantized output's codes for its values sees."""
+    return np.asarray(a).astype(np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
+
+
+def _box_y_first(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
+    """What a decoder that reads the box channels y first sees: the 4 groups of a box map (DFL bins or values
+    per side) or each anchor's first 4 values of an anchored map with x and y exchanged."""
+    h, w, c = spec.shape
+    a = np.asarray(a)
+    if level.anchored:
+        entries = a.reshape(h, w, len(level.anchors), -1).copy()
+        entries[..., :4] = entries[..., [1, 0, 3, 2]]
+        return entries.reshape(h, w, c), spec
+    return a.reshape(h, w, 4, c // 4)[:, :, [1, 0, 3, 2]].reshape(h, w, c), spec
+
+
 def _interleaved(a: np.ndarray, spec: OutputSpec, groups: int) -> np.ndarray:
     """Channel ``g * n + i`` of ``groups`` groups of ``n`` read from channel ``i * groups + g``."""
     h, w, c = spec.shape
@@ -136,7 +182,7 @@ def _class_major(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndar
     return _interleaved(a, spec, len(level.anchors)), spec
 
 
-def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
+def probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
     """The output's values as probabilities, float32: as the family's decoder reads them (its sigmoid
     where they are logits)."""
     a = np.asarray(a).reshape(spec.shape)
@@ -146,7 +192,7 @@ def _probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
 
 def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that puts an output's probabilities through one more sigmoid sees."""
-    return sigmoid(_probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
+    return sigmoid(probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
 def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
@@ -155,7 +201,7 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
     if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
         return np.ones(spec.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
     h, w, c = spec.shape
-    entries = _probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
+    entries = probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
     entries[..., OBJECTNESS] = 1
     return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
@@ -186,6 +232,7 @@ MISREADINGS = (
         lambda output: sixteen_bit(output.host_spec),
         _low_bytes,
     ),
+    Misreading(QUANT_INFO_LEFT_OUT, CODES_AS_VALUES, lambda output: output.host_spec.is_quantized, _codes_as_values),
     Misreading(READ_CHANNEL_FIRST, CHANNEL_FIRST, lambda output: True, _channel_first),
     Misreading(
         DFL_BINS_INTERLEAVED,
@@ -194,6 +241,12 @@ MISREADINGS = (
         _bins_interleaved,
     ),
     Misreading(ANCHORED_READ_CLASS_MAJOR, CLASS_MAJOR, lambda output: output.role in PER_ANCHOR, _class_major),
+    Misreading(
+        BOX_CHANNELS_READ_Y_FIRST,
+        BOX_Y_FIRST,
+        lambda output: output.role is HeadRole.ANCHORED or (output.role is HeadRole.BOX and output.channels % 4 == 0),
+        _box_y_first,
+    ),
     Misreading(SIGMOID_APPLIED_TWICE, SIGMOID_AGAIN, lambda output: output.role in SCORED, _sigmoid_again),
     Misreading(
         OBJECTNESS_MISSING, OBJECTNESS_LEFT_OUT, lambda output: output.role in OBJECTNESS_HELD, _objectness_left_out
@@ -205,11 +258,15 @@ MISREADINGS = (
 class ConfigMisreading:
     """A mistake in how a decoder takes what its config gives it (a family's ``scenes`` part names its own:
     the anchors of ``config.anchors``, an SSD head's box coding of ``config.ssd``): ``view`` is the config it
-    then decodes with instead (``config`` itself where the mistake changes nothing of it)."""
+    then decodes with instead (``config`` itself where the mistake changes nothing of it). A family's mistake
+    in the decoding's own arithmetic (box sizes without the exp, an activation other than the model's) gives
+    ``decoder``: the family's reference decoder as a decoder making that mistake decodes (None: the reference
+    decoder itself)."""
 
     name: str
     words: str
     view: Callable[[DecodeConfig], DecodeConfig]
+    decoder: Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections] | None = None
 
 
 @dataclass(frozen=True)
@@ -267,24 +324,24 @@ class Reproduction:
     frames: int
 
 
-def _reproduces(
-    frames: Sequence[DecodedFrame],
-    family: HeadFamily,
-    seen: Callable[[Mapping[str, np.ndarray]], tuple[dict[str, np.ndarray], dict[str, OutputSpec]]],
-    config: DecodeConfig,
-) -> bool:
-    """Whether the family's reference decoder returns each frame's ``got`` from what a mistaken decoder
-    ``seen`` of its outputs (the first frame tried first: most candidates fail there)."""
-    decode = family_scenes(family).reference_decoder()
+def _reproduces(frames: Sequence[DecodedFrame], decode: Callable[[Mapping[str, np.ndarray]], Detections]) -> bool:
+    """Whether ``decode`` (the reference decoding with one step made otherwise) returns each frame's ``got``
+    from its outputs (the first frame tried first: most candidates fail there)."""
     for frame in frames:
         try:
-            outputs, specs = seen(frame.outputs)
-            returned = decode(outputs, specs, config)
+            returned = decode(frame.outputs)
         except Exception:  # a misreading may give the reference what it refuses: then it is not that one
             return False
         if not matches(frame.got, returned):
             return False
     return True
+
+
+def _decoding(
+    decode: Decoder, specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Callable[[Mapping[str, np.ndarray]], Detections]:
+    """``decode`` of a frame's outputs of ``specs`` under ``config``."""
+    return lambda outputs: decode(outputs, specs, config)
 
 
 def reproduce(
@@ -293,64 +350,136 @@ def reproduce(
     config: DecodeConfig,
     family: HeadFamily,
     layout: HeadLayout,
+    among: Collection[str] | None = None,
 ) -> Reproduction | None:
-    """The known misreading, and the heads it was made on, under which ``family``'s reference decoder
-    returns each frame's ``got`` from its ``outputs`` (of ``specs`` and ``layout``, decoded under
-    ``config``); else the family's known misreading of its config (its anchors, an SSD head's box coding);
-    None where none does."""
+    """The known misreading (of those named ``among``, where given), and the heads it was made on, under
+    which ``family``'s reference decoder returns each frame's ``got`` from its ``outputs`` (of ``specs`` and
+    ``layout``, decoded under ``config``); else the family's known misreading of its config (its anchors, an
+    SSD head's box coding) or of its arithmetic (box sizes without the exp); else a later step's
+    (:data:`~harness.conformance.decoder_misreadings.DECODER_MISREADINGS`, then the family's
+    ``coordinate_misreadings``); None where none does, or where the reference decoder itself returns each
+    frame's ``got`` (a misreading that changes nothing of these frames would be named by nothing they show)."""
+    scenes = family_scenes(family)
+    reference = scenes.reference_decoder()
+    if _reproduces(frames, _decoding(reference, specs, config)):
+        return None
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
-    for mistake in MISREADINGS:
+
+    def tried(name: str) -> bool:
+        return among is None or name in among
+
+    for mistake in (m for m in MISREADINGS if tried(m.name) or tried(FCR_READ_CHANNEL_FIRST)):
         for head_set in head_sets(layout, specs):
             if not all(mistake.applies(o) for o in head_set.heads):
                 continue
 
             def seen(
                 outputs: Mapping[str, np.ndarray], mistake: Misreading = mistake, heads: HeadSet = head_set
-            ) -> tuple[dict[str, np.ndarray], dict[str, OutputSpec]]:
+            ) -> Detections:
                 misread, misread_specs = dict(outputs), dict(specs)
                 for output in heads.heads:
                     name = output.name
                     misread[name], misread_specs[name] = mistake.view(misread[name], specs[name], level_of[name])
-                return misread, misread_specs
+                return reference(misread, misread_specs, config)
 
-            if _reproduces(frames, family, seen, config):
+            if _reproduces(frames, seen):
                 fcr = mistake.name == READ_CHANNEL_FIRST and head_set.fcr
                 name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
-                return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
-    for config_mistake in family_scenes(family).config_misreadings():
-        as_given = config_mistake.view(config)
-        if as_given != config:
-            if _reproduces(frames, family, lambda outputs: (dict(outputs), dict(specs)), as_given):
-                return Reproduction(config_mistake.name, config_mistake.words, len(frames))
+                if tried(name):
+                    return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
+    for config_mistake in (m for m in scenes.config_misreadings() if tried(m.name)):
+        as_given, mistaken = config_mistake.view(config), config_mistake.decoder
+        changed = as_given != config or mistaken is not None
+        if changed and _reproduces(frames, _decoding(mistaken or reference, specs, as_given)):
+            return Reproduction(config_mistake.name, config_mistake.words, len(frames))
+    later: tuple[DecoderMisreading, ...] = (*DECODER_MISREADINGS, *scenes.coordinate_misreadings())
+    for step in (m for m in later if tried(m.name)):
+        made = step.decoder(family, layout, reference)
+        if made is not None and _reproduces(frames, _decoding(made, specs, config)):
+            return Reproduction(step.name, step.words, len(frames))
     return None
+
+
+def _largest(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest difference of ``a`` from ``b``: none where they are equal (infinities too), infinite where
+    either is not a number."""
+    with np.errstate(invalid="ignore"):
+        return float(np.nan_to_num(np.where(a == b, 0.0, np.abs(a - b)), nan=np.inf).max())
+
+
+def _paired(got: Detections, expected: Detections) -> tuple[float, float]:
+    """The largest box and score difference between detections of the same class paired in score order (the
+    fewer of each class's counts), 0 where none pair."""
+    box, score = 0.0, 0.0
+    for cls in np.intersect1d(got.class_ids, expected.class_ids):
+        mine = np.flatnonzero(got.class_ids == cls)[np.argsort(-got.scores[got.class_ids == cls], kind="stable")]
+        theirs = np.flatnonzero(expected.class_ids == cls)
+        theirs = theirs[np.argsort(-expected.scores[theirs], kind="stable")]
+        n = min(len(mine), len(theirs))
+        if n:
+            box = max(box, _largest(got.boxes[mine[:n]], expected.boxes[theirs[:n]]))
+            score = max(score, _largest(got.scores[mine[:n]], expected.scores[theirs[:n]]))
+    return box, score
+
+
+def _class_counts(d: Detections) -> dict[int, int]:
+    ids, counts = np.unique(d.class_ids, return_counts=True)
+    return {int(i): int(n) for i, n in zip(ids, counts, strict=True)}
+
+
+def difference(got: Detections, expected: Detections, source: str = "the reference decoder returns") -> str:
+    """What differs between a decoder's detections ``got`` and the ``expected`` (what ``source`` gives), in
+    words: the counts, the classes, then the largest box and score difference of detections of a class paired
+    in score order."""
+    counts = f"{len(got)} detections where {source} {len(expected)}"
+    mine, theirs = _class_counts(got), _class_counts(expected)
+    classes = "the same classes" if mine == theirs else f"per class {mine} where {theirs}"
+    box, score = _paired(got, expected)
+    paired = (
+        f"paired by class and score, boxes differ by up to {box:.1f} px and scores by up to {score:.3f}"
+        if len(np.intersect1d(got.class_ids, expected.class_ids))
+        else "no detection of a class the reference returns"
+    )
+    return f"{counts}, {classes}; {paired}"
 
 
 @dataclass(frozen=True)
 class PathReproduction:
     """What a few frames of a host decoder's path say: on how many of ``frames`` its detections differ
     from the family's reference decoder's on the same outputs (``differing``), how many it returned over
-    them all (``returned``), and, where some differ, the misreading that reproduces them on every frame
-    (``reproduction``; None where none does)."""
+    them all (``returned``), where some differ what differed on the first of them (``first_difference``), and
+    the misreading that reproduces them on every frame (``reproduction``; None where none does)."""
 
     frames: int
     differing: int
     returned: int
     reproduction: Reproduction | None
+    first_difference: str = ""
+
+    @property
+    def unreproduced(self) -> str:
+        """That none of the known misreadings reproduces it, with the first differing frame's evidence."""
+        return f"{NOT_REPRODUCED}; {self.first_difference}" if self.first_difference else NOT_REPRODUCED
 
 
 def reproduce_path(
     frames: Sequence[DecodedFrame], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
 ) -> PathReproduction | None:
     """``frames`` of a path whose decoder was given outputs of ``specs`` and ``config``, held to
-    ``family``'s reference decoder: where it differs on one of them, the misreading that reproduces it on
-    all (:func:`reproduce`). None where the outputs are not ``family``'s heads (its layout refuses them:
-    there is no reference decoding to reproduce)."""
+    ``family``'s reference decoder: where it differs on one of them, what differed on the first such frame
+    and the misreading that reproduces it on all (:func:`reproduce`). None where the outputs are not
+    ``family``'s heads (its layout refuses them: there is no reference decoding to reproduce)."""
     try:
         layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
     except HarnessError:
         return None
     decode = family_scenes(family).reference_decoder()
-    differing = sum(not matches(frame.got, decode(frame.outputs, specs, config)) for frame in frames)
-    reproduction = reproduce(frames, specs, config, family, layout) if differing else None
+    references = [decode(frame.outputs, specs, config) for frame in frames]
+    differs = [i for i, (frame, ref) in enumerate(zip(frames, references, strict=True)) if not matches(frame.got, ref)]
+    reproduction = reproduce(frames, specs, config, family, layout) if differs else None
     returned = sum(len(frame.got) for frame in frames)
-    return PathReproduction(len(frames), differing, returned, reproduction)
+    first = ""
+    if differs:
+        i = differs[0]
+        first = f"on frame {i + 1} of {len(frames)}: {difference(frames[i].got, references[i])}"
+    return PathReproduction(len(frames), len(differs), returned, reproduction, first)

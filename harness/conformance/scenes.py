@@ -28,6 +28,7 @@ from harness.formats.quant import dequantize, quantize
 if TYPE_CHECKING:
     from onnx import ModelProto
 
+    from harness.conformance.decoder_misreadings import DecoderMisreading
     from harness.conformance.misreadings import ConfigMisreading
 
 Decoder = Callable[[Mapping[str, np.ndarray], Mapping[str, OutputSpec], DecodeConfig], Detections]
@@ -117,6 +118,11 @@ class FamilyScenes(Protocol):
         in the order they are tried."""
         ...
 
+    def coordinate_misreadings(self) -> tuple[DecoderMisreading, ...]:
+        """The known mistakes in computing the family's box centres (half a cell off; YOLOv3's coding of a
+        YOLOv5 centre), each its reference decoding with that step made otherwise, in the order they are tried."""
+        ...
+
     def reference_decoder(self) -> Decoder:
         """The harness's decoder of the family's heads: the reference a mistake is reproduced with."""
         ...
@@ -172,6 +178,14 @@ def fcr_mixed_grids(base: SceneRecipe) -> SceneRecipe:
 def no_config_misreadings() -> tuple[ConfigMisreading, ...]:
     """A family's config misreadings where its decode reads no config of its own."""
     return ()
+
+
+def half_cell_misreadings() -> tuple[DecoderMisreading, ...]:
+    """A family decoded by an NMS: its centres half a cell off either way
+    (:func:`~harness.conformance.decoder_misreadings.half_cells`)."""
+    from harness.conformance.decoder_misreadings import half_cells
+
+    return half_cells()
 
 
 def export_as_reference(

@@ -8,15 +8,14 @@ Each property plants objects in synthetic head outputs (one confident cell per o
 distribution per side, background far below threshold), so the expected detections are known
 exactly. When a decoder misses them, the failure names the mistake in plain words:
 
-- by reproduction first (:mod:`harness.conformance.misreadings`): each known misreading of an output's
-  memory (channel-first, DFL bins interleaved, an anchored map read class-major, 16-bit read as 8-bit,
-  a second sigmoid, the objectness left out) is applied to the reference decoder's input on every head,
-  on the FCR heads, on each role's heads and on each head alone, then each known misreading of the
-  anchors (groups reversed, (height, width), YOLOv5's defaults), and the one whose detections are the
-  decoder's is named ("the box heads of all 3 strides read channel-first ..."); where none reproduces
-  them it says so;
-- else by its signature: x/y swapped boxes, half-cell anchor offsets, scores outside [0, 1] or
-  squeezed into [0.5, 0.73], FCR heads read channel-first, heads paired across grids.
+- by reproduction (:mod:`harness.conformance.misreadings`): each known misreading at a step of HailoRT's output
+  path (an output's memory, its quant info and layout, the activation, the pairing of heads, the family's
+  anchors or box coding, its box centres, the boxes' order) is made in the reference decoding, and the one whose
+  detections are the decoder's is named ("the box heads of all 3 strides read channel-first ..."), its symptom
+  after it; a host decoder of a bbox-only buffer by the mistakes of reading that buffer;
+- where none reproduces them, by its signature (x/y swapped boxes, half-cell anchor offsets, scores outside
+  [0, 1] or squeezed into [0.5, 0.73], FCR heads read channel-first, heads paired across grids), said to be
+  none of the known misreadings, with what differed: the counts, the classes, the boxes and the scores.
 
 The properties are stated per head family (:func:`properties`): YOLOv8/YOLO11 heads carry 4 x 16 DFL
 bins per box; YOLO26 heads (either head: the planted objects neither overlap nor exceed the top-k,
@@ -34,7 +33,7 @@ from __future__ import annotations
 import importlib
 import os
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -53,6 +52,7 @@ from harness.conformance.misreadings import (
     SIGMOID_AGAIN,  # noqa: F401
     SIXTEEN_AS_EIGHT,  # noqa: F401
     DecodedFrame,
+    difference,
     matches,
     reproduce,
 )
@@ -66,14 +66,22 @@ from harness.conformance.scenes import (
     make_scene,
     sigmoid,
 )
-from harness.conformance.words import ANCHORS_BY_ORDER, FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS  # noqa: F401
+from harness.conformance.words import (
+    ANCHOR_GROUPS_BY_OUTPUT_ORDER,
+    ANCHORS_BY_ORDER,  # noqa: F401
+    FCR_CHANNEL_FIRST,
+    HEADS_PAIRED_BY_OUTPUT_ORDER,
+    PAIRED_ACROSS_GRIDS,  # noqa: F401
+)
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatType, OutputSpec
 from harness.families import REGISTERED, descriptor
+from harness.formats.bbox_only import leading_fields
 
+NOTHING_FOUND = "every misreading that finds nothing reproduces that, and this one is tried first"
 SIGMOID_MISSING = "scores outside [0,1]: sigmoid missing"
 SIGMOID_TWICE = "scores squeezed into [0.5, 0.73]: sigmoid applied twice"
 XY_SWAPPED = "boxes come back x/y swapped"
@@ -111,6 +119,11 @@ BBOX_X_FIRST = "the boxes read x first (HailoRT's bbox-only buffer writes y_min,
 BBOX_NOT_SCALED = "the boxes left as fractions of the input (the buffer is normalised; detections are in pixels)"
 BBOX_OBJECTNESS_LEFT_OUT = "the classes scored without the objectness (YOLOv5's buffer does not multiply them)"
 BBOX_NO_NMS = "no NMS run over the proposals (the bbox-only op leaves the NMS to the host)"
+BBOX_SIGMOID = "the class values put through a sigmoid (the buffer holds them as the HEF's sigmoid gave them)"
+BBOX_SCALED_HEIGHT_WIDTH = (
+    "the boxes scaled by the input's (height, width) where x goes by its width (the buffer is normalised: "
+    "x_min / width, y_min / height)"
+)
 
 
 def _bbox_only_misreadings(
@@ -125,6 +138,13 @@ def _bbox_only_misreadings(
         (BBOX_NOT_SCALED, scene.outputs, replace(scene.config, input_hw=(1, 1))),
         (BBOX_NO_NMS, scene.outputs, replace(scene.config, iou_threshold=1.0)),
     ]
+    lead = len(leading_fields(scene.family))  # the box (and objectness) fields before the class values
+    sigmoided = buffer.copy()
+    sigmoided[..., lead:] = sigmoid(buffer[..., lead:])
+    found.append((BBOX_SIGMOID, {name: sigmoided}, scene.config))
+    h, w = scene.config.input_hw
+    if h != w:
+        found.append((BBOX_SCALED_HEIGHT_WIDTH, scene.outputs, replace(scene.config, input_hw=(w, h))))
     if descriptor(scene.family).objectness:  # YOLOv5's buffer: the objectness beside the classes
         ones = buffer.copy()
         ones[..., 4] = 1
@@ -186,9 +206,10 @@ def _raised(error: BaseException) -> str:
     return f"raised {type(error).__name__}: {str(error) or '(no message)'}{where}"
 
 
-def _run(decoder: Decoder, scene: Scene) -> str | None:
+def _run(decoder: Decoder, scene: Scene, among: Collection[str] | None = None) -> str | None:
     """None where ``decoder`` finds the planted objects, else its mistake: named by reproduction where
-    a known misreading gives what it returned, else by the symptom, else said to be none of them."""
+    a known misreading (of those named ``among``, where given) gives what it returned (its symptom after it),
+    else by the symptom and said to be none of the known misreadings, with what differed on the scene."""
     try:
         got = decoder(scene.outputs, scene.specs, scene.config)
     except Exception as error:  # a user's decoder may raise anything: report it, don't crash the suite
@@ -199,11 +220,14 @@ def _run(decoder: Decoder, scene: Scene) -> str | None:
     if scene.bbox_only:
         named = _reproduce_bbox_only(got, scene)
     else:
-        found = reproduce([DecodedFrame(scene.outputs, got)], scene.specs, scene.config, scene.family, scene.layout)
+        frame = DecodedFrame(scene.outputs, got)
+        found = reproduce([frame], scene.specs, scene.config, scene.family, scene.layout, among)
         named = found.words if found is not None else None
+    if named is not None and not len(got):
+        named += f" (it returned no detection: {NOTHING_FOUND})"
     if named is not None:
         return f"{named}: {failure}" if failure.startswith("expected ") else f"{named} ({failure})"
-    return f"{failure}; {NOT_REPRODUCED}" if failure.startswith("expected ") else failure
+    return f"{failure}; {NOT_REPRODUCED}; on this scene, {difference(got, scene.expected, 'the scene holds')}"
 
 
 @dataclass(frozen=True)
@@ -228,6 +252,11 @@ def _fcr_channel_last(base: SceneRecipe) -> Callable[[Decoder, int], str | None]
     return check
 
 
+# The misreadings that depend on the outputs' order or names alone: a decoder that finds the objects where the
+# outputs keep their order and names, and not otherwise, makes one of them (or none the suite knows).
+ORDER_DEPENDENT = (HEADS_PAIRED_BY_OUTPUT_ORDER, ANCHOR_GROUPS_BY_OUTPUT_ORDER)
+
+
 def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
     def check(decoder: Decoder, seed: int) -> str | None:
         scene = make_scene(base, seed)
@@ -235,8 +264,9 @@ def _pairing(base: SceneRecipe) -> Callable[[Decoder, int], str | None]:
         order = list(scene.outputs)
         rng.shuffle(order)
         names = {k: f"output_{j}" for k, j in zip(order, rng.permutation(len(order)), strict=True)}
-        failure = _run(decoder, scene.renamed(names, order))
-        if failure and _run(decoder, scene) is None:
+        ordered = _run(decoder, scene) is None
+        failure = _run(decoder, scene.renamed(names, order), ORDER_DEPENDENT if ordered else None)
+        if failure and ordered:
             return f"{family_scenes(base.family).misordered()}: {failure}"
         return failure
 

@@ -26,13 +26,27 @@ SSD_CODING_X_FIRST = "ssd_box_coding_read_x_first"
 SSD_SCALE_FACTORS_LEFT_OUT = "ssd_scale_factors_left_out"
 SSD_ANCHORS_HEIGHT_WIDTH = "ssd_anchors_taken_as_height_width"
 SSD_BACKGROUND_AS_CLASS = "ssd_background_read_as_a_class"
+SIZES_WITHOUT_THE_EXP = "box_sizes_without_the_exp"
+SSD_SCORES_SOFTMAXED = "ssd_sigmoid_scores_read_as_softmax"
+SSD_BACKGROUND_AS_FIRST_CLASS = "ssd_background_read_as_the_first_class"
+QUANT_INFO_LEFT_OUT = "quant_info_left_out"
+BOX_CHANNELS_READ_Y_FIRST = "box_channels_read_y_first"
+CLASSES_TAKEN_AS_PROBABILITIES = "sigmoid_left_out"
+HEADS_PAIRED_BY_OUTPUT_ORDER = "heads_paired_by_output_order"
+ANCHOR_GROUPS_BY_OUTPUT_ORDER = "anchor_groups_by_output_order"
+BOXES_WRITTEN_Y_FIRST = "boxes_written_y_first"
+CENTRES_HALF_CELL_UP_LEFT = "centres_half_a_cell_up_left"
+CENTRES_HALF_CELL_DOWN_RIGHT = "centres_half_a_cell_down_right"
+CENTRES_AS_YOLOV3 = "centres_coded_as_yolov3"
 
 # Every name a reproduction can give, in the order the misreadings are tried.
 REPRODUCED_NAMES = (
     SIXTEEN_BIT_READ_AS_EIGHT,
+    QUANT_INFO_LEFT_OUT,
     READ_CHANNEL_FIRST,
     DFL_BINS_INTERLEAVED,
     ANCHORED_READ_CLASS_MAJOR,
+    BOX_CHANNELS_READ_Y_FIRST,
     SIGMOID_APPLIED_TWICE,
     OBJECTNESS_MISSING,
     FCR_READ_CHANNEL_FIRST,
@@ -43,4 +57,14 @@ REPRODUCED_NAMES = (
     SSD_SCALE_FACTORS_LEFT_OUT,
     SSD_ANCHORS_HEIGHT_WIDTH,
     SSD_BACKGROUND_AS_CLASS,
+    SIZES_WITHOUT_THE_EXP,
+    SSD_SCORES_SOFTMAXED,
+    SSD_BACKGROUND_AS_FIRST_CLASS,
+    CLASSES_TAKEN_AS_PROBABILITIES,
+    HEADS_PAIRED_BY_OUTPUT_ORDER,
+    ANCHOR_GROUPS_BY_OUTPUT_ORDER,
+    BOXES_WRITTEN_Y_FIRST,
+    CENTRES_AS_YOLOV3,
+    CENTRES_HALF_CELL_UP_LEFT,
+    CENTRES_HALF_CELL_DOWN_RIGHT,
 )

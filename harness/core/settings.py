@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from harness.core import defaults
@@ -156,12 +156,23 @@ class SsdConfigError(HarnessError):
 
 
 @dataclass(frozen=True)
-class DecodeConfig:
+class _Selection:
+    """What a selection of detections is held to, the leading fields of both :class:`DecodeConfig` and
+    :class:`EvalSettings` (in this order, with these defaults): the input size, the thresholds, the limits."""
+
     input_hw: tuple[int, int]
     score_threshold: float = defaults.SCORE_THRESHOLD
     iou_threshold: float = defaults.IOU_THRESHOLD
     max_per_class: int = defaults.MAX_PER_CLASS
     max_total: int = defaults.MAX_TOTAL
+
+    def _selection(self) -> dict[str, Any]:
+        """These fields by name: what a :class:`DecodeConfig` takes of an :class:`EvalSettings` as it is."""
+        return {f.name: getattr(self, f.name) for f in fields(_Selection)}
+
+
+@dataclass(frozen=True)
+class DecodeConfig(_Selection):
     mode: NmsMode = NmsMode.HAILORT
     multi_label: bool = True
     max_candidates: int = defaults.MAX_CANDIDATES
@@ -274,12 +285,7 @@ class SettingsMismatch(HarnessError):
 
 
 @dataclass(frozen=True)
-class EvalSettings:
-    input_hw: tuple[int, int]
-    score_threshold: float = defaults.SCORE_THRESHOLD
-    iou_threshold: float = defaults.IOU_THRESHOLD
-    max_per_class: int = defaults.MAX_PER_CLASS
-    max_total: int = defaults.MAX_TOTAL
+class EvalSettings(_Selection):
     nms_mode: NmsMode = NmsMode.HAILORT
     preprocess: Preprocess = Preprocess.LETTERBOX
     # dataset class id -> model class id, by name (see harness.inputs.dataset.class_map)
@@ -295,11 +301,7 @@ class EvalSettings:
         """The decoding these settings ask for; ``anchors``, a fact of the model, for anchor-based heads;
         ``ssd``, an SSD head's anchors and box coding (its config file, ``--ssd-config``)."""
         return DecodeConfig(
-            input_hw=self.input_hw,
-            score_threshold=self.score_threshold,
-            iou_threshold=self.iou_threshold,
-            max_per_class=self.max_per_class,
-            max_total=self.max_total,
+            **self._selection(),
             mode=self.nms_mode,
             classes_are_probabilities=classes_are_probabilities,
             anchors=anchors,

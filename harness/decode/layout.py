@@ -12,7 +12,7 @@ decodes it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -381,21 +381,32 @@ def anchored_by_grid(
                 f"map per stride (anchors x (5 + nc) channels)"
             )
     ordered = sorted((spec for (spec,) in by_grid.values()), key=lambda s: _stride(s.grid, input_hw, [s]))
-    if not anchors:
-        raise HeadPairingError(
-            f"outputs {_describe(ordered)}: an anchor-based head but no anchors given; expected per stride its "
-            f"anchors' (width, height) in input pixels (DecodeConfig.anchors, read from the export or the HEF)"
-        )
-    if len(anchors) != len(ordered):
-        raise HeadPairingError(
-            f"outputs {_describe(ordered)}: {len(ordered)} stride(s) but anchors for {len(anchors)}; expected one "
-            f"group of (width, height) anchors per stride, stride ascending"
-        )
+    require_anchor_groups(
+        ordered,
+        len(ordered),
+        anchors,
+        "an anchor-based head but no anchors given; expected per stride its anchors' (width, height) in input pixels "
+        "(DecodeConfig.anchors, read from the export or the HEF)",
+        "{levels} stride(s) but anchors for {groups}; expected one group of (width, height) anchors per stride, "
+        "stride ascending",
+    )
     levels = []
     for spec, group in zip(ordered, anchors, strict=True):
         one = HeadOutput.of_spec(spec, HeadRole.ANCHORED)
         levels.append(Level(_stride(spec.grid, input_hw, [spec]), spec.grid, one, one, one, group))
     return HeadLayout(tuple(levels))
+
+
+def require_anchor_groups(
+    outputs: Sequence[OutputSpec], levels: int, anchors: Sequence[object], none: str, mismatch: str
+) -> None:
+    """One group of anchors per level of the head whose ``outputs`` these are (``levels`` of them), else a
+    :class:`~harness.core.errors.HeadPairingError` naming them: ``none`` what is expected where no anchors are
+    given, ``mismatch`` where the groups are not one per level (``{levels}`` and ``{groups}`` their counts)."""
+    if not anchors:
+        raise HeadPairingError(f"outputs {_describe(outputs)}: {none}")
+    if len(anchors) != levels:
+        raise HeadPairingError(f"outputs {_describe(outputs)}: {mismatch.format(levels=levels, groups=len(anchors))}")
 
 
 def layout_of_export(facts: ExportFacts) -> HeadLayout:

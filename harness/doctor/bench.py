@@ -60,6 +60,12 @@ class Bench:
     baseline_sources: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def bbox_only(self) -> bool:
+        """The path under test is a bbox-only HEF: HailoRT's NMS op compiled ``bbox_decoding_only``, the NMS the
+        host's."""
+        return self.subject_spec.bbox_only
+
+    @property
     def onnx(self) -> Path:
         return self.run.onnx
 
@@ -83,11 +89,11 @@ class Bench:
         return self.path(stack, self.subject_spec, settings)
 
     def raw_spec(self, decoder: Decoder) -> PathSpec:
-        """A host decoder over raw head outputs: the emulated raw-output HEF's (sigmoid inside), or the
-        ONNX cut at its heads where the emulator refuses the model."""
+        """A host decoder over raw head outputs: the emulated raw-output HEF's (sigmoid inside; neither an NMS op
+        nor its bbox-only form), or the ONNX cut at its heads where the emulator refuses the model."""
         if self.hef is None:
             return PathSpec(Backend.ONNX, decoder=decoder)
-        return replace(self.subject_spec, hef_nms=False, decoder=decoder)
+        return replace(self.subject_spec, hef_nms=False, bbox_only=False, decoder=decoder)
 
     def raw_path(self, stack: ExitStack, decoder: Decoder) -> DetectionPath:
         return self.path(stack, self.raw_spec(decoder))
@@ -106,7 +112,7 @@ class Bench:
     @property
     def description(self) -> HefInfo:
         """The clean HEF description the static checks read (see :func:`hef_description`)."""
-        return hef_description(self.onnx, self.settings, self.hef)
+        return hef_description(self.onnx, self.run.facts, self.settings, self.hef)
 
     def checks(self, info: HefInfo) -> tuple[CheckResult, ...]:
         """The static checks of ``info``, the class outputs' score floor the float model's own highest score on the
@@ -146,18 +152,20 @@ def open_bench(
     golden_root: Path = defaults.GOLDEN_DIR,
     settings: SettingsSpec | None = None,
     log: Callable[[str], None] = lambda line: None,
+    bbox_only: bool = False,
 ) -> Bench:
     """The bench of ``onnx`` on ``dataset`` (default: the demo validation set; a COCO file with its
     ``images`` folder), its ``first`` images if given. ``calibration``: as the emulator's everywhere
     (a folder, ``in-domain`` / ``off-domain``; default the demo's in-domain split on the demo set,
-    else the dataset's images). ``log`` gets a line per step of the bench's set-up."""
+    else the dataset's images). ``bbox_only``: the path under test a bbox-only HEF (HailoRT's NMS op compiled
+    ``bbox_decoding_only``, the host's NMS after it). ``log`` gets a line per step of the bench's set-up."""
     full = load_dataset(dataset, split, Path(cache_dir), images, log)
     if not full.samples:
         raise DatasetError(f"dataset {full.root}: no readable images to run the doctor on")
     run = prepare_run(onnx, full, settings, Path(cache_dir), progress=False, log=log, max_unreadable=max_unreadable)
     full = run.dataset  # images without labels take the model's class names here
     data = subset(full, range(min(first, len(full.samples)))) if first else full
-    spec = PathSpec(Backend.EMULATOR, calibration=calibration)
+    spec = PathSpec(Backend.EMULATOR, calibration=calibration, bbox_only=bbox_only)
     reference = evaluate_spec(REFERENCE, run, data)
     hef: EmulatedHef | None
     try:

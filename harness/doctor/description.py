@@ -12,59 +12,70 @@ from harness.backends.onnx.runner import head_format_order
 from harness.core.head_family import HeadRole
 from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType, QuantInfo
-from harness.families.yolov8.onnx import find_heads
+from harness.decode.layout import HeadOutput, Level, layout_of_tensors
+from harness.families import descriptor
+from harness.inputs.export_facts import ExportFacts
 from harness.inputs.hef.header import HefHeader
 from harness.inputs.hef.nms_op import BboxDecoder, NmsOpConfig
 from harness.inputs.hef.reader import HefInfo, HwArch, NetworkGroupInfo, StreamInfo
-from harness.inputs.onnx_graph import load_model, model_input
 
 _NOMINAL_BOX = QuantInfo(128.0, 0.1, -12.8, 12.7)
 _NOMINAL_CLASS = QuantInfo(0.0, 1 / 255, 0.0, 1.0)
 _INPUT_QUANT = QuantInfo(0.0, 1.0, 0.0, 255.0)
 
 
-def hef_description(onnx: Path, settings: EvalSettings, hef: EmulatedHef | None) -> HefInfo:
-    """What a raw-heads HEF with the YOLOv8 NMS op compiled from ``onnx`` declares, as the HEF
-    reader gives it: the emulated HEF's heads and quant infos, or, without one, the ONNX's heads
-    with nominal quant infos (class outputs post-sigmoid in [0, 1]). NMS settings are the
-    evaluation's. Stream, op and field names follow a real NMS HEF's metadata
-    (hailort: hailort/libhailort/hef.proto, ProtoHEFNmsOp / ProtoHEFYoloBboxDecoder)."""
-    model = load_model(onnx)
-    _, (in_h, in_w) = model_input(model)
-    heads = find_heads(model)
+def _decoder(net: str, level: Level) -> BboxDecoder:
+    """A level's decoder as HailoRT's NMS op holds it: its stride, the streams of its boxes and class scores
+    (one anchored stream for both, its anchors in whole pixels: hailort: hailort/libhailort/hef.proto,
+    ``ProtoHEFYoloBboxDecoder`` ``h``/``w`` uint32) and its objectness stream where it has one of its own
+    (``ProtoHEFYoloxBboxDecoder`` ``obj_pad_index``)."""
+
+    def stream(output: HeadOutput) -> str:
+        return f"{net}/{output.name.lstrip('/')}"
+
+    anchors = tuple((float(round(w)), float(round(h))) for w, h in level.anchors) if level.anchored else ()
+    objectness = stream(level.objectness) if level.objectness is not None and not level.anchored else ""
+    return BboxDecoder(level.stride, stream(level.box), stream(level.classes), anchors, objectness)
+
+
+def hef_description(onnx: Path, facts: ExportFacts, settings: EvalSettings, hef: EmulatedHef | None) -> HefInfo:
+    """What a raw-heads HEF with its head family's NMS op compiled from ``onnx`` (its ``facts``) declares,
+    as the HEF reader gives it: the emulated HEF's heads and quant infos, or, without one, the export's
+    heads with nominal quant infos (score outputs post-sigmoid in [0, 1]). NMS settings are the
+    evaluation's; a YOLOv5 op's anchors the export's. Stream, op and field names follow a real NMS HEF's
+    metadata (hailort: hailort/libhailort/hef.proto, ProtoHEFNmsOp / ProtoHEFYoloBboxDecoder). Not for an SSD
+    op, whose anchors and box coding are its config's."""
+    family, heads = facts.require_heads()
+    layout = layout_of_tensors(heads, facts.input_hw)
+    in_h, in_w = facts.input_hw
     quant = hef.quant if hef is not None else {}
     net = Path(onnx).stem
     smallest = min(h.grid[0] * h.grid[1] for h in heads)
     streams = []
     for h in heads:
-        q = quant.get(h.tensor, _NOMINAL_BOX if h.role is HeadRole.BOX else _NOMINAL_CLASS)
+        nominal = _NOMINAL_BOX if h.role is HeadRole.BOX else _NOMINAL_CLASS
+        q = quant.get(h.tensor, nominal)
         order = head_format_order(h.role, h.grid, smallest)
         shape = (*h.grid, h.channels)
         streams.append(
             StreamInfo(f"{net}/{h.tensor.lstrip('/')}", shape, shape, order, order, FormatType.UINT8, q, (q,))
         )
-    boxes = [h for h in heads if h.role is HeadRole.BOX]
-    decoders = tuple(
-        BboxDecoder(in_h // b.grid[0], f"{net}/{b.tensor.lstrip('/')}", f"{net}/{c.tensor.lstrip('/')}")
-        for b in boxes
-        for c in heads
-        if c.role is HeadRole.CLASS and c.grid == b.grid
-    )
+    op = descriptor(family).nms_op
     nms = NmsOpConfig(
-        name=f"{net}/yolov8_nms_postprocess",
-        kind="yolov8",
-        output_name=f"{net}/yolov8_nms_postprocess",
+        name=f"{net}/{op}_nms_postprocess",
+        kind=op,
+        output_name=f"{net}/{op}_nms_postprocess",
         score_threshold=settings.score_threshold,
         iou_threshold=settings.iou_threshold,
-        classes=next(h.channels for h in heads if h.role is HeadRole.CLASS),
+        classes=layout.classes,
         max_proposals_per_class=settings.max_per_class,
         background_removal=False,
         background_removal_index=0,
         bbox_decoding_only=False,
         image_height=float(in_h),
         image_width=float(in_w),
-        regression_length=boxes[0].channels // 4,
-        bbox_decoders=decoders,
+        regression_length=layout.reg_max if descriptor(family).dfl_boxes else 0,
+        bbox_decoders=tuple(_decoder(net, level) for level in layout.levels),
     )
     shape = (in_h, in_w, 3)
     image = StreamInfo(
@@ -86,3 +97,11 @@ def with_nms(info: HefInfo, **changes: Any) -> HefInfo:
     group = info.network_groups[0]
     assert group.nms is not None
     return replace(info, network_groups=(replace(group, nms=replace(group.nms, **changes)),))
+
+
+def with_decoders(info: HefInfo, anchors: tuple[tuple[tuple[float, float], ...], ...]) -> HefInfo:
+    """``info`` with its NMS op's decoders given ``anchors`` (per decoder, in the op's order)."""
+    group = info.network_groups[0]
+    assert group.nms is not None
+    decoders = tuple(replace(d, anchors=a) for d, a in zip(group.nms.bbox_decoders, anchors, strict=True))
+    return with_nms(info, bbox_decoders=decoders)

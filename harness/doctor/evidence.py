@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.conformance.misreadings import NOT_REPRODUCED, PathReproduction, reproduce_path
+from harness.conformance.misreadings import PathReproduction, reproduce_path
 from harness.conformance.suite import run_conformance
 from harness.core.detections import (
     Detections,
@@ -60,7 +60,7 @@ def _reproduced(evidence: Evidence, found: PathReproduction | None) -> Evidence:
     if found is None or not found.differing:
         return evidence
     reproduction = found.reproduction
-    words = reproduction.words if reproduction else NOT_REPRODUCED
+    words = reproduction.words if reproduction else found.unreproduced
     if reproduction and not found.returned:
         words += f" (the host decoder returned no detection on them: {NOTHING_RETURNED})"
     return replace(
@@ -76,9 +76,10 @@ def doctor_evidence(
     bench: Bench, result: PathResult, reference: PathResult, path: DetectionPath | None = None, failed: bool = False
 ) -> Evidence:
     """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis_evidence.collect_evidence`
-    against the reference (where it is comparable) and against the reference after an NMS per class
-    (:func:`after_nms`), the settings that differ from it, agreement with the ground truth; for a host
-    decoder's ``path``, its mistake reproduced on its first frames (:func:`decoder_reproduction`); and where
+    against the reference (where it is comparable), against the reference after an NMS per class
+    (:func:`after_nms`) and with that NMS over the path's own boxes, the settings that differ from it,
+    agreement with the ground truth; for a host decoder's ``path``, its mistake reproduced on its first frames
+    (:func:`decoder_reproduction`); and where
     its gates ``failed``, the matched share with red and blue exchanged on the first :data:`PROBE_IMAGES`
     images and the conformance of its host decoder, if it has one."""
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
@@ -86,7 +87,12 @@ def doctor_evidence(
     if comparable:
         settings = result.settings
         suppressed = after_nms(reference.predictions, settings.iou_threshold, settings.max_per_class)
-        evidence = replace(evidence, nms_matched_share=matched_share(agreement(suppressed, result.predictions)))
+        own = after_nms(result.predictions, settings.iou_threshold, settings.max_per_class)
+        evidence = replace(
+            evidence,
+            nms_matched_share=matched_share(agreement(suppressed, result.predictions)),
+            path_nms_matched_share=matched_share(agreement(reference.predictions, own)),
+        )
     truth = agreement(_truth(result, bench.dataset), result.predictions)
     evidence = replace(
         evidence,

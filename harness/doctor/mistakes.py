@@ -18,37 +18,65 @@ from harness.core.detections import (
     xyxy_pixels_to_yxyx_normalized,
     yxyx_normalized_to_xyxy_pixels,
 )
+from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig, EvalSettings, NmsMode
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
+from harness.decode.bbox_only import decode_bbox_only
 from harness.decode.dfl import pair_heads, passing
-from harness.decode.heads import Decode
-from harness.decode.layout import DEFAULT_BOX_CHANNELS
-from harness.decode.maps import host_array, to_float
-from harness.decode.nms import above
+from harness.decode.heads import Decode, decoder, family_anchors, head_layout
+from harness.decode.maps import host_array, sigmoid, to_float
+from harness.decode.nms import above, greedy_per_class
 from harness.families.yolo26.decode import layout as yolo26_layout
 from harness.families.yolo26.one2many.decode import decode as decode_one2many
 from harness.families.yolov8.decode import decode
+from harness.formats.bbox_only import read_bbox_only
 from harness.formats.quant import dequantize, quantize, read_as_uint8
 from harness.inputs.preprocess import geometry
 
-
-def sigmoid_on_probabilities(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
-) -> Detections:
-    """A host decoder that puts every class output through a sigmoid, whatever it already holds."""
-    return decode(outputs, specs, replace(config, classes_are_probabilities=False))
+# the outputs holding scores a HEF compiles the activation into: class maps, objectness maps, YOLOv5's anchored
+# maps whole (the DFC's change_output_activation on them), an SSD layer's class maps
+_SCORE_ROLES = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED, HeadRole.ANCHOR_CLASSES)
 
 
-def fcr_read_channel_first(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
-) -> Detections:
-    """A host decoder that takes FCR outputs for ``[C, H, W]`` in memory (they are ``[H, W, C]``)."""
-    fixed = dict(outputs)
-    for name, spec in specs.items():
-        if spec.format_order is FormatOrder.FCR:
-            h, w, c = spec.shape
-            fixed[name] = np.asarray(outputs[name]).reshape(c, h, w).transpose(1, 2, 0)
-    return decode(fixed, specs, config)
+def sigmoid_on_probabilities_of(family: HeadFamily) -> Decode:
+    """A host decoder of ``family``'s raw heads that puts every score output (class maps, objectness maps, an
+    anchored map whole) through a sigmoid, whatever it already holds, then decodes them as they then are."""
+    family_decode = decoder(family)
+
+    def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        fixed, fixed_specs = dict(outputs), dict(specs)
+        layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
+        for output in layout.outputs:
+            if output.role in _SCORE_ROLES:
+                spec = output.host_spec
+                values = sigmoid(to_float(host_array(outputs, spec), spec))
+                fixed[spec.name] = values.reshape(spec.shape).astype(np.float32)
+                fixed_specs[spec.name] = replace(spec, format_type=FormatType.FLOAT32, quant=())
+        return family_decode(fixed, fixed_specs, config)
+
+    host.__name__ = f"sigmoid_on_probabilities({family.value})"  # its own prediction cache entry
+    return host
+
+
+def fcr_read_channel_first_of(family: HeadFamily) -> Decode:
+    """A host decoder of ``family``'s raw heads that takes FCR outputs for ``[C, H, W]`` in memory (they are
+    ``[H, W, C]``)."""
+    family_decode = decoder(family)
+
+    def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        fixed = dict(outputs)
+        for name, spec in specs.items():
+            if spec.format_order is FormatOrder.FCR:
+                h, w, c = spec.shape
+                fixed[name] = np.asarray(outputs[name]).reshape(c, h, w).transpose(1, 2, 0)
+        return family_decode(fixed, specs, config)
+
+    host.__name__ = f"fcr_read_channel_first({family.value})"
+    return host
+
+
+sigmoid_on_probabilities = sigmoid_on_probabilities_of(HeadFamily.YOLOV8)
+fcr_read_channel_first = fcr_read_channel_first_of(HeadFamily.YOLOV8)
 
 
 def sixteen_bit_read_as_eight(family_decode: Decode) -> Decode:
@@ -89,25 +117,45 @@ def box_range_collapsed(
     return decode(fixed, fixed_specs, config)
 
 
-def paired_by_listing_order(
-    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
-) -> Detections:
-    """A host decoder that pairs the i-th box output with the i-th class output in the order the
-    outputs are listed, resampling the class map to its box head's grid."""
-    names = list(specs)
-    boxes = [n for n in names if specs[n].channels == DEFAULT_BOX_CHANNELS]
-    classes = [n for n in names if n not in boxes]
-    fixed: dict[str, np.ndarray] = {}
-    fixed_specs: dict[str, OutputSpec] = {}
-    for box, cls in zip(boxes, classes, strict=True):
-        h, w = specs[box].grid
-        values = np.asarray(outputs[cls]).reshape(specs[cls].shape)
-        sh, sw = values.shape[:2]
-        resampled = values[np.arange(h) * sh // h][:, np.arange(w) * sw // w]
-        fixed[box], fixed_specs[box] = outputs[box], specs[box]
-        fixed[cls] = np.ascontiguousarray(resampled)
-        fixed_specs[cls] = replace(specs[cls], shape=(h, w, values.shape[2]))
-    return decode(fixed, fixed_specs, config)
+def box_names(family: HeadFamily, specs: Mapping[str, OutputSpec], config: DecodeConfig) -> list[str]:
+    """The box outputs of ``family``'s heads ``specs``, in listing order (their layout's: :func:`head_layout`)."""
+    layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
+    boxes = {level.box_name for level in layout.levels}
+    return [name for name in specs if name in boxes]
+
+
+def class_names_of(family: HeadFamily, specs: Mapping[str, OutputSpec], config: DecodeConfig) -> list[str]:
+    """The class outputs of ``family``'s heads ``specs``, in listing order."""
+    layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
+    classes = {level.class_name for level in layout.levels}
+    return [name for name in specs if name in classes]
+
+
+def paired_by_listing_order_of(family: HeadFamily) -> Decode:
+    """A host decoder of ``family``'s heads (separate box and class maps per grid) that pairs the i-th box
+    output with the i-th class output in the order the outputs are listed, resampling the class map to its
+    box head's grid (an objectness map stays with its grid)."""
+    family_decode = decoder(family)
+
+    def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        boxes, classes = box_names(family, specs, config), class_names_of(family, specs, config)
+        fixed, fixed_specs = dict(outputs), dict(specs)
+        for box, cls in zip(boxes, classes, strict=True):
+            h, w = specs[box].grid
+            values = np.asarray(outputs[cls]).reshape(specs[cls].shape)
+            sh, sw = values.shape[:2]
+            resampled = values[np.arange(h) * sh // h][:, np.arange(w) * sw // w]
+            fixed[cls] = np.ascontiguousarray(resampled)
+            fixed_specs[cls] = replace(specs[cls], shape=(h, w, values.shape[2]))
+        # each class map now sits on its box's grid: listed by grid, as a decoder pairing by grid reads them
+        order = [*boxes, *(n for n in specs if n not in boxes)]
+        return family_decode({n: fixed[n] for n in order}, {n: fixed_specs[n] for n in order}, config)
+
+    host.__name__ = f"paired_by_listing_order({family.value})"
+    return host
+
+
+paired_by_listing_order = paired_by_listing_order_of(HeadFamily.YOLOV8)
 
 
 def reversed_channels(image: np.ndarray) -> np.ndarray:
@@ -219,3 +267,48 @@ def one_class_per_anchor(
     anchors = np.argsort(-best, kind="stable")[: config.max_total]
     anchors = anchors[above(best[anchors], config.score_threshold)]
     return Detections(boxes[anchors], best[anchors], scores[anchors].argmax(axis=1))
+
+
+# ------------------------------------------------------------------------ a bbox-only HEF's host NMS
+
+
+def _bbox_only_scores(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig, family: HeadFamily
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one bbox-only buffer of ``outputs``: every proposal's box (input pixels) and class scores as the
+    family's host scores them (objectness x class where it has objectness)."""
+    (spec,) = specs.values()
+    frame = read_bbox_only(outputs[spec.name], spec, config.input_hw, family)
+    scores = frame.classes if frame.objectness is None else frame.classes * frame.objectness[:, None]
+    return frame.boxes, scores
+
+
+def host_nms_left_out(family: HeadFamily) -> Decode:
+    """A host that reads a bbox-only HEF's buffer (every proposal's box and class values, no NMS on the
+    device) and runs no NMS of its own: each proposal whose best class score reaches the threshold is a
+    detection, the ``max_total`` best kept."""
+
+    def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        boxes, scores = _bbox_only_scores(outputs, specs, config, family)
+        best = scores.max(axis=1, initial=0)
+        keep = np.flatnonzero(above(best, config.score_threshold))
+        keep = keep[np.argsort(-best[keep], kind="stable")][: config.max_total]
+        return Detections(boxes[keep], best[keep], scores[keep].argmax(axis=1))
+
+    host.__name__ = f"host_nms_left_out({family.value})"
+    return host
+
+
+def host_nms_run_twice(family: HeadFamily) -> Decode:
+    """A host that runs the NMS over a bbox-only HEF's buffer (:func:`~harness.decode.bbox_only.decode_bbox_only`,
+    the run's thresholds), then once more over what it kept, per class at the same IoU threshold (a library's
+    NMS and the user's own)."""
+
+    def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        (spec,) = specs.values()
+        first = decode_bbox_only(outputs[spec.name], spec, replace(config, classes_are_probabilities=True), family)
+        kept = greedy_per_class(first.boxes, first.scores, first.class_ids, config.iou_threshold, config.max_per_class)
+        return Detections(first.boxes[kept], first.scores[kept], first.class_ids[kept])
+
+    host.__name__ = f"host_nms_run_twice({family.value})"
+    return host

@@ -3,53 +3,44 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, cast
 
 import yaml
 
 from harness.backends.base import Runner
-from harness.core import defaults
 from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadFamily
-from harness.core.settings import NmsMode, Preprocess
-from harness.decode.heads import decoder
-from harness.decode.layout import DEFAULT_BOX_CHANNELS
+from harness.core.settings import Preprocess
+from harness.decode.heads import decoder, head_layout
 from harness.doctor.adapters import HostPath, ListedRunner
 from harness.doctor.bench import Bench
 from harness.doctor.description import with_nms
 from harness.doctor.mistakes import (
     BOX_RANGE,
     SCORE_SHIFT,
-    box_distances_read_as_dfl,
     box_range_collapsed,
-    fcr_read_channel_first,
+    fcr_read_channel_first_of,
+    host_nms_left_out,
+    host_nms_run_twice,
     normalised_again,
-    one2one_with_nms,
-    one_class_per_anchor,
-    paired_by_listing_order,
+    paired_by_listing_order_of,
     records_read_x_first,
     reversed_channels,
     scores_shifted,
-    sigmoid_on_probabilities,
+    sigmoid_on_probabilities_of,
     sigmoid_on_scores,
-    sixteen_bit_read_as_eight,
 )
-from harness.families import part
-from harness.families.yolov8.decode import decode
-from harness.inputs.dataset import Dataset, DatasetError
+from harness.doctor.mode import Injected, Mode, Refusal, Subject
+from harness.families import REGISTERED, descriptor, part
+from harness.inputs.dataset import DatasetError
 from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
-from harness.inputs.hef.reader import HefInfo
-from harness.pipeline.detect import (
-    DetectionPath,
-)
 from harness.pipeline.factory import open_runner, path_over
 
-ONE2MANY_IOU = 0.45  # a YOLOv8 pipeline's host NMS: Ultralytics' (best class per anchor) at this IoU
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
 WRONG_NMS_SCORE_THRESHOLD = 0.25
@@ -58,52 +49,12 @@ WRONG_NMS_SCORE_THRESHOLD = 0.25
 # -------------------------------------------------------------------------------------------- the modes
 
 
-@dataclass(frozen=True)
-class Injected:
-    """What a mode changed: the path to evaluate (and the dataset it sees), or a HEF description
-    for the static checks."""
-
-    path: DetectionPath | None = None
-    dataset: Dataset | None = None
-    description: HefInfo | None = None
-
-
-Inject = Callable[[Bench, ExitStack], Injected]
-
-
-@dataclass(frozen=True)
-class Mode:
-    """One failure mode. ``expected``: the diagnosis that must name it, a rule of
-    :data:`harness.verdict.diagnosis.RULES`, a static check of :mod:`harness.verdict.hef_checks` or a refusal of
-    :data:`REFUSALS`; ``detail`` a word the top finding's text must contain as well. ``gap``, when
-    set, says why no gate can catch the mode (it is still injected and diagnosed). ``every_family``: the users
-    of every head family make it; else the families whose ``modes`` part names it (:class:`FamilyModes`)."""
-
-    name: str
-    mistake: str
-    injection: str
-    expected: str
-    inject: Inject
-    needs_emulator: bool = False
-    needs_labels: bool = False  # the mistake lives in the dataset's class names
-    detail: str = ""
-    gap: str = ""
-    every_family: bool = False
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """An error the harness raises for a mistake it refuses to measure, recognised by its type and a
-    phrase of its message."""
-
-    name: str
-    error: type[HarnessError]
-    phrase: str
-
-
 REFUSALS: tuple[Refusal, ...] = (
     Refusal("class_names_reordered", DatasetError, "the same names in another order"),
     Refusal("not_raw_heads", HeadPairingError, "is not a raw head map"),
+    # a raw-head pairing refused over the one output HailoRT names after its NMS op, ``<op>_nms_postprocess``
+    # (hailort: libhailort/src/hef/hef.cpp, ``op_proto.output_pads()[0].name()``): its bbox-only buffer
+    Refusal("not_raw_heads", HeadPairingError, "_nms_postprocess' ("),
     Refusal("no_dfl_box_head", HeadPairingError, "expected exactly one with 4 * reg_max channels"),
 )
 
@@ -117,7 +68,7 @@ def _nms_without_sigmoid(bench: Bench, stack: ExitStack) -> Injected:
 
 
 def _host_sigmoid_on_probabilities(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, sigmoid_on_probabilities))
+    return Injected(bench.raw_path(stack, sigmoid_on_probabilities_of(bench.run.family)))
 
 
 def _host_sigmoid_on_nms_scores(bench: Bench, stack: ExitStack) -> Injected:
@@ -130,8 +81,9 @@ def _scores_shifted(bench: Bench, stack: ExitStack) -> Injected:
 
 
 def _raw_decoder_on_nms_buffer(bench: Bench, stack: ExitStack) -> Injected:
-    # the harness's own raw-head decoder over the NMS HEF's one output, as the field's host code kept its raw decoder
-    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=decode)))
+    # the harness's own raw-head decoder of the family over the NMS (or bbox-only) HEF's one output, as the
+    # field's host code kept its raw decoder
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=decoder(bench.run.family))))
 
 
 def _records_x_first(bench: Bench, stack: ExitStack) -> Injected:
@@ -152,51 +104,37 @@ def _resize_not_letterbox(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.subject_path(stack, replace(bench.settings, preprocess=other)))
 
 
-def _classes_listed_smallest_grid_first(runner: Runner) -> list[str]:
+def _classes_listed_smallest_grid_first(runner: Runner, bench: Bench) -> list[str]:
+    """The runner's outputs listed as a HEF may list them: box maps (and objectness maps) as they come, then
+    the class maps, smallest grid first (the family's layout tells which is which)."""
     specs = runner.output_specs
-    boxes = [n for n, s in specs.items() if s.channels == DEFAULT_BOX_CHANNELS]
-    classes = sorted((n for n in specs if n not in boxes), key=lambda n: specs[n].grid[0] * specs[n].grid[1])
-    return [*boxes, *classes]
+    layout = head_layout(bench.run.family, specs, bench.settings.input_hw)
+    classes = {level.class_name for level in layout.levels}
+    others = [n for n in specs if n not in classes]
+    return [*others, *sorted(classes, key=lambda n: specs[n].grid[0] * specs[n].grid[1])]
 
 
 def _heads_paired_across_grids(bench: Bench, stack: ExitStack) -> Injected:
-    spec = bench.raw_spec(paired_by_listing_order)
+    spec = bench.raw_spec(paired_by_listing_order_of(bench.run.family))
     opened = stack.enter_context(open_runner(spec, bench.run))
-    listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner))
+    listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner, bench))
     return Injected(path_over(replace(opened, runner=listed), spec, bench.run))
 
 
 def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, fcr_read_channel_first))
+    return Injected(bench.raw_path(stack, fcr_read_channel_first_of(bench.run.family)))
+
+
+def _host_nms_left_out(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=host_nms_left_out(bench.run.family))))
+
+
+def _host_nms_run_twice(bench: Bench, stack: ExitStack) -> Injected:
+    return Injected(bench.path(stack, replace(bench.subject_spec, decoder=host_nms_run_twice(bench.run.family))))
 
 
 def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, box_range_collapsed))
-
-
-def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, sixteen_bit_read_as_eight(decoder(bench.run.family))))
-
-
-def _one2one_with_nms(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one2one_with_nms()))
-
-
-def _one2one_as_one2many(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one2one_with_nms(ONE2MANY_IOU, NmsMode.ULTRALYTICS, multi_label=False)))
-
-
-def _box_distances_read_as_dfl(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, box_distances_read_as_dfl(decoder(bench.run.family))))
-
-
-def _dfl_decoder_on_distance_heads(bench: Bench, stack: ExitStack) -> Injected:
-    # the harness's own YOLOv8 decoder (DFL, box heads of 4 x reg_max >= 8 channels) over YOLO26's heads
-    return Injected(bench.raw_path(stack, decode))
-
-
-def _one_class_per_anchor(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one_class_per_anchor))
 
 
 def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
@@ -231,6 +169,55 @@ def _nms_score_threshold_differs(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(description=with_nms(bench.description, score_threshold=WRONG_NMS_SCORE_THRESHOLD))
 
 
+# Which subjects a shared mode is offered to: its HEF has the output the mistake misreads (the family's facts:
+# harness.families.descriptor).
+
+
+def _nms_op_with_sigmoid(s: Subject) -> bool:
+    """An NMS op (or its bbox-only form) that reads the class sigmoid compiled into the HEF."""
+    return bool(s.family.nms_op) and s.family.sigmoid_compiled
+
+
+def _raw_probabilities(s: Subject) -> bool:
+    """Raw head maps that hold probabilities (the sigmoid compiled in), which a host decoder reads."""
+    return s.family.sigmoid_compiled
+
+
+def _nms_op(s: Subject) -> bool:
+    """One output of HailoRT's NMS op (by class, or its bbox-only buffer), not raw heads."""
+    return bool(s.family.nms_op)
+
+
+def _nms_buffer(s: Subject) -> bool:
+    """HailoRT's NMS_BY_CLASS buffer: records of y_min, x_min, y_max, x_max, score."""
+    return s.nms_buffer
+
+
+def _separate_box_and_class_maps(s: Subject) -> bool:
+    """Raw heads with a box map and a class map of their own per grid, which a host pairs (not one anchored map
+    per stride, not an SSD layer's maps per anchor)."""
+    return not s.family.anchored
+
+
+def _dfl_box_maps(s: Subject) -> bool:
+    """Raw DFL box maps (4 x reg_max bins) beside an NMS op, as the DFC quantizes them."""
+    return s.family.dfl_boxes and bool(s.family.nms_op)
+
+
+def _described_nms_op(s: Subject) -> bool:
+    """An NMS op (not bbox-only) whose every field the export gives (an SSD op's anchors and box coding are its
+    config's), as :func:`~harness.doctor.description.hef_description` describes it."""
+    return s.nms_buffer and not s.family.config_option
+
+
+def _described_dfl_nms_op(s: Subject) -> bool:
+    return _described_nms_op(s) and s.family.dfl_boxes
+
+
+def _bbox_only(s: Subject) -> bool:
+    return s.bbox_only
+
+
 MODES: tuple[Mode, ...] = (
     Mode(
         "calibration_off_domain",
@@ -248,6 +235,7 @@ MODES: tuple[Mode, ...] = (
         "sigmoid_missing",
         _nms_without_sigmoid,
         needs_emulator=True,
+        offered=_nms_op_with_sigmoid,
     ),
     Mode(
         "host_sigmoid_on_probabilities",
@@ -255,6 +243,7 @@ MODES: tuple[Mode, ...] = (
         "host decoder forcing a sigmoid over the raw-output HEF's post-sigmoid class heads",
         "sigmoid_applied_twice",
         _host_sigmoid_on_probabilities,
+        offered=_raw_probabilities,
     ),
     Mode(
         "host_sigmoid_on_nms_scores",
@@ -275,10 +264,11 @@ MODES: tuple[Mode, ...] = (
     Mode(
         "raw_decoder_on_nms_buffer",
         "the raw-head decoder run over a HAILO_NMS_BY_CLASS buffer",
-        "the harness' raw-heads path over the emulated NMS HEF's one output",
+        "the harness' raw-heads path over the emulated NMS (or bbox-only) HEF's one output",
         "not_raw_heads",
         _raw_decoder_on_nms_buffer,
         needs_emulator=True,
+        offered=_nms_op,
     ),
     Mode(
         "nms_records_read_x_first",
@@ -286,6 +276,7 @@ MODES: tuple[Mode, ...] = (
         "wrapper re-reading each box as an x-first record in the model input",
         "yx_swapped",
         _records_x_first,
+        offered=_nms_buffer,
     ),
     Mode(
         "input_normalised_twice",
@@ -318,6 +309,7 @@ MODES: tuple[Mode, ...] = (
         "host decoder pairing heads in listing order, outputs listed class heads smallest grid first",
         "heads_paired_across_grids",
         _heads_paired_across_grids,
+        offered=_separate_box_and_class_maps,
     ),
     Mode(
         "fcr_read_channel_first",
@@ -325,6 +317,7 @@ MODES: tuple[Mode, ...] = (
         "host decoder reshaping FCR outputs as [C, H, W]",
         "fcr_read_channel_first",
         _fcr_read_channel_first,
+        every_family=True,
     ),
     Mode(
         "box_range_collapsed",
@@ -333,56 +326,7 @@ MODES: tuple[Mode, ...] = (
         "box_regression_collapse",
         _box_range_collapsed,
         needs_emulator=True,
-    ),
-    Mode(
-        "sixteen_bit_read_as_eight",
-        "16-bit outputs (YOLO26's a16 output layers) read as 8-bit buffers",
-        "host decoder reading each uint16 output buffer's first H x W x C bytes as its codes",
-        "sixteen_bit_read_as_eight",
-        _sixteen_bit_read_as_eight,
-        needs_emulator=True,
-    ),
-    Mode(
-        "one2one_decoded_with_nms",
-        "YOLO26's one-to-one head decoded with an NMS instead of its top-k",
-        "host decoder running the evaluation's NMS (its IoU threshold, per class) over the one-to-one head's anchors",
-        "nms_on_one_to_one",
-        _one2one_with_nms,
-    ),
-    Mode(
-        "one2one_decoded_as_one2many",
-        "YOLO26's one-to-one head decoded as a one-to-many head, with a YOLOv8 pipeline's NMS",
-        "host decoder running Ultralytics' NMS (best class per anchor, IoU "
-        f"{ONE2MANY_IOU:g}) over the one-to-one head's anchors",
-        "nms_on_one_to_one",
-        _one2one_as_one2many,
-    ),
-    Mode(
-        "box_distances_read_as_dfl",
-        "YOLO26's reg_max 1 box heads (4 distances) read as DFL bins",
-        "host decoder putting each side's one channel through a DFL of one bin (softmax, then the integral "
-        "against bin index 0)",
-        "box_distances_read_as_dfl",
-        _box_distances_read_as_dfl,
-    ),
-    Mode(
-        "yolov8_decoder_on_yolo26",
-        "a YOLOv8/YOLO11 decoder (DFL box heads, reg_max 16) kept for YOLO26's heads of 4 distances",
-        "the harness' YOLOv8 raw-head decoder over the YOLO26 HEF's six outputs (refused where no head has "
-        "4 x reg_max >= 8 channels, as with the demo's 2 classes; a class head of 8, 12, ... 80 channels "
-        "would be taken for the box head)",
-        "no_dfl_box_head",
-        _dfl_decoder_on_distance_heads,
-    ),
-    Mode(
-        "one_class_per_anchor",
-        "YOLO26's top-k keeping one class per anchor (its best), never a second",
-        f"host decoder keeping the best class of the {defaults.MAX_TOTAL} anchors with the best class score",
-        "none",
-        _one_class_per_anchor,
-        gap="the same detections as the top-k wherever no anchor passes the score threshold with two classes, "
-        "which a one-to-one head (one prediction an object) rarely does at a deployment threshold: no frame of "
-        "the demo does at 0.2",
+        offered=_dfl_box_maps,
     ),
     Mode(
         "class_names_swapped",
@@ -408,6 +352,7 @@ MODES: tuple[Mode, ...] = (
         f"HEF description with the NMS op's classes set to the template's {NMS_TEMPLATE_CLASSES}",
         "nms_classes_vs_onnx",
         _nms_classes_wrong,
+        offered=_described_nms_op,
     ),
     Mode(
         "nms_regression_length_wrong",
@@ -415,6 +360,7 @@ MODES: tuple[Mode, ...] = (
         f"HEF description with the NMS op's regression_length {WRONG_REGRESSION_LENGTH}",
         "regression_length",
         _nms_regression_length_wrong,
+        offered=_described_dfl_nms_op,
     ),
     Mode(
         "nms_score_threshold_differs",
@@ -422,22 +368,41 @@ MODES: tuple[Mode, ...] = (
         f"HEF description with the NMS op's score_threshold {WRONG_NMS_SCORE_THRESHOLD}",
         "score_threshold",
         _nms_score_threshold_differs,
+        offered=_described_nms_op,
+    ),
+    Mode(
+        "host_nms_left_out",
+        "a bbox-only HEF's buffer read without the host's NMS (the device runs none)",
+        "host reading the bbox-only buffer, each proposal's best class at or above the threshold kept, no NMS",
+        "host_nms_missing",
+        _host_nms_left_out,
+        needs_emulator=True,
+        offered=_bbox_only,
+    ),
+    Mode(
+        "host_nms_run_twice",
+        "the host's NMS run twice over a bbox-only HEF's buffer (a library's, then the user's own)",
+        "host running the NMS over the bbox-only buffer, then again per class at the same IoU threshold",
+        "none",
+        _host_nms_run_twice,
+        needs_emulator=True,
+        gap="a greedy NMS per class at one IoU threshold leaves no two boxes of a class above it, so a second pass "
+        "keeps every box: the detections are the clean run's, and no gate can fail (nor should it)",
+        offered=_bbox_only,
     ),
 )
-
-MODES_BY_NAME: Mapping[str, Mode] = {m.name: m for m in MODES}
 
 
 class FamilyModes(Protocol):
     """A head family's ``modes`` part: the same functions in every family's module."""
 
-    def doctor_modes(self) -> tuple[str, ...]:
-        """The names of the modes (:data:`MODES`) a user of the family's heads meets beyond every family's."""
+    def shared_gaps(self) -> Mapping[str, str]:
+        """Why no gate can catch a shared mode offered to the family (by the mode's name), where none can on
+        its heads."""
         ...
 
-    def static_checks_control(self) -> bool:
-        """Whether the static HEF checks of the family's clean HEF description are a clean control (they
-        describe a YOLOv8 NMS HEF)."""
+    def own_modes(self) -> tuple[Mode, ...]:
+        """The modes only a user of the family's heads meets, with their injections."""
         ...
 
 
@@ -446,16 +411,38 @@ def family_modes(family: HeadFamily) -> FamilyModes:
     return cast(FamilyModes, part(family, "modes"))
 
 
-def modes_for(family: HeadFamily) -> tuple[Mode, ...]:
-    """The modes a user of ``family``'s heads can meet: every family's and those its ``modes`` part names
-    (YOLOv8's DFL and NMS-op modes are not YOLO26's), in the order of :data:`MODES`."""
-    own = family_modes(family).doctor_modes()
-    return tuple(m for m in MODES if m.every_family or m.name in own)
+def offered(mode: Mode, subject: Subject) -> bool:
+    """Whether ``mode`` is offered to ``subject``: every family's, or its predicate holds of it."""
+    return mode.every_family or (mode.offered is not None and mode.offered(subject))
+
+
+def modes_for(family: HeadFamily, bbox_only: bool = False) -> tuple[Mode, ...]:
+    """The modes a user of ``family``'s heads can meet (its Hailo path a bbox-only HEF where ``bbox_only``): the
+    shared ones offered to it (:func:`offered`), in the order of :data:`MODES`, each with the gap its ``modes`` part
+    states for it where it states one, then its own (an own mode with a predicate only where it holds)."""
+    subject = Subject(descriptor(family), bbox_only)
+    its = family_modes(family)
+    gaps = its.shared_gaps()
+    shared = (replace(m, gap=gaps[m.name]) if m.name in gaps else m for m in MODES if offered(m, subject))
+    own = (m for m in its.own_modes() if m.offered is None or m.offered(subject))
+    return (*shared, *own)
+
+
+def static_checks_control(family: HeadFamily, bbox_only: bool = False) -> bool:
+    """Whether the static checks of the family's clean HEF description are a clean control: its HEF has an NMS
+    op the description can give (:func:`~harness.doctor.description.hef_description`)."""
+    return _described_nms_op(Subject(descriptor(family), bbox_only))
+
+
+def modes_by_name() -> Mapping[str, Mode]:
+    """Every mode by its name: the shared ones and each registered family's own."""
+    own = (m for d in REGISTERED for m in family_modes(d.family).own_modes())
+    return {m.name: m for m in (*MODES, *own)}
 
 
 def inject(mode: Mode | str, bench: Bench, stack: ExitStack) -> Injected:
     """``mode`` injected into ``bench``; runners and temporary files live as long as ``stack``."""
-    mode = MODES_BY_NAME[mode] if isinstance(mode, str) else mode
+    mode = modes_by_name()[mode] if isinstance(mode, str) else mode
     if mode.needs_emulator and bench.hef is None:
         raise HarnessError(f"mode {mode.name}: needs an emulated HEF; the emulator refuses {bench.onnx.name}")
     return mode.inject(bench, stack)

@@ -16,7 +16,7 @@ from harness.core.errors import HarnessError
 from harness.decode.heads import decoder
 from harness.doctor.bench import Bench, subset
 from harness.doctor.evidence import doctor_evidence
-from harness.doctor.modes import REFUSALS, Injected, Mode, family_modes, inject, modes_for
+from harness.doctor.modes import REFUSALS, Injected, Mode, inject, modes_for, static_checks_control
 from harness.pipeline.detect import (
     DetectionPath,
 )
@@ -178,7 +178,7 @@ def controls(bench: Bench) -> tuple[DoctorRow, ...]:
             raw,
             bench.evaluate_path(raw),
         )
-    if not family_modes(bench.run.family).static_checks_control():  # they describe a YOLOv8 NMS HEF
+    if not static_checks_control(bench.run.family, bench.bbox_only):  # no NMS op the description can give
         return clean, heads
     failing = [r for r in bench.checks(bench.description) if r.passed is False]
     static = _checks_row(replace(_CLEAN, name="clean_hef_description"), "static checks, clean HEF description", failing)
@@ -219,7 +219,7 @@ def run_doctor(
     """Every mode of ``modes`` (default: those of the bench's head family) injected into ``bench`` (see
     :func:`~harness.doctor.bench.open_bench`), after the clean controls and the clean runs on ``seeds``;
     ``log`` gets a line per step."""
-    modes = modes_for(bench.run.family) if modes is None else modes
+    modes = modes_for(bench.run.family, bench.bbox_only) if modes is None else modes
     hailo = bench.hef.label if bench.hef is not None else f"none: {bench.emulator_refusal}"
     log("doctor: the clean controls")
     clean = controls(bench)

@@ -30,6 +30,9 @@ class FamilyDescriptor:
     - ``dfl_boxes``: its box maps hold 4 x ``regression_length`` DFL bins, which its NMS op softmaxes
       (hailort: hailort/libhailort/hef.proto, ``ProtoHEFYolov8NmsOp.regression_length``);
     - ``config_option``: the option that carries what no graph holds (SSD's ``--ssd-config``), else ``""``;
+    - ``cut_at_end_nodes``: its export is cut at end nodes given by name (the Hailo parser's), its finder telling
+      their roles (YOLOv8's, by its decode tail); else its heads are found by structure alone, and end nodes
+      given for its export must be those;
     - ``end_to_end``: its export's head output is end to end, ``[1, max_det, 6]`` rows of a top-k (no NMS).
     """
 
@@ -43,6 +46,7 @@ class FamilyDescriptor:
     objectness: bool = False
     dfl_boxes: bool = False
     config_option: str = ""
+    cut_at_end_nodes: bool = False
     end_to_end: bool = False
 
     @property

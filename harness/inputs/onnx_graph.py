@@ -214,8 +214,10 @@ def looks_like_ssd(model: onnx.ModelProto) -> bool:
 @dataclass(frozen=True)
 class HeadSearch:
     """What a head search is given besides the model. ``end_nodes``: the nodes (or tensors) to cut at, read by
-    the finders that take them alone (``TAKES_END_NODES``); ``ssd``: an SSD config, which binds the search to
-    the families that take a config (:attr:`~harness.families.descriptor.FamilyDescriptor.config_option`)."""
+    the finders of the families cut there alone
+    (:attr:`~harness.families.descriptor.FamilyDescriptor.cut_at_end_nodes`); ``ssd``: an SSD config, which binds
+    the search to the families that take a config
+    (:attr:`~harness.families.descriptor.FamilyDescriptor.config_option`)."""
 
     end_nodes: Sequence[str] | None = None
     ssd: SsdConfig | None = None
@@ -231,8 +233,6 @@ class ExportHeads:
 
 class HeadFinder(Protocol):
     """A family's head finder: its part of room ``onnx`` (``harness/families/<family>/onnx.py``)."""
-
-    TAKES_END_NODES: bool  # whether it cuts at end nodes given by name
 
     def find(self, model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
         """The export's heads, found as this family's; a :class:`GraphError` saying why the export is not
@@ -250,7 +250,7 @@ def _searched(search: HeadSearch) -> tuple[FamilyDescriptor, ...]:
     if search.ssd is not None:
         return tuple(d for d in REGISTERED if d.config_option)
     if search.end_nodes is not None:
-        return tuple(d for d in REGISTERED if _finder(d).TAKES_END_NODES)
+        return tuple(d for d in REGISTERED if d.cut_at_end_nodes)
     return REGISTERED
 
 

@@ -301,6 +301,7 @@ class _RunnerPath:
         self.runtime = runner.label
         self.score_ceiling: float | None = getattr(runner, "score_ceiling", None)
         self.cache_entries: tuple[EntryUse, ...] = getattr(runner, "cache_entries", ())
+        self.made_from: tuple[tuple[str, str], ...] = getattr(runner, "made_from", ())
         self._input_name = _image_input(runner.input_specs, settings.input_hw)
         self._specs: dict[str, OutputSpec] = dict(runner.output_specs)
         self._check_outputs()

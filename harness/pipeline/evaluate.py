@@ -262,6 +262,7 @@ def evaluate_path(
             runtime=path.runtime,
             from_cache=sum(cached for _, cached in done),
             shared_cache=(*((dataset.cache_entry,) if dataset.cache_entry else ()), *_cache_entries(path)),
+            made_from=tuple(getattr(path, "made_from", ())),  # what only its runner knows (a device's firmware)
         ),
         image_ids=tuple(s.image_id for s in dataset.samples),
         predictions=predictions,

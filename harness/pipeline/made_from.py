@@ -2,7 +2,8 @@
 provenance before it is blessed or reported: the HEF (a device's file, or the emulated HEF the
 emulator built), the calibration images where its backend knows them (which, how many, the sha256
 of their bytes), the settings, the harness version and its code digest, the HailoRT and Dataflow
-Compiler versions where installed, the device where one ran it."""
+Compiler versions where installed, the device and its firmware where one ran it (as its runner
+identified them; a path whose runner did not: its runtime's words)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,10 @@ def made_from(result: PathResult, spec: PathSpec, run: RunContext) -> tuple[tupl
     versions = dict(prov.environment)
     found += [(fact, versions[name]) for name, fact in _ENVIRONMENT if name in versions]
     if result.hardware:
-        found.append(("device", prov.runtime))
-    return tuple(found)
+        ran_on = dict(prov.made_from)  # what the runner recorded: the device's id and firmware
+        found.append(("device", ran_on.get("device", prov.runtime)))
+        found += [("firmware", ran_on["firmware"])] if "firmware" in ran_on else []
+    return tuple(dict(found).items())
 
 
 def _hef_sha256(result: PathResult, run: RunContext) -> str:

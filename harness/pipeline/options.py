@@ -373,6 +373,7 @@ DOCTOR_OPTIONS = (
     "onnx",
     *DATASET_OPTIONS,
     "calibration",
+    "bbox_only",
     *SETTINGS_OPTIONS,
     "golden",
     "cache",

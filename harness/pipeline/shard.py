@@ -75,6 +75,7 @@ from harness.pipeline.options import (
 from harness.pipeline.shard_identity import agree
 from harness.pipeline.shard_share import Shard
 from harness.pipeline.spec import REFERENCE, JobConfig, PathSpec
+from harness.verdict.changes import made_from_document, read_made_from
 from harness.verdict.result import PathResult
 
 FORMAT = 2  # 2: sealed (core.signing); 1, unsealed, still read
@@ -130,6 +131,8 @@ class StoredPath:
     # the shared-cache entries its runner built and ran (an emulated HEF), as the run's provenance names them: what a
     # merge's results record they were made from (harness.pipeline.made_from); optional when read (format 2 before)
     cache_entries: tuple[EntryUse, ...] = ()
+    # what only its runner knew (a device's id and firmware); optional when read, as cache_entries
+    made_from: tuple[tuple[str, str], ...] = ()
     emulated: bool = field(init=False)
     input_hw: tuple[int, int] = field(init=False)
 
@@ -153,6 +156,7 @@ class StoredPath:
             "fps": self.fps,
             "file": self.file,
             **({"cache_entries": [e.to_json() for e in self.cache_entries]} if self.cache_entries else {}),
+            **({"made_from": made_from_document(self.made_from)} if self.made_from else {}),
         }
 
     @classmethod
@@ -173,6 +177,7 @@ class StoredPath:
             file=f.value("file", _plain_name, "a file name under predictions/"),
             settings=settings,
             cache_entries=tuple(_entry(e) for e in f.objects("cache_entries", [])),
+            made_from=read_made_from(f),
         )
         f.done()
         return path
@@ -371,6 +376,7 @@ def run_shard(
                     file=cache.file_for(path).name,
                     settings=run.settings,
                     cache_entries=tuple(e for e in getattr(path, "cache_entries", ()) if e != run.dataset.cache_entry),
+                    made_from=tuple(getattr(path, "made_from", ())),
                 )
             )
     manifest = ShardManifest(
@@ -491,9 +497,12 @@ def _merged(
     for m, path, share in zip(manifests, stored, shares, strict=True):
         union.update(_frames(m, path, share))
     runtimes = sorted({p.runtime for p in stored})
+    facts = [dict(p.made_from) for p in stored]  # each fact as every shard's runner had it: the devices, their firmware
+    keys = dict.fromkeys(k for f in facts for k in f)
     path = dataclasses.replace(
         stored[0],
         runtime="; ".join(runtimes),
+        made_from=tuple((k, "; ".join(sorted({f[k] for f in facts if k in f}))) for k in keys),
         fps=_fps(stored, [len(s) for s in shares]),
         model_names=run.names,
         settings=run.settings,

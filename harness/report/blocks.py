@@ -19,7 +19,11 @@ class Text:
 
 @dataclass(frozen=True)
 class Code:
+    """``short``: a shorter form a narrow screen shows instead where a renderer lays out for one (a
+    gate's kind and path, the dataset every gate shares left to the full name); empty: none."""
+
     text: str
+    short: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,12 @@ class Para:
 
 @dataclass(frozen=True)
 class Table:
+    """``narrow``: the columns a narrow screen keeps (by index), where a renderer lays out for one;
+    empty: every column."""
+
     header: tuple[str, ...]
     rows: tuple[tuple[Inline, ...], ...]
+    narrow: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,8 @@ class Section:
     blocks: tuple[Block, ...]
     level: int = 2
     folded: bool = False  # long: shown folded where a renderer folds (its title stays in view)
+    # shown before the intro on a narrow screen (the gates: a phone's first screen holds every one of them)
+    lead: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,22 +9,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from harness.report.blocks import (
-    Block,
-    Code,
-    Facts,
-    Figures,
-    Inline,
-    Mark,
-    Num,
-    Para,
-    PathName,
-    Pre,
-    Spark,
-    Table,
-    Text,
-    Trend,
-)
+from harness.report import blocks
 from harness.report.plots import Picture
 from harness.report.trend import spark_svg, trend_svg
 from harness.report.view import report_view
@@ -49,6 +34,9 @@ td svg { display: block; }
 @media (max-width: 600px) { body { margin: 10px; } h1 { font-size: 19px; } td, th { padding: 2px 4px; font-size: 12px; }
   td code { font-size: 11px; } }
 td:first-child code { overflow-wrap: normal; }
+.short { display: none; }
+@media (max-width: 600px) { .wide, .full { display: none; } .short { display: inline; }
+  .decide { display: flex; flex-direction: column; } .decide > .lead { order: -1; } .lead h2 { margin-top: 12px; } }
 pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: 8px; white-space: pre-wrap; font-size: 12px;
   overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { color: #555; font-size: 12px; } img { max-width: 100%; }
@@ -68,9 +56,17 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Accuracy report: {escape(view.verdict)}</title><style>{_STYLE}</style></head><body>",
         f'<h1>Accuracy report <span class="verdict {view.state}">{escape(view.verdict)}</span></h1>',
-        *(_block(block, pictures) for block in view.intro),
     ]
+    # the intro and the sections that lead: one block, the leading sections first on a narrow screen
+    lead = [s for s in view.sections if s.lead]
+    parts += ['<div class="decide">', *(_block(block, pictures) for block in view.intro)]
+    for section in lead:
+        heading = f"<h{section.level}>{_inline(section.title)}</h{section.level}>"
+        parts += ['<div class="lead">', heading, *(_block(block, pictures) for block in section.blocks), "</div>"]
+    parts.append("</div>")
     for section in view.sections:
+        if section.lead:
+            continue
         heading = f"<h{section.level}>{_inline(section.title)}</h{section.level}>"
         body = [_block(block, pictures) for block in section.blocks]
         if section.folded:
@@ -82,51 +78,65 @@ def render_html(
     return "\n".join(parts) + "\n"
 
 
-def _block(block: Block, pictures: dict[str, Sequence[Picture]]) -> str:
-    if isinstance(block, Para):
+def _block(block: blocks.Block, pictures: dict[str, Sequence[Picture]]) -> str:
+    if isinstance(block, blocks.Para):
         return f"<p>{_inline(block.parts)}</p>"
-    if isinstance(block, Table):
-        head = "".join(f"<th>{escape(h)}</th>" for h in block.header)
-        body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in block.rows)
+    if isinstance(block, blocks.Table):
+        wide = [bool(block.narrow) and i not in block.narrow for i in range(len(block.header))]
+        head = "".join(f"<th{_WIDE[w]}>{escape(h)}</th>" for h, w in zip(block.header, wide, strict=True))
+        body = "".join(
+            "<tr>" + "".join(_cell(c, w) for c, w in zip(row, wide, strict=True)) + "</tr>" for row in block.rows
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    if isinstance(block, Pre):
+    if isinstance(block, blocks.Pre):
         return f"<pre>{escape(chr(10).join(block.lines))}</pre>"
-    if isinstance(block, Facts):
+    if isinstance(block, blocks.Facts):
         rows = "".join(f"<tr><th>{escape(name)}</th><td>{_inline(value)}</td></tr>" for name, value in block.rows)
         return f"<h3>{_inline((block.path,))}</h3><table>{rows}</table>"
-    if isinstance(block, Trend):
+    if isinstance(block, blocks.Trend):
         return f"<figure>{trend_svg(block)}</figure>"
-    assert isinstance(block, Figures)
+    assert isinstance(block, blocks.Figures)
     shown = pictures[block.which]
     if not shown and block.which == "images":
         return "<p>Every path agrees with the ground truth on every image.</p>"
     return "\n".join(_figure(p) for p in shown)
 
 
-def _cell(part: Inline) -> str:
-    if isinstance(part, Code):  # a gate's name breaks after its brackets and dashes, never inside a word
+def _cell(part: blocks.Inline, wide: bool = False) -> str:
+    """One table cell; ``wide``: a column a narrow screen leaves out."""
+    if isinstance(part, blocks.Code):  # a gate's name breaks after its brackets and dashes, never inside a word
         broken = _BREAKS.sub(r"\1<wbr>", escape(part.text))
-        return f"<td><code>{broken}</code></td>"
-    return f'<td class="n">{_inline((part,))}</td>' if isinstance(part, Num) else f"<td>{_inline((part,))}</td>"
+        return f"<td{_WIDE[wide]}><code>{_shortened(broken, part.short)}</code></td>"
+    if isinstance(part, blocks.Num):
+        return f'<td class="n{" wide" if wide else ""}">{_inline((part,))}</td>'
+    return f"<td{_WIDE[wide]}>{_inline((part,))}</td>"
 
 
 _BREAKS = re.compile(r"([\[\-_/])")
+_WIDE = {False: "", True: ' class="wide"'}
 
 
-def _inline(parts: Sequence[Inline]) -> str:
+def _shortened(full: str, short: str) -> str:
+    """``full`` (markup), and ``short`` in its place on a narrow screen where there is one."""
+    if not short:
+        return full
+    return f'<span class="full">{full}</span><span class="short">{escape(short)}</span>'
+
+
+def _inline(parts: Sequence[blocks.Inline]) -> str:
     return "".join(_part(part) for part in parts)
 
 
-def _part(part: Inline) -> str:
-    if isinstance(part, Text | Num):
+def _part(part: blocks.Inline) -> str:
+    if isinstance(part, blocks.Text | blocks.Num):
         return escape(part.text)
-    if isinstance(part, Code):
-        return f"<code>{escape(part.text)}</code>"
-    if isinstance(part, Mark):
+    if isinstance(part, blocks.Code):
+        return f"<code>{_shortened(escape(part.text), part.short)}</code>"
+    if isinstance(part, blocks.Mark):
         return '<span class="pass">pass</span>' if part.passed else '<span class="fail">FAIL</span>'
-    if isinstance(part, Spark):
+    if isinstance(part, blocks.Spark):
         return spark_svg(part)
-    assert isinstance(part, PathName)
+    assert isinstance(part, blocks.PathName)
     return f'{escape(part.name)} <span class="badge {part.runs_on.split(",")[0]}">{escape(part.runs_on)}</span>'
 
 

@@ -11,22 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.report.blocks import (
-    Block,
-    Code,
-    Facts,
-    Figures,
-    Inline,
-    Mark,
-    Num,
-    Para,
-    PathName,
-    Pre,
-    Spark,
-    Table,
-    Text,
-    Trend,
-)
+from harness.report import blocks
 from harness.report.view import report_view
 
 
@@ -36,7 +21,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     for block in view.intro:
         lines += _block(block)
     for section in view.sections:
-        if section.blocks and all(isinstance(block, Figures) for block in section.blocks):
+        if section.blocks and all(isinstance(block, blocks.Figures) for block in section.blocks):
             continue  # pictures are the HTML report's
         lines += [f"{'#' * section.level} {_inline(section.title)}", ""]
         for block in section.blocks:
@@ -44,40 +29,40 @@ def render_markdown(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _block(block: Block) -> list[str]:
-    if isinstance(block, Para):
+def _block(block: blocks.Block) -> list[str]:
+    if isinstance(block, blocks.Para):
         return [_inline(block.parts), ""]
-    if isinstance(block, Table):
+    if isinstance(block, blocks.Table):
         return [table(list(block.header), [[_inline((cell,)) for cell in row] for row in block.rows]), ""]
-    if isinstance(block, Pre):
+    if isinstance(block, blocks.Pre):
         return [*fenced(block.lines), ""]
-    if isinstance(block, Facts):
+    if isinstance(block, blocks.Facts):
         facts = "; ".join(f"{name}: {_inline(parts)}" for name, parts in block.rows)
         return [f"- **{escape(block.path.label)}**: {facts}"]
-    assert isinstance(block, Figures | Trend)  # pictures and charts are the HTML report's
+    assert isinstance(block, blocks.Figures | blocks.Trend)  # pictures and charts are the HTML report's
     return []
 
 
-def _inline(parts: Sequence[Inline]) -> str:
+def _inline(parts: Sequence[blocks.Inline]) -> str:
     return "".join(_part(part) for part in parts)
 
 
-def _part(part: Inline) -> str:
-    if isinstance(part, Num):
+def _part(part: blocks.Inline) -> str:
+    if isinstance(part, blocks.Num):
         return part.text  # the harness's own figures and words
-    if isinstance(part, Text):
+    if isinstance(part, blocks.Text):
         return escape(part.text)
-    if isinstance(part, Code):
+    if isinstance(part, blocks.Code):
         return code_span(part.text)
-    if isinstance(part, Mark):
+    if isinstance(part, blocks.Mark):
         return "pass" if part.passed else "**FAIL**"
-    if isinstance(part, Spark):
+    if isinstance(part, blocks.Spark):
         return spark_words(part)
-    assert isinstance(part, PathName)
+    assert isinstance(part, blocks.PathName)
     return escape(part.label)
 
 
-def spark_words(spark: Spark) -> str:
+def spark_words(spark: blocks.Spark) -> str:
     """A sparkline in words: the blessed values, then this run's (``-``: a blessing without it)."""
     values = ["-" if v is None else f"{v:.4f}" for v in spark.blessed]
     run = "n/a" if spark.run is None else f"{spark.run:.4f}"

@@ -65,7 +65,7 @@ def report_view(document: dict[str, Any]) -> ReportView:
         ),
         *_inputs(document),
     )
-    sections = [Section((Text("Gates"),), (_gate_table(gates, sparks(document)),))]
+    sections = [Section((Text("Gates"),), (_gate_table(gates, sparks(document)),), lead=True)]
     sections += (
         [
             Section((Text("Failures"),), ()),
@@ -119,13 +119,17 @@ def first_cause(document: dict[str, Any]) -> str | None:
     return None
 
 
+# The gates table's columns a narrow screen keeps: gate, result, observed value and trend.
+_NARROW_GATES = (0, 1, 3, 6)
+
+
 def _gate_table(gates: Sequence[dict[str, Any]], trends: dict[str, Spark]) -> Table:
     header = ("gate", "result", "baseline", "observed", "allowed", "bootstrap interval (vs reference)")
     return Table(
         (*header, "trend (blessed, then this run)") if trends else header,
         tuple(
             (
-                Code(g["name"]),
+                Code(g["name"], short=" ".join(filter(None, (g["kind"], g["path"])))),
                 Mark(g["passed"]),
                 Num(num(g["baseline"])),
                 Num(num(g["observed"])),
@@ -135,6 +139,7 @@ def _gate_table(gates: Sequence[dict[str, Any]], trends: dict[str, Spark]) -> Ta
             )
             for g in gates
         ),
+        _NARROW_GATES if trends else _NARROW_GATES[:-1],
     )
 
 

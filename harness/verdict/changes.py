@@ -3,7 +3,8 @@
 A blessing (and every run) records what it was made from beside its model's sha256 and dataset
 manifest (:class:`~harness.verdict.result.Provenance` ``made_from``): the HEF's sha256, the
 calibration images (which, how many, the sha256 of their bytes), the settings, the harness version
-and its code digest, the HailoRT and Dataflow Compiler versions where used, the device where used.
+and its code digest, the HailoRT and Dataflow Compiler versions where used, the device and its
+firmware where one ran it.
 Each is a named fact (:data:`FACTS`), a string; a fact not recorded (an older blessing) is absent.
 
 :func:`changes` compares two such sets of facts and says what changed, one phrase per fact, e.g.
@@ -33,7 +34,7 @@ FACTS: tuple[tuple[str, str, bool], ...] = (
     ("hailort", "HailoRT", False),
     ("dfc", "Dataflow Compiler", False),
     ("device", "device", False),
-    ("firmware", "firmware", False),
+    ("firmware", "device firmware", False),
 )
 KNOWN = frozenset(key for key, _, _ in FACTS)
 _WORDS = {key: (words, digest) for key, words, digest in FACTS}

@@ -139,6 +139,51 @@ REPRODUCED_FIXES: Mapping[str, str] = {
         "leave the SSD config's background class out of the detections (the first or the last of each anchor's "
         "class values); where it is the first, every class id after it is one lower"
     ),
+    # Megvii-BaseDetection/YOLOX: yolox/models/yolo_head.py (``decode_outputs``: ``exp(wh) * stride``);
+    # tensorflow/models: research/object_detection/box_coders/faster_rcnn_box_coder.py (``_decode``: ``exp(tw) * wa``)
+    misreadings.SIZES_WITHOUT_THE_EXP: (
+        "size each box by the exp of its raw width and height codes (YOLOX: exp(t_wh) x stride; SSD: "
+        "exp(t_wh / bbox_dimensions_scale_factor) x the anchor's width and height)"
+    ),
+    # hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp (``extract_bbox_classes``: no activation)
+    misreadings.SSD_BACKGROUND_AS_FIRST_CLASS: (
+        "read an anchor's classes after the SSD config's background class: with the background first, class k of "
+        "the model is class value k + 1"
+    ),
+    misreadings.SSD_SCORES_SOFTMAXED: (
+        "read an SSD HEF's class values as the scores they are (the sigmoid compiled into the HEF, as the model "
+        "scores each class); no softmax over an anchor's classes"
+    ),
+    # hailort: hailort/include/hailo/quantization.hpp (dequantize_output)
+    misreadings.QUANT_INFO_LEFT_OUT: (
+        "dequantize a UINT8/UINT16 output through its quant info, (code - zero_point) x scale, before reading it"
+    ),
+    misreadings.BOX_CHANNELS_READ_Y_FIRST: (
+        "read a box map x first: distances left, top, right, bottom (YOLOv8/YOLO11, YOLO26), tx, ty, tw, th "
+        "(YOLOv5/YOLOv7, YOLOX)"
+    ),
+    misreadings.CLASSES_TAKEN_AS_PROBABILITIES: (
+        "put class outputs that hold logits (quant limvals or values outside [0, 1]) through one sigmoid"
+    ),
+    misreadings.HEADS_PAIRED_BY_OUTPUT_ORDER: (
+        "pair each box head with the class (and objectness) head of the same grid size, never by output name "
+        "or list order"
+    ),
+    misreadings.ANCHOR_GROUPS_BY_OUTPUT_ORDER: _FIX_ANCHORS,
+    # hailort: hailort/include/hailo/hailort.h (hailo_bbox_float32_t: y_min, x_min, y_max, x_max)
+    misreadings.BOXES_WRITTEN_Y_FIRST: (
+        "return boxes x first (x_min, y_min, x_max, y_max); only HailoRT's NMS records are y first"
+    ),
+    # ultralytics/yolov5: models/yolo.py (Detect.forward)
+    misreadings.CENTRES_AS_YOLOV3: "compute a YOLOv5/YOLOv7 centre as (2 sigmoid(t) - 0.5 + cell) x stride",
+    misreadings.CENTRES_HALF_CELL_UP_LEFT: (
+        "put each anchor point at its cell's centre, (column + 0.5, row + 0.5) x stride, where the family's "
+        "box coding does (YOLOv8/YOLO11, YOLO26, YOLOv10, SSD)"
+    ),
+    misreadings.CENTRES_HALF_CELL_DOWN_RIGHT: (
+        "add no half cell where the family's box coding has none: YOLOX's centre is (t + cell) x stride, "
+        "YOLOv5's (2 t - 0.5 + cell) x stride"
+    ),
 }
 _REPRODUCED_NEEDS = ("reproduced_misreading", "reproduction", "reproduction_frames", "differing_frames")
 
@@ -213,6 +258,23 @@ RULES: tuple[Rule, ...] = (
         fix="decode YOLO26's one-to-one head by its top-k (the max_det anchors with the best class score, then the "
         "best (anchor, class) pairs among them, above the threshold), without NMS; NMS belongs to the one-to-many "
         "head only",
+    ),
+    Rule(
+        name="host_nms_missing",
+        # hailort: libhailort/src/net_flow/ops/yolov8_bbox_only_post_process.hpp and
+        # yolov5_bbox_only_post_process.hpp (every proposal written, no threshold and no NMS: the host's)
+        cause="{path} returns {boxes} where {reference_path} returns {reference_boxes}, and after an NMS per class "
+        "most of its boxes are the reference's ({path_nms_matched_share:.0%} matched, against "
+        "{matched_share:.0%} without): no NMS ran over its proposals, as when a bbox-only HEF's buffer (every "
+        "proposal, the NMS left to the host) is read without the host's NMS",
+        needs=("path_nms_matched_share", "matched_share", "n_boxes", "reference_n_boxes", "reference_path"),
+        holds=lambda e: (
+            e.reference_n_boxes >= MIN_BOXES
+            and e.n_boxes >= 2 * e.reference_n_boxes
+            and e.path_nms_matched_share >= max(0.5, 2 * e.matched_share)
+        ),
+        fix="run the NMS over a bbox-only HEF's proposals on the host (per class, at the run's IoU threshold: "
+        "harness.decode.bbox_only.decode_bbox_only does), or compile the NMS op in full",
     ),
     Rule(
         name="box_distances_read_as_dfl",
@@ -467,6 +529,7 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",
     "nms_matched_share": "matched share after an NMS over the reference",
+    "path_nms_matched_share": "matched share after an NMS over the path",
     "shifted_matched_share": "matched share with the reference's scores shifted by the drift",
     "reproduction_frames": "frames run again",
     "differing_frames": "frames differing from the reference decoder",

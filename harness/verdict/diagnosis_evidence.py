@@ -35,6 +35,8 @@ class Evidence:
     conformance suite (:mod:`harness.conformance.suite`) on the host decoder the path used, ``""`` when
     it conforms; ``nms_matched_share`` the matched share against the reference's boxes after a greedy
     NMS per class at the evaluation's IoU threshold (what an NMS over a head decoded without one keeps);
+    ``path_nms_matched_share`` the same with that NMS over the path's boxes instead (what an NMS the path left
+    out keeps);
     ``shifted_matched_share`` the matched share against the reference's boxes with every score moved by
     the mean score drift of the matched boxes and those then under the threshold left out (what a uniform
     shift of the scores leaves of the reference); ``reproduction_frames`` frames of a host decoder's path
@@ -83,6 +85,7 @@ class Evidence:
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None
     nms_matched_share: float | None = None
+    path_nms_matched_share: float | None = None
     shifted_matched_share: float | None = None
     reproduction_frames: int | None = None
     differing_frames: int | None = None

@@ -89,6 +89,8 @@ def _objectness_streams(ctx: CheckContext) -> list[StreamInfo]:
 
 
 def check_input_shape(ctx: CheckContext) -> CheckResult:
+    """The HEF's one input: the export's height, width and channels, and UINT8 (normalisation inside the
+    HEF)."""
     name = "input_shape"
     if ctx.model is None:
         return CheckResult.skipped(name, "no --onnx given: nothing to compare the HEF input with")
@@ -119,6 +121,7 @@ def check_input_shape(ctx: CheckContext) -> CheckResult:
 
 
 def check_nms_classes_vs_onnx(ctx: CheckContext) -> CheckResult:
+    """The NMS op's class count against the export's class channels."""
     name = "nms_classes_vs_onnx"
     nms = ctx.group.nms
     if nms is None or ctx.model is None:
@@ -135,6 +138,7 @@ def check_nms_classes_vs_onnx(ctx: CheckContext) -> CheckResult:
 
 
 def check_nms_classes_vs_dataset(ctx: CheckContext) -> CheckResult:
+    """The classes the NMS op detects (less a removed background class) against the dataset's names."""
     name = "nms_classes_vs_dataset"
     nms = ctx.group.nms
     if nms is None or ctx.dataset_names is None:
@@ -157,6 +161,7 @@ def check_nms_classes_vs_dataset(ctx: CheckContext) -> CheckResult:
 
 
 def check_regression_length(ctx: CheckContext) -> CheckResult:
+    """A DFL NMS op's regression_length against its box streams' channels and the export's reg_max."""
     name = "regression_length"
     nms = ctx.group.nms
     if nms is None:
@@ -186,6 +191,7 @@ def check_regression_length(ctx: CheckContext) -> CheckResult:
 
 
 def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
+    """Each NMS decoder's stride against its streams' grid, and the HEF's box grids against the export's."""
     name = "strides_vs_grids"
     nms = ctx.group.nms
     if nms is None:
@@ -218,6 +224,8 @@ def check_strides_vs_grids(ctx: CheckContext) -> CheckResult:
 
 
 def check_decoder_pairing(ctx: CheckContext) -> CheckResult:
+    """Each NMS decoder reads streams of one grid and the right channels: its family's ``decoder_pairing``
+    check."""
     name = "decoder_pairing"
     nms = ctx.group.nms
     if nms is None:
@@ -251,6 +259,7 @@ def check_anchors(ctx: CheckContext) -> CheckResult:
 
 
 def check_sigmoid_present(ctx: CheckContext) -> CheckResult:
+    """The class (and objectness) outputs an NMS op reads are post-sigmoid: their limvals inside [0, 1]."""
     name = "sigmoid_present"
     nms = ctx.group.nms
     if nms is None:
@@ -278,6 +287,8 @@ def _score_range(stream: StreamInfo) -> tuple[float, float, bool]:
 
 
 def check_class_score_range(ctx: CheckContext) -> CheckResult:
+    """The class outputs can represent a high score (a cap means a calibration set without positives), a
+    logit range a uint8 step resolves near 1, and a lowest score under the evaluation's threshold."""
     name = "class_score_range"
     streams = _class_streams(ctx)
     if not streams:
@@ -321,6 +332,8 @@ def check_class_score_range(ctx: CheckContext) -> CheckResult:
 
 
 def check_score_threshold(ctx: CheckContext) -> CheckResult:
+    """The NMS op's compiled score threshold against the evaluation's (a bbox-only op applies none: the host
+    runs the NMS)."""
     name = "score_threshold"
     nms = ctx.group.nms
     if nms is None:
@@ -358,6 +371,8 @@ DFL_OVERFLOW = math.log(3.4028234663852886e38)  # FLT_MAX
 
 
 def check_box_logit_range(ctx: CheckContext) -> CheckResult:
+    """The DFL box outputs' range stays below ln(FLT_MAX), past which HailoRT's softmax overflows and the
+    box is NaN."""
     name = "box_logit_range"
     nms = ctx.group.nms
     if nms is None or not _dfl_boxes(nms):

@@ -264,3 +264,56 @@ def test_a_yolov5_export_is_compiled_with_its_three_head_convs_the_sigmoid_and_t
     assert result.hef.read_bytes() == sdk.HEF_BYTES
     assert not failures(result.checks)
     assert {r.name for r in result.checks if r.passed} >= {"anchors", "encoded_layer", "sigmoid", "layer_names"}
+
+
+# ------------------------------------------------------------------------------------------ what a HAR was made from
+
+
+def test_compile_records_beside_the_har_the_hef_and_calibration_it_was_made_from(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    from harness.backends.dfc.record import har_facts, read_record, record_file
+    from harness.inputs.calibration import calibration_paths, images_digest
+    from harness.inputs.export_facts import file_sha256
+
+    result = compile_hef(
+        CompileRequest(DEMO, calibration, calibration_count=2), tmp_path / "a", cache_root=tmp_path / "c"
+    )
+    assert record_file(result.har) == tmp_path / "a" / f"{DEMO.stem}_made_from.json"
+    record = read_record(result.har)
+    assert record is not None and record.hw_arch == "hailo8" and record.dfc
+    assert (record.har_sha256, record.hef_sha256) == (file_sha256(result.har), file_sha256(result.hef))
+    assert dict(har_facts(result.har)) == {
+        "hef_sha256": file_sha256(result.hef),
+        "calibration": f"{calibration} (2)",
+        "calibration_sha256": images_digest(calibration_paths(calibration, 2)),
+    }
+    cached = compile_hef(
+        CompileRequest(DEMO, calibration, calibration_count=3), tmp_path / "a", cache_root=tmp_path / "c"
+    )
+    assert dict(har_facts(cached.har))["calibration"] == f"{calibration} (3)"  # rewritten with the HAR it names
+
+
+def test_a_har_without_a_record_says_its_calibration_is_not_recorded_and_a_stale_record_is_refused(
+    sdk: ModuleType, calibration: Path, tmp_path: Path
+) -> None:
+    from harness.backends.dfc.record import har_facts, record_file
+    from harness.core.errors import HarnessError
+
+    result = compile_hef(
+        CompileRequest(DEMO, calibration, calibration_count=2), tmp_path / "a", cache_root=tmp_path / "c"
+    )
+    elsewhere = tmp_path / "b" / "other.har"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(result.har.read_bytes())
+    assert har_facts(elsewhere) == (("calibration", "not recorded (no _made_from.json beside the HAR)"),)
+    result.har.write_bytes(result.har.read_bytes() + b" ")  # the HAR replaced since compile wrote its record
+    with pytest.raises(
+        HarnessError, match=r"_made_from.json: har_sha256 [0-9a-f]{12}\.\.\., but .* expected the record"
+    ):
+        har_facts(result.har)
+    file = record_file(result.har)
+    assert file is not None
+    file.write_text(file.read_text().replace('"calibration_count": 2', '"calibration_count": 0'))
+    with pytest.raises(HarnessError, match=r"calibration_count.*0"):
+        har_facts(result.har)

@@ -19,8 +19,8 @@ from harness.backends.dfc.alls import DfcScriptError, parse_alls
 from harness.backends.dfc.checks import failures
 from harness.backends.dfc.heads import end_nodes_of, head_options, onnx_facts, table_from_names
 from harness.backends.dfc.layers import LayerTable, names_from_map, names_from_parsed, parsed_layers, placeholder_names
-from harness.backends.dfc.scripts import DfcPart, dfc_part, validate_files
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, render_nms_json
+from harness.backends.dfc.scripts import DfcPart, dfc_part, validate_files, write_checked_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptFiles, ScriptRequest, render_nms_json
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.families import REGISTERED
@@ -775,7 +775,7 @@ def test_yolov5_end_nodes_must_be_its_head_convolutions(yolov5s: ExportFacts, yo
 def test_the_yolov5s_nms_config_is_the_model_zoos(yolov5s: ExportFacts) -> None:
     alls, nms, table = _v5_scripts(yolov5s, settings=NmsSettings(0.001, 0.6, 80))
     assert json.loads(nms) == ZOO_YOLOV5S_NMS
-    assert list(json.loads(nms)) == list(yolov5_dfc.NMS_KEYS)
+    assert list(json.loads(nms)) == [k.name for k in yolov5_dfc.NMS_KEYS]
     assert alls == (
         "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])\n"
         "change_output_activation(sigmoid)\n"
@@ -1179,7 +1179,7 @@ def test_a_yolox_export_is_cut_at_its_nine_head_convs_and_takes_no_head(yolox_ti
 def test_the_yolox_tiny_nms_config_is_the_model_zoos_and_every_check_passes(yolox_tiny: ExportFacts) -> None:
     alls, nms, table = _x_scripts(yolox_tiny, NmsSettings(0.2, 0.45, 100))
     assert json.loads(nms) == ZOO_YOLOX_TINY_NMS
-    assert list(json.loads(nms)) == list(yolox_dfc.NMS_KEYS)
+    assert list(json.loads(nms)) == [k.name for k in yolox_dfc.NMS_KEYS]
     assert alls.splitlines() == [
         "normalization1 = normalization([0.0, 0.0, 0.0], [255.0, 255.0, 255.0])",
         *(f"change_output_activation(conv{n}, sigmoid)" for n in (56, 54, 70, 68, 83, 81)),
@@ -1214,8 +1214,11 @@ def test_compile_dry_run_writes_and_checks_a_yolox_script_and_refuses_a_bbox_onl
     results = {r.name: r for r in validate_files(files.alls, files.nms_json, facts, table)}
     assert results["layer_names"].passed is None
     assert all(r.passed for name, r in results.items() if name != "layer_names"), failures(results.values())
-    with pytest.raises(DfcScriptError, match=r"bbox_decoding_only asked for a YOLOX head; HailoRT's bbox-only ops"):
-        _write(yolox_dfc, tmp_path / "only", "x", facts, names, NmsSettings(bbox_decoding_only=True))
+    only = NmsSettings(bbox_decoding_only=True)
+    refused = r"for the YOLOX head .*; HailoRT has no bbox-only op of meta_arch yolox \(hailort: .*/yolox_post_process"
+    with pytest.raises(DfcScriptError, match=refused):
+        write_checked_scripts(tmp_path / "only", "x", facts, names, table, only, 0)
+    assert not (tmp_path / "only").exists()
 
 
 def _x_decoders(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[str, str], tuple[str, str]]:
@@ -1394,7 +1397,7 @@ def test_an_ssd_export_is_cut_at_its_head_convs_and_its_nms_config_holds_the_ssd
     ]
     alls, nms, table = _ssd_scripts(ssd_facts)
     config = json.loads(nms)
-    assert list(config) == list(ssd_dfc.NMS_KEYS)
+    assert list(config) == [k.name for k in ssd_dfc.NMS_KEYS]
     assert {k: config[k] for k in ("centers_scale_factor", "bbox_dimensions_scale_factor", "classes")} == {
         "centers_scale_factor": 10,
         "bbox_dimensions_scale_factor": 5,
@@ -1443,10 +1446,11 @@ def test_an_ssd_export_needs_its_config_and_a_config_of_another_channel_order_is
     other = dataclasses.replace(ssd_facts, ssd=dataclasses.replace(ssd_facts.ssd, ty_index=1, tx_index=0))
     with pytest.raises(DfcScriptError, match=r"ty, tx, th, tw at \[1, 0, 2, 3\]; the Model Zoo's SSD NMS config"):
         ssd_dfc.nms_config(other, placeholder_names(other), NmsSettings())
-    with pytest.raises(DfcScriptError, match=r"bbox_decoding_only asked for an SSD head"):
-        _write(
-            ssd_dfc, tmp_path / "x", "x", ssd_facts, placeholder_names(ssd_facts), NmsSettings(bbox_decoding_only=True)
-        )
+    names = placeholder_names(ssd_facts)
+    table = table_from_names(ssd_facts, names, "placeholder")
+    only = NmsSettings(bbox_decoding_only=True)
+    with pytest.raises(DfcScriptError, match=r"bbox_decoding_only asked for the SSD head .*meta_arch ssd \(hailort: "):
+        write_checked_scripts(tmp_path / "x", "x", ssd_facts, names, table, only, 0)
 
 
 def _ssd_decoders(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[str, str], tuple[str, str]]:
@@ -1541,13 +1545,12 @@ def test_each_ssd_script_mistake_fails_its_check_naming_field_found_expected_and
 def test_every_registered_family_has_a_dfc_part_the_dispatch_can_ask() -> None:
     """The dispatch asks each family through the registry: every part has the same names, one head is the
     default of those --head chooses between, and a head with an NMS op writes its NMS config."""
-    names = ("HEAD_WORDS", "EXPORT_NAME", "CUT_BY_STRUCTURE", "HEAD_OPTION", "HEAD_DEFAULT", "HEAD_FIX")
     functions = ("end_nodes", "write_scripts", "render_alls", "check_scripts")
     for family in REGISTERED:
         part = dfc_part(family.family)
-        assert all(hasattr(part, name) for name in names), family.family
+        assert isinstance(part.HEAD, DfcHead) and part.HEAD.words and part.HEAD.export, family.family
         assert all(callable(getattr(part, name)) for name in functions), family.family
-        assert bool(part.HEAD_FIX) == bool(part.HEAD_OPTION), family.family
+        assert bool(part.HEAD.fix) == bool(part.HEAD.option), family.family
     choices = head_options()
     assert sorted(choices) == ["one2many", "one2one"]
-    assert [d.family for d in REGISTERED if dfc_part(d.family).HEAD_DEFAULT] == [choices["one2one"]]
+    assert [d.family for d in REGISTERED if dfc_part(d.family).HEAD.default] == [choices["one2one"]]

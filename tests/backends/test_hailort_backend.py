@@ -11,6 +11,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,7 @@ from harness.pipeline.evaluate import IN_FLIGHT, evaluate_path
 from harness.pipeline.job import run_job, summary_lines
 from harness.pipeline.spec import Backend, JobConfig, PathSpec
 
-from support.fake_hailo_platform import HAILORT_4_18, HAILORT_5_1, FakeHailoRT, Profile, QuantInfo
+from support.fake_hailo_platform import HAILORT_4_18, HAILORT_4_23, HAILORT_5_1, Board, FakeHailoRT, Profile, QuantInfo
 
 INPUT_HW = (256, 256)
 CALIBRATION = 8
@@ -653,6 +654,79 @@ def test_shards_on_two_devices_merge_to_the_one_device_runs_verdict_bit_for_bit(
                 path["provenance"].pop(name)
             path["provenance"].get("made_from", {}).pop("device", None)  # the device it ran on, as the runtime
     assert documents[0] == documents[1]
+
+
+# ---------------------------------------------------------------------------------------------- device identity
+
+
+@pytest.mark.parametrize("profile", [HAILORT_4_23, HAILORT_5_1])
+def test_the_runner_identifies_each_device_it_opened_and_releases_them(
+    make_fake: MakeFake, hef_files: dict[str, Path], profile: Profile
+) -> None:
+    devices = ["0000:01:00.0", "0000:02:00.0"]
+    fake = make_fake(profile, devices=devices, boards={"0000:02:00.0": Board("4.20.0", serial="HLLWM2B999")})
+    with HailoRTRunner(hef_files["heads"], device_ids=devices) as runner:
+        assert fake.opened_devices == 0  # each Device made to identify it is released at once
+        assert [(i.device_id, i.architecture, i.firmware) for i in runner.identities] == [
+            ("0000:01:00.0", "HAILO8", profile.version),
+            ("0000:02:00.0", "HAILO8", "4.20.0"),
+        ]
+        assert dict(runner.made_from) == {
+            "device": "0000:01:00.0 (HAILO8, serial HLLWM2B214900345), 0000:02:00.0 (HAILO8, serial HLLWM2B999)",
+            "firmware": f"0000:01:00.0 {profile.version}, 0000:02:00.0 4.20.0",
+        }
+        assert f"(firmware 0000:01:00.0 {profile.version}, 0000:02:00.0 4.20.0, HailoRT {profile.version}," in (
+            runner.label
+        )
+
+
+def test_one_firmware_is_named_once_and_a_develop_build_is_marked(
+    make_fake: MakeFake, hef_files: dict[str, Path]
+) -> None:
+    make_fake(boards={"0000:01:00.0": Board("4.23.0", is_release=False, serial="")})
+    with HailoRTRunner(hef_files["nms"]) as runner:
+        assert dict(runner.made_from) == {"device": "0000:01:00.0 (HAILO8)", "firmware": "4.23.0 (develop)"}
+        assert "(firmware 4.23.0 (develop), HailoRT" in runner.label
+
+
+def test_a_device_that_does_not_identify_runs_with_its_firmware_recorded_unknown(
+    make_fake: MakeFake, hef_files: dict[str, Path], frames: list[np.ndarray]
+) -> None:
+    fake = make_fake()
+    fake.fail("identify", "HAILO_TIMEOUT")
+    with HailoRTRunner(hef_files["heads"]) as runner:
+        assert dict(runner.made_from) == {
+            "device": "0000:01:00.0",
+            "firmware": "unknown (identify failed: HailoRTTimeout)",
+        }
+        assert runner.infer({next(iter(runner.input_specs)): frames[0]})  # the run goes on
+    assert fake.opened_devices == 0
+
+
+def test_a_firmware_update_is_recorded_missed_by_the_cache_and_said_in_the_sign_off_report(
+    make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path
+) -> None:
+    write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=10, calib=0))
+    config = JobConfig(
+        dataset=tmp_path / "syn",
+        report_dir=tmp_path / "report",
+        cache_dir=tmp_path / "cache",
+        golden_root=tmp_path / "golden",
+        hailo=PathSpec(Backend.HAILORT, hef=hef_files["nms"]),
+        progress=False,
+    )
+    quiet = lambda line: None  # noqa: E731
+    make_fake(boards={"0000:01:00.0": Board("4.20.0")})
+    run_job(replace(config, update_golden=True, release="r1"), log=quiet)
+    make_fake(boards={"0000:01:00.0": Board("4.23.0")})
+    job = run_job(config, log=quiet)
+    hailo = job.results[-1]
+    made = dict(hailo.provenance.made_from)
+    assert made["firmware"] == "4.23.0" and made["device"] == "0000:01:00.0 (HAILO8, serial HLLWM2B214900345)"
+    assert hailo.provenance.from_cache == 0  # predictions made on 4.20.0 are not served as 4.23.0's
+    said = "hailo: this run against r1: device firmware changed from 4.20.0 to 4.23.0; model unchanged"
+    assert f"What changed: {said}." in job.reports["markdown"].read_text()
+    assert f"- {said}" in job.reports["summary"].read_text()
 
 
 # ---------------------------------------------------------------------------------------------- in flight

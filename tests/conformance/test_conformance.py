@@ -5,19 +5,23 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from harness.conformance import decoder_misreadings as later
 from harness.conformance import misreadings
 from harness.conformance import suite as conformance
+from harness.conformance.scenes import family_scenes
 from harness.conformance.suite import SceneRecipe, check_property, make_scene, properties, run_conformance
 from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatType
+from harness.families.ssd import scenes as ssd_scenes
 from harness.families.ssd.decode import decode as ssd_decode
 from harness.families.yolo26.one2many.decode import decode as decode_one2many
 from harness.families.yolo26.one2one.decode import decode as decode_one2one
 from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.families.yolov5.decode import decode as yolov5_decode
 from harness.families.yolov8.decode import decode
+from harness.families.yolox import scenes as yolox_scenes
 from harness.families.yolox.decode import decode as yolox_decode
 
 from support import wrong_decoders
@@ -32,11 +36,20 @@ def test_the_harness_decoder_satisfies_every_property():
 @pytest.mark.parametrize(
     ("decoder", "sentence", "words"),
     [
-        (wrong_decoders.xy_swapped, "finds every planted object", conformance.XY_SWAPPED),
-        (wrong_decoders.no_sigmoid, "applies the sigmoid to logit class outputs", conformance.SIGMOID_MISSING),
+        (wrong_decoders.xy_swapped, "finds every planted object", f"{later.Y_FIRST} ({conformance.XY_SWAPPED})"),
+        (
+            wrong_decoders.no_sigmoid,
+            "applies the sigmoid to logit class outputs",
+            f"{later.NO_SIGMOID} ({conformance.SIGMOID_MISSING}",
+        ),
         (wrong_decoders.sigmoid_twice, "finds every planted object", conformance.SIGMOID_TWICE),
-        (wrong_decoders.no_half_cell, "finds every planted object", conformance.HALF_CELL),
+        (
+            wrong_decoders.no_half_cell,
+            "finds every planted object",
+            f"{later.HALF_CELL_UP_LEFT} ({conformance.HALF_CELL}",
+        ),
         (wrong_decoders.fcr_channel_first, "reads FCR heads channel-last", conformance.FCR_CHANNEL_FIRST),
+        # caught, named by its symptom: a class map resampled to another grid is no reading of its memory
         (wrong_decoders.paired_by_order, "pairs heads by grid", conformance.PAIRED_ACROSS_GRIDS),
         (
             wrong_decoders.dfl_interleaved,
@@ -77,12 +90,19 @@ def test_16_bit_outputs_read_as_8_bit_fail_only_the_uint16_property_and_are_name
     failing = {k: v for k, v in results.items() if v}
     assert list(failing) == ["reads UINT16 outputs (16-bit output layers) through their quant info"]
     assert f"every head {conformance.SIXTEEN_AS_EIGHT}" in next(iter(failing.values()))
+    # it finds nothing there: the naming says the story is the likelier one, not the only one
+    assert conformance.NOTHING_FOUND in next(iter(failing.values()))
 
 
 def test_a_mistake_no_misreading_reproduces_is_said_to_be_none_of_them():
     failure = check_property(wrong_decoders.drops_the_weakest, PROPERTIES[0])
-    assert failure is not None and failure.endswith(conformance.NOT_REPRODUCED)
+    assert failure is not None and conformance.NOT_REPRODUCED in failure
     assert "expected 4 planted detections, got 3" in failure
+    # the scene's evidence: what differed, classes, boxes and scores
+    assert failure.endswith(
+        "on this scene, 3 detections where the scene holds 4, per class {0: 1, 1: 2} where {0: 2, 1: 2}; paired by "
+        "class and score, boxes differ by up to 0.0 px and scores by up to 0.000"
+    )
 
 
 def test_wrong_decoders_pass_the_properties_their_mistake_does_not_touch():
@@ -147,10 +167,8 @@ def test_a_yolo26_decoder_pairing_outputs_by_position_is_named_as_paired_across_
     assert [k for k, v in results.items() if v] == [
         "pairs heads by grid and channels, whatever the outputs' order or names"
     ]
-    assert (
-        conformance.PAIRED_ACROSS_GRIDS
-        in results["pairs heads by grid and channels, whatever the outputs' order or names"]
-    )
+    failure = results["pairs heads by grid and channels, whatever the outputs' order or names"]
+    assert f"{conformance.PAIRED_ACROSS_GRIDS}: {later.PAIRED_BY_ORDER}" in failure
 
 
 def test_yolo26_scenes_plant_the_four_distances_themselves():
@@ -196,7 +214,7 @@ YOLOV5_MISTAKES = [
     (
         wrong_decoders.yolov5_anchors_by_order,
         ["pairs heads by grid and channels, whatever the outputs' order or names"],
-        conformance.ANCHORS_BY_ORDER,
+        f"{conformance.ANCHORS_BY_ORDER}: {later.ANCHORS_BY_OUTPUT_ORDER}",
     ),
     (wrong_decoders.yolov5_channel_first, ALL, f"every head {conformance.CHANNEL_FIRST}"),
     (
@@ -206,15 +224,14 @@ YOLOV5_MISTAKES = [
     ),
     (wrong_decoders.yolov5_class_major, ALL, f"every head {conformance.CLASS_MAJOR}"),
     (wrong_decoders.yolov5_sigmoid_twice, ALL, f"every head {conformance.SIGMOID_AGAIN}"),
-    (wrong_decoders.yolov5_no_sigmoid, LOGIT_PROPERTIES, conformance.SIGMOID_MISSING),
-    (wrong_decoders.yolov5_grid_without_half, ALL, conformance.HALF_CELL),
+    (wrong_decoders.yolov5_no_sigmoid, LOGIT_PROPERTIES, f"{later.NO_SIGMOID} ({conformance.SIGMOID_MISSING}"),
+    (wrong_decoders.yolov5_grid_without_half, ALL, f"{later.HALF_CELL_DOWN_RIGHT} ({conformance.HALF_CELL}"),
     (
         wrong_decoders.yolov5_sixteen_bit_read_as_eight,
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
         f"every head {conformance.SIXTEEN_AS_EIGHT}",
     ),
-    # caught, not named: no known misreading gives YOLOv3's centres, and the suite says so
-    (wrong_decoders.yolov5_yolov3_centre, ALL, conformance.NOT_REPRODUCED),
+    (wrong_decoders.yolov5_yolov3_centre, ALL, family_scenes(HeadFamily.YOLOV5).YOLOV3_CENTRE),
 ]
 
 
@@ -277,15 +294,14 @@ YOLOX_MISTAKES = [
         ALL,
         f"the class and objectness heads of all 3 strides {conformance.SIGMOID_AGAIN}",
     ),
-    (wrong_decoders.yolox_no_sigmoid, LOGIT_PROPERTIES, conformance.SIGMOID_MISSING),
-    (wrong_decoders.yolox_half_cell_centre, ALL, conformance.HALF_CELL),
+    (wrong_decoders.yolox_no_sigmoid, LOGIT_PROPERTIES, f"{later.NO_SIGMOID} ({conformance.SIGMOID_MISSING}"),
+    (wrong_decoders.yolox_half_cell_centre, ALL, f"{later.HALF_CELL_DOWN_RIGHT} ({conformance.HALF_CELL}"),
     (
         wrong_decoders.yolox_sixteen_bit_read_as_eight,
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
         f"every head {conformance.SIXTEEN_AS_EIGHT}",
     ),
-    # caught, not named: no known misreading gives sizes without the exp, and the suite says so
-    (wrong_decoders.yolox_no_exp, ALL, conformance.NOT_REPRODUCED),
+    (wrong_decoders.yolox_no_exp, ALL, yolox_scenes.SIZES_LINEAR),
 ]
 
 
@@ -343,9 +359,15 @@ SSD_MISTAKES = [
         ["reads UINT16 outputs (16-bit output layers) through their quant info"],
         f"every head {conformance.SIXTEEN_AS_EIGHT}",
     ),
-    (wrong_decoders.ssd_centre_at_the_corner, ALL, conformance.HALF_CELL),
-    # caught, not named: no known misreading gives sizes without the exp, and the suite says so
-    (wrong_decoders.ssd_no_exp, ALL, conformance.NOT_REPRODUCED),
+    (wrong_decoders.ssd_centre_at_the_corner, ALL, f"{later.HALF_CELL_UP_LEFT} ({conformance.HALF_CELL}"),
+    (wrong_decoders.ssd_no_exp, ALL, ssd_scenes.SIZES_LINEAR),
+    (wrong_decoders.ssd_softmax, ALL, ssd_scenes.SCORES_SOFTMAXED),
+    # right where the background is the last: the one property that puts it there passes
+    (
+        wrong_decoders.ssd_background_as_the_first_class,
+        [p.sentence for p in SSD if p.sentence != BACKGROUND_PROPERTY],
+        ssd_scenes.BACKGROUND_FIRST_READ,
+    ),
 ]
 
 
@@ -409,6 +431,7 @@ BBOX_ONLY_MISTAKES = [
     (wrong_decoders.bbox_only_not_scaled, HeadFamily.YOLOV8, ALL, conformance.BBOX_NOT_SCALED),
     (wrong_decoders.bbox_only_no_nms, HeadFamily.YOLOV5, ALL, conformance.BBOX_NO_NMS),
     (wrong_decoders.bbox_only_objectness_left_out, HeadFamily.YOLOV5, ALL, conformance.BBOX_OBJECTNESS_LEFT_OUT),
+    # caught, named by its symptom: the sigmoid put on objectness x class, past what the buffer holds
     (wrong_decoders.bbox_only_sigmoid, HeadFamily.YOLOV5, ALL, conformance.SIGMOID_TWICE),
 ]
 

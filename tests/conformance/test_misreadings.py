@@ -3,12 +3,15 @@ was made on) under which the family's reference decoder returns what the decoder
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from harness.conformance import misreadings, words
-from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce
+from harness.conformance.decoder_misreadings import DECODER_MISREADINGS
+from harness.conformance.misreadings import DecodedFrame, head_sets, reproduce, reproduce_path
 from harness.conformance.scenes import family_scenes
 from harness.conformance.suite import SceneRecipe, make_scene
+from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder
 from harness.families.yolov5.decode import decode as yolov5_decode
@@ -67,6 +70,14 @@ def test_channel_first_on_heads_that_are_not_all_fcr_is_named_channel_first():
         ),
         (wrong_decoders.ssd_background_kept, SceneRecipe(family=HeadFamily.SSD), words.SSD_BACKGROUND_AS_CLASS),
         (wrong_decoders.ssd_class_major, SceneRecipe(family=HeadFamily.SSD), misreadings.ANCHORED_READ_CLASS_MAJOR),
+        (wrong_decoders.ssd_no_exp, SceneRecipe(family=HeadFamily.SSD), words.SIZES_WITHOUT_THE_EXP),
+        (wrong_decoders.ssd_softmax, SceneRecipe(family=HeadFamily.SSD), words.SSD_SCORES_SOFTMAXED),
+        (
+            wrong_decoders.ssd_background_as_the_first_class,
+            SceneRecipe(family=HeadFamily.SSD),
+            words.SSD_BACKGROUND_AS_FIRST_CLASS,
+        ),
+        (wrong_decoders.yolox_no_exp, SceneRecipe(family=HeadFamily.YOLOX, reg_max=1), words.SIZES_WITHOUT_THE_EXP),
     ],
 )
 def test_each_misreading_reproduced_on_every_frame_is_named_by_its_name(decoder, recipe, name):
@@ -80,8 +91,14 @@ def test_every_name_a_diagnosis_may_give_is_one_misreadings_name_in_the_order_th
         misreadings.FCR_READ_CHANNEL_FIRST,
         *(m.name for m in family_scenes(HeadFamily.YOLOV5).config_misreadings()),
         *(m.name for m in family_scenes(HeadFamily.SSD).config_misreadings()),
+        *(m.name for m in family_scenes(HeadFamily.YOLOX).config_misreadings()),
+        *(m.name for m in DECODER_MISREADINGS),
+        *(m.name for m in family_scenes(HeadFamily.YOLOV5).coordinate_misreadings()),
     ]
-    assert list(words.REPRODUCED_NAMES) == tried
+    assert list(words.REPRODUCED_NAMES) == list(dict.fromkeys(tried))  # a name two families share, once
+    for family in HeadFamily:  # every family's own are among them
+        scenes = family_scenes(family)
+        assert {m.name for m in (*scenes.config_misreadings(), *scenes.coordinate_misreadings())} <= set(tried)
 
 
 def test_a_misreading_that_holds_on_one_frame_but_not_another_is_not_named():
@@ -94,7 +111,6 @@ def test_a_misreading_that_holds_on_one_frame_but_not_another_is_not_named():
 
 def test_a_mistake_no_misreading_makes_is_not_reproduced():
     assert _reproduce(wrong_decoders.drops_the_weakest, SceneRecipe()) is None
-    assert _reproduce(wrong_decoders.xy_swapped, SceneRecipe()) is None
 
 
 def test_the_fcr_heads_are_a_head_set_of_their_own_only_where_some_heads_are_not_fcr():
@@ -112,3 +128,46 @@ def test_the_reference_decoder_itself_is_reproduced_by_no_misreading_of_a_scene_
     # a correct decode is nothing to name: callers ask only where the decoder differs from the reference
     scene, frames = _frames(yolov5_decode, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
     assert reproduce(frames, scene.specs, scene.config, scene.family, scene.layout) is None
+
+
+def test_a_path_no_misreading_reproduces_says_so_with_the_first_differing_frame_s_evidence():
+    scenes = [make_scene(SceneRecipe(), seed) for seed in (0, 1, 2)]
+    right = [DecodedFrame(s.outputs, decode(s.outputs, s.specs, s.config)) for s in scenes[:1]]
+    wrong = [
+        DecodedFrame(s.outputs, wrong_decoders.drops_the_weakest(s.outputs, s.specs, s.config)) for s in scenes[1:]
+    ]
+    scene = scenes[0]
+    found = reproduce_path([*right, *wrong], scene.specs, scene.config, scene.family)
+    assert found is not None and (found.frames, found.differing, found.reproduction) == (3, 2, None)
+    assert found.unreproduced.startswith(misreadings.NOT_REPRODUCED)
+    assert found.unreproduced.endswith(
+        "on frame 2 of 3: 3 detections where the reference decoder returns 4, per class {0: 1, 1: 2} where "
+        "{0: 2, 1: 2}; paired by class and score, boxes differ by up to 0.0 px and scores by up to 0.000"
+    )
+
+
+def test_a_misreading_past_the_memory_is_named_where_it_happens_not_by_its_symptom():
+    # the boxes of the reference decoder's detections written y first, not "boxes come back x/y swapped"
+    found = _reproduce(wrong_decoders.xy_swapped, SceneRecipe())
+    assert found is not None and found.name == words.BOXES_WRITTEN_Y_FIRST
+    # YOLOv5's centre without its -0.5: every candidate half a cell down and right, then the NMS
+    found = _reproduce(wrong_decoders.yolov5_grid_without_half, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
+    assert found is not None and found.name == words.CENTRES_HALF_CELL_DOWN_RIGHT
+    # YOLOv3's centre: the anchored maps' tx, ty seen as (p + 0.5) / 2 by the reference decoder
+    found = _reproduce(wrong_decoders.yolov5_yolov3_centre, SceneRecipe(family=HeadFamily.YOLOV5, reg_max=1))
+    assert found is not None and found.name == words.CENTRES_AS_YOLOV3
+    # the heads paired by the outputs' order, each class buffer read on its box head's grid
+    scene = make_scene(SceneRecipe(reg_max=1, family=HeadFamily.YOLO26_ONE2ONE), 3)
+    mixed = scene.renamed({k: k for k in scene.outputs}, ["box0", "box1", "box2", "cls1", "cls2", "cls0"])
+    got = wrong_decoders.yolo26_paired_by_position(mixed.outputs, mixed.specs, mixed.config)
+    found = reproduce([DecodedFrame(mixed.outputs, got)], mixed.specs, mixed.config, mixed.family, mixed.layout)
+    assert found is not None and found.name == words.HEADS_PAIRED_BY_OUTPUT_ORDER
+
+
+def test_the_evidence_of_a_difference_never_hides_a_box_or_score_that_is_not_a_number():
+    scene = make_scene(SceneRecipe(), 0)
+    boxes, scores = scene.expected.boxes.copy(), scene.expected.scores.copy()
+    boxes[0, 0], scores[1] = np.nan, np.nan
+    said = misreadings.difference(Detections(boxes, scores, scene.expected.class_ids), scene.expected)
+    assert said.endswith("boxes differ by up to inf px and scores by up to inf")
+    assert misreadings.difference(scene.expected, scene.expected).endswith("up to 0.0 px and scores by up to 0.000")

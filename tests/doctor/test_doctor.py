@@ -130,3 +130,14 @@ def test_a_yolo26_mode_on_a_yolov8_export_is_a_usage_error(tmp_path):
     args = _args("--cache", str(tmp_path), "--mode", "one2one_decoded_with_nms")
     with pytest.raises(HarnessError, match=r"^--mode one2one_decoded_with_nms: not a mistake of yolov8 heads; "):
         doctor.run(args)
+
+
+def test_bbox_only_on_a_family_without_a_bbox_only_op_is_a_usage_error_before_any_work(tmp_path):
+    from harness.inputs.demo import DEMO26_ONNX
+
+    args = _args("--onnx", str(DEMO26_ONNX), "--cache", str(tmp_path), "--bbox-only")
+    with pytest.raises(
+        HarnessError, match=r"^--bbox-only: HailoRT has no bbox-only op for YOLO26 \(one-to-one\) heads"
+    ):
+        doctor.run(args)
+    assert not (tmp_path / "emulator").exists()

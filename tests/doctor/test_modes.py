@@ -21,7 +21,7 @@ from harness.doctor.mistakes import (
     records_read_x_first,
     sigmoid_on_probabilities,
 )
-from harness.doctor.modes import MODES, MODES_BY_NAME, REFUSALS, family_modes, modes_for
+from harness.doctor.modes import MODES, REFUSALS, family_modes, modes_by_name, modes_for
 from harness.doctor.table import clean_runs, controls, run_doctor, run_mode
 from harness.inputs.demo import DEMO26_ONNX
 from harness.pipeline.spec import SettingsSpec
@@ -29,6 +29,7 @@ from harness.verdict.diagnosis import RULES
 from harness.verdict.hef_checks import STATIC_CHECKS
 
 IMAGES = 30
+MODES_BY_NAME = modes_by_name()
 
 
 @pytest.fixture(scope="session")
@@ -90,16 +91,26 @@ def yolo26_rows(yolo26_bench):
 def test_every_expected_diagnosis_is_a_rule_a_static_check_or_a_refusal():
     known = {r.name for r in RULES} | {c.__name__.removeprefix("check_") for c in STATIC_CHECKS}
     known |= {r.name for r in REFUSALS}
-    assert {m.expected for m in MODES if not m.gap} <= known
-    assert {m.expected for m in MODES if m.gap} <= known | {"none"}  # a gap may leave nothing to name
-    assert len(MODES_BY_NAME) == len(MODES) >= 12
+    every = MODES_BY_NAME.values()
+    assert {m.expected for m in every if not m.gap} <= known
+    assert {m.expected for m in every if m.gap} <= known | {"none"}  # a gap may leave nothing to name
+    assert len(MODES_BY_NAME) >= len(MODES) >= 12
 
 
-def test_every_mode_a_family_s_modes_part_names_is_a_mode_not_every_family_s_already():
+def test_a_gap_a_family_states_is_for_a_shared_mode_offered_to_it_and_replaces_the_mode_s_own():
     for family in HeadFamily:
-        own = family_modes(family).doctor_modes()
-        assert set(own) <= set(MODES_BY_NAME), family
-        assert not any(MODES_BY_NAME[name].every_family for name in own), family
+        gaps = family_modes(family).shared_gaps()
+        offered = {m.name: m for m in modes_for(family)}
+        assert set(gaps) <= {m.name for m in MODES} & set(offered), family
+        assert all(offered[name].gap == why != "" for name, why in gaps.items()), family
+
+
+def test_a_family_s_own_modes_are_its_alone_and_no_two_modes_share_a_name():
+    shared = {m.name for m in MODES}
+    for family in HeadFamily:
+        for mode in family_modes(family).own_modes():
+            assert mode.name not in shared and not mode.every_family, (family, mode.name)
+            assert MODES_BY_NAME[mode.name] is mode, (family, mode.name)  # one record per name
 
 
 @pytest.mark.parametrize(

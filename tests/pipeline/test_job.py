@@ -14,6 +14,7 @@ from harness.core.errors import HarnessError
 from harness.core.settings import MetricProtocol
 from harness.inputs.dataset import DatasetError
 from harness.inputs.demo import IN_DOMAIN, OFF_DOMAIN, SHIPPED_GOLDEN, demo_data
+from harness.inputs.export_facts import file_sha256
 from harness.inputs.synthetic import Recipe, write_dataset
 from harness.pipeline.job import path_bootstrap, run_job, summary_lines
 from harness.pipeline.spec import JobConfig, SettingsSpec, planned_gates
@@ -94,6 +95,19 @@ def test_a_har_adds_its_dfc_stages_and_the_stage_gate_passes_when_none_degrades(
     report = job.reports["markdown"].read_text()
     assert "## Stages (float -> fp\\_optimized -> quantized -> hardware)" in report  # Markdown-escaped
     assert "No stage loses more than 0.02 mAP@0.5 against the float model." in report
+
+
+def test_each_dfc_stage_records_the_hef_and_calibration_its_har_was_compiled_with(config, sdk, tmp_path):
+    har = _har(config, "off-domain", tmp_path)
+    job = run_job(replace(config, har=har, report_dir=tmp_path / "r"), log=lambda line: None)
+    folder = demo_data(config.cache_dir) / "images" / "calib_offdomain"
+    for stage in job.results[1:3]:
+        made = dict(stage.provenance.made_from)
+        assert made["hef_sha256"] == file_sha256(har.with_name(har.name.replace("_optimized.har", ".hef")))
+        assert made["calibration"] == f"{folder} (64)" and len(made["calibration_sha256"]) == 64
+        assert stage.provenance.model_sha256 == file_sha256(har)  # the HAR it ran
+    document = json.loads(job.reports["json"].read_text())
+    assert document["paths"][2]["provenance"]["made_from"]["calibration"] == f"{folder} (64)"
 
 
 def test_a_har_compiled_with_other_nms_thresholds_is_refused_before_anything_runs(config, sdk, tmp_path):

@@ -1,13 +1,17 @@
 """The HTML report in the real browser: laid out by headless Chromium at 1280 px and at 390 px (a
 phone), no text box overlaps another or is cut by its container, and the first screen holds the
-verdict and the gates; ``--pdf`` prints it. Skipped only where Chromium is absent and
+verdict and every gate's row (a phone's: compact rows, the gates before what changed); ``--pdf``
+prints it. Skipped only where Chromium is absent and
 HARNESS_REQUIRE_CHROMIUM is not set (CI sets it)."""
 
+import json
 import re
 
 import pytest
 
 from harness.report import write_reports
+from harness.verdict.gates import run_gates
+from harness.verdict.golden_blessing import golden_from_result
 
 from support import browser
 from support import synthetic_results as sr
@@ -22,7 +26,10 @@ def signed_off(tmp_path_factory):
     its pictures, and the PDF."""
     tmp = tmp_path_factory.mktemp("browser")
     case, baselines = sr.signed_off_case(tmp, now=sr.IN_DOMAIN)
-    return write_reports(tmp / "out", [case.onnx, case.hailo], case.gates, case.dataset, baselines=baselines, pdf=True)
+    # nine gates, as a job has them: the reference's four against its baseline, then the Hailo path's five
+    gates = (*run_gates(case.onnx, golden_from_result(case.onnx)), *case.gates)
+    assert len(gates) == 9
+    return write_reports(tmp / "out", [case.onnx, case.hailo], gates, case.dataset, baselines=baselines, pdf=True)
 
 
 @needs_chromium
@@ -34,9 +41,11 @@ def test_no_text_overlaps_or_is_cut_and_the_first_screen_holds_the_verdict_and_t
     assert measured["overlaps"] == [], measured["overlaps"][:10]
     assert measured["cut"] == [], measured["cut"][:10]
     assert measured["verdict"]["bottom"] <= FIRST_SCREEN and measured["verdict_text"].startswith("FAILED")
-    assert measured["gates"] is not None and measured["rows"], "no gates table"
-    shown = measured["rows"] if width >= 1000 else measured["rows"][:1]  # a phone: the first gate, the rest a scroll on
-    assert all(row["bottom"] <= FIRST_SCREEN for row in shown), (measured["gates"], measured["rows"])
+    document = json.loads(signed_off["json"].read_text())
+    # every gate's row on the first screen, a phone's too: its full name, or on a phone its kind and path
+    named = [g["name"] if width >= 1000 else f"{g['kind']} {g['path']}" for g in document["gates"]]
+    assert [row["gate"] for row in measured["rows"]] == named and len(named) == 9
+    assert all(row["bottom"] <= FIRST_SCREEN for row in measured["rows"]), (measured["gates"], measured["rows"])
     assert "What changed: hailo: this run against r2" in measured["first_screen"]
 
 

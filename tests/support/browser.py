@@ -1,7 +1,8 @@
 """The HTML report laid out by headless Chromium at a given width, measured in the browser: every text
 box on the page (HTML and inline SVG text, folded sections left out), the pairs that overlap, those
 cut by a container that hides its overflow (an SVG's box, a clipped block) or by the page's edge, the
-page's height, and where the verdict and the gates table stand.
+page's height, and where the verdict and the gates table stand (each gate's row with the gate's name as
+shown).
 
 Chromium's headless window is at least 500 px wide, so the page is laid out in an iframe of the width
 asked for (``srcdoc``: same origin, so the probe reads its layout); the report itself holds no script.
@@ -74,7 +75,8 @@ function probe() {
   };
   const gates = [...d.querySelectorAll('h2')].find(h => h.textContent.trim() === 'Gates');
   const table = gates ? gates.nextElementSibling : null;
-  const rows = table ? [...table.querySelectorAll('tbody tr')].map(rect) : [];
+  const rows = table ? [...table.querySelectorAll('tbody tr')].map(
+    row => ({...rect(row), gate: row.cells[0].innerText.trim()})) : [];
   document.body.dataset.probe = JSON.stringify({
     width, height: d.documentElement.scrollHeight, boxes: boxes.length, overlaps, cut,
     verdict: rect(d.querySelector('.verdict')), verdict_text: (d.querySelector('.verdict') || {}).textContent,

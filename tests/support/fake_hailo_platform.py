@@ -145,6 +145,102 @@ class HailoSchedulingAlgorithm(enum.IntEnum):
     ROUND_ROBIN = 1
 
 
+class DeviceArchitectureTypes(enum.IntEnum):
+    """(hailort: pyhailort.py, ``DeviceArchitectureTypes``, printed by its name.)"""
+
+    HAILO8_A0 = 0
+    HAILO8 = 1
+    HAILO8L = 2
+    HAILO15H = 3
+    HAILO15L = 4
+    HAILO15M = 5
+    HAILO10H = 6
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HailoFirmwareVersion:
+    """(hailort: pyhailort.py, ``HailoFirmwareVersion``: ``<III`` major, minor, revision; the mode and type as
+    strings here, which the harness does not read.)"""
+
+    FW_VERSION_FORMAT = "<III"
+
+    def __init__(
+        self, firmware_version_buffer: bytes, is_release: bool, extended_context_switch_buffer: bool, fw_type: str
+    ) -> None:
+        self.major, self.minor, self.revision = struct.unpack(self.FW_VERSION_FORMAT, firmware_version_buffer)
+        self.mode = "release" if is_release else "develop"
+        self.fw_type = fw_type
+        self.extended_context_switch_buffer = extended_context_switch_buffer
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.revision} ({self.mode},{self.fw_type})"
+
+    @classmethod
+    def construct_from_params(
+        cls,
+        major: int,
+        minor: int,
+        revision: int,
+        is_release: bool,
+        extended_context_switch_buffer: bool,
+        fw_type: str,
+    ) -> HailoFirmwareVersion:
+        buffer = struct.pack(HailoFirmwareVersion.FW_VERSION_FORMAT, major, minor, revision)
+        return cls(buffer, is_release, extended_context_switch_buffer, fw_type)
+
+
+class BoardInformation:
+    """What ``Control.identify()`` returns (hailort: pyhailort.py, ``BoardInformation``; string fields NUL-padded
+    as the control protocol sends them)."""
+
+    def __init__(
+        self,
+        protocol_version: int,
+        fw_version_major: int,
+        fw_version_minor: int,
+        fw_version_revision: int,
+        logger_version: int,
+        board_name: str,
+        is_release: bool,
+        extended_context_switch_buffer: bool,
+        device_architecture: int,
+        serial_number: str,
+        part_number: str,
+        product_name: str,
+    ) -> None:
+        self.protocol_version = protocol_version
+        self.firmware_version = HailoFirmwareVersion.construct_from_params(
+            fw_version_major, fw_version_minor, fw_version_revision, is_release, extended_context_switch_buffer, "app"
+        )
+        self.logger_version = logger_version
+        self.board_name = board_name
+        self.is_release = is_release
+        self.device_architecture = DeviceArchitectureTypes(device_architecture)
+        self.serial_number = serial_number
+        self.part_number = part_number
+        self.product_name = product_name
+
+
+@dataclass(frozen=True)
+class Board:
+    """A fake device's identity: its firmware version (``major.minor.revision``), whether a release build,
+    architecture and serial number."""
+
+    firmware: str
+    is_release: bool = True
+    architecture: DeviceArchitectureTypes = DeviceArchitectureTypes.HAILO8
+    serial: str = "HLLWM2B214900345"
+
+    def information(self) -> BoardInformation:
+        major, minor, revision = (int(part) for part in self.firmware.split("."))
+        padded = self.serial.ljust(16, "\x00")
+        return BoardInformation(
+            2, major, minor, revision, 2, "Hailo-8\x00", self.is_release, False, self.architecture, padded, "", ""
+        )
+
+
 class HailoRTCustomException(Exception):
     """_pyhailort.HailoRTCustomException: raised by the pybind layer, not a pyhailort HailoRTException."""
 
@@ -299,7 +395,9 @@ class _Model:
 
 class FakeHailoRT:
     """hailo_platform over emulated HEFs: ``hefs`` maps HEF paths to EmulatedHef, ``devices`` what
-    ``Device.scan()`` finds. Records what was asked: ``vdevice_params``, ``batch_sizes``, ``calls``."""
+    ``Device.scan()`` finds, ``boards`` what each answers to ``identify()`` (default: firmware of the
+    profile's version, a release build). Records what was asked: ``vdevice_params``, ``batch_sizes``,
+    ``calls``; ``opened_devices``: the ``Device`` objects made and not yet released."""
 
     def __init__(
         self,
@@ -309,9 +407,12 @@ class FakeHailoRT:
         latency_s: float = 0.0,
         async_queue_size: int = 8,
         memo: bool = False,
+        boards: Mapping[str, Board] | None = None,
     ) -> None:
         self.profile = profile
         self.devices = list(devices)
+        self.boards = {d: Board(profile.version) for d in self.devices} | dict(boards or {})
+        self.opened_devices = 0
         self.latency_s = latency_s  # each frame's time on the device, its outputs computed within it where they can be
         self.async_queue_size = async_queue_size  # ConfiguredInferModel.get_async_queue_size: frames in flight at most
         self.memo = memo  # outputs kept by the frame's bytes: a frame seen before costs the latency alone
@@ -364,7 +465,8 @@ class FakeHailoRT:
         return model
 
     def fail(self, stage: str, status: str, times: int = 1) -> None:
-        """The next ``times`` calls of ``stage`` (hef, vdevice, configure, infer) fail with libhailort ``status``."""
+        """The next ``times`` calls of ``stage`` (hef, vdevice, configure, infer, identify) fail with libhailort
+        ``status``."""
         self.faults[stage].extend([status] * times)
 
     def _check(self, stage: str) -> None:
@@ -927,6 +1029,9 @@ class FakeHailoRT:
             def get_physical_devices_ids(self) -> list[str]:
                 return list(self._ids)
 
+            def get_physical_devices(self) -> list[Device]:
+                return [Device(device_id) for device_id in self.get_physical_devices_ids()]
+
             def release(self) -> None:
                 if not self._released:
                     fake.released += 1
@@ -942,10 +1047,57 @@ class FakeHailoRT:
             def create_infer_model(self, hef_source: object, name: str = "") -> InferModel:
                 return InferModel(fake.model(hef_source), str(hef_source), self._scheduled)
 
+        class Control:
+            """Device.control (hailort: pyhailort.py, ``Control``): identify() of the board."""
+
+            def __init__(self, device: Device) -> None:
+                self._device_object = device
+
+            @property
+            def device_id(self) -> str:
+                return self._device_object.device_id
+
+            def identify(self) -> BoardInformation:
+                if self._device_object._released:
+                    raise exc.HailoRTInvalidOperationException("The device in use has been released.")
+                fake._check("identify")
+                return fake.boards[self.device_id].information()
+
         class Device:
             @classmethod
             def scan(cls) -> list[str]:
                 return list(fake.devices)
+
+            def __init__(self, device_id: str | None = None) -> None:
+                if device_id is None:
+                    if not fake.devices:
+                        raise exc.HailoRTException("HailoRT device not found in the system")
+                    device_id = fake.devices[0]
+                if device_id not in fake.devices:
+                    raise fake._exception("HAILO_OUT_OF_PHYSICAL_DEVICES")
+                self._device_id = device_id
+                self._released = False
+                self._control_object = Control(self)
+                fake.opened_devices += 1
+
+            def __enter__(self) -> Device:
+                return self
+
+            def __exit__(self, *args: object) -> None:
+                self.release()
+
+            def release(self) -> None:
+                if not self._released:
+                    fake.opened_devices -= 1
+                self._released = True
+
+            @property
+            def device_id(self) -> str:
+                return self._device_id
+
+            @property
+            def control(self) -> Control:
+                return self._control_object
 
         module = ModuleType("hailo_platform")
         module.__spec__ = importlib.machinery.ModuleSpec("hailo_platform", None)
@@ -967,6 +1119,14 @@ class FakeHailoRT:
             "Device": Device,
             "HailoRTException": exc.HailoRTException,
         }
+        identified = {
+            "Control": Control,
+            "BoardInformation": BoardInformation,
+            "HailoFirmwareVersion": HailoFirmwareVersion,
+            "DeviceArchitectureTypes": DeviceArchitectureTypes,
+        }
+        for name, value in identified.items():
+            setattr(self.pyhailort, name, value)
         for name, value in exported.items():
             setattr(module, name, value)
         for name, value in exported.items():
@@ -977,6 +1137,7 @@ class FakeHailoRT:
         self.api = {
             **{k: v for k, v in exported.items() if k not in ("__version__", "pyhailort")},
             "VDevice": exported["VDevice"],
+            **identified,
             "ConfiguredNetwork": ConfiguredNetwork,
             "ActivatedNetworkContextManager": ActivatedNetworkContextManager,
             "EmptyContextManager": EmptyContextManager,

@@ -355,7 +355,7 @@ def yolox_half_cell_centre(outputs, specs, config):
 
 
 def yolox_no_exp(outputs, specs, config):
-    """Sizes of t x stride, without the exp: a mistake no known misreading reproduces."""
+    """Sizes of t x stride, without the exp."""
     return _yolox_by_hand(outputs, specs, config, "no exp")
 
 
@@ -409,7 +409,12 @@ def _ssd_by_hand(outputs, specs, config, bug=None):
         xyxy = np.stack([(xc - bw / 2) * in_w, (yc - bh / 2) * in_h, (xc + bw / 2) * in_w, (yc + bh / 2) * in_h], -1)
         boxes.append(xyxy.reshape(-1, 4))
         classes = p.reshape(-1, p.shape[-1])
-        if bug != "background kept" and ssd.background_class is not None:
+        if bug == "softmax":  # torchvision's SSD: a softmax over each anchor's classes and the background
+            classes = np.exp(classes - classes.max(axis=1, keepdims=True))
+            classes = classes / classes.sum(axis=1, keepdims=True)
+        if bug == "background as the first class":  # the first nc values, whichever is the background
+            classes = classes[:, : classes.shape[1] - 1]
+        elif bug != "background kept" and ssd.background_class is not None:
             classes = np.delete(classes, ssd.background_class, axis=1)
         scores.append(classes)
     return nms_hailort(np.concatenate(boxes).astype(np.float32), np.concatenate(scores).astype(np.float32), config)
@@ -466,8 +471,18 @@ def ssd_centre_at_the_corner(outputs, specs, config):
 
 
 def ssd_no_exp(outputs, specs, config):
-    """Sizes of t / scale x anchor, without the exp: a mistake no known misreading reproduces."""
+    """Sizes of t / scale x anchor, without the exp."""
     return _ssd_by_hand(outputs, specs, config, "no exp")
+
+
+def ssd_background_as_the_first_class(outputs, specs, config):
+    """Takes each anchor's first nc class values for the nc classes: the background's too, where it is the first."""
+    return _ssd_by_hand(outputs, specs, config, "background as the first class")
+
+
+def ssd_softmax(outputs, specs, config):
+    """Puts each anchor's class values (the background's included) through a softmax, as for a softmax SSD."""
+    return _ssd_by_hand(outputs, specs, config, "softmax")
 
 
 # ------------------------------------------------------------------------ bbox-only buffers (the host's NMS)

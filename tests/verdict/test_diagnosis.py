@@ -247,3 +247,33 @@ def test_a_host_decoder_that_agrees_with_the_reference_decoder_is_named_nothing(
     clean = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
     agreeing = dataclasses.replace(clean, reproduction_frames=4, differing_frames=0)
     assert diagnose(agreeing) == []
+
+
+def _duplicated(truths, copies=3):
+    """Each healthy box with ``copies`` near copies of it: what proposals look like before any NMS."""
+    out = []
+    for p in _healthy(truths):
+        shifted = [p.boxes + np.float32(k) for k in range(copies + 1)]
+        out.append(Detections(np.concatenate(shifted), np.tile(p.scores, copies + 1), np.tile(p.class_ids, copies + 1)))
+    return out
+
+
+def test_proposals_left_without_nms_are_named_by_the_nms_that_gives_back_the_reference(truths, onnx):
+    from harness.decode.nms import greedy_per_class
+    from harness.verdict.diagnosis_evidence import matched_share
+    from harness.verdict.metrics.agreement import agreement
+
+    def after_nms(predictions, iou, most):
+        kept = [greedy_per_class(p.boxes, p.scores, p.class_ids, iou, most) for p in predictions]
+        return [Detections(p.boxes[k], p.scores[k], p.class_ids[k]) for p, k in zip(predictions, kept, strict=True)]
+
+    flooded = _duplicated(truths)
+    evidence = collect_evidence(_hailo(truths, flooded), onnx)
+    suppressed = after_nms(flooded, 0.7, 300)
+    nms_share = matched_share(agreement(onnx.predictions, suppressed))
+    findings = diagnose(dataclasses.replace(evidence, path_nms_matched_share=nms_share))
+    assert findings[0].name == "host_nms_missing" and "no NMS ran over its proposals" in findings[0].cause
+    # a clean run: the NMS over its own boxes changes nothing, and the rule stays silent
+    clean = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    same = matched_share(agreement(onnx.predictions, after_nms(_healthy(truths), 0.7, 300)))
+    assert "host_nms_missing" not in [f.name for f in diagnose(dataclasses.replace(clean, path_nms_matched_share=same))]

@@ -1,7 +1,7 @@
 """The checks every family's model script and NMS config share: the scripts under check
 (:class:`ScriptsUnderCheck`), an NMS config's keys, types and fields as JSON writes them, the layers the files
 name, the normalization, the ``nms_postprocess`` command and the activations the NMS op needs; and
-:func:`validate_with_nms_config`, which runs a family's checks in order."""
+:class:`NmsScriptChecks`, a family's checks run in order."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from harness.backends.dfc.alls import (
     NORMALIZATION,
@@ -25,6 +25,10 @@ from harness.backends.dfc.writing import ScriptRequest
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, parse_json
 from harness.decode.layout import HeadLayout, Level, layout_of_export
+from harness.families.descriptor import FamilyDescriptor
+
+if TYPE_CHECKING:
+    from harness.backends.dfc.nms_keys import NmsKey
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.layer_names import is_layer_name
 
@@ -81,38 +85,27 @@ def check_field(nms: Mapping[str, Any], key: str, expected: object, why: str) ->
     return CheckResult.ok(key, f"{key} {wanted} ({why})")
 
 
-# An NMS config field's type check: its key, the test, and what is expected in words.
-Scalar = tuple[str, Callable[[object], bool], str]
-
-# The NMS op's thresholds and proposals per class, typed as every family's NMS config holds them.
-THRESHOLD_SCALARS: tuple[Scalar, ...] = (
-    ("nms_scores_th", is_fraction, "a number from 0 to 1"),
-    ("nms_iou_th", is_fraction, "a number from 0 to 1"),
-    ("max_proposals_per_class", is_count, "an integer of at least 1"),
-)
-
-
 def check_nms_keys(
     nms: Mapping[str, Any],
-    keys: Sequence[str],
-    scalars: Sequence[Scalar],
+    keys: Sequence[NmsKey],
     decoder_keys: Sequence[str],
     per: str,
     decoder: Callable[[int, Mapping[str, Any]], CheckResult | None],
 ) -> CheckResult:
     """The NMS config's keys (exactly ``keys``; each of its bbox decoders, one ``per`` stride or layer,
-    exactly ``decoder_keys``) and the types the other checks read: ``scalars``, then each decoder's own
-    fields (``decoder``: the first failure of decoder ``i``, None where its fields hold)."""
+    exactly ``decoder_keys``) and the types the other checks read: each typed key's, in order, then each
+    decoder's own fields (``decoder``: the first failure of decoder ``i``, None where its fields hold)."""
     name = "nms_keys"
-    missing, unknown = [k for k in keys if k not in nms], [k for k in nms if k not in keys]
+    names = [k.name for k in keys]
+    missing, unknown = [k for k in names if k not in nms], [k for k in nms if k not in names]
     if missing or unknown:
         told = f"missing {missing}" if missing else f"unknown {unknown}"
-        return CheckResult.failed(
-            name, "NMS config keys", f"{list(nms)} ({told})", list(keys), "give exactly these keys"
-        )
-    for key, fits, expected in scalars:
-        if not fits(nms[key]):
-            return CheckResult.failed(name, f"NMS config {key}", said(nms[key]), expected, f"set {key} to {expected}")
+        return CheckResult.failed(name, "NMS config keys", f"{list(nms)} ({told})", names, "give exactly these keys")
+    for key in keys:
+        if key.fits is not None and not key.fits(nms[key.name]):
+            return CheckResult.failed(
+                name, f"NMS config {key.name}", said(nms[key.name]), key.expected, f"set {key.name} to {key.expected}"
+            )
     decoders = nms["bbox_decoders"]
     if not isinstance(decoders, list) or not all(isinstance(d, Mapping) for d in decoders):
         return CheckResult.failed(name, "NMS config bbox_decoders", said(decoders), "a list of objects", per)
@@ -125,7 +118,7 @@ def check_nms_keys(
             )
         if (failed := decoder(i, d)) is not None:
             return failed
-    return CheckResult.ok(name, f"NMS config has the keys {list(keys)}, each decoder {list(decoder_keys)}")
+    return CheckResult.ok(name, f"NMS config has the keys {names}, each decoder {list(decoder_keys)}")
 
 
 def layer_name_failure(i: int, key: str, value: object, example: str, fix: str) -> CheckResult | None:
@@ -172,11 +165,11 @@ def one_decoder_each(name: str, what: str, found: list[Any], heads: list[Any], e
     return CheckResult.ok(name, ok)
 
 
-def check_meta_arch(alls: AllsScript, meta_arch: str, decoder_words: str, bbox_only: bool = True) -> CheckResult:
-    """The model script's ``nms_postprocess`` names its NMS config and ``meta_arch`` (``decoder_words`` say
-    what that decoder reads); ``bbox_only`` False: a family HailoRT has no bbox-only op for, which must not
-    ask for one."""
-    name = "nms_postprocess"
+def check_meta_arch(alls: AllsScript, family: FamilyDescriptor, decoder_words: str) -> CheckResult:
+    """The model script's ``nms_postprocess`` names its NMS config and the ``meta_arch`` of ``family``'s NMS op
+    (``decoder_words`` say what that decoder reads); a family HailoRT has no bbox-only op for
+    (``FamilyDescriptor.bbox_only_op`` empty) must not ask for one."""
+    name, meta_arch = "nms_postprocess", family.nms_op
     if alls.nms_reference is None:
         return CheckResult.failed(
             name,
@@ -193,7 +186,7 @@ def check_meta_arch(alls: AllsScript, meta_arch: str, decoder_words: str, bbox_o
             f"{meta_arch} ({decoder_words})",
             f"set meta_arch={meta_arch}",
         )
-    if not bbox_only and decodes_boxes_only(alls):
+    if not family.bbox_only_op and decodes_boxes_only(alls):
         return CheckResult.failed(
             name,
             "nms_postprocess bbox_decoding_only",
@@ -214,37 +207,45 @@ def require_nms_config(nms_json_text: str | None, request: ScriptRequest) -> str
     return nms_json_text
 
 
-def validate_with_nms_config(
-    alls_text: str,
-    nms_json_text: str | None,
-    request: ScriptRequest,
-    meta_arch: Callable[[AllsScript], CheckResult],
-    keys: Callable[[S], CheckResult],
-    checks: Sequence[Callable[[S], CheckResult]],
-    under: Callable[[AllsScript, Mapping[str, Any], ExportFacts, LayerTable], S],
-) -> tuple[CheckResult, ...]:
-    """Every check of a model script and its NMS config, in order: ``keys`` (the config's keys and types),
-    then each of ``checks`` on the family's scripts ``under`` check (each skipped, by the name its function
-    gives, where the keys do not hold), then the normalization and ``meta_arch`` checks of the model script."""
-    alls = parse_alls(alls_text)
-    tail = (check_normalization(alls), meta_arch(alls))
-    try:
-        nms = parse_json(require_nms_config(nms_json_text, request), "NMS config")
-    except DocumentError as error:
-        return (CheckResult.failed("nms_keys", "NMS config", str(error), "a JSON object", "rewrite the file"), *tail)
-    if not isinstance(nms, dict):
-        found = type(nms).__name__
-        return (CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file"), *tail)
-    s = under(alls, nms, request.facts, request.table)
-    checked = keys(s)
-    if checked.passed:
-        return (checked, *(check(s) for check in checks), *tail)
-    skipped = "the NMS config lacks keys or types (see nms_keys)"
-    return (
-        checked,
-        *(CheckResult.skipped(check.__name__.lstrip("_").removeprefix("check_"), skipped) for check in checks),
-        *tail,
-    )
+def not_an_object(found: str) -> CheckResult:
+    """The NMS config's text where it is not a JSON object (``found``: what it is instead)."""
+    return CheckResult.failed("nms_keys", "NMS config", found, "a JSON object", "rewrite the file")
+
+
+@dataclass(frozen=True)
+class NmsScriptChecks(Generic[S]):
+    """A family's checks of its model script and NMS config: ``keys`` (the config's keys and types), then the
+    config's ``image_dims`` (every NMS config has them: :func:`check_image_dims`) and each of ``checks`` on the
+    family's scripts ``under`` check, then the normalization and the ``nms_postprocess`` command of
+    ``family``'s op (``decoder_words``: what its decoder reads)."""
+
+    family: FamilyDescriptor
+    decoder_words: str
+    keys: Callable[[S], CheckResult]
+    checks: tuple[Callable[[S], CheckResult], ...]
+    under: Callable[[AllsScript, Mapping[str, Any], ExportFacts, LayerTable], S]
+
+    def run(self, alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
+        """Every check, in order; each after the keys' skipped, by the name its function gives, where the keys
+        do not hold."""
+        alls = parse_alls(alls_text)
+        tail = (check_normalization(alls), check_meta_arch(alls, self.family, self.decoder_words))
+        try:
+            nms = parse_json(require_nms_config(nms_json_text, request), "NMS config")
+        except DocumentError as error:
+            return (not_an_object(str(error)), *tail)
+        if not isinstance(nms, dict):
+            return (not_an_object(type(nms).__name__), *tail)
+        s = self.under(alls, nms, request.facts, request.table)
+        checked, checks = self.keys(s), (check_image_dims, *self.checks)
+        if checked.passed:
+            return (checked, *(check(s) for check in checks), *tail)
+        skipped = "the NMS config lacks keys or types (see nms_keys)"
+        return (
+            checked,
+            *(CheckResult.skipped(check.__name__.lstrip("_").removeprefix("check_"), skipped) for check in checks),
+            *tail,
+        )
 
 
 def check_named_layers(named: list[tuple[str, str]], table: LayerTable) -> CheckResult:

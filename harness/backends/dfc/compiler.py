@@ -40,6 +40,7 @@ from harness.backends.dfc.alls import DfcScriptError
 from harness.backends.dfc.checks import failures
 from harness.backends.dfc.heads import end_nodes_of, onnx_facts
 from harness.backends.dfc.layers import LayerTable, ParsedLayer, names_from_parsed, parsed_layers
+from harness.backends.dfc.record import CompileRecord, write_record
 from harness.backends.dfc.scripts import dfc_alls, write_checked_scripts
 from harness.backends.dfc.writing import NmsSettings, ScriptFiles
 from harness.core import defaults
@@ -51,7 +52,7 @@ from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import SsdConfig
 from harness.inputs.calibration import calibration_paths, images_digest
-from harness.inputs.export_facts import ExportFacts
+from harness.inputs.export_facts import ExportFacts, file_sha256
 from harness.inputs.layer_names import is_layer_name
 from harness.inputs.preprocess import letterbox, load_image
 
@@ -361,12 +362,13 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
             f"compile: the scripts in {out_dir} do not match {request.onnx}: "
             + "; ".join(r.message for r in failures(checks))
         )
+    calibration_sha256 = images_digest(paths)
     key = _digest(
         {
             **base,
             "alls": scripts.alls.read_text(encoding="utf-8"),
             "nms_json": scripts.nms_json.read_text(encoding="utf-8") if scripts.nms_json else None,
-            "calibration_sha256": images_digest(paths),
+            "calibration_sha256": calibration_sha256,
         }
     )
     entry = cache_root / "hef" / key
@@ -382,4 +384,14 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     shutil.copyfile(entry / "model.hef", hef)
     shutil.copyfile(entry / "optimized.har", har)
     shutil.copyfile(entry / "compile.log", log)
+    made_from = CompileRecord(
+        har_sha256=file_sha256(har),
+        hef_sha256=file_sha256(hef),
+        calibration=os.fspath(request.calibration),
+        calibration_count=len(paths),
+        calibration_sha256=calibration_sha256,
+        dfc=base["dfc"],
+        hw_arch=request.hw_arch,
+    )
+    write_record(har, made_from)  # what the HAR's emulation stages record they were made from
     return CompileResult(hef, log, har, scripts, checks, scan_log(log.read_text(encoding="utf-8")), cached, key, facts)

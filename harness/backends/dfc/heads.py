@@ -16,7 +16,7 @@ from harness.core.errors import GraphError, HeadPairingError
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import SsdConfig
 from harness.decode.layout import layout_of_export
-from harness.families import REGISTERED
+from harness.families import REGISTERED, descriptor
 from harness.inputs.export_facts import ExportFacts, export_facts_of, file_sha256
 from harness.inputs.onnx_graph import ExportHeads, export_heads, load_model
 
@@ -32,11 +32,11 @@ def end_nodes_of(facts: ExportFacts) -> tuple[HeadTensor, ...]:
 
 def head_options() -> dict[str, HeadFamily]:
     """``--head``'s values: the heads an export may carry one of, by option."""
-    return {p.HEAD_OPTION: d.family for d in REGISTERED if (p := dfc_part(d.family)).HEAD_OPTION}
+    return {h.option: d.family for d in REGISTERED if (h := dfc_part(d.family).HEAD).option}
 
 
 def _default_head() -> HeadFamily:
-    return next(d.family for d in REGISTERED if dfc_part(d.family).HEAD_DEFAULT)
+    return next(d.family for d in REGISTERED if dfc_part(d.family).HEAD.default)
 
 
 def onnx_facts(
@@ -89,12 +89,12 @@ def _export_heads(
             found = export_heads(model)
         except GraphError:
             raise not_found from None
-        if not dfc_part(found.family).CUT_BY_STRUCTURE:
+        if descriptor(found.family).cut_at_end_nodes:  # cut where they say: the refusal is its finder's
             raise not_found
         by_name = {h.node: h for h in found.heads} | {h.tensor: h for h in found.heads}
         if all(n in by_name for n in end_nodes) and {by_name[n] for n in end_nodes} == set(found.heads):
             return found
-        family = dfc_part(found.family).EXPORT_NAME
+        family = dfc_part(found.family).HEAD.export
         raise DfcScriptError(
             f"{source}: end nodes {list(end_nodes)}: a {family} export is cut at its head convolutions, found by "
             f"structure: {[h.node for h in found.heads]}. Fix: give those end nodes, or none"
@@ -106,7 +106,7 @@ def _export_heads(
         if len(model.graph.output) > 1
         else ""
     )
-    exports = ", ".join(dict.fromkeys(dfc_part(d.family).EXPORT_NAME for d in REGISTERED))
+    exports = ", ".join(dict.fromkeys(dfc_part(d.family).HEAD.export for d in REGISTERED))
     raise DfcScriptError(
         f"{source}: cannot be compiled: found no head to compile ({not_found}){both}. Fix: give a float detect "
         f"export of one of {exports}"
@@ -114,20 +114,20 @@ def _export_heads(
 
 
 def _require_head(found: HeadFamily, head: HeadFamily | None, source: str, model: onnx.ModelProto) -> None:
-    carried = dfc_part(found)
-    if not carried.HEAD_OPTION:
+    carried = dfc_part(found).HEAD
+    if not carried.option:
         if head is not None:
             raise DfcScriptError(
-                f"{source}: head {head.value} asked for, but the export carries {carried.HEAD_WORDS}, its only head. "
+                f"{source}: head {head.value} asked for, but the export carries {carried.words}, its only head. "
                 "Fix: give no --head (it picks a YOLO26 head)"
             )
         return
     wanted = head or _default_head()
     if found is not wanted:
-        asked = dfc_part(wanted)
+        asked = dfc_part(wanted).HEAD
         raise DfcScriptError(
-            f"{source}: outputs {_outputs(model)}: found {carried.HEAD_WORDS}, expected {asked.HEAD_WORDS}"
-            f"{'' if head else ' (the default)'}. Fix: {asked.HEAD_FIX}"
+            f"{source}: outputs {_outputs(model)}: found {carried.words}, expected {asked.words}"
+            f"{'' if head else ' (the default)'}. Fix: {asked.fix}"
         )
 
 

@@ -18,7 +18,7 @@ from typing import Protocol, cast
 
 from harness.backends.dfc.alls import DfcScriptError, parse_alls
 from harness.backends.dfc.layers import LayerTable
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptFiles, ScriptRequest
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.families import REGISTERED, descriptor, part
@@ -26,24 +26,10 @@ from harness.inputs.export_facts import ExportFacts
 
 
 class DfcPart(Protocol):
-    """A head family's DFC part: the words for its head, how its export is cut and its head chosen, and its
-    model script (with the NMS config of a head HailoRT's NMS op decodes) written and checked.
+    """A head family's DFC part: its head (``HEAD``: the words for it, how its export is cut and its head chosen),
+    and its model script (with the NMS config of a head HailoRT's NMS op decodes) written and checked."""
 
-    - ``HEAD_WORDS``: what the head is compiled as, in the words of the messages;
-    - ``EXPORT_NAME``: the export's name in the messages about its end nodes;
-    - ``CUT_BY_STRUCTURE``: end nodes given for its export must be its heads as found by structure (else the
-      export is cut where they say, and a refusal is its finder's own);
-    - ``HEAD_OPTION``: ``--head``'s value for this head, ``""`` where its export carries no other head to choose;
-      ``HEAD_DEFAULT``: the head chosen where none is asked for; ``HEAD_FIX``: what to do where this head is
-      asked for and the export carries another.
-    """
-
-    HEAD_WORDS: str
-    EXPORT_NAME: str
-    CUT_BY_STRUCTURE: bool
-    HEAD_OPTION: str
-    HEAD_DEFAULT: bool
-    HEAD_FIX: str
+    HEAD: DfcHead
 
     def end_nodes(self, facts: ExportFacts) -> tuple[HeadTensor, ...]:
         """The heads in the order the DFC is given them as end nodes: the order of its output layers and
@@ -73,7 +59,28 @@ def dfc_part(family: HeadFamily) -> DfcPart:
 
 def head_words(family: HeadFamily) -> str:
     """What ``family``'s head is compiled as, in the words of the messages."""
-    return dfc_part(family).HEAD_WORDS
+    return dfc_part(family).HEAD.words
+
+
+def refuse_bbox_only(request: ScriptRequest) -> None:
+    """A bbox-only op asked for a head HailoRT has none for (``FamilyDescriptor.bbox_only_op`` empty) refused,
+    saying why and what to do: its NMS op refuses ``bbox_only`` (hailort: libhailort/src/net_flow/ops/
+    yolox_post_process.cpp and ssd_post_process.cpp, as every op but YOLOv5's and YOLOv8's: libhailort/src/hef/
+    hef.cpp builds a bbox-only op for those alone), or its HEF has no NMS op at all."""
+    family = request.facts.require_heads()[0]
+    known = descriptor(family)
+    if not request.settings.bbox_decoding_only or known.bbox_only_op:
+        return
+    if known.nms_op:
+        having = " and ".join(d.display for d in REGISTERED if d.bbox_only_op)
+        why = (
+            f"; HailoRT has no bbox-only op of meta_arch {known.nms_op} (hailort: libhailort/src/net_flow/ops/"
+            f"{known.nms_op}_post_process.cpp refuses bbox_only; its bbox-only ops decode {having} heads only: "
+            f"libhailort/src/hef/hef.cpp). Fix: compile the {known.display} NMS op"
+        )
+    else:
+        why = ", whose HEF has no NMS op at all (the host decodes its raw heads). Fix: compile it without --bbox-only"
+    raise DfcScriptError(f"{request.facts.source}: bbox_decoding_only asked for {head_words(family)}{why}")
 
 
 def _nms_reference(alls: Path, nms_json: Path) -> tuple[CheckResult, ...]:
@@ -124,8 +131,10 @@ def write_checked_scripts(
     calibration_count: int,
 ) -> tuple[ScriptFiles, tuple[CheckResult, ...]]:
     """The model script of the ONNX's head (and its NMS config where it has an NMS op) written into
-    ``folder``, and every check of them."""
+    ``folder``, and every check of them; a bbox-only op asked for a head HailoRT has none for is refused
+    (:func:`refuse_bbox_only`)."""
     request = ScriptRequest(facts, names, table, nms, calibration_count)
+    refuse_bbox_only(request)
     files = dfc_part(facts.require_heads()[0]).write_scripts(folder, stem, request)
     return files, check_files(files, request)
 
@@ -134,8 +143,11 @@ def dfc_alls(
     facts: ExportFacts, names: dict[str, str], table: LayerTable, scripts: ScriptFiles, nms: NmsSettings
 ) -> str:
     """The model script the DFC loads: the one on disk, naming its NMS config by absolute path (the file on
-    disk names it beside the model script), the bbox-only op where ``nms`` asks for it."""
+    disk names it beside the model script), the bbox-only op where ``nms`` asks for it (refused where the head has
+    none: :func:`refuse_bbox_only`)."""
     if scripts.nms_json is None:
+        refuse_bbox_only(ScriptRequest(facts, names, table, nms))
         return scripts.alls.read_text(encoding="utf-8")
     request = ScriptRequest(facts, names, table, nms)
+    refuse_bbox_only(request)
     return dfc_part(facts.require_heads()[0]).render_alls(request, os.fspath(scripts.nms_json.resolve()))

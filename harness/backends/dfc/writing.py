@@ -20,6 +20,24 @@ from harness.inputs.export_facts import ExportFacts
 
 
 @dataclass(frozen=True)
+class DfcHead:
+    """What a family's part says of its head (``HEAD``):
+
+    - ``words``: what the head is compiled as, in the words of the messages;
+    - ``export``: the export's name in the messages about its end nodes;
+    - ``option``: ``--head``'s value for this head, ``""`` where its export carries no other head to choose;
+      ``default``: the head chosen where none is asked for; ``fix``: what to do where this head is asked for
+      and the export carries another.
+    """
+
+    words: str
+    export: str
+    option: str = ""
+    default: bool = False
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class NmsSettings:
     """The NMS op's settings; defaults as the Model Zoo's yolov8n NMS config (0.2, 0.7, 100).
     ``bbox_decoding_only``: the op compiled to decode the boxes alone, the NMS left to the host (HailoRT's
@@ -52,12 +70,6 @@ class ScriptRequest:
     table: LayerTable
     settings: NmsSettings = NmsSettings()
     calibration_count: int = 0
-
-
-def refuse_bbox_only(request: ScriptRequest, head: str) -> None:
-    """A bbox-only op asked for where HailoRT has none refused: ``head`` says which head and why, with the fix."""
-    if request.settings.bbox_decoding_only:
-        raise DfcScriptError(f"{request.facts.source}: bbox_decoding_only asked for {head}")
 
 
 def decoder_name(layer: str, stride: int) -> str:
@@ -108,3 +120,17 @@ def write_nms_scripts(
     as ``<stem>_nms_config.json``, and ``layer_names.json``."""
     nms = config(request.facts, request.names, request.settings)
     return write_script_files(folder, stem, request.names, lambda json_name: render(request, json_name), nms)
+
+
+def nms_scripts(
+    config: Callable[[ExportFacts, Mapping[str, str], NmsSettings], Mapping[str, Any]],
+    render: Callable[[ScriptRequest, str], str],
+) -> Callable[[Path, str, ScriptRequest], ScriptFiles]:
+    """A head's ``write_scripts`` where its model script has an NMS op: ``<stem>.alls`` (``render``, naming the
+    JSON by file name, beside it), ``<stem>_nms_config.json`` (its NMS ``config``) and ``layer_names.json``
+    (:func:`write_nms_scripts`)."""
+
+    def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
+        return write_nms_scripts(folder, stem, request, config, render)
+
+    return write_scripts

@@ -92,7 +92,7 @@ class DeviceQueue:
             if flight in self._flights:
                 self._flights.remove(flight)
 
-    def settle(self, label: str) -> None:
+    def settle(self) -> None:
         """Wait for every batch still in flight, their outputs and failures dropped (the run that submitted
         them has failed or was interrupted: its first failure was raised where it was collected), then end the
         device thread."""
@@ -101,7 +101,7 @@ class DeviceQueue:
             try:
                 flight.wait()
             except Exception as error:
-                log.debug("%s: a batch in flight at close: %s", label, error)
+                log.debug("a batch in flight at close: %s", error)
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.shutdown(wait=True, cancel_futures=True)

@@ -48,6 +48,7 @@ from harness.backends.hailort.errors import (
     is_timeout,
     translate,
 )
+from harness.backends.hailort.identity import DeviceIdentity, device_facts, identify_all
 from harness.backends.hailort.in_flight import DeviceQueue
 from harness.backends.hailort.vstream_specs import input_spec, numpy_dtype, output_spec
 from harness.core.errors import HarnessError, SpecError
@@ -293,6 +294,9 @@ class HailoRTRunner(RunnerBase):
         self._session: _VStreams | _InferModel | None = None
         self._vdevice: Any = None
         self.physical_devices: tuple[str, ...] = ()
+        # Which devices ran it and their firmware (harness.backends.hailort.identity), as its results record them
+        self.identities: tuple[DeviceIdentity, ...] = ()
+        self.made_from: tuple[tuple[str, str], ...] = ()
         hr = self._hr.platform
         hef_object = self._guard(lambda: hr.HEF(hef), "reading the HEF")
         self.api = self._resolve_api(Api(api), nms_order)
@@ -302,6 +306,8 @@ class HailoRTRunner(RunnerBase):
         try:
             self._vdevice = self._guard(lambda: hr.VDevice(self._vdevice_params()), "opening the device")
             self.physical_devices = tuple(self._guard(self._vdevice.get_physical_devices_ids, "listing its devices"))
+            self.identities = identify_all(self._vdevice)
+            self.made_from = device_facts(self.identities)
             if self.api is Api.INFER_MODEL:
                 self._session = self._guard(
                     lambda: _InferModel(hr, self._vdevice, self._config, inputs, outputs), "configuring it (InferModel)"
@@ -394,7 +400,10 @@ class HailoRTRunner(RunnerBase):
     @property
     def label(self) -> str:
         devices = ", ".join(self.physical_devices) or self._device_text
-        return f"HEF {self.hef_path.name} on {devices} (HailoRT {self.hailort_version}, {self.api.value} API)"
+        # the firmware is part of what ran it: a firmware update is another prediction cache key
+        firmware = dict(self.made_from).get("firmware")
+        on = f"firmware {firmware}, " if firmware else ""
+        return f"HEF {self.hef_path.name} on {devices} ({on}HailoRT {self.hailort_version}, {self.api.value} API)"
 
     @property
     def input_specs(self) -> dict[str, InputSpec]:
@@ -520,7 +529,7 @@ class HailoRTRunner(RunnerBase):
 
     def close(self) -> None:
         try:
-            self._queue.settle(self.label)
+            self._queue.settle()
         finally:
             self._release()
 

@@ -95,7 +95,22 @@ class _Closing(RunnerBase):
         self._session.close()
 
 
-class OnnxRunner(_Closing):
+class _HeldSpecs:
+    """A runner of one input (``_input``) whose outputs' specs (``_specs``) are fixed when it opens."""
+
+    _input: InputSpec
+    _specs: dict[str, OutputSpec]
+
+    @property
+    def input_specs(self) -> dict[str, InputSpec]:
+        return {self._input.name: self._input}
+
+    @property
+    def output_specs(self) -> dict[str, OutputSpec]:
+        return dict(self._specs)
+
+
+class OnnxRunner(_HeldSpecs, _Closing):
     """Runs a model whose outputs are raw maps ``[1, C, H, W]`` (one cut by
     :func:`harness.inputs.onnx_graph.cut_at_heads`) and hands each back channel-last, ``(H, W, C)`` float32,
     described as an NHWC FLOAT32 :class:`OutputSpec` like a Hailo host output."""
@@ -111,20 +126,12 @@ class OnnxRunner(_Closing):
             # Channel-last, as HailoRT hands NHWC/NHCW device outputs to the host
             # hailort: hailort/libhailort/src/hailort_defaults.cpp (DEFAULT_FORMAT_ORDER_MAP)
             specs[name] = OutputSpec(name, (h, w, c), FormatOrder.NHWC, FormatType.FLOAT32)
-        self._output_specs = specs
-
-    @property
-    def input_specs(self) -> dict[str, InputSpec]:
-        return {self._input.name: self._input}
-
-    @property
-    def output_specs(self) -> dict[str, OutputSpec]:
-        return dict(self._output_specs)
+        self._specs = specs
 
     def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One frame: ``{input: (1, C, H, W) float32}`` -> ``{output: (H, W, C) float32}``."""
         raw = self._session.run(feed)
-        return {name: np.ascontiguousarray(raw[name][0].transpose(1, 2, 0)) for name in self._output_specs}
+        return {name: np.ascontiguousarray(raw[name][0].transpose(1, 2, 0)) for name in self._specs}
 
 
 class DecodeTailRunner(_Closing):
@@ -174,7 +181,7 @@ def head_format_order(role: HeadRole, grid: tuple[int, int], smallest: int) -> F
     return FormatOrder.FCR if role is HeadRole.BOX or grid[0] * grid[1] == smallest else FormatOrder.NHWC
 
 
-class FloatHeadsRunner(RunnerBase):
+class FloatHeadsRunner(_HeldSpecs, RunnerBase):
     """The ONNX cut at its heads, fed like a HEF (uint8 NHWC 0-255; the /255 is done here), its score
     maps through a sigmoid as a model script compiles it in (YOLOv8's class maps, YOLOX's objectness and
     class maps, YOLOv5's anchored maps whole, an SSD head's class maps; a YOLO26 HEF keeps its class logits),
@@ -209,14 +216,6 @@ class FloatHeadsRunner(RunnerBase):
     @property
     def label(self) -> str:
         return f"the float ONNX cut at its heads in onnxruntime {ort.__version__}"
-
-    @property
-    def input_specs(self) -> dict[str, InputSpec]:
-        return {self._input.name: self._input}
-
-    @property
-    def output_specs(self) -> dict[str, OutputSpec]:
-        return dict(self._specs)
 
     def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         raw = self._runner.infer({self._input.name: to_nchw_float(np.asarray(feed[self._input.name]))})

@@ -100,6 +100,7 @@ class RecordingRunner(RunnerBase):
         self.file = Path(file)
         self._writer = StoreWriter(file, recording)
         self.cache_entries = getattr(runner, "cache_entries", ())
+        self.made_from = getattr(runner, "made_from", ())
 
     @property
     def label(self) -> str:

@@ -31,7 +31,7 @@ from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadRole
 from harness.core.settings import DecodeConfig, SsdConfig
 from harness.core.specs import OutputSpec
-from harness.decode.layout import Anchors, HeadLayout, HeadOutput, Level, maps_by_grid
+from harness.decode.layout import Anchors, HeadLayout, HeadOutput, Level, maps_by_grid, require_anchor_groups
 from harness.decode.maps import host_array, to_float
 from harness.decode.nms import anchors_reaching, float32_at_least, nms
 
@@ -65,17 +65,15 @@ def _describe(specs: list[OutputSpec]) -> str:
 def _laid_out(specs: tuple[tuple[str, OutputSpec], ...], input_hw: tuple[int, int], anchors: Anchors) -> HeadLayout:
     grids = maps_by_grid(specs)
     ordered = sorted(grids.items(), key=lambda item: (-item[0][0] * item[0][1], -item[0][0]))
-    if not anchors:
-        raise HeadPairingError(
-            f"outputs {_describe([s for _, found in ordered for s in found])}: an SSD head but no anchors given; "
-            f"expected per layer its anchors' (width, height) as fractions of the input (an SSD config's "
-            f"bbox_decoders, DecodeConfig.ssd)"
-        )
-    if len(anchors) != len(ordered):
-        raise HeadPairingError(
-            f"outputs {_describe([s for _, found in ordered for s in found])}: {len(ordered)} grid(s) but anchors "
-            f"for {len(anchors)} layer(s); expected one group of anchors per layer, largest grid first"
-        )
+    require_anchor_groups(
+        [s for _, found in ordered for s in found],
+        len(ordered),
+        anchors,
+        "an SSD head but no anchors given; expected per layer its anchors' (width, height) as fractions of the "
+        "input (an SSD config's bbox_decoders, DecodeConfig.ssd)",
+        "{levels} grid(s) but anchors for {groups} layer(s); expected one group of anchors per layer, largest grid "
+        "first",
+    )
     levels = []
     for ((h, w), found), group in zip(ordered, anchors, strict=True):
         na = len(group)

@@ -27,20 +27,17 @@ HailoRT has no bbox-only SSD op.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, DfcScriptError, nms_command
+from harness.backends.dfc import nms_keys
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, DfcScriptError, nms_command
 from harness.backends.dfc.checks import (
-    THRESHOLD_SCALARS,
+    NmsScriptChecks,
     RawLayer,
-    Scalar,
     ScriptsUnderCheck,
     check_decoder_layer_names,
     check_field,
-    check_image_dims,
-    check_meta_arch,
     check_nms_keys,
     check_sigmoid,
     is_count,
@@ -48,15 +45,13 @@ from harness.backends.dfc.checks import (
     layer_name_failure,
     list_failure,
     not_output_failure,
-    validate_with_nms_config,
 )
 from harness.backends.dfc.writing import (
+    DfcHead,
     NmsSettings,
-    ScriptFiles,
     ScriptRequest,
     decoder_name,
-    refuse_bbox_only,
-    write_nms_scripts,
+    nms_scripts,
 )
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadTensor
@@ -65,27 +60,28 @@ from harness.decode.layout import Level, layout_of_export
 from harness.families.ssd import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-HEAD_WORDS = (
+# Its export carries one head.
+HEAD = DfcHead(
     "the SSD head (per layer a regression map of 4 x anchors and a class map of anchors x classes; sigmoid on the "
-    "class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)"
+    "class maps and the SSD NMS op compiled in, its anchors and box coding the SSD config's)",
+    "SSD",
 )
-EXPORT_NAME = "SSD"
-CUT_BY_STRUCTURE = True  # at its head convolutions, told by its SSD config
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
-META_ARCH = DESCRIPTOR.nms_op
+# The box coder's scale factors, whole numbers (hailort: libhailort/src/net_flow/ops_metadata/ssd_op_metadata.hpp).
+CENTERS_SCALE = nms_keys.NmsKey("centers_scale_factor", is_count, "an integer of at least 1")
+DIMENSIONS_SCALE = nms_keys.NmsKey("bbox_dimensions_scale_factor", is_count, "an integer of at least 1")
 # The keys of the Model Zoo's SSD NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/mobilenet_ssd_nms_postprocess_config.json).
 NMS_KEYS = (
-    "nms_scores_th",
-    "nms_iou_th",
-    "max_proposals_per_class",
-    "centers_scale_factor",
-    "bbox_dimensions_scale_factor",
-    "image_dims",
-    "classes",
-    "background_removal",
-    "background_removal_index",
-    "bbox_decoders",
+    nms_keys.SCORES_TH,
+    nms_keys.IOU_TH,
+    nms_keys.MAX_PROPOSALS,
+    CENTERS_SCALE,
+    DIMENSIONS_SCALE,
+    nms_keys.IMAGE_DIMS,
+    nms_keys.CLASSES,
+    nms_keys.BACKGROUND_REMOVAL,
+    nms_keys.BACKGROUND_INDEX,
+    nms_keys.BBOX_DECODERS,
 )
 DECODER_KEYS = ("name", "h", "w", "reg_layer", "cls_layer")
 # The anchors of the HEF are float32 (hailort: hailort/libhailort/hef.proto, ProtoHEFSSDBboxDecoder): an
@@ -157,19 +153,11 @@ def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
         f"change_output_activation({_level_layers(level, facts, names)[1]}, sigmoid)"
         for level in layout_of_export(facts).levels
     ]
-    lines.append(nms_command(nms_json_reference, META_ARCH, False))
+    lines.append(nms_command(nms_json_reference, DESCRIPTOR.nms_op, False))
     return "\n".join(lines) + "\n"
 
 
-def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
-    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
-    ``layer_names.json``; a bbox-only op is refused (HailoRT has none for SSD)."""
-    refuse_bbox_only(
-        request,
-        "an SSD head; HailoRT's bbox-only ops decode YOLOv5 and YOLOv8 heads only (libhailort/src/net_flow/ops/"
-        "ssd_post_process.cpp refuses bbox_only). Fix: compile the SSD NMS op",
-    )
-    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
+write_scripts = nms_scripts(nms_config, render_alls)
 
 
 class _Scripts(ScriptsUnderCheck):
@@ -182,13 +170,6 @@ class _Scripts(ScriptsUnderCheck):
 
 def _check_nms_keys(s: _Scripts) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
-    scalars: tuple[Scalar, ...] = (
-        *THRESHOLD_SCALARS,
-        ("centers_scale_factor", is_count, "an integer of at least 1"),
-        ("bbox_dimensions_scale_factor", is_count, "an integer of at least 1"),
-        ("background_removal", lambda v: isinstance(v, bool), "true or false"),
-        ("background_removal_index", lambda v: is_count(v) or v == 0, "an integer of at least 0"),
-    )
 
     def decoder(i: int, d: Mapping[str, Any]) -> CheckResult | None:
         for key in ("reg_layer", "cls_layer"):
@@ -203,7 +184,7 @@ def _check_nms_keys(s: _Scripts) -> CheckResult:
             "a list of positive numbers (the anchors' heights or widths as fractions of the input)",
         )
 
-    return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per layer", decoder)
+    return check_nms_keys(s.nms, NMS_KEYS, DECODER_KEYS, "one object per layer", decoder)
 
 
 def _check_classes(s: _Scripts) -> CheckResult:
@@ -325,21 +306,20 @@ def _check_sigmoid(s: _Scripts) -> CheckResult:
     )
 
 
-def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
-    return check_meta_arch(
-        alls, META_ARCH, "the SSD decoder: anchors and box coding from the NMS config", bbox_only=False
-    )
-
-
-_NEEDS_NMS_KEYS: tuple[Callable[[_Scripts], CheckResult], ...] = (
-    check_image_dims,
-    _check_classes,
-    _check_background,
-    _check_box_coding,
-    _check_anchors,
-    _check_layer_names,
-    _check_decoder_layers,
-    _check_sigmoid,
+_CHECKS = NmsScriptChecks(
+    DESCRIPTOR,
+    "the SSD decoder: anchors and box coding from the NMS config",
+    _check_nms_keys,
+    (
+        _check_classes,
+        _check_background,
+        _check_box_coding,
+        _check_anchors,
+        _check_layer_names,
+        _check_decoder_layers,
+        _check_sigmoid,
+    ),
+    _Scripts,
 )
 
 
@@ -347,6 +327,4 @@ def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequ
     """Every check of an SSD model script and NMS config against the ONNX, its SSD config and the layer
     table, in order."""
     ssd_config_of(request.facts)  # an SSD export without its config is refused before any check
-    return validate_with_nms_config(
-        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, _Scripts
-    )
+    return _CHECKS.run(alls_text, nms_json_text, request)

@@ -12,30 +12,20 @@ import numpy as np
 
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
-from harness.inputs.onnx_graph import (
-    ExportHeads,
-    Graph,
-    HeadSearch,
-    extract,
-    last_convolutions,
-    output_shapes,
-    ssd_outputs,
-    tail_session,
-)
+from harness.inputs import onnx_graph
+from harness.inputs.onnx_graph import ExportHeads, Graph, HeadSearch
 
 if TYPE_CHECKING:
     import onnx
 
     from harness.core.settings import SsdConfig
 
-TAKES_END_NODES = False
-
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
     """The heads of an SSD export, with the search's SSD config (:func:`find_ssd_heads`); without one, refused:
     naming ``--ssd-config`` where the export's outputs are an SSD export's boxes and scores."""
     if search.ssd is None:
-        boxes, scores = ssd_outputs(model)
+        boxes, scores = onnx_graph.ssd_outputs(model)
         raise GraphError(
             f"{model.graph.name or 'graph'!r}: outputs {boxes!r} and {scores!r} are an SSD export's boxes and scores; "
             "its anchors and box coding are in no graph: give them in an SSD config file (--ssd-config FILE: "
@@ -63,14 +53,14 @@ def find_ssd_heads(model: onnx.ModelProto, ssd: SsdConfig) -> tuple[HeadTensor, 
     ``_decode``; predictors/heads/box_head.py). An export or config that does not agree is refused naming both."""
     graph = Graph.of(model)
     try:
-        boxes, scores = ssd_outputs(model)
+        boxes, scores = onnx_graph.ssd_outputs(model)
     except GraphError as error:
         raise GraphError(
             f"{graph.name!r}: an SSD config (--ssd-config) given for an export that is not SSD: {error}"
         ) from None
     box_side, score_side = graph.ancestors(boxes), graph.ancestors(scores)
-    last = last_convolutions(graph, [boxes, scores])
-    nc = int(output_shapes(model)[scores][2])
+    last = onnx_graph.last_convolutions(graph, [boxes, scores])
+    nc = int(onnx_graph.output_shapes(model)[scores][2])
     grids: dict[tuple[int, int], dict[HeadRole, list[HeadTensor]]] = {}
     for node in last:
         tensor, shape = node.output[0], graph.static_shape(node.output[0])
@@ -106,7 +96,7 @@ def find_ssd_heads(model: onnx.ModelProto, ssd: SsdConfig) -> tuple[HeadTensor, 
             )
         heads += [replace(box[0], anchors=group), cls[0]]
         rows += na * grid[0] * grid[1]
-    out_rows = int(output_shapes(model)[boxes][1])
+    out_rows = int(onnx_graph.output_shapes(model)[boxes][1])
     if rows != out_rows:
         raise GraphError(
             f"{graph.name!r}: outputs of {out_rows} rows, but the SSD config's anchors over grids {described} give "
@@ -151,8 +141,8 @@ def _check_ssd_tail(
 ) -> None:
     """Refuse an SSD export whose decode tail does not decode its head maps as ``ssd`` says (see
     :func:`find_ssd_heads`), naming the first (layer, anchor) that differs."""
-    tail = extract(model, [h.tensor for h in heads], [outputs[0]], "SSD decode tail")
-    session = tail_session(tail)
+    tail = onnx_graph.extract(model, [h.tensor for h in heads], [outputs[0]], "SSD decode tail")
+    session = onnx_graph.tail_session(tail)
     shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in tail.graph.input}
     probe = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
     box_maps = {h.tensor for h in heads if h.role is HeadRole.ANCHOR_BOXES}

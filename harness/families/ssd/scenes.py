@@ -7,11 +7,12 @@ export's own boxes and scores, the sigmoid put on its cut class maps as an SSD H
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 import numpy as np
 
+from harness.conformance import scenes as shared
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, candidate_agreement
 from harness.conformance.misreadings import (
     SSD_ANCHORS_WH_SWAPPED,
@@ -20,29 +21,28 @@ from harness.conformance.misreadings import (
     SSD_X_FIRST,
     ConfigMisreading,
 )
-from harness.conformance.scenes import (
-    Anchors,
-    Decoder,
-    Scene,
-    SceneRecipe,
-    as_output,
-    box_quant,
-    class_quant,
-    iou,
-)
+from harness.conformance.scenes import Anchors, Decoder, Scene, SceneRecipe
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import paired_across_grids as misordered
 from harness.conformance.words import (
+    SIZES_WITHOUT_THE_EXP,
     SSD_ANCHORS_HEIGHT_WIDTH,
     SSD_BACKGROUND_AS_CLASS,
+    SSD_BACKGROUND_AS_FIRST_CLASS,
     SSD_CODING_X_FIRST,
     SSD_SCALE_FACTORS_LEFT_OUT,
+    SSD_SCORES_SOFTMAXED,
 )
 from harness.core.detections import Detections
+from harness.core.errors import HarnessError
 from harness.core.head_family import HeadFamily, HeadRole
 from harness.core.settings import DecodeConfig, SsdConfig
+from harness.core.specs import FormatType, OutputSpec
 from harness.decode.heads import head_layout
+from harness.decode.maps import host_array, to_float
+from harness.decode.nms import nms
 from harness.families.ssd import decode as ssd_decode
 from harness.families.ssd.decode import BOX_CHANNELS
 
@@ -55,7 +55,7 @@ SSD_ANCHORS: Anchors = (
 )
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["export_reference", "fcr_mixed", "misordered"]
+__all__ = ["coordinate_misreadings", "export_reference", "fcr_mixed", "misordered"]
 
 
 def recipe() -> SceneRecipe:
@@ -107,8 +107,102 @@ CONFIG_MISREADINGS = (
 )
 
 
+SIZES_LINEAR = (
+    "the box sizes taken as (t_wh / bbox_dimensions_scale_factor) x the anchor's (width, height) (the box coding "
+    "sizes a box exp(t_wh / bbox_dimensions_scale_factor) x the anchor's: the codes hold log sizes)"
+)
+SCORES_SOFTMAXED = (
+    "each anchor's class values put through a softmax over its classes, the background included (the model scores "
+    "each class by a sigmoid of its own, compiled into the HEF: the values are the scores)"
+)
+
+
+def _sizes_without_the_exp(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """What an SSD decoder that sizes each box ``t_wh / bbox_dimensions_scale_factor x (wa, ha)`` returns: every
+    entry's centre and scores as the reference decoder has them (:func:`~harness.families.ssd.decode.candidates`),
+    its width and height from its raw codes without the exp (a negative one too), then the NMS of ``config.mode``
+    (tensorflow/models: research/object_detection/box_coders/faster_rcnn_box_coder.py, ``_decode``:
+    ``exp(tw) * wa``; hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp, ``expf``)."""
+    ssd = ssd_decode.ssd_config(config)
+    heads = ssd_decode.layout(specs, config.input_hw, ssd.anchors)
+    boxes, scores = ssd_decode.candidates(outputs, heads, config)
+    t = np.concatenate(
+        [
+            to_float(host_array(outputs, lv.box.host_spec), lv.box.host_spec).reshape(-1, BOX_CHANNELS)
+            for lv in heads.levels
+        ]
+    )
+    anchors = np.concatenate([np.tile(np.asarray(lv.anchors, np.float32), (lv.cells, 1)) for lv in heads.levels])
+    in_h, in_w = config.input_hw
+    _, _, th, tw = ssd.box_indices
+    size = t[:, [tw, th]].astype(np.float32) / np.float32(ssd.bbox_dimensions_scale_factor) * anchors
+    half = size * np.array([in_w, in_h], np.float32) / np.float32(2)
+    centre = (boxes[:, :2] + boxes[:, 2:]) / np.float32(2)
+    return nms(np.concatenate([centre - half, centre + half], axis=1).astype(np.float32), scores, config)
+
+
+def _scores_softmaxed(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """What an SSD decoder that takes each anchor's class values for softmax logits returns (torchvision's SSD
+    heads are softmax over the classes and the background: torchvision/models/detection/ssd.py,
+    ``postprocess_detections``, ``F.softmax(head_outputs["cls_logits"], dim=-1)``): the reference decoder over
+    class maps softmaxed per anchor. An SSD HEF holds each class's sigmoid, as the export scores it, and HailoRT's
+    SSD op applies no activation (hailort: libhailort/src/net_flow/ops/ssd_post_process.hpp,
+    ``extract_bbox_classes``: every class value only dequantized)."""
+    ssd = ssd_decode.ssd_config(config)
+    heads = ssd_decode.layout(specs, config.input_hw, ssd.anchors)
+    seen, seen_specs = dict(outputs), dict(specs)
+    for level in heads.levels:
+        spec = level.classes.host_spec
+        values = to_float(host_array(outputs, spec), spec).astype(np.float32).reshape(-1, heads.classes)
+        weights = np.exp(values - values.max(axis=1, keepdims=True))
+        seen[spec.name] = (weights / weights.sum(axis=1, keepdims=True)).reshape(spec.shape).astype(np.float32)
+        seen_specs[spec.name] = replace(spec, format_type=FormatType.FLOAT32, quant=())
+    return ssd_decode.decode(seen, seen_specs, config)
+
+
+BACKGROUND_FIRST_READ = (
+    "the background class read as the first class (each anchor's first nc class values taken for its nc classes: "
+    "config.ssd puts the background first, so every class comes back one id higher than the model's and the last "
+    "is lost)"
+)
+
+
+def _background_read_as_the_first_class(
+    outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig
+) -> Detections:
+    """What an SSD decoder that takes each anchor's first ``nc`` class values for the model's ``nc`` classes
+    returns where config.ssd puts the background first (TensorFlow's label maps count the classes from 1, the
+    background 0): the reference decoder over class maps whose every anchor's values are moved one channel on,
+    so that it reads the background and the first ``nc - 1`` classes where it leaves channel 0 out. Refused where
+    the background is not the first (the mistake then reads the classes right)."""
+    ssd = ssd_decode.ssd_config(config)
+    if ssd.background_class != 0:
+        raise HarnessError(f"SSD config: background class {ssd.background_class}; the mistake reads it first")
+    heads = ssd_decode.layout(specs, config.input_hw, ssd.anchors)
+    seen = dict(outputs)
+    for level in heads.levels:
+        values = np.asarray(outputs[level.classes.name])
+        seen[level.classes.name] = np.roll(values.reshape(-1, heads.classes), 1, axis=1).reshape(values.shape)
+    return ssd_decode.decode(seen, specs, config)
+
+
+# An SSD decoder's mistakes in its own arithmetic or in where it reads its classes, reproduced by the reference
+# decoder making them.
+ARITHMETIC_MISREADINGS = (
+    ConfigMisreading(SIZES_WITHOUT_THE_EXP, SIZES_LINEAR, lambda c: c, _sizes_without_the_exp),
+    ConfigMisreading(SSD_SCORES_SOFTMAXED, SCORES_SOFTMAXED, lambda c: c, _scores_softmaxed),
+    ConfigMisreading(
+        SSD_BACKGROUND_AS_FIRST_CLASS, BACKGROUND_FIRST_READ, lambda c: c, _background_read_as_the_first_class
+    ),
+)
+
+
 def config_misreadings() -> tuple[ConfigMisreading, ...]:
-    return CONFIG_MISREADINGS
+    return (*CONFIG_MISREADINGS, *ARITHMETIC_MISREADINGS)
 
 
 def reference_decoder() -> Decoder:
@@ -169,7 +263,7 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
         centre = (np.array([col + 0.5, row + 0.5]) / (w // s, h // s)) + t[[1, 0]] / ssd.centers_scale_factor * (wa, ha)
         size = np.exp(t[[3, 2]] / ssd.bbox_dimensions_scale_factor) * (wa, ha)
         box = np.concatenate([centre - size / 2, centre + size / 2]) * (w, h, w, h)
-        if (g, row, col, a) in taken or any(iou(box, other) > 0.05 for other in planted_boxes):
+        if (g, row, col, a) in taken or any(shared.iou(box, other) > 0.05 for other in planted_boxes):
             continue
         cls = int(rng.integers(recipe.classes))
         codes[g][row, col, a] = t[list(np.argsort(ssd.box_indices))]  # channel ssd.box_indices[k] holds t[k]
@@ -184,12 +278,12 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     seen: dict[tuple[int, HeadRole], np.ndarray] = {}  # the values a correct decoder reads
     for g in range(len(cells_px)):
         for role, value, order, quant in (
-            (HeadRole.ANCHOR_BOXES, codes[g], recipe.box_order, box_quant(recipe.format_type)),
-            (HeadRole.ANCHOR_CLASSES, scores[g], recipe.class_orders[g], class_quant(False, recipe.format_type)),
+            (HeadRole.ANCHOR_BOXES, codes[g], recipe.box_order, shared.box_quant(recipe.format_type)),
+            (HeadRole.ANCHOR_CLASSES, scores[g], recipe.class_orders[g], shared.class_quant(False, recipe.format_type)),
         ):
             name = f"{'box' if role is HeadRole.ANCHOR_BOXES else 'cls'}{g}"
             flat = value.astype(np.float32).reshape(*value.shape[:2], -1)
-            outputs[name], read, specs[name] = as_output(name, flat, order, quant, recipe.format_type)
+            outputs[name], read, specs[name] = shared.as_output(name, flat, order, quant, recipe.format_type)
             seen[g, role] = read.astype(np.float64).reshape(value.shape)
 
     expected_boxes, expected_scores, class_ids, planted_strides = [], [], [], []

@@ -31,7 +31,7 @@ from pathlib import Path
 from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, DfcScriptError, parse_alls
 from harness.backends.dfc.checks import check_normalization
 from harness.backends.dfc.layers import PLACEHOLDER_PREFIX, LayerTable
-from harness.backends.dfc.writing import ScriptFiles, ScriptRequest, refuse_bbox_only, write_script_files
+from harness.backends.dfc.writing import ScriptFiles, ScriptRequest, write_script_files
 from harness.core import defaults
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadRole, HeadTensor
@@ -43,10 +43,9 @@ PRECISION = "a16_w16"
 OPTIMIZATION_LEVEL = defaults.DFC_OPTIMIZATION_LEVEL
 
 # What either head's part takes whole (``from harness.families.yolo26.dfc import *``).
-__all__ = ["CUT_BY_STRUCTURE", "EXPORT_NAME", "check_scripts", "end_nodes", "render_alls"]
+__all__ = ["check_scripts", "end_nodes", "render_alls", "write_scripts"]
 
-EXPORT_NAME = "YOLO26"
-CUT_BY_STRUCTURE = True  # at its head convolutions
+EXPORT_NAME = "YOLO26"  # either head's export, cut at its head convolutions
 
 
 def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:
@@ -89,14 +88,8 @@ def render_alls(request: ScriptRequest, nms_json_reference: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_head_scripts(folder: Path, stem: str, request: ScriptRequest, head_words: str) -> ScriptFiles:
-    """Write ``<stem>.alls`` and ``layer_names.json`` (no NMS config: the script has no NMS op); a bbox-only op
-    asked for the head (``head_words``) is refused: its HEF has no NMS op at all."""
-    refuse_bbox_only(
-        request,
-        f"{head_words}, whose HEF has no NMS op at all (the host decodes its raw heads). Fix: compile it without "
-        "--bbox-only",
-    )
+def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
+    """Write ``<stem>.alls`` and ``layer_names.json`` (no NMS config: the script has no NMS op)."""
     head_outputs(request.facts, request.names, request.table)  # the layer table refused before any file is written
     return write_script_files(folder, stem, request.names, lambda _: render_alls(request))
 

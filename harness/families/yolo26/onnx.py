@@ -9,15 +9,8 @@ from typing import TYPE_CHECKING
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.families import descriptor
-from harness.inputs.onnx_graph import (
-    ExportHeads,
-    Graph,
-    end_to_end,
-    full_head_output,
-    last_convolutions,
-    output_shapes,
-    sorted_heads,
-)
+from harness.inputs import onnx_graph
+from harness.inputs.onnx_graph import ExportHeads, Graph
 
 if TYPE_CHECKING:
     import onnx
@@ -28,9 +21,9 @@ def find_head(model: onnx.ModelProto, family: HeadFamily) -> ExportHeads:
     :attr:`~harness.families.descriptor.FamilyDescriptor.end_to_end`); refused where its head output is the
     other head's."""
     one2one = descriptor(family).end_to_end
-    if end_to_end(model) != one2one:
-        output = full_head_output(model)
-        shape = list(output_shapes(model)[output])
+    if onnx_graph.end_to_end(model) != one2one:
+        output = onnx_graph.full_head_output(model)
+        shape = list(onnx_graph.output_shapes(model)[output])
         expected = "end to end, [1, max_det, 6]" if one2one else "[1, 4 + nc, anchors], not end to end"
         raise GraphError(
             f"{model.graph.name or 'graph'!r}: head output {output!r} {shape}, expected the "
@@ -49,7 +42,7 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     ultralytics: ultralytics/nn/modules/head.py (Detect with reg_max 1: ``dfl`` is an identity).
     """
     graph = Graph.of(model)
-    last = last_convolutions(graph, [o.name for o in model.graph.output])
+    last = onnx_graph.last_convolutions(graph, [o.name for o in model.graph.output])
     shapes = {n.output[0]: graph.static_shape(n.output[0]) for n in last}
     if len(last) != 6 or any(s is None or len(s) != 4 for s in shapes.values()):
         raise GraphError(
@@ -74,4 +67,4 @@ def find_yolo26_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
                 f"({', '.join(str(h.channels) for h in maps)} channels), expected 2: a box map of 4 and a class map "
                 "of nc channels per stride, as a YOLO26 export has"
             )
-    return sorted_heads(heads)
+    return onnx_graph.sorted_heads(heads)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from harness.conformance.scenes import SceneRecipe
 from harness.conformance.scenes import export_as_reference as export_reference
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
@@ -16,6 +17,7 @@ from harness.families.yolov8.scenes import plant
 
 __all__ = [
     "config_misreadings",
+    "coordinate_misreadings",
     "export_reference",
     "fcr_mixed",
     "logit_classes",

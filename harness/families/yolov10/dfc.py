@@ -5,29 +5,17 @@ a16_w16 on them, no NMS op and no sigmoid (both on the host), as Ultralytics com
 
 from __future__ import annotations
 
-from pathlib import Path
+from harness.backends.dfc.writing import DfcHead
+from harness.families.yolo26.dfc import check_scripts, end_nodes, render_alls, write_scripts
 
-from harness.backends.dfc.writing import ScriptFiles, ScriptRequest
-from harness.families.yolo26.dfc import check_scripts, end_nodes, render_alls, write_head_scripts
-
-HEAD_WORDS = "the YOLOv10 one-to-one head (one2one_cv2/one2one_cv3, DFL box maps; sigmoid and top-k on the host)"
-EXPORT_NAME = "YOLOv10"
-CUT_BY_STRUCTURE = True  # at its head convolutions
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
-
-
-def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
-    """Write the model script and ``layer_names.json`` (:func:`~harness.families.yolo26.dfc.write_head_scripts`)."""
-    return write_head_scripts(folder, stem, request, HEAD_WORDS)
+# Its export carries one head.
+HEAD = DfcHead(
+    "the YOLOv10 one-to-one head (one2one_cv2/one2one_cv3, DFL box maps; sigmoid and top-k on the host)", "YOLOv10"
+)
 
 
 __all__ = [
-    "CUT_BY_STRUCTURE",
-    "EXPORT_NAME",
-    "HEAD_DEFAULT",
-    "HEAD_FIX",
-    "HEAD_OPTION",
-    "HEAD_WORDS",
+    "HEAD",
     "check_scripts",
     "end_nodes",
     "render_alls",

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
-def doctor_modes() -> tuple[str, ...]:
+from harness.doctor.mode import Mode
+
+
+def shared_gaps() -> Mapping[str, str]:
+    return {}
+
+
+def own_modes() -> tuple[Mode, ...]:
     return ()
-
-
-def static_checks_control() -> bool:
-    return False

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
     from harness.inputs.onnx_graph import HeadSearch
 
-TAKES_END_NODES = False
-
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
     """The heads of a YOLOv10 export (its one-to-one head exported end to end)."""

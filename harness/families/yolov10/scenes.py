@@ -6,9 +6,11 @@ one-to-one head; ``verify-decode`` held to the export's own top-k rows ``(max_de
 from __future__ import annotations
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame
+from harness.conformance.decoder_misreadings import DecoderMisreading, half_cells
 from harness.conformance.misreadings import ConfigMisreading
 from harness.conformance.scenes import Decoder, SceneRecipe
 from harness.core.head_family import HeadFamily
+from harness.families.yolo26.one2one.decode import top_k
 from harness.families.yolo26.one2one.scenes import top_k_agreement
 from harness.families.yolov8.scenes import export_reference, fcr_mixed, logit_classes, misordered, plant, sentences
 from harness.families.yolov10.decode import decode
@@ -22,6 +24,11 @@ def recipe() -> SceneRecipe:
 
 def config_misreadings() -> tuple[ConfigMisreading, ...]:
     return ()
+
+
+def coordinate_misreadings() -> tuple[DecoderMisreading, ...]:
+    """Its centres half a cell off either way, then its one-to-one top-k (no NMS)."""
+    return half_cells(top_k)
 
 
 def reference_decoder() -> Decoder:

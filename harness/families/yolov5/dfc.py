@@ -28,21 +28,18 @@ only tunes the optimization (:func:`harness.families.yolov8.dfc.render_alls`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, nms_command
+from harness.backends.dfc import nms_keys
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, nms_command
 from harness.backends.dfc.checks import (
-    THRESHOLD_SCALARS,
-    Scalar,
+    NmsScriptChecks,
     ScriptsUnderCheck,
     SigmoidWords,
     check_decoder_layer_names,
     check_decoder_strides,
     check_field,
-    check_image_dims,
-    check_meta_arch,
     check_nms_keys,
     check_sigmoid,
     is_int,
@@ -52,9 +49,8 @@ from harness.backends.dfc.checks import (
     not_output_failure,
     said,
     stride_failure,
-    validate_with_nms_config,
 )
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_nms_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptRequest, decoder_name, nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadTensor
 from harness.decode.layout import layout_of_export
@@ -62,24 +58,22 @@ from harness.families.yolov5 import DESCRIPTOR
 from harness.families.yolov5.decode import DEFAULT_ANCHORS
 from harness.inputs.export_facts import ExportFacts
 
-HEAD_WORDS = (
+# Its export carries one head.
+HEAD = DfcHead(
     "the YOLOv5/YOLOv7 anchored head (one map of anchors x (5 + nc) channels per stride; sigmoid and the YOLOv5 NMS "
-    "op compiled in)"
+    "op compiled in)",
+    "YOLOv5/YOLOv7",
 )
-EXPORT_NAME = "YOLOv5/YOLOv7"
-CUT_BY_STRUCTURE = True  # at its head convolutions
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
-META_ARCH = DESCRIPTOR.nms_op
 # The keys of the Model Zoo's YOLOv5 NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/yolov5s_nms_config.json).
 NMS_KEYS = (
-    "nms_scores_th",
-    "nms_iou_th",
-    "image_dims",
-    "max_proposals_per_class",
-    "background_removal",
-    "classes",
-    "bbox_decoders",
+    nms_keys.SCORES_TH,
+    nms_keys.IOU_TH,
+    nms_keys.IMAGE_DIMS,
+    nms_keys.MAX_PROPOSALS,
+    nms_keys.BACKGROUND_REMOVAL,
+    nms_keys.CLASSES,
+    nms_keys.BBOX_DECODERS,
 )
 DECODER_KEYS = ("name", "w", "h", "stride", "encoded_layer")
 # An export's anchor closer than this to a whole pixel is taken as whole (its decode tail holds float32).
@@ -142,23 +136,16 @@ def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
     lines = [
         NORMALIZATION_COMMAND,
         "change_output_activation(sigmoid)",
-        nms_command(nms_json_reference, META_ARCH, request.settings.bbox_decoding_only),
+        nms_command(nms_json_reference, DESCRIPTOR.nms_op, request.settings.bbox_decoding_only),
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
-    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
-    ``layer_names.json``."""
-    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
+write_scripts = nms_scripts(nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
     """The keys (none missing, none unknown, at both levels) and the types the other checks read."""
-    scalars: tuple[Scalar, ...] = (
-        *THRESHOLD_SCALARS,
-        ("background_removal", lambda v: isinstance(v, bool), "true or false"),
-    )
 
     def decoder(i: int, d: Mapping[str, Any]) -> CheckResult | None:
         layer = layer_name_failure(
@@ -173,7 +160,7 @@ def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
         )
         return layer or stride_failure(i, d) or anchors
 
-    return check_nms_keys(s.nms, NMS_KEYS, scalars, DECODER_KEYS, "one object per stride", decoder)
+    return check_nms_keys(s.nms, NMS_KEYS, DECODER_KEYS, "one object per stride", decoder)
 
 
 def _check_classes(s: ScriptsUnderCheck) -> CheckResult:
@@ -295,28 +282,19 @@ def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     return check_sigmoid(s, ("encoded_layer",), "every encoded layer of the NMS config has a sigmoid", words=words)
 
 
-def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
-    return check_meta_arch(
-        alls,
-        META_ARCH,
-        "the anchor-based decoder: objectness x class, boxes from the anchors; the YOLOv8 decoder would read each "
-        "map as DFL box bins",
-    )
-
-
-_NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
-    check_image_dims,
-    _check_classes,
-    check_decoder_strides,
-    _check_anchors,
-    _check_layer_names,
-    _check_encoded_layer,
-    _check_sigmoid,
-)
-
-
-def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
-    """Every check of a YOLOv5 model script and NMS config against the ONNX and the layer table, in order."""
-    return validate_with_nms_config(
-        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, ScriptsUnderCheck
-    )
+# Every check of the model script and NMS config against the ONNX and the layer table, in order.
+check_scripts = NmsScriptChecks(
+    DESCRIPTOR,
+    "the anchor-based decoder: objectness x class, boxes from the anchors; the YOLOv8 decoder would read each "
+    "map as DFL box bins",
+    _check_nms_keys,
+    (
+        _check_classes,
+        check_decoder_strides,
+        _check_anchors,
+        _check_layer_names,
+        _check_encoded_layer,
+        _check_sigmoid,
+    ),
+    ScriptsUnderCheck,
+).run

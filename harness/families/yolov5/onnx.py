@@ -10,22 +10,11 @@ import numpy as np
 
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
-from harness.inputs.onnx_graph import (
-    ExportHeads,
-    Graph,
-    HeadSearch,
-    decode_tail,
-    full_head_output,
-    last_convolutions,
-    model_input,
-    sorted_heads,
-    tail_session,
-)
+from harness.inputs import onnx_graph
+from harness.inputs.onnx_graph import ExportHeads, Graph, HeadSearch
 
 if TYPE_CHECKING:
     import onnx
-
-TAKES_END_NODES = False
 
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
@@ -44,9 +33,9 @@ def find_yolov5_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     not give them is refused. ultralytics/yolov5: models/yolo.py (``Detect.forward``, ``_make_grid``).
     """
     graph = Graph.of(model)
-    output = full_head_output(model)
+    output = onnx_graph.full_head_output(model)
     out_shape = graph.static_shape(output)
-    last = last_convolutions(graph, [output])
+    last = onnx_graph.last_convolutions(graph, [output])
     if not last:
         raise GraphError(
             f"{graph.name!r}: no convolution before output {output!r}; expected a YOLOv5 head: per stride a "
@@ -78,14 +67,14 @@ def find_yolov5_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
                 "[1, na, 5 + nc, H, W], decoded into [1, rows, 5 + nc]"
             )
         heads.append(HeadTensor(node.output[0], node.name, HeadRole.ANCHORED, shape[1], (shape[2], shape[3])))
-    return _with_anchors(model, sorted_heads(heads))
+    return _with_anchors(model, onnx_graph.sorted_heads(heads))
 
 
 def _with_anchors(model: onnx.ModelProto, heads: tuple[HeadTensor, ...]) -> tuple[HeadTensor, ...]:
     """``heads`` with the anchors their decode tail gives at zero logits (see :func:`find_yolov5_heads`)."""
-    _, (_, in_w) = model_input(model)
-    tail = decode_tail(model, heads)
-    session = tail_session(tail)
+    _, (_, in_w) = onnx_graph.model_input(model)
+    tail = onnx_graph.decode_tail(model, heads)
+    session = onnx_graph.tail_session(tail)
     feed = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim], np.float32) for i in tail.graph.input}
     rows = session.run(None, feed)[0][0]
     found: dict[str, tuple[tuple[float, float], ...]] = {}

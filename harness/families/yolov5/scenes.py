@@ -4,18 +4,20 @@ anchor's (width, height) is the config's; ``verify-decode`` held to the export's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, anchored_rows, candidate_agreement
+from harness.conformance.decoder_misreadings import DecoderMisreading, half_cells
 from harness.conformance.misreadings import (
     ANCHORS_REVERSED,
     ANCHORS_WH_SWAPPED,
     DEFAULT_ANCHORS_USED,
     ConfigMisreading,
+    probabilities,
 )
 from harness.conformance.scenes import (
     BACKGROUND_LOGIT,
@@ -35,13 +37,15 @@ from harness.conformance.words import (
     ANCHOR_GROUPS_REVERSED,
     ANCHORS_BY_ORDER,
     ANCHORS_HEIGHT_WIDTH,
+    CENTRES_AS_YOLOV3,
     DEFAULT_ANCHORS_TAKEN,
 )
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily, HeadTensor
 from harness.core.settings import DecodeConfig
-from harness.core.specs import FormatOrder
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
 from harness.decode.heads import head_layout
+from harness.decode.layout import HeadLayout
 from harness.families.yolov5 import decode as yolov5
 from harness.families.yolov5.decode import DEFAULT_ANCHORS, ENTRY_HEAD, OBJECTNESS
 
@@ -98,6 +102,36 @@ def config_misreadings() -> tuple[ConfigMisreading, ...]:
 
 def reference_decoder() -> Decoder:
     return yolov5.decode
+
+
+# ultralytics/yolov5: models/yolo.py (``Detect.forward``: ``xy = (xy * 2 + grid) * stride``, the grid at
+# ``cell - 0.5``); YOLOv3's head: ``xy = (sigmoid(t) + cell) * stride``
+YOLOV3_CENTRE = (
+    "each centre coded as YOLOv3's, (sigmoid(t) + cell) x stride (YOLOv5's is (2 sigmoid(t) - 0.5 + cell) x stride)"
+)
+
+
+def _yolov3_centres(family: HeadFamily, layout: HeadLayout, reference: Decoder) -> Decoder:
+    """The reference decoder given each entry's ``tx, ty`` probability ``p`` as ``(p + 0.5) / 2``: the centre
+    it then computes, ``(2 (p + 0.5) / 2 - 0.5 + cell) x stride``, is YOLOv3's ``(p + cell) x stride``."""
+    anchors = {level.box.name: len(level.anchors) for level in layout.levels}
+
+    def decode(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
+        seen, seen_specs = dict(outputs), dict(specs)
+        for name, na in anchors.items():
+            spec = specs[name]
+            entries = probabilities(outputs[name], spec).reshape(*spec.shape[:2], na, -1).copy()
+            entries[..., :2] = (entries[..., :2] + np.float32(0.5)) / np.float32(2)
+            seen[name] = entries.reshape(spec.shape)
+            seen_specs[name] = replace(spec, format_type=FormatType.FLOAT32, quant=())
+        return reference(seen, seen_specs, config)
+
+    return decode
+
+
+def coordinate_misreadings() -> tuple[DecoderMisreading, ...]:
+    """YOLOv3's centre, then the centres half a cell off either way (without YOLOv5's -0.5: down and right)."""
+    return (DecoderMisreading(CENTRES_AS_YOLOV3, YOLOV3_CENTRE, _yolov3_centres), *half_cells())
 
 
 def plant(recipe: SceneRecipe, seed: int) -> Scene:

@@ -11,4 +11,5 @@ DESCRIPTOR = FamilyDescriptor(
     nms_op="yolov8",
     bbox_only_op="yolov8_bbox_only",
     dfl_boxes=True,
+    cut_at_end_nodes=True,
 )

@@ -9,7 +9,6 @@ hailo_model_zoo/cfg/postprocess_config/yolov8n_nms_config.json and yolov11n_nms_
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from harness.backends.dfc.alls import NORMALIZATION_COMMAND, nms_command, parse_alls
@@ -25,7 +24,7 @@ from harness.backends.dfc.checks import (
     require_nms_config,
 )
 from harness.backends.dfc.layers import grid_words
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, decoder_name, write_nms_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptRequest, decoder_name, nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.documents import DocumentError, parse_json
 from harness.core.head_family import HeadTensor
@@ -34,12 +33,7 @@ from harness.families.yolov8 import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 from harness.inputs.layer_names import is_layer_name
 
-HEAD_WORDS = "the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)"
-EXPORT_NAME = "YOLOv8/YOLO11"
-# End nodes given for a YOLOv8/YOLO11 export are where it is cut (its decode tail finds its heads there).
-CUT_BY_STRUCTURE = False
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
-META_ARCH = DESCRIPTOR.nms_op
+HEAD = DfcHead("the YOLOv8/YOLO11 head (DFL box maps; sigmoid and NMS op compiled in)", "YOLOv8/YOLO11")
 
 
 def end_nodes(facts: ExportFacts) -> tuple[HeadTensor, ...]:
@@ -102,15 +96,12 @@ def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
     (:func:`~harness.inputs.calibration.calibration_shortfall`)."""
     lines = [NORMALIZATION_COMMAND]
     lines += [f"change_output_activation({request.names[cls.node]}, sigmoid)" for _, _, cls in pairs(request.facts)]
-    lines.append(nms_command(nms_json_reference, META_ARCH, request.settings.bbox_decoding_only))
+    lines.append(nms_command(nms_json_reference, DESCRIPTOR.nms_op, request.settings.bbox_decoding_only))
     lines += ["", "allocator_param(width_splitter_defuse=disabled)"]
     return "\n".join(lines) + "\n"
 
 
-def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
-    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
-    ``layer_names.json``."""
-    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
+write_scripts = nms_scripts(nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
@@ -253,7 +244,7 @@ def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
 
 
 def _check_nms_postprocess(s: ScriptsUnderCheck) -> CheckResult:
-    return check_meta_arch(s.alls, META_ARCH, "the YOLOv8 / YOLO11 anchor-free decoder")
+    return check_meta_arch(s.alls, DESCRIPTOR, "the YOLOv8 / YOLO11 anchor-free decoder")
 
 
 _NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (

@@ -24,9 +24,6 @@ from harness.inputs.onnx_graph import ExportHeads, Graph, HeadSearch, full_head_
 if TYPE_CHECKING:
     import onnx
 
-# The one finder that cuts at end nodes given by name (the Hailo parser's): a decode tail tells their roles.
-TAKES_END_NODES = True
-
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
     """The heads of a YOLOv8/YOLO11 export (:func:`find_heads`, at ``search.end_nodes`` where given)."""

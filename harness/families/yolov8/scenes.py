@@ -10,20 +10,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.conformance import scenes as shared
 from harness.conformance.agreement import ImageAgreement, VerifyFrame, candidate_agreement
-from harness.conformance.scenes import (
-    BACKGROUND_LOGIT,
-    DFL_PEAK,
-    Decoder,
-    Scene,
-    SceneRecipe,
-    as_output,
-    box_quant,
-    class_quant,
-    iou,
-    sigmoid,
-)
+from harness.conformance.scenes import Decoder, Scene, SceneRecipe
 from harness.conformance.scenes import fcr_mixed_grids as fcr_mixed
+from harness.conformance.scenes import half_cell_misreadings as coordinate_misreadings
 from harness.conformance.scenes import logit_class_maps as logit_classes
 from harness.conformance.scenes import no_config_misreadings as config_misreadings
 from harness.conformance.scenes import no_sentences as sentences
@@ -39,7 +30,7 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
 # The parts shared with other families (harness.conformance.scenes).
-__all__ = ["config_misreadings", "fcr_mixed", "logit_classes", "misordered", "sentences"]
+__all__ = ["config_misreadings", "coordinate_misreadings", "fcr_mixed", "logit_classes", "misordered", "sentences"]
 
 
 def recipe() -> SceneRecipe:
@@ -58,7 +49,7 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     strides = (8, 16, 32)
     box_ch = 4 * recipe.reg_max
     boxes = [rng.normal(0, 1, (h // s, w // s, box_ch)).astype(np.float32) for s in strides]
-    classes = [np.full((h // s, w // s, recipe.classes), BACKGROUND_LOGIT, np.float32) for s in strides]
+    classes = [np.full((h // s, w // s, recipe.classes), shared.BACKGROUND_LOGIT, np.float32) for s in strides]
     planted: list[tuple[int, int, int, int]] = []  # grid index, row, col, class
     planted_boxes: list[np.ndarray] = []
     while len(planted) < recipe.objects:
@@ -69,20 +60,20 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
         sides = rng.uniform(0.5, 6.0, 4) if recipe.reg_max == 1 else rng.integers(1, recipe.reg_max - 1, 4)
         cx, cy = (col + 0.5) * s, (row + 0.5) * s
         box = np.array([cx - sides[0] * s, cy - sides[1] * s, cx + sides[2] * s, cy + sides[3] * s])
-        if any(iou(box, other) > 0.05 for other in planted_boxes):
+        if any(shared.iou(box, other) > 0.05 for other in planted_boxes):
             continue
         cls = int(rng.integers(recipe.classes))
         if recipe.reg_max == 1:
             boxes[g][row, col] = sides
         else:
             boxes[g][row, col] = 0.0
-            boxes[g][row, col, np.arange(4) * recipe.reg_max + sides] = DFL_PEAK
+            boxes[g][row, col, np.arange(4) * recipe.reg_max + sides] = shared.DFL_PEAK
         p = rng.uniform(0.6, 0.98)
         classes[g][row, col, cls] = np.log(p / (1 - p))
         planted.append((g, row, col, cls))
         planted_boxes.append(box)
     if not recipe.logits:
-        classes = [sigmoid(c).astype(np.float32) for c in classes]
+        classes = [shared.sigmoid(c).astype(np.float32) for c in classes]
 
     outputs: dict[str, np.ndarray] = {}
     specs = {}
@@ -91,11 +82,11 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
     seen_classes: list[np.ndarray] = []
     for g in range(3):
         for role, value, order, quant in (
-            (HeadRole.BOX, boxes[g], recipe.box_order, box_quant(recipe.format_type)),
-            (HeadRole.CLASS, classes[g], recipe.class_orders[g], class_quant(recipe.logits, recipe.format_type)),
+            (HeadRole.BOX, boxes[g], recipe.box_order, shared.box_quant(recipe.format_type)),
+            (HeadRole.CLASS, classes[g], recipe.class_orders[g], shared.class_quant(recipe.logits, recipe.format_type)),
         ):
             name = f"{'box' if role is HeadRole.BOX else 'cls'}{g}"
-            outputs[name], seen, specs[name] = as_output(name, value, order, quant, recipe.format_type)
+            outputs[name], seen, specs[name] = shared.as_output(name, value, order, quant, recipe.format_type)
             heads.append(HeadOutput.of_spec(specs[name], role))
             (seen_boxes if role is HeadRole.BOX else seen_classes).append(seen)
 
@@ -109,7 +100,7 @@ def plant(recipe: SceneRecipe, seed: int) -> Scene:
         cx, cy = (col + 0.5) * s, (row + 0.5) * s
         expected_boxes.append([cx - dist[0] * s, cy - dist[1] * s, cx + dist[2] * s, cy + dist[3] * s])
         class_value = float(seen_classes[g][row, col, cls])
-        scores.append(float(sigmoid(class_value)) if recipe.logits else class_value)
+        scores.append(float(shared.sigmoid(class_value)) if recipe.logits else class_value)
         class_ids.append(cls)
         planted_strides.append(s)
     config = DecodeConfig(input_hw=recipe.input_hw, score_threshold=0.25, iou_threshold=0.7)

@@ -24,52 +24,47 @@ HailoRT has no bbox-only YOLOX op (its bbox-only ops are YOLOv5's and YOLOv8's),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from harness.backends.dfc.alls import NORMALIZATION_COMMAND, AllsScript, nms_command
+from harness.backends.dfc import nms_keys
+from harness.backends.dfc.alls import NORMALIZATION_COMMAND, nms_command
 from harness.backends.dfc.checks import (
-    THRESHOLD_SCALARS,
+    NmsScriptChecks,
     RawLayer,
     ScriptsUnderCheck,
     check_decoder_layer_names,
     check_decoder_strides,
     check_field,
-    check_image_dims,
-    check_meta_arch,
     check_nms_keys,
     check_sigmoid,
     layer_name_failure,
     not_output_failure,
     stride_failure,
-    validate_with_nms_config,
 )
-from harness.backends.dfc.writing import NmsSettings, ScriptFiles, ScriptRequest, refuse_bbox_only, write_nms_scripts
+from harness.backends.dfc.writing import DfcHead, NmsSettings, ScriptRequest, nms_scripts
 from harness.core.checks import CheckResult
 from harness.core.head_family import HeadRole, HeadTensor
 from harness.decode.layout import HeadOutput, Level, layout_of_export
 from harness.families.yolox import DESCRIPTOR
 from harness.inputs.export_facts import ExportFacts
 
-HEAD_WORDS = (
+# Its export carries one head.
+HEAD = DfcHead(
     "the YOLOX head (box, objectness and class maps per stride; sigmoid on the objectness and class maps and the "
-    "YOLOX NMS op compiled in)"
+    "YOLOX NMS op compiled in)",
+    "YOLOX",
 )
-EXPORT_NAME = "YOLOX"
-CUT_BY_STRUCTURE = True  # at its head convolutions
-HEAD_OPTION, HEAD_DEFAULT, HEAD_FIX = "", False, ""  # its export carries one head
-META_ARCH = DESCRIPTOR.nms_op
 # The keys of the Model Zoo's YOLOX NMS config, in its order
 # (hailo_model_zoo: hailo_model_zoo/cfg/postprocess_config/nms_config_yolox_tiny.json).
 NMS_KEYS = (
-    "nms_scores_th",
-    "nms_iou_th",
-    "number_of_detection_heads",
-    "image_dims",
-    "max_proposals_per_class",
-    "classes",
-    "bbox_decoders",
+    nms_keys.SCORES_TH,
+    nms_keys.IOU_TH,
+    nms_keys.NmsKey("number_of_detection_heads"),
+    nms_keys.IMAGE_DIMS,
+    nms_keys.MAX_PROPOSALS,
+    nms_keys.CLASSES,
+    nms_keys.BBOX_DECODERS,
 )
 DECODER_KEYS = ("name", "stride", "reg_layer", "objectness_layer", "cls_layer")
 # Each decoder key naming a layer, the role of the map it must name and that map's words.
@@ -120,19 +115,11 @@ def render_alls(request: ScriptRequest, nms_json_reference: str) -> str:
     for level in layout_of_export(request.facts).levels:
         layers = _level_layers(level, request.facts, request.names)
         lines += [f"change_output_activation({layers[key]}, sigmoid)" for key in SCORED]
-    lines.append(nms_command(nms_json_reference, META_ARCH, False))
+    lines.append(nms_command(nms_json_reference, DESCRIPTOR.nms_op, False))
     return "\n".join(lines) + "\n"
 
 
-def write_scripts(folder: Path, stem: str, request: ScriptRequest) -> ScriptFiles:
-    """Write ``<stem>.alls`` (naming the JSON by file name, beside it), ``<stem>_nms_config.json`` and
-    ``layer_names.json``; a bbox-only op is refused (HailoRT has none for YOLOX)."""
-    refuse_bbox_only(
-        request,
-        "a YOLOX head; HailoRT's bbox-only ops decode YOLOv5 and YOLOv8 heads only (libhailort/src/net_flow/ops/"
-        "yolov5_bbox_only_post_process, yolov8_bbox_only_post_process). Fix: compile the YOLOX NMS op",
-    )
-    return write_nms_scripts(folder, stem, request, nms_config, render_alls)
+write_scripts = nms_scripts(nms_config, render_alls)
 
 
 def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
@@ -145,7 +132,7 @@ def _check_nms_keys(s: ScriptsUnderCheck) -> CheckResult:
                 return failed
         return stride_failure(i, d)
 
-    return check_nms_keys(s.nms, NMS_KEYS, THRESHOLD_SCALARS, DECODER_KEYS, "one object per stride", decoder)
+    return check_nms_keys(s.nms, NMS_KEYS, DECODER_KEYS, "one object per stride", decoder)
 
 
 def _check_classes(s: ScriptsUnderCheck) -> CheckResult:
@@ -227,25 +214,18 @@ def _check_sigmoid(s: ScriptsUnderCheck) -> CheckResult:
     )
 
 
-def _check_nms_postprocess(alls: AllsScript) -> CheckResult:
-    return check_meta_arch(
-        alls, META_ARCH, "the YOLOX decoder: box, objectness and class layers per stride", bbox_only=False
-    )
-
-
-_NEEDS_NMS_KEYS: tuple[Callable[[ScriptsUnderCheck], CheckResult], ...] = (
-    check_image_dims,
-    _check_classes,
-    _check_number_of_detection_heads,
-    check_decoder_strides,
-    _check_layer_names,
-    _check_decoder_layers,
-    _check_sigmoid,
-)
-
-
-def check_scripts(alls_text: str, nms_json_text: str | None, request: ScriptRequest) -> tuple[CheckResult, ...]:
-    """Every check of a YOLOX model script and NMS config against the ONNX and the layer table, in order."""
-    return validate_with_nms_config(
-        alls_text, nms_json_text, request, _check_nms_postprocess, _check_nms_keys, _NEEDS_NMS_KEYS, ScriptsUnderCheck
-    )
+# Every check of the model script and NMS config against the ONNX and the layer table, in order.
+check_scripts = NmsScriptChecks(
+    DESCRIPTOR,
+    "the YOLOX decoder: box, objectness and class layers per stride",
+    _check_nms_keys,
+    (
+        _check_classes,
+        _check_number_of_detection_heads,
+        check_decoder_strides,
+        _check_layer_names,
+        _check_decoder_layers,
+        _check_sigmoid,
+    ),
+    ScriptsUnderCheck,
+).run

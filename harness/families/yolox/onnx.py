@@ -9,21 +9,11 @@ import numpy as np
 
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
-from harness.inputs.onnx_graph import (
-    ExportHeads,
-    Graph,
-    HeadSearch,
-    extract,
-    full_head_output,
-    last_convolutions,
-    model_input,
-    tail_session,
-)
+from harness.inputs import onnx_graph
+from harness.inputs.onnx_graph import ExportHeads, Graph, HeadSearch
 
 if TYPE_CHECKING:
     import onnx
-
-TAKES_END_NODES = False
 
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
@@ -50,9 +40,9 @@ def find_yolox_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
     refused. Megvii-BaseDetection/YOLOX: yolox/models/yolo_head.py (``forward``, ``decode_outputs``).
     """
     graph = Graph.of(model)
-    output = full_head_output(model)
+    output = onnx_graph.full_head_output(model)
     out_shape = graph.static_shape(output)
-    last = last_convolutions(graph, [output])
+    last = onnx_graph.last_convolutions(graph, [output])
     shapes = {n.output[0]: graph.static_shape(n.output[0]) for n in last}
     nc = out_shape[2] - 5 if out_shape is not None and len(out_shape) == 3 else 0
     grids: dict[tuple[int, int], list[tuple[onnx.NodeProto, int]]] = {}
@@ -78,9 +68,9 @@ def _yolox_roles(
     model: onnx.ModelProto, name: str, output: str, convs: list[tuple[onnx.NodeProto, int, tuple[int, int]]]
 ) -> dict[str, HeadRole]:
     """Each head map's role, read off the decode tail's rows (see :func:`find_yolox_heads`)."""
-    _, (_, in_w) = model_input(model)
-    tail = extract(model, [n.output[0] for n, _, _ in convs], [output], "decode tail")
-    session = tail_session(tail)
+    _, (_, in_w) = onnx_graph.model_input(model)
+    tail = onnx_graph.extract(model, [n.output[0] for n, _, _ in convs], [output], "decode tail")
+    session = onnx_graph.tail_session(tail)
     shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in tail.graph.input}
     rows = session.run(None, {t: np.zeros(shape, np.float32) for t, shape in shapes.items()})[0][0]
     # a value of its own per map: 0.1, 0.2, ... (sigmoids 0.525 .. 0.711 apart by 0.02 at least; exps below 2.5)

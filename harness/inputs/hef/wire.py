@@ -61,28 +61,32 @@ class FieldValue:
     cut: bool = False
 
 
+def _varint_or_cut(data: bytes | memoryview, pos: int, path: str, partial: bool) -> tuple[int, int] | None:
+    """The varint at ``pos`` and the position after it; None where a ``partial`` read's data ends in it."""
+    try:
+        return read_varint(data, pos, path)
+    except HefError:
+        if partial:
+            return None
+        raise
+
+
 def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int, list[FieldValue]], bool]:
     records: dict[int, list[FieldValue]] = {}
     pos = 0
     end = len(data)
     while pos < end:
-        try:
-            key, pos = read_varint(data, pos, f"{path}.<key>")
-        except HefError:
-            if partial:
-                return records, True
-            raise
+        if (read := _varint_or_cut(data, pos, f"{path}.<key>", partial)) is None:
+            return records, True
+        key, pos = read
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise ProtoError(f"malformed proto field {path}: field number 0")
         field_path = f"{path}.#{number}"
         if wire_type == VARINT:
-            try:
-                value, pos = read_varint(data, pos, field_path)
-            except HefError:
-                if partial:
-                    return records, True
-                raise
+            if (read := _varint_or_cut(data, pos, field_path, partial)) is None:
+                return records, True
+            value, pos = read
             record = FieldValue(number, wire_type, value)
         elif wire_type in (FIXED64, FIXED32):
             size = 8 if wire_type == FIXED64 else 4
@@ -94,12 +98,9 @@ def _scan(data: bytes | memoryview, path: str, partial: bool) -> tuple[dict[int,
             pos += size
             record = FieldValue(number, wire_type, value)
         elif wire_type == LENGTH_DELIMITED:
-            try:
-                length, pos = read_varint(data, pos, field_path)
-            except HefError:
-                if partial:
-                    return records, True
-                raise
+            if (read := _varint_or_cut(data, pos, field_path, partial)) is None:
+                return records, True
+            length, pos = read
             if pos + length > end:
                 if not partial:
                     raise ProtoError(
@@ -160,28 +161,24 @@ class Message:
 
     def doubles(self, number: int, name: str) -> tuple[float, ...]:
         """A repeated double, packed or not."""
-        values: list[float] = []
-        for record in self._typed(number, name, (FIXED64, LENGTH_DELIMITED)):
-            if record.wire_type == FIXED64:
-                values.append(struct.unpack("<d", int(record.value).to_bytes(8, "little"))[0])
-                continue
-            raw = _payload(record)
-            if len(raw) % 8:
-                raise ProtoError(f"malformed proto field {self.path}.{name}: packed doubles of {len(raw)} bytes")
-            values.extend(struct.unpack(f"<{len(raw) // 8}d", raw))
-        return tuple(values)
+        return self._fixed(number, name, FIXED64, "d", "doubles")
 
     def floats(self, number: int, name: str) -> tuple[float, ...]:
         """A repeated float, packed or not."""
+        return self._fixed(number, name, FIXED32, "f", "floats")
+
+    def _fixed(self, number: int, name: str, wire_type: int, code: str, words: str) -> tuple[float, ...]:
+        """A repeated fixed-size number of ``wire_type`` (``struct`` ``code``, 8 or 4 bytes), packed or not."""
+        size = struct.calcsize(f"<{code}")
         values: list[float] = []
-        for record in self._typed(number, name, (FIXED32, LENGTH_DELIMITED)):
-            if record.wire_type == FIXED32:
-                values.append(struct.unpack("<f", int(record.value).to_bytes(4, "little"))[0])
+        for record in self._typed(number, name, (wire_type, LENGTH_DELIMITED)):
+            if record.wire_type == wire_type:
+                values.append(struct.unpack(f"<{code}", int(record.value).to_bytes(size, "little"))[0])
                 continue
             raw = _payload(record)
-            if len(raw) % 4:
-                raise ProtoError(f"malformed proto field {self.path}.{name}: packed floats of {len(raw)} bytes")
-            values.extend(struct.unpack(f"<{len(raw) // 4}f", raw))
+            if len(raw) % size:
+                raise ProtoError(f"malformed proto field {self.path}.{name}: packed {words} of {len(raw)} bytes")
+            values.extend(struct.unpack(f"<{len(raw) // size}{code}", raw))
         return tuple(values)
 
     def uints(self, number: int, name: str) -> tuple[int, ...]:

@@ -99,7 +99,8 @@ class BackendDescriptor:
     (the run reads them once). ``locate``: where a failed path lost its accuracy
     (per-layer rows for the report), given a few frames. ``calibration_facts``: the calibration images
     it quantized with, as a blessing records them (``calibration``: which and how many, in words;
-    ``calibration_sha256``: their bytes); None where its model does not record them."""
+    ``calibration_sha256``: their bytes), and the HEF compiled with its model where that is not the
+    file it runs (a HAR: ``hef_sha256``); None where its model does not record them."""
 
     backend: Backend
     kind: PathKind

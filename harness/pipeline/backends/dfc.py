@@ -48,6 +48,14 @@ def _calibration(spec: PathSpec, run: RunContext) -> str:
     return f"the calibration compiled into {spec.har} (a HAR does not record its images)"
 
 
+def _calibration_facts(spec: PathSpec, run: RunContext) -> tuple[tuple[str, str], ...]:
+    """The HEF compiled with the HAR and its calibration images, as compile recorded them beside it."""
+    assert spec.har is not None
+    from harness.backends.dfc.record import har_facts
+
+    return har_facts(spec.har)
+
+
 DESCRIPTOR = BackendDescriptor(
     Backend.DFC,
     PathKind.EMULATED,
@@ -59,5 +67,6 @@ DESCRIPTOR = BackendDescriptor(
     name_of=lambda spec: _STAGE_PATHS[spec.stage],
     compiled=_compiled,
     check=_check,
+    calibration_facts=_calibration_facts,
     help="--har in the Dataflow Compiler's emulator",
 )

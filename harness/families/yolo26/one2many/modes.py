@@ -1,11 +1,12 @@
-"""The doctor modes a user of YOLO26's one-to-many head meets beyond every family's: YOLO26's."""
+"""The doctor modes a user of YOLO26's one-to-many head meets beyond the shared ones: YOLO26's."""
 
 from __future__ import annotations
 
-from harness.families.yolo26.modes import YOLO26_MODES, static_checks_control
+from harness.doctor.mode import Mode
+from harness.families.yolo26.modes import YOLO26_MODES, shared_gaps
 
-__all__ = ["doctor_modes", "static_checks_control"]
+__all__ = ["own_modes", "shared_gaps"]
 
 
-def doctor_modes() -> tuple[str, ...]:
+def own_modes() -> tuple[Mode, ...]:
     return YOLO26_MODES

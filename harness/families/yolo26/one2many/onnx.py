@@ -12,8 +12,6 @@ if TYPE_CHECKING:
 
     from harness.inputs.onnx_graph import ExportHeads, HeadSearch
 
-TAKES_END_NODES = False
-
 
 def find(model: onnx.ModelProto, search: HeadSearch) -> ExportHeads:
     """The heads of a YOLO26 export carrying its one-to-many head."""

@@ -14,11 +14,13 @@ from harness.conformance.agreement import (
     paired_differences,
     same_detections,
 )
+from harness.conformance.decoder_misreadings import DecoderMisreading, half_cells
 from harness.conformance.scenes import Decoder, SceneRecipe
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.decode.nms import above
 from harness.families.yolo26.one2one.decode import decode as decode_one2one
+from harness.families.yolo26.one2one.decode import top_k
 from harness.families.yolo26.scenes import (
     config_misreadings,
     export_reference,
@@ -48,6 +50,11 @@ def recipe() -> SceneRecipe:
 
 def reference_decoder() -> Decoder:
     return decode_one2one
+
+
+def coordinate_misreadings() -> tuple[DecoderMisreading, ...]:
+    """Its centres half a cell off either way, then its top-k (no NMS)."""
+    return half_cells(top_k)
 
 
 def agreement(frame: VerifyFrame) -> ImageAgreement:

@@ -26,6 +26,7 @@ from harness.core.detections import Detections
 from harness.pipeline.cache import CacheFile
 from harness.pipeline.detect import FrameResult
 from harness.verdict.metrics.distribution import CellsAboveThreshold
+from tools.bench_paths import writable_folder
 
 THRESHOLD = 0.25
 KEY = {"path": "bench", "model_sha256": "0" * 64, "settings": {"score_threshold": THRESHOLD}}
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path.cwd())
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    writable_folder("bench_cache", "--dir", args.dir)
     data = frames(args.images, args.detections, args.seed)
     total = sum(len(f.detections) for _, _, f in data)
     runs = []

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.bench_paths import checkout, writable_folder
+
 HEAVY = ("onnx", "onnxruntime", "matplotlib", "cv2")
 FIRE_SMOKE = "fire_smoke_val"
 
@@ -133,6 +135,10 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout's root, timed beside this one")
     parser.add_argument("--from-source", action="store_true", help="compile every module on every run")
     args = parser.parse_args()
+    if args.dir is not None:
+        writable_folder("bench_cached_run", "--dir", args.dir)
+    if args.against is not None:
+        args.against = checkout("bench_cached_run", "--against", args.against)
     fixtures = Path(os.environ.get("HARNESS_FIXTURES", "/work/shared/fixtures"))
     if not (fixtures / "datasets" / FIRE_SMOKE).is_dir():
         raise SystemExit(f"bench_cached_run: no {fixtures / 'datasets' / FIRE_SMOKE} (set HARNESS_FIXTURES)")
@@ -144,7 +150,7 @@ def main() -> None:
 
         codes = [code_of("this", ROOT, bytecode("this"))]
         if args.against is not None:
-            codes.append(code_of("against", args.against.resolve(), bytecode("against")))
+            codes.append(code_of("against", args.against, bytecode("against")))
         projects = {}
         commands: dict[str, list[str]] = {}
         for code in codes:  # each its own project: caches keyed by the code's digest stay apart

@@ -85,6 +85,7 @@ class Lab:
     work: Path
     threads: int
     ultralytics_python: Path
+    lent: Path | None = None  # a folder holding this interpreter's onnxruntime, where Ultralytics' venv has none
 
     @property
     def cache_dir(self) -> Path:
@@ -93,7 +94,29 @@ class Lab:
     def env(self) -> dict[str, str]:
         threads = str(self.threads)
         pinned = {k: threads for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-        return {**os.environ, **pinned, "PYTHONPATH": str(ROOT)}
+        path = os.pathsep.join(str(p) for p in (ROOT, self.lent) if p is not None)
+        return {**os.environ, **pinned, "PYTHONPATH": path}
+
+
+def lend_onnxruntime(lab: Lab) -> Lab:
+    """``lab``, its children able to import onnxruntime in Ultralytics' venv: where that venv has none and runs
+    this interpreter's Python version, a link to this interpreter's onnxruntime in a folder of ``lab.work``
+    put last on ``PYTHONPATH`` (the same runtime for both sides; nothing is installed)."""
+    probe = [str(lab.ultralytics_python), "-c", "import onnxruntime, sys; print(sys.version_info[:2])"]
+    if subprocess.run(probe, capture_output=True, env=lab.env()).returncode == 0:
+        return lab
+    import onnxruntime
+
+    version = [str(lab.ultralytics_python), "-c", "import sys; print(tuple(sys.version_info[:2]))"]
+    theirs = subprocess.run(version, capture_output=True, text=True).stdout.strip()
+    if theirs != str(tuple(sys.version_info[:2])):
+        raise SystemExit(f"bench: {lab.ultralytics_python} has no onnxruntime and runs Python {theirs}: install one")
+    folder = lab.work / "lent-onnxruntime"
+    folder.mkdir(exist_ok=True)
+    link = folder / "onnxruntime"
+    if not link.exists():
+        link.symlink_to(Path(onnxruntime.__file__).parent)
+    return Lab(lab.work, lab.threads, lab.ultralytics_python, folder)
 
 
 def dataset_of(lab: Lab, case: Case) -> Dataset:
@@ -161,6 +184,13 @@ def run_ultralytics(lab: Lab, model: Path, yaml: Path, imgsz: int, score: Path, 
     result = json.loads(out.read_text())
     result["process_s"] = process_s
     return result
+
+
+def no_predictions(dataset: Dataset, path: Path) -> Path:
+    """An empty list of other predictions per image at ``path``, for :func:`run_ultralytics` to score (nothing)."""
+    empty: dict[str, list[float]] = {"boxes": [], "scores": [], "classes": []}
+    path.write_text(json.dumps({link_name(i, s.path.resolve()): empty for i, s in enumerate(dataset.samples)}))
+    return path
 
 
 def harness_predictions(saved: Path, dataset: Dataset) -> list[Detections]:

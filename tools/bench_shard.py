@@ -27,6 +27,7 @@ from typing import Any
 from harness.pipeline.job import JobResult, run_job
 from harness.pipeline.options import job_config
 from harness.pipeline.shard import Shard, merge_job, run_shard
+from tools.bench_paths import writable_folder
 
 COUNTS = (2, 4)
 
@@ -60,6 +61,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=Path("."), help="where the temporary folders go")
     args = parser.parse_args()
+    writable_folder("bench_shard", "--dir", args.dir)
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-shard-") as folder:
         tmp = Path(folder)
         values: dict[str, Any] = {"dataset": args.dataset, "cache": tmp / "cache", "golden": tmp / "golden"}

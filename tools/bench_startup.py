@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.bench_paths import writable_folder
+
 CLI = [sys.executable, "-m", "harness.cli.main"]
 FIRST_PATH = "onnx: predicting"
 
@@ -82,6 +84,8 @@ def main() -> None:
     parser.add_argument("--hef", type=Path, help="a HEF for the inspect row (default: none)")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
+    if args.dir is not None:
+        writable_folder("bench_startup", "--dir", args.dir)
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         project = Path(folder)
         first = timed_start([*CLI, "run"], project)

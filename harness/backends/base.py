@@ -4,7 +4,7 @@ outputs by the image file an input was made from offers (a recorder, a replay)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, runtime_checkable
@@ -86,6 +86,16 @@ class SourcedRunner(Protocol):
     def infer_sourced(self, feed: Mapping[str, np.ndarray], sources: Sequence[str]) -> list[dict[str, np.ndarray]]: ...
 
     def served(self, source: str) -> dict[str, np.ndarray] | None: ...
+
+
+@runtime_checkable
+class SubmittingRunner(Protocol):
+    """What a runner that keeps batches in flight offers besides (HailoRT's: the device works while the host
+    prepares and decodes others): ``submit_batch(feed)`` hands a batch over without waiting; the returned
+    call waits for it and gives one output dict per frame, as :meth:`BatchRunner.infer_batch` does. Batches
+    are run in the order submitted; closing the runner waits for those still in flight."""
+
+    def submit_batch(self, feed: Mapping[str, np.ndarray]) -> Callable[[], list[dict[str, np.ndarray]]]: ...
 
 
 def infer_frames(

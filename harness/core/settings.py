@@ -10,6 +10,7 @@ import enum
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -202,8 +203,9 @@ class Preprocess(str, enum.Enum):
     ULTRALYTICS_VAL = "ultralytics-val"
 
     def under(self, metric: MetricProtocol) -> Preprocess:
-        """The preprocessing a metric's protocol measures with: ``yolo val``'s letterbox under
-        ``ultralytics`` where a letterbox was asked for; otherwise this one."""
+        """Deprecated (a preprocessing given is now kept under any metric; one not given is the metric's
+        protocol's, :attr:`MetricProtocol.protocol`): ``yolo val``'s letterbox under ``ultralytics``
+        where a letterbox was asked for; otherwise this one."""
         if metric is MetricProtocol.ULTRALYTICS and self is Preprocess.LETTERBOX:
             return Preprocess.ULTRALYTICS_VAL
         return self
@@ -219,6 +221,63 @@ class MetricProtocol(str, enum.Enum):
 
     COCO = "coco"
     ULTRALYTICS = "ultralytics"
+
+    @property
+    def protocol(self) -> Protocol:
+        """The settings this metric's protocol measures with where a run gives none of its own."""
+        return PROTOCOLS[self]
+
+    def protocol_note(self, differences: list[str]) -> str:
+        """Why two runs of this metric may differ in the settings its protocol sets: ``--metric ultralytics``
+        once set the metric and the letterbox alone, and now sets yolo val's NMS, thresholds and cap too."""
+        fixed = ("nms_mode", "score_threshold", "iou_threshold", "max_total", "preprocess")
+        if self is not MetricProtocol.ULTRALYTICS or not any(d.split(":")[0] in fixed for d in differences):
+            return ""
+        return (
+            ": --metric ultralytics sets yolo val's NMS, thresholds, detections cap and letterbox wherever a run "
+            "does not give its own (a run before it took HailoRT's NMS and the Hailo path's thresholds); give "
+            "--nms, --score-threshold, --iou-threshold, --max-total and --preprocess as the other run had them, "
+            "or bless anew"
+        )
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a protocol makes the predictions it measures: the NMS, its thresholds, the detections cap and
+    the image fit a run takes where it gives none of its own (each option overrides its own setting).
+    A threshold None: the one compiled into the Hailo path's NMS where it has one, else the default."""
+
+    nms_mode: NmsMode
+    preprocess: Preprocess
+    max_total: int
+    score_threshold: float | None = None
+    iou_threshold: float | None = None
+
+    def differences(self, settings: Mapping[str, Any]) -> list[str]:
+        """``field value (the protocol's: value)`` for each setting of ``settings`` (as
+        :meth:`EvalSettings.to_dict` writes them) the protocol fixes and the run set otherwise (an
+        override or a Hailo path's compiled threshold, said in the reports)."""
+        mine = {
+            "nms_mode": self.nms_mode.value,
+            "preprocess": self.preprocess.value,
+            "max_total": self.max_total,
+            "score_threshold": self.score_threshold,
+            "iou_threshold": self.iou_threshold,
+        }
+        return [
+            f"{k} {settings[k]} (the protocol's: {v})"
+            for k, v in mine.items()
+            if v is not None and k in settings and settings[k] != v
+        ]
+
+
+PROTOCOLS = {
+    MetricProtocol.COCO: Protocol(NmsMode.HAILORT, Preprocess.LETTERBOX, defaults.MAX_TOTAL),
+    # yolo val's (Ultralytics 8.4: ultralytics/engine/validator.py, conf 0.001 where none is given;
+    # ultralytics/cfg/default.yaml, iou 0.7 and max_det 300; ultralytics/utils/nms.py, non_max_suppression;
+    # ultralytics/data/base.py, load_image, then LetterBox(scaleup=False))
+    MetricProtocol.ULTRALYTICS: Protocol(NmsMode.ULTRALYTICS, Preprocess.ULTRALYTICS_VAL, 300, 0.001, 0.7),
+}
 
 
 class SettingsMismatch(HarnessError):
@@ -296,7 +355,7 @@ class EvalSettings(_Selection):
             metrics = (
                 f": mAPs of --metric {self.metric.value} and --metric {other.metric.value} are not comparable"
                 if self.metric != other.metric
-                else ""
+                else self.metric.protocol_note(diff)
             )
             raise SettingsMismatch(f"{what}: results measured under different settings ({'; '.join(diff)}){metrics}")
 

@@ -22,14 +22,14 @@ runner call where the runner takes one, each frame decoded alone; the same detec
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from harness.backends.base import InputSpec, Runner, SourcedRunner, infer_frames
+from harness.backends.base import InputSpec, Runner, SourcedRunner, SubmittingRunner, infer_frames
 from harness.core.closing import Closing
 from harness.core.detections import Detections, Letterbox, unletterbox
 from harness.core.environment import environment
@@ -125,6 +125,24 @@ def detect_frames(
     else:
         for image in images:
             yield path.detect(image)
+
+
+Collect = Callable[[], Iterable[FrameResult]]
+
+
+def keeps_in_flight(path: DetectionPath) -> bool:
+    """Whether ``path`` hands batches to a device that works while the host prepares and decodes others."""
+    return isinstance(path, _RunnerPath) and path.submits
+
+
+def submit_frames(path: DetectionPath, images: Iterable[np.ndarray], sources: Sequence[str] | None = None) -> Collect:
+    """The frames :func:`detect_frames` gives, from a call: where ``path`` keeps batches in flight the images
+    are prepared and handed to the device now, and the call waits for their outputs and decodes them; else
+    the call detects them as :func:`detect_frames` does (a path taking one image at a time hands each frame
+    on as it is made, so that an interrupted batch keeps the frames made before)."""
+    if isinstance(path, _RunnerPath) and path.submits:
+        return path.submit(list(images))
+    return lambda: detect_frames(path, images, sources)
 
 
 def prepare(image: np.ndarray, settings: EvalSettings) -> tuple[np.ndarray, Letterbox]:
@@ -318,6 +336,28 @@ class _RunnerPath:
             return None
         with stage(Stage.DECODE):
             return self._decode(outputs, geometry(self.settings.preprocess, original_hw, self.input_hw))
+
+    @property
+    def submits(self) -> bool:
+        """Whether its runner keeps batches in flight (:class:`~harness.backends.base.SubmittingRunner`)."""
+        return isinstance(self._runner, SubmittingRunner)
+
+    def submit(self, images: Sequence[np.ndarray]) -> Collect:
+        """``images`` prepared and handed to the device now; the call returned waits for them and decodes."""
+        with stage(Stage.PREPROCESS):
+            prepared = [prepare(image, self.settings) for image in images]
+        runner = self._runner
+        assert isinstance(runner, SubmittingRunner)
+        with stage(Stage.INFERENCE):
+            waiting = runner.submit_batch({self._input_name: np.stack([canvas for canvas, _ in prepared])})
+
+        def collect() -> list[FrameResult]:
+            with stage(Stage.INFERENCE):
+                outputs = waiting()
+            with stage(Stage.DECODE):
+                return [self._decode(frame, fitted) for frame, (_, fitted) in zip(outputs, prepared, strict=True)]
+
+        return collect
 
     def _detect(self, images: Sequence[np.ndarray], sources: Sequence[str] | None) -> list[FrameResult]:
         with stage(Stage.PREPROCESS):

@@ -2,13 +2,13 @@
 
 Images the cache does not hold are read on a thread pool while the path infers, and inferred a batch
 at a time (``batch`` images in one runner call where the path takes a batch, with the same detections
-as one by one; else one by one); each prediction goes to the cache (if any) as soon as it is made,
-which writes them a batch at a time and the rest when the run ends, by an exception too: a run
-interrupted by an exception loses at most the batch in its runner (nothing where the path infers one
-by one), a killed one at most the cache's unwritten batch, and a repeated one infers nothing. Ground
-truth is relabelled
-to the model's class ids by name (``settings.class_map``, or the identity when the dataset's and
-the model's class names are the same list, order included); metrics follow at
+as one by one; else one by one; on a device that keeps batches in flight, :data:`IN_FLIGHT` at once);
+each prediction goes to the cache (if any) as soon as it is made, which writes them a batch at a time
+and the rest when the run ends, by an exception too: a run interrupted by an exception loses at most
+the batch in its runner (the batches in flight on a device, nothing where the path infers one by one),
+a killed one at most the cache's unwritten batch, and a repeated one infers nothing. Ground truth is
+relabelled to the model's class ids by name (``settings.class_map``, or the identity when the dataset's
+and the model's class names are the same list, order included); metrics follow at
 ``settings.score_threshold``, under ``settings.metric``.
 """
 
@@ -37,7 +37,7 @@ from harness.inputs.dataset import LEFT_OUT, Dataset, DatasetError, Sample, clas
 from harness.inputs.preprocess import load_image
 from harness.pipeline.backends import kind_named
 from harness.pipeline.cache import CacheFile, PredictionCache
-from harness.pipeline.detect import DetectionPath, FrameResult, SourcedPath, detect_frames
+from harness.pipeline.detect import Collect, DetectionPath, FrameResult, SourcedPath, keeps_in_flight, submit_frames
 from harness.verdict.metrics import METRICS, box_counts, score_distribution
 from harness.verdict.metrics.distribution import CellsAboveThreshold
 from harness.verdict.result import PathResult, Provenance
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 PROGRESS_MIN_IMAGES = 20  # shorter runs show no progress bar unless it is forced
 PREFETCH = 4  # images read ahead of the batch being inferred, at the least (a whole next batch where larger)
+IN_FLIGHT = 3  # batches handed to a device that keeps them in flight before the first is waited for
 
 
 def resolve_class_map(dataset_names: Sequence[str], model_names: Sequence[str], given: Sequence[int]) -> np.ndarray:
@@ -104,6 +105,7 @@ class _Entry:
     frame: FrameResult | None
     reading: Future[np.ndarray] | None
     cached: bool
+    submitted: bool = False
 
 
 def _image(entry: _Entry) -> np.ndarray:
@@ -128,10 +130,14 @@ def _frames(
     """Each sample's frame, in order, and whether it came from the cache. The images the cache does
     not hold are read on a thread pool, up to a batch and :data:`PREFETCH` (or a second batch) ahead,
     and inferred ``batch`` at a time while the next are read; cached ones wait in the same window
-    (twice as long), so a batch is whole unless the cache holds most of its neighbours."""
+    (twice as long), so a batch is whole unless the cache holds most of its neighbours. Where the path
+    keeps batches in flight on a device, :data:`IN_FLIGHT` are handed to it before the first is waited
+    for: the host prepares the next and decodes the last while the device works (the window a batch
+    longer per batch in flight); the frames come out in order all the same."""
     if batch < 1:
         raise HarnessError(f"batch {batch}: expected a whole number of at least 1")
-    reads_ahead = batch + max(PREFETCH, batch)
+    depth = IN_FLIGHT if keeps_in_flight(path) else 1
+    reads_ahead = depth * batch + max(PREFETCH, batch)
     sourced = path if isinstance(path, SourcedPath) else None  # a replay serves by the image file's sha256
     with ExitStack() as stack:
         pool = None  # made for the first image read: a run served from cache or store never imports it
@@ -145,6 +151,7 @@ def _frames(
             return pool.submit(timed, Stage.DECODE_IMAGE, load_image, sample.path)
 
         ahead: deque[_Entry] = deque()
+        flight: deque[tuple[list[_Entry], Collect]] = deque()  # batches handed to the path, not yet collected
         queue = iter(samples)
         reading = 0  # entries in ahead still without a frame
         while True:
@@ -163,10 +170,17 @@ def _frames(
             if not ahead:
                 return
             if ahead[0].frame is None:
-                pending = [entry for entry in ahead if entry.frame is None][:batch]
-                images = (_image(entry) for entry in pending)
-                sources = [entry.sample.sha256 for entry in pending]
-                for entry, frame in zip(pending, detect_frames(path, images, sources), strict=True):
+                while len(flight) < depth:
+                    pending = [entry for entry in ahead if entry.frame is None and not entry.submitted][:batch]
+                    if not pending:
+                        break
+                    for entry in pending:
+                        entry.submitted = True
+                    images = (_image(entry) for entry in pending)
+                    sources = [entry.sample.sha256 for entry in pending]
+                    flight.append((pending, submit_frames(path, images, sources)))
+                pending, collect = flight.popleft()
+                for entry, frame in zip(pending, collect(), strict=True):
                     entry.frame, entry.reading = frame, None
                     if cache is not None:
                         timed(Stage.CACHE, cache.put, entry.sample.sha256, entry.sample.image_id, frame)

@@ -196,7 +196,8 @@ _OPTIONS = (
     Option(
         "score_threshold",
         f"score threshold of the evaluation (default: the one compiled into the Hailo path's NMS, where it has "
-        f"one, else {defaults.SCORE_THRESHOLD}; held against the HEF's)",
+        f"one, else the --metric's protocol's: {defaults.SCORE_THRESHOLD} under coco, 0.001 under ultralytics; held "
+        "against the HEF's)",
         probability,
         metavar="T",
     ),
@@ -207,13 +208,31 @@ _OPTIONS = (
         metavar="T",
     ),
     Option("max_per_class", "detections kept per class", positive, defaults.MAX_PER_CLASS, metavar="N"),
-    Option("max_total", "detections kept per image", positive, defaults.MAX_TOTAL, metavar="N"),
-    Option("nms", "NMS semantics", NmsMode, NmsMode.HAILORT, choices=_choices(NmsMode)),
-    Option("preprocess", "image fit", Preprocess, Preprocess.LETTERBOX, choices=_choices(Preprocess)),
+    Option(
+        "max_total",
+        f"detections kept per image (default: the --metric's protocol's, {defaults.MAX_TOTAL} under both)",
+        positive,
+        metavar="N",
+    ),
+    Option(
+        "nms",
+        "NMS semantics (default: the --metric's protocol's: hailort under coco, ultralytics under ultralytics)",
+        NmsMode,
+        choices=_choices(NmsMode),
+    ),
+    Option(
+        "preprocess",
+        "image fit (default: the --metric's protocol's: letterbox under coco, ultralytics-val under ultralytics)",
+        Preprocess,
+        choices=_choices(Preprocess),
+    ),
     Option(
         "metric",
-        "how the mAPs are measured: coco (pycocotools' COCOeval) or ultralytics (the numbers yolo val prints: "
-        "its matching and interpolated AP); a baseline holds only runs of its own metric",
+        "the protocol the mAPs are measured under: coco (pycocotools' COCOeval, over HailoRT's NMS at the "
+        "Hailo path's thresholds) or ultralytics (yolo val's: its NMS, score threshold 0.001 (a Hailo path's "
+        "compiled one where it has one), IoU threshold 0.7, at most 300 detections, its letterbox, its matching "
+        "and interpolated AP); --nms, --score-threshold, --iou-threshold, --max-total and --preprocess each "
+        "override the protocol's; a baseline holds only runs of its own metric",
         MetricProtocol,
         MetricProtocol.COCO,
         choices=_choices(MetricProtocol),
@@ -502,9 +521,9 @@ def settings_spec(values: Mapping[str, Any]) -> SettingsSpec:
         score_threshold=values.get("score_threshold"),  # None: the compiled one, else the default
         iou_threshold=values.get("iou_threshold"),
         max_per_class=_value(values, "max_per_class"),
-        max_total=_value(values, "max_total"),
-        nms_mode=NmsMode(_value(values, "nms")),
-        preprocess=Preprocess(_value(values, "preprocess")),
+        max_total=values.get("max_total"),  # None, with the NMS and the fit: the metric's protocol's
+        nms_mode=None if values.get("nms") is None else NmsMode(values["nms"]),
+        preprocess=None if values.get("preprocess") is None else Preprocess(values["preprocess"]),
         map_class=tuple(values.get("map_class") or ()),
         metric=MetricProtocol(_value(values, "metric")),
         ssd=values.get("ssd_config"),

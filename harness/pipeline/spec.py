@@ -102,9 +102,9 @@ class SettingsSpec:
     score_threshold: float | None = None
     iou_threshold: float | None = None
     max_per_class: int = defaults.MAX_PER_CLASS
-    max_total: int = defaults.MAX_TOTAL
-    nms_mode: NmsMode = NmsMode.HAILORT
-    preprocess: Preprocess = Preprocess.LETTERBOX
+    max_total: int | None = None  # None, with nms_mode and preprocess: the metric's protocol's
+    nms_mode: NmsMode | None = None
+    preprocess: Preprocess | None = None
     map_class: tuple[tuple[str, str], ...] = ()  # (dataset class name, model class name)
     metric: MetricProtocol = MetricProtocol.COCO
     # An SSD export's anchors and box coding (--ssd-config): with them alone its heads are found and decoded.
@@ -126,19 +126,25 @@ class SettingsSpec:
     def resolve(
         self, input_hw: tuple[int, int], class_map: tuple[int, ...], compiled: CompiledThresholds | None = None
     ) -> EvalSettings:
-        score = compiled.score_threshold if compiled else defaults.SCORE_THRESHOLD
-        iou = compiled.iou_threshold if compiled else defaults.IOU_THRESHOLD
+        protocol = self.metric.protocol  # what the run leaves open, its metric's protocol fills
+        score = _first(self.score_threshold, compiled.score_threshold if compiled else None, protocol.score_threshold)
+        iou = _first(self.iou_threshold, compiled.iou_threshold if compiled else None, protocol.iou_threshold)
         return EvalSettings(
             input_hw=input_hw,
-            score_threshold=score if self.score_threshold is None else self.score_threshold,
-            iou_threshold=iou if self.iou_threshold is None else self.iou_threshold,
+            score_threshold=defaults.SCORE_THRESHOLD if score is None else score,
+            iou_threshold=defaults.IOU_THRESHOLD if iou is None else iou,
             max_per_class=self.max_per_class,
-            max_total=self.max_total,
-            nms_mode=self.nms_mode,
-            preprocess=self.preprocess.under(self.metric),
+            max_total=protocol.max_total if self.max_total is None else self.max_total,
+            nms_mode=protocol.nms_mode if self.nms_mode is None else self.nms_mode,
+            preprocess=protocol.preprocess if self.preprocess is None else self.preprocess,
             class_map=class_map,
             metric=self.metric,
         )
+
+
+def _first(*values: float | None) -> float | None:
+    """The first value given (a threshold of 0 counts)."""
+    return next((v for v in values if v is not None), None)
 
 
 def thresholds_note(settings: SettingsSpec, resolved: EvalSettings, compiled: CompiledThresholds | None) -> str:
@@ -146,7 +152,12 @@ def thresholds_note(settings: SettingsSpec, resolved: EvalSettings, compiled: Co
     taken = [n for n in ("score_threshold", "iou_threshold") if getattr(settings, n) is None]
     values = f"score threshold {resolved.score_threshold:g}, IoU threshold {resolved.iou_threshold:g}"
     if compiled is None:
-        return f"{values} ({'the defaults' if taken else 'as given'})"
+        source = (
+            f"--metric {settings.metric.value}'s protocol"
+            if settings.metric.protocol.score_threshold
+            else "the defaults"
+        )
+        return f"{values} ({source if taken else 'as given'})"
     if not taken:
         return (
             f"{values} as given; {compiled.source} keeps score >= {compiled.score_threshold:g}: below it the "

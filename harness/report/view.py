@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from harness.core import defaults
 from harness.core.path_names import PathKind
+from harness.core.settings import MetricProtocol
 from harness.inputs.demo import SHIPPED_GOLDEN
 from harness.report.blocks import (
     Block,
@@ -275,9 +276,17 @@ def metric_note(paths: Sequence[dict[str, Any]]) -> str:
     return (
         "mAP protocol: "
         + "; ".join(f"{m} ({METRIC_NOTES[m]})" for m in used)
+        + "".join(f"; set otherwise than its protocol: {', '.join(d)}" for d in _overrides(paths) if d)
         + "; preprocessing: "
         + "; ".join(f"{f} ({PREPROCESS_NOTES[f]})" for f in fits)
         + "."
+    )
+
+
+def _overrides(paths: Sequence[dict[str, Any]]) -> dict[tuple[str, ...], None]:
+    """Per path, the settings its metric's protocol fixes that the run set otherwise (once each)."""
+    return dict.fromkeys(
+        tuple(MetricProtocol(p["settings"].get("metric", "coco")).protocol.differences(p["settings"])) for p in paths
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -35,10 +36,13 @@ from harness.core.settings import EvalSettings
 from harness.core.specs import FormatOrder, FormatType
 from harness.formats.nms_buffer import decode_nms
 from harness.formats.quant import dequantize
+from harness.inputs.dataset import Dataset
+from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import DEMO_ONNX as DEMO
 from harness.inputs.preprocess import letterbox, load_image
 from harness.inputs.synthetic import Recipe, write_dataset
-from harness.pipeline.detect import NmsBufferPath, RawHeadsPath
+from harness.pipeline.detect import NmsBufferPath, RawHeadsPath, keeps_in_flight
+from harness.pipeline.evaluate import IN_FLIGHT, evaluate_path
 from harness.pipeline.job import run_job, summary_lines
 from harness.pipeline.spec import Backend, JobConfig, PathSpec
 
@@ -723,3 +727,110 @@ def test_a_firmware_update_is_recorded_missed_by_the_cache_and_said_in_the_sign_
     said = "hailo: this run against r1: device firmware changed from 4.20.0 to 4.23.0; model unchanged"
     assert f"What changed: {said}." in job.reports["markdown"].read_text()
     assert f"- {said}" in job.reports["summary"].read_text()
+
+
+# ---------------------------------------------------------------------------------------------- in flight
+
+PIPELINED = {
+    "infer_model-5.1": (Api.INFER_MODEL, HAILORT_5_1),
+    "infer_model-4.18": (Api.INFER_MODEL, HAILORT_4_18),
+    "vstreams-5.1": (Api.VSTREAMS, HAILORT_5_1),
+}
+
+
+def _device_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(("hailo-harness-device", "fake-hailo-device"))]
+
+
+def _path(runner: HailoRTRunner, dataset: Dataset) -> RawHeadsPath:
+    return RawHeadsPath(runner, EvalSettings(input_hw=INPUT_HW), DEMO, name=HAILO, model_names=dataset.names)
+
+
+@pytest.fixture(scope="module")
+def seven(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    root = tmp_path_factory.mktemp("seven")
+    write_dataset(root, Recipe(seed=11, train=0, val=7, calib=0))
+    return load_yolo(root)
+
+
+@pytest.mark.parametrize("hef", ["heads", "nms"])
+@pytest.mark.parametrize("case", PIPELINED.values(), ids=PIPELINED)
+def test_batches_kept_in_flight_give_the_synchronous_detections_in_the_same_order(
+    make_fake: MakeFake, hef_files: dict[str, Path], seven: Dataset, case: tuple[Api, Profile], hef: str
+) -> None:
+    api, profile = case
+    fake = make_fake(profile, latency_s=0.002)
+    settings = EvalSettings(input_hw=INPUT_HW)
+    kind = RawHeadsPath if hef == "heads" else NmsBufferPath
+    with HailoRTRunner(hef_files[hef], api=api) as runner:
+        path = kind(runner, settings, DEMO, name=HAILO, model_names=seven.names)
+        assert keeps_in_flight(path)
+        images = [load_image(s.path) for s in seven.samples]
+        synchronous = [f for i in range(0, 7, 3) for f in path.detect_batch(images[i : i + 3])]
+        fake.calls.clear()
+        result = evaluate_path(path, seven, batch=3, progress=False)
+    assert len(result.predictions) == 7 and sum(len(d) for d in result.predictions) > 0
+    for got, expected in zip(result.predictions, synchronous, strict=True):
+        np.testing.assert_array_equal(got.boxes, expected.detections.boxes)  # the same order, not only the same set
+        np.testing.assert_array_equal(got.scores, expected.detections.scores)
+        np.testing.assert_array_equal(got.class_ids, expected.detections.class_ids)
+    if api is Api.INFER_MODEL:  # every batch in flight handed to the device before the first was waited for
+        submitted = [("ConfiguredInferModel.run_async", 3), ("ConfiguredInferModel.run_async", 3)]
+        submitted += [("ConfiguredInferModel.run_async", 1)] if IN_FLIGHT > 2 else []
+        assert fake.calls[: len(submitted) + 1] == [*submitted, ("AsyncInferJob.wait", 3)]
+    assert runner.frames == 7 + 7 and runner.fps is not None and runner.fps <= 1 / 0.002
+    assert _device_threads() == []
+
+
+@pytest.mark.parametrize("case", PIPELINED.values(), ids=PIPELINED)
+def test_a_device_failure_in_flight_is_one_clear_error_and_the_device_is_released(
+    make_fake: MakeFake, hef_files: dict[str, Path], seven: Dataset, case: tuple[Api, Profile]
+) -> None:
+    api, profile = case
+    fake = make_fake(profile, latency_s=0.002)
+    fake.fail("infer", "HAILO_DRIVER_OPERATION_FAILED" if profile is HAILORT_5_1 else "HAILO_DRIVER_FAIL")
+    with pytest.raises(DeviceFailureError) as caught:
+        with HailoRTRunner(hef_files["heads"], api=api) as runner:
+            evaluate_path(_path(runner, seven), seven, batch=2, progress=False)
+    message = str(caught.value)
+    assert message.startswith(f"HEF {str(hef_files['heads'])!r} on the first free Hailo device") and "dmesg" in message
+    assert "running inference" in message
+    assert fake.released == 1 and _device_threads() == []
+
+
+@pytest.mark.parametrize("case", PIPELINED.values(), ids=PIPELINED)
+def test_an_interrupt_while_batches_are_in_flight_leaves_no_thread_and_releases_the_device(
+    make_fake: MakeFake,
+    hef_files: dict[str, Path],
+    seven: Dataset,
+    case: tuple[Api, Profile],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api, profile = case
+    fake = make_fake(profile, latency_s=0.01)
+
+    def interrupted(self: RawHeadsPath, outputs: dict[str, np.ndarray], geometry: object) -> object:
+        raise KeyboardInterrupt  # Ctrl-C while the host decodes the first batch, the second on the device
+
+    with pytest.raises(KeyboardInterrupt):
+        with HailoRTRunner(hef_files["heads"], api=api) as runner:
+            monkeypatch.setattr(RawHeadsPath, "_decode", interrupted)
+            evaluate_path(_path(runner, seven), seven, batch=2, progress=False)
+    assert fake.released == 1 and _device_threads() == []
+    in_flight = sum(n for call, n in fake.calls if call != "AsyncInferJob.wait")
+    assert in_flight == min(7, 2 * IN_FLIGHT)  # the batches in flight when Ctrl-C came, run to their end
+
+
+def test_a_batch_in_flight_past_every_timeout_fails_naming_the_timeout_and_close_waits_for_it(
+    make_fake: MakeFake, hef_files: dict[str, Path], frames: list[np.ndarray]
+) -> None:
+    fake = make_fake(latency_s=0.05)
+    with HailoRTRunner(hef_files["heads"], api=Api.INFER_MODEL, retries=1, timeout_ms=10) as runner:
+        waiting = runner.submit_batch({"images": np.concatenate(frames[:2])})
+        with pytest.raises(InferenceTimeoutError, match=r"timed out 2 times in a row, after 10 ms each"):
+            waiting()
+        late = runner.submit_batch({"images": frames[0]})  # still in flight when the runner closes
+    assert fake.released == 1 and _device_threads() == []
+    with pytest.raises(HailoRTError, match="runner used after close"):
+        runner.submit_batch({"images": frames[0]})
+    del late

@@ -122,6 +122,7 @@ MADE_BY_HAILORT = {
     "ConfiguredInferModel",
     "ConfiguredInferModel.Bindings",
     "ConfiguredInferModel.Bindings.InferStream",
+    "AsyncInferJob",
 }
 
 

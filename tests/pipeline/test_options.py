@@ -12,9 +12,10 @@ from harness.backends.emulator import EmulatorOptions
 from harness.core import defaults, signing
 from harness.core.errors import HarnessError
 from harness.core.path_names import EmulationStage
-from harness.core.settings import DecodeConfig, EvalSettings, NmsMode, Preprocess
+from harness.core.settings import DecodeConfig, EvalSettings, MetricProtocol, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_ONNX
+from harness.pipeline.backends.descriptor import CompiledThresholds
 from harness.pipeline.options import (
     DOCTOR_OPTIONS,
     EVAL_OPTIONS,
@@ -29,7 +30,7 @@ from harness.pipeline.options import (
     path_spec,
     settings_spec,
 )
-from harness.pipeline.spec import Backend, PathSpec, SettingsSpec
+from harness.pipeline.spec import Backend, PathSpec, SettingsSpec, thresholds_note
 
 
 def _parse(names, *argv):
@@ -284,3 +285,67 @@ def test_require_signed_is_an_option_of_every_surface_that_reads_baselines_and_s
     assert not signing.policy().require_signed
     job_config(_parse(JOB_OPTIONS, "--require-signed"), invocation=("test",))
     assert signing.policy().require_signed and signing.os.environ[signing.REQUIRE_VARIABLE] == "1"
+
+
+YOLO_VAL_FLAGS = ("--nms", "ultralytics", "--score-threshold", "0.001", "--iou-threshold", "0.7", "--max-total", "300")
+
+
+@pytest.mark.parametrize("names", [JOB_OPTIONS, EVAL_OPTIONS, DOCTOR_OPTIONS])
+def test_the_ultralytics_metric_alone_sets_what_the_five_options_set(names):
+    alone = settings_spec(_parse(names, "--metric", "ultralytics")).resolve((640, 640), ())
+    five = _parse(names, "--metric", "ultralytics", *YOLO_VAL_FLAGS, "--preprocess", "ultralytics-val")
+    assert alone == settings_spec(five).resolve((640, 640), ())
+    assert (alone.nms_mode, alone.score_threshold, alone.iou_threshold, alone.max_total, alone.preprocess) == (
+        NmsMode.ULTRALYTICS,
+        0.001,
+        0.7,
+        300,
+        Preprocess.ULTRALYTICS_VAL,
+    )
+    plugin = settings_spec({n: from_text(n, "ultralytics" if n == "metric" else None) for n in names})
+    assert plugin.resolve((640, 640), ()) == alone
+    coco = settings_spec(_parse(names)).resolve((640, 640), ())
+    assert (coco.nms_mode, coco.score_threshold, coco.preprocess) == (
+        NmsMode.HAILORT,
+        defaults.SCORE_THRESHOLD,
+        Preprocess.LETTERBOX,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        (("--score-threshold", "0.25"), "score_threshold", 0.25),
+        (("--score-threshold", "0"), "score_threshold", 0.0),
+        (("--iou-threshold", "0.5"), "iou_threshold", 0.5),
+        (("--max-total", "100"), "max_total", 100),
+        (("--nms", "hailort"), "nms_mode", NmsMode.HAILORT),
+        (("--preprocess", "letterbox"), "preprocess", Preprocess.LETTERBOX),
+    ],
+)
+def test_each_setting_of_the_ultralytics_protocol_is_overridden_by_its_own_option(argv, field, value):
+    resolved = settings_spec(_parse(EVAL_OPTIONS, "--metric", "ultralytics", *argv)).resolve((640, 640), ())
+    protocol = settings_spec(_parse(EVAL_OPTIONS, "--metric", "ultralytics")).resolve((640, 640), ())
+    assert getattr(resolved, field) == value != getattr(protocol, field)
+    assert resolved.differences(protocol) == [f"{field}: {_dict_value(value)!r} vs {protocol.to_dict()[field]!r}"]
+    overridden = MetricProtocol.ULTRALYTICS.protocol.differences(resolved.to_dict())
+    assert overridden == [f"{field} {_dict_value(value)} (the protocol's: {protocol.to_dict()[field]})"]
+
+
+def _dict_value(value):
+    return getattr(value, "value", value)
+
+
+def test_a_hailo_paths_compiled_thresholds_stand_before_the_protocols_and_the_given_ones_before_both():
+    compiled = CompiledThresholds(0.25, 0.45, "NMS op compiled into m.hef")
+    alone = settings_spec(_parse(JOB_OPTIONS, "--metric", "ultralytics"))
+    resolved = alone.resolve((640, 640), (), compiled)
+    assert (resolved.score_threshold, resolved.iou_threshold, resolved.nms_mode) == (0.25, 0.45, NmsMode.ULTRALYTICS)
+    assert "every path evaluated at the score threshold and iou threshold NMS op compiled" in thresholds_note(
+        alone, resolved, compiled
+    )
+    given = settings_spec(_parse(JOB_OPTIONS, "--metric", "ultralytics", "--score-threshold", "0.3"))
+    assert given.resolve((640, 640), (), compiled).score_threshold == 0.3
+    assert thresholds_note(alone, alone.resolve((640, 640), ()), None) == (
+        "score threshold 0.001, IoU threshold 0.7 (--metric ultralytics's protocol)"
+    )

@@ -24,8 +24,10 @@ import enum
 import functools
 import importlib.machinery
 import os
+import queue
 import struct
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -52,6 +54,7 @@ STATUS_CODES = {
     "HAILO_DEVICE_IN_USE": 73,
     "HAILO_OUT_OF_PHYSICAL_DEVICES": 74,
     "HAILO_INVALID_DRIVER_VERSION": 76,
+    "HAILO_QUEUE_IS_FULL": 82,
     "HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE": 93,
 }
 
@@ -402,13 +405,19 @@ class FakeHailoRT:
         profile: Profile = HAILORT_5_1,
         devices: Sequence[str] = ("0000:01:00.0",),
         latency_s: float = 0.0,
+        async_queue_size: int = 8,
+        memo: bool = False,
         boards: Mapping[str, Board] | None = None,
     ) -> None:
         self.profile = profile
         self.devices = list(devices)
         self.boards = {d: Board(profile.version) for d in self.devices} | dict(boards or {})
         self.opened_devices = 0
-        self.latency_s = latency_s
+        self.latency_s = latency_s  # each frame's time on the device, its outputs computed within it where they can be
+        self.async_queue_size = async_queue_size  # ConfiguredInferModel.get_async_queue_size: frames in flight at most
+        self.memo = memo  # outputs kept by the frame's bytes: a frame seen before costs the latency alone
+        self._memo: dict[tuple[str, bytes], dict[str, np.ndarray]] = {}
+        self.threads: list[threading.Thread] = []  # the device threads async runs started
         self.FormatOrder = _format_order(profile)
         self.faults: dict[str, list[str]] = defaultdict(list)
         self.vdevice_params: list[dict[str, Any]] = []
@@ -490,14 +499,22 @@ class FakeHailoRT:
 
     # ------------------------------------------------------------------------------------ device work
 
-    def frame_outputs(self, model: _Model, frame: np.ndarray) -> dict[str, np.ndarray]:
-        """One frame as the device + HailoRT's host ops leave it: raw uint8 heads or the BY_CLASS float32 buffer."""
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        feed = {model.hef.input.name: frame[None]}
-        if model.hef.options.nms:
-            return model.runner.infer(feed)
-        return model.runner.raw_heads(feed)
+    def frame_outputs(self, model: _Model, frame: np.ndarray, paced: bool = True) -> dict[str, np.ndarray]:
+        """One frame as the device + HailoRT's host ops leave it: raw uint8 heads or the BY_CLASS float32 buffer,
+        ``latency_s`` after it was started (its computing included, where it takes less); ``paced`` False: at
+        once (the caller keeps the pace of a whole job)."""
+        deadline = time.perf_counter() + (self.latency_s if paced else 0.0)
+        key = (model.group, frame[::4, ::4].tobytes())  # a 16th of the frame: enough to tell images apart
+        outputs = self._memo.get(key) if self.memo else None
+        if outputs is None:
+            feed = {model.hef.input.name: frame[None]}
+            outputs = model.runner.infer(feed) if model.hef.options.nms else model.runner.raw_heads(feed)
+            if self.memo:
+                self._memo[key] = outputs
+        left = deadline - time.perf_counter()
+        if left > 0:
+            time.sleep(left)
+        return outputs
 
     def to_user(self, info: VStreamInfo, raw: np.ndarray, user_type: Any) -> np.ndarray:
         """Device value -> the user buffer format: as is, or dequantized ``(q - zp) * scale`` in float32
@@ -861,20 +878,95 @@ class FakeHailoRT:
             def output(self, name: str = "") -> BindingStream:
                 return self._streams[self._model.output(name).name]
 
+        class AsyncInferCompletionInfo:
+            def __init__(self, exception: Exception | None) -> None:
+                self.exception = exception
+
+        class AsyncInferJob:
+            """A launched job: done on the device thread; ``wait`` raises HailoRTTimeout until it is, and the
+            job's failure after (pyhailort.py ``AsyncInferJob.wait``: the C++ job's status)."""
+
+            def __init__(self, bindings: list[Bindings], callback: Any) -> None:
+                self._bindings, self._callback = bindings, callback
+                self._done = threading.Event()
+                self._error: Exception | None = None
+
+            def wait(self, timeout_ms: int) -> None:
+                fake.calls.append(("AsyncInferJob.wait", len(self._bindings)))
+                if not self._done.wait(timeout_ms / 1000):
+                    raise fake._exception("HAILO_TIMEOUT")
+                if self._error is not None:
+                    raise self._error
+
         class ConfiguredInferModel:
             def __init__(self, model: InferModel) -> None:
                 self._infer_model: InferModel | None = model
                 self.active = False
+                self._jobs: queue.Queue[AsyncInferJob | None] = queue.Queue()
+                self._queued = threading.Semaphore(fake.async_queue_size)  # frames the device's queue still takes
+                self._device: threading.Thread | None = None
 
             def __enter__(self) -> ConfiguredInferModel:
                 return self
 
             def __exit__(self, *args: object) -> None:
+                if self._device is not None:  # the jobs queued run to their end, then the device thread stops
+                    self._jobs.put(None)
+                    self._device.join()
                 self._infer_model = None
 
             def create_bindings(self, input_buffers: Any = None, output_buffers: Any = None) -> Bindings:
                 assert self._infer_model is not None, "ConfiguredInferModel used after its context"
                 return Bindings(self._infer_model)
+
+            def get_async_queue_size(self) -> int:
+                return fake.async_queue_size
+
+            def wait_for_async_ready(self, timeout_ms: int = 1000, frames_count: int = 1) -> None:
+                taken = 0
+                deadline = time.perf_counter() + timeout_ms / 1000
+                while taken < frames_count:
+                    if not self._queued.acquire(timeout=max(0.0, deadline - time.perf_counter())):
+                        for _ in range(taken):
+                            self._queued.release()
+                        raise fake._exception("HAILO_TIMEOUT")
+                    taken += 1
+                for _ in range(taken):  # ready: the frames fit; run_async takes them
+                    self._queued.release()
+
+            def run_async(self, bindings: list[Bindings], callback: Any = None) -> AsyncInferJob:
+                model = self._infer_model
+                assert model is not None, "ConfiguredInferModel used after its context"
+                if not (model._scheduled or self.active):
+                    raise exc.HailoRTNetworkGroupNotActivatedException("Network group is not activated")
+                fake.calls.append(("ConfiguredInferModel.run_async", len(bindings)))
+                for _ in bindings:
+                    if not self._queued.acquire(blocking=False):
+                        raise fake._exception("HAILO_QUEUE_IS_FULL")
+                if self._device is None:
+                    self._device = threading.Thread(target=self._work, name="fake-hailo-device", daemon=True)
+                    fake.threads.append(self._device)
+                    self._device.start()
+                job = AsyncInferJob(bindings, callback)
+                self._jobs.put(job)
+                return job
+
+            def _work(self) -> None:
+                while (job := self._jobs.get()) is not None:
+                    deadline = time.perf_counter() + fake.latency_s * len(job._bindings)  # its frames back to back
+                    try:
+                        fake._check("infer")
+                        self._infer(job._bindings, paced=False)
+                    except Exception as error:
+                        job._error = error
+                    left = deadline - time.perf_counter()
+                    if left > 0:  # one wait per job: the device's frames need no Python in between
+                        time.sleep(left)
+                    for _ in job._bindings:
+                        self._queued.release()
+                    if job._callback is not None:
+                        job._callback(completion_info=AsyncInferCompletionInfo(job._error))
+                    job._done.set()
 
             def run(self, bindings: list[Bindings], timeout: int) -> None:
                 model = self._infer_model
@@ -883,6 +975,11 @@ class FakeHailoRT:
                     raise exc.HailoRTNetworkGroupNotActivatedException("Network group is not activated")
                 fake._check("infer")
                 fake.calls.append(("ConfiguredInferModel.run", len(bindings)))
+                self._infer(bindings)
+
+            def _infer(self, bindings: list[Bindings], paced: bool = True) -> None:
+                model = self._infer_model
+                assert model is not None, "ConfiguredInferModel used after its context"
                 for b in bindings:
                     (name,) = model.input_names
                     frame = b.input(name).get_buffer()
@@ -891,7 +988,7 @@ class FakeHailoRT:
                             "Invalid operation. See hailort.log for more information"
                         )
                     check_frame_shape(model._model, name, frame.shape)
-                    outputs = fake.frame_outputs(model._model, frame)
+                    outputs = fake.frame_outputs(model._model, frame, paced)
                     for info in model._model.outputs:
                         stream = b.output(info.name)
                         order = nms_order_name(stream._stream.format)
@@ -1051,6 +1148,7 @@ class FakeHailoRT:
                     "ConfiguredInferModel": ConfiguredInferModel,
                     "ConfiguredInferModel.Bindings": Bindings,
                     "ConfiguredInferModel.Bindings.InferStream": BindingStream,
+                    "AsyncInferJob": AsyncInferJob,
                 }
                 if self.profile.infer_model
                 else {}

@@ -1,12 +1,13 @@
 """The mAP protocol a run chose (``--metric``): recorded in its settings, its baselines and its
 report, and a baseline of one protocol never gates a run of another."""
 
+import dataclasses
 import json
 
 import pytest
 
 from harness.core.errors import HarnessError
-from harness.core.settings import EvalSettings, MetricProtocol, Preprocess
+from harness.core.settings import EvalSettings, MetricProtocol, Preprocess, SettingsMismatch
 from harness.pipeline.options import OPTIONS, from_text, settings_spec
 from harness.pipeline.spec import SettingsSpec
 from harness.report.view import metric_note
@@ -91,14 +92,40 @@ def test_the_report_says_which_protocol_the_maps_used():
 @pytest.mark.parametrize(
     ("asked", "metric", "used"),
     [
+        (None, MetricProtocol.COCO, Preprocess.LETTERBOX),
+        (None, MetricProtocol.ULTRALYTICS, Preprocess.ULTRALYTICS_VAL),
         (Preprocess.LETTERBOX, MetricProtocol.COCO, Preprocess.LETTERBOX),
-        (Preprocess.LETTERBOX, MetricProtocol.ULTRALYTICS, Preprocess.ULTRALYTICS_VAL),
+        (Preprocess.LETTERBOX, MetricProtocol.ULTRALYTICS, Preprocess.LETTERBOX),  # given: overrides the protocol's
         (Preprocess.RESIZE, MetricProtocol.ULTRALYTICS, Preprocess.RESIZE),
         (Preprocess.ULTRALYTICS_VAL, MetricProtocol.COCO, Preprocess.ULTRALYTICS_VAL),
     ],
 )
 def test_the_ultralytics_metric_measures_yolo_vals_letterbox(asked, metric, used):
     assert SettingsSpec(preprocess=asked, metric=metric).resolve((320, 320), (0, 1)).preprocess is used
-    given = {"preprocess": from_text("preprocess", asked.value), "metric": from_text("metric", metric.value)}
+    given = {"preprocess": from_text("preprocess", asked and asked.value), "metric": from_text("metric", metric.value)}
     spec = settings_spec(given)
     assert spec.resolve((320, 320), (0, 1)).preprocess is used
+
+
+def test_the_report_names_each_setting_a_run_took_otherwise_than_its_protocol():
+    whole = SettingsSpec(metric=MetricProtocol.ULTRALYTICS).resolve((320, 320), (0, 1))
+    assert "set otherwise" not in metric_note([{"settings": whole.to_dict()}])
+    capped = SettingsSpec(metric=MetricProtocol.ULTRALYTICS, score_threshold=0.25, max_total=100)
+    note = metric_note([{"settings": capped.resolve((320, 320), (0, 1)).to_dict()}])
+    assert "; set otherwise than its protocol: max_total 100 (the protocol's: 300), score_threshold 0.25 (the " in note
+    resized = SettingsSpec(preprocess=Preprocess.RESIZE).resolve((320, 320), (0, 1))
+    assert "set otherwise than its protocol: preprocess resize (the protocol's: letterbox)" in metric_note(
+        [{"settings": resized.to_dict()}]
+    )
+
+
+def test_a_baseline_of_the_ultralytics_metric_alone_is_refused_naming_the_options_that_measure_as_it_did():
+    before = EvalSettings(
+        (320, 320), score_threshold=0.2, metric=MetricProtocol.ULTRALYTICS, preprocess=Preprocess.ULTRALYTICS_VAL
+    )
+    now = SettingsSpec(metric=MetricProtocol.ULTRALYTICS).resolve((320, 320), ())
+    with pytest.raises(SettingsMismatch, match=r"nms_mode: 'ultralytics' vs 'hailort'.*: --metric ultralytics sets "):
+        now.require_same(before, "baseline")
+    with pytest.raises(SettingsMismatch) as refused:
+        now.require_same(dataclasses.replace(now, input_hw=(640, 640)), "x")
+    assert "--metric ultralytics sets" not in str(refused.value)

@@ -49,18 +49,15 @@ from harness.backends.hailort.errors import (
     translate,
 )
 from harness.backends.hailort.identity import DeviceIdentity, device_facts, identify_all
+from harness.backends.hailort.in_flight import DeviceQueue
+from harness.backends.hailort.vstream_specs import input_spec, numpy_dtype, output_spec
 from harness.core.errors import HarnessError, SpecError
-from harness.core.specs import FormatOrder, FormatType, NmsShape, OutputSpec, QuantInfo
-from harness.formats.nms_buffer import BBOX_PARAMS
+from harness.core.specs import FormatOrder, FormatType, OutputSpec
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# HAILO_FORMAT_ORDER_HAILO_NMS = 9, the BY_CLASS layout under its pre-4.20 name: 4.18's pyhailort parses
-# FormatOrder.HAILO_NMS outputs with output_raw_buffer_to_nms_format (hailort: hailort/libhailort/include/
-# hailo/hailort.h, "Deprecated. Should use HAILO_FORMAT_ORDER_HAILO_NMS_BY_CLASS"; pyhailort.py 4.18).
-_LEGACY_NMS_ORDER = 9
 _NMS_ORDERS = (FormatOrder.NMS_BY_CLASS, FormatOrder.NMS_BY_SCORE)
 # hailo_platform's FormatOrder member (hailort: bindings/python/src/pyhailort.cpp, enum_<hailo_format_order_t>)
 _BY_SCORE_MEMBER = "HAILO_NMS_BY_SCORE"
@@ -102,98 +99,6 @@ def load_hailort(hef: str) -> _HailoRT:
             f"reinstall the hailort wheel matching the driver version from {DEVELOPER_ZONE}"
         ) from error
     return _HailoRT(platform, pyhailort, str(getattr(platform, "__version__", "of unknown version")))
-
-
-def _order(value: object, name: str) -> FormatOrder:
-    number = int(value)  # type: ignore[call-overload]  # hailo_platform enums are pybind11 enums: int() works
-    if number == _LEGACY_NMS_ORDER:
-        return FormatOrder.NMS_BY_CLASS
-    try:
-        return FormatOrder(number)
-    except ValueError:
-        raise SpecError(
-            f"vstream {name!r}: HailoRT format order {value} ({number}), expected one of "
-            f"{[o.name for o in FormatOrder]} or the legacy HAILO_NMS (9)"
-        ) from None
-
-
-def _type(value: object, name: str) -> FormatType:
-    number = int(value)  # type: ignore[call-overload]
-    try:
-        return FormatType(number)
-    except ValueError:
-        raise SpecError(
-            f"vstream {name!r}: HailoRT format type {value} ({number}), expected UINT8, UINT16 or FLOAT32"
-        ) from None
-
-
-def _quant(q: Any) -> QuantInfo:
-    """``hailo_quant_info_t`` {qp_zp, qp_scale, limvals_min, limvals_max} (hailort: bindings/python/src/pyhailort.cpp,
-    ``QuantInfo``)."""
-    return QuantInfo(float(q.qp_zp), float(q.qp_scale), float(q.limvals_min), float(q.limvals_max))
-
-
-def _nms_shape(info: Any) -> NmsShape:
-    """``VStreamInfo.nms_shape``: number_of_classes, max_bboxes_per_class; max_bboxes_total where the binding
-    has it (hailort: nms_post_process.cpp, NmsOpMetadata::get_output_vstream_info sets it; pybind NmsShape of
-    5.1 does not expose it, and NmsShape.max_total then falls back to classes x per-class max)."""
-    nms = info.nms_shape
-    total = int(getattr(nms, "max_bboxes_total", 0) or 0)
-    return NmsShape(int(nms.number_of_classes), int(nms.max_bboxes_per_class), total)
-
-
-def input_spec(info: Any) -> InputSpec:
-    """An input vstream info -> the uint8 input the runner feeds (the /255 normalization is inside the HEF)."""
-    return InputSpec(
-        info.name, tuple(int(d) for d in info.shape), _order(info.format.order, info.name), FormatType.UINT8
-    )
-
-
-def output_spec(
-    info: Any,
-    format_type: FormatType,
-    nms_order: FormatOrder,
-    quant_infos: Sequence[Any] = (),
-) -> OutputSpec:
-    """An output vstream info -> what the host receives.
-
-    NMS outputs: ``(classes, 5, max_bboxes_per_class)`` in the order asked for (the HEF's default is BY_CLASS;
-    hailort: nms_post_process.cpp, ``expand_output_format_autos_by_op_type``), the type HailoRT reports.
-    Others: ``info.shape``, FLOAT32 or the device type, with the quant info: ``quant_infos`` (InferModel's
-    list, one per tensor or per feature) where given, else the vstream's per-tensor ``quant_info``, which is
-    all zero when the HEF quantizes per feature.
-    """
-    name = info.name
-    order = _order(info.format.order, name)
-    if order.is_nms:
-        nms = _nms_shape(info)
-        shape = (nms.number_of_classes, BBOX_PARAMS, nms.max_bboxes_per_class)
-        return OutputSpec(name, shape, nms_order, _type(info.format.type, name), nms=nms)
-    device_type = _type(info.format.type, name)
-    chosen = FormatType.FLOAT32 if format_type is FormatType.FLOAT32 else device_type
-    if chosen is FormatType.AUTO:
-        raise SpecError(f"output {name!r}: the HEF reports format type AUTO, expected UINT8, UINT16 or FLOAT32")
-    listed = tuple(dict.fromkeys(_quant(q) for q in quant_infos))
-    quant = listed if len(listed) > 1 else listed or (_quant(info.quant_info),)
-    if len(quant) == 1 and quant[0].is_zero:
-        if chosen is not FormatType.FLOAT32:
-            raise SpecError(
-                f"output {name!r}: the HEF quantizes per feature and the vstream info holds no per-tensor quant "
-                "info (all zero): use format_type FLOAT32 (HailoRT dequantizes) or api 'infer_model' "
-                "(its quant_infos list the per-feature ones)"
-            )
-        quant = ()
-    try:
-        return OutputSpec(name, tuple(int(d) for d in info.shape), order, chosen, quant)
-    except ValueError as error:
-        raise SpecError(str(error)) from None
-
-
-def _numpy_dtype(format_type: FormatType, name: str) -> np.dtype:
-    try:
-        return np.dtype(format_type.numpy_dtype)
-    except ValueError:
-        raise SpecError(f"output {name!r}: format type {format_type.name} has no buffer dtype") from None
 
 
 def _unwrap_frame(nms: Any) -> Any:
@@ -273,9 +178,7 @@ class _InferModel:
         # BY_SCORE: the host frame in bytes, "with assumption that the buffer type is uint8"
         # (hailort: bindings/python/src/bindings_common.hpp, get_pybind_shape)
         dtype = (
-            np.dtype(np.uint8)
-            if spec.format_order is FormatOrder.NMS_BY_SCORE
-            else _numpy_dtype(spec.format_type, name)
+            np.dtype(np.uint8) if spec.format_order is FormatOrder.NMS_BY_SCORE else numpy_dtype(spec.format_type, name)
         )
         return np.empty(tuple(self._model.output(name).shape), dtype=dtype)
 
@@ -287,7 +190,7 @@ class _InferModel:
         tf = self._tf and spec.format_order is FormatOrder.NMS_BY_CLASS  # no tf form for BY_SCORE (pyhailort.py)
         return _unwrap_frame(stream.get_buffer(tf_format=tf))
 
-    def run(self, name: str, frames: np.ndarray) -> dict[str, Any]:
+    def _bindings(self, name: str, frames: np.ndarray) -> list[Any]:
         all_bindings = []
         for frame in frames:
             bindings = self._configured.create_bindings()
@@ -295,8 +198,37 @@ class _InferModel:
             for output in self.specs:
                 bindings.output(output).set_buffer(self._buffer(output))
             all_bindings.append(bindings)
+        return all_bindings
+
+    def run(self, name: str, frames: np.ndarray) -> dict[str, Any]:
+        all_bindings = self._bindings(name, frames)
         self._configured.run(all_bindings, self._timeout_ms)
+        return self.outputs(all_bindings)
+
+    def outputs(self, all_bindings: Sequence[Any]) -> dict[str, Any]:
         return {output: [self._read(b, output) for b in all_bindings] for output in self.specs}
+
+    @property
+    def runs_async(self) -> bool:
+        """Whether this HailoRT's ConfiguredInferModel launches a job without waiting (``run_async``)."""
+        return hasattr(self._configured, "run_async")
+
+    def submit(self, name: str, frames: np.ndarray, done: Callable[[], None]) -> tuple[Any, list[Any]]:
+        """The frames launched on the device, not waited for: the job (its ``wait(timeout_ms)``) and its bindings.
+        ``run`` itself is ``run_async`` then ``job.wait`` (hailort 4.23.0 and 5.2.0: hailort/libhailort/bindings/
+        python/platform/hailo_platform/pyhailort/pyhailort.py, ``ConfiguredInferModel.run``, ``run_async``,
+        ``wait_for_async_ready``, ``get_async_queue_size``; ``AsyncInferJob.wait``); each releases the GIL
+        (bindings/python/src/infer_model_api.cpp). ``done`` is called on HailoRT's thread when the job ends."""
+        all_bindings = self._bindings(name, frames)
+        queue = getattr(self._configured, "get_async_queue_size", None)
+        if queue is None or len(frames) <= queue():  # more than the queue holds would time out (pyhailort.py)
+            self._configured.wait_for_async_ready(self._timeout_ms, len(frames))
+
+        def completed(completion_info: Any) -> None:
+            done()
+
+        job = self._configured.run_async(all_bindings, completed)
+        return job, all_bindings
 
     def close(self) -> None:
         self._stack.close()
@@ -358,6 +290,7 @@ class HailoRTRunner(RunnerBase):
         self._config = _Config(hef, format_type, batch_size, timeout_ms, tf_nms_format, nms_order)
         self._frames = 0
         self._seconds = 0.0
+        self._queue = DeviceQueue()  # the batches submitted and not yet collected
         self._session: _VStreams | _InferModel | None = None
         self._vdevice: Any = None
         self.physical_devices: tuple[str, ...] = ()
@@ -482,10 +415,12 @@ class HailoRTRunner(RunnerBase):
 
     @property
     def fps(self) -> float | None:
-        """Frames per second of wall time spent in infer calls (retries included); None before any frame."""
-        if not self._frames or self._seconds <= 0:
+        """Frames per second of wall time spent in infer calls (retries included) or with a submitted batch on
+        the device; None before any frame."""
+        seconds = self._seconds + self._queue.busy.seconds
+        if not self._frames or seconds <= 0:
             return None
-        return self._frames / self._seconds
+        return self._frames / seconds
 
     @property
     def frames(self) -> int:
@@ -515,30 +450,37 @@ class HailoRTRunner(RunnerBase):
         if self._session is None:
             raise HailoRTError(f"{self.label}: runner used after close")
         session = self._session
-        where = Failure(self._config.hef, self._device_text, self.hailort_version, "running inference")
         start = time.perf_counter()
         try:
-            for attempt in range(self.retries + 1):
-                try:
-                    results = session.run(name, frames)
-                except Exception as error:
-                    if not is_timeout(error, self._hr.pyhailort):
-                        mapped = translate(error, self._hr.pyhailort, where)
-                        if mapped is None:
-                            raise
-                        raise mapped from error
-                    log.warning("%s: inference timed out (try %d of %d)", self.label, attempt + 1, self.retries + 1)
-                    continue
-                self._frames += len(frames)
-                return results
-            raise InferenceTimeoutError(
-                f"HEF {self._config.hef!r} on {self._device_text} (HailoRT {self.hailort_version}): inference timed "
-                f"out {self.retries + 1} times in a row, after {self.timeout_ms} ms each; check that no other "
-                "process holds the device (`hailortcli monitor`), that the HEF runs at all (`hailortcli run "
-                f"{self.hef_path.name}`), then raise timeout_ms or reset the device"
-            )
+            results = self._retried(lambda: session.run(name, frames))
+            self._frames += len(frames)
+            return results
         finally:
             self._seconds += time.perf_counter() - start
+
+    def _retried(self, call: Callable[[], T]) -> T:
+        """``call()``, tried again after each HailoRT timeout, ``retries + 1`` times in all; HailoRT's other
+        exceptions raised as harness errors."""
+        where = Failure(self._config.hef, self._device_text, self.hailort_version, "running inference")
+        for attempt in range(self.retries + 1):
+            try:
+                return call()
+            except Exception as error:
+                if not is_timeout(error, self._hr.pyhailort):
+                    mapped = translate(error, self._hr.pyhailort, where)
+                    if mapped is None:
+                        raise
+                    raise mapped from error
+                log.warning("%s: inference timed out (try %d of %d)", self.label, attempt + 1, self.retries + 1)
+        raise self._timed_out()
+
+    def _timed_out(self) -> InferenceTimeoutError:
+        return InferenceTimeoutError(
+            f"HEF {self._config.hef!r} on {self._device_text} (HailoRT {self.hailort_version}): inference timed "
+            f"out {self.retries + 1} times in a row, after {self.timeout_ms} ms each; check that no other "
+            "process holds the device (`hailortcli monitor`), that the HEF runs at all (`hailortcli run "
+            f"{self.hef_path.name}`), then raise timeout_ms or reset the device"
+        )
 
     def infer_batch(self, feed: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
         """``{input: uint8 (n, H, W, C)}`` in one HailoRT call -> one ``{output: array or NMS form}`` per frame."""
@@ -551,7 +493,47 @@ class HailoRTRunner(RunnerBase):
         results = self._run(name, frames)
         return {output: results[output][0] for output in self._output_specs}
 
+    def submit_batch(self, feed: Mapping[str, np.ndarray]) -> Callable[[], list[dict[str, Any]]]:
+        """``{input: uint8 (n, H, W, C)}`` handed to the device without waiting; the returned call waits for
+        it and gives what :meth:`infer_batch` would. InferModel's ``run_async`` where this HailoRT has it
+        (several jobs in the device's queue), else one device thread running the batches in turn (InferVStreams
+        infers blocking, the GIL released). Batches end in the order submitted; a failure is raised, translated,
+        by the call of the batch it failed; :meth:`close` waits for every batch still in flight."""
+        name, frames = self._frames_of(feed, None)
+        session = self._session
+        if session is None:
+            raise HailoRTError(f"{self.label}: runner used after close")
+        if isinstance(session, _InferModel) and session.runs_async:
+            busy = self._queue.busy
+            busy.begin()
+            try:
+                job, bindings = self._guard(lambda: session.submit(name, frames, busy.end), "running inference")
+            except BaseException:
+                busy.end()
+                raise
+            flight = self._queue.add(lambda: self._await(session, job, bindings, len(frames)))
+        else:
+            flight = self._queue.on_thread(self._run, name, frames)
+
+        def result() -> list[dict[str, Any]]:
+            results = self._queue.collect(flight)
+            return [{output: results[output][i] for output in self._output_specs} for i in range(len(frames))]
+
+        return result
+
+    def _await(self, session: _InferModel, job: Any, bindings: list[Any], count: int) -> dict[str, Any]:
+        """A launched job's outputs, waited for ``timeout_ms`` at a time, ``retries + 1`` times at most."""
+        self._retried(lambda: job.wait(self.timeout_ms))
+        self._frames += count
+        return session.outputs(bindings)
+
     def close(self) -> None:
+        try:
+            self._queue.settle()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         session, self._session = self._session, None
         vdevice, self._vdevice = self._vdevice, None
         try:

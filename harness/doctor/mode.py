@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from harness.conformance.suite import Decoder
 from harness.core.errors import HarnessError
 from harness.doctor.bench import Bench
 from harness.families.descriptor import FamilyDescriptor
@@ -77,3 +78,13 @@ class Refusal:
     name: str
     error: type[HarnessError]
     phrase: str
+
+
+def host_decoder(decoder: Decoder) -> Inject:
+    """The injection of a host decoder's mistake: ``decoder`` over the bench's raw head outputs (the raw-output
+    HEF, or the ONNX cut at its heads where the emulator refuses the model)."""
+
+    def inject(bench: Bench, stack: ExitStack) -> Injected:
+        return Injected(bench.raw_path(stack, decoder))
+
+    return inject

@@ -7,7 +7,6 @@ reproducing its mistake on its own frames (:func:`harness.conformance.misreading
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import ExitStack
 from dataclasses import replace
 
 import numpy as np
@@ -16,10 +15,8 @@ from harness.conformance.words import SSD_BACKGROUND_AS_FIRST_CLASS, SSD_CODING_
 from harness.core.detections import Detections
 from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatType, OutputSpec
-from harness.decode.heads import Decode
 from harness.decode.maps import host_array, to_float
-from harness.doctor.bench import Bench
-from harness.doctor.mode import Inject, Injected, Mode
+from harness.doctor.mode import Mode, host_decoder
 from harness.families.ssd.decode import BOX_CHANNELS, decode, layout, ssd_config
 
 
@@ -94,22 +91,13 @@ def background_kept(
     return decode(seen, seen_specs, replace(config, ssd=replace(ssd, background_class=None)))
 
 
-def _host_decoder(decoder: Decode) -> Inject:
-    """The mode's injection: ``decoder`` over the bench's raw head outputs."""
-
-    def inject(bench: Bench, stack: ExitStack) -> Injected:
-        return Injected(bench.raw_path(stack, decoder))
-
-    return inject
-
-
 SSD_MODES: tuple[Mode, ...] = (
     Mode(
         "ssd_box_coding_x_first",
         "an SSD head's box codes read x first (tx, ty, tw, th) where the SSD config gives ty, tx, th, tw",
         "host decoder over the raw-output HEF reading each anchor's y and x codes in each other's place",
         SSD_CODING_X_FIRST,
-        _host_decoder(box_coding_x_first),
+        host_decoder(box_coding_x_first),
     ),
     Mode(
         "ssd_sigmoid_scores_read_as_softmax",
@@ -117,7 +105,7 @@ SSD_MODES: tuple[Mode, ...] = (
         "host decoder over the raw-output HEF putting each anchor's class values, the background's included, "
         "through a softmax",
         SSD_SCORES_SOFTMAXED,
-        _host_decoder(sigmoid_scores_read_as_softmax),
+        host_decoder(sigmoid_scores_read_as_softmax),
     ),
     Mode(
         "ssd_background_kept",
@@ -125,7 +113,7 @@ SSD_MODES: tuple[Mode, ...] = (
         "host decoder over the raw-output HEF taking each anchor's first nc class values, the background's "
         "included, for the model's nc classes",
         SSD_BACKGROUND_AS_FIRST_CLASS,
-        _host_decoder(background_kept),
+        host_decoder(background_kept),
     ),
 )
 

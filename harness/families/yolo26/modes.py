@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from harness.decode.heads import decoder
 from harness.doctor.bench import Bench
 from harness.doctor.mistakes import box_distances_read_as_dfl, sixteen_bit_read_as_eight
-from harness.doctor.mode import Injected, Mode
+from harness.doctor.mode import Injected, Mode, host_decoder
 from harness.families.yolov8.decode import decode as yolov8_decode
 
 
@@ -23,11 +23,6 @@ def _sixteen_bit_read_as_eight(bench: Bench, stack: ExitStack) -> Injected:
 
 def _box_distances_read_as_dfl(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.raw_path(stack, box_distances_read_as_dfl(decoder(bench.run.family))))
-
-
-def _yolov8_decoder_on_distance_heads(bench: Bench, stack: ExitStack) -> Injected:
-    # a YOLOv8 decoder (DFL, box heads of 4 x reg_max >= 8 channels) over YOLO26's heads
-    return Injected(bench.raw_path(stack, yolov8_decode))
 
 
 YOLO26_MODES: tuple[Mode, ...] = (
@@ -54,6 +49,6 @@ YOLO26_MODES: tuple[Mode, ...] = (
         "4 x reg_max >= 8 channels, as with the demo's 2 classes; a class head of 8, 12, ... 80 channels "
         "would be taken for the box head)",
         "no_dfl_box_head",
-        _yolov8_decoder_on_distance_heads,
+        host_decoder(yolov8_decode),  # a YOLOv8 decoder (DFL, 4 x reg_max >= 8 channels) over YOLO26's heads
     ),
 )

@@ -18,7 +18,7 @@ from harness.decode.layout import Anchors
 from harness.decode.maps import host_array, to_float
 from harness.doctor.bench import Bench
 from harness.doctor.description import with_decoders
-from harness.doctor.mode import Injected, Mode, Subject
+from harness.doctor.mode import Injected, Mode, Subject, host_decoder
 from harness.families.yolov5.decode import DEFAULT_ANCHORS, OBJECTNESS, decode, layout
 
 # YOLOv7's default anchors, (width, height) in input pixels per stride 8, 16, 32 (WongKinYiu/yolov7:
@@ -93,14 +93,6 @@ def objectness_left_out(
     return decode(fixed, fixed_specs, config)
 
 
-def _host_anchor_groups_reversed(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, anchor_groups_reversed))
-
-
-def _host_objectness_left_out(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, objectness_left_out))
-
-
 YOLOV5_MODES: tuple[Mode, ...] = (
     Mode(
         "nms_default_anchors",
@@ -124,14 +116,14 @@ YOLOV5_MODES: tuple[Mode, ...] = (
         "a host decoder giving the anchor groups to the strides in reverse order",
         "host decoder over the raw-output HEF's anchored maps with config.anchors reversed",
         "anchor_groups_reversed",
-        _host_anchor_groups_reversed,
+        host_decoder(anchor_groups_reversed),
     ),
     Mode(
         "host_objectness_left_out",
         "a host decoder scoring each entry by its class alone, the objectness left out",
         "host decoder over the raw-output HEF's anchored maps with every objectness taken as 1",
         "objectness_left_out",
-        _host_objectness_left_out,
+        host_decoder(objectness_left_out),
     ),
 )
 

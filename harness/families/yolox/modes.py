@@ -6,7 +6,6 @@ reproducing its mistake on its own frames (:func:`harness.conformance.misreading
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import ExitStack
 from dataclasses import replace
 
 import numpy as np
@@ -17,8 +16,7 @@ from harness.core.settings import DecodeConfig
 from harness.core.specs import FormatType, OutputSpec
 from harness.decode.maps import classes_are_probabilities, host_array, sigmoid, to_float
 from harness.decode.nms import nms
-from harness.doctor.bench import Bench
-from harness.doctor.mode import Injected, Mode
+from harness.doctor.mode import Mode, host_decoder
 from harness.families.yolox.decode import decode, layout
 
 
@@ -76,28 +74,20 @@ def objectness_left_out(
     return decode(seen, seen_specs, replace(config, classes_are_probabilities=held))
 
 
-def _sizes_without_the_exp(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, sizes_without_the_exp))
-
-
-def _objectness_left_out(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, objectness_left_out))
-
-
 YOLOX_MODES: tuple[Mode, ...] = (
     Mode(
         "yolox_sizes_without_the_exp",
         "YOLOX's box sizes decoded as t_wh x stride (the box map holds log sizes: exp(t_wh) x stride)",
         "host decoder over the raw-output HEF sizing each box t_wh x stride, its centres and scores as YOLOX's",
         SIZES_WITHOUT_THE_EXP,
-        _sizes_without_the_exp,
+        host_decoder(sizes_without_the_exp),
     ),
     Mode(
         "yolox_objectness_left_out",
         "YOLOX's cells scored by their class alone (the head scores objectness x class)",
         "host decoder over the raw-output HEF given an objectness of 1 in every cell",
         OBJECTNESS_MISSING,
-        _objectness_left_out,
+        host_decoder(objectness_left_out),
     ),
 )
 

@@ -3,30 +3,15 @@ taken for an NMS or for one class per anchor."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 from harness.core import defaults
 from harness.core.settings import NmsMode
-from harness.doctor.bench import Bench
 from harness.doctor.mistakes import one2one_with_nms, one_class_per_anchor
-from harness.doctor.mode import Injected, Mode
+from harness.doctor.mode import Mode, host_decoder
 from harness.families.yolo26.modes import YOLO26_MODES, shared_gaps
 
 __all__ = ["own_modes", "shared_gaps"]
 
 ONE2MANY_IOU = 0.45  # a YOLOv8 pipeline's host NMS: Ultralytics' (best class per anchor) at this IoU
-
-
-def _one2one_with_nms(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one2one_with_nms()))
-
-
-def _one2one_as_one2many(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one2one_with_nms(ONE2MANY_IOU, NmsMode.ULTRALYTICS, multi_label=False)))
-
-
-def _one_class_per_anchor(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, one_class_per_anchor))
 
 
 ONE2ONE_MODES: tuple[Mode, ...] = (
@@ -35,7 +20,7 @@ ONE2ONE_MODES: tuple[Mode, ...] = (
         "YOLO26's one-to-one head decoded with an NMS instead of its top-k",
         "host decoder running the evaluation's NMS (its IoU threshold, per class) over the one-to-one head's anchors",
         "nms_on_one_to_one",
-        _one2one_with_nms,
+        host_decoder(one2one_with_nms()),
     ),
     Mode(
         "one2one_decoded_as_one2many",
@@ -43,14 +28,14 @@ ONE2ONE_MODES: tuple[Mode, ...] = (
         "host decoder running Ultralytics' NMS (best class per anchor, IoU "
         f"{ONE2MANY_IOU:g}) over the one-to-one head's anchors",
         "nms_on_one_to_one",
-        _one2one_as_one2many,
+        host_decoder(one2one_with_nms(ONE2MANY_IOU, NmsMode.ULTRALYTICS, multi_label=False)),
     ),
     Mode(
         "one_class_per_anchor",
         "YOLO26's top-k keeping one class per anchor (its best), never a second",
         f"host decoder keeping the best class of the {defaults.MAX_TOTAL} anchors with the best class score",
         "none",
-        _one_class_per_anchor,
+        host_decoder(one_class_per_anchor),
         gap="the same detections as the top-k wherever no anchor passes the score threshold with two classes, "
         "which a one-to-one head (one prediction an object) rarely does at a deployment threshold: no frame of "
         "the demo does at 0.2",

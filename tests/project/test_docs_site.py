@@ -95,6 +95,13 @@ def test_the_site_builds_strictly_and_every_link_and_image_leads_somewhere(site)
 
 
 @needs_mkdocs
+def test_the_api_page_shows_a_docstring_s_cross_references_as_code_never_as_raw_roles(site):
+    page = (site / "reference" / "api.html").read_text(encoding="utf-8")
+    assert "<code>PathKind</code>" in page
+    assert re.search(r":(class|func|data|mod|meth|attr|exc|obj):<code>", page) is None
+
+
+@needs_mkdocs
 def test_the_link_check_finds_a_missing_page_and_a_missing_anchor(tmp_path):
     (tmp_path / "a.html").write_text('<a href="b.html#there">b</a><a href="gone.html">gone</a><img src="x.png">')
     (tmp_path / "b.html").write_text('<h1 id="here">b</h1>')

@@ -6,7 +6,6 @@ the functions below: the same option means the same thing everywhere."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -426,35 +425,6 @@ def named_folders(values: Mapping[str, Any]) -> list[Path]:
     return folders + [Path(values[n]).parent for n in WRITTEN_FILES if values.get(n) is not None]
 
 
-def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, names: Iterable[str]) -> None:
-    """The options ``names`` on an argparse parser, parsed and checked by the table."""
-    for name in names:
-        option = OPTIONS[name]
-
-        def parse(text: str, option: Option = option) -> Any:
-            try:
-                return option.value(text)
-            except HarnessError as error:
-                raise argparse.ArgumentTypeError(str(error).removeprefix(f"{option.flag} ")) from None
-
-        shown = f" (default {_shown(option.default)})" if option.default not in (None, False, ()) else ""
-        common: dict[str, Any] = {"dest": name, "help": option.help + shown}
-        if option.kind == "flag":
-            parser.add_argument(option.flag, action="store_true", **common)
-        elif option.kind == "toggle":
-            parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=option.default, **common)
-        elif option.kind == "repeat":
-            parser.add_argument(option.flag, action="append", type=parse, default=[], metavar=option.metavar, **common)
-        else:
-            parser.add_argument(
-                option.flag, type=parse, default=option.default, metavar=option.metavar or _metavar(option), **common
-            )
-
-
-def _shown(value: Any) -> str:
-    return str(getattr(value, "value", value))
-
-
 def from_text(name: str, text: str | None) -> Any:
     """An option's value from a text (a pytest option or ini key); its default when None or empty."""
     option = OPTIONS[name]
@@ -596,7 +566,3 @@ def job_config(
         invocation=invocation,
         progress=progress,
     )
-
-
-def _metavar(option: Option) -> str:
-    return "{" + ",".join(option.choices) + "}" if option.choices else option.name.upper()

@@ -15,6 +15,7 @@ from harness.core.path_names import EmulationStage
 from harness.core.settings import DecodeConfig, EvalSettings, MetricProtocol, NmsMode, Preprocess
 from harness.core.specs import FormatType
 from harness.inputs.demo import DEMO_ONNX
+from harness.pipeline.argparse_options import add_options
 from harness.pipeline.backends.descriptor import CompiledThresholds
 from harness.pipeline.options import (
     DOCTOR_OPTIONS,
@@ -22,7 +23,6 @@ from harness.pipeline.options import (
     JOB_OPTIONS,
     MERGE_OPTIONS,
     OPTIONS,
-    add_options,
     backend_of,
     from_text,
     job_config,

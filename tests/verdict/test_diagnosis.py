@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 from harness.conformance import misreadings, words
 from harness.core.detections import Detections, Letterbox, letterbox_boxes, unletterbox
 from harness.core.settings import EvalSettings, SettingsMismatch
-from harness.verdict.diagnosis import REPRODUCED_FIXES, RULES, Rule, diagnose
+from harness.verdict.diagnosis import RULES, Rule, diagnose
 from harness.verdict.diagnosis_evidence import Evidence, _median, collect_evidence
 from harness.verdict.metrics.distribution import CellsAboveThreshold
+from harness.verdict.misreading_fixes import REPRODUCED_FIXES
 
 from support import synthetic_results as sr
 

@@ -34,7 +34,7 @@ from harness.core.documents import read_json
 from harness.core.errors import HarnessError
 from harness.inputs.calibration import calibration_paths, calibration_shortfall, calibration_size
 from harness.inputs.export_facts import ExportFacts
-from harness.pipeline.options import add_options
+from harness.pipeline.argparse_options import add_options
 
 _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
 

@@ -9,7 +9,8 @@ import sys
 
 from harness.core import signing
 from harness.core.errors import HarnessError
-from harness.pipeline.options import DOCTOR_OPTIONS, add_options, onnx_of, settings_spec
+from harness.pipeline.argparse_options import add_options
+from harness.pipeline.options import DOCTOR_OPTIONS, onnx_of, settings_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,8 @@ import numpy as np
 
 from harness.core.errors import HarnessError
 from harness.core.files import write_atomic
-from harness.pipeline.options import EVAL_OPTIONS, add_options, onnx_of, path_spec, settings_spec
+from harness.pipeline.argparse_options import add_options
+from harness.pipeline.options import EVAL_OPTIONS, onnx_of, path_spec, settings_spec
 from harness.pipeline.spec import Backend
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.pipeline.options import MERGE_OPTIONS, add_options
+from harness.pipeline.argparse_options import add_options
+from harness.pipeline.options import MERGE_OPTIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

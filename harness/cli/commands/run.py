@@ -7,7 +7,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from harness.pipeline.options import JOB_OPTIONS, add_options, job_config
+from harness.pipeline.argparse_options import add_options
+from harness.pipeline.options import JOB_OPTIONS, job_config
 
 if TYPE_CHECKING:
     from harness.pipeline.job import JobResult

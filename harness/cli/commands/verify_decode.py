@@ -10,7 +10,7 @@ from harness.conformance.verify_decode import format_report, report_as_dict, ver
 from harness.core.errors import HarnessError
 from harness.core.settings import DecodeConfig
 from harness.inputs.onnx_graph import load_model, model_input
-from harness.pipeline.options import add_options
+from harness.pipeline.argparse_options import add_options
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 

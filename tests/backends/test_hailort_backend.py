@@ -546,19 +546,25 @@ def test_eval_runs_the_hef_on_the_devices_asked_for_and_reports_the_measured_fps
     assert "throughput on the device: " in capsys.readouterr().out
 
 
+def _device_job(tmp_path: Path, hef: Path) -> JobConfig:
+    """The job over the synthetic set in ``tmp_path / "syn"`` with ``hef`` on the (fake) device, its files in
+    ``tmp_path``."""
+    return JobConfig(
+        dataset=tmp_path / "syn",
+        report_dir=tmp_path / "report",
+        cache_dir=tmp_path / "cache",
+        golden_root=tmp_path / "golden",
+        hailo=PathSpec(Backend.HAILORT, hef=hef),
+        progress=False,
+    )
+
+
 def test_the_job_on_a_device_reports_its_fps_next_to_the_accuracy(
     make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path
 ) -> None:
     make_fake(latency_s=0.005)
     write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=3, calib=64))
-    config = JobConfig(
-        dataset=tmp_path / "syn",
-        report_dir=tmp_path / "report",
-        cache_dir=tmp_path / "cache",
-        golden_root=tmp_path / "golden",
-        hailo=PathSpec(Backend.HAILORT, hef=hef_files["nms"]),
-        progress=False,
-    )
+    config = _device_job(tmp_path, hef_files["nms"])
     job = run_job(config, log=lambda line: None)
     hailo = job.results[-1]
     assert hailo.path == HAILO and hailo.fps is not None and 0 < hailo.fps <= 200
@@ -707,14 +713,7 @@ def test_a_firmware_update_is_recorded_missed_by_the_cache_and_said_in_the_sign_
     make_fake: MakeFake, hef_files: dict[str, Path], tmp_path: Path
 ) -> None:
     write_dataset(tmp_path / "syn", Recipe(seed=7, train=0, val=10, calib=0))
-    config = JobConfig(
-        dataset=tmp_path / "syn",
-        report_dir=tmp_path / "report",
-        cache_dir=tmp_path / "cache",
-        golden_root=tmp_path / "golden",
-        hailo=PathSpec(Backend.HAILORT, hef=hef_files["nms"]),
-        progress=False,
-    )
+    config = _device_job(tmp_path, hef_files["nms"])
     quiet = lambda line: None  # noqa: E731
     make_fake(boards={"0000:01:00.0": Board("4.20.0")})
     run_job(replace(config, update_golden=True, release="r1"), log=quiet)

@@ -34,7 +34,7 @@ from harness.doctor.mistakes import (
     sigmoid_on_probabilities_of,
     sigmoid_on_scores,
 )
-from harness.doctor.mode import Injected, Mode, Refusal, Subject
+from harness.doctor.mode import Injected, Mode, Refusal, Subject, host_decoder
 from harness.families import REGISTERED, descriptor, part
 from harness.inputs.dataset import DatasetError
 from harness.inputs.dataset_yolo import load_yolo
@@ -131,10 +131,6 @@ def _host_nms_left_out(bench: Bench, stack: ExitStack) -> Injected:
 
 def _host_nms_run_twice(bench: Bench, stack: ExitStack) -> Injected:
     return Injected(bench.path(stack, replace(bench.subject_spec, decoder=host_nms_run_twice(bench.run.family))))
-
-
-def _box_range_collapsed(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.raw_path(stack, box_range_collapsed))
 
 
 def _class_names_swapped(bench: Bench, stack: ExitStack) -> Injected:
@@ -324,7 +320,7 @@ MODES: tuple[Mode, ...] = (
         "box convs quantized on a range far too coarse (the DFC at a reduced optimization level)",
         f"the raw-output HEF's DFL logits clipped to +-{BOX_RANGE:g}, the class outputs as they are",
         "box_regression_collapse",
-        _box_range_collapsed,
+        host_decoder(box_range_collapsed),
         needs_emulator=True,
         offered=_dfl_box_maps,
     ),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 
 class GateFailure(Exception):
     """A gate that did not hold; its message is the whole failure report."""
+
+
+class WeakBaselineWarning(UserWarning):
+    """A gate passed against a baseline too weak to fail (blessed with ``--accept-weak-baseline`` or made so): pytest
+    counts it among the warnings, never among plain passes."""
 
 
 class GateItem(pytest.Item):
@@ -161,6 +167,10 @@ class JobGateItem(GateItem):
         self.user_properties.append(("report", str(job.reports["html"])))
         if not gate.passed:
             raise GateFailure(f"{gate.message}\nreport: {job.reports['html']}")
+        if gate.weak:
+            self.user_properties.append(("weak", gate.weak))
+            warning = WeakBaselineWarning(f"{self.name}: WEAK PASS, its baseline cannot fail: {gate.weak}")
+            warnings.warn_explicit(warning, WeakBaselineWarning, "hailo-harness", 0)  # the gate's, not a source line
 
     def reportinfo(self) -> tuple[str, int, str]:
         return "hailo-harness", 0, f"gate {self.name}"

@@ -277,7 +277,9 @@ def summary_lines(job: JobResult) -> Sequence[str]:
         )
     lines.append("")
     for g in job.gates:
-        lines.append(f"{'PASS' if g.passed else 'FAIL'}  {g.name}")
+        # a pass held to a baseline that cannot fail is not a pass: said on the gate's own line, with why
+        mark = "FAIL" if not g.passed else "WEAK PASS" if g.weak else "PASS"
+        lines.append(f"{mark}  {g.name}" + (f": {g.weak}" if g.passed and g.weak else ""))
         if not g.passed:
             lines.extend(f"      {line}" for line in g.text.splitlines())
     for names, causes in shared_causes(job.gates):  # once, not under each gate that shares them

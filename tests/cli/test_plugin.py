@@ -228,6 +228,21 @@ def test_missing_baseline_fails_with_the_command_that_creates_it(pytester, tmp_p
     )
 
 
+def test_a_gate_held_to_a_weak_baseline_passes_as_a_warning_never_as_a_plain_pass(pytester, tmp_path):
+    """Two images: a mAP blessed knowingly weak (``--accept-weak-baseline``) cannot fail; pytest says so for
+    each such gate among its warnings, and the JUnit XML carries why."""
+    data = tmp_path / "two"
+    write_dataset(data, Recipe(seed=9, train=0, val=2, calib=0))
+    args = (f"--onnx={DEMO}", f"--dataset={data}", f"--golden={tmp_path / 'golden'}", "-k", "test_map and onnx]")
+    pytester.runpytest_subprocess(*args, "--update-golden", "--accept-weak-baseline").assert_outcomes(
+        passed=2, deselected=7, warnings=2
+    )
+    result = pytester.runpytest_subprocess(*args, "--junitxml=weak.xml")
+    result.assert_outcomes(passed=2, deselected=7, warnings=2)  # test_map and test_map50_95
+    result.stdout.fnmatch_lines(["*WeakBaselineWarning: test_map[[]two-onnx]: WEAK PASS, its baseline cannot fail: *"])
+    assert '<property name="weak" value="' in (pytester.path / "weak.xml").read_text()
+
+
 def test_the_demo_is_held_against_its_shipped_baselines_until_the_project_blesses_its_own(pytester):
     """Run from a subfolder: the defaults lie in the rootdir, an ini key's path is relative to its file."""
     pytester.makeini("[pytest]\nharness_report = ci-report\n")

@@ -240,6 +240,8 @@ def test_a_set_too_small_to_measure_is_blessed_only_knowingly_and_every_run_then
     again = run_job(replace(small, update_golden=False), log=lambda line: None)
     weak = [g.name for g in again.gates if g.weak]
     assert {"test_map[d-onnx]", "test_map[d-emulated-hailo]"} <= set(weak), weak
+    marked = [line for line in summary_lines(again) if line.startswith("WEAK PASS  ")]
+    assert [line.split()[2].rstrip(":") for line in marked] == weak and all("too few" in line for line in marked)
     assert summary_lines(again)[-1].endswith(
         f"; {len(weak)} of them held to weak baselines that cannot fail (blessed with --accept-weak-baseline)"
     )

@@ -72,7 +72,11 @@ def _choices(enum_type: Iterable[Any]) -> tuple[str, ...]:
 
 _OPTIONS = (
     Option(
-        "onnx", "float Ultralytics export of the model (names the classes; default: the demo)", Path, metavar="M.onnx"
+        "onnx",
+        "float Ultralytics export of the model (names the classes; default on the command line: the demo model, "
+        "harness/data/demo/fire_smoke_yolo11n_256.onnx; under pytest the evaluation gates run only when it is given)",
+        Path,
+        metavar="M.onnx",
     ),
     Option(
         "hef",

@@ -342,19 +342,35 @@ def blessed_note(baseline: dict[str, Any]) -> str:
     return said
 
 
+# the float model's highest score above a quantized path's by more than this (a few 8-bit steps of a [0, 1] output) is
+# a cap of that path's class outputs
+CAP_MARGIN = 0.01
+
+
 def cap_notes(paths: Sequence[dict[str, Any]]) -> list[str]:
-    """A sentence for each path whose scores stop well below 1: a cap, which "scores >= 0.99" (the
-    saturation) cannot show, being its opposite."""
-    return [
-        f"{p['label']}: no score above {p['highest_score']:.3f}. That is a cap, the opposite of saturation "
-        f"(0 scores >= 0.99 says nothing is pinned at the top): its class outputs cannot represent a higher "
-        "score, as after calibrating on images without the classes."
-        for p in paths
-        if _made_by(p) is not PathKind.FLOAT  # a cap of quantization: the float export has none
-        and p.get("highest_score") is not None
-        and p["highest_score"] < defaults.MIN_SCORE_CAP
-        and p["box_counts"]["total"]
-    ]
+    """A sentence for each quantized path whose scores stop below what the float model reaches on the same images:
+    a cap, which "scores >= 0.99" (the saturation) cannot show, being its opposite. Without a float path in the
+    report, a highest score under :data:`~harness.core.defaults.MIN_SCORE_CAP` is the sign."""
+    floats = [p["highest_score"] for p in paths if _made_by(p) is PathKind.FLOAT and p.get("highest_score") is not None]
+    top = max(floats, default=None)
+    notes = []
+    for p in paths:
+        highest = p.get("highest_score")
+        if _made_by(p) is PathKind.FLOAT or highest is None or not p["box_counts"]["total"]:
+            continue  # a cap of quantization: the float export has none
+        if top is not None and highest < top - CAP_MARGIN:
+            than = f"where the float model reaches {top:.3f} on the same images"
+        elif top is None and highest < defaults.MIN_SCORE_CAP:
+            than = "and no float path here to compare with"
+        else:
+            continue
+        notes.append(
+            f"{p['label']}: no score above {highest:.3f}, {than}. That is a cap, the opposite of saturation "
+            f"(0 scores >= 0.99 says nothing is pinned at the top): its class outputs cannot represent a higher "
+            "score; their range was calibrated on images that score lower (`hailo-harness calibration-check` "
+            "says which images would cover it)."
+        )
+    return notes
 
 
 # Where each kind of path runs, in the reports' words: only a device path is called hardware.

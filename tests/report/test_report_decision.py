@@ -119,11 +119,17 @@ def test_a_pass_held_to_weak_baselines_is_not_green_and_says_so(signed_off):
     assert report_view(clean).state == "pass" and '<span class="verdict pass">PASSED' in render_html(clean, (), ())
 
 
-def test_the_cap_note_is_said_only_of_a_quantized_path(signed_off):
+def test_the_cap_note_is_said_only_of_a_quantized_path_whose_scores_stop_below_the_float_models(signed_off):
     _, _, document = signed_off
-    capped = [dict(p, highest_score=0.355) for p in document["paths"]]
-    notes = cap_notes(capped)
-    assert len(notes) == 1 and notes[0].startswith("hailo (emulated): no score above 0.355")
+    float_path, hailo = document["paths"]
+    notes = cap_notes([dict(float_path, highest_score=0.97), dict(hailo, highest_score=0.355)])
+    assert len(notes) == 1
+    assert notes[0].startswith("hailo (emulated): no score above 0.355, where the float model reaches 0.970")
+    assert cap_notes([dict(float_path, highest_score=0.355), dict(hailo, highest_score=0.355)]) == []
+    # a model whose own scores stop at 0.8 has no cap at 0.795, though both lie under the default 0.9
+    assert cap_notes([dict(float_path, highest_score=0.8), dict(hailo, highest_score=0.795)]) == []
+    alone = cap_notes([dict(hailo, highest_score=0.355)])
+    assert len(alone) == 1 and "no float path here to compare with" in alone[0]
 
 
 def test_the_summary_names_the_verdict_what_changed_the_first_cause_and_the_gates_that_moved(signed_off):

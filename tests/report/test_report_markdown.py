@@ -70,7 +70,7 @@ def test_a_path_whose_scores_stop_far_below_one_is_called_a_cap_not_shown_as_zer
     )
     files = write_reports(tmp_path / "report", [case.onnx, capped], case.gates, case.dataset)
     for text in (files["markdown"].read_text(), files["html"].read_text()):
-        assert "no score above 0.355. That is a cap, the opposite of saturation" in text
+        assert "no score above 0.355, where the float model reaches" in text and "That is a cap" in text
         assert text.count("the opposite of saturation") == 1  # the reference path reaches 0.97: no note
 
 

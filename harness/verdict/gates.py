@@ -350,8 +350,15 @@ def missing_golden_gates(
     result: PathResult, message: str, kinds: Sequence[str] = BASELINE_KINDS
 ) -> tuple[GateResult, ...]:
     """The baseline gates (``kinds``) of a run without a baseline, each failing with ``message`` (see
-    :func:`harness.verdict.golden.missing_golden_message`), so a missing baseline is never a silent pass."""
-    return tuple(GateResult(gate_id(k, result), False, None, None, None, None, (), message) for k in kinds)
+    :func:`harness.verdict.golden.missing_golden_message`), so a missing baseline is never a silent pass. Each
+    keeps what the run observed, the value a blessing would hold (a first run's report shows it, not n/a)."""
+    seen = {
+        "map": result.metrics.map50,
+        "map50_95": result.metrics.map50_95,
+        "score_saturation": result.scores.saturation,
+        "box_count": result.box_counts.mean,
+    }
+    return tuple(GateResult(gate_id(k, result), False, None, seen.get(k), None, None, (), message) for k in kinds)
 
 
 def run_gates(

@@ -240,6 +240,14 @@ def test_a_missing_baseline_fails_each_baseline_gate_with_the_create_command(hai
         "test_box_count[fire_smoke_val-hailo]",
     ]
     assert all(not g.passed and g.message.endswith("--update-golden") for g in gates)
+    # what the run observed is kept, as a first run's report shows it before anyone blesses it
+    assert [g.observed for g in gates] == [
+        hailo.metrics.map50,
+        hailo.metrics.map50_95,
+        hailo.scores.saturation,
+        hailo.box_counts.mean,
+    ]
+    assert all(g.baseline is None for g in gates)
 
 
 def _staged(truths, quantized_preds):
@@ -805,10 +813,11 @@ def test_run_gates_holds_the_kinds_asked_for_with_the_bootstrap_the_reference_an
     )
 
 
-def test_a_missing_baseline_is_one_failing_gate_per_kind_with_no_number_and_no_causes(hailo):
+def test_a_missing_baseline_is_one_failing_gate_per_kind_with_no_baseline_number_and_no_causes(hailo):
     gates = missing_golden_gates(hailo, "no baseline", kinds=("box_count",))
+    mean = hailo.box_counts.mean
     assert gates == (
-        GateResult(GateId("box_count", "fire_smoke_val", "hailo"), False, None, None, None, None, (), "no baseline"),
+        GateResult(GateId("box_count", "fire_smoke_val", "hailo"), False, None, mean, None, None, (), "no baseline"),
     )
 
 

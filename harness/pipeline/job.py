@@ -47,7 +47,7 @@ from harness.verdict.gates import (
 from harness.verdict.golden import Golden, baseline_file, golden_path, missing_golden_message
 from harness.verdict.golden_blessing import bless, golden_from_result
 from harness.verdict.golden_reading import load_golden
-from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG
+from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG, weaknesses
 from harness.verdict.metrics import SET_SCORES
 from harness.verdict.metrics.coco import PairedBootstrap, paired_bootstrap
 from harness.verdict.metrics.distribution import SATURATION_LEVEL
@@ -113,6 +113,13 @@ def _baseline_gates(
             from harness.report import report_files
 
             message = missing_golden_message(file, config.invocation, report_files(config.report_dir)["html"])
+            weak = weaknesses(golden_from_result(result, reference=reference if is_hailo else None))
+            if weak:  # said before the blessing refuses it
+                message += (
+                    f"; blessing this run would be refused, its baseline too weak to fail: "
+                    f"{'; '.join(w.text for w in weak)} (bless it knowingly with --update-golden {ACCEPT_WEAK_FLAG}, "
+                    "or use a set and a model that give more to measure)"
+                )
             gates.extend(missing_golden_gates(result, message, kinds))
             if is_hailo:
                 gates.append(gate_path_agreement(reference, hailo))

@@ -229,6 +229,10 @@ def test_a_set_too_small_to_measure_is_blessed_only_knowingly_and_every_run_then
         report_dir=tmp_path / "report",
         update_golden=True,
     )
+    first = run_job(replace(small, update_golden=False), log=lambda line: None)
+    unblessed = next(g for g in first.gates if g.name == "test_map[d-onnx]")
+    assert "blessing this run would be refused, its baseline too weak to fail: " in unblessed.message
+    assert "fewer than 10" in unblessed.message and "--update-golden --accept-weak-baseline" in unblessed.message
     with pytest.raises(
         GoldenError,
         match=r"labelled objects, fewer than 10: too few to measure a mAP; .*"

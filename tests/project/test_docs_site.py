@@ -261,3 +261,21 @@ def test_the_browser_check_finds_a_page_wider_than_the_window_and_a_missing_imag
         wide.unlink()
     assert seen["scroll_width"] > seen["width"] == 390
     assert seen["missing_images"] == ["missing.png"]
+
+
+@needs_chromium
+def test_the_report_picture_tool_lays_a_report_out_in_chromium_and_writes_a_small_palette_png(tmp_path):
+    from PIL import Image
+
+    from tools import report_picture
+
+    report = tmp_path / "report.html"
+    report.write_text('<!DOCTYPE html><html><body><h1 style="color:#b00">FAILED (3 of 9 gates)</h1></body></html>')
+    out = tmp_path / "images" / "report.png"
+    assert report_picture.main(["--report", str(report), "--out", str(out), "--width", "600", "--height", "300"]) == 0
+    with Image.open(out) as picture:
+        assert picture.size == (600, 300) and picture.mode == "P"
+        assert (187, 0, 0) in {colour for _, colour in picture.convert("RGB").getcolors(256) or []}  # the heading
+    assert out.stat().st_size < IMAGE_LIMIT
+    with pytest.raises(SystemExit, match=r"--report .*gone\.html: no such file"):
+        report_picture.main(["--report", str(tmp_path / "gone.html"), "--out", str(out)])

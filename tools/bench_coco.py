@@ -1,6 +1,6 @@
 """Benchmark: COCO box mAP by the harness against pycocotools and faster-coco-eval on the same sets.
 
-    python -m tools.bench_coco [--sizes 500 2000] [--classes 2 80] [--repeats 3] [--seed S]
+    python -m tools.bench_coco [--sizes 500 2000] [--classes 2 80] [--repeats 3] [--seed S] [--write-figures]
 
 faster-coco-eval (C++) is not a dependency of the harness; install it into the environment for this
 benchmark alone (``.venv/bin/pip install faster-coco-eval``); without it its columns read "-".
@@ -19,7 +19,8 @@ class), plus false positives up to ~30 detections per image; float32 scores. Tim
 mAP@0.5 and mAP@0.5:0.95 are compared with pycocotools' as floats: the harness must equal them
 (``==``); faster-coco-eval sums its precision cells in another order and may differ in the last
 bits, which is printed. The tool exits 1 if the harness differs at all or faster-coco-eval by more
-than 1e-12. A benchmark, not a test.
+than 1e-12. A benchmark, not a test. ``--write-figures`` writes the seconds and whether the mAPs are equal
+to ``docs/figures/coco.json``, where the documentation reads them (``tools/docs_figures.py``).
 """
 
 from __future__ import annotations
@@ -133,7 +134,9 @@ def main() -> None:
     parser.add_argument("--classes", type=int, nargs="+", default=[2, 80])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write-figures", action="store_true", help="write docs/figures/coco.json")
     args = parser.parse_args()
+    figures: dict[str, Any] = {"repeats": args.repeats}
 
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
@@ -175,6 +178,12 @@ def main() -> None:
                 for name in ("harness", "pycocotools", "faster-coco-eval")
             )
             print(row + f"   mAP50 {maps['harness'][0]:.6f}  mAP50-95 {maps['harness'][1]:.6f}")
+            figures[f"images_{n_images}_classes_{n_classes}"] = {
+                "boxes": sum(map(len, truths)),
+                "seconds": {name.replace("-", "_"): round(value, 4) for name, value in seconds.items()},
+                "equal_to_pycocotools": maps["harness"] == maps["pycocotools"],
+                "pycocotools_over_harness": round(seconds["pycocotools"] / seconds["harness"], 1),
+            }
             for name, (map50, map50_95) in maps.items():
                 difference = max(abs(map50 - maps["pycocotools"][0]), abs(map50_95 - maps["pycocotools"][1]))
                 if difference:
@@ -183,6 +192,11 @@ def main() -> None:
                 failed = failed or (name == "harness" and difference > 0) or difference > 1e-12
     for line in report:
         print(line)
+    if args.write_figures and not failed:
+        from tools.docs_figures import write_figures
+
+        size = f"{', '.join(map(str, args.sizes))} images of {' and '.join(map(str, args.classes))} classes"
+        print(f"wrote {write_figures('coco', figures, 'python -m tools.bench_coco', size).name}")
     sys.exit(1 if failed else 0)
 
 

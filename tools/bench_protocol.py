@@ -1,6 +1,6 @@
 """``--metric ultralytics`` alone against ``yolo val``: the one option is Ultralytics' protocol.
 
-    python -m tools.bench_protocol [--threads N] [--work DIR] [--ultralytics-python PY] [--cases ...]
+    python -m tools.bench_protocol [--threads N] [--work DIR] [--ultralytics-python PY] [--cases ...] [--write-figures]
 
 For each case (the fixture exports on the 16 COCO images, the demo model on the 200 fire/smoke frames;
 ``HARNESS_FIXTURES``) the harness runs ``eval --onnx M --dataset D --metric ultralytics --no-cache``
@@ -9,7 +9,8 @@ own defaults: conf 0.001, iou 0.7, max_det 300) on a dataset YAML of links to th
 (:func:`tools.bench_compare.ultralytics_set`). Printed per case: both mAP@0.5 and mAP@0.5:0.95, their
 differences (target: at most 0.001) and, for the record, the harness under the metric's old meaning (the
 metric and yolo val's letterbox over HailoRT's NMS at the default thresholds), which the one option no
-longer gives. Not a timing: the load average is printed for the record only.
+longer gives. Not a timing: the load average is printed for the record only. ``--write-figures`` writes
+them to ``docs/figures/protocol.json``, where the documentation reads them (``tools/docs_figures.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tools.bench_compare import (
     ultralytics_set,
 )
 from tools.bench_paths import writable_folder
+from tools.docs_figures import rounded, write_figures
 
 TARGET = 0.001
 # The metric's old meaning, spelled out: what `--metric ultralytics` alone measured before it set the protocol.
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="an existing folder for the temporary files")
     parser.add_argument("--ultralytics-python", type=Path, default=Path("/work/train-venv/bin/python"))
     parser.add_argument("--cases", nargs="*", choices=sorted(cases()), default=sorted(cases()))
+    parser.add_argument("--write-figures", action="store_true", help="write docs/figures/protocol.json")
     args = parser.parse_args()
     if args.work is not None:
         writable_folder("bench_protocol", "--work", args.work)
@@ -107,6 +110,19 @@ def main() -> None:
             f"{'yes' if max(d50, d) <= TARGET else 'NO':>8}{_pair(old, 10)}"
         )
     print(f"largest difference {worst:.6f} (target <= {TARGET}); columns: mAP@0.5, mAP@0.5:0.95")
+    if args.write_figures:
+        figures: dict[str, Any] = {"ultralytics": version, "largest_difference": worst, "target": TARGET}
+        for name, images, ours, u, old in rows:
+            figures[name.replace("-", "_")] = {
+                "images": images,
+                "harness": rounded(ours, 6),
+                "yolo_val": rounded({"map50": u["map50"], "map50_95": u["map50_95"]}, 6),
+                "old_meaning": rounded(old, 6),
+                "old_meaning_lower_map50": round(u["map50"] - old["map50"], 6),
+            }
+        size = ", ".join(f"{name}: {images} images" for name, images, *_ in rows)
+        path = write_figures("protocol", figures, "python -m tools.bench_protocol", size)
+        print(f"wrote {path.name}")
 
 
 def _pair(maps: dict[str, float], width: int) -> str:

@@ -1,7 +1,8 @@
 """The documentation site as a reader gets it: ``mkdocs build --strict`` (no warning), every link and image
 of every built page leads to a file (and an anchor) that exists, and the landing page and two others, laid out
 by headless Chromium at 1280 and 390 px, are no wider than the window and show every image. Skipped without
-mkdocs (the ``dev`` extra) or Chromium, unless HARNESS_REQUIRE_CHROMIUM is set (CI sets it)."""
+mkdocs (the ``dev`` extra) or Chromium, unless HARNESS_REQUIRE_CHROMIUM is set (CI sets it). The images
+README.md and the pages show are files of the project, each a few hundred KB at most."""
 
 from __future__ import annotations
 
@@ -88,10 +89,62 @@ def broken_links(site: Path) -> list[str]:
     return broken
 
 
+# ------------------------------------------------------------------------------------- images of the pages
+
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
+IMAGE_LIMIT = 400_000  # bytes: what a README can afford to load
+
+
+def image_faults(pages: list[Path]) -> list[str]:
+    """Each image a Markdown page shows whose file is missing, or larger than :data:`IMAGE_LIMIT`."""
+    faults = []
+    for page in pages:
+        for source in _IMAGE.findall(page.read_text(encoding="utf-8")):
+            if urlsplit(source).scheme:
+                faults.append(f"{page.name}: {source} (an image from elsewhere: keep it in docs/images/)")
+                continue
+            target = page.parent / unquote(source)
+            if not target.is_file():
+                faults.append(f"{page.name}: {source} (no such file)")
+            elif target.stat().st_size > IMAGE_LIMIT:
+                faults.append(f"{page.name}: {source} ({target.stat().st_size} bytes, over {IMAGE_LIMIT})")
+    return faults
+
+
+def test_every_image_of_the_readme_and_the_pages_exists_and_is_small():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    assert image_faults(pages) == []
+    readme = _IMAGE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    landing = _IMAGE.findall((ROOT / "docs" / "index.md").read_text(encoding="utf-8"))
+    assert "docs/images/report.png" in readme and "images/report.png" in landing  # the picture of a report
+
+
+def test_the_image_check_finds_a_missing_a_remote_and_a_heavy_image(tmp_path):
+    (tmp_path / "big.png").write_bytes(b"x" * (IMAGE_LIMIT + 1))
+    (tmp_path / "ok.png").write_bytes(b"x")
+    page = tmp_path / "p.md"
+    page.write_text("![a](ok.png) ![b](gone.png) ![c](https://example.org/c.png) ![d](big.png)\n")
+    assert image_faults([page]) == [
+        "p.md: gone.png (no such file)",
+        "p.md: https://example.org/c.png (an image from elsewhere: keep it in docs/images/)",
+        f"p.md: big.png ({IMAGE_LIMIT + 1} bytes, over {IMAGE_LIMIT})",
+    ]
+
+
 @needs_mkdocs
 def test_the_site_builds_strictly_and_every_link_and_image_leads_somewhere(site):
     assert (site / "index.html").is_file() and (site / "reference" / "cli.html").is_file()
     assert broken_links(site) == []
+
+
+@needs_mkdocs
+def test_the_built_pages_show_the_benchmarks_figures_never_a_placeholder(site):
+    from tools.docs_figures import read_figures
+
+    assert [p.name for p in site.rglob("*.html") if "{{ figure" in p.read_text(encoding="utf-8")] == []
+    off_domain = read_figures("calibration_check")["demo_off_domain"]
+    page = (site / "calibration-check.html").read_text(encoding="utf-8")
+    assert f"<td>{off_domain['map50']:.3f} ({off_domain['map50_95']:.3f})</td>" in page
 
 
 @needs_mkdocs
@@ -189,6 +242,8 @@ def test_the_page_fits_the_window_and_shows_its_images_in_a_real_browser(measure
     assert seen["title"] and seen["text"] > 200, seen  # the page, not an error
     assert seen["width"] <= width and seen["missing_images"] == [], seen
     assert seen["scroll_width"] <= seen["width"], f"{page} is wider than {width} px: {seen}"
+    if page == "index.html":
+        assert seen["images"] >= 1, seen  # the report's picture, loaded (missing_images is empty)
 
 
 @needs_mkdocs
@@ -206,3 +261,21 @@ def test_the_browser_check_finds_a_page_wider_than_the_window_and_a_missing_imag
         wide.unlink()
     assert seen["scroll_width"] > seen["width"] == 390
     assert seen["missing_images"] == ["missing.png"]
+
+
+@needs_chromium
+def test_the_report_picture_tool_lays_a_report_out_in_chromium_and_writes_a_small_palette_png(tmp_path):
+    from PIL import Image
+
+    from tools import report_picture
+
+    report = tmp_path / "report.html"
+    report.write_text('<!DOCTYPE html><html><body><h1 style="color:#b00">FAILED (3 of 9 gates)</h1></body></html>')
+    out = tmp_path / "images" / "report.png"
+    assert report_picture.main(["--report", str(report), "--out", str(out), "--width", "600", "--height", "300"]) == 0
+    with Image.open(out) as picture:
+        assert picture.size == (600, 300) and picture.mode == "P"
+        assert (187, 0, 0) in {colour for _, colour in picture.convert("RGB").getcolors(256) or []}  # the heading
+    assert out.stat().st_size < IMAGE_LIMIT
+    with pytest.raises(SystemExit, match=r"--report .*gone\.html: no such file"):
+        report_picture.main(["--report", str(tmp_path / "gone.html"), "--out", str(out)])

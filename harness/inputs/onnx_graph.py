@@ -130,6 +130,32 @@ def load_model(path: str | os.PathLike[str]) -> onnx.ModelProto:
     return model
 
 
+# Ops of an already quantized graph (onnxruntime dynamic or static quantization, Ultralytics' int8=True): the
+# Dataflow Compiler takes a float export and quantizes it itself, as the emulator does.
+QUANTIZED_OPS = frozenset(
+    {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "QLinearConv"}
+)
+
+
+def quantized_ops(model: onnx.ModelProto, source: str, where: str = "") -> str:
+    """What is wrong with ``model`` (from ``source``) as a compiler's input where it holds quantized ops (``where``:
+    which part of it), else ``""``."""
+    found = sorted({n.op_type for n in model.graph.node if n.op_type in QUANTIZED_OPS})
+    if not found:
+        return ""
+    return (
+        f"ONNX model {source!r}: {where}holds quantized ops {found}, expected a float export (export without "
+        "int8=True: the Dataflow Compiler, and the emulator in its place, quantize the float model themselves)"
+    )
+
+
+def reject_quantized(model: onnx.ModelProto, source: str, where: str = "") -> None:
+    """A :class:`GraphError` where ``model`` holds quantized ops (:func:`quantized_ops`)."""
+    wrong = quantized_ops(model, source, where)
+    if wrong:
+        raise GraphError(wrong)
+
+
 def output_shapes(model: onnx.ModelProto) -> dict[str, tuple[int | str, ...]]:
     return {
         o.name: tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in o.type.tensor_type.shape.dim)

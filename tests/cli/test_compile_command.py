@@ -174,6 +174,18 @@ def test_compile_with_the_dfc_writes_the_hef_and_reuses_it(
     assert f"wrote {hef} (from the cache)" in capsys.readouterr().out
 
 
+def test_compiling_an_int8_export_is_refused_naming_its_quantized_ops_before_the_dfc_is_called(
+    sdk: ModuleType, shared_fixtures: Path, calibration: Path, tmp_path: Path
+) -> None:
+    from harness.core.errors import GraphError
+
+    onnx = shared_fixtures / "onnx" / "yolo11n_coco80_320_int8.onnx"
+    argv = ["--onnx", onnx, "--calibration", calibration, "--calibration-count", "2", "--out", tmp_path / "out"]
+    with pytest.raises(GraphError, match=r"320_int8.onnx.*holds quantized ops .*expected a float export"):
+        _run(*argv, "--cache", tmp_path / "cache")
+    assert sdk.CALLS == [] and not (tmp_path / "out").exists()
+
+
 def test_compile_bbox_only_loads_the_bbox_only_op_into_the_dfc_and_is_refused_for_a_head_without_nms(
     sdk: ModuleType, calibration: Path, tmp_path: Path
 ) -> None:
@@ -189,12 +201,16 @@ def test_compile_bbox_only_loads_the_bbox_only_op_into_the_dfc_and_is_refused_fo
 def test_dry_run_of_a_yolov8_fixture_export_writes_its_nms_config(
     shared_fixtures: Path, calibration: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The fixture export is Ultralytics' int8 one: its scripts follow from its structure, and the float_export
+    check fails (the DFC parses a float export only), the one check that does."""
     onnx = shared_fixtures / "onnx" / "yolov8n_coco80_640_int8.onnx"
     out = tmp_path / "out"
     argv = ["--onnx", onnx, "--calibration", calibration, "--calibration-count", "2", "--out", out, "--dry-run"]
-    assert _run(*argv) == 0
+    assert _run(*argv) == 1
     text = capsys.readouterr().out
-    assert "head: the YOLOv8/YOLO11 head" in text and "FAIL" not in text
+    assert "head: the YOLOv8/YOLO11 head" in text
+    assert [line.split(":")[0] for line in text.splitlines() if line.startswith("FAIL")] == ["FAIL  float_export"]
+    assert "holds quantized ops ['ConvInteger', 'DynamicQuantizeLinear'], expected a float export" in text
     assert "end nodes: " + " ".join(h.node for h in find_heads(load_model(onnx))) in text
     config = json.loads((out / "yolov8n_coco80_640_int8_nms_config.json").read_text())
     assert config["classes"] == 80 and config["image_dims"] == [640, 640]

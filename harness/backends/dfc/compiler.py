@@ -54,6 +54,7 @@ from harness.core.settings import SsdConfig
 from harness.inputs.calibration import calibration_paths, images_digest
 from harness.inputs.export_facts import ExportFacts, file_sha256
 from harness.inputs.layer_names import is_layer_name
+from harness.inputs.onnx_graph import load_model, reject_quantized
 from harness.inputs.preprocess import letterbox, load_image
 
 HW_ARCHS = ("hailo8", "hailo8l", "hailo10h")
@@ -337,6 +338,7 @@ def compile_hef(request: CompileRequest, out_dir: Path, cache_root: Path = DEFAU
     """Compile ``request.onnx`` into ``out_dir/<stem>.hef`` with the scripts, the log and the optimized HAR
     beside it; a HEF already compiled from the same ONNX, scripts, calibration images, hw_arch and DFC
     version is taken from the cache without calling the DFC."""
+    reject_quantized(load_model(request.onnx), os.fspath(request.onnx))  # the DFC's parser takes a float export
     sdk = load_sdk()
     facts = onnx_facts(request.onnx, request.end_nodes, request.head, request.ssd)
     paths = calibration_paths(request.calibration, request.calibration_count)

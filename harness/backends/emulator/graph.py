@@ -22,13 +22,7 @@ from onnx import TensorProto, helper, numpy_helper, shape_inference
 from harness.core.errors import GraphError
 from harness.core.head_family import HeadFamily, HeadRole, HeadTensor
 from harness.core.settings import SsdConfig
-from harness.inputs.onnx_graph import cut_at_heads, export_heads, model_input
-
-# Ops of an already quantized graph (onnxruntime dynamic or static quantization): quantizing it again
-# would quantize dequantized values, not the model as the Dataflow Compiler sees a float export.
-_QUANTIZED_OPS = frozenset(
-    {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "QLinearConv"}
-)
+from harness.inputs.onnx_graph import cut_at_heads, export_heads, model_input, reject_quantized
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +40,6 @@ class HefGraph:
     family: HeadFamily
     input_name: str
     input_hw: tuple[int, int]
-
-
-def _reject_quantized(model: onnx.ModelProto, source: str) -> None:
-    found = sorted({n.op_type for n in model.graph.node if n.op_type in _QUANTIZED_OPS})
-    if found:
-        raise GraphError(
-            f"ONNX model {source!r}: up to its heads it holds quantized ops {found}, expected a float export "
-            "(the emulator quantizes the float model itself, as the Dataflow Compiler does)"
-        )
 
 
 def _uint8_nhwc_input(model: onnx.ModelProto, name: str, hw: tuple[int, int]) -> None:
@@ -195,7 +180,7 @@ def hef_graph(
     found = export_heads(model, end_nodes, ssd)
     heads = found.heads
     cut = cut_at_heads(model, heads)
-    _reject_quantized(cut, source)
+    reject_quantized(cut, source, "up to its heads it ")
     _uint8_nhwc_input(cut, input_name, input_hw)
     if sigmoid_inside:
         _sigmoid_on_score_heads(cut, heads)

@@ -34,6 +34,7 @@ from harness.core.documents import read_json
 from harness.core.errors import HarnessError
 from harness.inputs.calibration import calibration_paths, calibration_shortfall, calibration_size
 from harness.inputs.export_facts import ExportFacts
+from harness.inputs.onnx_graph import load_model, quantized_ops
 from harness.pipeline.argparse_options import add_options
 
 _MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
@@ -97,6 +98,14 @@ def _print_head(facts: ExportFacts) -> None:
     print(f"end nodes: {' '.join(h.node for h in end_nodes_of(facts))}")
 
 
+def _float_export(onnx: Path) -> CheckResult:
+    """The scripts are written from the graph's structure, whatever its ops; the DFC parses a float export only."""
+    wrong = quantized_ops(load_model(onnx), os.fspath(onnx))
+    if wrong:
+        return CheckResult("float_export", False, f"{wrong}. Fix: give the float export of the same model")
+    return CheckResult.ok("float_export", "no quantized op: a float export, as the Dataflow Compiler parses")
+
+
 def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibration_count: int) -> int:
     facts = onnx_facts(args.onnx, args.end_nodes, head_options().get(args.head), args.ssd_config)
     table: LayerTable
@@ -119,6 +128,7 @@ def _dry_run(args: argparse.Namespace, out: Path, settings: NmsSettings, calibra
         names = placeholder_names(facts)
         table = table_from_names(facts, names, "placeholder")
     files, checks = write_checked_scripts(out, args.onnx.stem, facts, names, table, settings, calibration_count)
+    checks = (_float_export(args.onnx), *checks)
     for path in (files.alls, files.nms_json, files.layer_names):
         if path is not None:
             print(f"wrote {path}")

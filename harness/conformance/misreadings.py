@@ -10,17 +10,19 @@ head's sigmoid scores read as softmax: the family's :class:`ConfigMisreading`, o
 later step (the sigmoid left out, the heads or anchors paired by the outputs' order, the boxes written y first:
 :mod:`harness.conformance.decoder_misreadings`; a centre computed half a cell off or with YOLOv3's coding: the
 family's ``coordinate_misreadings``).
-:func:`reproduce` applies each output misreading to the family's reference decoder's input, on every head, on
+:func:`reproductions` applies each output misreading to the family's reference decoder's input, on every head, on
 the FCR heads, on each role's heads, on the class and objectness heads together and on each head alone
-(:func:`head_sets`), then each of the others, and names the one under which the reference decoding returns what
-the decoder under test returned, on every frame given. The conformance suite gives it one planted scene; the
-doctor gives it a few frames of a host decoder's path, its runner's outputs as the decoder saw them. Where none
-does, :func:`difference` says what differed on the first frame that differs.
+(:func:`head_sets`), then each of the others, and gives those under which the reference decoding returns what
+the decoder under test returned, on every frame given. The conformance suite names the first of them on one
+planted scene (:func:`reproduce`); the doctor gives a host decoder's path's frames, its runner's outputs as the
+decoder saw them, and names one only where no other known misreading reproduces them alike
+(:func:`reproduce_path`: several that do are rivals, none named). Where none does, :func:`difference` says what
+differed on the first frame that differs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -344,25 +346,26 @@ def _decoding(
     return lambda outputs: decode(outputs, specs, config)
 
 
-def reproduce(
+def reproductions(
     frames: Sequence[DecodedFrame],
     specs: Mapping[str, OutputSpec],
     config: DecodeConfig,
     family: HeadFamily,
     layout: HeadLayout,
     among: Collection[str] | None = None,
-) -> Reproduction | None:
-    """The known misreading (of those named ``among``, where given), and the heads it was made on, under
-    which ``family``'s reference decoder returns each frame's ``got`` from its ``outputs`` (of ``specs`` and
-    ``layout``, decoded under ``config``); else the family's known misreading of its config (its anchors, an
-    SSD head's box coding) or of its arithmetic (box sizes without the exp); else a later step's
-    (:data:`~harness.conformance.decoder_misreadings.DECODER_MISREADINGS`, then the family's
-    ``coordinate_misreadings``); None where none does, or where the reference decoder itself returns each
-    frame's ``got`` (a misreading that changes nothing of these frames would be named by nothing they show)."""
+) -> Iterator[Reproduction]:
+    """Every known misreading (of those named ``among``, where given), each once with the broadest heads it was
+    made on, under which ``family``'s reference decoder returns each frame's ``got`` from its ``outputs`` (of
+    ``specs`` and ``layout``, decoded under ``config``), in the order they are tried: a misreading of an
+    output's memory (:data:`MISREADINGS`, on each of :func:`head_sets`), the family's known misreading of its
+    config (its anchors, an SSD head's box coding) or of its arithmetic (box sizes without the exp), then a later
+    step's (:data:`~harness.conformance.decoder_misreadings.DECODER_MISREADINGS`, then the family's
+    ``coordinate_misreadings``). None where the reference decoder itself returns each frame's ``got`` (a
+    misreading that changes nothing of these frames would be named by nothing they show)."""
     scenes = family_scenes(family)
     reference = scenes.reference_decoder()
     if _reproduces(frames, _decoding(reference, specs, config)):
-        return None
+        return
     level_of = {output.name: level for level in layout.levels for output in level.outputs}
 
     def tried(name: str) -> bool:
@@ -386,18 +389,33 @@ def reproduce(
                 fcr = mistake.name == READ_CHANNEL_FIRST and head_set.fcr
                 name = FCR_READ_CHANNEL_FIRST if fcr else mistake.name
                 if tried(name):
-                    return Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
+                    yield Reproduction(name, f"{head_set.words} {mistake.words}", len(frames))
+                    break  # the broadest heads it reproduces on: the same misreading on fewer is no other story
     for config_mistake in (m for m in scenes.config_misreadings() if tried(m.name)):
         as_given, mistaken = config_mistake.view(config), config_mistake.decoder
         changed = as_given != config or mistaken is not None
         if changed and _reproduces(frames, _decoding(mistaken or reference, specs, as_given)):
-            return Reproduction(config_mistake.name, config_mistake.words, len(frames))
+            yield Reproduction(config_mistake.name, config_mistake.words, len(frames))
     later: tuple[DecoderMisreading, ...] = (*DECODER_MISREADINGS, *scenes.coordinate_misreadings())
     for step in (m for m in later if tried(m.name)):
         made = step.decoder(family, layout, reference)
         if made is not None and _reproduces(frames, _decoding(made, specs, config)):
-            return Reproduction(step.name, step.words, len(frames))
-    return None
+            yield Reproduction(step.name, step.words, len(frames))
+
+
+def reproduce(
+    frames: Sequence[DecodedFrame],
+    specs: Mapping[str, OutputSpec],
+    config: DecodeConfig,
+    family: HeadFamily,
+    layout: HeadLayout,
+    among: Collection[str] | None = None,
+) -> Reproduction | None:
+    """The first known misreading (of those named ``among``, where given), and the heads it was made on, under
+    which ``family``'s reference decoder returns each frame's ``got`` (:func:`reproductions`, in the order they are
+    tried: the simplest story first, as one planted scene of the conformance suite is read); None where none
+    does, or where the reference decoder itself returns each frame's ``got``."""
+    return next(reproductions(frames, specs, config, family, layout, among), None)
 
 
 def _largest(a: np.ndarray, b: np.ndarray) -> float:
@@ -448,18 +466,29 @@ class PathReproduction:
     """What a few frames of a host decoder's path say: on how many of ``frames`` its detections differ
     from the family's reference decoder's on the same outputs (``differing``), how many it returned over
     them all (``returned``), where some differ what differed on the first of them (``first_difference``), and
-    the misreading that reproduces them on every frame (``reproduction``; None where none does)."""
+    the misreading that reproduces them on every frame (``reproduction``), where it is the only known one that
+    does; where several do, none is named and ``rivals`` are they (nothing these frames show separates them)."""
 
     frames: int
     differing: int
     returned: int
     reproduction: Reproduction | None
     first_difference: str = ""
+    rivals: tuple[Reproduction, ...] = ()
 
     @property
     def unreproduced(self) -> str:
-        """That none of the known misreadings reproduces it, with the first differing frame's evidence."""
-        return f"{NOT_REPRODUCED}; {self.first_difference}" if self.first_difference else NOT_REPRODUCED
+        """That no known misreading alone reproduces it (none does, or several do alike, each named), with the
+        first differing frame's evidence."""
+        if self.rivals:
+            each = "; ".join(f"{r.name}: {r.words}" for r in self.rivals)
+            said = (
+                f"{len(self.rivals)} known misreadings reproduce it alike on every frame ({each}), and nothing these "
+                f"frames show separates them: none is named over the others"
+            )
+        else:
+            said = NOT_REPRODUCED
+        return f"{said}; {self.first_difference}" if self.first_difference else said
 
 
 def reproduce_path(
@@ -467,8 +496,9 @@ def reproduce_path(
 ) -> PathReproduction | None:
     """``frames`` of a path whose decoder was given outputs of ``specs`` and ``config``, held to
     ``family``'s reference decoder: where it differs on one of them, what differed on the first such frame
-    and the misreading that reproduces it on all (:func:`reproduce`). None where the outputs are not
-    ``family``'s heads (its layout refuses them: there is no reference decoding to reproduce)."""
+    and the misreading that reproduces it on all, where no other known one does (:func:`reproductions`, tried on
+    the differing frames first; several that reproduce it alike are its ``rivals``, none named). None where the
+    outputs are not ``family``'s heads (its layout refuses them: there is no reference decoding to reproduce)."""
     try:
         layout = head_layout(family, specs, config.input_hw, family_anchors(family, config))
     except HarnessError:
@@ -476,10 +506,18 @@ def reproduce_path(
     decode = family_scenes(family).reference_decoder()
     references = [decode(frame.outputs, specs, config) for frame in frames]
     differs = [i for i, (frame, ref) in enumerate(zip(frames, references, strict=True)) if not matches(frame.got, ref)]
-    reproduction = reproduce(frames, specs, config, family, layout) if differs else None
+    found: list[Reproduction] = []
+    if differs:
+        # the frames that differ refute most candidates at once; those that agree refute a misreading that
+        # would have changed them
+        agree = [i for i in range(len(frames)) if i not in set(differs)]
+        ordered = [frames[i] for i in (*differs, *agree)]
+        found = list(reproductions(ordered, specs, config, family, layout))
     returned = sum(len(frame.got) for frame in frames)
     first = ""
     if differs:
         i = differs[0]
         first = f"on frame {i + 1} of {len(frames)}: {difference(frames[i].got, references[i])}"
-    return PathReproduction(len(frames), len(differs), returned, reproduction, first)
+    alone = found[0] if len(found) == 1 else None
+    rivals = tuple(found) if len(found) > 1 else ()
+    return PathReproduction(len(frames), len(differs), returned, alone, first, rivals)

@@ -24,8 +24,10 @@ from harness.verdict.metrics.agreement import agreement
 from harness.verdict.result import PathResult
 
 PROBE_IMAGES = 16  # images the reversed-channel probe runs on
-REPRODUCTION_FRAMES = 4  # frames a host decoder's path runs again for its mistake to be reproduced
-NOTHING_RETURNED = "every misreading that leaves nothing reproduces that, and this one is tried first"
+# frames a host decoder's path runs again for its mistake to be reproduced: enough that two misreadings which
+# agree on a few frames (one head misread, or the heads paired across grids, both losing its detections) part
+REPRODUCTION_FRAMES = 16
+NOTHING_RETURNED = "no other known misreading leaves nothing on every one of them"
 
 
 # ------------------------------------------------------------------------------------------- evidence

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from harness.backends.emulator import EmulatedHef
 from harness.conformance.suite import Decoder
 from harness.core.errors import HarnessError
 from harness.doctor.bench import Bench
@@ -20,11 +21,13 @@ from harness.pipeline.detect import DetectionPath
 @dataclass(frozen=True)
 class Injected:
     """What a mode changed: the path to evaluate (and the dataset it sees), or a HEF description
-    for the static checks."""
+    for the static checks. ``hef``: the emulated HEF the path runs where the mode built another than the
+    bench's (calibrated otherwise, compiled otherwise), whose static checks run beside the path's gates."""
 
     path: DetectionPath | None = None
     dataset: Dataset | None = None
     description: HefInfo | None = None
+    hef: EmulatedHef | None = None
 
 
 Inject = Callable[[Bench, ExitStack], Injected]

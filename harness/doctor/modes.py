@@ -39,7 +39,8 @@ from harness.families import REGISTERED, descriptor, part
 from harness.inputs.dataset import DatasetError
 from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
-from harness.pipeline.factory import open_runner, path_over
+from harness.pipeline.factory import emulated_hef, open_runner, path_over
+from harness.pipeline.spec import PathSpec
 
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
@@ -59,12 +60,18 @@ REFUSALS: tuple[Refusal, ...] = (
 )
 
 
+def _emulated_otherwise(bench: Bench, stack: ExitStack, spec: PathSpec) -> Injected:
+    """The path of ``spec``, an emulated HEF built otherwise than the bench's, with that HEF: its static checks
+    run beside the path's gates, as a user's ``test_hef_static`` runs beside the accuracy gates."""
+    return Injected(bench.path(stack, spec), hef=emulated_hef(spec, bench.run))
+
+
 def _calibration_off_domain(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.path(stack, replace(bench.subject_spec, calibration=OFF_DOMAIN)))
+    return _emulated_otherwise(bench, stack, replace(bench.subject_spec, calibration=OFF_DOMAIN))
 
 
 def _nms_without_sigmoid(bench: Bench, stack: ExitStack) -> Injected:
-    return Injected(bench.path(stack, replace(bench.subject_spec, sigmoid_inside=False)))
+    return _emulated_otherwise(bench, stack, replace(bench.subject_spec, sigmoid_inside=False))
 
 
 def _host_sigmoid_on_probabilities(bench: Bench, stack: ExitStack) -> Injected:

@@ -15,8 +15,10 @@ from harness.core.checks import CheckResult
 from harness.core.errors import HarnessError
 from harness.decode.heads import decoder
 from harness.doctor.bench import Bench, subset
+from harness.doctor.description import hef_description
 from harness.doctor.evidence import doctor_evidence
 from harness.doctor.modes import REFUSALS, Injected, Mode, inject, modes_for, static_checks_control
+from harness.inputs.hef.reader import HefInfo
 from harness.pipeline.detect import (
     DetectionPath,
 )
@@ -85,7 +87,8 @@ class DoctorTable:
     @property
     def problems(self) -> list[str]:
         """Every way the doctor found the harness wanting: a clean control or clean run that
-        fails, an injected mode not caught (without a known gap) or not named."""
+        fails, an injected mode not caught (without a known gap) or not named (a mode with a known gap
+        is named by its expected diagnosis, or by none where no gate failed: the run it gives is clean)."""
         found = [f"clean control {r.mode}: {r.gate}" for r in self.controls if r.gate_failed]
         found += [f"clean run seed {c.seed} fails" for c in self.clean_runs if not c.passed]
         for r in self.rows:
@@ -106,29 +109,62 @@ def _first_failure(gates: Sequence[GateResult]) -> str:
 
 
 def _row(mode: Mode, how: str, gate_failed: bool, gate: str, name: str, text: str) -> DoctorRow:
-    """A run's row: ``name`` and ``text`` are its top diagnosis (``none``, ``""`` when nothing holds)."""
-    correct = name == mode.expected and mode.detail in text
+    """A run's row: ``name`` and ``text`` are its top diagnosis (``none``, ``""`` when nothing holds). It is
+    named correctly by the mode's expected diagnosis; a mode with a stated gap (no gate can catch it on these
+    heads) also by ``none`` where no gate failed, the run it gives being clean."""
+    clean_gap = bool(mode.gap) and name == "none" and not gate_failed
+    correct = (name == mode.expected and mode.detail in text) or clean_gap
     return DoctorRow(mode.name, mode.expected, True, how, gate_failed, gate, name, text, correct, mode.gap)
 
 
-def _path_row(bench: Bench, mode: Mode, how: str, path: DetectionPath, result: PathResult) -> DoctorRow:
-    """``result`` of ``path`` held to its baseline and the reference, then diagnosed."""
+def _static_failure(check: CheckResult) -> str:
+    return f"test_hef_static[{check.name}]: {check.message}"
+
+
+def _path_row(
+    bench: Bench,
+    mode: Mode,
+    how: str,
+    path: DetectionPath,
+    result: PathResult,
+    broken: Sequence[CheckResult] = (),
+) -> DoctorRow:
+    """``result`` of ``path`` held to its baseline and the reference, then diagnosed; ``broken``: the static checks
+    its HEF fails that the clean HEF passes, gates beside the path's (named after them)."""
     reference = bench.reference_for(result)
     kinds = baseline_kinds(bench.dataset.labelled)
     gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw, kinds=kinds)
-    failed = any(not g.passed for g in gates)
+    failed = any(not g.passed for g in gates) or bool(broken)
+    gate = _first_failure(gates) or (_static_failure(broken[0]) if broken else "")
     findings = diagnose(doctor_evidence(bench, result, reference, path, failed))
     if not findings:
-        return _row(mode, how, failed, _first_failure(gates), "none", "")
+        return _row(mode, how, failed, gate, "none", "")
     top = findings[0]
-    return _row(mode, how, failed, _first_failure(gates), top.name, f"{top.cause} ({top.evidence})")
+    return _row(mode, how, failed, gate, top.name, f"{top.cause} ({top.evidence})")
+
+
+def _broken_checks(bench: Bench, info: HefInfo) -> list[CheckResult]:
+    """The static checks ``info`` fails that the bench's clean HEF description passes: what an injection broke."""
+    clean = {r.name for r in bench.checks(bench.description) if r.passed is False}
+    return [r for r in bench.checks(info) if r.passed is False and r.name not in clean]
+
+
+def _hef_built_otherwise(bench: Bench, injected: Injected) -> list[CheckResult]:
+    """The static checks broken on the emulated HEF an injection built otherwise than the bench's, where the
+    static checks have a description of it (:func:`~harness.doctor.modes.static_checks_control`); none else."""
+    hef = injected.hef
+    if hef is None or bench.hef is None or hef.content_hash == bench.hef.content_hash:
+        return []
+    if not static_checks_control(bench.run.family, bench.bbox_only):
+        return []
+    return _broken_checks(bench, hef_description(bench.onnx, bench.run.facts, bench.settings, hef))
 
 
 def _checks_row(mode: Mode, how: str, failing: Sequence[CheckResult]) -> DoctorRow:
     if not failing:
         return _row(mode, how, False, "", "none", "")
     top = failing[0]
-    return _row(mode, how, True, f"test_hef_static[{top.name}]: {top.message}", top.name, top.message)
+    return _row(mode, how, True, _static_failure(top), top.name, top.message)
 
 
 def _refusal_name(error: HarnessError) -> str:
@@ -140,8 +176,9 @@ def _refusal_name(error: HarnessError) -> str:
 
 def run_mode(bench: Bench, mode: Mode) -> DoctorRow:
     """Inject ``mode`` into ``bench``, run its gates (or static checks) and its diagnosis. Static
-    checks that fail on the injected HEF description but pass on the clean one are what the
-    injection broke; an error the harness raises is the run refused, named by :data:`REFUSALS`."""
+    checks that fail on the injected HEF description (or on the description of an emulated HEF the mode
+    built otherwise, beside its path's gates) but pass on the clean one are what the injection broke; an
+    error the harness raises is the run refused, named by :data:`REFUSALS`."""
     if mode.needs_emulator and bench.hef is None:
         why = f"not run: needs an emulated HEF; {bench.emulator_refusal}"
         return DoctorRow(mode.name, mode.expected, False, why, None, "", "", "", None, mode.gap)
@@ -152,14 +189,13 @@ def run_mode(bench: Bench, mode: Mode) -> DoctorRow:
         try:
             injected = inject(mode, bench, stack)
             if injected.description is not None:
-                clean = {r.name for r in bench.checks(bench.description) if r.passed is False}
-                failing = [r for r in bench.checks(injected.description) if r.passed is False and r.name not in clean]
-                return _checks_row(mode, mode.injection, failing)
+                return _checks_row(mode, mode.injection, _broken_checks(bench, injected.description))
             assert injected.path is not None
             result = bench.evaluate_path(injected.path, injected.dataset)
+            broken = _hef_built_otherwise(bench, injected)
         except HarnessError as error:
             return _row(mode, mode.injection, True, f"refused: {error}", _refusal_name(error), str(error))
-        return _path_row(bench, mode, mode.injection, injected.path, result)
+        return _path_row(bench, mode, mode.injection, injected.path, result, broken)
 
 
 _CLEAN = Mode("clean", "none", "", "none", lambda bench, stack: Injected())

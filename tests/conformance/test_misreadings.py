@@ -14,6 +14,7 @@ from harness.conformance.suite import SceneRecipe, make_scene
 from harness.core.detections import Detections
 from harness.core.head_family import HeadFamily
 from harness.core.specs import FormatOrder
+from harness.doctor.mistakes import paired_by_listing_order_of
 from harness.families.yolov5.decode import decode as yolov5_decode
 from harness.families.yolov8.decode import decode
 
@@ -171,3 +172,36 @@ def test_the_evidence_of_a_difference_never_hides_a_box_or_score_that_is_not_a_n
     said = misreadings.difference(Detections(boxes, scores, scene.expected.class_ids), scene.expected)
     assert said.endswith("boxes differ by up to inf px and scores by up to inf")
     assert misreadings.difference(scene.expected, scene.expected).endswith("up to 0.0 px and scores by up to 0.000")
+
+
+# The outputs as a HEF may list them: box and objectness maps as they come, the class maps smallest grid first.
+LISTED = ["box0", "objectness0", "box1", "objectness1", "box2", "objectness2", "class2", "class1", "class0"]
+
+
+def _paired_across_grids(objects, seeds):
+    """Frames of YOLOX scenes (objects planted at strides 8, 16, 32, 8, ... in turn) decoded by a host decoder
+    that pairs the heads in listing order, each class map resampled to its box map's grid."""
+    paired = paired_by_listing_order_of(HeadFamily.YOLOX)
+    frames = []
+    for seed in seeds:
+        scene = make_scene(SceneRecipe(family=HeadFamily.YOLOX, reg_max=1, objects=objects), seed)
+        scene = scene.renamed({k: k for k in scene.outputs}, LISTED)
+        frames.append(DecodedFrame(scene.outputs, paired(scene.outputs, scene.specs, scene.config)))
+    return scene, frames
+
+
+def test_misreadings_that_reproduce_a_path_alike_are_rivals_none_named_until_a_frame_separates_them():
+    # objects at strides 8 and 16 alone: the pairing loses the stride 8 one, and so would the class head of
+    # stride 8 read channel-first; nothing on these frames says which
+    scene, alike = _paired_across_grids(2, (0, 1, 2))
+    assert all(len(frame.got) == 1 for frame in alike)
+    found = reproduce_path(alike, scene.specs, scene.config, scene.family)
+    assert found is not None and found.reproduction is None and found.differing == 3
+    assert [r.name for r in found.rivals] == [words.READ_CHANNEL_FIRST, words.HEADS_PAIRED_BY_OUTPUT_ORDER]
+    assert found.unreproduced.startswith("2 known misreadings reproduce it alike on every frame (read_channel_first: ")
+    assert "none is named over the others; on frame 1 of 3: " in found.unreproduced
+    # a frame with an object at stride 32 too: the pairing loses it, a channel-first class head of stride 8 keeps it
+    _, separating = _paired_across_grids(4, (3,))
+    found = reproduce_path([*alike, *separating], scene.specs, scene.config, scene.family)
+    assert found is not None and found.rivals == ()
+    assert found.reproduction is not None and found.reproduction.name == words.HEADS_PAIRED_BY_OUTPUT_ORDER

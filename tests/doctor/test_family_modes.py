@@ -2,6 +2,7 @@
 host decoders over the raw-output HEF, caught by a gate and named by reproducing their mistake on their own
 frames, at the default operating threshold and at a deployment one; the clean controls raise no alarm."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,10 +10,13 @@ import pytest
 from harness.conformance.suite import run_conformance
 from harness.conformance.words import REPRODUCED_NAMES
 from harness.core.head_family import HeadFamily
+from harness.doctor.adapters import HostPath
 from harness.doctor.bench import open_bench
 from harness.doctor.evidence import REPRODUCTION_FRAMES
-from harness.doctor.modes import family_modes
-from harness.doctor.table import controls, run_mode
+from harness.doctor.mistakes import scores_shifted
+from harness.doctor.mode import Injected, Mode
+from harness.doctor.modes import family_modes, modes_for
+from harness.doctor.table import DoctorTable, controls, run_mode
 from harness.families.ssd import modes as ssd_modes
 from harness.families.ssd import scenes as ssd_scenes
 from harness.families.yolox import modes as yolox_modes
@@ -69,6 +73,53 @@ def test_each_own_mode_fails_a_gate_and_is_named_by_reproducing_it_on_its_own_fr
 def test_the_clean_controls_of_yolox_and_ssd_pass_every_gate_and_no_rule_fires(bench):
     for row in controls(bench):
         assert (row.gate_failed, row.diagnosis) == (False, "none"), (row.mode, row.gate, row.cause)
+
+
+def _offered(bench, name: str) -> Mode:
+    """The mode ``name`` as the bench's family is offered it (with the gap its family states)."""
+    return {m.name: m for m in modes_for(bench.run.family)}[name]
+
+
+def test_an_off_domain_calibration_is_caught_by_the_static_checks_of_its_own_hef_where_they_describe_it(bench):
+    row = run_mode(bench, _offered(bench, "calibration_off_domain"))
+    if bench.run.family is HeadFamily.YOLOX:
+        # the off-domain HEF's class outputs cannot represent the float model's own highest score on these images;
+        # the clean HEF's can (its static checks pass: the clean control)
+        assert row.gate_failed and row.gate.startswith("test_hef_static[class_score_range]: "), row.gate
+        assert "(the float model's own highest score on these images)" in row.gate, row.gate
+        assert (row.diagnosis, row.correct) == ("score_cap", True), row.cause
+    else:  # an SSD op's description is its config's: no static checks here, and the mode a stated gap
+        assert row.gap and not row.gate_failed and (row.diagnosis, row.correct) == ("none", True), row
+
+
+def _table(row) -> DoctorTable:
+    return DoctorTable("model", "data", IMAGES, "hailo", {}, (), (row,))
+
+
+def test_a_mode_with_a_stated_gap_is_named_by_a_clean_run_and_misnamed_by_any_other_finding(bench):
+    def clean(bench, stack):
+        return Injected(bench.subject_path(stack))
+
+    def shifted(bench, stack):
+        return Injected(HostPath(bench.subject_path(stack), "scores shifted", after=scores_shifted(bench.settings)))
+
+    gap = Mode("a_gap", "a mistake no gate can catch", "the clean path", "score_cap", clean, gap="no gate can")
+    row = run_mode(bench, gap)
+    assert (row.gate_failed, row.diagnosis, row.correct) == (False, "none", True), row
+    assert _table(row).problems == []
+    row = run_mode(bench, replace(gap, gap=""))  # without its gap, a clean run names nothing of it
+    assert (row.diagnosis, row.correct) == ("none", False)
+    assert _table(row).problems == ["a_gap: no gate failed", "a_gap: diagnosed none, expected score_cap"]
+    row = run_mode(bench, replace(gap, inject=shifted))  # a gap mode whose run something names is still misnamed
+    assert row.diagnosis not in ("none", "score_cap") and not row.correct, row
+    assert _table(row).problems == [f"a_gap: diagnosed {row.diagnosis}, expected score_cap"]
+
+
+def test_yolox_heads_paired_across_grids_is_named_so_not_by_a_misreading_that_only_some_frames_agree_with(bench):
+    if bench.run.family is not HeadFamily.YOLOX:
+        pytest.skip("an SSD layer's maps are per anchor: no box and class maps of their own to pair")
+    row = run_mode(bench, _offered(bench, "heads_paired_across_grids"))
+    assert row.gate_failed and (row.diagnosis, row.correct) == ("heads_paired_across_grids", True), row.cause
 
 
 @pytest.mark.parametrize(

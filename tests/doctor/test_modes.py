@@ -270,7 +270,8 @@ def test_without_an_emulated_hef_the_yolo26_host_decoders_run_over_the_onnx_cut_
 )
 def test_a_host_decoders_mistake_is_named_by_reproducing_it_on_its_own_frames(rows, name, words):
     row = rows[name]
-    assert row.correct and "on each of the 4 frames run again" in row.cause and words in row.cause, row.cause
+    assert row.correct and f"on each of the {REPRODUCTION_FRAMES} frames run again" in row.cause, row.cause
+    assert words in row.cause, row.cause
 
 
 @pytest.mark.parametrize("bench", [0.2], indirect=True, ids=["threshold_0.2"])

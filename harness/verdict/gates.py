@@ -27,7 +27,7 @@ from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG, weaknesses
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
-from harness.verdict.score_scale import SCALE_LIMIT, band, scale_off, scale_said, scale_verdict, span_ratio
+from harness.verdict.score_scale import SCALE_LIMIT, band, scale_off, scale_said, scale_verdict
 from harness.verdict.stages import first_degraded_stage, stage_results
 
 # The agreement gate's score drift limit where its baseline blessed no agreement (none yet, a schema 1
@@ -240,9 +240,9 @@ def gate_path_agreement(
     (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least the floor, the
     matched boxes' scores drift at most the limit (:func:`agreement_limits`: the candidate's baseline
     ``golden``'s blessed agreement, else a floor derived from the two paths), and their scores keep
-    the reference's scale (:func:`~harness.verdict.score_scale.scale_off`: the least-squares slope of
-    candidate on reference score within a factor 2 of 1, or of a blessed scale, beyond two standard
-    errors of the pairs: a sigmoid over probabilities, at most 0.25, fails at any threshold).
+    the reference's scale (:func:`~harness.verdict.score_scale.scale_off`: the spread of the candidate's
+    matched scores over the reference's within a factor 2 of 1, or of a blessed scale, beyond two
+    standard errors: a sigmoid over probabilities, at most 0.25, fails at any threshold).
     Nothing matched holds nothing: the gate fails."""
     name = gate_id("path_agreement", candidate)
     try:
@@ -286,16 +286,15 @@ def gate_path_agreement(
 def _agreement_verdict(counts: Agreement, share: float, limits: AgreementLimits, threshold: float) -> str:
     """Nothing matched, different boxes, the same boxes scored compressed or stretched, with every
     score shifted by one amount (a confidence shift, with the threshold that matches the reference's
-    operating point), scored differently, or scored in no relation to the reference's."""
+    operating point), or scored differently."""
     drift, spread, limit = counts.mean_score_drift, counts.mean_abs_score_drift, limits.drift_limit
     if not counts.n_reference + counts.n_candidate:
         return "neither path found a box on these images: nothing was held; a gate never passes so"
     if not counts.matched or share < limits.floor - ROUNDING:
         held = "" if counts.matched else "; with no box matched nothing was held, whatever the floor"
         return f"different boxes: {share:.1%} of them match, below the floor {limits.floor:.1%}" + held
-    scale = counts.score_scale if scale_off(counts, limits.scales) else None
-    if scale is not None and not 1 / SCALE_LIMIT <= span_ratio(scale) <= SCALE_LIMIT:
-        return scale_verdict(scale, threshold)
+    if scale_off(counts, limits.scales) and counts.score_scale is not None:
+        return scale_verdict(counts.score_scale, threshold)
     shifted = abs(drift) >= SHIFT_MIN and counts.score_drift_std <= SHIFT_SPREAD * abs(drift)
     if shifted:
         matched_threshold = min(max(threshold + drift, 0.0), 1.0)
@@ -310,8 +309,6 @@ def _agreement_verdict(counts: Agreement, share: float, limits: AgreementLimits,
             f"the same boxes, but their scores moved by {spread:.4f} on average, more than {limit:.4g}, "
             "and not by one common shift: the two paths score the same objects differently"
         )
-    if scale is not None:
-        return scale_verdict(scale, threshold)
     return "the same boxes with the same scores"
 
 

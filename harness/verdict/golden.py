@@ -107,8 +107,8 @@ DEFAULT_TOLERANCES = Tolerances()
 class BlessedAgreement:
     """A path's agreement with the reference path on the blessed run (see
     :func:`harness.verdict.metrics.agreement.agreement`): ``matched_share`` of all distinct boxes,
-    ``score_drift`` the mean absolute score change of the matched ones, ``score_scale`` the slope of
-    their scores on the reference's (:class:`~harness.verdict.metrics.agreement.ScoreScale`; None: not
+    ``score_drift`` the mean absolute score change of the matched ones, ``score_scale`` the spread of
+    their scores over the reference's (:class:`~harness.verdict.metrics.agreement.ScoreScale`; None: not
     measured on the blessed run, too few matched boxes, or a baseline written before schema 6)."""
 
     matched_share: float

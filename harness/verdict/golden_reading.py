@@ -220,7 +220,7 @@ class BaselineReader:
         blessed = BlessedAgreement(
             matched_share=float(data.value("matched_share", is_share, "a share in [0, 1]")),
             score_drift=float(data.value("score_drift", is_share, "a number from 0 to 1")),
-            score_scale=data.number("score_scale", nullable=True) if version >= 6 else None,
+            score_scale=data.number("score_scale", lo=0, nullable=True) if version >= 6 else None,
         )
         data.done()
         return blessed

@@ -44,16 +44,19 @@ class Agreement:
 
 @dataclass(frozen=True)
 class ScoreScale:
-    """How the matched pairs' candidate scores follow their reference scores. ``slope``: the
-    least-squares slope of candidate on reference score (1: the same scale, whatever common shift;
-    a sigmoid put over scores that are probabilities already is at most 0.25, its steepest slope;
-    0: candidate scores unrelated to the reference's); ``error``: its standard error, from the
-    pairs' own scatter about the fitted line; ``reference`` and ``candidate``: where each path's
-    matched scores lie (the :data:`SPAN` quantiles) over ``pairs`` matched pairs."""
+    """How the matched pairs' candidate scores spread against their reference scores. ``ratio``: the
+    candidate's standard deviation over the reference's (1: the same scale, whatever common shift or
+    noise; a sigmoid put over scores that are probabilities already gives at most 0.25, its steepest
+    slope). Both paths' matched scores lie above the same threshold, so the ratio holds where a
+    least-squares slope does not: the noise of a path pushes the pairs near the threshold under it on
+    one side only and flattens a slope, not the spreads. ``log_error``: the standard error of the ratio's
+    logarithm, 1 / sqrt(pairs - 1) (the two spreads' errors taken as independent, which pairs that
+    move together are not: a margin on the safe side); ``reference`` and ``candidate``: where each
+    path's matched scores lie (the :data:`SPAN` quantiles), over ``pairs`` matched pairs."""
 
     pairs: int
-    slope: float
-    error: float
+    ratio: float
+    log_error: float
     reference: tuple[float, float]
     candidate: tuple[float, float]
 
@@ -61,22 +64,18 @@ class ScoreScale:
 def score_scale(reference: np.ndarray, candidate: np.ndarray) -> ScoreScale | None:
     """The :class:`ScoreScale` of matched pairs' ``reference`` and ``candidate`` scores (float64, pair
     by pair); None with fewer than :data:`MIN_SCALE_PAIRS` pairs or reference scores all equal (no
-    spread to measure a slope on)."""
+    spread to measure against)."""
     n = len(reference)
     if n < MIN_SCALE_PAIRS:
         return None
-    ref_dev = reference - reference.mean()
-    spread = float(ref_dev @ ref_dev)
+    spread = float(reference.std())
     if not spread > 0:
         return None
-    slope = float(ref_dev @ (candidate - candidate.mean())) / spread
-    residual = candidate - candidate.mean() - slope * ref_dev
-    error = math.sqrt(float(residual @ residual) / (n - 2) / spread)
     ref_span, cand_span = np.quantile(reference, SPAN), np.quantile(candidate, SPAN)
     return ScoreScale(
         n,
-        slope,
-        error,
+        float(candidate.std()) / spread,
+        1 / math.sqrt(n - 1),
         (float(ref_span[0]), float(ref_span[1])),
         (float(cand_span[0]), float(cand_span[1])),
     )

@@ -5,16 +5,21 @@
   zero): the box count gate must fail it, or the baseline be refused as too weak to hold it.
 - ``--map-class fire=fire --map-class fire=smoke``: one dataset class mapped twice must be refused
   naming the option and both values, not blessed with one of them kept.
+- A host that puts HailoRT's NMS scores, probabilities already, through a sigmoid again (the doctor's
+  ``host_sigmoid_on_nms_scores`` on the YOLOX export at threshold 0.5): the same boxes in the same
+  order, every score in [0.5, 0.731]; the mAP and the box count cannot see it, the agreement gate's
+  score scale must fail it.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 from PIL import Image
 
-from tools.campaign import MODEL, ROOT, Campaign
+from tools.campaign import MODEL, ROOT, Campaign, Ran
 
 FAMILY = "gates"
 REAL_IMAGES = 3  # demo images with objects: about 2.5 boxes each
@@ -24,6 +29,26 @@ EMPTY_IMAGES = 40  # images with nothing on them: the set's mean falls below 0.2
 def run(c: Campaign) -> None:
     sparse_set_model_finds_nothing(c)
     map_class_twice(c)
+    sigmoid_twice_at_a_high_threshold(c)
+
+
+def sigmoid_twice_at_a_high_threshold(c: Campaign) -> None:
+    """The doctor's host sigmoid over NMS scores on the YOLOX export at 0.5, where its mean score drift
+    (0.056) stays under the drift limit: recorded as caught (exit 1) where a gate failed it, a false
+    pass (exit 0) where none did."""
+    folder = c.case_dir("sigmoid_twice")
+    mode = "host_sigmoid_on_nms_scores"
+    onnx = ROOT / "tests" / "support" / "data" / "fire_smoke_yolox_256.onnx"
+    args = ("doctor", "--onnx", onnx, "--first", "30", "--score-threshold", "0.5", "--mode", mode, "--json")
+    ran = c.cli(*args, "--cache", c.cache, cwd=folder)
+    case = "host sigmoid over NMS scores at 0.5"
+    if ran.rc not in (0, 1):
+        c.record(FAMILY, case, ran, "fail")
+        return
+    rows = [r for r in json.loads(ran.out)["modes"] if r["mode"] == mode]
+    caught = bool(rows) and rows[0]["gate_failed"] is True
+    said = rows[0]["gate"].splitlines()[0] if caught else f"no gate failed: {rows}"
+    c.record(FAMILY, case, Ran(1 if caught else 0, ran.out, said, ran.seconds), "fail")
 
 
 def sparse_set_model_finds_nothing(c: Campaign) -> None:

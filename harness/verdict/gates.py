@@ -27,6 +27,7 @@ from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG, weaknesses
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
+from harness.verdict.score_scale import SCALE_LIMIT, band, scale_off, scale_said, scale_verdict
 from harness.verdict.stages import first_degraded_stage, stage_results
 
 # The agreement gate's score drift limit where its baseline blessed no agreement (none yet, a schema 1
@@ -178,13 +179,17 @@ def _boxes(mean: float) -> str:
 @dataclass(frozen=True)
 class AgreementLimits:
     """What the agreement gate holds a path to: at least ``floor`` of the boxes matched, a mean
-    absolute score drift of at most ``drift_limit``; ``blessed`` the matched share its baseline
-    blessed (None: the defaults), ``source`` where the limits came from, in words."""
+    absolute score drift of at most ``drift_limit``, a score scale within a factor
+    :data:`~harness.verdict.score_scale.SCALE_LIMIT` of one of ``scales`` (1, the reference's own, and
+    the blessed scale where one was blessed: :mod:`harness.verdict.score_scale`);
+    ``blessed`` the matched share its baseline blessed (None: the defaults), ``source`` where the
+    limits came from, in words."""
 
     floor: float
     drift_limit: float
     blessed: float | None
     source: str
+    scales: tuple[float, ...] = (1.0,)
 
 
 def agreement_limits(
@@ -193,7 +198,8 @@ def agreement_limits(
     """The blessed agreement less the baseline's tolerances; where none was blessed, the floor derived
     from ``reference`` and ``candidate`` on the same images (:func:`~harness.verdict.agreement_floor.derived_floor`:
     the boxes that disagree within the paths' own noise of the score or the NMS IoU threshold excused, at
-    most its margin of the others) and the default drift limit :data:`SCORE_DRIFT_LIMIT`."""
+    most its margin of the others) and the default drift limit :data:`SCORE_DRIFT_LIMIT`. The score scale
+    is held to the reference's own (1), and where one was blessed to the blessed one too."""
     if golden is None or golden.agreement is None:
         why = "no baseline" if golden is None else "its baseline blessed no agreement"
         if reference is None or candidate is None:
@@ -213,12 +219,17 @@ def agreement_limits(
             f"a floor {derived.source}; the default drift limit: {why}; {UPDATE_FLAG} blesses this run's agreement",
         )
     blessed, t = golden.agreement, golden.tolerances
+    own = blessed.score_scale
+    scale = f"a score scale within a factor {SCALE_LIMIT:g} of the reference's own (1)" + (
+        ": its baseline blessed none" if own is None else f" or of the blessed {own:.3f}"
+    )
     return AgreementLimits(
         blessed.matched_share - t.agreement_drop,
         blessed.score_drift + t.score_drift_rise,
         blessed.matched_share,
         f"blessed {blessed.matched_share:.1%} matched less agreement_drop {t.agreement_drop:g}, blessed drift "
-        f"{blessed.score_drift:.4f} plus score_drift_rise {t.score_drift_rise:g}",
+        f"{blessed.score_drift:.4f} plus score_drift_rise {t.score_drift_rise:g}, {scale}",
+        (1.0,) if own is None or own == 1.0 else (1.0, own),
     )
 
 
@@ -226,9 +237,13 @@ def gate_path_agreement(
     reference: PathResult, candidate: PathResult, golden: Golden | None = None, causes: Sequence[Finding] = ()
 ) -> GateResult:
     """The candidate's boxes agree with the reference's on the same images: the matched share
-    (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least the floor and the
+    (IoU >= 0.5, same class, over all distinct boxes of both paths) is at least the floor, the
     matched boxes' scores drift at most the limit (:func:`agreement_limits`: the candidate's baseline
-    ``golden``'s blessed agreement, else a floor derived from the two paths)."""
+    ``golden``'s blessed agreement, else a floor derived from the two paths), and their scores keep
+    the reference's scale (:func:`~harness.verdict.score_scale.scale_off`: the spread of the candidate's
+    matched scores over the reference's within a factor 2 of 1, or of a blessed scale, beyond two
+    standard errors: a sigmoid over probabilities, at most 0.25, fails at any threshold).
+    Nothing matched holds nothing: the gate fails."""
     name = gate_id("path_agreement", candidate)
     try:
         reference.settings.require_same(candidate.settings, f"{reference.label} vs {candidate.label}")
@@ -251,28 +266,36 @@ def gate_path_agreement(
     counts = agreement(reference.predictions, candidate.predictions)
     share = matched_share(counts)
     drifted = counts.mean_abs_score_drift > limits.drift_limit + ROUNDING
-    passed = share >= limits.floor - ROUNDING and not drifted
+    off = scale_off(counts, limits.scales)
+    passed = counts.matched > 0 and share >= limits.floor - ROUNDING and not drifted and not off
     floor = limits.floor
     lines = [
         f"{candidate.label} agrees with {reference.label} on {share:.1%} of the boxes (floor {floor:.1%}): "
         f"{counts.matched} matched at IoU >= 0.5 with the same class, {counts.missed} missed, {counts.extra} extra, "
         f"{counts.class_flipped} class-flipped, of {counts.n_reference} reference and {counts.n_candidate} "
         f"{candidate.label} boxes; score drift {counts.mean_score_drift:+.4f} mean, "
-        f"{counts.mean_abs_score_drift:.4f} mean absolute (limit {limits.drift_limit:.4g})",
+        f"{counts.mean_abs_score_drift:.4f} mean absolute (limit {limits.drift_limit:.4g}); "
+        + scale_said(counts, limits.scales),
         f"held to {limits.source}",
         _agreement_verdict(counts, share, limits, candidate.settings.score_threshold),
     ]
-    allowed = f"at least {floor:.1%} matched, drift <= {limits.drift_limit:.4g}"
+    allowed = f"at least {floor:.1%} matched, drift <= {limits.drift_limit:.4g}, score scale {band(limits.scales)}"
     return _result(name, passed, limits.blessed, share, floor, None, causes, lines, allowed)
 
 
 def _agreement_verdict(counts: Agreement, share: float, limits: AgreementLimits, threshold: float) -> str:
-    """Different boxes, the same boxes with every score shifted by one amount (a confidence shift,
-    with the threshold that matches the reference's operating point), or scored differently."""
+    """Nothing matched, different boxes, the same boxes scored compressed or stretched, with every
+    score shifted by one amount (a confidence shift, with the threshold that matches the reference's
+    operating point), or scored differently."""
     drift, spread, limit = counts.mean_score_drift, counts.mean_abs_score_drift, limits.drift_limit
-    if share < limits.floor - ROUNDING:
-        return f"different boxes: {share:.1%} of them match, below the floor {limits.floor:.1%}"
-    shifted = counts.matched and abs(drift) >= SHIFT_MIN and counts.score_drift_std <= SHIFT_SPREAD * abs(drift)
+    if not counts.n_reference + counts.n_candidate:
+        return "neither path found a box on these images: nothing was held; a gate never passes so"
+    if not counts.matched or share < limits.floor - ROUNDING:
+        held = "" if counts.matched else "; with no box matched nothing was held, whatever the floor"
+        return f"different boxes: {share:.1%} of them match, below the floor {limits.floor:.1%}" + held
+    if scale_off(counts, limits.scales) and counts.score_scale is not None:
+        return scale_verdict(counts.score_scale, threshold)
+    shifted = abs(drift) >= SHIFT_MIN and counts.score_drift_std <= SHIFT_SPREAD * abs(drift)
     if shifted:
         matched_threshold = min(max(threshold + drift, 0.0), 1.0)
         return (

@@ -17,9 +17,10 @@ class without ground truth) is ``null``. Tolerances are one-sided for mAP (the l
 drop) and two-sided for boxes per image (relative) and score saturation (absolute).
 
 A Hailo path's baseline also keeps its agreement with the reference path (``agreement``: the matched
-share of boxes and the mean absolute score drift, schema 2), so that a blessed run passes its
-agreement gate when run again. A schema 1 baseline (written before) has none: its agreement gate
-holds the default floor, and says so.
+share of boxes and the mean absolute score drift, schema 2; the matched scores' scale, schema 6), so
+that a blessed run passes its agreement gate when run again. A schema 1 baseline (written before) has
+none: its agreement gate holds the floor derived from the two paths, and says so; a baseline of
+schema 2 to 5 blessed no scale: its matched scores are held to the reference's own scale.
 
 A baseline also names the release it signs off (``release``: ``--release v1.3``, or null) and keeps
 its blessed history (``history``, schema 3, :mod:`harness.verdict.history`): when a blessing replaces
@@ -65,7 +66,7 @@ from harness.verdict.metrics.coco import CocoMetrics
 from harness.verdict.metrics.distribution import SCORE_BIN_EDGES, BoxCounts, ScoreDistribution
 from harness.verdict.result import PathResult, Provenance
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 UPDATE_FLAG = "--update-golden"  # `hailo-harness run ... --update-golden`, `pytest ... --update-golden`
 DECIMALS = 6
 HISTORY = "history"
@@ -106,10 +107,13 @@ DEFAULT_TOLERANCES = Tolerances()
 class BlessedAgreement:
     """A path's agreement with the reference path on the blessed run (see
     :func:`harness.verdict.metrics.agreement.agreement`): ``matched_share`` of all distinct boxes,
-    ``score_drift`` the mean absolute score change of the matched ones."""
+    ``score_drift`` the mean absolute score change of the matched ones, ``score_scale`` the spread of
+    their scores over the reference's (:class:`~harness.verdict.metrics.agreement.ScoreScale`; None: not
+    measured on the blessed run, too few matched boxes, or a baseline written before schema 6)."""
 
     matched_share: float
     score_drift: float
+    score_scale: float | None = None
 
 
 @dataclass(frozen=True)

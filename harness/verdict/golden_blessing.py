@@ -75,7 +75,8 @@ def blessed_agreement(reference: PathResult | None, result: PathResult) -> Bless
     if reference is None or reference.image_ids != result.image_ids or reference.settings.differences(result.settings):
         return None
     counts = agreement(reference.predictions, result.predictions)
-    return BlessedAgreement(matched_share(counts), counts.mean_abs_score_drift)
+    scale = counts.score_scale.ratio if counts.score_scale is not None else None
+    return BlessedAgreement(matched_share(counts), counts.mean_abs_score_drift, scale)
 
 
 def _carried(previous: Golden | GoldenError | None, golden: Golden, key: bytes | None) -> tuple[Blessing, ...]:

@@ -38,8 +38,9 @@ from harness.verdict.result import Provenance
 
 # 1: before the agreement was blessed (no ``agreement``, no its tolerances); 2: before ``release`` and ``history``;
 # 3: before ``seal``, ``history_tip`` and the history entries' ``previous`` and ``seal``; 4: before
-# ``provenance.made_from`` and the history entries' ``made_from`` (harness.verdict.changes; optional when read)
-_READ_VERSIONS = (1, 2, 3, 4, SCHEMA_VERSION)
+# ``provenance.made_from`` and the history entries' ``made_from`` (harness.verdict.changes; optional when read);
+# 5: before ``agreement.score_scale`` (a blessed agreement then holds the reference's own scale)
+_READ_VERSIONS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
 _AGREEMENT_TOLERANCES = ("agreement_drop", "score_drift_rise")  # new in schema 2
 
 
@@ -123,7 +124,7 @@ class BaselineReader:
         names = [f.name for f in fields(Tolerances) if version > 1 or f.name not in _AGREEMENT_TOLERANCES]
         limits = Tolerances(**{n: float(tolerances.value(n, is_share, "a number from 0 to 1")) for n in names})
         tolerances.done()
-        blessed = self.agreement(top.object("agreement")) if version > 1 and top.has("agreement") else None
+        blessed = self.agreement(top.object("agreement"), version) if version > 1 and top.has("agreement") else None
         accepted = tuple(top.value("accepted_weak", _is_codes, f"a list of {sorted(WEAKNESSES)}", []))
         golden = Golden(
             model=top.string("model"),
@@ -215,10 +216,11 @@ class BaselineReader:
             per_class=tuple(per_class),
         )
 
-    def agreement(self, data: Fields) -> BlessedAgreement:
+    def agreement(self, data: Fields, version: int) -> BlessedAgreement:
         blessed = BlessedAgreement(
             matched_share=float(data.value("matched_share", is_share, "a share in [0, 1]")),
             score_drift=float(data.value("score_drift", is_share, "a number from 0 to 1")),
+            score_scale=data.number("score_scale", lo=0, nullable=True) if version >= 6 else None,
         )
         data.done()
         return blessed

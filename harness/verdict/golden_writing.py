@@ -37,6 +37,7 @@ def baseline_document(golden: Golden) -> dict[str, Any]:
                 "agreement": {
                     "matched_share": _number(golden.agreement.matched_share),
                     "score_drift": _number(golden.agreement.score_drift),
+                    "score_scale": _scale(golden.agreement.score_scale),
                 }
             }
             if golden.agreement is not None
@@ -98,6 +99,11 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else round(float(value), DECIMALS)
 
 
+def _scale(value: float | None) -> float | None:
+    """A blessed score scale: null where none was measured."""
+    return None if value is None else _number(value)
+
+
 def dump(document: Mapping[str, Any], fh: Any) -> None:
     json.dump(document, fh, indent=2, sort_keys=True, allow_nan=False)
     fh.write("\n")
@@ -112,6 +118,7 @@ _HEADLINE = (
     "metrics.saturation",
     "agreement.matched_share",
     "agreement.score_drift",
+    "agreement.score_scale",
 )
 
 

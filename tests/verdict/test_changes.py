@@ -91,7 +91,7 @@ def test_a_baseline_keeps_what_it_was_made_from_and_its_history_entries_carry_it
     write_golden(file, golden_from_result(first, release="r1"))
     write_golden(file, golden_from_result(second, release="r2"))
     data = json.loads(file.read_text())
-    assert data["schema_version"] == 5 and data["provenance"]["made_from"] == dict(second_made)
+    assert data["schema_version"] == 6 and data["provenance"]["made_from"] == dict(second_made)
     assert data["history"][0]["made_from"] == dict(made)
     golden = load_golden(file)
     assert golden.history_problems == () and golden.provenance.made_from == second_made

@@ -176,13 +176,17 @@ def test_path_agreement_passes_on_matching_paths_and_fails_below_the_floor(truth
     assert "score drift -" in gate.message
 
 
-def test_path_agreement_fails_when_the_same_boxes_are_scored_differently(truths, onnx):
+def test_path_agreement_fails_when_the_same_boxes_are_scored_differently(truths, onnx, hailo):
     squeezed = sr.result(sr.with_scores(onnx.predictions, lambda s: 1 / (1 + np.exp(-s))), truths, path="hailo")
     gate = gate_path_agreement(onnx, squeezed)
     assert not gate.passed and gate.observed == 1.0
+    assert "the same boxes, but their scores compressed to [0.6" in gate.message
+    assert "a sigmoid put over scores that are probabilities already compresses them so" in gate.message
+    unrelated = gate_path_agreement(onnx, hailo)  # the same boxes, each scored at random
+    assert not unrelated.passed and unrelated.observed == 1.0
     assert (
         f"more than {SCORE_DRIFT_LIMIT}, and not by one common shift: the two paths score the same objects"
-        in gate.message
+        in unrelated.message
     )
 
 
@@ -606,7 +610,8 @@ def test_the_agreement_gate_reports_its_counts_limits_and_verdict_to_the_letter(
     assert gate.text.splitlines() == [
         "hailo (emulated) agrees with onnx on 100.0% of the boxes (floor 95.0%): 34 matched at IoU >= 0.5 with the "
         "same class, 0 missed, 0 extra, 0 class-flipped, of 34 reference and 34 hailo (emulated) boxes; score drift "
-        "-0.0119 mean, 0.1668 mean absolute (limit 0.1)",
+        "-0.0119 mean, 0.1668 mean absolute (limit 0.1); score scale 1.023 (the spread of its 34 matched scores "
+        "over the reference's, uncertain by a factor 1.42; 1 is the reference's own; allowed [0.5, 2])",
         "held to a floor derived from this model and HEF on these images: 0 of the 0 missed or extra boxes lie "
         "within the paths' own noise of a threshold (a score under 0.2 + 0.100, or a same-class neighbour at IoU "
         "0.7 +- 0.063; 90% of the 34 matched pairs' absolute score changes (at most the drift limit) and 1 - IoU "
@@ -617,11 +622,12 @@ def test_the_agreement_gate_reports_its_counts_limits_and_verdict_to_the_letter(
         "the two paths score the same objects differently",
     ]
     assert (gate.passed, gate.baseline, gate.observed, gate.tolerance) == (False, None, 1.0, pytest.approx(0.95))
-    assert gate.allowed == "at least 95.0% matched, drift <= 0.1"
+    assert gate.allowed == "at least 95.0% matched, drift <= 0.1, score scale [0.5, 2]"
     blessed = golden_from_result(hailo, reference=onnx)
     held = gate_path_agreement(onnx, hailo, blessed)
     assert held.passed and held.text.splitlines()[1:] == [
-        "held to blessed 100.0% matched less agreement_drop 0.05, blessed drift 0.1668 plus score_drift_rise 0.05",
+        "held to blessed 100.0% matched less agreement_drop 0.05, blessed drift 0.1668 plus score_drift_rise 0.05, "
+        "a score scale within a factor 2 of the reference's own (1) or of the blessed 1.023",
         "the same boxes with the same scores",
     ]
     schema1 = sr.replaced(blessed, agreement=None)

@@ -174,7 +174,7 @@ def test_corrupt_json_names_the_file_and_the_position(tmp_path):
             lambda d: d["metrics"]["box_counts"].update(mean=-1.0),
             r"field metrics\.box_counts\.mean is -1\.0, expected a finite number >= 0",
         ),
-        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2, 3, 4, 5\]"),
+        (lambda d: d.update(schema_version=7), r"field schema_version is 7, expected one of \[1, 2, 3, 4, 5, 6\]"),
         (
             lambda d: d["tolerances"].update(map50_drop=-0.1),
             r"field tolerances\.map50_drop is -0\.1, expected a number from 0 to 1",
@@ -735,7 +735,11 @@ def test_a_hailo_baseline_keeps_its_agreement_with_the_reference_and_the_referen
     file = tmp_path / "g.json"
     summary = write_golden(file, golden_from_result(run, reference=reference))
     data = json.loads(file.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION and set(data["agreement"]) == {"matched_share", "score_drift"}
+    assert data["schema_version"] == SCHEMA_VERSION and set(data["agreement"]) == {
+        "matched_share",
+        "score_drift",
+        "score_scale",
+    }
     measured = gate_path_agreement(reference, run)
     assert data["agreement"]["matched_share"] == round(measured.observed, 6) and "agreement.matched_share: " in summary
     assert "agreement" not in json.loads(_written(tmp_path / "r.json", golden_from_result(reference)))

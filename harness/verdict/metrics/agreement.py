@@ -1,8 +1,10 @@
 """Agreement of two paths on the same images: which boxes of a candidate path (a HEF, say) find a
-box of the reference path (the ONNX) at IoU >= 0.5, with the same class or another."""
+box of the reference path (the ONNX) at IoU >= 0.5, with the same class or another, and how the
+matched boxes' scores follow the reference's (their drift and their scale)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +14,8 @@ from harness.core.detections import Detections
 from harness.core.errors import HarnessError
 
 IOU_THRESHOLD = 0.5
+MIN_SCALE_PAIRS = 5  # fewer matched pairs than this measure no score scale
+SPAN = (0.05, 0.95)  # the quantiles that say where a path's matched scores lie
 _CELLS = 1 << 18  # (image, reference, candidate) cells matched at once: 2 MiB per float64 array
 
 
@@ -35,6 +39,46 @@ class Agreement:
     mean_score_drift: float
     mean_abs_score_drift: float
     score_drift_std: float = 0.0
+    score_scale: ScoreScale | None = None  # None: too few matched pairs, or their reference scores all equal
+
+
+@dataclass(frozen=True)
+class ScoreScale:
+    """How the matched pairs' candidate scores spread against their reference scores. ``ratio``: the
+    candidate's standard deviation over the reference's (1: the same scale, whatever common shift or
+    noise; a sigmoid put over scores that are probabilities already gives at most 0.25, its steepest
+    slope). Both paths' matched scores lie above the same threshold, so the ratio holds where a
+    least-squares slope does not: the noise of a path pushes the pairs near the threshold under it on
+    one side only and flattens a slope, not the spreads. ``log_error``: the standard error of the ratio's
+    logarithm, 1 / sqrt(pairs - 1) (the two spreads' errors taken as independent, which pairs that
+    move together are not: a margin on the safe side); ``reference`` and ``candidate``: where each
+    path's matched scores lie (the :data:`SPAN` quantiles), over ``pairs`` matched pairs."""
+
+    pairs: int
+    ratio: float
+    log_error: float
+    reference: tuple[float, float]
+    candidate: tuple[float, float]
+
+
+def score_scale(reference: np.ndarray, candidate: np.ndarray) -> ScoreScale | None:
+    """The :class:`ScoreScale` of matched pairs' ``reference`` and ``candidate`` scores (float64, pair
+    by pair); None with fewer than :data:`MIN_SCALE_PAIRS` pairs or reference scores all equal (no
+    spread to measure against)."""
+    n = len(reference)
+    if n < MIN_SCALE_PAIRS:
+        return None
+    spread = float(reference.std())
+    if not spread > 0:
+        return None
+    ref_span, cand_span = np.quantile(reference, SPAN), np.quantile(candidate, SPAN)
+    return ScoreScale(
+        n,
+        float(candidate.std()) / spread,
+        1 / math.sqrt(n - 1),
+        (float(ref_span[0]), float(ref_span[1])),
+        (float(cand_span[0]), float(cand_span[1])),
+    )
 
 
 def agreement(
@@ -56,6 +100,7 @@ def agreement(
         mean_score_drift=float(drift.mean()) if len(drift) else 0.0,
         mean_abs_score_drift=float(np.abs(drift).mean()) if len(drift) else 0.0,
         score_drift_std=float(drift.std()) if len(drift) else 0.0,
+        score_scale=score_scale(found.reference_scores, found.reference_scores + drift),
     )
 
 
@@ -73,13 +118,14 @@ def differing_boxes(
 class _Matches:
     """Per image its reference and candidate boxes, matched pairs and class flips; ``drift``: candidate
     minus reference score (float64) of each matched pair, image by image, within an image in the
-    order the candidates took their references."""
+    order the candidates took their references; ``reference_scores`` their reference scores (float64)."""
 
     n_reference: np.ndarray
     n_candidate: np.ndarray
     matched: np.ndarray
     flipped: np.ndarray
     drift: np.ndarray
+    reference_scores: np.ndarray
 
 
 def _match(reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float) -> _Matches:
@@ -91,11 +137,13 @@ def _match(reference: Sequence[Detections], candidate: Sequence[Detections], iou
     n_cand = np.array([len(d) for d in candidate], dtype=np.int64)
     matched, flipped = np.zeros(len(reference), np.int64), np.zeros(len(reference), np.int64)
     drifts: list[np.ndarray] = []
+    scores: list[np.ndarray] = []
     for a, b in _chunks(n_ref.tolist(), n_cand.tolist()):
-        matched[a:b], flipped[a:b], drift = _match_chunk(reference[a:b], candidate[a:b], iou_threshold)
+        matched[a:b], flipped[a:b], drift, score = _match_chunk(reference[a:b], candidate[a:b], iou_threshold)
         drifts.append(drift)
+        scores.append(score)
     drift = np.concatenate(drifts) if drifts else np.zeros(0)
-    return _Matches(n_ref, n_cand, matched, flipped, drift)
+    return _Matches(n_ref, n_cand, matched, flipped, drift, np.concatenate(scores) if scores else np.zeros(0))
 
 
 def _chunks(n_ref: list[int], n_cand: list[int]) -> list[tuple[int, int]]:
@@ -135,12 +183,13 @@ def _ranked(detections: Sequence[Detections], width: int) -> tuple[np.ndarray, .
 
 def _match_chunk(
     reference: Sequence[Detections], candidate: Sequence[Detections], iou_threshold: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(matched, class flips) per image of the chunk and the matched pairs' score drifts (see :class:`_Matches`)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(matched, class flips) per image of the chunk, the matched pairs' score drifts and reference scores
+    (see :class:`_Matches`)."""
     n = len(reference)
     rows, columns = max(len(d) for d in reference), max(len(d) for d in candidate)
     if not rows or not columns:
-        return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(0)
+        return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(0), np.zeros(0)
     ref_boxes, ref_scores, ref_ids, ref_held = _ranked(reference, rows)
     cand_boxes, cand_scores, cand_ids, cand_held = _ranked(candidate, columns)
     iou = _pairwise_iou(ref_boxes, cand_boxes)  # (n, rows, columns)
@@ -154,8 +203,9 @@ def _match_chunk(
     flip_image, _, _ = _greedy(np.where(eligible, iou, -1.0))
     order = np.lexsort((cand, image))  # image by image, each in the order its candidates were taken
     image, ref, cand = image[order], ref[order], cand[order]
-    drift = cand_scores[image, cand].astype(np.float64) - ref_scores[image, ref].astype(np.float64)
-    return np.bincount(image, minlength=n), np.bincount(flip_image, minlength=n), drift
+    matched_ref = ref_scores[image, ref].astype(np.float64)
+    drift = cand_scores[image, cand].astype(np.float64) - matched_ref
+    return np.bincount(image, minlength=n), np.bincount(flip_image, minlength=n), drift, matched_ref
 
 
 def _greedy(quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -5,12 +5,13 @@ vectorised matching is held to, counts and score drifts bit for bit."""
 import numpy as np
 
 from harness.core.detections import Detections
-from harness.verdict.metrics.agreement import Agreement
+from harness.verdict.metrics.agreement import Agreement, score_scale
 
 
 def agreement(reference: list[Detections], candidate: list[Detections], iou_threshold: float = 0.5) -> Agreement:
     matched = flipped = n_ref = n_cand = 0
     drifts: list[np.ndarray] = []
+    ref_scores: list[np.ndarray] = []
     for ref, cand in zip(reference, candidate, strict=True):
         iou = _pairwise_iou(ref.boxes, cand.boxes)
         same_class = ref.class_ids[:, None] == cand.class_ids[None, :]
@@ -29,8 +30,10 @@ def agreement(reference: list[Detections], candidate: list[Detections], iou_thre
         n_cand += len(cand)
         if pairs:
             r, c = np.array(pairs).T
-            drifts.append(cand.scores[c].astype(np.float64) - ref.scores[r].astype(np.float64))
+            ref_scores.append(ref.scores[r].astype(np.float64))
+            drifts.append(cand.scores[c].astype(np.float64) - ref_scores[-1])
     drift = np.concatenate(drifts) if drifts else np.zeros(0)
+    matched_ref = np.concatenate(ref_scores) if ref_scores else np.zeros(0)
     return Agreement(
         n_reference=n_ref,
         n_candidate=n_cand,
@@ -41,6 +44,7 @@ def agreement(reference: list[Detections], candidate: list[Detections], iou_thre
         mean_score_drift=float(drift.mean()) if len(drift) else 0.0,
         mean_abs_score_drift=float(np.abs(drift).mean()) if len(drift) else 0.0,
         score_drift_std=float(drift.std()) if len(drift) else 0.0,
+        score_scale=score_scale(matched_ref, matched_ref + drift),
     )
 
 

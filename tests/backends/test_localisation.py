@@ -37,9 +37,10 @@ def in_domain(bench, frames):
     return layer_sqnr(bench.hef, frames)
 
 
-def test_every_head_and_hundreds_of_tensors_are_measured_worst_first(bench, in_domain):
+def test_every_head_and_over_a_hundred_tensors_are_measured_worst_first(bench, in_domain):
     names = {layer.tensor for layer in in_domain}
-    assert {h.name for h in bench.hef.heads} <= names and len(in_domain) > 200
+    # every layer's output (a conv's output before its activation is inside its layer: not quantized, not measured)
+    assert {h.name for h in bench.hef.heads} <= names and len(in_domain) > 100
     assert [layer.accumulated_db for layer in in_domain] == sorted(layer.accumulated_db for layer in in_domain)
     assert all(math.isfinite(layer.local_db) and math.isfinite(layer.accumulated_db) for layer in in_domain)
     head = next(layer for layer in in_domain if layer.tensor == STRIDE_8_CLASS_HEAD)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # onnx and onnxruntime are imported where a model is read or 
     from harness.backends.emulator.graph import HefGraph
 
 DEFAULT_CACHE_DIR = defaults.CACHE_DIR / "emulator"
-_CACHE_FORMAT = "hailo-harness emulated HEF 3"
+_CACHE_FORMAT = "hailo-harness emulated HEF 4"  # 4: each conv layer quantized at its output alone
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,12 @@ def _cache_key(onnx_sha256: str, images: str, options: EmulatorOptions) -> str:
     return digest.hexdigest()
 
 
-QUANTIZER = ("backends/emulator/build.py", "backends/emulator/graph.py", "backends/emulator/quantize.py")
+QUANTIZER = (
+    "backends/emulator/build.py",
+    "backends/emulator/fusion.py",
+    "backends/emulator/graph.py",
+    "backends/emulator/quantize.py",
+)
 
 
 def _content_hash(key: str, options: EmulatorOptions) -> str:

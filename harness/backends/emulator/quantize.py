@@ -1,5 +1,8 @@
 """Static quantization of the HEF's float graph with onnxruntime: QDQ, activations uint8, weights int8.
 
+Each conv layer is quantized at its output alone, its activation inside it, as the Dataflow Compiler
+compiles it (:mod:`harness.backends.emulator.fusion`).
+
 onnxruntime ends every quantized graph output ``t`` in ``QuantizeLinear -> DequantizeLinear -> t``.
 The emulated HEF hands out what the device would: the ``QuantizeLinear`` output, uint8, with that
 node's scale and zero point as the output's quant info. So each head's ``DequantizeLinear`` is
@@ -22,6 +25,7 @@ from onnx import TensorProto
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 from onnxruntime.quantization import CalibrationMethod as OrtCalibrationMethod
 
+from harness.backends.emulator.fusion import fused_tensors, unquantize
 from harness.backends.emulator.graph import HefGraph
 from harness.backends.emulator.options import CalibrationMethod, EmulatorOptions
 from harness.core.errors import GraphError
@@ -136,7 +140,7 @@ def _onnxruntime_messages_relayed() -> Iterator[None]:
 
 def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOptions) -> onnx.ModelProto:
     """The HEF's quantized model, calibrated on ``frames``; head outputs uint8, or uint16 with
-    ``options.output_bits`` 16."""
+    ``options.output_bits`` 16; no tensor inside a conv layer quantized (between the conv and its activation)."""
     source = onnx.ModelProto()
     source.CopyFrom(graph.model)  # quantize_static may change the model it is given
     with tempfile.TemporaryDirectory(prefix="hailo-harness-emulator-") as tmp:
@@ -152,7 +156,7 @@ def quantize(graph: HefGraph, frames: CalibrationDataReader, options: EmulatorOp
                 per_channel=options.per_channel,
                 calibrate_method=_ORT_METHODS[options.calibration_method],
             )
-        quantized = onnx.load(out)
+        quantized = unquantize(onnx.load(out), fused_tensors(graph.model))
     model = expose_head_quantizers(quantized, graph.heads, options.output_bits)
     model.metadata_props.append(onnx.StringStringEntryProto(key=HEAD_FAMILY_KEY, value=graph.family.value))
     if options.ssd is not None:

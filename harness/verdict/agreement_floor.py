@@ -26,9 +26,10 @@ output step of 1/255, and keeps 145 boxes the float model does not, most of them
 
 A missed or extra box is explained where its score is under the threshold plus the score window, or
 its highest IoU with another box of its path and class lies within the IoU window of the NMS IoU
-threshold. The floor is 1 minus the explained boxes' share of all distinct boxes minus
-:data:`MARGIN`: the gate passes when the boxes that disagree unexplained are at most
-:data:`MARGIN` of all. With fewer than :data:`MIN_PAIRS` matched pairs nothing is measured, the
+threshold. The windows cover :data:`QUANTILE` of the noise, so of the boxes they leave unexplained
+``1 - QUANTILE`` may still be its tail. The floor is 1 minus the share of all distinct boxes that the
+explained boxes and that tail make, minus :data:`MARGIN`: the gate passes when the other boxes that
+disagree are at most :data:`MARGIN` of all. With fewer than :data:`MIN_PAIRS` matched pairs nothing is measured, the
 windows are 0 and no box is explained.
 """
 
@@ -85,7 +86,9 @@ def derived_floor(
     explained = int((near_score | near_iou).sum())
     unmatched = len(scores)
     distinct = pairs + found.flipped + unmatched
-    floor = 1.0 - (explained / distinct if distinct else 0.0) - MARGIN
+    # the windows cover QUANTILE of the noise: of the boxes they leave unexplained, the rest's share may be its tail
+    tail = (1.0 - QUANTILE) * (unmatched - explained)
+    floor = 1.0 - ((explained + tail) / distinct if distinct else 0.0) - MARGIN
     if pairs >= MIN_PAIRS:
         noise = (
             f"{QUANTILE:.0%} of the {pairs} matched pairs' absolute score changes (at most the drift limit) and "
@@ -97,6 +100,7 @@ def derived_floor(
         f"derived from this model and HEF on these images: {explained} of the {unmatched} missed or extra boxes "
         f"lie within the paths' own noise of a threshold (a score under {score_threshold:g} + {score_window:.3f}, "
         f"or a same-class neighbour at IoU {nms_iou_threshold:g} +- {iou_window:.3f}; {noise}) and cannot be "
-        f"expected to match: floor 1 - {explained}/{distinct} - margin {MARGIN:g}"
+        f"expected to match, nor {tail:.1f} of the other {unmatched - explained} (the {1 - QUANTILE:.0%} of the "
+        f"noise the windows leave out): floor 1 - {explained + tail:.1f}/{distinct} - margin {MARGIN:g}"
     )
     return DerivedFloor(max(floor, 0.0), score_window, iou_window, explained, unmatched, distinct, source)

@@ -12,6 +12,7 @@ from harness.core.detections import Detections, letterbox_boxes, unletterbox, yx
 from harness.core.errors import HarnessError
 from harness.inputs.preprocess import geometry
 from harness.verdict.metrics.agreement import Agreement, agreement
+from harness.verdict.metrics.coco import DifferenceInterval
 from harness.verdict.result import PathResult
 
 CAP_TIE = 1e-3  # scores this close to the highest one count as stopped at the same cap
@@ -67,6 +68,9 @@ class Evidence:
     cells_share: float | None = None
     reference_path: str | None = None
     reference_map50: float | None = None
+    # the 95 % paired bootstrap interval of mAP@0.5, this path minus the reference, where one was measured
+    map50_difference_low: float | None = None
+    map50_difference_high: float | None = None
     reference_n_boxes: int | None = None
     reference_boxes_per_image: float | None = None
     reference_saturation: float | None = None
@@ -103,6 +107,7 @@ def collect_evidence(
     result: PathResult,
     reference: PathResult | None = None,
     original_hw: Mapping[str, tuple[int, int]] | None = None,
+    map50_difference: DifferenceInterval | None = None,
 ) -> Evidence:
     """Evidence from ``result`` and, when given, a ``reference`` path on the same images under the
     same settings (:class:`~harness.core.settings.SettingsMismatch` otherwise). ``original_hw`` (image id
@@ -146,6 +151,8 @@ def collect_evidence(
         evidence,
         reference_path=reference.label,
         reference_map50=reference.metrics.map50,
+        map50_difference_low=map50_difference.low if map50_difference is not None else None,
+        map50_difference_high=map50_difference.high if map50_difference is not None else None,
         reference_n_boxes=reference.box_counts.total,
         reference_boxes_per_image=reference.box_counts.mean,
         reference_saturation=reference.scores.saturation,

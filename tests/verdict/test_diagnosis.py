@@ -95,6 +95,26 @@ def test_scores_moved_each_its_own_way_are_no_confidence_shift_whatever_the_shif
     assert [f.name for f in diagnose(lost)] == ["quantisation_loss"]
 
 
+def test_a_loss_is_called_quantisation_loss_only_where_its_interval_lies_below_the_allowed_drop(truths, onnx):
+    """With a paired bootstrap interval, the loss must be shown beyond the images' noise and beyond the drop the
+    gates allow; a point loss of 0.03 or more is the rule only where no interval was measured."""
+    from harness.verdict.golden import DEFAULT_TOLERANCES
+    from harness.verdict.metrics.coco import DifferenceInterval
+
+    hailo = _hailo(truths, _quantisation_loss(truths))
+    point = hailo.metrics.map50 - onnx.metrics.map50
+    drop = DEFAULT_TOLERANCES.map50_drop
+    assert point <= -0.03
+    shown = DifferenceInterval(point, point - 0.01, -drop - 0.001)
+    noise = DifferenceInterval(point, point - 0.05, 0.01)  # cannot be told from no loss at all
+    within = DifferenceInterval(point, point - 0.01, -drop + 0.001)  # cannot be told from a loss the gates allow
+    names = {
+        name: [f.name for f in diagnose(collect_evidence(hailo, onnx, map50_difference=interval))]
+        for name, interval in (("shown", shown), ("noise", noise), ("within", within))
+    }
+    assert names == {"shown": ["quantisation_loss"], "noise": [], "within": []}
+
+
 @pytest.mark.parametrize("rule", sorted(SCENARIOS))
 def test_each_rule_fires_first_on_its_evidence(truths, onnx, rule):
     findings = diagnose(collect_evidence(_hailo(truths, SCENARIOS[rule](truths)), onnx))

@@ -10,7 +10,9 @@ Printed: the median wall time and CPU seconds (user and system, every thread) of
 per-round ratios of both (harness / yolo val, other / yolo val, this / other) and the load average (1, 5 and
 15 minutes) before and after: ratios of interleaved runs hold on busy cores where seconds do not, and CPU
 seconds where the cores are shared at all. Beside them, what the peer was: Ultralytics', torch's and
-onnxruntime's versions, torch's threads, and its seconds loading the model and in ``val``. On 16 images
+onnxruntime's versions, torch's threads, and its seconds loading the model and in ``val``; and what importing
+onnx costs this interpreter (ml_dtypes 0.7.0, which onnx imports, takes 0.6 s of CPU where 0.6.0 took 0.005 s:
+part of an uncached run's cost that no harness commit changed). On 16 images
 a process's start (the interpreter, the imports) is most of either side's time: each checkout's harness is
 byte-compiled first (``__pycache__``, ignored by git), as an installed package is, so that a checkout run
 with ``PYTHONDONTWRITEBYTECODE`` set does not compile its modules in every round.
@@ -114,11 +116,13 @@ def main() -> None:
         f"threads; medians of {args.rounds} interleaved rounds; load average (1, 5, 15 min) {_load(load_before)} "
         f"before, {_load(load)} after, on {os.cpu_count()} cores"
     )
+    print(f"  this interpreter: {onnx_import_cost()}, paid by every run that reads an export's graph")
     if peer:
         last = peer[-1]
         versions = ", ".join(f"{k} {v}" for k, v in last["versions"].items())
         print(
-            f"  yolo val: {versions}; torch threads {last['torch_threads']}; model load "
+            f"  yolo val: {versions}; torch threads {last['torch_threads']} (Ultralytics' select_device sets "
+            f"min(8, cores - 1) on the CPU, whatever was pinned; the ONNX model runs in onnxruntime); model load "
             f"{statistics.median(p['load_s'] for p in peer[1:] or peer):.2f} s, val "
             f"{statistics.median(p['val_s'] for p in peer[1:] or peer):.2f} s (the rest: the interpreter and imports)"
         )
@@ -134,6 +138,23 @@ def main() -> None:
             ratio = statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
             cpu_ratio = statistics.median(x / y for x, y in zip(cpu[a], cpu[b], strict=True))
             print(f"  {a} / {b}: {ratio:.3f} wall, {cpu_ratio:.3f} CPU seconds")
+
+
+def onnx_import_cost() -> str:
+    """What importing onnx costs this interpreter (a run that reads an export's graph imports it): its CPU
+    seconds in a fresh process, numpy imported first, and the ml_dtypes it pulls in (0.7.0 registers its
+    types for 0.6 s of CPU where 0.6.0 takes 0.005 s)."""
+    code = (
+        "import time, numpy\n"
+        "start = time.process_time()\n"
+        "import onnx, ml_dtypes\n"
+        "print(onnx.__version__, ml_dtypes.__version__, time.process_time() - start)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        return "onnx not importable here"
+    onnx_version, ml_dtypes_version, seconds = done.stdout.split()
+    return f"import onnx {onnx_version} (ml_dtypes {ml_dtypes_version}) {float(seconds):.2f} s of CPU"
 
 
 def _load(load: tuple[float, float, float]) -> str:

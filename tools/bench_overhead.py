@@ -14,7 +14,10 @@ folder) and the demo model, each path in rounds that take turns (floor, eval, fl
   the harness reads ahead) while the same model runs on batches of the same size and the same threads, fed
   the same images' frames, letterboxed before the timing: the float export (its onnxruntime session made in
   the timing) or the emulated HEF's runner (the one ``eval --backend emulator`` runs, its session opened on
-  the first batch, its NMS op run on the host as eval's is).
+  the first batch, its NMS op run on the host as eval's is). That runner is the floor of the emulated path
+  because it is the user's emulated model: the quantized graph an emulated HEF is, with HailoRT's NMS op
+  over its outputs as a device's host runs it; what eval does around it (letterbox, reading the NMS
+  buffer, the metric) is the harness's.
 
 Printed per path: the medians of command / floor and process / floor (target: command <= 1.10 x floor),
 the CPU seconds of each (user and system, every thread: what the harness adds where the cores are busy,

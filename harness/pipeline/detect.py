@@ -39,7 +39,7 @@ from harness.core.path_names import DEVICE_PATHS, EMULATED_HAILO, HAILO, ONNX
 from harness.core.settings import DecodeConfig, EvalSettings, SsdConfig
 from harness.core.shared_entry import EntryUse
 from harness.core.specs import FormatOrder, FormatType, OutputSpec
-from harness.core.stage_clock import Stage, stage, timed
+from harness.core.stage_clock import Stage, stage
 from harness.decode.bbox_only import decode_bbox_only
 from harness.decode.heads import Anchors, decoder, family_anchors, family_decode, head_layout
 from harness.decode.layout import HeadLayout
@@ -54,8 +54,6 @@ from harness.inputs.preprocess import fit, geometry, to_nchw_float
 from harness.verdict.metrics.distribution import CellsAboveThreshold, cells_above_threshold
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
     from harness.backends.onnx.runner import FullHeadRunner
     from harness.conformance.misreadings import DecodedFrame
     from harness.conformance.suite import Decoder
@@ -133,9 +131,8 @@ Collect = Callable[[], Iterable[FrameResult]]
 
 
 def keeps_in_flight(path: DetectionPath) -> bool:
-    """Whether ``path`` hands batches to a device (or the ONNX path's inference thread) that works while the
-    host prepares and decodes others."""
-    return isinstance(path, (_RunnerPath, OnnxPath)) and path.submits
+    """Whether ``path`` hands batches to a device that works while the host prepares and decodes others."""
+    return isinstance(path, _RunnerPath) and path.submits
 
 
 def submit_frames(path: DetectionPath, images: Iterable[np.ndarray], sources: Sequence[str] | None = None) -> Collect:
@@ -143,7 +140,7 @@ def submit_frames(path: DetectionPath, images: Iterable[np.ndarray], sources: Se
     are prepared and handed to the device now, and the call waits for their outputs and decodes them; else
     the call detects them as :func:`detect_frames` does (a path taking one image at a time hands each frame
     on as it is made, so that an interrupted batch keeps the frames made before)."""
-    if isinstance(path, (_RunnerPath, OnnxPath)) and path.submits:
+    if isinstance(path, _RunnerPath) and path.submits:
         return path.submit(list(images))
     return lambda: detect_frames(path, images, sources)
 
@@ -202,7 +199,6 @@ class OnnxPath(Closing):
         self._end_to_end = facts.end_to_end
         self._threads = threads
         self._session: FullHeadRunner | None = None
-        self._inferring: ThreadPoolExecutor | None = None  # made for the first batch submitted
         self._closed = False
 
     @property
@@ -228,29 +224,6 @@ class OnnxPath(Closing):
         with stage(Stage.DECODE):
             return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
 
-    submits = True  # batches run on its inference thread while the caller prepares and decodes others
-
-    def submit(self, images: Sequence[np.ndarray]) -> Collect:
-        """``images`` prepared now and handed to the path's one inference thread (runs in turn, in order);
-        the call returned waits for their head outputs and decodes them: the host's letterbox and NMS of
-        other batches run while onnxruntime infers (it holds no lock of Python's while it runs)."""
-        with stage(Stage.PREPROCESS):
-            prepared = [prepare(image, self.settings) for image in images]
-            batch = to_nchw_float(np.stack([canvas for canvas, _ in prepared]))
-        runner = self._runner  # opened here, on the caller's thread
-        if self._inferring is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._inferring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hailo-harness-infer")
-        waiting = self._inferring.submit(timed, Stage.INFERENCE, runner.infer_batch, {self._input_name: batch})
-
-        def collect() -> list[FrameResult]:
-            heads = waiting.result()
-            with stage(Stage.DECODE):
-                return [self._decode(head, geometry) for head, (_, geometry) in zip(heads, prepared, strict=True)]
-
-        return collect
-
     def _decode(self, head: np.ndarray, geometry: Letterbox) -> FrameResult:
         """One frame's head output, ``(max_det, 6)`` end to end, else as its family's export writes it
         (``(4 + nc, anchors)``, ``(rows, 5 + nc)``, ...), as detections on its image."""
@@ -263,8 +236,6 @@ class OnnxPath(Closing):
 
     def close(self) -> None:
         self._closed = True
-        if self._inferring is not None:  # the batch it runs ends; those waiting are dropped
-            self._inferring.shutdown(wait=True, cancel_futures=True)
         if self._session is not None:
             self._session.close()
 

@@ -2,8 +2,7 @@
 
 Images the cache does not hold are read on a thread pool while the path infers, and inferred a batch
 at a time (``batch`` images in one runner call where the path takes a batch, with the same detections
-as one by one; else one by one; on a device that keeps batches in flight, or on the ONNX path's
-inference thread, :data:`IN_FLIGHT` at once);
+as one by one; else one by one; on a device that keeps batches in flight, :data:`IN_FLIGHT` at once);
 each prediction goes to the cache (if any) as soon as it is made, which writes them a batch at a time
 and the rest when the run ends, by an exception too: a run interrupted by an exception loses at most
 the batch in its runner (the batches in flight on a device, nothing where the path infers one by one),

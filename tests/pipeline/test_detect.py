@@ -347,38 +347,6 @@ def test_a_batch_gives_each_image_the_detections_it_gets_alone_on_every_path(mod
                 assert got.cells == expected.cells
 
 
-def test_the_onnx_path_keeps_batches_in_flight_on_its_inference_thread_with_the_frames_detect_batch_gives(
-    model_path, images
-):
-    """Batches handed over in turn are inferred in order on the path's one inference thread (not the
-    caller's) while the caller goes on; each collected batch is what detect_batch gives, bit for bit."""
-    import threading
-
-    from harness.pipeline.detect import keeps_in_flight, submit_frames
-
-    with OnnxPath(model_path, SETTINGS, threads=1) as path:
-        assert keeps_in_flight(path)
-        expected = path.detect_batch(images)
-        ran_on: list[str] = []
-        infer_batch = path._runner.infer_batch
-
-        def watched(feed):
-            ran_on.append(threading.current_thread().name)
-            return infer_batch(feed)
-
-        path._runner.infer_batch = watched  # type: ignore[method-assign]
-        collects = [submit_frames(path, images[:2]), submit_frames(path, images[2:])]
-        got = [frame for collect in collects for frame in collect()]
-        assert len(ran_on) == 2 and all(name.startswith("hailo-harness-infer") for name in ran_on)
-        assert sum(len(f.detections) for f in got) > 10
-        for frame, want in zip(got, expected, strict=True):
-            np.testing.assert_array_equal(frame.detections.boxes, want.detections.boxes)
-            np.testing.assert_array_equal(frame.detections.scores, want.detections.scores)
-            np.testing.assert_array_equal(frame.detections.class_ids, want.detections.class_ids)
-    with pytest.raises(RuntimeError, match="after close"):
-        submit_frames(path, images[:1])
-
-
 def test_a_yolov5_export_gives_the_same_detections_on_the_onnx_path_as_its_float_heads_decoded_by_the_harness(
     tmp_path: Path, images
 ):

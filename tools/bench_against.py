@@ -6,21 +6,31 @@ Per round, each in its own process and in turn (A B C A B C): this checkout's ``
 at Ultralytics' protocol (spelled out as options, which every version takes), the other checkout's
 (``--against``: its root first on ``PYTHONPATH``, e.g. a worktree at an older commit), and Ultralytics'
 ``yolo val`` (:mod:`tools.ultralytics_val`) on the same images and threads (:mod:`tools.bench_compare`).
-Printed: the median wall time of each, the medians of the per-round ratios (harness / yolo val, other /
-yolo val, this / other) and the load average before and after: ratios of interleaved runs hold on busy
-cores where seconds do not.
+Printed: the median wall time and CPU seconds (user and system, every thread) of each, the medians of the
+per-round ratios of both (harness / yolo val, other / yolo val, this / other) and the load average (1, 5 and
+15 minutes) before and after: ratios of interleaved runs hold on busy cores where seconds do not, and CPU
+seconds where the cores are shared at all. Beside them, what the peer was: Ultralytics', torch's and
+onnxruntime's versions, torch's threads, and its seconds loading the model and in ``val``; and what importing
+onnx costs this interpreter (ml_dtypes 0.7.0, which onnx imports, takes 0.6 s of CPU where 0.6.0 took 0.005 s:
+part of an uncached run's cost that no harness commit changed). On 16 images
+a process's start (the interpreter, the imports) is most of either side's time: each checkout's harness is
+byte-compiled first (``__pycache__``, ignored by git), as an installed package is, so that a checkout run
+with ``PYTHONDONTWRITEBYTECODE`` set does not compile its modules in every round.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.inputs.onnx_graph import load_model, model_input
 from tools.bench_compare import (
@@ -37,16 +47,23 @@ from tools.bench_compare import (
 from tools.bench_paths import checkout, writable_folder
 
 
-def harness_wall(lab: Lab, root: Path, arguments: list[str]) -> float:
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the children waited for so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def harness_wall(lab: Lab, root: Path, arguments: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``hailo-harness ARGUMENTS`` run from checkout ``root``."""
     env = dict(lab.env(), PYTHONPATH=str(root))
-    start = time.perf_counter()
+    cpu, start = children_cpu(), time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli.main", *arguments], cwd=lab.work, env=env, capture_output=True, text=True
     )
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(f"bench_against: {root}: eval exited {done.returncode}:\n{done.stderr[-2000:]}")
-    return seconds
+    return seconds, children_cpu() - cpu
 
 
 def main() -> None:
@@ -61,7 +78,10 @@ def main() -> None:
     against = checkout("bench_against", "--against", args.against) if args.against else None
     if args.work is not None:
         writable_folder("bench_against", "--work", args.work)
-    load_before = os.getloadavg()[0]
+    for root in (ROOT, against):
+        if root is not None:
+            compileall.compile_dir(root / "harness", quiet=1)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=args.work, prefix="bench-against-") as folder:
         lab = Lab(Path(folder), args.threads, args.ultralytics_python)
         case = known_cases()[args.case]
@@ -75,32 +95,70 @@ def main() -> None:
             yaml = ultralytics_set(dataset, lab.work / "ultralytics")
             none = no_predictions(dataset, lab.work / "none.json")
         times: dict[str, list[float]] = {"this": [], "against": [], "yolo val": []}
+        cpu: dict[str, list[float]] = {"this": [], "against": [], "yolo val": []}
+        peer: list[dict[str, Any]] = []
         for index in range(args.rounds + 1):  # the first round warms the file cache, untimed
-            this = harness_wall(lab, ROOT, arguments)
-            other = harness_wall(lab, against, arguments) if against else None
-            theirs = None
+            ran = {"this": harness_wall(lab, ROOT, arguments)}
+            if against:
+                ran["against"] = harness_wall(lab, against, arguments)
             if yolo:
+                used = children_cpu()
                 result = run_ultralytics(lab, case.onnx, yaml, imgsz, none, lab.work / "u.json")
-                theirs = result["process_s"]
+                ran["yolo val"] = (result["process_s"], children_cpu() - used)
+                peer.append(result)
             if index:
-                times["this"].append(this)
-                if other is not None:
-                    times["against"].append(other)
-                if theirs is not None:
-                    times["yolo val"].append(theirs)
+                for name, (wall, seconds) in ran.items():
+                    times[name].append(wall)
+                    cpu[name].append(seconds)
+    load = os.getloadavg()
     print(
         f"{args.case} ({len(dataset.samples)} images), uncached eval at Ultralytics' protocol, {args.threads} "
-        f"threads; medians of {args.rounds} interleaved rounds; load {load_before:.1f} before, "
-        f"{os.getloadavg()[0]:.1f} after"
+        f"threads; medians of {args.rounds} interleaved rounds; load average (1, 5, 15 min) {_load(load_before)} "
+        f"before, {_load(load)} after, on {os.cpu_count()} cores"
     )
+    print(f"  this interpreter: {onnx_import_cost()}, paid by every run that reads an export's graph")
+    if peer:
+        last = peer[-1]
+        versions = ", ".join(f"{k} {v}" for k, v in last["versions"].items())
+        print(
+            f"  yolo val: {versions}; torch threads {last['torch_threads']} (Ultralytics' select_device sets "
+            f"min(8, cores - 1) on the CPU, whatever was pinned; the ONNX model runs in onnxruntime); model load "
+            f"{statistics.median(p['load_s'] for p in peer[1:] or peer):.2f} s, val "
+            f"{statistics.median(p['val_s'] for p in peer[1:] or peer):.2f} s (the rest: the interpreter and imports)"
+        )
     for name, values in times.items():
         if values:
-            print(f"  {name:<10} {statistics.median(values):7.2f} s (least {min(values):.2f})")
+            print(
+                f"  {name:<10} {statistics.median(values):7.2f} s (least {min(values):.2f}), CPU "
+                f"{statistics.median(cpu[name]):.2f} s"
+            )
     pairs = [("this", "yolo val"), ("against", "yolo val"), ("this", "against")]
     for a, b in pairs:
         if times[a] and times[b]:
             ratio = statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
-            print(f"  {a} / {b}: {ratio:.3f}")
+            cpu_ratio = statistics.median(x / y for x, y in zip(cpu[a], cpu[b], strict=True))
+            print(f"  {a} / {b}: {ratio:.3f} wall, {cpu_ratio:.3f} CPU seconds")
+
+
+def onnx_import_cost() -> str:
+    """What importing onnx costs this interpreter (a run that reads an export's graph imports it): its CPU
+    seconds in a fresh process, numpy imported first, and the ml_dtypes it pulls in (0.7.0 registers its
+    types for 0.6 s of CPU where 0.6.0 takes 0.005 s)."""
+    code = (
+        "import time, numpy\n"
+        "start = time.process_time()\n"
+        "import onnx, ml_dtypes\n"
+        "print(onnx.__version__, ml_dtypes.__version__, time.process_time() - start)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        return "onnx not importable here"
+    onnx_version, ml_dtypes_version, seconds = done.stdout.split()
+    return f"import onnx {onnx_version} (ml_dtypes {ml_dtypes_version}) {float(seconds):.2f} s of CPU"
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.1f}" for x in load)
 
 
 if __name__ == "__main__":

@@ -14,19 +14,27 @@ folder) and the demo model, each path in rounds that take turns (floor, eval, fl
   the harness reads ahead) while the same model runs on batches of the same size and the same threads, fed
   the same images' frames, letterboxed before the timing: the float export (its onnxruntime session made in
   the timing) or the emulated HEF's runner (the one ``eval --backend emulator`` runs, its session opened on
-  the first batch, its NMS op run on the host as eval's is).
+  the first batch, its NMS op run on the host as eval's is). That runner is the floor of the emulated path
+  because it is the user's emulated model: the quantized graph an emulated HEF is, with HailoRT's NMS op
+  over its outputs as a device's host runs it; what eval does around it (letterbox, reading the NMS
+  buffer, the metric) is the harness's.
 
 Printed per path: the medians of command / floor and process / floor (target: command <= 1.10 x floor),
-and the stages of one eval (the median round's), each over the floor's seconds: what makes up the rest.
-Decoding images runs on the read-ahead threads, so its seconds overlap the others'. The load average
-beside the numbers: on shared cores read the ratios, which interleaved rounds keep comparable.
+the CPU seconds of each (user and system, every thread: what the harness adds where the cores are busy,
+on which wall ratios measure the other tenants' load more than the harness), and the stages of one eval
+(the median round's), each over the floor's seconds: what makes up the rest. Decoding images runs on the
+read-ahead threads, so its seconds overlap the others'. The load average (1, 5 and 15 minutes) before and
+after: on shared cores read the ratios, which interleaved rounds keep comparable. The harness is
+byte-compiled first (``__pycache__``, ignored by git), as an installed package is.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -125,14 +133,20 @@ def _emulated(data: Path, cache: Path) -> tuple[Any, str, tuple[int, int]]:
     return opened.runner, name, run.settings.input_hw
 
 
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def child(arguments: list[str], cwd: Path) -> dict[str, Any]:
+    """One child process's wall seconds, CPU seconds (user and system, every thread) and what it printed."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    start = time.perf_counter()
+    cpu, start = _children_cpu(), time.perf_counter()
     done = subprocess.run([sys.executable, *arguments], cwd=cwd, env=env, capture_output=True, text=True)
     process = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench_overhead: {' '.join(arguments)} exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return {"process_s": process, "stdout": done.stdout}
+    return {"process_s": process, "cpu_s": _children_cpu() - cpu, "stdout": done.stdout}
 
 
 def eval_once(path: str, data: Path, batch: int, work: Path, cached: bool = False) -> dict[str, Any]:
@@ -146,13 +160,18 @@ def eval_once(path: str, data: Path, batch: int, work: Path, cached: bool = Fals
     found = json.loads(out.read_text())
     if found["status"] != 0:
         raise SystemExit(f"bench_overhead: eval --backend {path} exited {found['status']}")
-    return {"command_s": found["wall_s"], "process_s": ran["process_s"], "stages": found["seconds"]}
+    return {
+        "command_s": found["wall_s"],
+        "process_s": ran["process_s"],
+        "cpu_s": ran["cpu_s"],
+        "stages": found["seconds"],
+    }
 
 
 def floor_once(path: str, data: Path, cache: Path, batch: int, work: Path) -> dict[str, Any]:
     arguments = ["-m", "tools.bench_overhead", "--floor", path, "--data", str(data), "--cache", str(cache)]
     ran = child([*arguments, "--batch", str(batch)], work)
-    return {**json.loads(ran["stdout"]), "process_s": ran["process_s"]}
+    return {**json.loads(ran["stdout"]), "process_s": ran["process_s"], "cpu_s": ran["cpu_s"]}
 
 
 def main() -> None:
@@ -173,6 +192,10 @@ def main() -> None:
         writable_folder("bench_overhead", "--work", args.work)
     from tools.bench_sets import repeated
 
+    # as installed: pip byte-compiles a package; a checkout run with PYTHONDONTWRITEBYTECODE compiles the
+    # harness's modules in every process (0.1-0.3 s of the eval's, none of the floor's timed part)
+    compileall.compile_dir(ROOT / "harness", quiet=1)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=args.work, prefix="bench-overhead-") as folder:
         work = Path(folder)
         data = work / "set"
@@ -186,10 +209,11 @@ def main() -> None:
                 floors.append(floor_once(path, data, cache, args.batch, work))
                 evals.append(eval_once(path, data, args.batch, work))
             rows[path] = (floors, evals)
-    load = os.getloadavg()[0]
+    load = os.getloadavg()
     print(
         f"{args.images} images (fire/smoke fixtures repeated), demo model, batch {args.batch}; medians of "
-        f"{args.rounds} interleaved rounds; load {load:.1f}"
+        f"{args.rounds} interleaved rounds; load average (1, 5, 15 min) {_load(load_before)} before, "
+        f"{_load(load)} after, on {os.cpu_count()} cores"
     )
     for path, (floors, evals) in rows.items():
         ratios = [e["command_s"] / f["floor_s"] for f, e in zip(floors, evals, strict=True)]
@@ -202,6 +226,12 @@ def main() -> None:
             f"{f['model_s']:.2f} s); command / floor "
             f"{statistics.median(ratios):.3f} (target <= {TARGET}), process / floor {statistics.median(process):.3f}"
         )
+        cpu = [e["cpu_s"] / f["cpu_s"] for f, e in zip(floors, evals, strict=True)]
+        print(
+            f"  CPU seconds (user + system, every thread): eval {e['cpu_s']:.2f}, floor {f['cpu_s']:.2f}; eval / floor "
+            f"{statistics.median(cpu):.3f} (what the harness adds where the cores are busy: wall ratios then "
+            "measure the load)"
+        )
         seconds = e["stages"]
         shown = "  ".join(f"{s} {seconds.get(s, 0.0) / f['floor_s']:.3f}" for s in STAGES)
         inside = seconds.get("evaluate", 0.0) + seconds.get("dataset", 0.0) + seconds.get("export facts", 0.0)
@@ -211,6 +241,10 @@ def main() -> None:
             f"{f['model_s'] / f['floor_s']:.3f}; the eval's inference / the floor's model "
             f"{seconds.get('inference', 0.0) / f['model_s']:.3f}"
         )
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.1f}" for x in load)
 
 
 if __name__ == "__main__":

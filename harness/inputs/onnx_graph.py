@@ -10,7 +10,7 @@ float (:func:`dequantize_decode_tail`). Node names are never relied on.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -181,7 +181,10 @@ def model_input(model: onnx.ModelProto) -> tuple[str, tuple[int, int]]:
 
 def full_head_output(model: onnx.ModelProto) -> str:
     """Name of the full decoded head output ``[1, 4 + nc, anchors]`` (the one rank-3 graph output)."""
-    shapes = output_shapes(model)
+    return _full_head_output(output_shapes(model))
+
+
+def _full_head_output(shapes: Mapping[str, tuple[int | str, ...]]) -> str:
     rank3 = [name for name, shape in shapes.items() if len(shape) == 3]
     if len(rank3) != 1:
         raise GraphError(
@@ -213,7 +216,10 @@ def ssd_outputs(model: onnx.ModelProto) -> tuple[str, str]:
     """The boxes and scores outputs of an SSD export: its two outputs, ``[1, rows, 4]`` and ``[1, rows, nc]``
     with ``nc`` other than 4 (tensorflow/models: research/object_detection/meta_architectures/ssd_meta_arch.py,
     ``raw_detection_boxes``, ``raw_detection_scores``); a :class:`GraphError` otherwise."""
-    shapes = output_shapes(model)
+    return _ssd_outputs(output_shapes(model))
+
+
+def _ssd_outputs(shapes: Mapping[str, tuple[int | str, ...]]) -> tuple[str, str]:
     found = list(shapes.items())
     fixed = all(len(s) == 3 and all(isinstance(d, int) and d > 0 for d in s) for _, s in found)
     if len(found) == 2 and fixed:
@@ -334,7 +340,17 @@ def cut_at_heads(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.Mo
 def head_outputs(model: onnx.ModelProto) -> tuple[str, ...]:
     """The export's decoded outputs: an SSD export's boxes and scores (:func:`ssd_outputs`), else its one full
     head output (:func:`full_head_output`)."""
-    return ssd_outputs(model) if looks_like_ssd(model) else (full_head_output(model),)
+    return head_outputs_of(output_shapes(model))
+
+
+def head_outputs_of(shapes: Mapping[str, tuple[int | str, ...]]) -> tuple[str, ...]:
+    """:func:`head_outputs` from the graph outputs' shapes alone, ``{name: dims}`` in graph order (a fixed
+    dim an int, any other its name or ``""``), as :func:`output_shapes` reads them: what a runtime that
+    read the file itself reports is enough."""
+    try:
+        return _ssd_outputs(shapes)
+    except GraphError:
+        return (_full_head_output(shapes),)
 
 
 def decode_tail(model: onnx.ModelProto, heads: Sequence[HeadTensor]) -> onnx.ModelProto:

@@ -186,4 +186,8 @@ def to_nchw_float(images: np.ndarray) -> np.ndarray:
     if images.dtype != np.uint8 or images.ndim not in (3, 4):
         raise HarnessError(f"images: {images.dtype} array of shape {images.shape}, expected uint8 HWC or NHWC")
     batch = images[None] if images.ndim == 3 else images
-    return np.ascontiguousarray(batch.transpose(0, 3, 1, 2), dtype=np.float32) / np.float32(255)
+    # planes gathered as bytes, then converted and divided in place: the same float32 values (each byte's
+    # float32 over 255) at a third of the cost of a strided float copy and a second array for the quotient
+    planar = np.ascontiguousarray(batch.transpose(0, 3, 1, 2)).astype(np.float32)
+    planar /= np.float32(255)
+    return planar

@@ -186,6 +186,16 @@ def test_to_nchw_float_scales_to_unit_range_channel_first() -> None:
     np.testing.assert_array_equal(batch[1], to_nchw_float(hwc[::-1])[0])
 
 
+def test_to_nchw_float_is_each_bytes_float32_over_255_bit_for_bit_and_c_contiguous() -> None:
+    rng = np.random.default_rng(3)
+    batch = rng.integers(0, 256, size=(3, 5, 7, 3), dtype=np.uint8)
+    batch[0, 0, :, 0] = [0, 1, 114, 127, 128, 254, 255]
+    out = to_nchw_float(batch[:, :, ::-1])  # a strided view, as a stacked batch may be
+    former = np.ascontiguousarray(batch[:, :, ::-1].transpose(0, 3, 1, 2), dtype=np.float32) / np.float32(255)
+    assert out.flags.c_contiguous and out.dtype == np.float32
+    np.testing.assert_array_equal(out.view(np.uint32), former.view(np.uint32))
+
+
 @pytest.mark.parametrize("bad", [np.zeros((4, 4, 3), np.float32), np.zeros((4, 4), np.uint8)])
 def test_to_nchw_float_rejects_non_uint8_images(bad: np.ndarray) -> None:
     with pytest.raises(HarnessError, match="expected uint8"):

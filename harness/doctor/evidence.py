@@ -19,6 +19,7 @@ from harness.doctor.mistakes import reversed_channels
 from harness.inputs.dataset import Dataset
 from harness.inputs.preprocess import load_image
 from harness.pipeline.detect import DecoderPath, DetectionPath
+from harness.pipeline.job import path_bootstrap
 from harness.verdict.diagnosis_evidence import Evidence, collect_evidence, matched_share
 from harness.verdict.metrics.agreement import agreement
 from harness.verdict.result import PathResult
@@ -85,7 +86,9 @@ def doctor_evidence(
     its gates ``failed``, the matched share with red and blue exchanged on the first :data:`PROBE_IMAGES`
     images and the conformance of its host decoder, if it has one."""
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
-    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw)
+    # the paired bootstrap a job's gates hold the path to, so a loss is judged against these images' noise alike
+    interval = path_bootstrap(bench.dataset, reference, result).map50 if comparable and bench.dataset.labelled else None
+    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval)
     if comparable:
         settings = result.settings
         suppressed = after_nms(reference.predictions, settings.iou_threshold, settings.max_per_class)

@@ -46,6 +46,7 @@ from harness.verdict.metrics.agreement import disagreement
 QUANTILE = 0.9  # the share of the matched pairs whose score noise and box movement the windows cover
 MARGIN = 0.05  # the share of all distinct boxes that may disagree with no threshold to explain it
 MIN_PAIRS = 5  # fewer matched pairs than this measure no noise
+DRIFT_LIMIT = 0.1  # the agreement gate's mean absolute score drift where none was blessed: the score window's top
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,8 @@ RULES: tuple[Rule, ...] = (
         holds=lambda e: (
             e.reference_n_boxes >= MIN_BOXES
             and e.n_boxes < e.reference_n_boxes
-            and e.nms_matched_share >= 0.9
+            # after that NMS the path agrees as a clean one must: the floor derived from its own noise (at most 0.9)
+            and e.nms_matched_share >= min(0.9, e.agreement_floor if e.agreement_floor is not None else 0.9)
             and e.nms_matched_share >= e.matched_share + 0.1
         ),
         fix="decode YOLO26's one-to-one head by its top-k (the max_det anchors with the best class score, then the "

@@ -11,6 +11,7 @@ import numpy as np
 from harness.core.detections import Detections, letterbox_boxes, unletterbox, yxyx_normalized_to_xyxy_pixels
 from harness.core.errors import HarnessError
 from harness.inputs.preprocess import geometry
+from harness.verdict.agreement_floor import DRIFT_LIMIT, derived_floor
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval
 from harness.verdict.result import PathResult
@@ -97,6 +98,8 @@ class Evidence:
     nms_matched_share: float | None = None
     path_nms_matched_share: float | None = None
     shifted_matched_share: float | None = None
+    # the agreement floor derived from these two paths' own noise (harness.verdict.agreement_floor), as the gate's
+    agreement_floor: float | None = None
     reproduction_frames: int | None = None
     differing_frames: int | None = None
     reproduced_misreading: str | None = None
@@ -168,6 +171,13 @@ def collect_evidence(
         score_drift=counts.mean_score_drift if counts.matched else None,
         score_drift_std=counts.score_drift_std if counts.matched else None,
         shifted_matched_share=_shifted_matched_share(reference, result, counts) if counts.matched else None,
+        agreement_floor=derived_floor(
+            reference.predictions,
+            result.predictions,
+            result.settings.score_threshold,
+            result.settings.iou_threshold,
+            DRIFT_LIMIT,
+        ).floor,
     )
 
 

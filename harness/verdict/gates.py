@@ -18,7 +18,7 @@ from typing import Literal
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.settings import SettingsMismatch
-from harness.verdict.agreement_floor import derived_floor
+from harness.verdict.agreement_floor import DRIFT_LIMIT, derived_floor
 from harness.verdict.diagnosis import Finding, diagnose
 from harness.verdict.diagnosis_evidence import collect_evidence, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
@@ -35,7 +35,7 @@ from harness.verdict.stages import first_degraded_stage, stage_results
 # agreement holds the path to its own, less the baseline's tolerances.
 # Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
 # drifts 0.025; a score cap or a host-side sigmoid over final scores moves it by 0.2 to 0.3.
-SCORE_DRIFT_LIMIT = 0.1
+SCORE_DRIFT_LIMIT = DRIFT_LIMIT
 # A mean drift of at least SHIFT_MIN whose spread (standard deviation) is at most SHIFT_SPREAD of it
 # moves every score by one amount: a confidence shift (Ultralytics measured YOLO26 on a Hailo-8L
 # ~0.05 lower), not scores moved each their own way.

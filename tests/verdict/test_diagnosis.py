@@ -352,3 +352,20 @@ def test_proposals_left_without_nms_are_named_by_the_nms_that_gives_back_the_ref
     clean = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
     same = matched_share(agreement(onnx.predictions, after_nms(_healthy(truths), 0.7, 300)))
     assert "host_nms_missing" not in [f.name for f in diagnose(dataclasses.replace(clean, path_nms_matched_share=same))]
+
+
+def test_an_nms_over_the_one_to_one_head_is_named_where_after_it_the_path_agrees_as_its_own_noise_allows(truths, onnx):
+    """The path's boxes match the reference's after an NMS: to the floor derived from the two paths' own noise
+    (never above 0.9), so a HEF whose clean agreement is 0.87 is not held to 0.9."""
+    base = dataclasses.replace(
+        collect_evidence(_hailo(truths, _healthy(truths)), onnx),
+        n_boxes=30,
+        reference_n_boxes=36,
+        matched_share=0.74,
+        nms_matched_share=0.85,
+    )
+
+    def named(floor):
+        return "nms_on_one_to_one" in [f.name for f in diagnose(dataclasses.replace(base, agreement_floor=floor))]
+
+    assert named(0.83) and not named(0.87) and not named(None)  # None: the fixed 0.9

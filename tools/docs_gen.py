@@ -102,7 +102,8 @@ def cli_page() -> str:
         HEADER.format(source="`harness/cli/main.py`, `harness/pipeline/options.py` and the plugin"),
         "# Command-line reference\n\n",
         "Every command and the pytest plugin read their shared options from one table "
-        "(for contributors: `harness/pipeline/options.py`): the same name means the same thing everywhere, with one default. "
+        "(for contributors: `harness/pipeline/options.py`): the same name means the same thing everywhere, "
+        "with one default. "
         "*Backends* names the backends (`--backend`) that take an option only some of them take; "
         "an option given to another backend is refused before any work starts. "
         "*Table* marks the options of the shared table; the others belong to their command alone.\n\n",

@@ -402,8 +402,8 @@ def run_gates(
         and reference.image_ids == result.image_ids
         else None
     )  # an incomparable reference fails the agreement gate; the diagnosis goes without it
-    interval = bootstrap.map50 if bootstrap is not None and usable is not None else None
-    causes = tuple(diagnose(collect_evidence(result, usable, original_hw, interval)))
+    # a failing gate is judged by its point estimate, so is its cause (on a small set no interval shows a loss)
+    causes = tuple(diagnose(collect_evidence(result, usable, original_hw)))
     makers: dict[str, Callable[[], GateResult]] = {
         "map": lambda: gate_map(result, golden, "map50", reference, bootstrap, causes),
         "map50_95": lambda: gate_map(result, golden, "map50_95", reference, bootstrap, causes),

@@ -69,8 +69,7 @@ class Evidence:
     cells_share: float | None = None
     reference_path: str | None = None
     reference_map50: float | None = None
-    # the 95 % paired bootstrap interval of mAP@0.5, this path minus the reference, where one was measured
-    map50_difference_low: float | None = None
+    # the top of the 95 % paired bootstrap interval of mAP@0.5, this path minus the reference, where one was measured
     map50_difference_high: float | None = None
     reference_n_boxes: int | None = None
     reference_boxes_per_image: float | None = None
@@ -154,7 +153,6 @@ def collect_evidence(
         evidence,
         reference_path=reference.label,
         reference_map50=reference.metrics.map50,
-        map50_difference_low=map50_difference.low if map50_difference is not None else None,
         map50_difference_high=map50_difference.high if map50_difference is not None else None,
         reference_n_boxes=reference.box_counts.total,
         reference_boxes_per_image=reference.box_counts.mean,

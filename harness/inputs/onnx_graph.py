@@ -156,6 +156,15 @@ def reject_quantized(model: onnx.ModelProto, source: str, where: str = "") -> No
         raise GraphError(wrong)
 
 
+def consumers(model: onnx.ModelProto) -> dict[str, list[onnx.NodeProto]]:
+    """Per tensor of ``model``'s graph, the nodes that read it, in graph order."""
+    found: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            found.setdefault(name, []).append(node)
+    return found
+
+
 def output_shapes(model: onnx.ModelProto) -> dict[str, tuple[int | str, ...]]:
     return {
         o.name: tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in o.type.tensor_type.shape.dim)

@@ -16,29 +16,23 @@ from collections.abc import Iterable
 
 import onnx
 
+from harness.inputs.onnx_graph import consumers
+
 # Activations a conv layer of the DFC holds (a HEF's output activation included), each one op in ONNX.
 _ACTIVATIONS = frozenset({"Sigmoid", "Relu", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish"})
-
-
-def _consumers(model: onnx.ModelProto) -> dict[str, list[onnx.NodeProto]]:
-    found: dict[str, list[onnx.NodeProto]] = {}
-    for node in model.graph.node:
-        for name in node.input:
-            found.setdefault(name, []).append(node)
-    return found
 
 
 def fused_tensors(model: onnx.ModelProto) -> frozenset[str]:
     """The tensors of the float ``model`` inside a conv layer with its activation: a ``Conv`` output read by
     its activation alone (one op, or SiLU's ``Sigmoid`` and ``Mul`` of the same tensor), and SiLU's sigmoid."""
-    consumers = _consumers(model)
+    readers_of = consumers(model)
     producers = {out: node for node in model.graph.node for out in node.output}
     outputs = {o.name for o in model.graph.output}
     inside: set[str] = set()
     for name, node in producers.items():
         if node.op_type != "Conv" or name in outputs:
             continue
-        readers = consumers.get(name, [])
+        readers = readers_of.get(name, [])
         if len(readers) == 1 and readers[0].op_type in _ACTIVATIONS:
             inside.add(name)
             continue
@@ -47,7 +41,7 @@ def fused_tensors(model: onnx.ModelProto) -> frozenset[str]:
             continue
         sigmoid = sigmoids[0].output[0]
         mul = next(r for r in readers if r is not sigmoids[0])
-        if mul.op_type == "Mul" and set(mul.input) == {name, sigmoid} and len(consumers.get(sigmoid, [])) == 1:
+        if mul.op_type == "Mul" and set(mul.input) == {name, sigmoid} and len(readers_of.get(sigmoid, [])) == 1:
             if sigmoid not in outputs:
                 inside |= {name, sigmoid}
     return frozenset(inside)

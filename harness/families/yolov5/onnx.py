@@ -41,10 +41,7 @@ def find_yolov5_heads(model: onnx.ModelProto) -> tuple[HeadTensor, ...]:
             f"{graph.name!r}: no convolution before output {output!r}; expected a YOLOv5 head: per stride a "
             "convolution of na x (5 + nc) channels viewed as [1, na, 5 + nc, H, W], decoded into [1, rows, 5 + nc]"
         )
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in model.graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    consumers = onnx_graph.consumers(model)
     heads = []
     for node in last:
         shape = graph.static_shape(node.output[0])

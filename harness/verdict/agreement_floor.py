@@ -46,7 +46,12 @@ from harness.verdict.metrics.agreement import disagreement
 QUANTILE = 0.9  # the share of the matched pairs whose score noise and box movement the windows cover
 MARGIN = 0.05  # the share of all distinct boxes that may disagree with no threshold to explain it
 MIN_PAIRS = 5  # fewer matched pairs than this measure no noise
-DRIFT_LIMIT = 0.1  # the agreement gate's mean absolute score drift where none was blessed: the score window's top
+# The agreement gate's score drift limit where its baseline blessed no agreement (none yet, a schema 1
+# baseline), and the score window's top here. A blessed agreement holds the path to its own, less the
+# baseline's tolerances. Matched boxes' mean absolute score change against the reference: a clean
+# emulated HEF of the demo drifts 0.025; a score cap or a host-side sigmoid over final scores moves it by
+# 0.2 to 0.3.
+SCORE_DRIFT_LIMIT = 0.1
 
 
 @dataclass(frozen=True)

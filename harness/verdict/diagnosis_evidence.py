@@ -11,7 +11,7 @@ import numpy as np
 from harness.core.detections import Detections, letterbox_boxes, unletterbox, yxyx_normalized_to_xyxy_pixels
 from harness.core.errors import HarnessError
 from harness.inputs.preprocess import geometry
-from harness.verdict.agreement_floor import DRIFT_LIMIT, derived_floor
+from harness.verdict.agreement_floor import SCORE_DRIFT_LIMIT, derived_floor
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval
 from harness.verdict.result import PathResult
@@ -174,7 +174,7 @@ def collect_evidence(
             result.predictions,
             result.settings.score_threshold,
             result.settings.iou_threshold,
-            DRIFT_LIMIT,
+            SCORE_DRIFT_LIMIT,
         ).floor,
     )
 

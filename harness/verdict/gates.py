@@ -18,11 +18,11 @@ from typing import Literal
 from harness.core import defaults
 from harness.core.errors import HarnessError
 from harness.core.settings import SettingsMismatch
-from harness.verdict.agreement_floor import DRIFT_LIMIT, derived_floor
+from harness.verdict.agreement_floor import SCORE_DRIFT_LIMIT, derived_floor
 from harness.verdict.diagnosis import Finding, diagnose
 from harness.verdict.diagnosis_evidence import collect_evidence, matched_share
 from harness.verdict.gate_id import BASELINE_KINDS, GateId
-from harness.verdict.golden import ROUNDING, UPDATE_FLAG, Golden, dataset_name
+from harness.verdict.golden import ROUNDING, UPDATE_FLAG, Golden, dataset_name, gated_values
 from harness.verdict.golden_weakness import ACCEPT_WEAK_FLAG, weaknesses
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
@@ -30,12 +30,6 @@ from harness.verdict.result import PathResult
 from harness.verdict.score_scale import SCALE_LIMIT, band, scale_off, scale_said, scale_verdict
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-# The agreement gate's score drift limit where its baseline blessed no agreement (none yet, a schema 1
-# baseline); its floor then is derived from the two paths (harness.verdict.agreement_floor). A blessed
-# agreement holds the path to its own, less the baseline's tolerances.
-# Matched boxes' mean absolute score change against the reference: a clean emulated HEF of the demo
-# drifts 0.025; a score cap or a host-side sigmoid over final scores moves it by 0.2 to 0.3.
-SCORE_DRIFT_LIMIT = DRIFT_LIMIT
 # A mean drift of at least SHIFT_MIN whose spread (standard deviation) is at most SHIFT_SPREAD of it
 # moves every score by one amount: a confidence shift (Ultralytics measured YOLO26 on a Hailo-8L
 # ~0.05 lower), not scores moved each their own way.
@@ -375,12 +369,7 @@ def missing_golden_gates(
     """The baseline gates (``kinds``) of a run without a baseline, each failing with ``message`` (see
     :func:`harness.verdict.golden.missing_golden_message`), so a missing baseline is never a silent pass. Each
     keeps what the run observed, the value a blessing would hold (a first run's report shows it, not n/a)."""
-    seen = {
-        "map": result.metrics.map50,
-        "map50_95": result.metrics.map50_95,
-        "score_saturation": result.scores.saturation,
-        "box_count": result.box_counts.mean,
-    }
+    seen = gated_values(result)
     return tuple(GateResult(gate_id(k, result), False, None, seen.get(k), None, None, (), message) for k in kinds)
 
 

@@ -194,12 +194,19 @@ def dataset_name(result: PathResult) -> str:
     return Path(result.provenance.dataset).name
 
 
+def gated_values(measured: Golden | PathResult) -> dict[str, float]:
+    """By baseline gate kind, the value a baseline gate reads of ``measured`` (a baseline or a run): the mAPs
+    where it has labels, the saturation and the boxes per image always."""
+    found = {"score_saturation": measured.scores.saturation, "box_count": measured.box_counts.mean}
+    if measured.labelled:
+        found.update(map=measured.metrics.map50, map50_95=measured.metrics.map50_95)
+    return found
+
+
 def own_blessing(golden: Golden) -> Blessing:
     """``golden`` as an entry of its history: its release, date, export, images, protocol and the
     value each of its gates holds a run to (as written: rounded to the baseline's decimals)."""
-    found = {"score_saturation": golden.scores.saturation, "box_count": golden.box_counts.mean}
-    if golden.labelled:
-        found.update(map=golden.metrics.map50, map50_95=golden.metrics.map50_95)
+    found = gated_values(golden)
     if golden.agreement is not None:
         found["path_agreement"] = golden.agreement.matched_share
     p = golden.provenance

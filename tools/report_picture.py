@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from PIL import Image
+
+from harness.report.pdf import browser, headless
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "images" / "report.png"
@@ -39,14 +40,13 @@ def demo_report(work: Path) -> Path:
 
 def screenshot(report: Path, width: int, height: int, work: Path) -> bytes:
     """``report`` laid out ``width`` px wide by headless Chromium: the first ``height`` px, as PNG bytes."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = browser()
     if chromium is None:
         raise SystemExit("report_picture: chromium not found on the PATH (Debian: apt-get install -y chromium)")
     shot = work / "shot.png"
-    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
-    command += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
-    command += [f"--user-data-dir={work / 'profile'}", f"--window-size={width},{height}", f"--screenshot={shot}"]
-    done = subprocess.run([*command, report.resolve().as_uri()], capture_output=True, text=True, timeout=180)
+    size, target = f"--window-size={width},{height}", f"--screenshot={shot}"
+    command = headless(chromium, work / "profile", "--hide-scrollbars", size, target, report.resolve().as_uri())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     if not shot.is_file():
         raise SystemExit(f"report_picture: chromium wrote no picture (exit {done.returncode}):\n{done.stderr[-2000:]}")
     return shot.read_bytes()

@@ -41,26 +41,33 @@ def require_browser() -> str:
     return found
 
 
+def headless(chromium: str, profile: Path, *args: str) -> list[str]:
+    """The command that runs ``chromium`` headless with its own ``profile`` folder, fetching nothing of its own
+    (no component updates, sync or QUIC), then ``args``."""
+    return [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+
+
 def write_pdf(html: str, target: Path) -> Path:
     """``html`` (a whole page, nothing fetched) printed to ``target``, written whole or not at all."""
     chromium = require_browser()
     with tempfile.TemporaryDirectory(prefix="harness-pdf-") as folder:
         page, printed = Path(folder) / "report.html", Path(folder) / "report.pdf"
         page.write_text(html, encoding="utf-8")
-        command = [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={Path(folder) / 'profile'}",
-            "--no-pdf-header-footer",
-            f"--print-to-pdf={printed}",
-            page.as_uri(),
-        ]
+        command = headless(
+            chromium, Path(folder) / "profile", "--no-pdf-header-footer", f"--print-to-pdf={printed}", page.as_uri()
+        )
         try:
             run = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired) as error:

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from harness.report import write_reports
+from harness.report.pdf import headless
 
 from support import synthetic_results as sr
 
@@ -53,19 +54,7 @@ def test_html_shows_charts_the_disagreeing_images_and_labels_emulated_paths(case
 
 
 def _chromium(tmp_path, *args):
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        *args,
-    ]
+    command = headless(CHROMIUM, tmp_path / "profile", *args)
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 

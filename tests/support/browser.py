@@ -19,6 +19,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from harness.report.pdf import headless
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Set where the browser tests must run (CI): without Chromium they fail instead of skipping.
 REQUIRED = bool(os.environ.get("HARNESS_REQUIRE_CHROMIUM"))
@@ -92,19 +94,7 @@ if (frame.contentDocument && frame.contentDocument.readyState === 'complete' && 
 
 def chromium(profile: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
+    command = headless(CHROMIUM, profile, *args)
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
 
 

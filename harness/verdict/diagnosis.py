@@ -17,6 +17,7 @@ from harness.conformance.words import FCR_CHANNEL_FIRST, PAIRED_ACROSS_GRIDS, SI
 from harness.verdict.diagnosis_evidence import MIN_BOXES, Evidence
 from harness.verdict.golden import DEFAULT_TOLERANCES
 from harness.verdict.misreading_fixes import FIX_CHANNEL_LAST, FIX_SIGMOID_ONCE, FIX_SIXTEEN_BIT, REPRODUCED_FIXES
+from harness.verdict.score_shift import common_shift
 
 SIGMOID_0, SIGMOID_1 = 0.5, 1 / (1 + math.exp(-1))  # a sigmoid over probabilities lands in [0.5, 0.731]
 
@@ -418,8 +419,7 @@ RULES: tuple[Rule, ...] = (
         # under the threshold (a shift up adds the path's), which quantisation loss does not explain.
         holds=lambda e: (
             e.shifted_matched_share >= 0.7
-            and abs(e.score_drift) >= 0.05
-            and e.score_drift_std <= 0.5 * abs(e.score_drift)
+            and common_shift(e.score_drift, e.score_drift_std, 0.05, e.own_score_drift, e.score_scale)
         ),
         fix="hold the path at the reference's operating point (--score-threshold shifted by the drift), or "
         "recalibrate: a uniform shift comes from the class outputs' quantization, not from the decoding",
@@ -492,6 +492,8 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "reference_max_score": "reference's highest score",
     "score_drift": "mean score drift",
     "score_drift_std": "score drift spread",
+    "own_score_drift": "the path's blessed mean absolute score drift",
+    "score_scale": "score scale (the matched scores' spread over the reference's)",
     "box_size_ratio": "median box size against the reference",
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",

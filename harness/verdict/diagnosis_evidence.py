@@ -91,6 +91,8 @@ class Evidence:
     reference_above_ceiling: int | None = None
     score_drift: float | None = None
     score_drift_std: float | None = None
+    own_score_drift: float | None = None
+    score_scale: float | None = None
     box_size_ratio: float | None = None
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None
@@ -110,11 +112,13 @@ def collect_evidence(
     reference: PathResult | None = None,
     original_hw: Mapping[str, tuple[int, int]] | None = None,
     map50_difference: DifferenceInterval | None = None,
+    own_score_drift: float | None = None,
 ) -> Evidence:
     """Evidence from ``result`` and, when given, a ``reference`` path on the same images under the
     same settings (:class:`~harness.core.settings.SettingsMismatch` otherwise). ``original_hw`` (image id
     -> original height, width) places boxes in the model input for the x/y-swap test; without it
-    boxes are swapped in their own image frame."""
+    boxes are swapped in their own image frame. ``own_score_drift``: the path's blessed mean absolute score
+    drift, its own score noise (None: none blessed)."""
     scores = np.concatenate([p.scores for p in result.predictions]) if result.predictions else np.zeros(0)
     has_scores = len(scores) > 0
     top = float(scores.max()) if has_scores else None
@@ -134,6 +138,7 @@ def collect_evidence(
         at_cap=int((np.abs(scores - top) <= CAP_TIE).sum()) if top is not None else None,
         cells_share=result.cells.share if result.cells else None,
         score_ceiling=result.score_ceiling,
+        own_score_drift=own_score_drift,
     )
     if reference is None:
         return evidence
@@ -168,6 +173,7 @@ def collect_evidence(
         swapped_matched_share=matched_share(swapped),
         score_drift=counts.mean_score_drift if counts.matched else None,
         score_drift_std=counts.score_drift_std if counts.matched else None,
+        score_scale=counts.score_scale.ratio if counts.score_scale is not None else None,
         shifted_matched_share=_shifted_matched_share(reference, result, counts) if counts.matched else None,
         agreement_floor=derived_floor(
             reference.predictions,

@@ -28,12 +28,10 @@ from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval, PairedBootstrap
 from harness.verdict.result import PathResult
 from harness.verdict.score_scale import SCALE_LIMIT, band, scale_off, scale_said, scale_verdict
+from harness.verdict.score_shift import common_shift
 from harness.verdict.stages import first_degraded_stage, stage_results
 
-# A mean drift of at least SHIFT_MIN whose spread (standard deviation) is at most SHIFT_SPREAD of it
-# moves every score by one amount: a confidence shift (Ultralytics measured YOLO26 on a Hailo-8L
-# ~0.05 lower), not scores moved each their own way.
-SHIFT_SPREAD, SHIFT_MIN = 0.5, 0.02
+SHIFT_MIN = 0.02  # the least mean drift the agreement gate calls a confidence shift (harness.verdict.score_shift)
 MapMetric = Literal["map50", "map50_95"]
 _MAP_LABEL = {"map50": "mAP@0.5", "map50_95": "mAP@0.5:0.95"}
 _MAP_KIND = {"map50": "map", "map50_95": "map50_95"}  # gate names test_map[...] and test_map50_95[...]
@@ -177,13 +175,15 @@ class AgreementLimits:
     :data:`~harness.verdict.score_scale.SCALE_LIMIT` of one of ``scales`` (1, the reference's own, and
     the blessed scale where one was blessed: :mod:`harness.verdict.score_scale`);
     ``blessed`` the matched share its baseline blessed (None: the defaults), ``source`` where the
-    limits came from, in words."""
+    limits came from, in words; ``own_drift`` the blessed mean absolute drift, the path's own score noise
+    (None: not blessed)."""
 
     floor: float
     drift_limit: float
     blessed: float | None
     source: str
     scales: tuple[float, ...] = (1.0,)
+    own_drift: float | None = None
 
 
 def agreement_limits(
@@ -224,6 +224,7 @@ def agreement_limits(
         f"blessed {blessed.matched_share:.1%} matched less agreement_drop {t.agreement_drop:g}, blessed drift "
         f"{blessed.score_drift:.4f} plus score_drift_rise {t.score_drift_rise:g}, {scale}",
         (1.0,) if own is None or own == 1.0 else (1.0, own),
+        blessed.score_drift,
     )
 
 
@@ -289,8 +290,7 @@ def _agreement_verdict(counts: Agreement, share: float, limits: AgreementLimits,
         return f"different boxes: {share:.1%} of them match, below the floor {limits.floor:.1%}" + held
     if scale_off(counts, limits.scales) and counts.score_scale is not None:
         return scale_verdict(counts.score_scale, threshold)
-    shifted = abs(drift) >= SHIFT_MIN and counts.score_drift_std <= SHIFT_SPREAD * abs(drift)
-    if shifted:
+    if common_shift(drift, counts.score_drift_std, SHIFT_MIN, limits.own_drift):
         matched_threshold = min(max(threshold + drift, 0.0), 1.0)
         return (
             f"the same boxes, every score shifted by {drift:+.4f}: a confidence shift, not different boxes; "
@@ -392,7 +392,8 @@ def run_gates(
         else None
     )  # an incomparable reference fails the agreement gate; the diagnosis goes without it
     # a failing gate is judged by its point estimate, so is its cause (on a small set no interval shows a loss)
-    causes = tuple(diagnose(collect_evidence(result, usable, original_hw)))
+    own_drift = golden.agreement.score_drift if golden.agreement is not None else None
+    causes = tuple(diagnose(collect_evidence(result, usable, original_hw, own_score_drift=own_drift)))
     makers: dict[str, Callable[[], GateResult]] = {
         "map": lambda: gate_map(result, golden, "map50", reference, bootstrap, causes),
         "map50_95": lambda: gate_map(result, golden, "map50_95", reference, bootstrap, causes),

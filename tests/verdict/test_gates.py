@@ -925,7 +925,7 @@ def test_run_gates_gives_every_failing_gate_the_causes_and_says_where_a_blessed_
     golden = golden_from_result(sr.result(sr.predictions(truths, seed=2), truths, path="hailo"), reference=onnx)
     moved = sr.replaced(golden, provenance=sr.replaced(golden.provenance, model_sha256="e" * 64))
     gates = {g.id.kind: g for g in run_gates(hailo, moved, reference=onnx)}
-    causes = tuple(diagnose(collect_evidence(hailo, onnx, None)))
+    causes = tuple(diagnose(collect_evidence(hailo, onnx, None, own_score_drift=golden.agreement.score_drift)))
     assert not gates["score_saturation"].passed and gates["score_saturation"].causes == causes and causes
     said = "baseline blessed from model sha256 eeeeeeeeeeee"
     assert said in gates["path_agreement"].text
@@ -941,3 +941,19 @@ def test_every_accepted_weakness_of_a_gate_is_said_one_after_another(hailo):
         "box_count_rel 1 >= 1: a run without a single box passes the box count gate; the baseline run made no "
         "detection: its box count and score gates hold a run to nothing found"
     )
+
+
+def test_a_shift_as_wide_as_the_paths_own_blessed_noise_is_called_a_confidence_shift_only_with_that_noise(
+    truths, onnx
+):
+    def noisy(shift: float, seed: int) -> PathResult:
+        rng = np.random.default_rng(seed)
+        moved = sr.with_scores(onnx.predictions, lambda s: np.clip(s + shift + rng.normal(0, 0.08, len(s)), 0, 1))
+        return sr.result(moved, truths, path="hailo")
+
+    shifted = noisy(-0.15, 1)
+    unblessed = gate_path_agreement(onnx, shifted).text.splitlines()[-1]
+    assert "not by one common shift" in unblessed
+    blessed = golden_from_result(noisy(0.0, 2), reference=onnx)
+    held = gate_path_agreement(onnx, shifted, blessed).text.splitlines()[-1]
+    assert "a confidence shift, not different boxes" in held

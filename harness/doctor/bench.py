@@ -28,6 +28,7 @@ from harness.verdict.golden import Golden, baseline_file
 from harness.verdict.golden_blessing import golden_from_result
 from harness.verdict.golden_reading import load_golden
 from harness.verdict.hef_checks import CheckContext, run_checks
+from harness.verdict.metrics.agreement import agreement
 from harness.verdict.result import PathResult
 
 
@@ -108,6 +109,17 @@ class Bench:
         with ExitStack() as stack:
             settings = replace(self.settings, class_map=result.settings.class_map)
             return self.evaluate_path(self.path(stack, REFERENCE, settings))
+
+    def own_score_drift(self, path: str) -> float | None:
+        """The score noise ``path`` is held to (:mod:`harness.verdict.score_shift`): the mean absolute score drift
+        its baseline blessed, or, for the path under test without one, the clean run's against the reference
+        (what blessing it would keep); None for the reference itself."""
+        golden = self.baselines.get(path)
+        if golden is not None and golden.agreement is not None:
+            return golden.agreement.score_drift
+        if path != self.subject.path or self.subject is self.reference:
+            return None
+        return agreement(self.reference.predictions, self.subject.predictions).mean_abs_score_drift
 
     @property
     def description(self) -> HefInfo:

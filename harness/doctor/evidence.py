@@ -88,7 +88,8 @@ def doctor_evidence(
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
     # the paired bootstrap a job's gates hold the path to, so a loss is judged against these images' noise alike
     interval = path_bootstrap(bench.dataset, reference, result).map50 if comparable and bench.dataset.labelled else None
-    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval)
+    noise = bench.own_score_drift(result.path)
+    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval, noise)
     if comparable:
         settings = result.settings
         suppressed = after_nms(reference.predictions, settings.iou_threshold, settings.max_per_class)

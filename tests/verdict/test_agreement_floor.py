@@ -5,9 +5,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.core.detections import Detections
-from harness.verdict.agreement_floor import MARGIN, MIN_PAIRS, QUANTILE, derived_floor
+from harness.verdict.agreement_floor import MARGIN, MIN_PAIRS, QUANTILE, derived_floor, margin
 from harness.verdict.gates import SCORE_DRIFT_LIMIT, gate_path_agreement
 from harness.verdict.metrics.agreement import agreement
 
@@ -44,7 +46,7 @@ def test_boxes_missed_near_the_score_threshold_are_excused_and_boxes_missed_far_
     reference, candidate = _paths()
     scores = np.concatenate([d.scores for d in reference])
     clean = _floor(reference, candidate)
-    assert clean.explained == 0 and clean.floor == pytest.approx(1 - MARGIN)
+    assert clean.explained == 0 and clean.floor == pytest.approx(1 - margin(clean.distinct))
     assert 0.01 < clean.score_window < 0.1  # the noise of 0.03 measured on the matched pairs
     # the boxes the float model scores just over the threshold fall under it on the candidate
     edge = THRESHOLD + clean.score_window / 2
@@ -64,7 +66,8 @@ def test_boxes_missed_near_the_score_threshold_are_excused_and_boxes_missed_far_
     lost = _floor(reference, gone)
     # only the noise's tail beyond the windows ((1 - QUANTILE) of the unexplained boxes) is excused of them
     tail = (1 - QUANTILE) * near / lost.distinct
-    assert lost.explained == 0 and lost.unmatched == near and lost.floor == pytest.approx(1 - MARGIN - tail)
+    assert lost.explained == 0 and lost.unmatched == near
+    assert lost.floor == pytest.approx(1 - margin(lost.distinct) - tail)
 
 
 def _with_second_box(paths: list[Detections], height: float) -> list[Detections]:
@@ -157,3 +160,16 @@ def test_boxes_moved_further_than_quantization_moves_them_widen_no_window_past_h
     matched = counts.matched / (counts.matched + counts.class_flipped + counts.missed + counts.extra)
     assert found.iou_window == pytest.approx(0.15)
     assert matched < found.floor
+
+
+@given(st.integers(1, 100_000))
+def test_the_margin_is_the_share_a_clean_path_may_move_plus_the_noise_of_counting_it_on_these_boxes(distinct):
+    allowed = margin(distinct)
+    assert MARGIN < allowed <= margin(max(distinct - 1, 1))  # never under the share, shrinking as boxes grow
+    # a path moving MARGIN of its boxes moves more than that share at most 5% of the time (normal approximation)
+    assert allowed - MARGIN == pytest.approx(1.645 * (MARGIN * (1 - MARGIN) / distinct) ** 0.5)
+
+
+def test_on_thirty_boxes_three_moved_boxes_pass_and_six_do_not():
+    assert 1 - 3 / 30 >= 1 - margin(30) > 1 - 6 / 30
+    assert margin(1000) < MARGIN + 0.012

@@ -28,6 +28,8 @@ PROBE_IMAGES = 16  # images the reversed-channel probe runs on
 # frames a host decoder's path runs again for its mistake to be reproduced: enough that two misreadings which
 # agree on a few frames (one head misread, or the heads paired across grids, both losing its detections) part
 REPRODUCTION_FRAMES = 16
+# the share of the run's score threshold frames are decoded again at where several misreadings reproduce them alike
+SEPARATING_SHARE = 0.1
 NOTHING_RETURNED = "no other known misreading leaves nothing on every one of them"
 
 
@@ -54,9 +56,26 @@ def after_nms(predictions: Sequence[Detections], iou_threshold: float, max_per_c
 
 def decoder_reproduction(bench: Bench, path: DecoderPath, frames: int = REPRODUCTION_FRAMES) -> PathReproduction | None:
     """The host decoder of ``path`` on the bench's first ``frames`` images run again, held to the head
-    family's reference decoder on the same raw outputs (:func:`~harness.conformance.misreadings.reproduce_path`)."""
+    family's reference decoder on the same raw outputs (:func:`~harness.conformance.misreadings.reproduce_path`).
+    Where several known misreadings reproduce it alike, the heads each misreads left no box over the run's score
+    threshold: the frames are decoded again at :data:`SEPARATING_SHARE` of it, where those heads' boxes show,
+    and the one rival that alone reproduces them there is named."""
     images = [load_image(sample.path) for sample in bench.dataset.samples[:frames]]
-    return reproduce_path(path.decoded_frames(images), path.output_specs, path.decode_config, path.family)
+    config = path.decode_config
+    found = reproduce_path(path.decoded_frames(images), path.output_specs, config, path.family)
+    if found is None or not found.rivals:
+        return found
+    lower = replace(config, score_threshold=config.score_threshold * SEPARATING_SHARE)
+    again = reproduce_path(path.decoded_frames(images, lower), path.output_specs, lower, path.family)
+    rivals = {r.name for r in found.rivals}
+    if again is None or again.reproduction is None or again.reproduction.name not in rivals:
+        return found
+    others = ", ".join(sorted(rivals - {again.reproduction.name}))
+    told = (
+        f"{again.reproduction.words} (at score threshold {config.score_threshold:g} {others} reproduced it alike; "
+        f"decoded again at {lower.score_threshold:g}, where the heads they misread leave boxes, this one alone does)"
+    )
+    return replace(found, reproduction=replace(again.reproduction, words=told), rivals=())
 
 
 def _reproduced(evidence: Evidence, found: PathReproduction | None) -> Evidence:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.conformance.decoder_misreadings import read_on_grid
 from harness.conformance.misreadings import sixteen_bit
 from harness.core.detections import (
     Detections,
@@ -131,10 +132,15 @@ def class_names_of(family: HeadFamily, specs: Mapping[str, OutputSpec], config: 
     return [name for name in specs if name in classes]
 
 
-def paired_by_listing_order_of(family: HeadFamily) -> Decode:
+GridReading = Callable[[np.ndarray, tuple[int, int]], np.ndarray]
+
+
+def paired_by_listing_order_of(family: HeadFamily, read: GridReading = read_on_grid) -> Decode:
     """A host decoder of ``family``'s heads (separate box and class maps per grid) that pairs the i-th box
-    output with the i-th class output in the order the outputs are listed, resampling the class map to its
-    box head's grid (an objectness map stays with its grid)."""
+    output with the i-th class output in the order the outputs are listed, reading the class map's buffer on
+    its box head's grid as a decoder indexing it by that grid does (its first values; a smaller buffer read
+    again from its start: :func:`~harness.conformance.decoder_misreadings.read_on_grid`, the suite's known
+    misreading; ``read`` another way of putting a map on a grid); an objectness map stays with its grid."""
     family_decode = decoder(family)
 
     def host(outputs: Mapping[str, np.ndarray], specs: Mapping[str, OutputSpec], config: DecodeConfig) -> Detections:
@@ -143,9 +149,7 @@ def paired_by_listing_order_of(family: HeadFamily) -> Decode:
         for box, cls in zip(boxes, classes, strict=True):
             h, w = specs[box].grid
             values = np.asarray(outputs[cls]).reshape(specs[cls].shape)
-            sh, sw = values.shape[:2]
-            resampled = values[np.arange(h) * sh // h][:, np.arange(w) * sw // w]
-            fixed[cls] = np.ascontiguousarray(resampled)
+            fixed[cls] = read(values, (h, w))
             fixed_specs[cls] = replace(specs[cls], shape=(h, w, values.shape[2]))
         # each class map now sits on its box's grid: listed by grid, as a decoder pairing by grid reads them
         order = [*boxes, *(n for n in specs if n not in boxes)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +12,8 @@ from typing import Protocol, cast
 import yaml
 
 from harness.backends.base import Runner
+from harness.conformance.decoder_misreadings import read_on_grid
+from harness.conformance.words import HEADS_PAIRED_BY_OUTPUT_ORDER
 from harness.core.errors import HarnessError, HeadPairingError
 from harness.core.head_family import HeadFamily
 from harness.core.settings import Preprocess
@@ -22,6 +24,7 @@ from harness.doctor.description import with_nms
 from harness.doctor.mistakes import (
     BOX_RANGE,
     SCORE_SHIFT,
+    GridReading,
     box_range_collapsed,
     fcr_read_channel_first_of,
     host_nms_left_out,
@@ -121,11 +124,17 @@ def _classes_listed_smallest_grid_first(runner: Runner, bench: Bench) -> list[st
     return [*others, *sorted(classes, key=lambda n: specs[n].grid[0] * specs[n].grid[1])]
 
 
-def _heads_paired_across_grids(bench: Bench, stack: ExitStack) -> Injected:
-    spec = bench.raw_spec(paired_by_listing_order_of(bench.run.family))
-    opened = stack.enter_context(open_runner(spec, bench.run))
-    listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner, bench))
-    return Injected(path_over(replace(opened, runner=listed), spec, bench.run))
+def heads_paired_across_grids(read: GridReading = read_on_grid) -> Callable[[Bench, ExitStack], Injected]:
+    """The injection of a host decoder pairing heads in listing order (each class map put on its box head's grid
+    by ``read``) over outputs that list the class heads smallest grid first."""
+
+    def inject(bench: Bench, stack: ExitStack) -> Injected:
+        spec = bench.raw_spec(paired_by_listing_order_of(bench.run.family, read))
+        opened = stack.enter_context(open_runner(spec, bench.run))
+        listed = ListedRunner(opened.runner, _classes_listed_smallest_grid_first(opened.runner, bench))
+        return Injected(path_over(replace(opened, runner=listed), spec, bench.run))
+
+    return inject
 
 
 def _fcr_read_channel_first(bench: Bench, stack: ExitStack) -> Injected:
@@ -310,8 +319,8 @@ MODES: tuple[Mode, ...] = (
         "heads_paired_across_grids",
         "box and class heads paired by listing order across grids",
         "host decoder pairing heads in listing order, outputs listed class heads smallest grid first",
-        "heads_paired_across_grids",
-        _heads_paired_across_grids,
+        HEADS_PAIRED_BY_OUTPUT_ORDER,  # named by reproducing it (harness.conformance.decoder_misreadings)
+        heads_paired_across_grids(),
         offered=_separate_box_and_class_maps,
     ),
     Mode(

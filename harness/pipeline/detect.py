@@ -555,12 +555,13 @@ class DecoderPath(_RunnerPath):
     def _decode(self, outputs: dict[str, np.ndarray], geometry: Letterbox) -> FrameResult:
         return FrameResult(unletterbox(self.decoder(outputs, self._specs, self._config), geometry))
 
-    def decoded_frames(self, images: Sequence[np.ndarray]) -> list[DecodedFrame]:
+    def decoded_frames(self, images: Sequence[np.ndarray], config: DecodeConfig | None = None) -> list[DecodedFrame]:
         """Each image's runner outputs, as the decoder is given them, and what it returns from them (in
-        model-input pixels): what a mistake is reproduced from. The runner runs them again (the
-        prediction cache keeps detections, not outputs)."""
+        model-input pixels) under ``config`` (default: the path's): what a mistake is reproduced from. The runner
+        runs them again (the prediction cache keeps detections, not outputs)."""
         from harness.conformance.misreadings import DecodedFrame  # the doctor's alone: a run does not load it
 
         prepared = [prepare(image, self.settings)[0] for image in images]
         frames = infer_frames(self._runner, {self._input_name: np.stack(prepared)})
-        return [DecodedFrame(frame, self.decoder(frame, self._specs, self._config)) for frame in frames]
+        chosen = config or self._config
+        return [DecodedFrame(frame, self.decoder(frame, self._specs, chosen)) for frame in frames]

@@ -115,18 +115,13 @@ def test_a_mode_with_a_stated_gap_is_named_by_a_clean_run_and_misnamed_by_any_ot
     assert _table(row).problems == [f"a_gap: diagnosed {row.diagnosis}, expected score_cap"]
 
 
-def test_yolox_heads_paired_across_grids_is_named_so_not_by_a_misreading_that_only_some_frames_agree_with(bench):
-    """Named heads_paired_across_grids, unless another misreading gives the same detections on every frame run
-    again (on the emulated YOLOX HEF at 0.5, the stride-8 class head read channel-first): then that one, which the
-    frames cannot tell apart from the pairing, and never one that only some frames agree with."""
+def test_yolox_heads_paired_across_grids_is_named_by_reproducing_it_on_its_own_frames(bench):
     if bench.run.family is not HeadFamily.YOLOX:
         pytest.skip("an SSD layer's maps are per anchor: no box and class maps of their own to pair")
     row = run_mode(bench, _offered(bench, "heads_paired_across_grids"))
     assert row.gate_failed, row
-    if row.diagnosis != "heads_paired_across_grids":
-        assert row.diagnosis == "read_channel_first" and f"on each of the {REPRODUCTION_FRAMES} frames" in row.cause
-    else:
-        assert row.correct, row.cause
+    assert (row.diagnosis, row.correct) == ("heads_paired_by_output_order", True), row.cause
+    assert f"on each of the {REPRODUCTION_FRAMES} frames run again" in row.cause, row.cause
 
 
 @pytest.mark.parametrize(

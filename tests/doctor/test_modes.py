@@ -3,6 +3,7 @@ gate and named by the diagnosis, clean runs raise no alarm, and a model the emul
 the modes that need no emulated HEF."""
 
 from contextlib import ExitStack
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,7 +22,14 @@ from harness.doctor.mistakes import (
     records_read_x_first,
     sigmoid_on_probabilities,
 )
-from harness.doctor.modes import MODES, REFUSALS, family_modes, modes_by_name, modes_for
+from harness.doctor.modes import (
+    MODES,
+    REFUSALS,
+    family_modes,
+    heads_paired_across_grids,
+    modes_by_name,
+    modes_for,
+)
 from harness.doctor.table import clean_runs, controls, run_doctor, run_mode
 from harness.inputs.demo import DEMO26_ONNX
 from harness.pipeline.spec import SettingsSpec
@@ -274,10 +282,20 @@ def test_a_host_decoders_mistake_is_named_by_reproducing_it_on_its_own_frames(ro
     assert words in row.cause, row.cause
 
 
+def _resampled(values: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """A map put on another grid by nearest-neighbour resampling: a mistake no known misreading makes."""
+    rows, columns = values.shape[:2]
+    picked = values[np.arange(grid[0]) * rows // grid[0]][:, np.arange(grid[1]) * columns // grid[1]]
+    return np.ascontiguousarray(picked)
+
+
 @pytest.mark.parametrize("bench", [0.2], indirect=True, ids=["threshold_0.2"])
-def test_a_host_decoder_no_misreading_reproduces_is_named_by_its_symptoms(rows):
-    row = rows["heads_paired_across_grids"]
-    assert row.correct and row.cause.startswith("the host decoder fails the decoder conformance suite"), row.cause
+def test_a_host_decoder_no_misreading_reproduces_is_named_by_its_symptoms(bench):
+    paired = MODES_BY_NAME["heads_paired_across_grids"]
+    resampling = replace(paired, inject=heads_paired_across_grids(_resampled), expected="heads_paired_across_grids")
+    row = run_mode(bench, resampling)
+    assert row.gate_failed and row.correct, row.cause
+    assert row.cause.startswith("the host decoder fails the decoder conformance suite"), row.cause
 
 
 def test_a_yolo26_host_decoder_reading_16_bits_as_8_is_named_by_reproduction_and_says_it_returned_nothing(
@@ -292,3 +310,13 @@ def test_the_harness_decoder_run_again_on_its_frames_agrees_with_itself(bench):
     with ExitStack() as stack:
         found = decoder_reproduction(bench, bench.raw_path(stack, decoder(bench.run.family)))
     assert found is not None and (found.frames, found.differing, found.reproduction) == (REPRODUCTION_FRAMES, 0, None)
+
+
+def test_misreadings_alike_at_the_run_threshold_are_told_apart_where_the_heads_they_misread_leave_boxes(doctor_cache):
+    """On the YOLO26 demo at 0.5 the heads paired across grids and its 16-bit class heads read as 8-bit leave the same
+    boxes on every frame run again (what either misreads scores under 0.5); decoded again at a tenth of the
+    threshold, the pairing alone reproduces them, and is named."""
+    bench = open_bench(DEMO26_ONNX, first=IMAGES, cache_dir=doctor_cache, settings=SettingsSpec(score_threshold=0.5))
+    row = run_mode(bench, {m.name: m for m in modes_for(bench.run.family)}["heads_paired_across_grids"])
+    assert row.gate_failed and (row.diagnosis, row.correct) == ("heads_paired_by_output_order", True), row.cause
+    assert "sixteen_bit_read_as_eight reproduced it alike; decoded again at 0.05" in row.cause, row.cause

@@ -108,7 +108,9 @@ def doctor_evidence(
     # the paired bootstrap a job's gates hold the path to, so a loss is judged against these images' noise alike
     interval = path_bootstrap(bench.dataset, reference, result).map50 if comparable and bench.dataset.labelled else None
     noise = bench.own_score_drift(result.path)
-    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval, noise)
+    golden = bench.baselines.get(result.path)
+    blessed = golden.settings.class_map if golden is not None else None
+    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval, noise, blessed)
     if comparable:
         settings = result.settings
         suppressed = after_nms(reference.predictions, settings.iou_threshold, settings.max_per_class)

@@ -355,6 +355,17 @@ RULES: tuple[Rule, ...] = (
         "names differ), and check the label files use the order the yaml names",
     ),
     Rule(
+        name="dataset_class_order",
+        cause="{path} maps the dataset's classes to the model's otherwise than its baseline was blessed with "
+        "(model class of each dataset class: {class_map_change}): the dataset's class ids now mean other classes "
+        "(its names reordered, or another class map), and every gate held to that baseline compares other classes",
+        needs=("class_map_change",),
+        holds=lambda e: bool(e.class_map_change),
+        fix="map dataset classes to model classes by name (the dataset yaml's names, no explicit map unless the "
+        "names differ), in the order the baseline was blessed with; bless again only where the order changed "
+        "knowingly",
+    ),
+    Rule(
         name="input_not_normalised",
         # mz: hailo_model_zoo/cfg/alls/generic/yolov8n.alls: normalization([0,0,0],[255,255,255]) in the model.
         cause="{saturation:.0%} of {n_boxes} scores are at 0.99 or above and {boxes_per_image:.1f} boxes per image "
@@ -494,6 +505,7 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "score_drift_std": "score drift spread",
     "own_score_drift": "the path's blessed mean absolute score drift",
     "score_scale": "score scale (the matched scores' spread over the reference's)",
+    "class_map_change": "class map",
     "box_size_ratio": "median box size against the reference",
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",

@@ -93,6 +93,7 @@ class Evidence:
     score_drift_std: float | None = None
     own_score_drift: float | None = None
     score_scale: float | None = None
+    class_map_change: str | None = None
     box_size_ratio: float | None = None
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None
@@ -113,12 +114,14 @@ def collect_evidence(
     original_hw: Mapping[str, tuple[int, int]] | None = None,
     map50_difference: DifferenceInterval | None = None,
     own_score_drift: float | None = None,
+    baseline_class_map: tuple[int, ...] | None = None,
 ) -> Evidence:
     """Evidence from ``result`` and, when given, a ``reference`` path on the same images under the
     same settings (:class:`~harness.core.settings.SettingsMismatch` otherwise). ``original_hw`` (image id
     -> original height, width) places boxes in the model input for the x/y-swap test; without it
     boxes are swapped in their own image frame. ``own_score_drift``: the path's blessed mean absolute score
-    drift, its own score noise (None: none blessed)."""
+    drift, its own score noise (None: none blessed); ``baseline_class_map``: the class map its baseline was blessed
+    with (None: no baseline), said where this run's differs."""
     scores = np.concatenate([p.scores for p in result.predictions]) if result.predictions else np.zeros(0)
     has_scores = len(scores) > 0
     top = float(scores.max()) if has_scores else None
@@ -139,6 +142,7 @@ def collect_evidence(
         cells_share=result.cells.share if result.cells else None,
         score_ceiling=result.score_ceiling,
         own_score_drift=own_score_drift,
+        class_map_change=_class_map_change(baseline_class_map, result.settings.class_map),
     )
     if reference is None:
         return evidence
@@ -183,6 +187,14 @@ def collect_evidence(
             SCORE_DRIFT_LIMIT,
         ).floor,
     )
+
+
+def _class_map_change(blessed: tuple[int, ...] | None, now: tuple[int, ...] | None) -> str | None:
+    """The class map a baseline was blessed with and this run's, in words, where they differ (None: the same, or
+    no baseline)."""
+    if blessed is None or tuple(blessed) == tuple(now or ()):
+        return None
+    return f"{list(blessed)} blessed, {list(now or ())} now"
 
 
 def _median(values: np.ndarray) -> float:

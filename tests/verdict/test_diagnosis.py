@@ -369,3 +369,17 @@ def test_an_nms_over_the_one_to_one_head_is_named_where_after_it_the_path_agrees
         return "nms_on_one_to_one" in [f.name for f in diagnose(dataclasses.replace(base, agreement_floor=floor))]
 
     assert named(0.83) and not named(0.87) and not named(None)  # None: the fixed 0.9
+
+
+def test_a_class_map_other_than_its_baselines_is_named_the_dataset_class_order_however_few_boxes_sit_on_a_truth(
+    truths, onnx
+):
+    remapped = EvalSettings((640, 640), class_map=(1, 0))
+    hailo = _hailo(truths, [p.select(slice(0, 0)) for p in _healthy(truths)], settings=remapped)  # no box at all
+
+    def named(blessed):
+        return [f for f in diagnose(collect_evidence(hailo, baseline_class_map=blessed)) if f.name.startswith("data")]
+
+    (finding,) = named((0, 1))
+    assert finding.name == "dataset_class_order" and "[0, 1] blessed, [1, 0] now" in finding.cause
+    assert named((1, 0)) == [] and named(None) == []  # the blessed map, or no baseline

@@ -9,6 +9,7 @@ import numpy as np
 
 from harness.conformance.misreadings import PathReproduction, reproduce_path
 from harness.conformance.suite import run_conformance
+from harness.core.checks import CheckResult
 from harness.core.detections import (
     Detections,
 )
@@ -95,7 +96,12 @@ def _reproduced(evidence: Evidence, found: PathReproduction | None) -> Evidence:
 
 
 def doctor_evidence(
-    bench: Bench, result: PathResult, reference: PathResult, path: DetectionPath | None = None, failed: bool = False
+    bench: Bench,
+    result: PathResult,
+    reference: PathResult,
+    path: DetectionPath | None = None,
+    failed: bool = False,
+    broken: Sequence[CheckResult] = (),
 ) -> Evidence:
     """What the diagnosis is given for every run alike: :func:`~harness.verdict.diagnosis_evidence.collect_evidence`
     against the reference (where it is comparable), against the reference after an NMS per class
@@ -103,7 +109,8 @@ def doctor_evidence(
     agreement with the ground truth; for a host decoder's ``path``, its mistake reproduced on its first frames
     (:func:`decoder_reproduction`); and where
     its gates ``failed``, the matched share with red and blue exchanged on the first :data:`PROBE_IMAGES`
-    images and the conformance of its host decoder, if it has one."""
+    images and the conformance of its host decoder, if it has one. ``broken``: the static checks its HEF fails that
+    the clean one passes (a sigmoid left out of an NMS HEF is said by its quant info, however few scores show it)."""
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
     # the paired bootstrap a job's gates hold the path to, so a loss is judged against these images' noise alike
     interval = path_bootstrap(bench.dataset, reference, result).map50 if comparable and bench.dataset.labelled else None
@@ -111,6 +118,8 @@ def doctor_evidence(
     golden = bench.baselines.get(result.path)
     blessed = golden.settings.class_map if golden is not None else None
     evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval, noise, blessed)
+    logits = [c.message.split(". Fix: ")[0] for c in broken if c.name == "sigmoid_present"]
+    evidence = replace(evidence, class_logits=logits[0] if logits else None)
     if comparable:
         settings = result.settings
         suppressed = after_nms(reference.predictions, settings.iou_threshold, settings.max_per_class)

@@ -22,12 +22,15 @@ from harness.pipeline.detect import DetectionPath
 class Injected:
     """What a mode changed: the path to evaluate (and the dataset it sees), or a HEF description
     for the static checks. ``hef``: the emulated HEF the path runs where the mode built another than the
-    bench's (calibrated otherwise, compiled otherwise), whose static checks run beside the path's gates."""
+    bench's (calibrated otherwise, compiled otherwise), whose static checks run beside the path's gates. ``gap``:
+    why no gate can catch the mode on the bench's images, where the injection found it so (a mode's own ``gap``
+    says it of every image)."""
 
     path: DetectionPath | None = None
     dataset: Dataset | None = None
     description: HefInfo | None = None
     hef: EmulatedHef | None = None
+    gap: str = ""
 
 
 Inject = Callable[[Bench, ExitStack], Injected]

@@ -44,6 +44,7 @@ from harness.inputs.dataset_yolo import load_yolo
 from harness.inputs.demo import OFF_DOMAIN
 from harness.pipeline.factory import emulated_hef, open_runner, path_over
 from harness.pipeline.spec import PathSpec
+from harness.verdict.diagnosis_evidence import CAP_TIE
 
 NMS_TEMPLATE_CLASSES = 80
 WRONG_REGRESSION_LENGTH = 8
@@ -70,7 +71,18 @@ def _emulated_otherwise(bench: Bench, stack: ExitStack, spec: PathSpec) -> Injec
 
 
 def _calibration_off_domain(bench: Bench, stack: ExitStack) -> Injected:
-    return _emulated_otherwise(bench, stack, replace(bench.subject_spec, calibration=OFF_DOMAIN))
+    """The HEF calibrated on images off the task; a gap where it still represents every score the float model gives
+    on the bench's images (its cap above their highest: nothing on them is capped, no gate can tell)."""
+    injected = _emulated_otherwise(bench, stack, replace(bench.subject_spec, calibration=OFF_DOMAIN))
+    top = max((float(p.scores.max()) for p in bench.reference.predictions if len(p)), default=None)
+    ceiling = injected.hef.score_ceiling if injected.hef is not None else None
+    if top is None or ceiling is None or ceiling < top - CAP_TIE:  # a score this close to the cap is not capped
+        return injected
+    return replace(
+        injected,
+        gap=f"its class outputs still represent scores up to {ceiling:.4f}, the float model's highest on these images "
+        f"being {top:.4f} (a cap within {CAP_TIE:g} of it stops none): no score is capped on them",
+    )
 
 
 def _nms_without_sigmoid(bench: Bench, stack: ExitStack) -> Injected:

@@ -137,7 +137,7 @@ def _path_row(
     gates = run_gates(result, bench.baselines[result.path], reference, None, bench.original_hw, kinds=kinds)
     failed = any(not g.passed for g in gates) or bool(broken)
     gate = _first_failure(gates) or (_static_failure(broken[0]) if broken else "")
-    findings = diagnose(doctor_evidence(bench, result, reference, path, failed))
+    findings = diagnose(doctor_evidence(bench, result, reference, path, failed, broken))
     if not findings:
         return _row(mode, how, failed, gate, "none", "")
     top = findings[0]
@@ -189,6 +189,7 @@ def run_mode(bench: Bench, mode: Mode) -> DoctorRow:
     with ExitStack() as stack:
         try:
             injected = inject(mode, bench, stack)
+            mode = replace(mode, gap=mode.gap or injected.gap)
             if injected.description is not None:
                 return _checks_row(mode, mode.injection, _broken_checks(bench, injected.description))
             assert injected.path is not None

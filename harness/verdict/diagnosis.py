@@ -249,6 +249,17 @@ RULES: tuple[Rule, ...] = (
         "in the .alls (HailoRT's YOLOv8 NMS op does not apply it); for raw outputs apply it on the host",
     ),
     Rule(
+        name="sigmoid_missing",
+        # hailort: hailort/libhailort/src/net_flow/ops/yolov8_post_process.hpp, as above: the HEF's own quant info
+        # says its NMS reads logits, however few scores left [0, 1] on these images
+        cause="the NMS op of {path}'s HEF reads class outputs that hold logits ({class_logits}): the class values "
+        "reach the NMS without a sigmoid",
+        needs=("class_logits",),
+        holds=lambda e: bool(e.class_logits),
+        fix="compile the sigmoid into the HEF: change_output_activation(<class conv>, sigmoid) for each class conv "
+        "in the .alls (HailoRT's YOLOv8 NMS op does not apply it); for raw outputs apply it on the host",
+    ),
+    Rule(
         name="sigmoid_applied_twice",
         cause="all {n_boxes} scores lie in [{min_score:.3f}, {max_score:.3f}], inside [0.5, 0.731] = "
         "[sigmoid(0), sigmoid(1)], although the threshold is {score_threshold:g}: "
@@ -506,6 +517,7 @@ EVIDENCE_LABELS: Mapping[str, str] = {
     "own_score_drift": "the path's blessed mean absolute score drift",
     "score_scale": "score scale (the matched scores' spread over the reference's)",
     "class_map_change": "class map",
+    "class_logits": "class outputs the NMS reads",
     "box_size_ratio": "median box size against the reference",
     "box_size_spread": "box size spread",
     "reference_box_size_spread": "reference box size spread",

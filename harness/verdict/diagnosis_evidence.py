@@ -94,6 +94,7 @@ class Evidence:
     own_score_drift: float | None = None
     score_scale: float | None = None
     class_map_change: str | None = None
+    class_logits: str | None = None  # a failed sigmoid_present static check of the path's HEF (its found part)
     box_size_ratio: float | None = None
     box_size_spread: float | None = None
     reference_box_size_spread: float | None = None

@@ -383,3 +383,15 @@ def test_a_class_map_other_than_its_baselines_is_named_the_dataset_class_order_h
     (finding,) = named((0, 1))
     assert finding.name == "dataset_class_order" and "[0, 1] blessed, [1, 0] now" in finding.cause
     assert named((1, 0)) == [] and named(None) == []  # the blessed map, or no baseline
+
+
+def test_an_nms_hef_whose_quant_info_says_its_class_outputs_hold_logits_is_named_sigmoid_missing_with_no_score_out(
+    truths, onnx
+):
+    from dataclasses import replace
+
+    evidence = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    assert evidence.outside_unit == 0 and not [f for f in diagnose(evidence) if f.name == "sigmoid_missing"]
+    logits = replace(evidence, class_logits="class output conv/cls limvals: found [-7.9, 5.2] (logits)")
+    (finding, *_) = diagnose(logits)
+    assert finding.name == "sigmoid_missing" and "[-7.9, 5.2]" in finding.cause

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from harness.verdict.score_shift import NORMAL_SPREAD, common_shift
 
-# a clean emulated YOLOv5 fire/smoke HEF at threshold 0.2 spreads its matched scores by 0.057 (std); with every
-# score shifted by -0.1 on the host the drift is -0.124 and its spread 0.067
-OWN = 0.057 / NORMAL_SPREAD
+# a clean emulated YOLOv5 fire/smoke HEF at threshold 0.2 drifts 0.029 (mean absolute; its spread 0.057); with every
+# score shifted by -0.15 on the host the drift is -0.124 and its spread 0.067
+OWN = 0.029
 
 
 def test_a_shift_whose_spread_is_the_paths_own_noise_is_a_common_shift():

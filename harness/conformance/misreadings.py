@@ -208,7 +208,8 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
     return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
-SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
+# the outputs holding scores (an SSD layer's class map holds the HEF's sigmoid: a second one is a user's mistake)
+SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED, HeadRole.ANCHOR_CLASSES)
 PER_ANCHOR = (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)  # maps of na groups of values
 OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
 
@@ -295,7 +296,7 @@ def head_sets(layout: HeadLayout, specs: Mapping[str, OutputSpec]) -> list[HeadS
     sets = [of("every head", layout.outputs)]
     if some_fcr:
         sets.append(of("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
-    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS):
+    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES):
         if layout.of_role(role):
             sets.append(of(f"the {role.value} heads of all {n} strides", layout.of_role(role)))
     if layout.of_role(HeadRole.OBJECTNESS):  # the maps holding scores, where a score is their product

@@ -197,11 +197,19 @@ def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.nd
     return sigmoid(probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
+# A logit whose sigmoid is 1 in float32 (exp(-100) is below half of float32's epsilon).
+CERTAIN_LOGIT = 100.0
+
+
 def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that scores entries by their class alone sees: every objectness 1 (an objectness map's
-    every value, an anchored map's objectness channel)."""
+    every value, an anchored map's objectness channel). An objectness map of logits is given a logit whose
+    sigmoid is 1: the reference decoder reads a family's score maps all as logits or all as probabilities."""
     if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
-        return np.ones(spec.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
+        values = np.asarray(a).reshape(spec.shape)
+        values = dequantize(values, spec.quant) if spec.is_quantized else values.astype(np.float32)
+        certain = 1.0 if classes_are_probabilities(spec, values) else CERTAIN_LOGIT
+        return np.full(spec.shape, certain, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
     h, w, c = spec.shape
     entries = probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
     entries[..., OBJECTNESS] = 1

@@ -197,18 +197,27 @@ def _sigmoid_again(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.nd
     return sigmoid(probabilities(a, spec)), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
+# A logit whose sigmoid is 1 in float32 (exp(-100) is below half of float32's epsilon).
+CERTAIN_LOGIT = 100.0
+
+
 def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndarray, OutputSpec]:
     """What a decoder that scores entries by their class alone sees: every objectness 1 (an objectness map's
-    every value, an anchored map's objectness channel)."""
+    every value, an anchored map's objectness channel). An objectness map of logits is given a logit whose
+    sigmoid is 1: the reference decoder reads a family's score maps all as logits or all as probabilities."""
     if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
-        return np.ones(spec.shape, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
+        values = np.asarray(a).reshape(spec.shape)
+        values = dequantize(values, spec.quant) if spec.is_quantized else values.astype(np.float32)
+        certain = 1.0 if classes_are_probabilities(spec, values) else CERTAIN_LOGIT
+        return np.full(spec.shape, certain, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
     h, w, c = spec.shape
     entries = probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()
     entries[..., OBJECTNESS] = 1
     return entries.reshape(h, w, c), replace(spec, format_type=FormatType.FLOAT32, quant=())
 
 
-SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding scores
+# the outputs holding scores (an SSD layer's class map holds the HEF's sigmoid: a second one is a user's mistake)
+SCORED = (HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHORED, HeadRole.ANCHOR_CLASSES)
 PER_ANCHOR = (HeadRole.ANCHORED, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES)  # maps of na groups of values
 OBJECTNESS_HELD = (HeadRole.OBJECTNESS, HeadRole.ANCHORED)  # the outputs holding an objectness
 
@@ -295,7 +304,7 @@ def head_sets(layout: HeadLayout, specs: Mapping[str, OutputSpec]) -> list[HeadS
     sets = [of("every head", layout.outputs)]
     if some_fcr:
         sets.append(of("the FCR heads (" + ", ".join(o.name for o in fcr) + ")", fcr))
-    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS):
+    for role in (HeadRole.BOX, HeadRole.CLASS, HeadRole.OBJECTNESS, HeadRole.ANCHOR_BOXES, HeadRole.ANCHOR_CLASSES):
         if layout.of_role(role):
             sets.append(of(f"the {role.value} heads of all {n} strides", layout.of_role(role)))
     if layout.of_role(HeadRole.OBJECTNESS):  # the maps holding scores, where a score is their product

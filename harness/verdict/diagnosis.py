@@ -98,12 +98,15 @@ def _capped_below_reference(e: Evidence) -> bool:
 def _normalised_twice(e: Evidence) -> bool:
     """The reference's boxes gone although their float scores are ones the path can represent (with a
     known ceiling, those under it: a cap under the threshold also leaves no box, and is no near-black
-    input): the path returns at most a quarter as many boxes, and at most 5% of them sit on one of the
-    reference's (what a near-black input still finds, a few faint boxes, is found nowhere else)."""
+    input): the path returns at most a quarter as many boxes, at most 5% of the reference's are found, and
+    most of the path's own lie nowhere the reference has one (what a near-black input still finds, a few faint
+    boxes, is found nowhere else; a path whose few boxes are the reference's strongest, all on them, lost its
+    weaker scores instead, as logits read as scores do)."""
     assert e.reference_n_boxes is not None and e.matched is not None and e.class_flipped is not None
     representable = e.reference_n_boxes - (e.reference_above_ceiling or 0)
     found = e.matched + e.class_flipped
-    return representable >= MIN_BOXES and e.n_boxes <= 0.25 * representable and found <= 0.05 * representable
+    few = representable >= MIN_BOXES and e.n_boxes <= 0.25 * representable and found <= 0.05 * representable
+    return few and found <= 0.5 * e.n_boxes
 
 
 def _dataset_class_order(e: Evidence) -> bool:

@@ -234,7 +234,9 @@ def test_every_rule_names_measured_evidence_fields_and_formats_with_them():
 
 def test_a_count_of_one_box_reads_as_one_box_in_a_cause(truths):
     healthy = _healthy(truths)
-    one = [healthy[0].select(slice(0, 1)), *(p.select(slice(0, 0)) for p in healthy[1:])]
+    first = healthy[0].select(slice(0, 1))
+    faint = sr.Detections(first.boxes[:, [2, 3, 2, 3]] + [0, 0, 20, 20], first.scores, first.class_ids)  # beside it
+    one = [faint, *(p.select(slice(0, 0)) for p in healthy[1:])]
     reference = sr.result(healthy, truths)
     findings = diagnose(collect_evidence(_hailo(truths, one), reference))
     cause = next(f.cause for f in findings if f.name == "input_normalised_twice")
@@ -395,3 +397,10 @@ def test_an_nms_hef_whose_quant_info_says_its_class_outputs_hold_logits_is_named
     logits = replace(evidence, class_logits="class output conv/cls limvals: found [-7.9, 5.2] (logits)")
     (finding, *_) = diagnose(logits)
     assert finding.name == "sigmoid_missing" and "[-7.9, 5.2]" in finding.cause
+
+
+def test_a_path_whose_few_boxes_all_sit_on_the_references_is_no_near_black_input(truths):
+    healthy = _healthy(truths)
+    strongest = [healthy[0].select(slice(0, 1)), *(p.select(slice(0, 0)) for p in healthy[1:])]
+    findings = diagnose(collect_evidence(_hailo(truths, strongest), sr.result(healthy, truths)))
+    assert "input_normalised_twice" not in [f.name for f in findings]

@@ -24,7 +24,8 @@ from harness.pipeline.detect import (
 )
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec, load_dataset, open_path, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec, golden_roots
-from harness.verdict.golden import Golden, baseline_file
+from harness.verdict.diagnosis_evidence import matched_share
+from harness.verdict.golden import BlessedAgreement, Golden, baseline_file
 from harness.verdict.golden_blessing import golden_from_result
 from harness.verdict.golden_reading import load_golden
 from harness.verdict.hef_checks import CheckContext, run_checks
@@ -110,16 +111,17 @@ class Bench:
             settings = replace(self.settings, class_map=result.settings.class_map)
             return self.evaluate_path(self.path(stack, REFERENCE, settings))
 
-    def own_score_drift(self, path: str) -> float | None:
-        """The score noise ``path`` is held to (:mod:`harness.verdict.score_shift`): the mean absolute score drift
-        its baseline blessed, or, for the path under test without one, the clean run's against the reference
-        (what blessing it would keep); None for the reference itself."""
+    def own_agreement(self, path: str) -> BlessedAgreement | None:
+        """What a clean run of ``path`` does against the reference (its matched share and mean absolute score drift:
+        its own noise, :mod:`harness.verdict.score_shift`): what its baseline blessed, or, for the path under test
+        without one, the clean run's (what blessing it would keep); None for the reference itself."""
         golden = self.baselines.get(path)
         if golden is not None and golden.agreement is not None:
-            return golden.agreement.score_drift
+            return golden.agreement
         if path != self.subject.path or self.subject is self.reference:
             return None
-        return agreement(self.reference.predictions, self.subject.predictions).mean_abs_score_drift
+        clean = agreement(self.reference.predictions, self.subject.predictions)
+        return BlessedAgreement(matched_share(clean), clean.mean_abs_score_drift)
 
     @property
     def description(self) -> HefInfo:

@@ -114,10 +114,10 @@ def doctor_evidence(
     comparable = not reference.settings.differences(result.settings) and reference.image_ids == result.image_ids
     # the paired bootstrap a job's gates hold the path to, so a loss is judged against these images' noise alike
     interval = path_bootstrap(bench.dataset, reference, result).map50 if comparable and bench.dataset.labelled else None
-    noise = bench.own_score_drift(result.path)
+    clean = bench.own_agreement(result.path)
     golden = bench.baselines.get(result.path)
     blessed = golden.settings.class_map if golden is not None else None
-    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval, noise, blessed)
+    evidence = collect_evidence(result, reference if comparable else None, bench.original_hw, interval, clean, blessed)
     logits = [c.message.split(". Fix: ")[0] for c in broken if c.name == "sigmoid_present"]
     evidence = replace(evidence, class_logits=logits[0] if logits else None)
     if comparable:

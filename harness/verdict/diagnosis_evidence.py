@@ -12,6 +12,7 @@ from harness.core.detections import Detections, letterbox_boxes, unletterbox, yx
 from harness.core.errors import HarnessError
 from harness.inputs.preprocess import geometry
 from harness.verdict.agreement_floor import SCORE_DRIFT_LIMIT, derived_floor
+from harness.verdict.golden import BlessedAgreement
 from harness.verdict.metrics.agreement import Agreement, agreement
 from harness.verdict.metrics.coco import DifferenceInterval
 from harness.verdict.result import PathResult
@@ -92,6 +93,7 @@ class Evidence:
     score_drift: float | None = None
     score_drift_std: float | None = None
     own_score_drift: float | None = None
+    own_matched_share: float | None = None
     score_scale: float | None = None
     class_map_change: str | None = None
     class_logits: str | None = None  # a failed sigmoid_present static check of the path's HEF (its found part)
@@ -114,15 +116,16 @@ def collect_evidence(
     reference: PathResult | None = None,
     original_hw: Mapping[str, tuple[int, int]] | None = None,
     map50_difference: DifferenceInterval | None = None,
-    own_score_drift: float | None = None,
+    own: BlessedAgreement | None = None,
     baseline_class_map: tuple[int, ...] | None = None,
 ) -> Evidence:
     """Evidence from ``result`` and, when given, a ``reference`` path on the same images under the
     same settings (:class:`~harness.core.settings.SettingsMismatch` otherwise). ``original_hw`` (image id
     -> original height, width) places boxes in the model input for the x/y-swap test; without it
-    boxes are swapped in their own image frame. ``own_score_drift``: the path's blessed mean absolute score
-    drift, its own score noise (None: none blessed); ``baseline_class_map``: the class map its baseline was blessed
-    with (None: no baseline), said where this run's differs."""
+    boxes are swapped in their own image frame. ``own``: the path's blessed agreement with the reference, what a
+    clean run of it does (its matched share, its mean absolute score drift: its own noise; None: none blessed);
+    ``baseline_class_map``: the class map its baseline was blessed with (None: no baseline), said where this run's
+    differs."""
     scores = np.concatenate([p.scores for p in result.predictions]) if result.predictions else np.zeros(0)
     has_scores = len(scores) > 0
     top = float(scores.max()) if has_scores else None
@@ -142,7 +145,8 @@ def collect_evidence(
         at_cap=int((np.abs(scores - top) <= CAP_TIE).sum()) if top is not None else None,
         cells_share=result.cells.share if result.cells else None,
         score_ceiling=result.score_ceiling,
-        own_score_drift=own_score_drift,
+        own_score_drift=own.score_drift if own is not None else None,
+        own_matched_share=own.matched_share if own is not None else None,
         class_map_change=_class_map_change(baseline_class_map, result.settings.class_map),
     )
     if reference is None:

@@ -392,9 +392,8 @@ def run_gates(
         else None
     )  # an incomparable reference fails the agreement gate; the diagnosis goes without it
     # a failing gate is judged by its point estimate, so is its cause (on a small set no interval shows a loss)
-    own_drift = golden.agreement.score_drift if golden.agreement is not None else None
     evidence = collect_evidence(
-        result, usable, original_hw, own_score_drift=own_drift, baseline_class_map=golden.settings.class_map
+        result, usable, original_hw, own=golden.agreement, baseline_class_map=golden.settings.class_map
     )
     causes = tuple(diagnose(evidence))
     makers: dict[str, Callable[[], GateResult]] = {

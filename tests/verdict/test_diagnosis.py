@@ -404,3 +404,17 @@ def test_a_path_whose_few_boxes_all_sit_on_the_references_is_no_near_black_input
     strongest = [healthy[0].select(slice(0, 1)), *(p.select(slice(0, 0)) for p in healthy[1:])]
     findings = diagnose(collect_evidence(_hailo(truths, strongest), sr.result(healthy, truths)))
     assert "input_normalised_twice" not in [f.name for f in findings]
+
+
+def test_boxes_read_x_first_are_named_where_the_swap_restores_what_a_clean_run_of_the_path_matches(truths, onnx):
+    from dataclasses import replace
+
+    base = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    cut = replace(base, matched_share=0.04, swapped_matched_share=0.45)  # an image's edge cut some swapped boxes
+
+    def named(evidence):
+        return "yx_swapped" in [f.name for f in diagnose(evidence)]
+
+    assert not named(cut)  # held to all of the boxes: half of them
+    assert named(replace(cut, own_matched_share=0.87))  # held to half of what its clean run matches
+    assert not named(replace(cut, own_matched_share=0.87, swapped_matched_share=0.07))  # not twice as many

@@ -927,7 +927,7 @@ def test_run_gates_gives_every_failing_gate_the_causes_and_says_where_a_blessed_
     golden = golden_from_result(sr.result(sr.predictions(truths, seed=2), truths, path="hailo"), reference=onnx)
     moved = sr.replaced(golden, provenance=sr.replaced(golden.provenance, model_sha256="e" * 64))
     gates = {g.id.kind: g for g in run_gates(hailo, moved, reference=onnx)}
-    causes = tuple(diagnose(collect_evidence(hailo, onnx, None, own_score_drift=golden.agreement.score_drift)))
+    causes = tuple(diagnose(collect_evidence(hailo, onnx, None, own=golden.agreement)))
     assert not gates["score_saturation"].passed and gates["score_saturation"].causes == causes and causes
     said = "baseline blessed from model sha256 eeeeeeeeeeee"
     assert said in gates["path_agreement"].text

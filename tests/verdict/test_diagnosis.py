@@ -418,3 +418,20 @@ def test_boxes_read_x_first_are_named_where_the_swap_restores_what_a_clean_run_o
     assert not named(cut)  # held to all of the boxes: half of them
     assert named(replace(cut, own_matched_share=0.87))  # held to half of what its clean run matches
     assert not named(replace(cut, own_matched_share=0.87, swapped_matched_share=0.07))  # not twice as many
+
+
+def test_a_missing_host_nms_is_named_where_an_nms_over_the_paths_boxes_lifts_it_to_the_derived_floor(truths, onnx):
+    from dataclasses import replace
+
+    base = collect_evidence(_hailo(truths, _healthy(truths)), onnx)
+    # on images where the model finds little, few proposals overlap: not twice the boxes, not twice the share
+    few = replace(base, n_boxes=154, reference_n_boxes=78, matched_share=0.47, path_nms_matched_share=0.82)
+
+    def named(evidence):
+        return "host_nms_missing" in [f.name for f in diagnose(evidence)]
+
+    assert not named(replace(few, agreement_floor=None))
+    assert named(replace(few, agreement_floor=0.55))
+    assert not named(replace(few, agreement_floor=0.45))  # over the floor as it is: nothing to lift
+    assert not named(replace(few, agreement_floor=0.55, path_nms_matched_share=0.5))  # the NMS does not lift it
+    assert not named(replace(few, agreement_floor=0.55, n_boxes=70))  # fewer boxes than the reference

@@ -24,7 +24,7 @@ from harness.pipeline.detect import (
 )
 from harness.pipeline.factory import RunContext, emulated_hef, evaluate_spec, load_dataset, open_path, prepare_run
 from harness.pipeline.spec import REFERENCE, Backend, PathSpec, SettingsSpec, golden_roots
-from harness.verdict.diagnosis_evidence import matched_share
+from harness.verdict.diagnosis_evidence import MIN_BOXES, matched_share
 from harness.verdict.golden import BlessedAgreement, Golden, baseline_file
 from harness.verdict.golden_blessing import golden_from_result
 from harness.verdict.golden_reading import load_golden
@@ -181,6 +181,13 @@ def open_bench(
     data = subset(full, range(min(first, len(full.samples)))) if first else full
     spec = PathSpec(Backend.EMULATOR, calibration=calibration, bbox_only=bbox_only)
     reference = evaluate_spec(REFERENCE, run, data)
+    found = reference.box_counts.total
+    if found < MIN_BOXES:  # no gate of a clean run could be told from a broken one's on them
+        raise DatasetError(
+            f"dataset {full.root}: the float model finds {found} box{'' if found == 1 else 'es'} on the "
+            f"{len(data.samples)} images the doctor runs on at score threshold {run.settings.score_threshold:g}, "
+            f"expected at least {MIN_BOXES}: give it more images (--first) or images of the model's task"
+        )
     hef: EmulatedHef | None
     try:
         hef, refusal = emulated_hef(spec, run), ""

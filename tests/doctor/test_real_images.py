@@ -51,3 +51,13 @@ def test_an_nms_hef_without_its_sigmoid_is_named_by_its_quant_info_where_no_scor
     assert "reads class outputs that hold logits" in row.cause, row.cause
     off = run_mode(bench, _mode(bench, "calibration_off_domain"))  # its cap under the float model's top: caught
     assert not off.gap and off.gate_failed and (off.diagnosis, off.correct) == ("score_cap", True), off
+
+
+def test_a_bench_where_the_float_model_finds_under_five_boxes_is_refused_in_one_line(shared_fixtures, doctor_cache):
+    from harness.inputs.dataset import DatasetError
+    from harness.inputs.demo import DEMO26_ONNX
+
+    real = shared_fixtures / "datasets" / "fire_smoke_val"
+    high = SettingsSpec(score_threshold=0.5)
+    with pytest.raises(DatasetError, match=r"the float model finds \d box(es)? on the 30 images .* at least 5: give"):
+        open_bench(DEMO26_ONNX, dataset=real, first=IMAGES, cache_dir=doctor_cache, settings=high)

@@ -123,6 +123,19 @@ class Bench:
         clean = agreement(self.reference.predictions, self.subject.predictions)
         return BlessedAgreement(matched_share(clean), clean.mean_abs_score_drift)
 
+    def require_boxes(self) -> None:
+        """Refuses, in one line, images on which the float model finds fewer than
+        :data:`~harness.verdict.diagnosis_evidence.MIN_BOXES` boxes: no gate of a clean run could be told from a
+        broken one's on them."""
+        found = self.reference.box_counts.total
+        if found < MIN_BOXES:
+            raise DatasetError(
+                f"dataset {self.dataset.root}: the float model finds {found} box{'' if found == 1 else 'es'} on the "
+                f"{len(self.dataset.samples)} images the doctor runs on at score threshold "
+                f"{self.settings.score_threshold:g}, expected at least {MIN_BOXES}: give it more images (--first) or "
+                "images of the model's task"
+            )
+
     @property
     def description(self) -> HefInfo:
         """The clean HEF description the static checks read (see :func:`hef_description`)."""
@@ -181,13 +194,6 @@ def open_bench(
     data = subset(full, range(min(first, len(full.samples)))) if first else full
     spec = PathSpec(Backend.EMULATOR, calibration=calibration, bbox_only=bbox_only)
     reference = evaluate_spec(REFERENCE, run, data)
-    found = reference.box_counts.total
-    if found < MIN_BOXES:  # no gate of a clean run could be told from a broken one's on them
-        raise DatasetError(
-            f"dataset {full.root}: the float model finds {found} box{'' if found == 1 else 'es'} on the "
-            f"{len(data.samples)} images the doctor runs on at score threshold {run.settings.score_threshold:g}, "
-            f"expected at least {MIN_BOXES}: give it more images (--first) or images of the model's task"
-        )
     hef: EmulatedHef | None
     try:
         hef, refusal = emulated_hef(spec, run), ""

@@ -257,6 +257,7 @@ def run_doctor(
     """Every mode of ``modes`` (default: those of the bench's head family) injected into ``bench`` (see
     :func:`~harness.doctor.bench.open_bench`), after the clean controls and the clean runs on ``seeds``;
     ``log`` gets a line per step."""
+    bench.require_boxes()
     modes = modes_for(bench.run.family, bench.bbox_only) if modes is None else modes
     hailo = bench.hef.label if bench.hef is not None else f"none: {bench.emulator_refusal}"
     log("doctor: the clean controls")

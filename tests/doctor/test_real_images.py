@@ -8,7 +8,7 @@ import pytest
 
 from harness.doctor.bench import open_bench
 from harness.doctor.modes import modes_for
-from harness.doctor.table import run_mode
+from harness.doctor.table import run_doctor, run_mode
 from harness.pipeline.spec import SettingsSpec
 
 IMAGES = 30
@@ -59,5 +59,6 @@ def test_a_bench_where_the_float_model_finds_under_five_boxes_is_refused_in_one_
 
     real = shared_fixtures / "datasets" / "fire_smoke_val"
     high = SettingsSpec(score_threshold=0.5)
+    bench = open_bench(DEMO26_ONNX, dataset=real, first=IMAGES, cache_dir=doctor_cache, settings=high)
     with pytest.raises(DatasetError, match=r"the float model finds \d box(es)? on the 30 images .* at least 5: give"):
-        open_bench(DEMO26_ONNX, dataset=real, first=IMAGES, cache_dir=doctor_cache, settings=high)
+        run_doctor(bench)

@@ -242,7 +242,12 @@ def clean_runs(bench: Bench, seeds: Sequence[int] = CLEAN_SEEDS, share: float = 
         if bench.dataset.labelled:
             interval = path_bootstrap(sample, reference, hailo).map50
             within = interval.high >= -drop  # no loss beyond the allowed drop shown beyond the images' noise
-        findings = tuple(f.name for f in diagnose(collect_evidence(hailo, reference, map50_difference=interval)))
+        findings = tuple(
+            f.name
+            for f in diagnose(
+                collect_evidence(hailo, reference, map50_difference=interval, own=bench.own_agreement(hailo.path))
+            )
+        )
         share_seen = gate.observed if gate.observed is not None else math.nan
         out.append(CleanRun(seed, n, share_seen, interval, findings, gate.passed and within and not findings))
     return tuple(out)

@@ -435,3 +435,19 @@ def test_a_missing_host_nms_is_named_where_an_nms_over_the_paths_boxes_lifts_it_
     assert not named(replace(few, agreement_floor=0.45))  # over the floor as it is: nothing to lift
     assert not named(replace(few, agreement_floor=0.55, path_nms_matched_share=0.5))  # the NMS does not lift it
     assert not named(replace(few, agreement_floor=0.55, n_boxes=70))  # fewer boxes than the reference
+
+
+def test_a_score_within_the_paths_own_noise_of_its_ceiling_is_not_counted_above_it(truths, onnx):
+    """On 8 demo images the clean HEF represents 0.956 and the float model's brightest box scores 0.967: by less than
+    the path's own score noise (its blessed mean absolute drift), which a clean path misses a score by alone."""
+    from harness.verdict.golden import BlessedAgreement
+
+    scores = np.sort(np.concatenate([p.scores for p in onnx.predictions]))
+    ceiling = float(scores[-1] - 0.011)
+    path = dataclasses.replace(_hailo(truths, _under(onnx.predictions, ceiling)), score_ceiling=ceiling)
+    bare = collect_evidence(path, onnx)
+    assert bare.reference_above_ceiling is not None and bare.reference_above_ceiling >= 1
+    noisy = collect_evidence(path, onnx, own=BlessedAgreement(0.9, 0.017))
+    assert noisy.reference_above_ceiling == int((scores > ceiling + 0.017).sum()) < bare.reference_above_ceiling
+    far = collect_evidence(path, onnx, own=BlessedAgreement(0.9, 0.005))
+    assert far.reference_above_ceiling == int((scores > ceiling + 0.005).sum()) >= 1  # the top, 0.011 over: counted

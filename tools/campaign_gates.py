@@ -9,6 +9,8 @@
   ``host_sigmoid_on_nms_scores`` on the YOLOX export at threshold 0.5): the same boxes in the same
   order, every score in [0.5, 0.731]; the mAP and the box count cannot see it, the agreement gate's
   score scale must fail it.
+- Every doctor mode on the demo's first 8 images at threshold 0.5 (about 13 boxes, where the agreement
+  floor's margin widens by the noise of counting so few): each mode not stated as a gap must fail a gate.
 """
 
 from __future__ import annotations
@@ -30,6 +32,22 @@ def run(c: Campaign) -> None:
     sparse_set_model_finds_nothing(c)
     map_class_twice(c)
     sigmoid_twice_at_a_high_threshold(c)
+    every_mode_on_few_boxes(c)
+
+
+def every_mode_on_few_boxes(c: Campaign) -> None:
+    """The doctor on 8 images at 0.5: recorded as caught (exit 1) where every mode not stated as a gap failed a
+    gate, a false pass (exit 0) naming those none did."""
+    folder = c.case_dir("few_boxes")
+    ran = c.cli("doctor", "--first", "8", "--score-threshold", "0.5", "--json", "--cache", c.cache, cwd=folder)
+    case = "every doctor mode on 8 images at 0.5"
+    if ran.rc not in (0, 1):
+        c.record(FAMILY, case, ran, "fail")
+        return
+    rows = json.loads(ran.out)["modes"]
+    missed = [r["mode"] for r in rows if r["injected"] and not r["gap"] and not r["gate_failed"]]
+    said = f"no gate failed: {missed}" if missed else f"{len(rows)} modes, each caught or a stated gap"
+    c.record(FAMILY, case, Ran(0 if missed or not rows else 1, ran.out, said, ran.seconds), "fail")
 
 
 def sigmoid_twice_at_a_high_threshold(c: Campaign) -> None:

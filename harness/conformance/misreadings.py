@@ -184,11 +184,16 @@ def _class_major(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple[np.ndar
     return _interleaved(a, spec, len(level.anchors)), spec
 
 
+def _values(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
+    """The output's values, float32, in its shape (de-quantised where it is quantized)."""
+    a = np.asarray(a).reshape(spec.shape)
+    return dequantize(a, spec.quant) if spec.is_quantized else a.astype(np.float32)
+
+
 def probabilities(a: np.ndarray, spec: OutputSpec) -> np.ndarray:
     """The output's values as probabilities, float32: as the family's decoder reads them (its sigmoid
     where they are logits)."""
-    a = np.asarray(a).reshape(spec.shape)
-    values = dequantize(a, spec.quant) if spec.is_quantized else a.astype(np.float32)
+    values = _values(a, spec)
     return values if classes_are_probabilities(spec, values) else sigmoid(values)
 
 
@@ -206,9 +211,7 @@ def _objectness_left_out(a: np.ndarray, spec: OutputSpec, level: Level) -> tuple
     every value, an anchored map's objectness channel). An objectness map of logits is given a logit whose
     sigmoid is 1: the reference decoder reads a family's score maps all as logits or all as probabilities."""
     if any(o.name == spec.name and o.role is HeadRole.OBJECTNESS for o in level.outputs):
-        values = np.asarray(a).reshape(spec.shape)
-        values = dequantize(values, spec.quant) if spec.is_quantized else values.astype(np.float32)
-        certain = 1.0 if classes_are_probabilities(spec, values) else CERTAIN_LOGIT
+        certain = 1.0 if classes_are_probabilities(spec, _values(a, spec)) else CERTAIN_LOGIT
         return np.full(spec.shape, certain, np.float32), replace(spec, format_type=FormatType.FLOAT32, quant=())
     h, w, c = spec.shape
     entries = probabilities(a, spec).reshape(h, w, len(level.anchors), -1).copy()

@@ -111,6 +111,11 @@ class Bench:
             settings = replace(self.settings, class_map=result.settings.class_map)
             return self.evaluate_path(self.path(stack, REFERENCE, settings))
 
+    @property
+    def reference_top_score(self) -> float | None:
+        """The float model's highest score on the bench's images (None: it finds no box)."""
+        return max((float(p.scores.max()) for p in self.reference.predictions if len(p)), default=None)
+
     def own_agreement(self, path: str) -> BlessedAgreement | None:
         """What a clean run of ``path`` does against the reference (its matched share and mean absolute score drift:
         its own noise, :mod:`harness.verdict.score_shift`): what its baseline blessed, or, for the path under test
@@ -144,7 +149,7 @@ class Bench:
     def checks(self, info: HefInfo) -> tuple[CheckResult, ...]:
         """The static checks of ``info``, the class outputs' score floor the float model's own highest score on the
         bench's images where that is below the default (no fixed floor where the model has its own)."""
-        top = max((float(p.scores.max()) for p in self.reference.predictions if len(p)), default=None)
+        top = self.reference_top_score
         own = top is not None and top < defaults.MIN_SCORE_CAP
         context = CheckContext(
             info,

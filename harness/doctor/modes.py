@@ -74,7 +74,7 @@ def _calibration_off_domain(bench: Bench, stack: ExitStack) -> Injected:
     """The HEF calibrated on images off the task; a gap where it still represents every score the float model gives
     on the bench's images (its cap above their highest: nothing on them is capped, no gate can tell)."""
     injected = _emulated_otherwise(bench, stack, replace(bench.subject_spec, calibration=OFF_DOMAIN))
-    top = max((float(p.scores.max()) for p in bench.reference.predictions if len(p)), default=None)
+    top = bench.reference_top_score
     ceiling = injected.hef.score_ceiling if injected.hef is not None else None
     if top is None or ceiling is None or ceiling < top - CAP_TIE:  # a score this close to the cap is not capped
         return injected

@@ -178,6 +178,12 @@ def _loss_shown(e: Evidence) -> bool:
     return e.reference_map50 is not None and e.reference_map50 - e.map50 >= LOSS_UNMEASURED
 
 
+FIX_SIGMOID_INSIDE = (
+    "compile the sigmoid into the HEF: change_output_activation(<class conv>, sigmoid) for each class conv in the "
+    ".alls (HailoRT's YOLOv8 NMS op does not apply it); for raw outputs apply it on the host"
+)
+
+
 RULES: tuple[Rule, ...] = (
     # A host decoder's own frames reproduced by a known misreading: the mistake itself, before any symptom.
     *(_reproduced(name) for name in misreadings.REPRODUCED_NAMES),
@@ -258,8 +264,7 @@ RULES: tuple[Rule, ...] = (
         "the class values reach the NMS as logits, without a sigmoid",
         needs=("outside_unit", "n_boxes", "min_score", "max_score"),
         holds=lambda e: e.outside_unit > 0,
-        fix="compile the sigmoid into the HEF: change_output_activation(<class conv>, sigmoid) for each class conv "
-        "in the .alls (HailoRT's YOLOv8 NMS op does not apply it); for raw outputs apply it on the host",
+        fix=FIX_SIGMOID_INSIDE,
     ),
     Rule(
         name="sigmoid_missing",
@@ -269,8 +274,7 @@ RULES: tuple[Rule, ...] = (
         "reach the NMS without a sigmoid",
         needs=("class_logits",),
         holds=lambda e: bool(e.class_logits),
-        fix="compile the sigmoid into the HEF: change_output_activation(<class conv>, sigmoid) for each class conv "
-        "in the .alls (HailoRT's YOLOv8 NMS op does not apply it); for raw outputs apply it on the host",
+        fix=FIX_SIGMOID_INSIDE,
     ),
     Rule(
         name="sigmoid_applied_twice",

@@ -89,6 +89,15 @@ def _distance_heads(outputs, specs, config, box_channels, bug=None):
     return boxes, np.ascontiguousarray(np.concatenate(all_scores), dtype=np.float32)
 
 
+def _selected(boxes, scores, config):
+    """HailoRT's NMS over the levels' boxes and scores, concatenated."""
+    return nms_hailort(
+        np.ascontiguousarray(np.concatenate(boxes), dtype=np.float32),
+        np.ascontiguousarray(np.concatenate(scores), dtype=np.float32),
+        config,
+    )
+
+
 def _written_y_first(d):
     return Detections(d.boxes[:, [1, 0, 3, 2]], d.scores, d.class_ids)
 
@@ -199,11 +208,7 @@ def _yolov5(outputs, specs, config, bug=None):
         boxes.append(np.concatenate([centre - size / 2, centre + size / 2], -1).reshape(-1, 4))
         objectness = 1.0 if bug == "objectness left out" else e[..., 4:5]
         scores.append((e[..., 5:] * objectness).reshape(-1, c // na - 5))
-    return nms_hailort(
-        np.ascontiguousarray(np.concatenate(boxes), dtype=np.float32),
-        np.ascontiguousarray(np.concatenate(scores), dtype=np.float32),
-        config,
-    )
+    return _selected(boxes, scores, config)
 
 
 def yolov5_box_entries_y_first(outputs, specs, config):
@@ -271,11 +276,7 @@ def _yolox(outputs, specs, config, bug=None):
         boxes.append(np.concatenate([centre - size / 2, centre + size / 2], -1).reshape(-1, 4))
         objectness = 1.0 if bug == "objectness left out" else _probabilities(obj)
         scores.append((_probabilities(cls) * objectness).reshape(h * w, -1))
-    return nms_hailort(
-        np.ascontiguousarray(np.concatenate(boxes), dtype=np.float32),
-        np.ascontiguousarray(np.concatenate(scores), dtype=np.float32),
-        config,
-    )
+    return _selected(boxes, scores, config)
 
 
 def _read_on_grid(raw, spec, grid):
@@ -346,11 +347,7 @@ def _ssd(outputs, specs, config, bug=None):
             p = _sigmoid(p)
         keep = [k for k in range(p.shape[1]) if bug == "background kept" or k != ssd.background_class]
         scores.append(p[:, keep])
-    return nms_hailort(
-        np.ascontiguousarray(np.concatenate(boxes), dtype=np.float32),
-        np.ascontiguousarray(np.concatenate(scores), dtype=np.float32),
-        config,
-    )
+    return _selected(boxes, scores, config)
 
 
 def ssd_sizes_without_the_exp(outputs, specs, config):
